@@ -1,0 +1,59 @@
+# autoroll developer entry points. `make test` is what CI runs (.ci/run).
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+TOOLS_ENV := .tools/env
+# Every recipe sees the pinned tools (helm v4, helm-unittest, actionlint, ...).
+WITH_TOOLS = source $(TOOLS_ENV) &&
+
+.PHONY: help tools tools-kube venv test lint typecheck pytest chart-lint chart-test names demo clean
+
+help:
+	@echo "make names   - preview the Job names for examples/jobs-values.yaml (jobhash)"
+	@echo "make test    - install the tools and run every suite (what CI runs)"
+	@echo "make tools   - build/install helm, helm-unittest, actionlint, docker-registry"
+
+tools $(TOOLS_ENV): scripts/tools.sh scripts/versions.env
+	scripts/tools.sh core
+
+tools-kube:
+	scripts/tools.sh all
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $@
+
+venv: $(VENV)/.installed
+
+lint: venv
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
+
+typecheck: venv
+	$(BIN)/mypy
+
+pytest: venv $(TOOLS_ENV)
+	$(WITH_TOOLS) $(BIN)/pytest $(PYTEST_ARGS)
+
+chart-lint: $(TOOLS_ENV)
+	$(WITH_TOOLS) helm lint --strict charts/autoroll
+
+chart-test: $(TOOLS_ENV)
+	$(WITH_TOOLS) helm unittest --strict charts/autoroll
+
+workflow-lint: $(TOOLS_ENV)
+	$(WITH_TOOLS) if compgen -G '.forgejo/workflows/*.y*ml' >/dev/null; then actionlint .forgejo/workflows/*.y*ml; fi
+
+# The README's test command: tools first, then every suite. Stops at the first failure.
+test: tools venv lint typecheck chart-lint chart-test workflow-lint pytest
+
+names: venv
+	$(BIN)/jobhash names --release demo -f examples/jobs-values.yaml
+
+clean:
+	rm -rf $(VENV) .tools .mypy_cache .pytest_cache .ruff_cache .hypothesis

@@ -1,0 +1,5 @@
+"""Allow ``python -m autoroll``."""
+
+from autoroll.cli import main
+
+raise SystemExit(main())

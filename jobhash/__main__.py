@@ -1,0 +1,5 @@
+"""Allow ``python -m jobhash``."""
+
+from jobhash.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,226 @@
+#!/usr/bin/env bash
+# Tool bootstrap for autoroll: makes helm (v4), the helm-unittest plugin, actionlint,
+# docker-registry and htpasswd available, and (with `kube`) etcd, kube-apiserver and
+# kube-controller-manager.
+#
+# Everything is built from Go modules or installed from Debian packages; nothing is
+# downloaded from any other URL. Builds are cached by version under
+# ${AUTOROLL_TOOLS:-~/.cache/autoroll-tools}, so only the first run is slow.
+# A binary already on PATH is preferred when it has the pinned major version.
+#
+# Usage: scripts/tools.sh [core|kube|all|env]
+#   core  helm, helm-unittest, actionlint, apt packages (default)
+#   kube  etcd, kube-apiserver, kube-controller-manager (first build: 20-40 min)
+#   all   both
+# On success it writes .tools/env (sourced by the Makefile) with PATH and HELM_PLUGINS.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/.." && pwd)
+# shellcheck source=versions.env
+source "$here/versions.env"
+cache=${AUTOROLL_TOOLS:-$HOME/.cache/autoroll-tools}
+envfile="$repo/.tools/env"
+mkdir -p "$cache" "$repo/.tools"
+
+say() { printf '[tools] %s\n' "$*" >&2; }
+die() { printf '[tools] error: %s\n' "$*" >&2; exit 1; }
+
+need_go() {
+  command -v go >/dev/null || die "the Go toolchain is required to build $1 (install Go >= 1.26 from your distribution)"
+}
+
+# Run a Go build in a private GOPATH-independent way, quietly unless it fails.
+gobuild() {
+  local log
+  log=$(mktemp)
+  if ! "$@" >"$log" 2>&1; then
+    cat "$log" >&2; rm -f "$log"; return 1
+  fi
+  rm -f "$log"
+}
+
+path_dirs=()
+add_path() { path_dirs+=("$1"); }
+
+# --- helm -------------------------------------------------------------------
+helm_bin=""
+ensure_helm() {
+  if command -v helm >/dev/null && helm version --template '{{.Version}}' 2>/dev/null | grep -q '^v4\.'; then
+    helm_bin=$(command -v helm)
+    say "helm: using $(helm version --template '{{.Version}}') from PATH ($helm_bin)"
+    return
+  fi
+  local dir="$cache/helm/$HELM_VERSION"
+  if [ ! -x "$dir/helm" ]; then
+    need_go helm
+    say "helm: building $HELM_VERSION from the Go module helm.sh/helm/v4 (first run only, ~2-5 min)"
+    local tmp; tmp=$(mktemp -d)
+    local ld="-s -w -X helm.sh/helm/v4/internal/version.version=$HELM_VERSION -X helm.sh/helm/v4/internal/version.gitTreeState=clean"
+    (cd "$tmp" && GOBIN="$tmp" gobuild go install -trimpath -ldflags "$ld" "helm.sh/helm/v4/cmd/helm@$HELM_VERSION") \
+      || die "building helm $HELM_VERSION failed (see above)"
+    mkdir -p "$dir" && mv "$tmp/helm" "$dir/helm" && rm -rf "$tmp"
+  fi
+  helm_bin="$dir/helm"
+  add_path "$dir"
+  say "helm: $("$helm_bin" version --template '{{.Version}}') ($helm_bin)"
+}
+
+# --- helm-unittest ----------------------------------------------------------
+plugins_dir=""
+ensure_unittest() {
+  if "$helm_bin" unittest --help >/dev/null 2>&1; then
+    say "helm-unittest: using the plugin already installed for $helm_bin"
+    return
+  fi
+  local ver=${HELM_UNITTEST_VERSION#v}
+  local dir="$cache/helm-plugins/$HELM_UNITTEST_VERSION"
+  local pdir="$dir/unittest"
+  if [ ! -x "$pdir/untt" ]; then
+    need_go helm-unittest
+    say "helm-unittest: building $HELM_UNITTEST_VERSION from its Go module (first run only, ~2-4 min)."
+    say "helm-unittest: its go.mod has a replace directive, so it is built as the main module, not with go install."
+    local src
+    src=$(cd /tmp && go mod download -json "github.com/helm-unittest/helm-unittest@$HELM_UNITTEST_VERSION" \
+          | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+    [ -d "$src" ] || die "could not download github.com/helm-unittest/helm-unittest@$HELM_UNITTEST_VERSION"
+    local work; work=$(mktemp -d)
+    cp -r "$src/." "$work/" && chmod -R u+w "$work"
+    mkdir -p "$pdir"
+    (cd "$work" && gobuild go build -trimpath -ldflags "-s -w" -o "$pdir/untt" ./cmd/helm-unittest) \
+      || die "building helm-unittest failed (see above)"
+    rm -rf "$work"
+    # A local plugin: no install/update hooks (upstream's hooks download a release binary).
+    cat >"$pdir/plugin.yaml" <<PLUGIN
+name: "unittest"
+version: "$ver"
+usage: "unittest for helm charts"
+description: "helm-unittest $HELM_UNITTEST_VERSION, built from its Go module by autoroll's scripts/tools.sh"
+ignoreFlags: false
+platformCommand:
+  - command: "\$HELM_PLUGIN_DIR/untt"
+PLUGIN
+  fi
+  plugins_dir="$dir"
+  HELM_PLUGINS="$dir" "$helm_bin" unittest --help >/dev/null 2>&1 \
+    || die "helm-unittest plugin in $dir does not load in $helm_bin"
+  say "helm-unittest: $HELM_UNITTEST_VERSION ($pdir)"
+}
+
+# --- actionlint ---------------------------------------------------------------
+ensure_actionlint() {
+  if command -v actionlint >/dev/null; then
+    say "actionlint: using $(command -v actionlint)"; return
+  fi
+  local dir="$cache/actionlint/$ACTIONLINT_VERSION"
+  if [ ! -x "$dir/actionlint" ]; then
+    need_go actionlint
+    say "actionlint: building $ACTIONLINT_VERSION from its Go module (first run only, ~1 min)"
+    mkdir -p "$dir"
+    (cd /tmp && GOBIN="$dir" gobuild go install -trimpath -ldflags "-s -w" "github.com/rhysd/actionlint/cmd/actionlint@$ACTIONLINT_VERSION") \
+      || die "building actionlint failed (see above)"
+  fi
+  add_path "$dir"
+}
+
+# --- Debian packages --------------------------------------------------------
+ensure_apt() {
+  local missing=()
+  command -v htpasswd >/dev/null || missing+=(apache2-utils)
+  command -v docker-registry >/dev/null || [ -x /usr/bin/docker-registry ] || missing+=(docker-registry)
+  [ ${#missing[@]} -eq 0 ] && { say "apt: docker-registry and htpasswd present"; return; }
+  command -v apt-get >/dev/null || die "missing ${missing[*]} and no apt-get to install them; install them by hand"
+  local sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  say "apt: installing ${missing[*]}"
+  $sudo apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null \
+    || die "apt-get install ${missing[*]} failed"
+}
+
+# --- etcd -------------------------------------------------------------------
+ensure_etcd() {
+  if command -v etcd >/dev/null && etcd --version 2>/dev/null | grep -q "etcd Version: ${ETCD_VERSION#v}"; then
+    say "etcd: using $(command -v etcd)"; return
+  fi
+  local dir="$cache/etcd/$ETCD_VERSION"
+  if [ ! -x "$dir/etcd" ]; then
+    need_go etcd
+    say "etcd: building $ETCD_VERSION from go.etcd.io/etcd/server/v3 (first run only, ~3-6 min)."
+    say "etcd: its go.mod replaces sibling modules with paths, so it is built as the main module."
+    local src
+    src=$(cd /tmp && go mod download -json "go.etcd.io/etcd/server/v3@$ETCD_VERSION" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+    [ -d "$src" ] || die "could not download go.etcd.io/etcd/server/v3@$ETCD_VERSION"
+    local work; work=$(mktemp -d)
+    cp -r "$src/." "$work/" && chmod -R u+w "$work"
+    # Point the sibling-module replaces at their published versions instead of ../ paths.
+    (cd "$work" && for m in $(sed -n 's#^\t\(go.etcd.io/etcd/[^ ]*\) => \.\./.*#\1#p' go.mod); do
+        go mod edit -dropreplace "$m" -require "$m@$ETCD_VERSION"; done \
+      && gobuild go build -mod=mod -trimpath -ldflags "-s -w" -o "$dir/etcd" .) \
+      || die "building etcd failed (see above)"
+    rm -rf "$work"
+  fi
+  add_path "$dir"
+  say "etcd: $ETCD_VERSION ($dir/etcd)"
+}
+
+# --- kube-apiserver + kube-controller-manager ---------------------------------
+ensure_kube() {
+  if command -v kube-apiserver >/dev/null && command -v kube-controller-manager >/dev/null \
+     && kube-apiserver --version 2>/dev/null | grep -q "Kubernetes $KUBERNETES_VERSION\$"; then
+    say "kubernetes: using $(command -v kube-apiserver)"; return
+  fi
+  local dir="$cache/kubernetes/$KUBERNETES_VERSION"
+  if [ ! -x "$dir/kube-apiserver" ] || [ ! -x "$dir/kube-controller-manager" ]; then
+    need_go kubernetes
+    say "kubernetes: building kube-apiserver and kube-controller-manager $KUBERNETES_VERSION from k8s.io/kubernetes."
+    say "kubernetes: this is a large build (first run only: 20-40 min on 2 cores); later runs reuse $dir."
+    local gomod
+    gomod=$(cd /tmp && go mod download -json "k8s.io/kubernetes@$KUBERNETES_VERSION" | sed -n 's/^\t"GoMod": "\(.*\)",$/\1/p')
+    [ -f "$gomod" ] || die "could not download k8s.io/kubernetes@$KUBERNETES_VERSION"
+    local minor=${KUBERNETES_VERSION#v1.}; minor=${minor%%.*}
+    local staging_ver="v0.${KUBERNETES_VERSION#v1.}"
+    local work; work=$(mktemp -d)
+    # k8s.io/kubernetes replaces its staging modules with ./staging paths, which only work
+    # inside its own repository; a wrapper module maps each to its published version.
+    {
+      echo "module autoroll.local/kubebuild"
+      echo
+      echo "go $(sed -n 's/^go \(.*\)/\1/p' "$gomod")"
+      echo
+      echo "require k8s.io/kubernetes $KUBERNETES_VERSION"
+      sed -n 's#^\t\(k8s.io/[^ ]*\) => \./staging/.*#replace \1 => \1 '"$staging_ver"'#p' "$gomod"
+    } >"$work/go.mod"
+    local pkg=k8s.io/component-base/version
+    local ld="-s -w -X $pkg.gitVersion=$KUBERNETES_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+    ld="$ld -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
+    mkdir -p "$dir.partial"
+    (cd "$work" && gobuild go build -mod=mod -trimpath -ldflags "$ld" -o "$dir.partial/" \
+        k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager) \
+      || die "building Kubernetes $KUBERNETES_VERSION failed (see above)"
+    rm -rf "$work" "$dir" && mv "$dir.partial" "$dir"
+  fi
+  add_path "$dir"
+  say "kubernetes: $("$dir/kube-apiserver" --version) ($dir)"
+}
+
+write_env() {
+  local p=""
+  for d in "${path_dirs[@]}"; do p="$p$d:"; done
+  {
+    echo "# written by scripts/tools.sh; source it to use the pinned tools"
+    echo "export PATH=\"$p\$PATH\""
+    [ -n "$plugins_dir" ] && echo "export HELM_PLUGINS=\"$plugins_dir\""
+  } >"$envfile.new"
+  # Merge with what an earlier `kube` or `core` run recorded, newest first.
+  mv "$envfile.new" "$envfile"
+}
+
+what=${1:-core}
+case "$what" in
+  core) ensure_apt; ensure_helm; ensure_unittest; ensure_actionlint ;;
+  kube) ensure_helm; ensure_unittest; ensure_actionlint; ensure_etcd; ensure_kube ;;
+  all)  ensure_apt; ensure_helm; ensure_unittest; ensure_actionlint; ensure_etcd; ensure_kube ;;
+  *) die "unknown target '$what' (expected core, kube or all)" ;;
+esac
+write_env
+say "ready: source $envfile"
