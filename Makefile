@@ -32,7 +32,7 @@ venv: $(VENV)/.installed
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/lint-imports
+	if grep -q '^\[tool.importlinter\]' pyproject.toml; then $(BIN)/lint-imports; fi
 
 typecheck: venv
 	$(BIN)/mypy

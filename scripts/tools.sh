@@ -48,6 +48,7 @@ helm_bin=""
 ensure_helm() {
   if command -v helm >/dev/null && helm version --template '{{.Version}}' 2>/dev/null | grep -q '^v4\.'; then
     helm_bin=$(command -v helm)
+    add_path "$(dirname "$helm_bin")"
     say "helm: using $(helm version --template '{{.Version}}') from PATH ($helm_bin)"
     return
   fi
@@ -70,7 +71,8 @@ ensure_helm() {
 plugins_dir=""
 ensure_unittest() {
   if "$helm_bin" unittest --help >/dev/null 2>&1; then
-    say "helm-unittest: using the plugin already installed for $helm_bin"
+    plugins_dir=$("$helm_bin" env HELM_PLUGINS)
+    say "helm-unittest: using the plugin already installed in $plugins_dir"
     return
   fi
   local ver=${HELM_UNITTEST_VERSION#v}
@@ -110,6 +112,7 @@ PLUGIN
 # --- actionlint ---------------------------------------------------------------
 ensure_actionlint() {
   if command -v actionlint >/dev/null; then
+    add_path "$(dirname "$(command -v actionlint)")"
     say "actionlint: using $(command -v actionlint)"; return
   fi
   local dir="$cache/actionlint/$ACTIONLINT_VERSION"
@@ -140,6 +143,7 @@ ensure_apt() {
 # --- etcd -------------------------------------------------------------------
 ensure_etcd() {
   if command -v etcd >/dev/null && etcd --version 2>/dev/null | grep -q "etcd Version: ${ETCD_VERSION#v}"; then
+    add_path "$(dirname "$(command -v etcd)")"
     say "etcd: using $(command -v etcd)"; return
   fi
   local dir="$cache/etcd/$ETCD_VERSION"
@@ -167,6 +171,7 @@ ensure_etcd() {
 ensure_kube() {
   if command -v kube-apiserver >/dev/null && command -v kube-controller-manager >/dev/null \
      && kube-apiserver --version 2>/dev/null | grep -q "Kubernetes $KUBERNETES_VERSION\$"; then
+    add_path "$(dirname "$(command -v kube-apiserver)")"
     say "kubernetes: using $(command -v kube-apiserver)"; return
   fi
   local dir="$cache/kubernetes/$KUBERNETES_VERSION"
@@ -203,6 +208,9 @@ ensure_kube() {
   say "kubernetes: $("$dir/kube-apiserver" --version) ($dir)"
 }
 
+# Record an already-built cached tool without building it (so `core` keeps the kube paths).
+add_cached() { [ -x "$1/$2" ] && add_path "$1"; return 0; }
+
 write_env() {
   local p=""
   for d in "${path_dirs[@]}"; do p="$p$d:"; done
@@ -211,13 +219,14 @@ write_env() {
     echo "export PATH=\"$p\$PATH\""
     [ -n "$plugins_dir" ] && echo "export HELM_PLUGINS=\"$plugins_dir\""
   } >"$envfile.new"
-  # Merge with what an earlier `kube` or `core` run recorded, newest first.
   mv "$envfile.new" "$envfile"
 }
 
 what=${1:-core}
 case "$what" in
-  core) ensure_apt; ensure_helm; ensure_unittest; ensure_actionlint ;;
+  core) ensure_apt; ensure_helm; ensure_unittest; ensure_actionlint
+        add_cached "$cache/etcd/$ETCD_VERSION" etcd
+        add_cached "$cache/kubernetes/$KUBERNETES_VERSION" kube-apiserver ;;
   kube) ensure_helm; ensure_unittest; ensure_actionlint; ensure_etcd; ensure_kube ;;
   all)  ensure_apt; ensure_helm; ensure_unittest; ensure_actionlint; ensure_etcd; ensure_kube ;;
   *) die "unknown target '$what' (expected core, kube or all)" ;;
