@@ -8,8 +8,9 @@ context; returns text. Names the Secret but never prints its values.
 autoroll {{ .Chart.AppVersion }} is watching Deployments labelled {{ .Values.labelSelector | quote }}
 for moved tags on {{ .Values.forgejo.host }}{{ if .Values.dryRun }} (DRY RUN: it deletes nothing){{ end }}.
 
-1. Point a Forgejo package webhook at the controller (repository, user or organisation
-   Settings -> Webhooks -> Add webhook -> Forgejo; trigger on "Package" events):
+1. Point a Forgejo package webhook at the controller: in the settings of the user or
+   organisation that owns the images, Webhooks -> Add webhook -> Forgejo, trigger on
+   "Package" events (step by step: examples/forgejo-webhook.md):
 
      Target URL:  {{ if .Values.ingress.enabled }}{{ if .Values.ingress.tlsSecretName }}https{{ else }}http{{ end }}://{{ .Values.ingress.host }}/webhook{{ else if and .Values.httpRoute.enabled .Values.httpRoute.hostnames }}https://{{ first .Values.httpRoute.hostnames }}/webhook{{ else }}{{ $svc }}{{ end }}
      Method:      POST, content type application/json
