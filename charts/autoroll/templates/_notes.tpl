@@ -35,12 +35,16 @@ for moved tags on {{ .Values.forgejo.host }}{{ if .Values.dryRun }} (DRY RUN: it
 
      kubectl -n {{ .Release.Namespace }} logs deploy/{{ $fullname }}
      kubectl -n {{ .Release.Namespace }} port-forward svc/{{ $fullname }} {{ .Values.service.port }} &
-     curl -s localhost:{{ .Values.service.port }}/metrics | grep '^autoroll_'
+     curl -s localhost:{{ .Values.service.port }}/metrics
 
 3. Enroll an app: label its Deployment object {{ .Values.labelSelector | quote }} and set
    imagePullPolicy: Always on its containers (see examples/example-app.yaml).
 {{- if and .Values.selfRoll (not .Values.image.digest) }}
-{{- if hasPrefix (printf "%s/" .Values.forgejo.host) .Values.image.repository }}
+{{- if ne (include "autoroll.imagePullPolicy" .) "Always" }}
+
+WARNING: selfRoll is on but image.pullPolicy is {{ include "autoroll.imagePullPolicy" . }},
+so the controller skips its own container and will not roll itself.
+{{- else if hasPrefix (printf "%s/" .Values.forgejo.host) .Values.image.repository }}
 
 The controller is enrolled in itself: a new {{ include "autoroll.image" . }} rolls it.
 {{- else }}
