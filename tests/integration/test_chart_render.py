@@ -169,3 +169,73 @@ def test_secret_example_holds_only_placeholders_for_both_keys() -> None:
     assert secret["metadata"]["name"] == minimal["secret"]["existingSecret"]
     assert set(secret["stringData"]) == {"FORGEJO_TOKEN", "WEBHOOK_SECRET"}
     assert all(v.startswith("<replace") for v in secret["stringData"].values())
+
+
+# The `restricted` Pod Security Standard, as the checks kube-apiserver's PodSecurity
+# admission applies to a pod (https://kubernetes.io/docs/concepts/security/pod-security-standards/).
+_RESTRICTED_VOLUME_TYPES = {
+    "configMap", "csi", "downwardAPI", "emptyDir", "ephemeral",
+    "persistentVolumeClaim", "projected", "secret",
+}  # fmt: skip
+
+
+def _restricted_violations(pod: dict[str, Any]) -> list[str]:
+    problems: list[str] = []
+    pod_sc = pod.get("securityContext", {})
+    for flag in ("hostNetwork", "hostPID", "hostIPC"):
+        if pod.get(flag):
+            problems.append(f"{flag} is set")
+    for volume in pod.get("volumes", []):
+        kinds = set(volume) - {"name"}
+        if not kinds <= _RESTRICTED_VOLUME_TYPES:
+            problems.append(f"volume {volume['name']} has type {sorted(kinds)}")
+    for container in pod.get("initContainers", []) + pod["containers"]:
+        name, sc = container["name"], container.get("securityContext", {})
+        if sc.get("privileged"):
+            problems.append(f"{name}: privileged")
+        if sc.get("allowPrivilegeEscalation") is not False:
+            problems.append(f"{name}: allowPrivilegeEscalation is not false")
+        if not (sc.get("runAsNonRoot") or pod_sc.get("runAsNonRoot")):
+            problems.append(f"{name}: runAsNonRoot is not true")
+        if sc.get("runAsUser", pod_sc.get("runAsUser")) == 0:
+            problems.append(f"{name}: runs as UID 0")
+        profile = sc.get("seccompProfile", pod_sc.get("seccompProfile", {})).get("type")
+        if profile not in {"RuntimeDefault", "Localhost"}:
+            problems.append(f"{name}: seccompProfile is {profile!r}")
+        capabilities = sc.get("capabilities", {})
+        if "ALL" not in capabilities.get("drop", []):
+            problems.append(f"{name}: capabilities do not drop ALL")
+        if set(capabilities.get("add", [])) - {"NET_BIND_SERVICE"}:
+            problems.append(f"{name}: adds capabilities {capabilities['add']}")
+        if any("hostPort" in port for port in container.get("ports", [])):
+            problems.append(f"{name}: uses a hostPort")
+        if not sc.get("readOnlyRootFilesystem"):
+            problems.append(f"{name}: root filesystem is writable (our own rule)")
+        resources = container.get("resources", {})
+        for part in ("requests", "limits"):
+            if not {"cpu", "memory"} <= set(resources.get(part, {})):
+                problems.append(f"{name}: {part} lack cpu or memory (our own rule)")
+    return problems
+
+
+@pytest.mark.parametrize("values_file", VALUES_FILES)
+def test_controller_pod_meets_the_restricted_pod_security_standard(
+    helm: Helm, values_file: str
+) -> None:
+    result = _template(helm, "-f", str(EXAMPLES / values_file))
+    pod = _by_kind(_documents(result.stdout), "Deployment")["spec"]["template"]["spec"]
+    assert _restricted_violations(pod) == []
+
+
+def test_restricted_check_catches_a_weakened_security_context(helm: Helm) -> None:
+    result = _template(
+        helm,
+        "-f", str(EXAMPLES / "values-minimal.yaml"),
+        "--set", "securityContext.allowPrivilegeEscalation=true",
+        "--set", "podSecurityContext.seccompProfile=null",
+    )  # fmt: skip
+    pod = _by_kind(_documents(result.stdout), "Deployment")["spec"]["template"]["spec"]
+    assert _restricted_violations(pod) == [
+        "autoroll: allowPrivilegeEscalation is not false",
+        "autoroll: seccompProfile is None",
+    ]
