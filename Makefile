@@ -41,7 +41,7 @@ pytest: venv $(TOOLS_ENV)
 	$(WITH_TOOLS) $(BIN)/pytest $(PYTEST_ARGS)
 
 chart-lint: $(TOOLS_ENV)
-	$(WITH_TOOLS) helm lint --strict charts/autoroll
+	$(WITH_TOOLS) helm lint --strict charts/autoroll -f examples/values-minimal.yaml && helm lint --strict charts/autoroll -f examples/values-production.yaml
 
 chart-test: $(TOOLS_ENV)
 	$(WITH_TOOLS) helm unittest --strict charts/autoroll

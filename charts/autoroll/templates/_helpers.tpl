@@ -61,3 +61,103 @@ autoroll.serviceAccountName: the ServiceAccount the controller runs as.
 {{- default "default" .Values.serviceAccount.name -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+autoroll.image: the controller's image reference from .Values.image, "<repository>@<digest>"
+when a digest is set (the tag is then ignored), else "<repository>:<tag>".
+*/}}
+{{- define "autoroll.image" -}}
+{{- $image := .Values.image -}}
+{{- if $image.digest -}}
+{{- printf "%s@%s" $image.repository $image.digest -}}
+{{- else -}}
+{{- printf "%s:%s" $image.repository $image.tag -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+autoroll.imagePullPolicy: .Values.image.pullPolicy when set; otherwise "Always" for a
+tag, because a mutable tag that moved must be pulled again (the controller itself skips
+containers that are not Always), and "IfNotPresent" for a digest, which cannot move.
+*/}}
+{{- define "autoroll.imagePullPolicy" -}}
+{{- if .Values.image.pullPolicy -}}
+{{- .Values.image.pullPolicy -}}
+{{- else if .Values.image.digest -}}
+IfNotPresent
+{{- else -}}
+Always
+{{- end -}}
+{{- end -}}
+
+{{/*
+autoroll.secretName: the Secret holding the token and the webhook secret:
+.Values.secret.existingSecret, or the one the chart creates ("<fullname>").
+*/}}
+{{- define "autoroll.secretName" -}}
+{{- default (include "autoroll.fullname" .) .Values.secret.existingSecret -}}
+{{- end -}}
+
+{{/*
+autoroll.validateSecret: fails unless exactly one source of the two secrets is configured:
+secret.existingSecret, or both secret.forgejoToken and secret.webhookSecret (>= 16 chars).
+Renders nothing; include it from every template that needs the Secret.
+*/}}
+{{- define "autoroll.validateSecret" -}}
+{{- $s := .Values.secret -}}
+{{- if $s.existingSecret -}}
+{{- if or $s.forgejoToken $s.webhookSecret -}}
+{{- fail "secret.existingSecret is set together with secret.forgejoToken/secret.webhookSecret: use one source only (an existing Secret, or the two values)" -}}
+{{- end -}}
+{{- else -}}
+{{- $missing := list -}}
+{{- if not $s.forgejoToken }}{{ $missing = append $missing "secret.forgejoToken" }}{{ end -}}
+{{- if not $s.webhookSecret }}{{ $missing = append $missing "secret.webhookSecret" }}{{ end -}}
+{{- if $missing -}}
+{{- fail (printf "%s: required when secret.existingSecret is empty (or name an existing Secret with secret.existingSecret)" (join ", " $missing)) -}}
+{{- end -}}
+{{- if lt (len $s.webhookSecret) 16 -}}
+{{- fail "secret.webhookSecret: must be at least 16 characters" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+autoroll.validateRequired: fails naming forgejo.host, forgejo.user or image.repository when
+empty. The schema rejects these already; this guards installs run with
+--skip-schema-validation. Renders nothing.
+*/}}
+{{- define "autoroll.validateRequired" -}}
+{{- $missing := list -}}
+{{- if not .Values.forgejo.host }}{{ $missing = append $missing "forgejo.host (bare host[:port] of the Forgejo registry)" }}{{ end -}}
+{{- if not .Values.forgejo.user }}{{ $missing = append $missing "forgejo.user (owner of the token)" }}{{ end -}}
+{{- if not .Values.image.repository }}{{ $missing = append $missing "image.repository (<host>/<owner>/<repo> of the controller image)" }}{{ end -}}
+{{- if $missing -}}
+{{- fail (printf "required values are empty: %s" (join "; " $missing)) -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+autoroll.enrollmentLabels: .Values.labelSelector turned into labels, for the Deployment
+object when selfRoll is on. Takes the root context; returns YAML ("key: \"value\"" lines).
+Only equality terms ("k=v" or "k==v", comma-separated) can become labels; any other term
+fails with a message naming labelSelector and selfRoll.
+*/}}
+{{- define "autoroll.enrollmentLabels" -}}
+{{- range $term := splitList "," .Values.labelSelector }}
+{{- $term = trim $term }}
+{{- if not (regexMatch "^[A-Za-z0-9./_-]+ *==? *[A-Za-z0-9._-]*$" $term) }}
+{{- fail (printf "labelSelector: term %q is not key=value, so selfRoll cannot turn it into a label; set selfRoll=false and add the labels with deploymentLabels" $term) }}
+{{- end }}
+{{- $kv := regexSplit " *==? *" $term 2 }}
+{{ index $kv 0 }}: {{ index $kv 1 | quote }}
+{{- end }}
+{{- end -}}
+
+{{/*
+autoroll.leaderElection: "true" when replicaCount > 1 (only then do replicas need to elect
+a leader, and only then does the chart grant Lease access), else "".
+*/}}
+{{- define "autoroll.leaderElection" -}}
+{{- if gt (int .Values.replicaCount) 1 -}}true{{- end -}}
+{{- end -}}

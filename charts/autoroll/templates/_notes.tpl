@@ -1,0 +1,61 @@
+{{/*
+autoroll.controllerNotes: the post-install notes for the controller. Takes the root
+context; returns text. Names the Secret but never prints its values.
+*/}}
+{{- define "autoroll.controllerNotes" -}}
+{{- $fullname := include "autoroll.fullname" . -}}
+{{- $svc := printf "http://%s.%s.svc:%d/webhook" $fullname .Release.Namespace (int .Values.service.port) -}}
+autoroll {{ .Chart.AppVersion }} is watching Deployments labelled {{ .Values.labelSelector | quote }}
+for moved tags on {{ .Values.forgejo.host }}{{ if .Values.dryRun }} (DRY RUN: it deletes nothing){{ end }}.
+
+1. Point a Forgejo package webhook at the controller: in the settings of the user or
+   organisation that owns the images, Webhooks -> Add webhook -> Forgejo, trigger on
+   "Package" events (step by step: examples/forgejo-webhook.md):
+
+     Target URL:  {{ if .Values.ingress.enabled }}{{ if .Values.ingress.tlsSecretName }}https{{ else }}http{{ end }}://{{ .Values.ingress.host }}/webhook{{ else if and .Values.httpRoute.enabled .Values.httpRoute.hostnames }}https://{{ first .Values.httpRoute.hostnames }}/webhook{{ else }}{{ $svc }}{{ end }}
+     Method:      POST, content type application/json
+     Secret:      the webhook secret stored under key {{ .Values.secret.webhookSecretKey | quote }} of Secret {{ include "autoroll.secretName" . | quote }}
+
+   Forgejo delivers webhooks only to external addresses by default ([webhook]
+   ALLOWED_HOST_LIST = external), so it refuses the in-cluster URL above and any
+   private address. If Forgejo calls the controller inside the cluster, allow exactly
+   that host in Forgejo's app.ini and restart Forgejo:
+
+     [webhook]
+     ALLOWED_HOST_LIST = external,{{ $fullname }}.{{ .Release.Namespace }}.svc
+
+   Without a webhook the controller still polls every {{ .Values.pollIntervalSeconds }} seconds.
+
+2. Check what the controller sees and would do, from any machine with a kubeconfig:
+
+     FORGEJO_HOST={{ .Values.forgejo.host }} FORGEJO_USER={{ .Values.forgejo.user }} FORGEJO_TOKEN=... WEBHOOK_SECRET=... \
+       autoroll plan
+
+   and its own view:
+
+     kubectl -n {{ .Release.Namespace }} logs deploy/{{ $fullname }}
+     kubectl -n {{ .Release.Namespace }} port-forward svc/{{ $fullname }} {{ .Values.service.port }} &
+     curl -s localhost:{{ .Values.service.port }}/metrics
+
+3. Enroll an app: label its Deployment object {{ .Values.labelSelector | quote }} and set
+   imagePullPolicy: Always on its containers (see examples/example-app.yaml).
+{{- if and .Values.selfRoll (not .Values.image.digest) }}
+{{- if ne (include "autoroll.imagePullPolicy" .) "Always" }}
+
+WARNING: selfRoll is on but image.pullPolicy is {{ include "autoroll.imagePullPolicy" . }},
+so the controller skips its own container and will not roll itself.
+{{- else if hasPrefix (printf "%s/" .Values.forgejo.host) .Values.image.repository }}
+
+The controller is enrolled in itself: a new {{ include "autoroll.image" . }} rolls it.
+{{- else }}
+
+WARNING: selfRoll is on but image.repository is not on {{ .Values.forgejo.host }},
+so the controller will not roll itself.
+{{- end }}
+{{- end }}
+{{- if include "autoroll.leaderElection" . }}
+
+WARNING: replicaCount={{ .Values.replicaCount }} turns on leader election, which this controller
+version does not implement yet; every replica reconciles on its own. Use replicaCount=1.
+{{- end }}
+{{- end -}}
