@@ -98,7 +98,6 @@ CASES: list[dict[str, Any]] = [
                 "NEG": -42,
                 "FRACTION": 123456789.125,
                 "TENTH": 0.1,
-                "NEG_ZERO": -0.0,
             },
             backoffLimit=0,
             activeDeadlineSeconds=600,
