@@ -422,7 +422,7 @@ containing hook-succeeded, would re-run the Job on every sync; the render fails 
 {{- $hit = "hooks.helm.deletePolicy contains hook-succeeded" -}}
 {{- end -}}
 {{- if $hit -}}
-{{- fail (printf "jobGroups.%s.jobs.%s: hashSuffix is true and %s. Every successful run would delete the Job, so the next sync re-creates it under the same name and it runs again, on every sync. Fix it one of two ways: drop the succeeded delete policy (keep BeforeHookCreation / before-hook-creation, or no hook at all) and let the spec hash decide when the Job runs; or set hashSuffix: false on group %q to opt out of spec hashing and run it on every sync on purpose." .group .job $hit .group) -}}
+{{- fail (printf "jobGroups.%s.jobs.%s: hashSuffix is true and %s. Every successful run would delete the Job, so the next sync re-creates it under the same name and it runs again, on every sync. Fix it one of two ways: remove the hook (hooks.argocd.hook/hooks.helm.hook and the delete policy; order the Job with hooks.argocd.syncWave instead) so it is a plain resource that runs once per spec hash; or set hashSuffix: false on group %q to opt out of spec hashing and run it on every sync on purpose." .group .job $hit .group) -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
@@ -537,9 +537,11 @@ hashIncludePodAnnotations is false.
 
 {{/*
 autoroll.jobGroupsNotes: the job-groups part of NOTES.txt. Takes the chart context ($).
-Lists the rendered Jobs and CronJobs and warns for each hashed Job that sets
-ttlSecondsAfterFinished (ADR 012: a Job removed by its TTL is re-created by the next Helm upgrade
-or Argo CD / Flux sync, and runs again).
+Lists the rendered Jobs and CronJobs and warns for each hashed Job that
+- is an Argo CD or Helm hook: hooks are re-created on every sync/upgrade (both tools delete the
+  previous one first by default), so the Job runs every time whatever its hash;
+- sets ttlSecondsAfterFinished (ADR 012: a Job removed by its TTL is re-created by the next Helm
+  upgrade or Argo CD / Flux sync, and runs again).
 */}}
 {{- define "autoroll.jobGroupsNotes" -}}
 {{- $items := (include "autoroll.jobGroupPlan" . | mustFromJson).items -}}
@@ -550,6 +552,18 @@ Job groups ({{ len $items }}):
 {{- end }}
   List them: kubectl get jobs,cronjobs -n {{ .Release.Namespace }} -l app.kubernetes.io/instance={{ .Release.Name }},autoroll.aethnet.se/job-group
 {{- range $i := $items }}
+{{- $hooks := $i.values.hooks | default dict }}
+{{- $hookSystems := list }}
+{{- if (get ($hooks.argocd | default dict) "hook") }}{{ $hookSystems = append $hookSystems "an Argo CD" }}{{ end }}
+{{- if (get ($hooks.helm | default dict) "hook") }}{{ $hookSystems = append $hookSystems "a Helm" }}{{ end }}
+{{- if and (eq $i.kind "Job") $i.values.hashSuffix $hookSystems }}
+
+WARNING: jobGroups.{{ $i.group }}.jobs.{{ $i.job }} is a hash-named Job and also {{ join " and " $hookSystems }} hook.
+  Hooks are re-created on every sync (Argo CD) or every install/upgrade (Helm), and both delete
+  the previous one first by default, so this Job runs every time even when its spec is unchanged.
+  Remove the hook and order the Job with hooks.argocd.syncWave, or set hashSuffix: false if a run
+  on every sync is what you want.
+{{- end }}
 {{- if and (eq $i.kind "Job") $i.values.hashSuffix (hasKey $i.values "ttlSecondsAfterFinished") }}
 
 WARNING: jobGroups.{{ $i.group }}.jobs.{{ $i.job }} sets ttlSecondsAfterFinished ({{ include "autoroll.jobs.scalarString" $i.values.ttlSecondsAfterFinished }}) on a hash-named Job.
