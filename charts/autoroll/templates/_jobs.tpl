@@ -374,6 +374,9 @@ characters). Only the fullname part is shortened: fullname | trunc (limit - len 
 trimSuffix "-". Fails, naming group, job and limit, when not even one fullname character fits.
 */}}
 {{- define "autoroll.jobGroupName" -}}
+{{- if not (and (hasKey . "root") (has .kind (list "Job" "CronJob")) (kindIs "string" .hash) (regexMatch "^[0-9a-f]{64}$" .hash) (kindIs "bool" .hashSuffix)) -}}
+{{- fail "autoroll.jobGroupName: takes dict \"root\" $ \"group\" \"job\" \"hash\" <64 hex> \"hashSuffix\" <bool> \"kind\" Job|CronJob" -}}
+{{- end -}}
 {{- $limit := ternary 52 63 (eq .kind "CronJob") -}}
 {{- $suffix := printf "-%s-%s" (trunc 8 .group) .job -}}
 {{- if .hashSuffix -}}
@@ -410,6 +413,9 @@ hashSuffix true with an Argo CD delete policy containing HookSucceeded, or a Hel
 containing hook-succeeded, would re-run the Job on every sync; the render fails instead.
 */}}
 {{- define "autoroll.jobGroupGuard" -}}
+{{- if not (and (kindIs "map" .values) (hasKey . "group") (hasKey . "job")) -}}
+{{- fail "autoroll.jobGroupGuard: takes dict \"values\" <effective values map> \"group\" \"job\"" -}}
+{{- end -}}
 {{- $v := .values -}}
 {{- if get $v "hashSuffix" -}}
 {{- $hooks := get $v "hooks" | default dict -}}
