@@ -1,0 +1,128 @@
+"""jobhash.gojson writes exactly what Go 1.26's json.Marshal (Helm's toJson) writes.
+
+Expected strings were produced by Go itself (json.Marshal, fmt.Sprint, strconv.FormatFloat).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from jobhash.gojson import (
+    GoJSONError,
+    GoValue,
+    format_float,
+    format_g,
+    format_g32,
+    marshal,
+    quote_string,
+)
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (0.0, "0"),
+        (-0.0, "-0"),
+        (1.0, "1"),
+        (100.0, "100"),
+        (1.5, "1.5"),
+        (0.1, "0.1"),
+        (1e20, "100000000000000000000"),
+        (9.999999999999999e20, "999999999999999900000"),
+        (1e21, "1e+21"),
+        (1.2345678901234569e23, "1.2345678901234569e+23"),
+        (1e-6, "0.000001"),
+        (1e-7, "1e-7"),
+        (-1.9109026322109024e-09, "-1.9109026322109024e-9"),
+        (1.5e-10, "1.5e-10"),
+        (5e-324, "5e-324"),
+        (1.7976931348623157e308, "1.7976931348623157e+308"),
+        (18446744073709551615.0, "18446744073709552000"),
+        (9223372036854775807.0, "9223372036854776000"),
+    ],
+)
+def test_float_formatting_matches_go_json(value: float, expected: str) -> None:
+    assert format_float(value) == expected
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
+def test_non_finite_floats_are_errors_like_go(value: float) -> None:
+    with pytest.raises(GoJSONError, match="unsupported value"):
+        format_float(value)
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (1000000.0, "1e+06"),
+        (123456.0, "123456"),
+        (1234567.0, "1.234567e+06"),
+        (0.0001, "0.0001"),
+        (0.00001, "1e-05"),
+        (-0.0, "-0"),
+        (1e21, "1e+21"),
+        (8080.0, "8080"),
+        (math.inf, "+Inf"),
+    ],
+)
+def test_format_g_matches_fmt_v(value: float, expected: str) -> None:
+    assert format_g(value) == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (3.14159265358979, "3.1415927"),
+        (1.5, "1.5"),
+        (1e6, "1e+06"),
+        (0.1, "0.1"),
+        (1e39, "+Inf"),
+        (7.866340851152702e-07, "7.866341e-07"),
+    ],
+)
+def test_format_g32_matches_go_float32_shortest(value: float, expected: str) -> None:
+    assert format_g32(value) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("<>&", '"\\u003c\\u003e\\u0026"'),
+        ("\u2028\u2029", '"\\u2028\\u2029"'),
+        ("\b\f\n\r\t", '"\\b\\f\\n\\r\\t"'),
+        ("\x00\x01\x1f", '"\\u0000\\u0001\\u001f"'),
+        ("\x7f", '"\x7f"'),
+        ('"\\', '"\\"\\\\"'),
+        ("é😀/", '"é😀/"'),
+    ],
+)
+def test_string_escaping_matches_go(text: str, expected: str) -> None:
+    assert quote_string(text) == expected
+
+
+def test_lone_surrogate_is_rejected() -> None:
+    with pytest.raises(GoJSONError, match="surrogate"):
+        quote_string("\ud800")
+
+
+def test_map_keys_sort_by_utf8_bytes_and_no_whitespace() -> None:
+    value: GoValue = {"b": 1, "a": [True, None, 1.0], "\uff5e": "x", "\U0001f600": "y", "Z": {}}
+    assert marshal(value) == '{"Z":{},"a":[true,null,1],"b":1,"\uff5e":"x","\U0001f600":"y"}'
+
+
+def test_int_and_float_stay_distinct() -> None:
+    assert marshal([9223372036854775807, 9223372036854775807.0]) == (
+        "[9223372036854775807,9223372036854776000]"
+    )
+
+
+def test_int_outside_int64_is_rejected() -> None:
+    with pytest.raises(GoJSONError, match="int64"):
+        marshal(2**63)
+
+
+def test_non_string_key_is_rejected() -> None:
+    with pytest.raises(GoJSONError, match="not a string"):
+        marshal({1: "x"})  # type: ignore[dict-item]
