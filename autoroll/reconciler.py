@@ -1,10 +1,10 @@
 """One reconcile pass: snapshot → resolve → decide → act, then count and log every decision.
 
 This is the imperative shell around ``autoroll.decide``. It owns the only state autoroll
-keeps, and keeps it in memory: the loop guard's "target digest first seen at" map and the
-cache of index children (immutable, keyed by digest). Restarting the process forgets both,
-which is safe: the next sighting is "now", so pods that existed before it stay eligible and
-pods created after it stay protected.
+keeps, and keeps it in memory: the loop guard's "target digest first seen at" map (the
+registry client keeps the other memory, index children by digest). Restarting the process
+forgets it, which is safe: the next sighting is "now", so pods that existed before it stay
+eligible and pods created after it stay protected.
 
 Dry-run is "don't execute the plan": ``decide`` returns the same actions either way; this
 module alone chooses between executing them and logging them.
@@ -19,10 +19,11 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Final, Protocol
+from typing import Protocol
 
 from autoroll.cluster import DeleteOutcome, Enrolled
 from autoroll.decide import (
+    ChildrenRequest,
     ContainerVerdict,
     Decision,
     DeletePod,
@@ -38,9 +39,6 @@ from autoroll.model import Digest, Unknown
 
 log = logging.getLogger(__name__)
 
-#: Index children kept in memory; a tag moves rarely, so this covers months of pushes.
-CHILDREN_CACHE_SIZE: Final = 512
-
 
 class ClusterPort(Protocol):
     """What a pass needs from Kubernetes (``autoroll.cluster.KubeCluster`` in production)."""
@@ -51,11 +49,19 @@ class ClusterPort(Protocol):
 
 
 class RegistryPort(Protocol):
-    """What a pass needs from the registry (adapted from ``autoroll.registry`` by the server)."""
+    """What a pass needs from the registry (``autoroll.registry.RegistryClient``).
+
+    The client caches index children by digest (immutable); ``known_children`` seeds each
+    decision with that cache so an index is fetched once, not once per tick.
+    """
 
     def resolve(self, refs: Iterable[TagRef]) -> Mapping[TagRef, Digest | Unknown]: ...
 
-    def children(self, ref: TagRef, digest: Digest) -> frozenset[Digest] | Unknown: ...
+    def known_children(self) -> Mapping[Digest, frozenset[Digest]]: ...
+
+    def fetch_children(
+        self, wanted: Iterable[ChildrenRequest]
+    ) -> Mapping[Digest, frozenset[Digest] | Unknown]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +113,6 @@ class Reconciler:
         self._dry_run = dry_run
         self._clock = clock
         self._sightings: dict[TagRef, Sighting] = {}
-        self._children: dict[Digest, frozenset[Digest]] = {}
 
     @property
     def sightings(self) -> Mapping[TagRef, Sighting]:
@@ -153,7 +158,7 @@ class Reconciler:
     # -- steps ------------------------------------------------------------------------------
 
     def _decide(self, item: Enrolled, resolved: Mapping[TagRef, Digest | Unknown]) -> Decision:
-        children: dict[Digest, frozenset[Digest] | Unknown] = dict(self._children)
+        children: dict[Digest, frozenset[Digest] | Unknown] = dict(self._registry.known_children())
 
         def run() -> Decision:
             return decide(
@@ -168,18 +173,14 @@ class Reconciler:
         decision = run()
         if not decision.needs_children:
             return decision
-        for request in sorted(decision.needs_children, key=lambda r: (str(r.ref), r.digest)):
-            answer = self._registry.children(request.ref, request.digest)
-            children[request.digest] = answer
-            if isinstance(answer, frozenset):
-                self._remember_children(request.digest, answer)
-        # With every requested answer present, decide cannot ask again (it skips on Unknown).
+        # Only on a mismatch: GET the index; every requested digest gets an answer (or
+        # Unknown), so the second decide cannot ask again — it skips on Unknown instead.
+        answers = self._registry.fetch_children(decision.needs_children)
+        for request in decision.needs_children:
+            children[request.digest] = answers.get(
+                request.digest, Unknown("not-fetched", "the registry client gave no answer")
+            )
         return run()
-
-    def _remember_children(self, digest: Digest, children: frozenset[Digest]) -> None:
-        if len(self._children) >= CHILDREN_CACHE_SIZE:
-            self._children.pop(next(iter(self._children)))  # oldest first (insertion order)
-        self._children[digest] = children
 
     def _execute(self, action: DeletePod) -> Executed:
         fields = _action_fields(action)

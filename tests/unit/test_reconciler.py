@@ -10,6 +10,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from autoroll.cluster import DeleteOutcome, Enrolled
+from autoroll.decide import ChildrenRequest
 from autoroll.images import TagRef
 from autoroll.metrics import Metrics
 from autoroll.model import (
@@ -89,15 +90,27 @@ class FakeRegistry:
         self.resolve_calls: list[list[TagRef]] = []
         self.children_answers: dict[Digest, frozenset[Digest] | Unknown] = {}
         self.children_calls: list[Digest] = []
+        self.cache: dict[Digest, frozenset[Digest]] = {}  # like the real client's
 
     def resolve(self, refs: Iterable[TagRef]) -> Mapping[TagRef, Digest | Unknown]:
         asked = list(refs)
         self.resolve_calls.append(asked)
         return {r: self.answers.get(r, Unknown("not-found")) for r in asked}
 
-    def children(self, ref: TagRef, digest: Digest) -> frozenset[Digest] | Unknown:
-        self.children_calls.append(digest)
-        return self.children_answers.get(digest, frozenset())
+    def known_children(self) -> Mapping[Digest, frozenset[Digest]]:
+        return dict(self.cache)
+
+    def fetch_children(
+        self, wanted: Iterable[ChildrenRequest]
+    ) -> Mapping[Digest, frozenset[Digest] | Unknown]:
+        answers: dict[Digest, frozenset[Digest] | Unknown] = {}
+        for item in wanted:
+            self.children_calls.append(item.digest)
+            answer = self.children_answers.get(item.digest, frozenset())
+            if isinstance(answer, frozenset):
+                self.cache[item.digest] = answer
+            answers[item.digest] = answer
+        return answers
 
 
 class Clock:
@@ -261,7 +274,7 @@ def test_a_platform_child_digest_counts_as_current_and_children_are_cached() -> 
         report = reconciler.tick()
         assert report.decisions[0].containers[0].verdict.value == "current"
     assert cluster.deleted == []
-    assert registry.children_calls == [NEW]  # fetched once, then served from memory
+    assert registry.children_calls == [NEW]  # fetched once, then seeded from the cache
 
 
 def test_unknown_children_delete_nothing_and_are_asked_again_next_tick() -> None:
