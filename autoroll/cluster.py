@@ -8,7 +8,9 @@ core receives ``(DeploymentView, pods)`` pairs and never sees a label or a clien
 The only write is ``delete_pod``, sent with a UID precondition: a pod recreated under the
 same name (StatefulSet-style names, or a very fast ReplicaSet) is a different object and is
 never deleted by a decision made about its predecessor. RBAC therefore needs exactly
-``deployments: list`` and ``pods: list, delete``.
+``deployments: list`` and ``pods: list, delete``. With ``evict=True`` (ROLLOUT_METHOD=evict)
+the same call goes through the Eviction API instead, so PodDisruptionBudgets are honoured;
+that needs ``pods/eviction: create`` rather than ``pods: delete``.
 
 Conversion helpers (``*_from_client``, ``selector_matches``, ``group_pods``) are pure and
 tested without an API server; the I/O methods stay thin.
@@ -22,7 +24,8 @@ Errors (raised ``from`` the client's exception)::
         └── ClusterForbiddenError   403: the ServiceAccount lacks a verb (named in the message)
 
 A 404 on delete is not an error (the pod is already gone), nor is a 409 from the UID
-precondition (the name now belongs to a newer pod); both are reported as ``DeleteOutcome``.
+precondition (the name now belongs to a newer pod), nor a 429 on eviction (a disruption
+budget says not now); all are reported as ``DeleteOutcome``.
 """
 
 from __future__ import annotations
@@ -91,6 +94,7 @@ class DeleteOutcome(StrEnum):
     DELETED = "deleted"
     ALREADY_GONE = "already-gone"  # 404: someone (or the last tick) got there first
     REPLACED = "replaced"  # 409 on the UID precondition: the name is a newer pod now
+    BLOCKED = "blocked-by-disruption-budget"  # 429 on eviction: try again next tick
 
 
 # --------------------------------------------------------------------------------------------
@@ -326,8 +330,10 @@ class KubeCluster:
         label_selector: str,
         api_client_factory: Callable[[], Any] = connect,
         apis: tuple[Any, Any] | None = None,
+        evict: bool = False,
     ) -> None:
         self._label_selector = label_selector
+        self._evict = evict
         self._factory = api_client_factory
         self._apis = apis  # (AppsV1Api, CoreV1Api), injectable for tests
         self.requests = 0  # API requests sent, for benchmarks and tests
@@ -373,23 +379,44 @@ class KubeCluster:
         return group_pods(deployments, pods)
 
     def delete_pod(self, namespace: str, name: str, uid: str) -> DeleteOutcome:
-        """Delete one pod, only if it is still the object with ``uid``."""
+        """Remove one pod, only if it is still the object with ``uid``.
+
+        A plain DELETE, or an Eviction when built with ``evict=True``; both carry the UID
+        precondition and both are a single API call, so a shutdown never leaves one half-done.
+        """
         _, core = self._clients()
-        body = client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=uid))
-        try:
-            self._call(
-                f"delete pod {namespace}/{name}",
-                lambda: core.delete_namespaced_pod(
-                    name, namespace, body=body, _request_timeout=REQUEST_TIMEOUT
-                ),
-                passthrough=(ApiException,),
+        options = client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=uid))
+        what = f"{'evict' if self._evict else 'delete'} pod {namespace}/{name}"
+        if self._evict:
+            eviction = client.V1Eviction(
+                metadata=client.V1ObjectMeta(name=name, namespace=namespace),
+                delete_options=options,
             )
+            call = functools.partial(
+                core.create_namespaced_pod_eviction,
+                name,
+                namespace,
+                eviction,
+                _request_timeout=REQUEST_TIMEOUT,
+            )
+        else:
+            call = functools.partial(
+                core.delete_namespaced_pod,
+                name,
+                namespace,
+                body=options,
+                _request_timeout=REQUEST_TIMEOUT,
+            )
+        try:
+            self._call(what, call, passthrough=(ApiException,))
         except ApiException as exc:
             if exc.status == 404:
                 return DeleteOutcome.ALREADY_GONE
             if exc.status == 409:
                 return DeleteOutcome.REPLACED
-            raise _api_error(f"delete pod {namespace}/{name}", exc) from exc
+            if exc.status == 429 and self._evict:
+                return DeleteOutcome.BLOCKED
+            raise _api_error(what, exc) from exc
         return DeleteOutcome.DELETED
 
     def _call(
@@ -415,6 +442,7 @@ _VERBS: Final = {
     "list deployments": "deployments: list",
     "list pods": "pods: list",
     "delete pod": "pods: delete",
+    "evict pod": "pods/eviction: create",
 }
 
 

@@ -484,3 +484,41 @@ def test_the_client_is_built_lazily_and_retried_after_a_config_error() -> None:
         with pytest.raises(ClusterConfigError):
             cluster.snapshot()
     assert len(attempts) == 2
+
+
+class FakeEvictingCore(FakeCore):
+    def __init__(self, error: Exception | None = None) -> None:
+        super().__init__([])
+        self.evicted: list[tuple[str, str, str]] = []
+        self.error = error
+
+    def create_namespaced_pod_eviction(
+        self, name: str, namespace: str, body: client.V1Eviction, **kwargs: Any
+    ) -> None:
+        if self.error is not None:
+            raise self.error
+        assert body.delete_options is not None and body.delete_options.preconditions is not None
+        uid = body.delete_options.preconditions.uid
+        assert uid is not None
+        self.evicted.append((namespace, name, uid))
+
+
+def test_evict_mode_uses_the_eviction_api_with_the_uid_precondition() -> None:
+    core = FakeEvictingCore()
+    cluster = KubeCluster(label_selector="x", apis=(FakeApps([]), core), evict=True)
+    assert cluster.delete_pod("shop", "web-1", "uid-1") is DeleteOutcome.DELETED
+    assert core.evicted == [("shop", "web-1", "uid-1")]
+    assert core.deleted == []
+
+
+def test_an_eviction_refused_by_a_disruption_budget_is_blocked_not_an_error() -> None:
+    core = FakeEvictingCore(ApiException(status=429, reason="Too Many Requests"))
+    cluster = KubeCluster(label_selector="x", apis=(FakeApps([]), core), evict=True)
+    assert cluster.delete_pod("shop", "web-1", "uid-1") is DeleteOutcome.BLOCKED
+
+
+def test_a_forbidden_eviction_names_the_eviction_verb() -> None:
+    core = FakeEvictingCore(ApiException(status=403, reason="Forbidden"))
+    cluster = KubeCluster(label_selector="x", apis=(FakeApps([]), core), evict=True)
+    with pytest.raises(ClusterForbiddenError, match="pods/eviction: create"):
+        cluster.delete_pod("shop", "web-1", "uid-1")
