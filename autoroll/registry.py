@@ -17,9 +17,10 @@ token is cached per scope until it expires and the request is retried once. The 
 on the registry's own host and may not downgrade https to http, so the credentials are never
 sent anywhere else.
 
-Time is bounded twice: each request has connect and read timeouts, and each call to
-``resolve``/``fetch_children`` has an overall budget; refs left when it runs out are
-``Unknown("budget-exhausted")`` so one slow registry cannot stall a tick.
+Time is bounded twice: each request has connect and read timeouts, and each tick (one
+``resolve`` and the ``fetch_children`` calls after it) has an overall budget; lookups left
+when it runs out are ``Unknown("budget-exhausted")``, so one slow registry cannot stall a
+tick.
 
 Error tree (raised internally ``from`` the cause, turned into ``Unknown(reason)`` at the edge)::
 
@@ -166,7 +167,7 @@ class Limits:
 
     connect_seconds: float = 3.0  # a registry that does not accept a connection in 3 s is down
     read_seconds: float = 5.0  # between bytes; a HEAD answer is a few hundred bytes
-    budget_seconds: float = 20.0  # per resolve()/fetch_children() call, all requests together
+    budget_seconds: float = 20.0  # per tick: one resolve() and the fetch_children() after it
     children_cache_size: int = 1024  # index digests remembered (immutable, so never stale)
 
 
@@ -221,6 +222,8 @@ class RegistryClient:
         self._clock = clock
         self._tokens: dict[str, _Token] = {}
         self._children: OrderedDict[Digest, frozenset[Digest]] = OrderedDict()
+        self._failed_children: dict[Digest, Unknown] = {}
+        self._tick: _Deadline | None = None
 
     def __repr__(self) -> str:
         return f"RegistryClient(base_url={self._base!r})"
@@ -228,8 +231,10 @@ class RegistryClient:
     # -- public -------------------------------------------------------------------------------
 
     def resolve(self, refs: Iterable[TagRef]) -> dict[TagRef, Digest | Unknown]:
-        """The registry's digest for each unique ref: one HEAD each, within one budget."""
+        """The registry's digest for each unique ref: one HEAD each. Starts a tick's budget."""
         deadline = _Deadline(self._clock, self._limits.budget_seconds)
+        self._tick = deadline
+        self._failed_children.clear()
         answers: dict[TagRef, Digest | Unknown] = {}
         for ref in sorted(set(refs)):
             answers[ref] = self._lookup(partial(self._head_digest, ref, deadline))
@@ -242,8 +247,12 @@ class RegistryClient:
     def fetch_children(
         self, wanted: Iterable[ChildrenWanted]
     ) -> dict[Digest, frozenset[Digest] | Unknown]:
-        """Child digests of each wanted index (empty for a plain manifest); cached by digest."""
-        deadline = _Deadline(self._clock, self._limits.budget_seconds)
+        """Child digests of each wanted index (empty for a plain manifest); cached by digest.
+
+        Shares the budget of the last ``resolve`` (one tick). A failed index is not asked
+        again until the next ``resolve``, however many Deployments want it.
+        """
+        deadline = self._tick or _Deadline(self._clock, self._limits.budget_seconds)
         answers: dict[Digest, frozenset[Digest] | Unknown] = {}
         for item in sorted(wanted, key=lambda w: (w.digest, w.ref)):
             if item.digest in answers:
@@ -253,9 +262,15 @@ class RegistryClient:
                 self._children.move_to_end(item.digest)
                 answers[item.digest] = cached
                 continue
+            failed = self._failed_children.get(item.digest)
+            if failed is not None:
+                answers[item.digest] = failed
+                continue
             answer = self._lookup(partial(self._get_children, item.ref, item.digest, deadline))
             if isinstance(answer, frozenset):
                 self._remember(item.digest, answer)
+            else:
+                self._failed_children[item.digest] = answer
             answers[item.digest] = answer
         return answers
 
