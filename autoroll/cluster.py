@@ -433,8 +433,9 @@ class KubeCluster:
         except ApiException as exc:
             raise _api_error(what, exc) from exc
         except (HTTPError, OSError) as exc:
+            cause = getattr(exc, "reason", None) or exc  # MaxRetryError wraps the real one
             raise ClusterUnreachableError(
-                f"{what}: cannot reach the Kubernetes API ({type(exc).__name__}: {exc})"
+                f"{what}: cannot reach the Kubernetes API ({type(cause).__name__}: {cause})"
             ) from exc
 
 

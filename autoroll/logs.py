@@ -145,7 +145,7 @@ def configure(
     """Route every logger through one redacting handler on the root logger.
 
     Replaces earlier root handlers so that calling it twice (tests, ``plan`` then ``serve``)
-    never doubles lines. Chatty client libraries are held at WARNING unless LOG_LEVEL=debug.
+    never doubles lines. Chatty client libraries are held at ERROR unless LOG_LEVEL=debug.
     """
     if level.lower() not in LEVELS:
         raise ValueError(f"LOG_LEVEL={level!r}: expected one of {', '.join(LEVELS)}")
@@ -155,6 +155,7 @@ def configure(
         root.removeHandler(old)
     root.addHandler(make_handler(log_format=log_format, secrets=secrets, stream=stream))
     root.setLevel(numeric)
-    quiet = max(numeric, logging.WARNING)
+    # urllib3 warns on every retry; the adapter's one error line per failure says it better.
+    quiet = numeric if numeric == logging.DEBUG else logging.ERROR
     for noisy in ("urllib3", "kubernetes", "werkzeug"):
         logging.getLogger(noisy).setLevel(quiet)
