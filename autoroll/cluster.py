@@ -398,6 +398,7 @@ class KubeCluster:
                 namespace,
                 eviction,
                 _request_timeout=REQUEST_TIMEOUT,
+                _preload_content=False,
             )
         else:
             call = functools.partial(
@@ -406,9 +407,12 @@ class KubeCluster:
                 namespace,
                 body=options,
                 _request_timeout=REQUEST_TIMEOUT,
+                _preload_content=False,
             )
         try:
-            self._call(what, call, passthrough=(ApiException,))
+            # The answer body is not needed, and not deserialized: servers answer a delete
+            # with the Pod or with a Status, and the client would reject the latter as a Pod.
+            _discard(self._call(what, call, passthrough=(ApiException,)))
         except ApiException as exc:
             if exc.status == 404:
                 return DeleteOutcome.ALREADY_GONE
@@ -445,6 +449,14 @@ _VERBS: Final = {
     "delete pod": "pods: delete",
     "evict pod": "pods/eviction: create",
 }
+
+
+def _discard(response: Any) -> None:
+    """Read and release a raw (``_preload_content=False``) response, if it is one."""
+    for step in ("read", "release_conn"):
+        method = getattr(response, step, None)
+        if callable(method):
+            method()
 
 
 def _api_error(what: str, exc: Any) -> ClusterApiError:
