@@ -418,15 +418,16 @@ def _decide_container(
             None,
         )
 
-    def verdict(
-        v: Verdict, reason: Reason, detail: str = "", pod: str | None = None
-    ) -> ContainerVerdict:
-        return ContainerVerdict(name, image, v, reason, detail, ref, target, tuple(findings), pod)
-
     index_children = children.get(target)
     findings = [
         _compare(pod, container, target, index_children) for pod in pods if not pod.is_terminal
     ]
+
+    def verdict(
+        v: Verdict, reason: Reason, detail: str = "", pod: str | None = None
+    ) -> ContainerVerdict:
+        """A verdict carrying this container's ref, target and (current) per-pod findings."""
+        return ContainerVerdict(name, image, v, reason, detail, ref, target, tuple(findings), pod)
 
     mismatched = [f for f in findings if f.state is PodState.MISMATCH]
     if mismatched:
