@@ -39,9 +39,10 @@ class Metrics:
             ["mode"],
             registry=registry,
         )
-        self.deletions_skipped = Counter(
-            f"{PREFIX}_pod_deletions_not_needed",
-            "Deletions that found the pod already gone or replaced (404, or UID precondition).",
+        self.deletions_not_done = Counter(
+            f"{PREFIX}_pod_deletions_not_done",
+            "Deletions that did not happen: pod already gone (404), replaced (UID precondition)"
+            " or, with ROLLOUT_METHOD=evict, blocked by a PodDisruptionBudget (429).",
             ["reason"],
             registry=registry,
         )

@@ -216,7 +216,7 @@ class Reconciler:
                 extra={**fields, "event": "delete", "dry_run": False},
             )
         else:
-            self._metrics.deletions_skipped.labels(reason=outcome.value).inc()
+            self._metrics.deletions_not_done.labels(reason=outcome.value).inc()
             log.info(
                 "pod %s/%s not deleted: %s",
                 action.namespace,

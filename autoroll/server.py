@@ -41,6 +41,7 @@ from typing import Any, Final
 import requests
 from flask import Flask
 from gunicorn.app.base import BaseApplication
+from gunicorn.glogging import Logger as GunicornLogger
 from prometheus_client import CollectorRegistry
 
 from autoroll.cluster import ClusterError, KubeCluster
@@ -126,13 +127,26 @@ def gunicorn_settings(config: Config) -> dict[str, object]:
         "timeout": 30,
         "keepalive": 5,
         "accesslog": None,  # probes every few seconds would drown the decision lines
-        "errorlog": "-",
+        "errorlog": None,  # gunicorn's lines go to the root handler (see RootRoutedLogger)
+        "logger_class": RootRoutedLogger,
         "loglevel": str(config.log_level),
         "proc_name": "autoroll",
         "control_socket_disable": True,  # no management socket in $HOME inside a pod
         "post_worker_init": _post_worker_init,
         "worker_exit": _worker_exit,
     }
+
+
+class RootRoutedLogger(GunicornLogger):  # type: ignore[misc]
+    """gunicorn's own log lines through autoroll's root handler: one format, one redactor.
+
+    Without this, ``LOG_FORMAT=json`` would still interleave gunicorn's plain-text lines.
+    """
+
+    def setup(self, cfg: Any) -> None:
+        super().setup(cfg)
+        self.error_log.propagate = True
+        self.access_log.propagate = True
 
 
 class AutorollServer(BaseApplication):  # type: ignore[misc]

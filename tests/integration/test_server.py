@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import os
 import signal
 import socket
@@ -70,7 +71,7 @@ def wait_until(predicate: Callable[[], bool], timeout: float, what: str) -> None
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
-def start_server(tmp: Path) -> Server:
+def start_server(tmp: Path, **extra_env: str) -> Server:
     dead_port = free_port()  # nothing listens here: the API and the registry are "down"
     kubeconfig = tmp / "kubeconfig"
     kubeconfig.write_text(
@@ -92,6 +93,7 @@ def start_server(tmp: Path) -> Server:
         "POLL_INTERVAL_SECONDS": "3600",  # only the first pass and nudges run
         "KUBECONFIG": str(kubeconfig),
         "LOG_LEVEL": "debug",  # the secret filter must hold even at debug
+        **extra_env,
     }
     log_path = tmp / "server.log"
     with log_path.open("wb") as log_file:
@@ -233,7 +235,7 @@ def test_secrets_never_reach_the_log(server: Server) -> None:
 
 
 def test_sigterm_stops_cleanly_and_exits_0(tmp_path: Path) -> None:
-    srv = start_server(tmp_path)
+    srv = start_server(tmp_path, LOG_FORMAT="json")
     try:
         wait_until(lambda: "reconcile worker started" in srv.log(), 15, "the reconcile thread")
         started = time.monotonic()
@@ -245,3 +247,6 @@ def test_sigterm_stops_cleanly_and_exits_0(tmp_path: Path) -> None:
     assert code == 0, srv.log()
     assert elapsed < 5.0
     assert "reconcile thread stopped" in srv.log()
+    # LOG_FORMAT=json covers gunicorn's own lines too: every line is one JSON object.
+    entries = [json.loads(line) for line in srv.log().splitlines() if line.strip()]
+    assert {"gunicorn.error", "autoroll.worker"} <= {e["logger"] for e in entries}

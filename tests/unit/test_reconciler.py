@@ -315,7 +315,7 @@ def test_a_pod_already_gone_is_not_counted_as_a_deletion(outcome: DeleteOutcome)
     reconciler, metrics = make(cluster, FakeRegistry({REF: NEW}))
     reconciler.tick()
     assert sample(metrics, "autoroll_pod_deletions_total", mode="real") == 0
-    assert sample(metrics, "autoroll_pod_deletions_not_needed_total", reason=outcome.value) == 1
+    assert sample(metrics, "autoroll_pod_deletions_not_done_total", reason=outcome.value) == 1
 
 
 def test_stopping_abandons_the_pass_between_deployments() -> None:
