@@ -174,6 +174,16 @@ def running_registry(
         server.stop()
 
 
+def image_reference(host: str, repository: str, tag: str = "latest") -> str:
+    """The image string a pod template would use for ``repository:tag`` on ``host``."""
+    return f"{host}/{repository}:{tag}"
+
+
+def image_id(host: str, repository: str, digest: str) -> str:
+    """The ``imageID`` containerd reports for an image pulled by (index) ``digest``."""
+    return f"{host}/{repository}@{digest}"
+
+
 # --------------------------------------------------------------------------------------------
 # Pushing images through the HTTP API
 
