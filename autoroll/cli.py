@@ -77,7 +77,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "serve":
         return _serve(os.environ)
     if args.command == "plan":
-        return _plan(os.environ, kubeconfig=args.kubeconfig, verbose=args.verbose)
+        try:
+            return _plan(os.environ, kubeconfig=args.kubeconfig, verbose=args.verbose)
+        except KeyboardInterrupt:
+            print("autoroll plan: interrupted", file=sys.stderr)
+            return 130
     parser.error(f"unknown command {args.command!r}")  # pragma: no cover - argparse guards
     return EXIT_USAGE  # pragma: no cover
 
