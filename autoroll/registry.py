@@ -196,7 +196,11 @@ class _Deadline:
 
 
 class RegistryClient:
-    """Digests for tags on one registry. One instance per process; ``session`` is injected."""
+    """Digests for tags on one registry. One instance per process; ``session`` is injected.
+
+    Not thread-safe (token and children caches are plain dicts): the one reconcile thread
+    owns it, and ``autoroll plan`` builds its own.
+    """
 
     def __init__(
         self,
