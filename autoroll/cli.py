@@ -1,20 +1,70 @@
-"""Command-line entry point for the controller (``autoroll``)."""
+"""Command-line entry point for the controller (``autoroll``).
+
+``autoroll serve`` validates the environment (every problem at once, exit 2, no secret
+echoed) and then runs the server. ``autoroll plan`` runs one dry pass against the current
+kubeconfig and prints what the controller would do. User errors end in one clear message
+and a non-zero status, never a traceback: exit 2 for configuration (environment,
+kubeconfig), exit 1 for a cluster that could not be reached or refused us.
+"""
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+import logging
+import os
+import sys
+from collections.abc import Mapping, Sequence
 
-from autoroll import __version__
+import requests
+
+from autoroll import __version__, logs
+from autoroll.cluster import ClusterConfigError, ClusterError, KubeCluster, connect
+from autoroll.config import Config, ConfigError
+from autoroll.plan import render, run_plan
+from autoroll.registry import RegistryClient
+from autoroll.server import serve
+
+log = logging.getLogger("autoroll")
+
+EXIT_OK = 0
+EXIT_UNAVAILABLE = 1
+EXIT_USAGE = 2
+
+#: ``plan`` never serves the webhook, so it does not need the real secret; this stands in
+#: for an unset WEBHOOK_SECRET only (a set but invalid one is still reported).
+_PLAN_WEBHOOK_PLACEHOLDER = "plan-does-not-serve-webhooks"
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="autoroll",
         description="Roll enrolled Deployments when a mutable image tag moves.",
+        epilog="Configuration comes from the environment: FORGEJO_HOST, FORGEJO_USER,"
+        " FORGEJO_TOKEN, WEBHOOK_SECRET (required), POLL_INTERVAL_SECONDS, LABEL_SELECTOR,"
+        " LISTEN_ADDR, DRY_RUN, LOG_LEVEL, LOG_FORMAT.",
     )
     parser.add_argument("--version", action="version", version=f"autoroll {__version__}")
-    parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands.add_parser(
+        "serve",
+        help="run the controller: webhook + metrics server and the reconcile loop",
+        description="Validate the environment, then serve /healthz, /metrics and /webhook on"
+        " LISTEN_ADDR and reconcile every POLL_INTERVAL_SECONDS (and on every valid webhook).",
+    )
+    plan = commands.add_parser(
+        "plan",
+        help="one dry-run pass against the current kubeconfig, printed as a table",
+        description="Decide every enrolled Deployment once, delete nothing, and print a table:"
+        " image, running digest(s), registry digest and verdict per container.",
+    )
+    plan.add_argument(
+        "--kubeconfig",
+        metavar="PATH",
+        help="kubeconfig to use (default: $KUBECONFIG, else ~/.kube/config)",
+    )
+    plan.add_argument(
+        "-v", "--verbose", action="store_true", help="also log every decision to stderr"
+    )
     return parser
 
 
@@ -23,5 +73,80 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
-        return 2
-    return 0
+        return EXIT_USAGE
+    if args.command == "serve":
+        return _serve(os.environ)
+    if args.command == "plan":
+        try:
+            return _plan(os.environ, kubeconfig=args.kubeconfig, verbose=args.verbose)
+        except KeyboardInterrupt:
+            print("autoroll plan: interrupted", file=sys.stderr)
+            return 130
+    parser.error(f"unknown command {args.command!r}")  # pragma: no cover - argparse guards
+    return EXIT_USAGE  # pragma: no cover
+
+
+def _load_config(env: Mapping[str, str]) -> Config | None:
+    try:
+        return Config.from_env(env)
+    except ConfigError as exc:
+        # ConfigError never contains a secret's value (see autoroll.config).
+        print(f"autoroll: {exc}", file=sys.stderr)
+        print(
+            "autoroll: set the variables above in the environment (see `autoroll --help`)",
+            file=sys.stderr,
+        )
+        return None
+
+
+def _secrets(config: Config) -> list[str]:
+    return [config.forgejo_token.reveal(), config.webhook_secret.reveal()]
+
+
+def _serve(env: Mapping[str, str]) -> int:
+    config = _load_config(env)
+    if config is None:
+        return EXIT_USAGE
+    logs.configure(level=config.log_level, log_format=config.log_format, secrets=_secrets(config))
+    settings = " ".join(f"{k}={v}" for k, v in config.redacted().items())
+    log.info("autoroll %s starting: %s", __version__, settings)
+    if config.emit_events:
+        log.warning("EMIT_EVENTS=true is not implemented yet: no Kubernetes Events are emitted")
+    if config.dry_run:
+        log.warning("DRY_RUN=true: stale pods are logged, never deleted")
+    return serve(config)
+
+
+def _plan(env: Mapping[str, str], *, kubeconfig: str | None, verbose: bool) -> int:
+    plan_env = dict(env)
+    plan_env.setdefault("WEBHOOK_SECRET", _PLAN_WEBHOOK_PLACEHOLDER)
+    if kubeconfig is not None:
+        plan_env["KUBECONFIG"] = kubeconfig
+    config = _load_config(plan_env)
+    if config is None:
+        return EXIT_USAGE
+    logs.configure(
+        level=str(config.log_level) if verbose else "warning",
+        log_format=config.log_format,
+        secrets=_secrets(config),
+    )
+
+    cluster = KubeCluster(
+        label_selector=config.label_selector, api_client_factory=lambda: connect(plan_env)
+    )
+    registry = RegistryClient(
+        session=requests.Session(),
+        base_url=config.registry_url,
+        user=config.forgejo_user,
+        token=config.forgejo_token.reveal(),
+    )
+    try:
+        report = run_plan(cluster=cluster, registry=registry, forgejo_host=config.forgejo_host)
+    except ClusterConfigError as exc:
+        print(f"autoroll plan: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except ClusterError as exc:
+        print(f"autoroll plan: {exc}", file=sys.stderr)
+        return EXIT_UNAVAILABLE
+    sys.stdout.write(render(report, label_selector=config.label_selector))
+    return EXIT_OK

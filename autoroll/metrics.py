@@ -1,0 +1,98 @@
+"""Prometheus objects for the controller, built on an injected ``CollectorRegistry``.
+
+Nothing registers on the global default registry: the one gunicorn worker process builds
+one registry, ``/metrics`` serves exactly that one, and tests build their own and read it
+with ``get_sample_value`` instead of scraping text. That is also why there is no
+multiprocess mode: one worker process, one registry (see docs/adr/002-one-worker-process.md).
+
+Label values are small closed sets (reasons, outcomes, modes), never pod or image names,
+so cardinality stays bounded however many Deployments are enrolled.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+
+PREFIX = "autoroll"
+
+
+class Metrics:
+    """Every metric the controller exports; one instance per process."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.registry = registry
+        self.ticks = Counter(
+            f"{PREFIX}_ticks",
+            "Reconcile passes, by outcome (ok: completed; error: failed and was survived).",
+            ["outcome"],
+            registry=registry,
+        )
+        self.tick_duration = Histogram(
+            f"{PREFIX}_tick_duration_seconds",
+            "Wall time of one reconcile pass, including registry and API calls.",
+            buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+            registry=registry,
+        )
+        self.deletions = Counter(
+            f"{PREFIX}_pod_deletions",
+            "Stale pods deleted (mode=real) or that would have been (mode=dry, DRY_RUN).",
+            ["mode"],
+            registry=registry,
+        )
+        self.deletions_not_done = Counter(
+            f"{PREFIX}_pod_deletions_not_done",
+            "Deletions that did not happen: pod already gone (404), replaced (UID precondition)"
+            " or, with ROLLOUT_METHOD=evict, blocked by a PodDisruptionBudget (429).",
+            ["reason"],
+            registry=registry,
+        )
+        self.registry_requests = Counter(
+            f"{PREFIX}_registry_requests",
+            "HTTP requests sent to the image registry, by kind (manifest HEAD, index GET, token).",
+            ["kind"],
+            registry=registry,
+        )
+        self.registry_errors = Counter(
+            f"{PREFIX}_registry_errors",
+            "Registry lookups that ended unknown, by reason; an unknown digest never rolls.",
+            ["reason"],
+            registry=registry,
+        )
+        self.containers_skipped = Counter(
+            f"{PREFIX}_containers_skipped",
+            "Container decisions that were skipped this tick, by reason.",
+            ["reason"],
+            registry=registry,
+        )
+        self.loop_guard_hits = Counter(
+            f"{PREFIX}_loop_guard_hits",
+            "Stale-looking pods spared because they were created after the target digest was"
+            " first seen (the runtime reports an old digest for a fresh pull).",
+            registry=registry,
+        )
+        self.webhook_requests = Counter(
+            f"{PREFIX}_webhook_requests",
+            "POST /webhook requests, by outcome.",
+            ["outcome"],
+            registry=registry,
+        )
+        self.nudges = Counter(
+            f"{PREFIX}_nudges",
+            "Requests for a reconcile pass (poll timer excluded), whether or not they coalesced.",
+            registry=registry,
+        )
+        self.nudges_coalesced = Counter(
+            f"{PREFIX}_nudges_coalesced",
+            "Nudges that arrived while one was already pending and were folded into it.",
+            registry=registry,
+        )
+
+    # -- the registry client's observer protocol ------------------------------------------
+
+    def request_sent(self, kind: str) -> None:
+        """The registry client sent one HTTP request of ``kind``."""
+        self.registry_requests.labels(kind=kind).inc()
+
+    def lookup_failed(self, reason: str) -> None:
+        """A registry lookup ended unknown for ``reason``."""
+        self.registry_errors.labels(reason=reason).inc()

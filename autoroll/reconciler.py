@@ -1,0 +1,284 @@
+"""One reconcile pass: snapshot → resolve → decide → act, then count and log every decision.
+
+This is the imperative shell around ``autoroll.decide``. It owns the only state autoroll
+keeps, and keeps it in memory: the loop guard's "target digest first seen at" map (the
+registry client keeps the other memory, index children by digest). Restarting the process
+forgets it, which is safe: the next sighting is "now", so pods that existed before it stay
+eligible and pods created after it stay protected.
+
+Dry-run is "don't execute the plan": ``decide`` returns the same actions either way; this
+module alone chooses between executing them and logging them.
+
+Collaborators are injected (cluster, registry, clock), so unit tests drive a full pass with
+hand-written fakes; nothing here imports the Kubernetes client or an HTTP library.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Protocol
+
+from autoroll.cluster import DeleteOutcome, Enrolled
+from autoroll.decide import (
+    ChildrenRequest,
+    ContainerVerdict,
+    Decision,
+    DeletePod,
+    Sighting,
+    Verdict,
+    decide,
+    observe_targets,
+    refs_to_resolve,
+)
+from autoroll.images import TagRef
+from autoroll.metrics import Metrics
+from autoroll.model import Digest, Unknown
+
+log = logging.getLogger(__name__)
+
+
+class ClusterPort(Protocol):
+    """What a pass needs from Kubernetes (``autoroll.cluster.KubeCluster`` in production)."""
+
+    def snapshot(self) -> Sequence[Enrolled]: ...
+
+    def delete_pod(self, namespace: str, name: str, uid: str) -> DeleteOutcome: ...
+
+
+class RegistryPort(Protocol):
+    """What a pass needs from the registry (``autoroll.registry.RegistryClient``).
+
+    The client caches index children by digest (immutable); ``known_children`` seeds each
+    decision with that cache so an index is fetched once, not once per tick.
+    """
+
+    def resolve(self, refs: Iterable[TagRef]) -> Mapping[TagRef, Digest | Unknown]: ...
+
+    def known_children(self) -> Mapping[Digest, frozenset[Digest]]: ...
+
+    def fetch_children(
+        self, wanted: Iterable[ChildrenRequest]
+    ) -> Mapping[Digest, frozenset[Digest] | Unknown]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Executed:
+    """An action and what became of it: a ``DeleteOutcome`` value, ``dry-run`` or ``error``."""
+
+    action: DeletePod
+    outcome: str
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class TickReport:
+    """Everything one pass saw and did; ``autoroll plan`` renders it as a table."""
+
+    started_at: datetime
+    enrolled: tuple[Enrolled, ...] = ()
+    resolved: Mapping[TagRef, Digest | Unknown] = field(default_factory=dict)
+    decisions: tuple[Decision, ...] = ()
+    executed: tuple[Executed, ...] = ()
+    abandoned: bool = False  # stop was requested before every Deployment was decided
+
+
+def _never() -> bool:
+    return False
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Reconciler:
+    """Runs passes; one instance per process, so the loop-guard memory is one map."""
+
+    def __init__(
+        self,
+        *,
+        cluster: ClusterPort,
+        registry: RegistryPort,
+        metrics: Metrics,
+        forgejo_host: str,
+        dry_run: bool,
+        clock: Callable[[], datetime] = _utcnow,
+    ) -> None:
+        self._cluster = cluster
+        self._registry = registry
+        self._metrics = metrics
+        self._forgejo_host = forgejo_host
+        self._dry_run = dry_run
+        self._clock = clock
+        self._sightings: dict[TagRef, Sighting] = {}
+
+    @property
+    def sightings(self) -> Mapping[TagRef, Sighting]:
+        """The loop-guard memory (read-only view, for tests and debugging)."""
+        return dict(self._sightings)
+
+    def tick(self, stopping: Callable[[], bool] = _never) -> TickReport:
+        """One full pass. Cluster errors propagate (the worker logs and counts them).
+
+        ``stopping`` is polled before each Deployment: on shutdown the pass ends between
+        Deployments, never inside a deletion (which is a single API call anyway).
+        """
+        now = self._clock()
+        enrolled = tuple(self._cluster.snapshot())
+        deployments = [e.deployment for e in enrolled]
+        refs = refs_to_resolve(deployments, forgejo_host=self._forgejo_host)
+        resolved = dict(self._registry.resolve(sorted(refs))) if refs else {}
+        self._sightings = observe_targets(self._sightings, resolved, now=now)
+
+        decisions: list[Decision] = []
+        executed: list[Executed] = []
+        abandoned = False
+        for item in enrolled:
+            if stopping():
+                abandoned = True
+                log.info("stop requested; leaving the rest of this pass undone")
+                break
+            decision = self._decide(item, resolved)
+            decisions.append(decision)
+            self._record(decision)
+            # decide() emits at most one action; slicing keeps that true even if it did not.
+            for action in decision.actions[:1]:
+                executed.append(self._execute(action))
+
+        log.debug(
+            "pass done: %d Deployment(s), %d ref(s), %d action(s)",
+            len(decisions),
+            len(resolved),
+            len(executed),
+        )
+        return TickReport(now, enrolled, resolved, tuple(decisions), tuple(executed), abandoned)
+
+    # -- steps ------------------------------------------------------------------------------
+
+    def _decide(self, item: Enrolled, resolved: Mapping[TagRef, Digest | Unknown]) -> Decision:
+        children: dict[Digest, frozenset[Digest] | Unknown] = dict(self._registry.known_children())
+
+        def run() -> Decision:
+            return decide(
+                deployment=item.deployment,
+                pods=item.pods,
+                forgejo_host=self._forgejo_host,
+                resolved=resolved,
+                sightings=self._sightings,
+                children=children,
+            )
+
+        decision = run()
+        if not decision.needs_children:
+            return decision
+        # Only on a mismatch: GET the index; every requested digest gets an answer (or
+        # Unknown), so the second decide cannot ask again — it skips on Unknown instead.
+        answers = self._registry.fetch_children(decision.needs_children)
+        for request in decision.needs_children:
+            children[request.digest] = answers.get(
+                request.digest, Unknown("not-fetched", "the registry client gave no answer")
+            )
+        return run()
+
+    def _execute(self, action: DeletePod) -> Executed:
+        fields = _action_fields(action)
+        if self._dry_run:
+            self._metrics.deletions.labels(mode="dry").inc()
+            log.info(
+                "DRY_RUN: would delete stale pod %s/%s (%s)",
+                action.namespace,
+                action.name,
+                action.reason,
+                extra={**fields, "event": "delete", "dry_run": True},
+            )
+            return Executed(action, "dry-run")
+        try:
+            outcome = self._cluster.delete_pod(action.namespace, action.name, action.uid)
+        except Exception as exc:
+            # One failed deletion must not stop the other Deployments' decisions.
+            log.error(
+                "deleting pod %s/%s failed: %s",
+                action.namespace,
+                action.name,
+                exc,
+                extra={**fields, "event": "delete-failed"},
+            )
+            return Executed(action, "error", str(exc))
+        if outcome is DeleteOutcome.DELETED:
+            self._metrics.deletions.labels(mode="real").inc()
+            log.info(
+                "deleted stale pod %s/%s (%s)",
+                action.namespace,
+                action.name,
+                action.reason,
+                extra={**fields, "event": "delete", "dry_run": False},
+            )
+        else:
+            self._metrics.deletions_not_done.labels(reason=outcome.value).inc()
+            log.info(
+                "pod %s/%s not deleted: %s",
+                action.namespace,
+                action.name,
+                outcome.value,
+                extra={**fields, "event": "delete-noop", "reason": outcome.value},
+            )
+        return Executed(action, outcome.value)
+
+    def _record(self, decision: Decision) -> None:
+        """Metrics and one log line per container decision."""
+        if decision.loop_guard_hits:
+            self._metrics.loop_guard_hits.inc(decision.loop_guard_hits)
+        for verdict in decision.containers:
+            if verdict.verdict is Verdict.SKIPPED:
+                self._metrics.containers_skipped.labels(reason=verdict.reason.value).inc()
+            level = logging.WARNING if verdict.reason.is_warning else logging.INFO
+            log.log(
+                level,
+                "%s %s: %s (%s)%s",
+                decision.key,
+                verdict.container,
+                verdict.verdict.value,
+                verdict.reason.value,
+                f": {verdict.detail}" if verdict.detail else "",
+                extra=decision_fields(decision, verdict),
+            )
+
+
+def _digest_text(value: Digest | Unknown | None) -> str:
+    if value is None:
+        return "-"
+    return str(value)
+
+
+def running_text(verdict: ContainerVerdict) -> str:
+    """The digests the compared pods run, or ``-`` when none is known."""
+    return ",".join(str(d) for d in verdict.running_digests) or "-"
+
+
+def decision_fields(decision: Decision, verdict: ContainerVerdict) -> dict[str, object]:
+    """The structured fields of a decision's log line: Deployment, pod, image, both digests."""
+    pods = verdict.pod or ",".join(f.pod for f in verdict.pods) or "-"
+    return {
+        "event": "decision",
+        "deployment": decision.key,
+        "container": verdict.container,
+        "pod": pods,
+        "image": verdict.image,
+        "running_digest": running_text(verdict),
+        "registry_digest": _digest_text(verdict.registry_digest),
+        "verdict": verdict.verdict.value,
+        "reason": verdict.reason.value,
+    }
+
+
+def _action_fields(action: DeletePod) -> dict[str, object]:
+    return {
+        "deployment": f"{action.namespace}/{action.deployment}",
+        "container": action.container,
+        "pod": action.name,
+        "image": action.image,
+        "running_digest": str(action.from_digest),
+        "registry_digest": str(action.to_digest),
+    }

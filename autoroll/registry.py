@@ -1,0 +1,471 @@
+"""The registry client: what digest does a tag point to right now, and what are an index's children?
+
+Every answer is a ``Digest`` or an ``Unknown(reason)``. Failures never escape as exceptions
+and never read as "changed": the core skips an unknown image for the tick.
+
+- ``resolve(refs)``: one ``HEAD /v2/<repo>/manifests/<tag>`` per unique ref, with an Accept
+  list naming the OCI index, OCI manifest, Docker manifest list and Docker v2 manifest types.
+  Without the index types a registry answers a multi-arch tag with one platform's manifest
+  (or 404), and that digest never equals the index digest containerd reports — so every pod
+  would look stale forever.
+- ``fetch_children(requests)``: ``GET`` an index by digest, only when a pod's digest did not
+  match; the child digests are cached by index digest (content-addressed, so immutable).
+
+Authentication: HTTP Basic (user + token) is sent up front. A 401 carrying a Bearer challenge
+(``realm``, ``service``, ``scope``) gets a token from the realm with the same credentials; the
+token is cached per scope until it expires and the request is retried once. The realm must be
+on the registry's own host and may not downgrade https to http, so the credentials are never
+sent anywhere else.
+
+Time is bounded twice: each request has connect and read timeouts, and each tick (one
+``resolve`` and the ``fetch_children`` calls after it) has an overall budget; lookups left
+when it runs out are ``Unknown("budget-exhausted")``, so one slow registry cannot stall a
+tick.
+
+Error tree (raised internally ``from`` the cause, turned into ``Unknown(reason)`` at the edge)::
+
+    RegistryError                 reason label
+    ├── TransportError            network           connection refused/reset, DNS, TLS
+    │   └── RequestTimeoutError   timeout           connect or read timeout
+    ├── BudgetError               budget-exhausted  the call's overall budget is spent
+    ├── WrongHostError            other-host        a ref not on this registry's host
+    ├── StatusError               unauthorized | forbidden | not-found | rate-limited
+    │                             | http-3xx | http-4xx | http-5xx
+    ├── ChallengeError            bad-challenge     a realm we refuse to send credentials to
+    ├── TokenError                token-failed      the realm refused or answered garbage
+    └── BadResponseError          missing-digest | malformed-digest | digest-mismatch
+                                  | bad-manifest | too-large
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from functools import partial
+from typing import Final, Protocol, TypeVar
+from urllib.parse import urlsplit
+
+import requests
+
+from autoroll.images import TagRef, host_matches
+from autoroll.model import Digest, Unknown, is_digest
+
+OCI_INDEX: Final = "application/vnd.oci.image.index.v1+json"
+OCI_MANIFEST: Final = "application/vnd.oci.image.manifest.v1+json"
+DOCKER_LIST: Final = "application/vnd.docker.distribution.manifest.list.v2+json"
+DOCKER_MANIFEST: Final = "application/vnd.docker.distribution.manifest.v2+json"
+#: Index types first: a multi-arch tag must answer with the index digest runtimes record.
+MANIFEST_ACCEPT: Final = ", ".join((OCI_INDEX, DOCKER_LIST, OCI_MANIFEST, DOCKER_MANIFEST))
+INDEX_TYPES: Final = frozenset({OCI_INDEX, DOCKER_LIST})
+
+#: The OCI distribution spec lets registries refuse manifests over 4 MiB; we do the same.
+MAX_MANIFEST_BYTES: Final = 4 * 1024 * 1024
+_CHALLENGE_PARAM: Final = re.compile(r'([A-Za-z_]+)\s*=\s*"([^"]*)"')
+_T = TypeVar("_T")
+
+
+# --------------------------------------------------------------------------------------------
+# Errors
+
+
+class RegistryError(Exception):
+    """Base of the tree; ``reason`` is the metrics label."""
+
+    reason = "error"
+
+    def to_unknown(self) -> Unknown:
+        return Unknown(self.reason, str(self))
+
+
+class TransportError(RegistryError):
+    reason = "network"
+
+
+class RequestTimeoutError(TransportError):
+    reason = "timeout"
+
+
+class WrongHostError(RegistryError):
+    reason = "other-host"
+
+
+class BudgetError(RegistryError):
+    reason = "budget-exhausted"
+
+
+class StatusError(RegistryError):
+    def __init__(self, status: int, url: str) -> None:
+        super().__init__(f"HTTP {status} from {url}")
+        self.status = status
+        self.reason = _status_reason(status)
+
+
+class ChallengeError(RegistryError):
+    reason = "bad-challenge"
+
+
+class TokenError(RegistryError):
+    reason = "token-failed"
+
+
+class BadResponseError(RegistryError):
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(detail)
+        self.reason = reason
+
+
+def _status_reason(status: int) -> str:
+    named = {401: "unauthorized", 403: "forbidden", 404: "not-found", 429: "rate-limited"}
+    if status in named:
+        return named[status]
+    return f"http-{status // 100}xx"
+
+
+# --------------------------------------------------------------------------------------------
+# Observer (metrics live in the shell; this is the seam)
+
+
+class RegistryObserver(Protocol):
+    """What the client reports. ``autoroll.metrics.Metrics`` implements it."""
+
+    def request_sent(self, kind: str) -> None:
+        """One HTTP request of ``kind`` (``manifest-head``, ``manifest-get``, ``token``)."""
+
+    def lookup_failed(self, reason: str) -> None:
+        """One lookup ended ``Unknown(reason)``."""
+
+
+class NullObserver:
+    """The default observer: counts nothing."""
+
+    def request_sent(self, kind: str) -> None:
+        pass
+
+    def lookup_failed(self, reason: str) -> None:
+        pass
+
+
+class ChildrenWanted(Protocol):
+    """Anything naming an index to expand (``autoroll.decide.ChildrenRequest`` fits)."""
+
+    @property
+    def ref(self) -> TagRef: ...
+
+    @property
+    def digest(self) -> Digest: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Time and size bounds. Defaults fit a 120 s poll interval with room to spare."""
+
+    connect_seconds: float = 3.0  # a registry that does not accept a connection in 3 s is down
+    read_seconds: float = 5.0  # between bytes; a HEAD answer is a few hundred bytes
+    budget_seconds: float = 20.0  # per tick: one resolve() and the fetch_children() after it
+    children_cache_size: int = 1024  # index digests remembered (immutable, so never stale)
+
+
+@dataclass(slots=True)
+class _Token:
+    value: str
+    expires_at: float
+
+
+class _Deadline:
+    """The end of a call's budget, on an injected monotonic clock."""
+
+    def __init__(self, clock: Callable[[], float], seconds: float) -> None:
+        self._clock = clock
+        self._end = clock() + seconds
+
+    def remaining(self) -> float:
+        left = self._end - self._clock()
+        if left <= 0:
+            raise BudgetError("the per-tick registry budget is spent")
+        return left
+
+
+# --------------------------------------------------------------------------------------------
+# The client
+
+
+class RegistryClient:
+    """Digests for tags on one registry. One instance per process; ``session`` is injected.
+
+    Not thread-safe (token and children caches are plain dicts): the one reconcile thread
+    owns it, and ``autoroll plan`` builds its own.
+    """
+
+    def __init__(
+        self,
+        *,
+        session: requests.Session,
+        base_url: str,
+        user: str,
+        token: str,
+        observer: RegistryObserver | None = None,
+        limits: Limits | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        parts = urlsplit(base_url)
+        if parts.scheme not in {"http", "https"} or not parts.netloc or parts.path not in {"", "/"}:
+            raise ValueError(f"base_url must be scheme://host[:port], got {base_url!r}")
+        self._session = session
+        self._base = f"{parts.scheme}://{parts.netloc}"
+        self._scheme = parts.scheme
+        self._host = parts.netloc
+        self._basic = "Basic " + base64.b64encode(f"{user}:{token}".encode()).decode("ascii")
+        self._observer: RegistryObserver = observer or NullObserver()
+        self._limits = limits or Limits()
+        self._clock = clock
+        self._tokens: dict[str, _Token] = {}
+        self._children: OrderedDict[Digest, frozenset[Digest]] = OrderedDict()
+        self._failed_children: dict[Digest, Unknown] = {}
+        self._tick: _Deadline | None = None
+
+    def __repr__(self) -> str:
+        return f"RegistryClient(base_url={self._base!r})"
+
+    # -- public -------------------------------------------------------------------------------
+
+    def resolve(self, refs: Iterable[TagRef]) -> dict[TagRef, Digest | Unknown]:
+        """The registry's digest for each unique ref: one HEAD each. Starts a tick's budget."""
+        deadline = _Deadline(self._clock, self._limits.budget_seconds)
+        self._tick = deadline
+        self._failed_children.clear()
+        answers: dict[TagRef, Digest | Unknown] = {}
+        for ref in sorted(set(refs)):
+            answers[ref] = self._lookup(partial(self._head_digest, ref, deadline))
+        return answers
+
+    def known_children(self) -> Mapping[Digest, frozenset[Digest]]:
+        """Every index expansion cached so far (pass it to ``decide`` as a start)."""
+        return dict(self._children)
+
+    def fetch_children(
+        self, wanted: Iterable[ChildrenWanted]
+    ) -> dict[Digest, frozenset[Digest] | Unknown]:
+        """Child digests of each wanted index (empty for a plain manifest); cached by digest.
+
+        Shares the budget of the last ``resolve`` (one tick). A failed index is not asked
+        again until the next ``resolve``, however many Deployments want it.
+        """
+        deadline = self._tick or _Deadline(self._clock, self._limits.budget_seconds)
+        answers: dict[Digest, frozenset[Digest] | Unknown] = {}
+        for item in sorted(wanted, key=lambda w: (w.digest, w.ref)):
+            if item.digest in answers:
+                continue
+            cached = self._children.get(item.digest)
+            if cached is not None:
+                self._children.move_to_end(item.digest)
+                answers[item.digest] = cached
+                continue
+            failed = self._failed_children.get(item.digest)
+            if failed is not None:
+                answers[item.digest] = failed
+                continue
+            answer = self._lookup(partial(self._get_children, item.ref, item.digest, deadline))
+            if isinstance(answer, frozenset):
+                self._remember(item.digest, answer)
+            else:
+                self._failed_children[item.digest] = answer
+            answers[item.digest] = answer
+        return answers
+
+    # -- lookups ------------------------------------------------------------------------------
+
+    def _lookup(self, call: Callable[[], _T]) -> _T | Unknown:
+        """Run one lookup; every failure becomes Unknown(reason) and is reported once."""
+        try:
+            return call()
+        except RegistryError as exc:
+            self._observer.lookup_failed(exc.reason)
+            return exc.to_unknown()
+
+    def _head_digest(self, ref: TagRef, deadline: _Deadline) -> Digest:
+        self._check_host(ref)
+        url = f"{self._base}/v2/{ref.repository}/manifests/{ref.tag}"
+        response = self._send("HEAD", url, ref.repository, deadline, kind="manifest-head")
+        response.close()
+        return _digest_header(response)
+
+    def _get_children(self, ref: TagRef, digest: Digest, deadline: _Deadline) -> frozenset[Digest]:
+        self._check_host(ref)
+        url = f"{self._base}/v2/{ref.repository}/manifests/{digest}"
+        response = self._send("GET", url, ref.repository, deadline, kind="manifest-get")
+        body = _read_capped(response, deadline)
+        if hashlib.sha256(body).hexdigest() != digest.value.removeprefix("sha256:"):
+            raise BadResponseError("digest-mismatch", f"{url}: body does not hash to {digest}")
+        return _parse_children(body, url)
+
+    def _check_host(self, ref: TagRef) -> None:
+        if not host_matches(ref.host, self._host):
+            raise WrongHostError(f"{ref} is not on {self._host}")
+
+    # -- HTTP ---------------------------------------------------------------------------------
+
+    def _send(
+        self, method: str, url: str, repository: str, deadline: _Deadline, *, kind: str
+    ) -> requests.Response:
+        """One request with the best credentials we have; on a Bearer challenge, retry once."""
+        scope = f"repository:{repository}:pull"
+        token = self._tokens.get(scope)
+        auth = (
+            f"Bearer {token.value}" if token and token.expires_at > self._clock() else self._basic
+        )
+        response = self._request(method, url, deadline, auth, kind=kind)
+        if response.status_code == 401:
+            challenge = response.headers.get("WWW-Authenticate", "")
+            response.close()
+            bearer = self._token_for(challenge, scope, deadline)
+            response = self._request(method, url, deadline, f"Bearer {bearer}", kind=kind)
+        if response.status_code != 200:
+            response.close()
+            raise StatusError(response.status_code, url)
+        return response
+
+    def _request(
+        self, method: str, url: str, deadline: _Deadline, authorization: str, *, kind: str
+    ) -> requests.Response:
+        timeout = (
+            min(self._limits.connect_seconds, deadline.remaining()),
+            min(self._limits.read_seconds, deadline.remaining()),
+        )
+        headers = {"Accept": MANIFEST_ACCEPT, "Authorization": authorization}
+        self._observer.request_sent(kind)
+        try:
+            return self._session.request(
+                method, url, headers=headers, timeout=timeout, allow_redirects=False, stream=True
+            )
+        except requests.Timeout as exc:
+            raise RequestTimeoutError(f"{method} {url}: {type(exc).__name__}") from exc
+        except requests.RequestException as exc:
+            raise TransportError(f"{method} {url}: {type(exc).__name__}") from exc
+
+    def _token_for(self, challenge: str, scope: str, deadline: _Deadline) -> str:
+        """Get (and cache) a Bearer token for ``scope`` from the challenge's realm."""
+        scheme, _, params_text = challenge.strip().partition(" ")
+        if scheme.lower() != "bearer":
+            raise StatusError(401, "credentials refused (no Bearer challenge)")
+        params = dict(_CHALLENGE_PARAM.findall(params_text))
+        realm = params.get("realm", "")
+        self._check_realm(realm)
+        query = {k: params[k] for k in ("service", "scope") if params.get(k)}
+        self._observer.request_sent("token")
+        try:
+            response = self._session.get(
+                realm,
+                params=query,
+                headers={"Authorization": self._basic, "Accept": "application/json"},
+                timeout=(
+                    min(self._limits.connect_seconds, deadline.remaining()),
+                    min(self._limits.read_seconds, deadline.remaining()),
+                ),
+                allow_redirects=False,
+                stream=True,
+            )
+        except requests.Timeout as exc:
+            raise RequestTimeoutError(f"token request to {realm}: {type(exc).__name__}") from exc
+        except requests.RequestException as exc:
+            raise TransportError(f"token request to {realm}: {type(exc).__name__}") from exc
+        if response.status_code == 401:
+            response.close()
+            raise StatusError(401, realm)
+        if response.status_code != 200:
+            response.close()
+            raise TokenError(f"token endpoint {realm} answered HTTP {response.status_code}")
+        try:
+            document = json.loads(_read_capped(response, deadline))
+            value = document.get("token") or document.get("access_token")
+            expires_in = float(document.get("expires_in", 60))
+        except (ValueError, AttributeError, TypeError) as exc:
+            raise TokenError(f"token endpoint {realm} answered malformed JSON") from exc
+        if not isinstance(value, str) or not value:
+            raise TokenError(f"token endpoint {realm} answered without a token")
+        # Renew a little early so a token never expires between check and use.
+        lifetime = max(0.0, expires_in - min(10.0, expires_in * 0.1))
+        self._tokens[scope] = _Token(value, self._clock() + lifetime)
+        return value
+
+    def _check_realm(self, realm: str) -> None:
+        """Credentials go only to the registry's own host, never downgraded to plain http."""
+        parts = urlsplit(realm)
+        if parts.scheme not in {"http", "https"} or not parts.hostname:
+            raise ChallengeError(f"Bearer challenge without a usable realm: {realm!r}")
+        own = urlsplit(self._base).hostname or ""
+        if parts.hostname.lower() != own.lower():
+            raise ChallengeError(f"refusing to send credentials to realm host {parts.hostname!r}")
+        if self._scheme == "https" and parts.scheme != "https":
+            raise ChallengeError("refusing a realm that downgrades https to http")
+
+    def _remember(self, digest: Digest, children: frozenset[Digest]) -> None:
+        self._children[digest] = children
+        self._children.move_to_end(digest)
+        while len(self._children) > self._limits.children_cache_size:
+            self._children.popitem(last=False)
+
+
+# --------------------------------------------------------------------------------------------
+# Response parsing (pure)
+
+
+def _digest_header(response: requests.Response) -> Digest:
+    raw = response.headers.get("Docker-Content-Digest")
+    if raw is None or not raw.strip():
+        raise BadResponseError("missing-digest", f"{response.url}: no Docker-Content-Digest header")
+    value = raw.strip()
+    if not is_digest(value):
+        raise BadResponseError(
+            "malformed-digest", f"{response.url}: Docker-Content-Digest {value[:80]!r}"
+        )
+    return Digest(value)
+
+
+def _read_capped(response: requests.Response, deadline: _Deadline) -> bytes:
+    """Read a body, stopping at the size cap or when the budget runs out mid-body."""
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        for chunk in response.iter_content(chunk_size=65536):
+            size += len(chunk)
+            if size > MAX_MANIFEST_BYTES:
+                raise BadResponseError(
+                    "too-large", f"{response.url}: body over {MAX_MANIFEST_BYTES} bytes"
+                )
+            chunks.append(chunk)
+            deadline.remaining()
+    except requests.Timeout as exc:
+        raise RequestTimeoutError(f"reading {response.url}: {type(exc).__name__}") from exc
+    except requests.RequestException as exc:
+        raise TransportError(f"reading {response.url}: {type(exc).__name__}") from exc
+    finally:
+        response.close()
+    return b"".join(chunks)
+
+
+def _parse_children(body: bytes, url: str) -> frozenset[Digest]:
+    """Child manifest digests of an index; an empty set for a single-platform manifest."""
+    try:
+        document = json.loads(body)
+    except ValueError as exc:
+        raise BadResponseError("bad-manifest", f"{url}: not JSON") from exc
+    if not isinstance(document, dict):
+        raise BadResponseError("bad-manifest", f"{url}: not a JSON object")
+    manifests = document.get("manifests")
+    if document.get("mediaType") not in INDEX_TYPES and manifests is None:
+        return frozenset()
+    if not isinstance(manifests, list):
+        raise BadResponseError("bad-manifest", f"{url}: index without a manifests list")
+    children: set[Digest] = set()
+    for entry in manifests:
+        digest = entry.get("digest") if isinstance(entry, dict) else None
+        if not isinstance(digest, str) or not is_digest(digest):
+            raise BadResponseError("bad-manifest", f"{url}: index entry with a malformed digest")
+        children.add(Digest(digest))
+    return frozenset(children)

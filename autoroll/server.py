@@ -1,0 +1,202 @@
+"""gunicorn embedding: exactly one worker process, which owns the reconcile thread.
+
+Why exactly one worker process
+------------------------------
+autoroll's state lives in one process, on purpose:
+
+- **one reconcile thread** — ticks must never overlap, and "at most one deletion per
+  Deployment per tick" only means something if there is one ticker. Two worker processes
+  would each run a thread and could each delete a pod of the same Deployment in the same
+  second;
+- **one loop-guard memory** — "when was this target digest first seen" is an in-memory map;
+  split across processes, each would have its own idea of "first", and the guard would hold
+  only as well as the least informed process;
+- **one metrics registry** — ``/metrics`` must describe the process that reconciles. With
+  several workers a scrape lands on a random one; fixing that needs prometheus_client's
+  multiprocess mode (a shared directory of mmap files, no custom collectors), which is cost
+  without benefit here;
+- **one nudge** — a webhook handled by worker A could not wake a thread living in worker B.
+
+Requests are cheap (a signature check and an ``Event.set()``), so concurrency comes from
+threads (the ``gthread`` worker), not processes.
+
+Lifecycle
+---------
+Nothing is built at import time or in the master process (``preload_app`` stays off). In
+the forked worker, ``load()`` builds the ``Runtime`` (metrics registry, nudge, registry
+client, cluster adapter, reconciler, Flask app) and the ``post_worker_init`` hook starts the
+reconcile thread. On SIGTERM the master asks the worker to stop; the worker finishes its
+in-flight requests, then the ``worker_exit`` hook stops the reconcile thread: a pass in
+progress ends before its next Deployment (a deletion is one API call, never half-done). All
+of it fits in ``GRACEFUL_TIMEOUT_SECONDS``, below the pod's default 30 s grace period.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final
+
+import requests
+from flask import Flask
+from gunicorn.app.base import BaseApplication
+from gunicorn.glogging import Logger as GunicornLogger
+from prometheus_client import CollectorRegistry
+
+from autoroll.cluster import ClusterError, KubeCluster
+from autoroll.config import Config, RolloutMethod
+from autoroll.metrics import Metrics
+from autoroll.reconciler import ClusterPort, Reconciler, RegistryPort
+from autoroll.registry import RegistryClient
+from autoroll.web import create_app
+from autoroll.worker import Nudge, Worker, WorkerStopTimeoutError
+
+log = logging.getLogger(__name__)
+
+#: Seconds the master waits for the worker after SIGTERM; under Kubernetes' default 30 s.
+GRACEFUL_TIMEOUT_SECONDS: Final = 20
+#: Seconds the worker process waits for the reconcile thread within that budget.
+RECONCILE_STOP_SECONDS: Final = 10.0
+#: Request threads: webhooks and probes are tiny, a handful covers bursts.
+REQUEST_THREADS: Final = 4
+
+
+@dataclass(frozen=True, slots=True)
+class Runtime:
+    """Everything the one worker process owns."""
+
+    metrics: Metrics
+    nudge: Nudge
+    reconciler: Reconciler
+    worker: Worker
+    app: Flask
+
+
+def build_runtime(
+    config: Config,
+    *,
+    cluster: ClusterPort | None = None,
+    registry: RegistryPort | None = None,
+) -> Runtime:
+    """Wire one process's objects together. Cheap: no network until the first pass."""
+    metrics = Metrics(CollectorRegistry())
+    nudge = Nudge(metrics)
+    if cluster is None:
+        cluster = KubeCluster(
+            label_selector=config.label_selector,
+            evict=config.rollout_method is RolloutMethod.EVICT,
+        )
+    if registry is None:
+        registry = RegistryClient(
+            session=requests.Session(),
+            base_url=config.registry_url,
+            user=config.forgejo_user,
+            token=config.forgejo_token.reveal(),
+            observer=metrics,
+        )
+    reconciler = Reconciler(
+        cluster=cluster,
+        registry=registry,
+        metrics=metrics,
+        forgejo_host=config.forgejo_host,
+        dry_run=config.dry_run,
+    )
+    worker = Worker(
+        reconciler.tick,
+        nudge=nudge,
+        interval_seconds=config.poll_interval_seconds,
+        metrics=metrics,
+        expected_errors=(ClusterError,),
+    )
+    app = create_app(
+        webhook_secret=config.webhook_secret.reveal(), nudge=nudge.nudge, metrics=metrics
+    )
+    return Runtime(metrics, nudge, reconciler, worker, app)
+
+
+def gunicorn_settings(config: Config) -> dict[str, object]:
+    """The gunicorn settings autoroll runs with (pure, so a test can pin them)."""
+    return {
+        "bind": [config.listen_addr],
+        "workers": 1,  # see the module docstring: one process owns all state
+        "worker_class": "gthread",
+        "threads": REQUEST_THREADS,
+        "preload_app": False,  # nothing is built in the master
+        "graceful_timeout": GRACEFUL_TIMEOUT_SECONDS,
+        "timeout": 30,
+        "keepalive": 5,
+        "accesslog": None,  # probes every few seconds would drown the decision lines
+        "errorlog": None,  # gunicorn's lines go to the root handler (see RootRoutedLogger)
+        "logger_class": RootRoutedLogger,
+        "loglevel": str(config.log_level),
+        "proc_name": "autoroll",
+        "control_socket_disable": True,  # no management socket in $HOME inside a pod
+        "post_worker_init": _post_worker_init,
+        "worker_exit": _worker_exit,
+    }
+
+
+class RootRoutedLogger(GunicornLogger):  # type: ignore[misc]
+    """gunicorn's own log lines through autoroll's root handler: one format, one redactor.
+
+    Without this, ``LOG_FORMAT=json`` would still interleave gunicorn's plain-text lines.
+    """
+
+    def setup(self, cfg: Any) -> None:
+        super().setup(cfg)
+        self.error_log.propagate = True
+        self.access_log.propagate = True
+
+
+class AutorollServer(BaseApplication):  # type: ignore[misc]
+    """gunicorn with autoroll's settings; ``load()`` runs in the worker process only."""
+
+    def __init__(
+        self,
+        config: Config,
+        runtime_factory: Callable[[Config], Runtime] = build_runtime,
+    ) -> None:
+        self._config = config
+        self._factory = runtime_factory
+        self.runtime: Runtime | None = None
+        super().__init__()
+
+    def load_config(self) -> None:
+        for name, value in gunicorn_settings(self._config).items():
+            # Settings newer than the oldest supported gunicorn are applied when known.
+            if name in self.cfg.settings:
+                self.cfg.set(name, value)
+
+    def load(self) -> Flask:
+        self.runtime = self._factory(self._config)
+        return self.runtime.app
+
+
+def _post_worker_init(worker: Any) -> None:
+    """gunicorn hook, in the worker process: start the one reconcile thread."""
+    runtime: Runtime | None = worker.app.runtime
+    if runtime is None:  # pragma: no cover - gunicorn always loads the app first
+        raise RuntimeError("the app was not loaded before post_worker_init")
+    runtime.worker.start()
+    log.info("reconcile thread started in worker pid %s", worker.pid)
+
+
+def _worker_exit(server: Any, worker: Any) -> None:
+    """gunicorn hook, in the worker process after its request loop ended: stop the thread."""
+    runtime: Runtime | None = getattr(worker.app, "runtime", None)
+    if runtime is None:
+        return
+    try:
+        runtime.worker.stop(timeout=RECONCILE_STOP_SECONDS)
+    except WorkerStopTimeoutError as exc:
+        # The thread is a daemon: the process exits anyway; say so loudly.
+        log.error("%s; exiting without waiting for it", exc)
+    else:
+        log.info("reconcile thread stopped")
+
+
+def serve(config: Config) -> int:
+    """Run gunicorn in the foreground until it is told to stop; return its exit status."""
+    AutorollServer(config).run()
+    return 0

@@ -1,0 +1,7 @@
+"""Fixtures for the integration suite: real services on 127.0.0.1, always torn down."""
+
+from __future__ import annotations
+
+from tests.support.registry_fixtures import fresh_registry, pusher, registry, repository
+
+__all__ = ["fresh_registry", "pusher", "registry", "repository"]

@@ -1,0 +1,469 @@
+"""A real ``docker-registry`` on 127.0.0.1 with htpasswd auth, and a way to push images to it.
+
+Shared by the registry integration tests and the end-to-end tests (which push ``:latest``
+and watch pods roll). Images are built from small fake layers and pushed through the
+registry's HTTP API (blob upload + manifest PUT), so no container tooling is needed.
+
+``FaultyProxy`` sits in front of a registry on another 127.0.0.1 port and misbehaves on
+purpose: drops or mangles ``Docker-Content-Digest``, answers slowly, or demands a Bearer
+token from its own token endpoint.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import http.server
+import json
+import secrets
+import shutil
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import requests
+
+OCI_INDEX = "application/vnd.oci.image.index.v1+json"
+OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
+OCI_CONFIG = "application/vnd.oci.image.config.v1+json"
+OCI_LAYER = "application/vnd.oci.image.layer.v1.tar+gzip"
+DOCKER_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"
+DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
+DOCKER_CONFIG = "application/vnd.docker.container.image.v1+json"
+DOCKER_LAYER = "application/vnd.docker.image.rootfs.diff.tar.gzip"
+
+START_TIMEOUT_SECONDS = 15.0
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now (the usual small race is acceptable in tests)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def sha256_digest(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def basic_auth(user: str, password: str) -> str:
+    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+
+
+# --------------------------------------------------------------------------------------------
+# The registry process
+
+
+@dataclass
+class RegistryServer:
+    """A running (or stopped) ``docker-registry``; ``host`` is ``127.0.0.1:<port>``."""
+
+    binary: str
+    root: Path
+    port: int
+    user: str
+    password: str
+    process: subprocess.Popen[bytes] | None = None
+    log_path: Path = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.log_path = self.root / "registry.log"
+
+    @property
+    def host(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}"
+
+    @property
+    def authorization(self) -> str:
+        return basic_auth(self.user, self.password)
+
+    def write_config(self) -> Path:
+        """Filesystem storage, htpasswd (bcrypt) auth, bound to 127.0.0.1 only."""
+        htpasswd = shutil.which("htpasswd")
+        if htpasswd is None:
+            raise RuntimeError("htpasswd is not on PATH (apt-get install apache2-utils)")
+        entry = subprocess.run(
+            [htpasswd, "-Bbn", self.user, self.password],
+            check=True,
+            capture_output=True,
+            timeout=30,
+        ).stdout
+        (self.root / "htpasswd").write_bytes(entry)
+        config = {
+            "version": 0.1,
+            "log": {"level": "warn", "accesslog": {"disabled": True}},
+            "storage": {
+                "filesystem": {"rootdirectory": str(self.root / "data")},
+                "delete": {"enabled": True},
+            },
+            "http": {"addr": self.host, "secret": secrets.token_hex(16)},
+            "auth": {"htpasswd": {"realm": "autoroll-test", "path": str(self.root / "htpasswd")}},
+        }
+        path = self.root / "config.yml"
+        # JSON is valid YAML, and avoids a YAML dependency in the support code.
+        path.write_text(json.dumps(config, indent=2))
+        return path
+
+    def start(self) -> None:
+        """Start the process and wait until ``/v2/`` answers (401 without credentials)."""
+        if self.process is not None:
+            raise RuntimeError("registry already running")
+        config = self.root / "config.yml"
+        if not config.exists():
+            config = self.write_config()
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen(
+                [self.binary, "serve", str(config)],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=self.root,
+            )
+        deadline = time.monotonic() + START_TIMEOUT_SECONDS
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"docker-registry exited early:\n{self.log_path.read_text()}")
+            try:
+                if requests.get(f"{self.url}/v2/", timeout=1).status_code in {200, 401}:
+                    return
+            except requests.ConnectionError:
+                time.sleep(0.05)
+        self.stop()
+        raise RuntimeError(f"docker-registry did not answer within {START_TIMEOUT_SECONDS}s")
+
+    def stop(self) -> None:
+        """Stop the process (the port stays reserved in ``self.port``; restartable)."""
+        if self.process is None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=10)
+        self.process = None
+
+
+@contextmanager
+def running_registry(
+    binary: str, root: Path, *, user: str = "robot", password: str | None = None
+) -> Iterator[RegistryServer]:
+    """Start a registry in ``root`` and always stop it afterwards."""
+    root.mkdir(parents=True, exist_ok=True)
+    server = RegistryServer(
+        binary=binary,
+        root=root,
+        port=free_port(),
+        user=user,
+        password=password or secrets.token_hex(12),
+    )
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def image_reference(host: str, repository: str, tag: str = "latest") -> str:
+    """The image string a pod template would use for ``repository:tag`` on ``host``."""
+    return f"{host}/{repository}:{tag}"
+
+
+def image_id(host: str, repository: str, digest: str) -> str:
+    """The ``imageID`` containerd reports for an image pulled by (index) ``digest``."""
+    return f"{host}/{repository}@{digest}"
+
+
+# --------------------------------------------------------------------------------------------
+# Pushing images through the HTTP API
+
+
+@dataclass(frozen=True)
+class Pushed:
+    """What a push produced: the manifest (or index) digest and its exact bytes."""
+
+    digest: str
+    media_type: str
+    body: bytes
+    children: tuple[str, ...] = ()
+
+
+class ImagePusher:
+    """Push blobs, manifests and indexes with plain HTTP calls (Basic auth)."""
+
+    def __init__(self, server: RegistryServer, session: requests.Session | None = None) -> None:
+        self.server = server
+        self.session = session or requests.Session()
+        self.session.headers["Authorization"] = server.authorization
+
+    def push_blob(self, repository: str, data: bytes) -> str:
+        digest = sha256_digest(data)
+        base = self.server.url
+        start = self.session.post(f"{base}/v2/{repository}/blobs/uploads/", timeout=10)
+        start.raise_for_status()
+        location = start.headers["Location"]
+        if location.startswith("/"):
+            location = base + location
+        separator = "&" if "?" in location else "?"
+        done = self.session.put(
+            f"{location}{separator}digest={digest}",
+            data=data,
+            headers={"Content-Type": "application/octet-stream"},
+            timeout=10,
+        )
+        done.raise_for_status()
+        return digest
+
+    def push_manifest(self, repository: str, reference: str, body: bytes, media_type: str) -> str:
+        response = self.session.put(
+            f"{self.server.url}/v2/{repository}/manifests/{reference}",
+            data=body,
+            headers={"Content-Type": media_type},
+            timeout=10,
+        )
+        if response.status_code != 201:
+            raise RuntimeError(f"manifest PUT {response.status_code}: {response.text}")
+        digest = response.headers["Docker-Content-Digest"]
+        if digest != sha256_digest(body):
+            raise RuntimeError("registry reported a different digest than the body's")
+        return digest
+
+    def push_image(
+        self,
+        repository: str,
+        tag: str | None,
+        *,
+        content: bytes | None = None,
+        architecture: str = "amd64",
+        flavour: Literal["oci", "docker"] = "oci",
+    ) -> Pushed:
+        """One single-platform image with one small random layer; ``tag`` None pushes by digest."""
+        layer = content if content is not None else secrets.token_bytes(256)
+        layer_digest = self.push_blob(repository, layer)
+        config = json.dumps(
+            {
+                "architecture": architecture,
+                "os": "linux",
+                "rootfs": {"type": "layers", "diff_ids": [layer_digest]},
+                "config": {},
+            },
+            sort_keys=True,
+        ).encode()
+        config_digest = self.push_blob(repository, config)
+        oci = flavour == "oci"
+        media_type = OCI_MANIFEST if oci else DOCKER_MANIFEST
+        manifest = json.dumps(
+            {
+                "schemaVersion": 2,
+                "mediaType": media_type,
+                "config": {
+                    "mediaType": OCI_CONFIG if oci else DOCKER_CONFIG,
+                    "digest": config_digest,
+                    "size": len(config),
+                },
+                "layers": [
+                    {
+                        "mediaType": OCI_LAYER if oci else DOCKER_LAYER,
+                        "digest": layer_digest,
+                        "size": len(layer),
+                    }
+                ],
+            },
+            sort_keys=True,
+        ).encode()
+        reference = tag if tag is not None else sha256_digest(manifest)
+        digest = self.push_manifest(repository, reference, manifest, media_type)
+        return Pushed(digest, media_type, manifest)
+
+    def push_index(
+        self,
+        repository: str,
+        tag: str,
+        *,
+        architectures: Sequence[str] = ("amd64", "arm64"),
+        flavour: Literal["oci", "docker"] = "oci",
+    ) -> Pushed:
+        """A multi-platform index: children pushed by digest first, then the index as ``tag``."""
+        entries: list[dict[str, Any]] = []
+        children: list[str] = []
+        for arch in architectures:
+            child = self.push_image(repository, None, architecture=arch, flavour=flavour)
+            children.append(child.digest)
+            entries.append(
+                {
+                    "mediaType": child.media_type,
+                    "digest": child.digest,
+                    "size": len(child.body),
+                    "platform": {"architecture": arch, "os": "linux"},
+                }
+            )
+        media_type = OCI_INDEX if flavour == "oci" else DOCKER_LIST
+        body = json.dumps(
+            {"schemaVersion": 2, "mediaType": media_type, "manifests": entries}, sort_keys=True
+        ).encode()
+        digest = self.push_manifest(repository, tag, body, media_type)
+        return Pushed(digest, media_type, body, tuple(children))
+
+
+# --------------------------------------------------------------------------------------------
+# A misbehaving proxy
+
+
+ProxyMode = Literal[
+    "pass", "drop-digest", "malformed-digest", "slow", "bearer", "bearer-foreign-realm"
+]
+
+
+class FaultyProxy:
+    """A threaded HTTP proxy on 127.0.0.1 in front of ``upstream``, misbehaving per ``mode``.
+
+    ``bearer`` mode answers every ``/v2/`` request without a valid token with a 401 Bearer
+    challenge whose realm is this proxy's ``/token``; ``/token`` issues a token for valid
+    Basic credentials (counted in ``tokens_issued``) and the proxy then forwards upstream
+    with the registry's own Basic credentials.
+    """
+
+    def __init__(
+        self,
+        upstream: RegistryServer,
+        *,
+        mode: ProxyMode = "pass",
+        delay_seconds: float = 0.0,
+        token_lifetime_seconds: int = 300,
+    ) -> None:
+        self.upstream = upstream
+        self.mode = mode
+        self.delay_seconds = delay_seconds
+        self.token_lifetime_seconds = token_lifetime_seconds
+        self.tokens_issued = 0
+        self.requests: list[tuple[str, str, str]] = []  # (method, path, Authorization scheme)
+        self._valid_tokens: set[str] = set()
+        self._lock = threading.Lock()
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    @property
+    def host(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}"
+
+    def __enter__(self) -> FaultyProxy:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=10)
+
+    def _handler(self) -> type[http.server.BaseHTTPRequestHandler]:
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_HEAD(self) -> None:
+                proxy._handle(self, "HEAD")
+
+            def do_GET(self) -> None:
+                proxy._handle(self, "GET")
+
+        return Handler
+
+    def _handle(self, handler: http.server.BaseHTTPRequestHandler, method: str) -> None:
+        auth = handler.headers.get("Authorization", "")
+        with self._lock:
+            self.requests.append((method, handler.path, auth.partition(" ")[0]))
+        if self.delay_seconds:
+            time.sleep(self.delay_seconds)
+        if handler.path.startswith("/token"):
+            self._issue_token(handler, auth)
+            return
+        if self.mode in {"bearer", "bearer-foreign-realm"}:
+            token = auth.removeprefix("Bearer ") if auth.startswith("Bearer ") else None
+            if token is None or token not in self._valid_tokens:
+                host = "localhost" if self.mode == "bearer-foreign-realm" else "127.0.0.1"
+                repository = handler.path.removeprefix("/v2/").partition("/manifests/")[0]
+                challenge = (
+                    f'Bearer realm="http://{host}:{self.port}/token",'
+                    f'service="autoroll-test",scope="repository:{repository}:pull"'
+                )
+                self._reply(handler, 401, {"WWW-Authenticate": challenge}, b"{}")
+                return
+        upstream = requests.request(
+            method,
+            f"{self.upstream.url}{handler.path}",
+            headers={
+                "Accept": handler.headers.get("Accept", ""),
+                "Authorization": self.upstream.authorization
+                if self.mode.startswith("bearer")
+                else auth,
+            },
+            timeout=10,
+            allow_redirects=False,
+        )
+        headers = {
+            k: v
+            for k, v in upstream.headers.items()
+            if k.lower() in {"content-type", "docker-content-digest", "www-authenticate"}
+        }
+        if self.mode == "drop-digest":
+            headers.pop("Docker-Content-Digest", None)
+        elif self.mode == "malformed-digest" and "Docker-Content-Digest" in headers:
+            headers["Docker-Content-Digest"] = "sha256:not-a-digest"
+        body = upstream.content if method == "GET" else b""
+        length = (
+            len(upstream.content)
+            if method == "GET"
+            else int(upstream.headers.get("Content-Length", "0"))
+        )
+        self._reply(handler, upstream.status_code, headers, body, length=length)
+
+    def _issue_token(self, handler: http.server.BaseHTTPRequestHandler, auth: str) -> None:
+        if auth != self.upstream.authorization:
+            self._reply(handler, 401, {"WWW-Authenticate": 'Basic realm="token"'}, b"{}")
+            return
+        token = secrets.token_hex(16)
+        with self._lock:
+            self._valid_tokens.add(token)
+            self.tokens_issued += 1
+        body = json.dumps({"token": token, "expires_in": self.token_lifetime_seconds}).encode()
+        self._reply(handler, 200, {"Content-Type": "application/json"}, body)
+
+    @staticmethod
+    def _reply(
+        handler: http.server.BaseHTTPRequestHandler,
+        status: int,
+        headers: dict[str, str],
+        body: bytes,
+        *,
+        length: int | None = None,
+    ) -> None:
+        handler.send_response(status)
+        for key, value in headers.items():
+            handler.send_header(key, value)
+        handler.send_header("Content-Length", str(len(body) if length is None else length))
+        handler.end_headers()
+        if body and handler.command != "HEAD":
+            handler.wfile.write(body)

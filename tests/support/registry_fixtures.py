@@ -1,0 +1,49 @@
+"""Pytest fixtures for a real ``docker-registry``; import them into a ``conftest.py``.
+
+``registry`` is one registry (htpasswd auth) shared by a whole test module; tests push to
+their own repository names (``repository``), so they do not see each other's tags.
+``fresh_registry`` is a private one for tests that stop it. ``pusher`` pushes images
+through the registry's HTTP API. Both integration and end-to-end suites use them::
+
+    from tests.support.registry_fixtures import fresh_registry, pusher, registry, repository
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import require_tool
+from tests.support.registry import ImagePusher, RegistryServer, running_registry
+
+__all__ = ["fresh_registry", "pusher", "registry", "repository"]
+
+
+@pytest.fixture(scope="module")
+def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RegistryServer]:
+    require_tool("htpasswd")
+    binary = require_tool("docker-registry")
+    with running_registry(binary, tmp_path_factory.mktemp("registry")) as server:
+        yield server
+
+
+@pytest.fixture
+def fresh_registry(tmp_path: Path) -> Iterator[RegistryServer]:
+    require_tool("htpasswd")
+    binary = require_tool("docker-registry")
+    with running_registry(binary, tmp_path / "registry") as server:
+        yield server
+
+
+@pytest.fixture
+def pusher(registry: RegistryServer) -> ImagePusher:
+    return ImagePusher(registry)
+
+
+@pytest.fixture
+def repository() -> str:
+    """A repository name no other test uses."""
+    return f"team/app-{secrets.token_hex(4)}"

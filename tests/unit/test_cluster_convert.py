@@ -1,0 +1,524 @@
+"""The Kubernetes adapter without an API server: conversions, selector matching, thin I/O."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import MaxRetryError, NewConnectionError
+
+from autoroll.cluster import (
+    LIVE_PODS_FIELD_SELECTOR,
+    ClusterApiError,
+    ClusterConfigError,
+    ClusterForbiddenError,
+    ClusterUnreachableError,
+    DeleteOutcome,
+    KubeCluster,
+    LabelSelector,
+    Operator,
+    Requirement,
+    connect,
+    default_pull_policy,
+    deployment_from_client,
+    group_pods,
+    pod_from_client,
+    selector_from_client,
+    selector_matches,
+)
+from autoroll.model import ContainerStatusView, ContainerView
+
+T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+IMAGE = "git.example.org/team/app:latest"
+DIGEST = "sha256:" + "a" * 64
+
+
+def k8s_deployment(
+    name: str = "web",
+    namespace: str = "shop",
+    *,
+    replicas: int | None = 2,
+    match_labels: dict[str, str] | None = None,
+    expressions: list[client.V1LabelSelectorRequirement] | None = None,
+    containers: list[client.V1Container] | None = None,
+) -> client.V1Deployment:
+    return client.V1Deployment(
+        metadata=client.V1ObjectMeta(
+            name=name,
+            namespace=namespace,
+            uid=f"uid-{name}",
+            generation=3,
+            labels={"aethnet.se/autoroll": "true"},
+        ),
+        spec=client.V1DeploymentSpec(
+            replicas=replicas,
+            selector=client.V1LabelSelector(
+                match_labels=match_labels if match_labels is not None else {"app": name},
+                match_expressions=expressions,
+            ),
+            template=client.V1PodTemplateSpec(
+                spec=client.V1PodSpec(
+                    containers=containers
+                    or [client.V1Container(name="app", image=IMAGE, image_pull_policy="Always")]
+                )
+            ),
+        ),
+    )
+
+
+def k8s_pod(
+    name: str,
+    namespace: str = "shop",
+    *,
+    labels: dict[str, str] | None = None,
+    ready: str = "True",
+    phase: str | None = "Running",
+    image_id: str = f"{IMAGE}@{DIGEST}",
+    deleted: bool = False,
+    created: datetime | None = T0,
+) -> client.V1Pod:
+    return client.V1Pod(
+        metadata=client.V1ObjectMeta(
+            name=name,
+            namespace=namespace,
+            uid=f"uid-{name}",
+            labels=labels if labels is not None else {"app": "web"},
+            creation_timestamp=created,
+            deletion_timestamp=T0 if deleted else None,
+        ),
+        spec=client.V1PodSpec(
+            containers=[client.V1Container(name="app", image=IMAGE, image_pull_policy="Always")]
+        ),
+        status=client.V1PodStatus(
+            phase=phase,
+            conditions=[
+                client.V1PodCondition(type="PodScheduled", status="True"),
+                client.V1PodCondition(type="Ready", status=ready),
+            ],
+            container_statuses=[
+                client.V1ContainerStatus(
+                    name="app",
+                    image=IMAGE,
+                    image_id=image_id,
+                    ready=ready == "True",
+                    restart_count=2,
+                )
+            ],
+        ),
+    )
+
+
+# --- selector matching -----------------------------------------------------------------------
+
+
+def req(key: str, op: str, *values: str) -> Requirement:
+    return Requirement(key, Operator(op), frozenset(values))
+
+
+@pytest.mark.parametrize(
+    ("selector", "labels", "expected"),
+    [
+        (LabelSelector((("app", "web"),)), {"app": "web", "x": "y"}, True),
+        (LabelSelector((("app", "web"),)), {"app": "api"}, False),
+        (LabelSelector((("app", "web"),)), {}, False),
+        (LabelSelector((("app", "web"), ("tier", "fe"))), {"app": "web"}, False),
+        (LabelSelector((), (req("env", "In", "prod", "stage"),)), {"env": "stage"}, True),
+        (LabelSelector((), (req("env", "In", "prod"),)), {"env": "dev"}, False),
+        (LabelSelector((), (req("env", "In", "prod"),)), {}, False),
+        (LabelSelector((), (req("env", "NotIn", "dev"),)), {"env": "prod"}, True),
+        (LabelSelector((), (req("env", "NotIn", "dev"),)), {}, True),
+        (LabelSelector((), (req("env", "NotIn", "dev"),)), {"env": "dev"}, False),
+        (LabelSelector((), (req("canary", "Exists"),)), {"canary": ""}, True),
+        (LabelSelector((), (req("canary", "Exists"),)), {}, False),
+        (LabelSelector((), (req("canary", "DoesNotExist"),)), {}, True),
+        (LabelSelector((), (req("canary", "DoesNotExist"),)), {"canary": "1"}, False),
+        # labels and expressions must all hold
+        (
+            LabelSelector((("app", "web"),), (req("canary", "DoesNotExist"),)),
+            {"app": "web", "canary": "1"},
+            False,
+        ),
+        # an empty selector adopts nothing (the API would say "everything")
+        (LabelSelector(), {"app": "web"}, False),
+    ],
+)
+def test_selector_matches(selector: LabelSelector, labels: dict[str, str], expected: bool) -> None:
+    assert selector_matches(selector, labels) is expected
+
+
+def test_selector_from_client_reads_labels_and_expressions() -> None:
+    selector = selector_from_client(
+        client.V1LabelSelector(
+            match_labels={"b": "2", "a": "1"},
+            match_expressions=[
+                client.V1LabelSelectorRequirement(key="env", operator="In", values=["x", "y"]),
+                client.V1LabelSelectorRequirement(key="gone", operator="DoesNotExist"),
+            ],
+        )
+    )
+    assert selector == LabelSelector(
+        (("a", "1"), ("b", "2")),
+        (req("env", "In", "x", "y"), req("gone", "DoesNotExist")),
+    )
+    assert selector_from_client(None).is_empty
+
+
+def test_an_unknown_selector_operator_is_refused_by_name() -> None:
+    with pytest.raises(ValueError, match="'Near'"):
+        selector_from_client(
+            client.V1LabelSelector(
+                match_expressions=[
+                    client.V1LabelSelectorRequirement(key="a", operator="Near", values=["b"])
+                ]
+            )
+        )
+
+
+# --- conversions -----------------------------------------------------------------------------
+
+
+def test_deployment_conversion_keeps_what_the_core_needs() -> None:
+    view, selector = deployment_from_client(
+        k8s_deployment(
+            containers=[
+                client.V1Container(name="app", image=IMAGE, image_pull_policy="Always"),
+                client.V1Container(
+                    name="sidecar", image="docker.io/envoy:v1", image_pull_policy="IfNotPresent"
+                ),
+            ]
+        )
+    )
+    assert view.key == "shop/web"
+    assert view.replicas == 2
+    assert view.uid == "uid-web"
+    assert view.generation == 3
+    assert view.labels == (("aethnet.se/autoroll", "true"),)
+    assert view.containers == (
+        ContainerView("app", IMAGE, "Always"),
+        ContainerView("sidecar", "docker.io/envoy:v1", "IfNotPresent"),
+    )
+    assert selector == LabelSelector((("app", "web"),))
+
+
+def test_replicas_default_to_one_as_the_api_does() -> None:
+    view, _ = deployment_from_client(k8s_deployment(replicas=None))
+    assert view.replicas == 1
+
+
+def test_zero_replicas_stay_zero() -> None:
+    view, _ = deployment_from_client(k8s_deployment(replicas=0))
+    assert view.replicas == 0
+
+
+@pytest.mark.parametrize(
+    ("image", "policy"),
+    [
+        ("git.example.org/team/app", "Always"),
+        ("git.example.org/team/app:latest", "Always"),
+        ("git.example.org/team/app:v1", "IfNotPresent"),
+        (f"git.example.org/team/app@{DIGEST}", "IfNotPresent"),
+        ("Not An Image", ""),
+    ],
+)
+def test_a_missing_pull_policy_gets_the_api_default(image: str, policy: str) -> None:
+    assert default_pull_policy(image) == policy
+    view, _ = deployment_from_client(
+        k8s_deployment(containers=[client.V1Container(name="app", image=image)])
+    )
+    assert view.containers[0].image_pull_policy == policy
+
+
+def test_pod_conversion_reads_status_and_conditions() -> None:
+    pod, labels = pod_from_client(k8s_pod("web-1"))
+    assert (pod.namespace, pod.name, pod.uid) == ("shop", "web-1", "uid-web-1")
+    assert pod.created_at == T0
+    assert pod.phase == "Running"
+    assert pod.ready is True
+    assert pod.deleting is False
+    assert pod.containers == (ContainerView("app", IMAGE, "Always"),)
+    assert pod.statuses == (
+        ContainerStatusView(
+            name="app", image=IMAGE, image_id=f"{IMAGE}@{DIGEST}", ready=True, restart_count=2
+        ),
+    )
+    assert labels == {"app": "web"}
+
+
+def test_pod_readiness_comes_from_the_ready_condition() -> None:
+    pod, _ = pod_from_client(k8s_pod("web-1", ready="False"))
+    assert pod.ready is False
+
+
+def test_a_pod_with_a_deletion_timestamp_is_deleting() -> None:
+    pod, _ = pod_from_client(k8s_pod("web-1", deleted=True))
+    assert pod.deleting is True
+
+
+def test_a_pod_not_yet_reporting_has_empty_image_id_and_pending_phase() -> None:
+    raw = k8s_pod("web-1", image_id="", phase=None)
+    assert raw.status is not None
+    raw.status.conditions = None
+    pod, _ = pod_from_client(raw)
+    assert pod.statuses[0].image_id == ""
+    assert pod.phase == "Pending"
+    assert pod.ready is False
+
+
+def test_a_pod_without_status_converts() -> None:
+    raw = k8s_pod("web-1")
+    raw.status = None
+    pod, _ = pod_from_client(raw)
+    assert pod.statuses == ()
+    assert pod.ready is False
+
+
+def test_a_naive_creation_time_is_read_as_utc() -> None:
+    pod, _ = pod_from_client(k8s_pod("web-1", created=datetime(2026, 1, 1, 8, 0)))
+    assert pod.created_at == datetime(2026, 1, 1, 8, 0, tzinfo=UTC)
+
+
+def test_a_missing_creation_time_reads_as_the_far_future() -> None:
+    # The loop guard then spares the pod: the safe direction for data we never expect.
+    pod, _ = pod_from_client(k8s_pod("web-1", created=None))
+    assert pod.created_at > datetime(9000, 1, 1, tzinfo=UTC)
+
+
+def test_group_pods_matches_by_selector_within_the_namespace_only() -> None:
+    web = deployment_from_client(k8s_deployment("web"))
+    api = deployment_from_client(k8s_deployment("api"))
+    other_ns = deployment_from_client(k8s_deployment("web", namespace="blog"))
+    pods = [
+        pod_from_client(k8s_pod("web-2")),
+        pod_from_client(k8s_pod("web-1")),
+        pod_from_client(k8s_pod("api-1", labels={"app": "api"})),
+        pod_from_client(k8s_pod("stray", labels={"app": "other"})),
+        pod_from_client(k8s_pod("web-x", namespace="blog")),
+    ]
+    enrolled = {
+        e.deployment.key: [p.name for p in e.pods] for e in group_pods([web, api, other_ns], pods)
+    }
+    assert enrolled == {
+        "shop/web": ["web-1", "web-2"],
+        "shop/api": ["api-1"],
+        "blog/web": ["web-x"],
+    }
+
+
+def test_a_deployment_without_pods_is_still_listed() -> None:
+    [only] = group_pods([deployment_from_client(k8s_deployment())], [])
+    assert only.pods == ()
+
+
+# --- thin I/O through hand-written fake APIs ---------------------------------------------------
+
+
+class FakeApps:
+    def __init__(self, deployments: list[client.V1Deployment]) -> None:
+        self.deployments = deployments
+        self.calls: list[dict[str, Any]] = []
+
+    def list_deployment_for_all_namespaces(self, **kwargs: Any) -> client.V1DeploymentList:
+        self.calls.append(kwargs)
+        return client.V1DeploymentList(items=self.deployments)
+
+
+class FakeCore:
+    def __init__(self, pods: list[client.V1Pod], delete_error: Exception | None = None) -> None:
+        self.pods = pods
+        self.list_calls: list[str] = []
+        self.list_kwargs: list[dict[str, Any]] = []
+        self.deleted: list[tuple[str, str, str]] = []
+        self.delete_error = delete_error
+
+    def list_namespaced_pod(self, namespace: str, **kwargs: Any) -> client.V1PodList:
+        self.list_calls.append(namespace)
+        self.list_kwargs.append(kwargs)
+        return client.V1PodList(
+            items=[p for p in self.pods if p.metadata and p.metadata.namespace == namespace]
+        )
+
+    def delete_namespaced_pod(
+        self, name: str, namespace: str, *, body: client.V1DeleteOptions, **kwargs: Any
+    ) -> None:
+        if self.delete_error is not None:
+            raise self.delete_error
+        assert body.preconditions is not None and body.preconditions.uid is not None
+        self.deleted.append((namespace, name, body.preconditions.uid))
+
+
+def test_snapshot_lists_deployments_once_and_pods_once_per_namespace() -> None:
+    deployments = [
+        k8s_deployment("web"),
+        k8s_deployment("api", match_labels={"app": "api"}),
+        k8s_deployment("web", namespace="blog"),
+    ]
+    pods = [
+        k8s_pod("web-1"),
+        k8s_pod("api-1", labels={"app": "api"}),
+        k8s_pod("web-1", namespace="blog"),
+    ]
+    apps, core = FakeApps(deployments), FakeCore(pods)
+    cluster = KubeCluster(label_selector="aethnet.se/autoroll=true", apis=(apps, core))
+
+    snapshot = cluster.snapshot()
+
+    assert [c["label_selector"] for c in apps.calls] == ["aethnet.se/autoroll=true"]
+    assert core.list_calls == ["blog", "shop"]  # one per namespace, not per Deployment
+    assert cluster.requests == 1 + 2
+    assert all(k["field_selector"] == LIVE_PODS_FIELD_SELECTOR for k in core.list_kwargs)
+    assert all("_request_timeout" in k for k in [*apps.calls, *core.list_kwargs])
+    assert [(e.deployment.key, len(e.pods)) for e in snapshot] == [
+        ("blog/web", 1),
+        ("shop/api", 1),
+        ("shop/web", 1),
+    ]
+
+
+def test_snapshot_with_nothing_enrolled_lists_no_pods() -> None:
+    core = FakeCore([])
+    cluster = KubeCluster(label_selector="x=y", apis=(FakeApps([]), core))
+    assert cluster.snapshot() == ()
+    assert core.list_calls == []
+
+
+def test_a_deployment_with_a_bad_selector_is_skipped_not_fatal() -> None:
+    bad = k8s_deployment(
+        "odd",
+        expressions=[client.V1LabelSelectorRequirement(key="a", operator="Near", values=["b"])],
+    )
+    cluster = KubeCluster(
+        label_selector="x", apis=(FakeApps([bad, k8s_deployment()]), FakeCore([]))
+    )
+    assert [e.deployment.name for e in cluster.snapshot()] == ["web"]
+
+
+def test_delete_sends_the_uid_precondition() -> None:
+    core = FakeCore([])
+    cluster = KubeCluster(label_selector="x", apis=(FakeApps([]), core))
+    assert cluster.delete_pod("shop", "web-1", "uid-1") is DeleteOutcome.DELETED
+    assert core.deleted == [("shop", "web-1", "uid-1")]
+
+
+@pytest.mark.parametrize(
+    ("status", "outcome"), [(404, DeleteOutcome.ALREADY_GONE), (409, DeleteOutcome.REPLACED)]
+)
+def test_delete_reports_gone_and_replaced_pods_without_raising(
+    status: int, outcome: DeleteOutcome
+) -> None:
+    core = FakeCore([], delete_error=ApiException(status=status, reason="x"))
+    cluster = KubeCluster(label_selector="x", apis=(FakeApps([]), core))
+    assert cluster.delete_pod("shop", "web-1", "uid-1") is outcome
+
+
+def test_a_forbidden_delete_names_the_missing_verb() -> None:
+    core = FakeCore([], delete_error=ApiException(status=403, reason="Forbidden"))
+    cluster = KubeCluster(label_selector="x", apis=(FakeApps([]), core))
+    with pytest.raises(ClusterForbiddenError, match="pods: delete"):
+        cluster.delete_pod("shop", "web-1", "uid-1")
+
+
+def test_a_server_error_on_delete_is_a_cluster_api_error() -> None:
+    core = FakeCore([], delete_error=ApiException(status=500, reason="Internal"))
+    cluster = KubeCluster(label_selector="x", apis=(FakeApps([]), core))
+    with pytest.raises(ClusterApiError, match="500") as info:
+        cluster.delete_pod("shop", "web-1", "uid-1")
+    assert info.value.status == 500
+
+
+def test_an_unreachable_api_is_reported_as_such() -> None:
+    class DownApps:
+        def list_deployment_for_all_namespaces(self, **kwargs: Any) -> None:
+            raise MaxRetryError(None, "/apis", NewConnectionError(None, "refused"))  # type: ignore[arg-type]
+
+    cluster = KubeCluster(label_selector="x", apis=(DownApps(), FakeCore([])))
+    with pytest.raises(ClusterUnreachableError, match="cannot reach the Kubernetes API"):
+        cluster.snapshot()
+
+
+def test_a_forbidden_list_names_the_missing_verb() -> None:
+    class DeniedApps:
+        def list_deployment_for_all_namespaces(self, **kwargs: Any) -> None:
+            raise ApiException(status=403, reason="Forbidden")
+
+    cluster = KubeCluster(label_selector="x", apis=(DeniedApps(), FakeCore([])))
+    with pytest.raises(ClusterForbiddenError, match="deployments: list"):
+        cluster.snapshot()
+
+
+def test_connect_without_any_configuration_is_a_clear_config_error(tmp_path: Any) -> None:
+    missing = tmp_path / "nope" / "config"
+    with pytest.raises(ClusterConfigError, match="set KUBECONFIG") as info:
+        connect({"KUBECONFIG": str(missing)})
+    assert str(missing) in str(info.value)
+
+
+def test_connect_reads_a_kubeconfig(tmp_path: Any) -> None:
+    kubeconfig = tmp_path / "config"
+    kubeconfig.write_text(
+        """
+apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: abc}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+"""
+    )
+    api_client = connect({"KUBECONFIG": str(kubeconfig)})
+    assert api_client.configuration.host == "https://127.0.0.1:1"
+
+
+def test_the_client_is_built_lazily_and_retried_after_a_config_error() -> None:
+    attempts: list[int] = []
+
+    def factory() -> Any:
+        attempts.append(1)
+        raise ClusterConfigError("no config")
+
+    cluster = KubeCluster(label_selector="x", api_client_factory=factory)
+    assert attempts == []
+    for _ in range(2):
+        with pytest.raises(ClusterConfigError):
+            cluster.snapshot()
+    assert len(attempts) == 2
+
+
+class FakeEvictingCore(FakeCore):
+    def __init__(self, error: Exception | None = None) -> None:
+        super().__init__([])
+        self.evicted: list[tuple[str, str, str]] = []
+        self.error = error
+
+    def create_namespaced_pod_eviction(
+        self, name: str, namespace: str, body: client.V1Eviction, **kwargs: Any
+    ) -> None:
+        if self.error is not None:
+            raise self.error
+        assert body.delete_options is not None and body.delete_options.preconditions is not None
+        uid = body.delete_options.preconditions.uid
+        assert uid is not None
+        self.evicted.append((namespace, name, uid))
+
+
+def test_evict_mode_uses_the_eviction_api_with_the_uid_precondition() -> None:
+    core = FakeEvictingCore()
+    cluster = KubeCluster(label_selector="x", apis=(FakeApps([]), core), evict=True)
+    assert cluster.delete_pod("shop", "web-1", "uid-1") is DeleteOutcome.DELETED
+    assert core.evicted == [("shop", "web-1", "uid-1")]
+    assert core.deleted == []
+
+
+def test_an_eviction_refused_by_a_disruption_budget_is_blocked_not_an_error() -> None:
+    core = FakeEvictingCore(ApiException(status=429, reason="Too Many Requests"))
+    cluster = KubeCluster(label_selector="x", apis=(FakeApps([]), core), evict=True)
+    assert cluster.delete_pod("shop", "web-1", "uid-1") is DeleteOutcome.BLOCKED
+
+
+def test_a_forbidden_eviction_names_the_eviction_verb() -> None:
+    core = FakeEvictingCore(ApiException(status=403, reason="Forbidden"))
+    cluster = KubeCluster(label_selector="x", apis=(FakeApps([]), core), evict=True)
+    with pytest.raises(ClusterForbiddenError, match="pods/eviction: create"):
+        cluster.delete_pod("shop", "web-1", "uid-1")

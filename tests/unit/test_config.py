@@ -1,0 +1,195 @@
+"""Configuration from the environment: defaults, every problem at once, no secret echoed."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from autoroll.config import (
+    Config,
+    ConfigError,
+    LogFormat,
+    LogLevel,
+    RegistryScheme,
+    RolloutMethod,
+    Secret,
+)
+
+TOKEN = "tok-0123456789-very-secret"
+HOOK = "hook-secret-0123456789abcdef"
+BASE = {
+    "FORGEJO_HOST": "forgejo.example:3000",
+    "FORGEJO_USER": "robot",
+    "FORGEJO_TOKEN": TOKEN,
+    "WEBHOOK_SECRET": HOOK,
+}
+
+
+def problems(env: dict[str, str]) -> dict[str, str]:
+    with pytest.raises(ConfigError) as info:
+        Config.from_env(env)
+    return {p.variable: p.message for p in info.value.problems}
+
+
+def test_defaults() -> None:
+    cfg = Config.from_env(BASE)
+    assert cfg.forgejo_host == "forgejo.example:3000"
+    assert cfg.forgejo_user == "robot"
+    assert cfg.forgejo_token.reveal() == TOKEN
+    assert cfg.webhook_secret.reveal_bytes() == HOOK.encode()
+    assert cfg.poll_interval_seconds == 120
+    assert cfg.label_selector == "aethnet.se/autoroll=true"
+    assert (cfg.listen_host, cfg.listen_port, cfg.listen_addr) == ("0.0.0.0", 8080, "0.0.0.0:8080")
+    assert cfg.dry_run is False
+    assert cfg.log_level is LogLevel.INFO
+    assert cfg.log_format is LogFormat.TEXT
+    assert cfg.rollout_method is RolloutMethod.DELETE
+    assert cfg.emit_events is False
+    assert cfg.registry_url == "https://forgejo.example:3000"
+
+
+def test_every_variable_parsed() -> None:
+    cfg = Config.from_env(
+        BASE
+        | {
+            "POLL_INTERVAL_SECONDS": "30",
+            "LABEL_SELECTOR": "team=a,autoroll in (yes)",
+            "LISTEN_ADDR": "[::]:9090",
+            "DRY_RUN": "TRUE",
+            "LOG_LEVEL": "DEBUG",
+            "LOG_FORMAT": "json",
+            "ROLLOUT_METHOD": "evict",
+            "EMIT_EVENTS": "yes",
+            "REGISTRY_SCHEME": "http",
+        }
+    )
+    assert cfg.poll_interval_seconds == 30
+    assert cfg.label_selector == "team=a,autoroll in (yes)"
+    assert (cfg.listen_host, cfg.listen_port) == ("[::]", 9090)
+    assert cfg.dry_run is True
+    assert cfg.log_level is LogLevel.DEBUG
+    assert cfg.log_format is LogFormat.JSON
+    assert cfg.rollout_method is RolloutMethod.EVICT
+    assert cfg.emit_events is True
+    assert cfg.registry_scheme is RegistryScheme.HTTP
+    assert cfg.registry_url == "http://forgejo.example:3000"
+
+
+def test_all_missing_required_reported_at_once() -> None:
+    found = problems({})
+    assert set(found) == {"FORGEJO_HOST", "FORGEJO_USER", "FORGEJO_TOKEN", "WEBHOOK_SECRET"}
+    assert all("required" in m for m in found.values())
+
+
+def test_empty_required_is_missing() -> None:
+    assert "required" in problems(BASE | {"FORGEJO_TOKEN": ""})["FORGEJO_TOKEN"]
+
+
+def test_all_bad_values_reported_at_once_with_value_and_expected_form() -> None:
+    found = problems(
+        BASE
+        | {
+            "FORGEJO_HOST": "https://forgejo.example",
+            "POLL_INTERVAL_SECONDS": "2m",
+            "LISTEN_ADDR": "8080",
+            "DRY_RUN": "maybe",
+            "LOG_LEVEL": "loud",
+            "LOG_FORMAT": "xml",
+            "ROLLOUT_METHOD": "patch",
+            "EMIT_EVENTS": "2",
+            "LABEL_SELECTOR": "a=b,,c=d",
+            "REGISTRY_SCHEME": "ftp",
+        }
+    )
+    assert set(found) == {
+        "FORGEJO_HOST",
+        "POLL_INTERVAL_SECONDS",
+        "LISTEN_ADDR",
+        "DRY_RUN",
+        "LOG_LEVEL",
+        "LOG_FORMAT",
+        "ROLLOUT_METHOD",
+        "EMIT_EVENTS",
+        "LABEL_SELECTOR",
+        "REGISTRY_SCHEME",
+    }
+    assert "'https://forgejo.example'" in found["FORGEJO_HOST"]
+    assert "bare host[:port]" in found["FORGEJO_HOST"]
+    assert "'2m'" in found["POLL_INTERVAL_SECONDS"] and "seconds" in found["POLL_INTERVAL_SECONDS"]
+    assert "host:port" in found["LISTEN_ADDR"]
+    assert "true or false" in found["DRY_RUN"]
+    assert "debug|info|warning|error" in found["LOG_LEVEL"]
+    assert "text|json" in found["LOG_FORMAT"]
+    assert "delete|evict" in found["ROLLOUT_METHOD"]
+
+
+@pytest.mark.parametrize(
+    "host",
+    ["forgejo.example/path", "forgejo.example:99999", "forge jo", "-bad.example", "a:b:c"],
+)
+def test_forgejo_host_must_be_bare(host: str) -> None:
+    assert "FORGEJO_HOST" in problems(BASE | {"FORGEJO_HOST": host})
+
+
+@pytest.mark.parametrize(
+    "host", ["forgejo.example", "localhost:3000", "127.0.0.1:5000", "Git.Example"]
+)
+def test_forgejo_host_accepted(host: str) -> None:
+    assert Config.from_env(BASE | {"FORGEJO_HOST": host}).forgejo_host == host.lower()
+
+
+@pytest.mark.parametrize("value", ["0", "4", "86401", "-1", "1.5"])
+def test_poll_interval_bounds(value: str) -> None:
+    assert "POLL_INTERVAL_SECONDS" in problems(BASE | {"POLL_INTERVAL_SECONDS": value})
+
+
+def test_set_but_empty_optional_is_an_error_not_a_default() -> None:
+    message = problems(BASE | {"DRY_RUN": ""})["DRY_RUN"]
+    assert "empty" in message
+
+
+def test_short_webhook_secret_rejected_without_echo() -> None:
+    short = "fifteen-bytes!!"
+    assert len(short) == 15
+    with pytest.raises(ConfigError) as info:
+        Config.from_env(BASE | {"WEBHOOK_SECRET": short})
+    text = str(info.value)
+    assert "WEBHOOK_SECRET" in text and "15 bytes" in text and "at least 16" in text
+    assert short not in text
+
+
+def test_webhook_secret_length_counts_bytes() -> None:
+    # Eight two-byte characters are 16 bytes.
+    assert Config.from_env(BASE | {"WEBHOOK_SECRET": "é" * 8}).webhook_secret.reveal() == "é" * 8
+
+
+def test_secret_with_trailing_newline_rejected_without_echo() -> None:
+    with pytest.raises(ConfigError) as info:
+        Config.from_env(BASE | {"FORGEJO_TOKEN": TOKEN + "\n"})
+    assert "FORGEJO_TOKEN" in str(info.value)
+    assert TOKEN not in str(info.value)
+
+
+def test_secrets_never_in_repr_str_or_redacted_view() -> None:
+    cfg = Config.from_env(BASE)
+    for text in (repr(cfg), str(cfg), str(cfg.redacted()), repr(dataclasses.astuple(cfg))):
+        assert TOKEN not in text
+        assert HOOK not in text
+    assert cfg.redacted()["FORGEJO_TOKEN"] == "<redacted>"
+    assert cfg.redacted()["WEBHOOK_SECRET"] == "<redacted>"
+    assert str(Secret("x")) == "<redacted>"
+
+
+def test_redacted_names_every_variable() -> None:
+    view = Config.from_env(BASE).redacted()
+    assert view["FORGEJO_HOST"] == "forgejo.example:3000"
+    assert view["LISTEN_ADDR"] == "0.0.0.0:8080"
+    assert view["DRY_RUN"] == "false"
+    assert len(view) == 13
+
+
+def test_config_is_frozen() -> None:
+    cfg = Config.from_env(BASE)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cfg.dry_run = True  # type: ignore[misc]

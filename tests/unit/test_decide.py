@@ -1,0 +1,667 @@
+"""Table tests for the pure decision core: at least one case per rule of issue 5.
+
+Each case builds a Deployment, its pods and the registry's answers, and states the verdict,
+reason and deletion it expects. Breaking any rule in ``autoroll.decide`` flips at least
+one row here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from autoroll.decide import (
+    ChildrenRequest,
+    Decision,
+    PodState,
+    Reason,
+    SettledReason,
+    Sighting,
+    Verdict,
+    decide,
+    is_settled,
+    observe_targets,
+    refs_to_resolve,
+)
+from autoroll.images import TagRef
+from autoroll.model import (
+    ContainerStatusView,
+    ContainerView,
+    DeploymentView,
+    Digest,
+    PodView,
+    Unknown,
+)
+
+HOST = "forgejo.example:3000"
+IMAGE = f"{HOST}/team/app:latest"
+REF = TagRef(HOST, "team/app", "latest")
+SIDE_IMAGE = f"{HOST}/team/sidecar:stable"
+SIDE_REF = TagRef(HOST, "team/sidecar", "stable")
+
+OLD = Digest("sha256:" + "0" * 64)
+NEW = Digest("sha256:" + "1" * 64)
+CHILD = Digest("sha256:" + "2" * 64)
+OTHER = Digest("sha256:" + "3" * 64)
+
+T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+SEEN = T0 + timedelta(hours=1)  # when NEW was first seen for REF
+BEFORE = T0  # pods created before the target was seen
+AFTER = SEEN + timedelta(minutes=5)  # pods created after
+
+
+def pod(
+    name: str,
+    *,
+    digest: Digest | str | None = OLD,
+    image: str = IMAGE,
+    created: datetime = BEFORE,
+    ready: bool = True,
+    deleting: bool = False,
+    phase: str = "Running",
+    container: str = "app",
+    extra: Sequence[tuple[str, str, Digest | str]] = (),
+) -> PodView:
+    """A pod of the app Deployment; ``digest`` None means no status reported yet."""
+    specs = [ContainerView(container, image)]
+    statuses = []
+    if digest is not None:
+        image_id = f"{HOST}/team/app@{digest}" if isinstance(digest, Digest) else digest
+        statuses.append(ContainerStatusView(container, image, image_id, ready))
+    for name_, image_, digest_ in extra:
+        specs.append(ContainerView(name_, image_))
+        raw = f"{HOST}/x@{digest_}" if isinstance(digest_, Digest) else digest_
+        statuses.append(ContainerStatusView(name_, image_, raw, ready))
+    return PodView(
+        namespace="ns",
+        name=name,
+        uid=f"uid-{name}",
+        created_at=created,
+        phase=phase,
+        deleting=deleting,
+        ready=ready,
+        containers=tuple(specs),
+        statuses=tuple(statuses),
+    )
+
+
+def deployment(*containers: ContainerView, replicas: int = 2, name: str = "app") -> DeploymentView:
+    return DeploymentView(
+        namespace="ns",
+        name=name,
+        replicas=replicas,
+        containers=containers or (ContainerView("app", IMAGE, "Always"),),
+    )
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    rule: str
+    pods: Sequence[PodView]
+    verdict: Verdict
+    reason: Reason
+    deletes: str | None = None
+    deployment: DeploymentView = field(default_factory=deployment)
+    resolved: Mapping[TagRef, Digest | Unknown] = field(default_factory=lambda: {REF: NEW})
+    sightings: Mapping[TagRef, Sighting] = field(default_factory=lambda: {REF: Sighting(NEW, SEEN)})
+    children: Mapping[Digest, frozenset[Digest] | Unknown] = field(
+        default_factory=lambda: {NEW: frozenset()}
+    )
+    container: int = 0
+
+
+CASES = [
+    # --- which containers count -------------------------------------------------------------
+    Case(
+        "other-host-ignored",
+        "only images on FORGEJO_HOST",
+        [pod("a"), pod("b")],
+        Verdict.SKIPPED,
+        Reason.OTHER_HOST,
+        deployment=deployment(ContainerView("app", "docker.io/library/nginx:latest", "Always")),
+    ),
+    Case(
+        "host-compare-is-case-insensitive",
+        "only images on FORGEJO_HOST",
+        [
+            pod("a", image=f"{HOST.upper()}/team/app:latest"),
+            pod("b", digest=NEW, image=f"{HOST.upper()}/team/app:latest"),
+        ],
+        Verdict.STALE,
+        Reason.STALE_POD,
+        deletes="a",
+        deployment=deployment(ContainerView("app", f"{HOST.upper()}/team/app:latest", "Always")),
+    ),
+    Case(
+        "digest-pinned-ignored",
+        "tag-referenced only; digest-pinned ignored",
+        [pod("a"), pod("b")],
+        Verdict.SKIPPED,
+        Reason.DIGEST_PINNED,
+        deployment=deployment(ContainerView("app", f"{HOST}/team/app@{OLD}", "Always")),
+    ),
+    Case(
+        "tag-and-digest-is-pinned",
+        "tag-referenced only; digest-pinned ignored",
+        [pod("a"), pod("b")],
+        Verdict.SKIPPED,
+        Reason.DIGEST_PINNED,
+        deployment=deployment(ContainerView("app", f"{HOST}/team/app:latest@{OLD}", "Always")),
+    ),
+    Case(
+        "pull-policy-if-not-present-never-rolled",
+        "pullPolicy != Always: never rolled, warning",
+        [pod("a"), pod("b")],
+        Verdict.SKIPPED,
+        Reason.PULL_POLICY_NOT_ALWAYS,
+        deployment=deployment(ContainerView("app", IMAGE, "IfNotPresent")),
+    ),
+    Case(
+        "pull-policy-unset-never-rolled",
+        "pullPolicy != Always: never rolled, warning",
+        [pod("a"), pod("b")],
+        Verdict.SKIPPED,
+        Reason.PULL_POLICY_NOT_ALWAYS,
+        deployment=deployment(ContainerView("app", IMAGE, "")),
+    ),
+    Case(
+        "invalid-image-skipped",
+        "which containers count",
+        [pod("a"), pod("b")],
+        Verdict.SKIPPED,
+        Reason.INVALID_IMAGE,
+        deployment=deployment(ContainerView("app", f"{HOST}/Team/App:latest", "Always")),
+    ),
+    # --- the registry -----------------------------------------------------------------------
+    Case(
+        "registry-unknown-skips",
+        "registry unknown -> skip, never changed",
+        [pod("a"), pod("b")],
+        Verdict.SKIPPED,
+        Reason.REGISTRY_UNKNOWN,
+        resolved={REF: Unknown("http-500")},
+    ),
+    Case(
+        "registry-not-asked-skips",
+        "registry unknown -> skip, never changed",
+        [pod("a"), pod("b")],
+        Verdict.SKIPPED,
+        Reason.REGISTRY_UNKNOWN,
+        resolved={},
+    ),
+    # --- current / stale ----------------------------------------------------------------------
+    Case(
+        "all-current",
+        "stale only when digests differ",
+        [pod("a", digest=NEW), pod("b", digest=NEW)],
+        Verdict.CURRENT,
+        Reason.UP_TO_DATE,
+    ),
+    Case(
+        "stale-deleted-when-settled",
+        "stale + settled -> delete one",
+        [pod("a", digest=NEW), pod("b")],
+        Verdict.STALE,
+        Reason.STALE_POD,
+        deletes="b",
+    ),
+    Case(
+        "oldest-stale-goes-first",
+        "at most one deletion per tick",
+        [pod("young", created=BEFORE + timedelta(minutes=1)), pod("old", created=BEFORE)],
+        Verdict.STALE,
+        Reason.STALE_POD,
+        deletes="old",
+    ),
+    Case(
+        "docker-pullable-prefix-stripped",
+        "imageID forms",
+        [pod("a", digest=f"docker-pullable://{HOST}/team/app@{NEW}"), pod("b", digest=NEW)],
+        Verdict.CURRENT,
+        Reason.UP_TO_DATE,
+    ),
+    Case(
+        "child-digest-is-current",
+        "pod digest among index children -> current",
+        [pod("a", digest=CHILD), pod("b", digest=NEW)],
+        Verdict.CURRENT,
+        Reason.UP_TO_DATE,
+        children={NEW: frozenset({CHILD})},
+    ),
+    Case(
+        "not-a-child-is-stale",
+        "stale = differ and not a child",
+        [pod("a", digest=OTHER), pod("b", digest=NEW)],
+        Verdict.STALE,
+        Reason.STALE_POD,
+        deletes="a",
+        children={NEW: frozenset({CHILD})},
+    ),
+    Case(
+        "mismatch-without-children-asks-for-them",
+        "GET index children only on a mismatch",
+        [pod("a"), pod("b", digest=NEW)],
+        Verdict.NEEDS_CHILDREN,
+        Reason.CHILDREN_NEEDED,
+        children={},
+    ),
+    Case(
+        "children-unknown-skips",
+        "unknown never means changed (children)",
+        [pod("a"), pod("b", digest=NEW)],
+        Verdict.SKIPPED,
+        Reason.CHILDREN_UNKNOWN,
+        children={NEW: Unknown("timeout")},
+    ),
+    # --- pods that are not compared ---------------------------------------------------------
+    Case(
+        "old-template-pod-not-compared",
+        "only pods with the template's image string",
+        [pod("a", image=f"{HOST}/team/app:v1"), pod("b", digest=NEW)],
+        Verdict.CURRENT,
+        Reason.UP_TO_DATE,
+    ),
+    Case(
+        "only-old-template-pods",
+        "only pods with the template's image string",
+        [pod("a", image=f"{HOST}/team/app:v1"), pod("b", image=f"{HOST}/team/app:v1")],
+        Verdict.SKIPPED,
+        Reason.NO_COMPARABLE_POD,
+    ),
+    Case(
+        "failed-pod-ignored",
+        "Succeeded/Failed pods ignored",
+        [pod("a", digest=NEW), pod("b", digest=NEW), pod("evicted", phase="Failed", ready=False)],
+        Verdict.CURRENT,
+        Reason.UP_TO_DATE,
+    ),
+    Case(
+        "succeeded-pod-ignored-and-not-deleted",
+        "Succeeded/Failed pods ignored",
+        [pod("a", digest=NEW), pod("b", digest=NEW), pod("done", phase="Succeeded", ready=False)],
+        Verdict.CURRENT,
+        Reason.UP_TO_DATE,
+    ),
+    Case(
+        "no-image-id-skipped",
+        "pod with no resolved imageID skipped",
+        [pod("a", digest=""), pod("b", digest=None)],
+        Verdict.SKIPPED,
+        Reason.NO_COMPARABLE_POD,
+    ),
+    Case(
+        "config-id-never-deleted",
+        "bare sha256 imageID is unknown",
+        [pod("a", digest=str(OTHER)), pod("b", digest=NEW)],
+        Verdict.CURRENT,
+        Reason.UP_TO_DATE,
+    ),
+    Case(
+        "docker-scheme-config-id-never-deleted",
+        "bare sha256 imageID is unknown",
+        [pod("a", digest=f"docker://{OTHER}"), pod("b", digest=NEW)],
+        Verdict.CURRENT,
+        Reason.UP_TO_DATE,
+    ),
+    # --- settled ----------------------------------------------------------------------------
+    Case(
+        "terminating-pod-blocks",
+        "settled: no pod terminating",
+        [pod("a"), pod("b", digest=NEW), pod("c", digest=NEW, deleting=True)],
+        Verdict.WAITING,
+        Reason.NOT_SETTLED,
+    ),
+    Case(
+        "unready-pod-blocks",
+        "settled: every pod Ready",
+        [pod("a"), pod("b", digest=NEW, ready=False)],
+        Verdict.WAITING,
+        Reason.NOT_SETTLED,
+    ),
+    Case(
+        "unready-old-template-pod-blocks",
+        "settled: every pod Ready",
+        [pod("a"), pod("b", digest=NEW), pod("c", image=f"{HOST}/team/app:v1", ready=False)],
+        Verdict.WAITING,
+        Reason.NOT_SETTLED,
+        deployment=deployment(replicas=2),
+    ),
+    Case(
+        "too-few-ready-blocks",
+        "settled: ready >= spec.replicas",
+        [pod("a"), pod("b", digest=NEW)],
+        Verdict.WAITING,
+        Reason.NOT_SETTLED,
+        deployment=deployment(replicas=3),
+    ),
+    Case(
+        "failed-pod-does-not-unsettle",
+        "Succeeded/Failed pods ignored (settled)",
+        [
+            pod("a"),
+            pod("b", digest=NEW),
+            pod("evicted", phase="Failed", ready=False, created=T0 - timedelta(days=1)),
+        ],
+        Verdict.STALE,
+        Reason.STALE_POD,
+        deletes="a",
+    ),
+    Case(
+        "single-replica-stale-deleted",
+        "settled: ready >= spec.replicas",
+        [pod("a")],
+        Verdict.STALE,
+        Reason.STALE_POD,
+        deletes="a",
+        deployment=deployment(replicas=1),
+    ),
+    # --- crash loop ---------------------------------------------------------------------------
+    Case(
+        "crash-looping-new-image-never-deleted",
+        "crash-looping new image already matches",
+        [pod("a", digest=NEW, ready=False), pod("b")],
+        Verdict.WAITING,
+        Reason.NOT_SETTLED,
+    ),
+    Case(
+        "crash-looping-alone-is-current",
+        "crash-looping new image already matches",
+        [pod("a", digest=NEW, ready=False)],
+        Verdict.CURRENT,
+        Reason.UP_TO_DATE,
+        deployment=deployment(replicas=1),
+    ),
+    # --- loop guard ---------------------------------------------------------------------------
+    Case(
+        "created-after-sighting-not-deleted",
+        "loop guard",
+        [pod("a", created=AFTER), pod("b", digest=NEW, created=AFTER)],
+        Verdict.LOOP_GUARD,
+        Reason.CREATED_AFTER_TARGET,
+    ),
+    Case(
+        "created-before-sighting-deleted",
+        "loop guard (boundary: not after)",
+        [pod("a", created=SEEN), pod("b", digest=NEW, created=AFTER)],
+        Verdict.STALE,
+        Reason.STALE_POD,
+        deletes="a",
+    ),
+    Case(
+        "guard-picks-the-old-pod",
+        "loop guard",
+        [pod("new", created=AFTER), pod("old", created=BEFORE)],
+        Verdict.STALE,
+        Reason.STALE_POD,
+        deletes="old",
+    ),
+    Case(
+        "sighting-missing-never-deletes",
+        "loop guard needs the first-seen time",
+        [pod("a"), pod("b", digest=NEW)],
+        Verdict.SKIPPED,
+        Reason.SIGHTING_MISSING,
+        sightings={},
+    ),
+    Case(
+        "sighting-of-another-digest-never-deletes",
+        "loop guard needs the first-seen time",
+        [pod("a"), pod("b", digest=NEW)],
+        Verdict.SKIPPED,
+        Reason.SIGHTING_MISSING,
+        sightings={REF: Sighting(OLD, SEEN)},
+    ),
+]
+
+
+def run(case: Case) -> Decision:
+    return decide(
+        deployment=case.deployment,
+        pods=case.pods,
+        forgejo_host=HOST,
+        resolved=case.resolved,
+        sightings=case.sightings,
+        children=case.children,
+    )
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_rule(case: Case) -> None:
+    decision = run(case)
+    verdict = decision.containers[case.container]
+    assert (verdict.verdict, verdict.reason) == (case.verdict, case.reason), verdict.detail
+    assert [a.name for a in decision.actions] == ([case.deletes] if case.deletes else [])
+    assert len(decision.actions) <= 1
+
+
+def test_deletion_names_pod_image_and_both_digests() -> None:
+    decision = run(CASES[[c.id for c in CASES].index("stale-deleted-when-settled")])
+    (action,) = decision.actions
+    assert (action.namespace, action.name, action.uid) == ("ns", "b", "uid-b")
+    assert (action.image, action.from_digest, action.to_digest) == (IMAGE, OLD, NEW)
+    assert (action.deployment, action.container) == ("app", "app")
+    assert decision.containers[0].pod == "b"
+
+
+def test_mismatch_requests_children_of_the_target_only() -> None:
+    decision = run(CASES[[c.id for c in CASES].index("mismatch-without-children-asks-for-them")])
+    assert decision.needs_children == frozenset({ChildrenRequest(REF, NEW)})
+    assert decision.actions == ()
+
+
+def test_no_children_request_without_a_mismatch() -> None:
+    decision = decide(
+        deployment=deployment(),
+        pods=[pod("a", digest=NEW), pod("b", digest=NEW)],
+        forgejo_host=HOST,
+        resolved={REF: NEW},
+        sightings={REF: Sighting(NEW, SEEN)},
+        children={},
+    )
+    assert decision.needs_children == frozenset()
+    assert decision.containers[0].verdict is Verdict.CURRENT
+
+
+def test_decide_again_with_children_then_deletes() -> None:
+    """The shell's two-pass flow: mismatch -> fetch children -> decide again."""
+    pods = [pod("a", digest=OTHER), pod("b", digest=CHILD)]
+    inputs = {
+        "deployment": deployment(),
+        "pods": pods,
+        "forgejo_host": HOST,
+        "resolved": {REF: NEW},
+        "sightings": {REF: Sighting(NEW, SEEN)},
+    }
+    first = decide(**inputs, children={})  # type: ignore[arg-type]
+    assert first.actions == () and first.needs_children
+    second = decide(**inputs, children={NEW: frozenset({CHILD})})  # type: ignore[arg-type]
+    assert [a.name for a in second.actions] == ["a"]
+    states = {f.pod: f.state for f in second.containers[0].pods}
+    assert states == {"a": PodState.STALE, "b": PodState.CURRENT_CHILD}
+
+
+def test_one_deletion_per_deployment_across_containers() -> None:
+    """Two containers stale in two different pods: only one pod goes this tick."""
+    dep = deployment(
+        ContainerView("app", IMAGE, "Always"), ContainerView("side", SIDE_IMAGE, "Always")
+    )
+    pods = [
+        pod("a", extra=[("side", SIDE_IMAGE, NEW)]),  # app stale
+        pod("b", digest=NEW, extra=[("side", SIDE_IMAGE, OLD)]),  # side stale
+    ]
+    decision = decide(
+        deployment=dep,
+        pods=pods,
+        forgejo_host=HOST,
+        resolved={REF: NEW, SIDE_REF: NEW},
+        sightings={REF: Sighting(NEW, SEEN), SIDE_REF: Sighting(NEW, SEEN)},
+        children={NEW: frozenset()},
+    )
+    assert [a.name for a in decision.actions] == ["a"]
+    assert [(c.verdict, c.reason) for c in decision.containers] == [
+        (Verdict.STALE, Reason.STALE_POD),
+        (Verdict.WAITING, Reason.ONE_PER_TICK),
+    ]
+
+
+def test_same_pod_stale_in_two_containers_is_one_deletion() -> None:
+    dep = deployment(
+        ContainerView("app", IMAGE, "Always"), ContainerView("side", SIDE_IMAGE, "Always")
+    )
+    pods = [
+        pod("a", extra=[("side", SIDE_IMAGE, OLD)]),
+        pod("b", digest=NEW, extra=[("side", SIDE_IMAGE, NEW)]),
+    ]
+    decision = decide(
+        deployment=dep,
+        pods=pods,
+        forgejo_host=HOST,
+        resolved={REF: NEW, SIDE_REF: NEW},
+        sightings={REF: Sighting(NEW, SEEN), SIDE_REF: Sighting(NEW, SEEN)},
+        children={NEW: frozenset()},
+    )
+    assert [a.name for a in decision.actions] == ["a"]
+    assert [c.verdict for c in decision.containers] == [Verdict.STALE, Verdict.STALE]
+    assert [c.pod for c in decision.containers] == ["a", "a"]
+
+
+def test_all_pods_stale_still_one_deletion() -> None:
+    pods = [pod(f"p{i}", created=BEFORE + timedelta(seconds=i)) for i in range(5)]
+    decision = decide(
+        deployment=deployment(replicas=5),
+        pods=pods,
+        forgejo_host=HOST,
+        resolved={REF: NEW},
+        sightings={REF: Sighting(NEW, SEEN)},
+        children={NEW: frozenset()},
+    )
+    assert [a.name for a in decision.actions] == ["p0"]
+
+
+def test_rollout_simulation_replaces_every_pod_once() -> None:
+    """Ticks as often as you like: each stale pod goes only after the last replacement is Ready."""
+    pods = [pod(f"p{i}", created=BEFORE + timedelta(seconds=i)) for i in range(3)]
+    deleted: list[str] = []
+    clock = AFTER
+    for _ in range(20):
+        decision = decide(
+            deployment=deployment(replicas=3),
+            pods=pods,
+            forgejo_host=HOST,
+            resolved={REF: NEW},
+            sightings={REF: Sighting(NEW, SEEN)},
+            children={NEW: frozenset()},
+        )
+        if decision.actions:
+            (action,) = decision.actions
+            deleted.append(action.name)
+            # The ReplicaSet replaces it; the replacement is not Ready on the next tick.
+            pods = [p for p in pods if p.name != action.name]
+            clock += timedelta(minutes=1)
+            pods.append(pod(f"r{len(deleted)}", digest=NEW, created=clock, ready=False))
+        else:
+            pods = [replace(p, ready=True) for p in pods]
+    assert deleted == ["p0", "p1", "p2"]
+    assert all(f.state is PodState.CURRENT for f in decision.containers[0].pods)
+
+
+def test_loop_guard_bounds_deletions_when_runtime_reports_old_digest() -> None:
+    """A runtime that keeps reporting the old digest: each original pod goes once, no more."""
+    pods = [pod(f"p{i}", created=BEFORE + timedelta(seconds=i)) for i in range(3)]
+    deletions = 0
+    clock = AFTER
+    for _ in range(30):
+        decision = decide(
+            deployment=deployment(replicas=3),
+            pods=pods,
+            forgejo_host=HOST,
+            resolved={REF: NEW},
+            sightings={REF: Sighting(NEW, SEEN)},
+            children={NEW: frozenset()},
+        )
+        for action in decision.actions:
+            deletions += 1
+            clock += timedelta(minutes=1)
+            pods = [p for p in pods if p.name != action.name]
+            pods.append(pod(f"r{deletions}", digest=OLD, created=clock))  # still "old"
+    assert deletions == 3
+    assert decision.loop_guard_hits == 3
+    assert decision.containers[0].verdict is Verdict.LOOP_GUARD
+
+
+def test_waiting_names_the_reason_and_next_pod() -> None:
+    decision = run(CASES[[c.id for c in CASES].index("terminating-pod-blocks")])
+    verdict = decision.containers[0]
+    assert "c" in verdict.detail and "terminating" in verdict.detail
+    assert verdict.pod == "a"
+    assert decision.settledness.reason is SettledReason.POD_TERMINATING
+
+
+def test_warnings_are_flagged() -> None:
+    assert Reason.PULL_POLICY_NOT_ALWAYS.is_warning
+    assert Reason.CREATED_AFTER_TARGET.is_warning
+    assert not Reason.UP_TO_DATE.is_warning
+
+
+@pytest.mark.parametrize(
+    ("pods", "replicas", "expected"),
+    [
+        ([], 0, SettledReason.SETTLED),
+        ([pod("a")], 1, SettledReason.SETTLED),
+        ([pod("a"), pod("b", deleting=True)], 1, SettledReason.POD_TERMINATING),
+        ([pod("a", ready=False)], 1, SettledReason.POD_NOT_READY),
+        ([pod("a")], 2, SettledReason.TOO_FEW_READY),
+        ([pod("a"), pod("x", phase="Succeeded", ready=False)], 1, SettledReason.SETTLED),
+        ([pod("a"), pod("x", phase="Failed", ready=False)], 2, SettledReason.TOO_FEW_READY),
+    ],
+)
+def test_is_settled(pods: list[PodView], replicas: int, expected: SettledReason) -> None:
+    assert is_settled(pods=pods, replicas=replicas).reason is expected
+
+
+def test_refs_to_resolve_dedups_and_filters() -> None:
+    deps = [
+        deployment(ContainerView("app", IMAGE, "Always"), name="one"),
+        deployment(
+            ContainerView("app", f"{HOST}/team/app", "Always"),  # same ref, default tag
+            ContainerView("side", SIDE_IMAGE, "Always"),
+            ContainerView("pinned", f"{HOST}/team/app@{OLD}", "Always"),
+            ContainerView("never", f"{HOST}/team/other:latest", "IfNotPresent"),
+            ContainerView("hub", "nginx:latest", "Always"),
+            name="two",
+        ),
+    ]
+    assert refs_to_resolve(deps, forgejo_host=HOST) == {REF, SIDE_REF}
+
+
+def test_observe_targets_remembers_first_sighting() -> None:
+    now = SEEN
+    memory = observe_targets({}, {REF: NEW}, now=now)
+    assert memory == {REF: Sighting(NEW, now)}
+    later = observe_targets(memory, {REF: NEW}, now=now + timedelta(hours=1))
+    assert later == {REF: Sighting(NEW, now)}, "same digest keeps its first sighting"
+
+
+def test_observe_targets_unknown_keeps_previous_and_moves_reset() -> None:
+    memory = {REF: Sighting(OLD, T0)}
+    assert observe_targets(memory, {REF: Unknown("timeout")}, now=SEEN) == memory
+    assert observe_targets({}, {REF: Unknown("timeout")}, now=SEEN) == {}
+    moved = observe_targets(memory, {REF: NEW}, now=SEEN)
+    assert moved == {REF: Sighting(NEW, SEEN)}
+    # Moving back to an older digest is a new sighting, so intermediate pods can be replaced.
+    back = observe_targets(moved, {REF: OLD}, now=AFTER)
+    assert back == {REF: Sighting(OLD, AFTER)}
+
+
+def test_observe_targets_forgets_unenrolled_refs() -> None:
+    memory = {REF: Sighting(NEW, SEEN), SIDE_REF: Sighting(NEW, SEEN)}
+    assert observe_targets(memory, {REF: NEW}, now=AFTER) == {REF: Sighting(NEW, SEEN)}
+
+
+def test_observe_targets_requires_aware_time() -> None:
+    with pytest.raises(ValueError, match="timezone-aware"):
+        observe_targets({}, {}, now=datetime(2026, 1, 1))

@@ -1,0 +1,96 @@
+"""Logging: text and JSON formats carry the decision fields; known secrets never appear."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from collections.abc import Iterator
+
+import pytest
+
+from autoroll import logs
+
+TOKEN = "tok-0123456789-secret"
+HOOK = "hook-secret-abcdef"
+
+
+@pytest.fixture
+def stream() -> Iterator[io.StringIO]:
+    root = logging.getLogger()
+    saved = (list(root.handlers), root.level)
+    buffer = io.StringIO()
+    yield buffer
+    root.handlers[:] = saved[0]
+    root.setLevel(saved[1])
+
+
+def lines(stream: io.StringIO) -> list[str]:
+    return stream.getvalue().splitlines()
+
+
+def test_json_lines_carry_the_decision_fields(stream: io.StringIO) -> None:
+    logs.configure(level="info", log_format="json", stream=stream)
+    logging.getLogger("autoroll.test").info(
+        "decided",
+        extra={"deployment": "shop/web", "pod": "web-1", "registry_digest": "sha256:aa"},
+    )
+    [line] = lines(stream)
+    entry = json.loads(line)
+    assert entry["message"] == "decided"
+    assert entry["level"] == "info"
+    assert entry["logger"] == "autoroll.test"
+    assert (entry["deployment"], entry["pod"], entry["registry_digest"]) == (
+        "shop/web",
+        "web-1",
+        "sha256:aa",
+    )
+
+
+def test_text_lines_append_fields_as_key_value(stream: io.StringIO) -> None:
+    logs.configure(level="info", log_format="text", stream=stream)
+    logging.getLogger("autoroll.test").info(
+        "decided", extra={"deployment": "shop/web", "reason": "not settled"}
+    )
+    [line] = lines(stream)
+    assert line.endswith('decided deployment=shop/web reason="not settled"')
+
+
+def test_the_level_filters(stream: io.StringIO) -> None:
+    logs.configure(level="warning", log_format="text", stream=stream)
+    logging.getLogger("autoroll.test").info("hidden")
+    logging.getLogger("autoroll.test").warning("shown")
+    assert [line.rsplit(" ", 1)[-1] for line in lines(stream)] == ["shown"]
+
+
+@pytest.mark.parametrize("log_format", ["text", "json"])
+def test_known_secrets_are_redacted_everywhere(stream: io.StringIO, log_format: str) -> None:
+    logs.configure(level="debug", log_format=log_format, secrets=[TOKEN, HOOK, ""], stream=stream)
+    log = logging.getLogger("autoroll.test")
+    log.info("token is %s", TOKEN)
+    log.info(f"inline {HOOK}")
+    log.info("field", extra={"detail": "x", "reason": f"auth {TOKEN}"})
+    try:
+        raise RuntimeError(f"request failed with {TOKEN}")
+    except RuntimeError:
+        log.exception("boom")
+    text = stream.getvalue()
+    assert TOKEN not in text
+    assert HOOK not in text
+    assert text.count(logs.REDACTED) >= 4
+
+
+def test_configure_twice_does_not_double_lines(stream: io.StringIO) -> None:
+    logs.configure(level="info", log_format="text", stream=stream)
+    logs.configure(level="info", log_format="text", stream=stream)
+    logging.getLogger("autoroll.test").info("once")
+    assert len(lines(stream)) == 1
+
+
+@pytest.mark.parametrize(
+    ("level", "log_format", "match"),
+    [("loud", "text", "LOG_LEVEL='loud'"), ("info", "xml", "LOG_FORMAT='xml'")],
+)
+def test_bad_settings_name_the_variable(level: str, log_format: str, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        logs.configure(level=level, log_format=log_format)

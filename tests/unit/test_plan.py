@@ -1,0 +1,140 @@
+"""``autoroll plan`` rendering: one dry pass through fakes, printed as a table."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+
+from autoroll.cluster import DeleteOutcome, Enrolled
+from autoroll.decide import ChildrenRequest
+from autoroll.images import TagRef
+from autoroll.model import (
+    ContainerStatusView,
+    ContainerView,
+    DeploymentView,
+    Digest,
+    PodView,
+    Unknown,
+)
+from autoroll.plan import HEADERS, render, rows, run_plan
+
+HOST = "git.example.org"
+IMAGE = f"{HOST}/team/app:latest"
+OTHER_IMAGE = f"{HOST}/team/api:latest"
+REF = TagRef(HOST, "team/app", "latest")
+OTHER = TagRef(HOST, "team/api", "latest")
+OLD = Digest("sha256:" + "a" * 64)
+NEW = Digest("sha256:" + "b" * 64)
+NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+
+
+def pod(name: str, digest: Digest, image: str = IMAGE, *, ready: bool = True) -> PodView:
+    return PodView(
+        namespace="shop",
+        name=name,
+        uid=f"uid-{name}",
+        created_at=NOW - timedelta(days=1),
+        ready=ready,
+        containers=(ContainerView("app", image),),
+        statuses=(
+            ContainerStatusView("app", image, f"{image.rpartition(':')[0]}@{digest}", ready),
+        ),
+    )
+
+
+def deployment(name: str, image: str, pods: Sequence[PodView], policy: str = "Always") -> Enrolled:
+    view = DeploymentView("shop", name, len(pods), (ContainerView("app", image, policy),))
+    return Enrolled(view, tuple(pods))
+
+
+class Cluster:
+    def __init__(self, items: Sequence[Enrolled]) -> None:
+        self.items = items
+        self.deleted: list[str] = []
+
+    def snapshot(self) -> Sequence[Enrolled]:
+        return self.items
+
+    def delete_pod(self, namespace: str, name: str, uid: str) -> DeleteOutcome:
+        self.deleted.append(name)
+        return DeleteOutcome.DELETED
+
+
+class Registry:
+    def __init__(self, answers: Mapping[TagRef, Digest | Unknown]) -> None:
+        self.answers = answers
+
+    def resolve(self, refs: Iterable[TagRef]) -> Mapping[TagRef, Digest | Unknown]:
+        return {r: self.answers[r] for r in refs}
+
+    def known_children(self) -> Mapping[Digest, frozenset[Digest]]:
+        return {}
+
+    def fetch_children(
+        self, wanted: Iterable[ChildrenRequest]
+    ) -> Mapping[Digest, frozenset[Digest] | Unknown]:
+        return {w.digest: frozenset() for w in wanted}
+
+
+def test_plan_shows_every_deployment_and_container_and_deletes_nothing() -> None:
+    cluster = Cluster(
+        [
+            deployment("web", IMAGE, [pod("web-1", OLD), pod("web-2", OLD)]),
+            deployment("api", OTHER_IMAGE, [pod("api-1", NEW, OTHER_IMAGE)]),
+            deployment("cache", IMAGE, [pod("cache-1", OLD)], policy="IfNotPresent"),
+            deployment("ext", "docker.io/library/redis:7", [pod("ext-1", OLD)]),
+        ]
+    )
+    report = run_plan(
+        cluster=cluster,
+        registry=Registry({REF: NEW, OTHER: NEW}),
+        forgejo_host=HOST,
+        now=NOW,
+    )
+    assert cluster.deleted == []
+    table = {row[0]: row for row in rows(report.decisions)}
+    assert table["shop/web"][1:] == (
+        "app",
+        IMAGE,
+        OLD.short,
+        NEW.short,
+        "stale → would delete pod web-1",
+    )
+    assert table["shop/api"][3:] == (NEW.short, NEW.short, "current")
+    assert table["shop/cache"][5].startswith("skipped: pull-policy-not-always")
+    assert table["shop/ext"][5].startswith("skipped: other-host")
+
+    text = render(report)
+    assert text.splitlines()[0].split() == list(HEADERS)
+    assert "4 Deployment(s); 1 pod(s) would be deleted now." in text
+
+
+def test_plan_says_why_a_stale_deployment_waits() -> None:
+    cluster = Cluster(
+        [deployment("web", IMAGE, [pod("web-1", OLD), pod("web-2", NEW, ready=False)])]
+    )
+    report = run_plan(cluster=cluster, registry=Registry({REF: NEW}), forgejo_host=HOST, now=NOW)
+    [row] = rows(report.decisions)
+    assert row[5] == "waiting: web-1 is stale; not-settled (pod not ready: web-2)"
+    assert row[3] == f"{OLD.short},{NEW.short}"
+
+
+def test_plan_shows_an_unknown_registry_digest_as_skipped() -> None:
+    cluster = Cluster([deployment("web", IMAGE, [pod("web-1", OLD)])])
+    report = run_plan(
+        cluster=cluster,
+        registry=Registry({REF: Unknown("unauthorized", "HTTP 401")}),
+        forgejo_host=HOST,
+        now=NOW,
+    )
+    [row] = rows(report.decisions)
+    assert row[4] == "unknown (unauthorized)"
+    assert row[5].startswith("skipped: registry-unknown")
+    assert cluster.deleted == []
+
+
+def test_plan_with_nothing_enrolled_says_so() -> None:
+    report = run_plan(cluster=Cluster([]), registry=Registry({}), forgejo_host=HOST, now=NOW)
+    assert render(report, label_selector="aethnet.se/autoroll=true") == (
+        "No Deployment matches LABEL_SELECTOR=aethnet.se/autoroll=true; nothing to roll.\n"
+    )

@@ -1,0 +1,389 @@
+"""A full reconcile pass driven with hand-written fakes for the cluster, registry and clock."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from autoroll.cluster import DeleteOutcome, Enrolled
+from autoroll.decide import ChildrenRequest
+from autoroll.images import TagRef
+from autoroll.metrics import Metrics
+from autoroll.model import (
+    ContainerStatusView,
+    ContainerView,
+    DeploymentView,
+    Digest,
+    PodView,
+    Unknown,
+)
+from autoroll.reconciler import Reconciler
+
+HOST = "git.example.org"
+IMAGE = f"{HOST}/team/app:latest"
+REF = TagRef(HOST, "team/app", "latest")
+OLD = Digest("sha256:" + "0" * 64)
+NEW = Digest("sha256:" + "1" * 64)
+CHILD = Digest("sha256:" + "2" * 64)
+T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+
+
+def pod(
+    name: str,
+    digest: Digest | str = OLD,
+    *,
+    namespace: str = "shop",
+    created: datetime = T0 - timedelta(days=1),
+    ready: bool = True,
+    image: str = IMAGE,
+) -> PodView:
+    image_id = f"{HOST}/team/app@{digest}" if isinstance(digest, Digest) else digest
+    return PodView(
+        namespace=namespace,
+        name=name,
+        uid=f"uid-{name}",
+        created_at=created,
+        ready=ready,
+        containers=(ContainerView("app", image),),
+        statuses=(ContainerStatusView("app", image=image, image_id=image_id, ready=ready),),
+    )
+
+
+def enrolled(
+    name: str, pods: Sequence[PodView], *, namespace: str = "shop", image: str = IMAGE
+) -> Enrolled:
+    deployment = DeploymentView(
+        namespace=namespace,
+        name=name,
+        replicas=len(pods),
+        containers=(ContainerView("app", image, "Always"),),
+    )
+    return Enrolled(deployment, tuple(pods))
+
+
+class FakeCluster:
+    def __init__(
+        self, items: Sequence[Enrolled], outcome: DeleteOutcome = DeleteOutcome.DELETED
+    ) -> None:
+        self.items = list(items)
+        self.deleted: list[tuple[str, str, str]] = []
+        self.outcome = outcome
+        self.fail_on: set[str] = set()
+
+    def snapshot(self) -> Sequence[Enrolled]:
+        return self.items
+
+    def delete_pod(self, namespace: str, name: str, uid: str) -> DeleteOutcome:
+        if name in self.fail_on:
+            raise RuntimeError(f"API said no to {name}")
+        self.deleted.append((namespace, name, uid))
+        return self.outcome
+
+
+class FakeRegistry:
+    def __init__(self, answers: Mapping[TagRef, Digest | Unknown]) -> None:
+        self.answers = dict(answers)
+        self.resolve_calls: list[list[TagRef]] = []
+        self.children_answers: dict[Digest, frozenset[Digest] | Unknown] = {}
+        self.children_calls: list[Digest] = []
+        self.cache: dict[Digest, frozenset[Digest]] = {}  # like the real client's
+
+    def resolve(self, refs: Iterable[TagRef]) -> Mapping[TagRef, Digest | Unknown]:
+        asked = list(refs)
+        self.resolve_calls.append(asked)
+        return {r: self.answers.get(r, Unknown("not-found")) for r in asked}
+
+    def known_children(self) -> Mapping[Digest, frozenset[Digest]]:
+        return dict(self.cache)
+
+    def fetch_children(
+        self, wanted: Iterable[ChildrenRequest]
+    ) -> Mapping[Digest, frozenset[Digest] | Unknown]:
+        answers: dict[Digest, frozenset[Digest] | Unknown] = {}
+        for item in wanted:
+            self.children_calls.append(item.digest)
+            answer = self.children_answers.get(item.digest, frozenset())
+            if isinstance(answer, frozenset):
+                self.cache[item.digest] = answer
+            answers[item.digest] = answer
+        return answers
+
+
+class Clock:
+    def __init__(self, now: datetime = T0) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def make(
+    cluster: FakeCluster,
+    registry: FakeRegistry,
+    *,
+    dry_run: bool = False,
+    clock: Clock | None = None,
+) -> tuple[Reconciler, Metrics]:
+    metrics = Metrics(CollectorRegistry())
+    reconciler = Reconciler(
+        cluster=cluster,
+        registry=registry,
+        metrics=metrics,
+        forgejo_host=HOST,
+        dry_run=dry_run,
+        clock=clock or Clock(),
+    )
+    return reconciler, metrics
+
+
+def sample(metrics: Metrics, name: str, **labels: str) -> float:
+    return metrics.registry.get_sample_value(name, labels) or 0.0
+
+
+def test_a_stale_pod_is_deleted_with_its_uid() -> None:
+    cluster = FakeCluster([enrolled("web", [pod("web-1")])])
+    reconciler, metrics = make(cluster, FakeRegistry({REF: NEW}))
+    report = reconciler.tick()
+    assert cluster.deleted == [("shop", "web-1", "uid-web-1")]
+    assert [e.outcome for e in report.executed] == ["deleted"]
+    assert sample(metrics, "autoroll_pod_deletions_total", mode="real") == 1
+
+
+def test_dry_run_deletes_nothing_and_logs_the_intended_deletion(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO)
+    cluster = FakeCluster([enrolled("web", [pod("web-1")])])
+    reconciler, metrics = make(cluster, FakeRegistry({REF: NEW}), dry_run=True)
+    report = reconciler.tick()
+    assert cluster.deleted == []
+    assert [e.outcome for e in report.executed] == ["dry-run"]
+    assert sample(metrics, "autoroll_pod_deletions_total", mode="dry") == 1
+    assert sample(metrics, "autoroll_pod_deletions_total", mode="real") == 0
+    [line] = [r for r in caplog.records if "would delete" in r.getMessage()]
+    assert "shop/web-1" in line.getMessage()
+    assert line.__dict__["running_digest"] == str(OLD)
+    assert line.__dict__["registry_digest"] == str(NEW)
+
+
+def test_at_most_one_deletion_per_deployment_per_tick() -> None:
+    web = enrolled("web", [pod("web-1"), pod("web-2"), pod("web-3")])
+    api = enrolled("api", [pod("api-1"), pod("api-2")])
+    cluster = FakeCluster([web, api])
+    reconciler, metrics = make(cluster, FakeRegistry({REF: NEW}))
+    reconciler.tick()
+    assert sorted(name for _, name, _ in cluster.deleted) == ["api-1", "web-1"]
+    assert sample(metrics, "autoroll_pod_deletions_total", mode="real") == 2
+
+
+def test_repeated_ticks_while_unsettled_delete_nothing_more() -> None:
+    # After the first deletion the replacement is not Ready yet: the next ticks wait.
+    cluster = FakeCluster([enrolled("web", [pod("web-1"), pod("web-2")])])
+    reconciler, _ = make(cluster, FakeRegistry({REF: NEW}))
+    reconciler.tick()
+    cluster.items = [
+        enrolled(
+            "web",
+            [pod("web-2"), pod("web-3", NEW, created=T0 + timedelta(seconds=1), ready=False)],
+        )
+    ]
+    for _ in range(5):
+        reconciler.tick()
+    assert [name for _, name, _ in cluster.deleted] == ["web-1"]
+
+
+def test_an_unknown_registry_answer_deletes_nothing_and_is_counted() -> None:
+    cluster = FakeCluster([enrolled("web", [pod("web-1")])])
+    reconciler, metrics = make(cluster, FakeRegistry({REF: Unknown("timeout", "no answer in 5s")}))
+    report = reconciler.tick()
+    assert cluster.deleted == []
+    assert report.executed == ()
+    assert sample(metrics, "autoroll_containers_skipped_total", reason="registry-unknown") == 1
+
+
+def test_each_unique_ref_is_resolved_once_per_tick() -> None:
+    other = TagRef(HOST, "team/other", "latest")
+    cluster = FakeCluster(
+        [
+            enrolled("web", [pod("web-1", NEW)]),
+            enrolled("api", [pod("api-1", NEW)], namespace="blog"),
+            enrolled("job", [], image=f"{HOST}/team/other:latest"),
+            enrolled("ext", [], image="docker.io/library/nginx:latest"),
+        ]
+    )
+    registry = FakeRegistry({REF: NEW, other: NEW})
+    reconciler, _ = make(cluster, registry)
+    reconciler.tick()
+    assert registry.resolve_calls == [[REF, other]]
+
+
+def test_nothing_enrolled_asks_the_registry_nothing() -> None:
+    registry = FakeRegistry({})
+    reconciler, _ = make(FakeCluster([]), registry)
+    assert reconciler.tick().decisions == ()
+    assert registry.resolve_calls == []
+
+
+def test_loop_guard_memory_survives_between_ticks() -> None:
+    clock = Clock(T0)
+    # Tick 1 at T0: the registry moves to NEW; no pods yet compare (nothing to do).
+    cluster = FakeCluster([enrolled("web", [pod("web-1", NEW)])])
+    reconciler, metrics = make(cluster, FakeRegistry({REF: NEW}), clock=clock)
+    reconciler.tick()
+    assert reconciler.sightings[REF].first_seen_at == T0
+
+    # Tick 2, an hour later: a pod created after T0 still reports OLD (a runtime quirk).
+    clock.now = T0 + timedelta(hours=1)
+    cluster.items = [enrolled("web", [pod("web-2", OLD, created=T0 + timedelta(minutes=5))])]
+    report = reconciler.tick()
+    assert cluster.deleted == []
+    assert report.decisions[0].containers[0].verdict.value == "loop-guard"
+    assert sample(metrics, "autoroll_loop_guard_hits_total") == 1
+    assert reconciler.sightings[REF].first_seen_at == T0  # not reset by later ticks
+
+    # A reconciler without that memory would have deleted it: the memory is what guards.
+    fresh_cluster = FakeCluster(cluster.items)
+    fresh, _ = make(fresh_cluster, FakeRegistry({REF: NEW}), clock=clock)
+    fresh.tick()
+    assert [name for _, name, _ in fresh_cluster.deleted] == ["web-2"]
+
+
+def test_a_new_digest_is_a_new_sighting() -> None:
+    clock = Clock(T0)
+    registry = FakeRegistry({REF: NEW})
+    reconciler, _ = make(FakeCluster([enrolled("web", [pod("web-1", NEW)])]), registry, clock=clock)
+    reconciler.tick()
+    clock.now = T0 + timedelta(hours=2)
+    newer = Digest("sha256:" + "3" * 64)
+    registry.answers[REF] = newer
+    reconciler.tick()
+    assert reconciler.sightings[REF].digest == newer
+    assert reconciler.sightings[REF].first_seen_at == T0 + timedelta(hours=2)
+
+
+def test_a_platform_child_digest_counts_as_current_and_children_are_cached() -> None:
+    cluster = FakeCluster([enrolled("web", [pod("web-1", CHILD)])])
+    registry = FakeRegistry({REF: NEW})
+    registry.children_answers[NEW] = frozenset({CHILD})
+    reconciler, _ = make(cluster, registry)
+    for _ in range(3):
+        report = reconciler.tick()
+        assert report.decisions[0].containers[0].verdict.value == "current"
+    assert cluster.deleted == []
+    assert registry.children_calls == [NEW]  # fetched once, then seeded from the cache
+
+
+def test_unknown_children_delete_nothing_and_are_asked_again_next_tick() -> None:
+    cluster = FakeCluster([enrolled("web", [pod("web-1")])])
+    registry = FakeRegistry({REF: NEW})
+    registry.children_answers[NEW] = Unknown("timeout")
+    reconciler, metrics = make(cluster, registry)
+    reconciler.tick()
+    reconciler.tick()
+    assert cluster.deleted == []
+    assert registry.children_calls == [NEW, NEW]
+    assert sample(metrics, "autoroll_containers_skipped_total", reason="children-unknown") == 2
+
+
+def test_a_plain_manifest_mismatch_is_stale_after_the_children_check() -> None:
+    cluster = FakeCluster([enrolled("web", [pod("web-1")])])
+    registry = FakeRegistry({REF: NEW})  # children of NEW: empty (not an index)
+    reconciler, _ = make(cluster, registry)
+    reconciler.tick()
+    assert [name for _, name, _ in cluster.deleted] == ["web-1"]
+
+
+def test_a_failed_deletion_is_logged_and_the_pass_goes_on(caplog: pytest.LogCaptureFixture) -> None:
+    cluster = FakeCluster(
+        [enrolled("web", [pod("web-1")]), enrolled("api", [pod("api-1")], namespace="blog")]
+    )
+    cluster.fail_on = {"api-1"}
+    reconciler, _ = make(cluster, FakeRegistry({REF: NEW}))
+    report = reconciler.tick()
+    assert [name for _, name, _ in cluster.deleted] == ["web-1"]
+    assert sorted(e.outcome for e in report.executed) == ["deleted", "error"]
+    assert "API said no to api-1" in caplog.text
+
+
+@pytest.mark.parametrize("outcome", [DeleteOutcome.ALREADY_GONE, DeleteOutcome.REPLACED])
+def test_a_pod_already_gone_is_not_counted_as_a_deletion(outcome: DeleteOutcome) -> None:
+    cluster = FakeCluster([enrolled("web", [pod("web-1")])], outcome=outcome)
+    reconciler, metrics = make(cluster, FakeRegistry({REF: NEW}))
+    reconciler.tick()
+    assert sample(metrics, "autoroll_pod_deletions_total", mode="real") == 0
+    assert sample(metrics, "autoroll_pod_deletions_not_done_total", reason=outcome.value) == 1
+
+
+def test_stopping_abandons_the_pass_between_deployments() -> None:
+    cluster = FakeCluster([enrolled("a", [pod("a-1")]), enrolled("b", [pod("b-1")])])
+    reconciler, _ = make(cluster, FakeRegistry({REF: NEW}))
+    answers = iter([False, True])
+    report = reconciler.tick(lambda: next(answers))
+    assert report.abandoned
+    assert [d.name for d in report.decisions] == ["a"]
+    assert [name for _, name, _ in cluster.deleted] == ["a-1"]
+
+
+def test_one_log_line_per_decision_names_deployment_pod_image_and_both_digests(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO)
+    cluster = FakeCluster(
+        [
+            enrolled("web", [pod("web-1")]),
+            enrolled("api", [pod("api-1", NEW)]),
+            enrolled("ext", [pod("ext-1")], image="docker.io/library/nginx:latest"),
+        ]
+    )
+    reconciler, _ = make(cluster, FakeRegistry({REF: NEW}))
+    reconciler.tick()
+    lines = {
+        r.__dict__["deployment"]: r.__dict__
+        for r in caplog.records
+        if r.__dict__.get("event") == "decision"
+    }
+    assert set(lines) == {"shop/web", "shop/api", "shop/ext"}
+    web = lines["shop/web"]
+    assert (web["pod"], web["image"], web["verdict"]) == ("web-1", IMAGE, "stale")
+    assert (web["running_digest"], web["registry_digest"]) == (str(OLD), str(NEW))
+    assert lines["shop/api"]["verdict"] == "current"
+    assert lines["shop/api"]["running_digest"] == lines["shop/api"]["registry_digest"] == str(NEW)
+    assert lines["shop/ext"]["verdict"] == "skipped"
+    assert lines["shop/ext"]["reason"] == "other-host"
+
+
+def test_a_pull_policy_that_is_not_always_warns_every_tick(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    item = enrolled("web", [pod("web-1")])
+    item = Enrolled(
+        DeploymentView("shop", "web", 1, (ContainerView("app", IMAGE, "IfNotPresent"),)), item.pods
+    )
+    cluster = FakeCluster([item])
+    reconciler, metrics = make(cluster, FakeRegistry({REF: NEW}))
+    reconciler.tick()
+    reconciler.tick()
+    warnings = [
+        r
+        for r in caplog.records
+        if r.levelno == logging.WARNING and "imagePullPolicy" in r.getMessage()
+    ]
+    assert len(warnings) == 2
+    assert cluster.deleted == []
+    assert (
+        sample(metrics, "autoroll_containers_skipped_total", reason="pull-policy-not-always") == 2
+    )
+
+
+def test_a_cluster_error_propagates_to_the_worker() -> None:
+    class Down(FakeCluster):
+        def snapshot(self) -> Sequence[Enrolled]:
+            raise ConnectionError("refused")
+
+    reconciler, _ = make(Down([]), FakeRegistry({}))
+    with pytest.raises(ConnectionError):
+        reconciler.tick()

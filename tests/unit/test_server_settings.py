@@ -1,0 +1,87 @@
+"""The gunicorn embedding's settings and wiring, without starting gunicorn."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from autoroll.cluster import DeleteOutcome, Enrolled
+from autoroll.config import Config
+from autoroll.decide import ChildrenRequest
+from autoroll.images import TagRef
+from autoroll.model import Digest, Unknown
+from autoroll.server import (
+    GRACEFUL_TIMEOUT_SECONDS,
+    RECONCILE_STOP_SECONDS,
+    AutorollServer,
+    Runtime,
+    build_runtime,
+    gunicorn_settings,
+)
+
+ENV = {
+    "FORGEJO_HOST": "git.example.org",
+    "FORGEJO_USER": "autoroll",
+    "FORGEJO_TOKEN": "token-0123456789",
+    "WEBHOOK_SECRET": "webhook-secret-0123456789",
+    "LISTEN_ADDR": "127.0.0.1:9090",
+}
+
+
+class NoCluster:
+    def snapshot(self) -> Sequence[Enrolled]:
+        return ()
+
+    def delete_pod(self, namespace: str, name: str, uid: str) -> DeleteOutcome:
+        raise AssertionError("nothing to delete")
+
+
+class NoRegistry:
+    def resolve(self, refs: Iterable[TagRef]) -> Mapping[TagRef, Digest | Unknown]:
+        return {}
+
+    def known_children(self) -> Mapping[Digest, frozenset[Digest]]:
+        return {}
+
+    def fetch_children(
+        self, wanted: Iterable[ChildrenRequest]
+    ) -> Mapping[Digest, frozenset[Digest] | Unknown]:
+        return {}
+
+
+def test_one_gthread_worker_process_without_preloading() -> None:
+    settings = gunicorn_settings(Config.from_env(ENV))
+    assert settings["workers"] == 1
+    assert settings["worker_class"] == "gthread"
+    assert settings["preload_app"] is False
+    assert settings["bind"] == ["127.0.0.1:9090"]
+
+
+def test_shutdown_fits_in_the_default_pod_grace_period() -> None:
+    assert RECONCILE_STOP_SECONDS < GRACEFUL_TIMEOUT_SECONDS < 30
+
+
+def test_the_master_builds_nothing_until_the_worker_loads() -> None:
+    built: list[Runtime] = []
+
+    def factory(config: Config) -> Runtime:
+        runtime = build_runtime(config, cluster=NoCluster(), registry=NoRegistry())
+        built.append(runtime)
+        return runtime
+
+    app = AutorollServer(Config.from_env(ENV), runtime_factory=factory)
+    assert built == [] and app.runtime is None
+    assert app.cfg.workers == 1
+    assert app.cfg.worker_class_str == "gthread"
+    wsgi = app.load()
+    assert len(built) == 1 and app.runtime is built[0]
+    assert wsgi is built[0].app
+    assert not built[0].worker.alive  # started by the post_worker_init hook, not by load()
+
+
+def test_each_runtime_has_its_own_metrics_registry() -> None:
+    config = Config.from_env(ENV)
+    a = build_runtime(config, cluster=NoCluster(), registry=NoRegistry())
+    b = build_runtime(config, cluster=NoCluster(), registry=NoRegistry())
+    assert a.metrics.registry is not b.metrics.registry
+    a.nudge.nudge()
+    assert a.nudge.pending and not b.nudge.pending

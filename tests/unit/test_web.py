@@ -1,0 +1,301 @@
+"""The HTTP edge through Flask's test client: signatures, body cap, health and metrics."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import io
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+from prometheus_client import CollectorRegistry
+
+from autoroll.metrics import Metrics
+from autoroll.web import MAX_BODY_BYTES, create_app, signature_valid
+from autoroll.worker import Nudge, Worker
+
+SECRET = "s3cret-webhook-key"
+BODY = b'{"action":"created","package":{"name":"app","version":"latest"}}'
+
+
+def sign(body: bytes, secret: str = SECRET) -> str:
+    return hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+class CountingNudge:
+    def __init__(self) -> None:
+        self.count = 0
+
+    def __call__(self) -> None:
+        self.count += 1
+
+
+@pytest.fixture
+def metrics() -> Metrics:
+    return Metrics(CollectorRegistry())
+
+
+@pytest.fixture
+def nudge() -> CountingNudge:
+    return CountingNudge()
+
+
+@pytest.fixture
+def app(metrics: Metrics, nudge: CountingNudge) -> Flask:
+    return create_app(webhook_secret=SECRET, nudge=nudge, metrics=metrics)
+
+
+@pytest.fixture
+def client(app: Flask) -> FlaskClient:
+    return app.test_client()
+
+
+def outcome(metrics: Metrics, name: str) -> float:
+    return (
+        metrics.registry.get_sample_value("autoroll_webhook_requests_total", {"outcome": name}) or 0
+    )
+
+
+@pytest.mark.parametrize(
+    ("header", "value"),
+    [
+        ("X-Forgejo-Signature", sign(BODY)),
+        ("X-Gitea-Signature", sign(BODY)),
+        ("X-Hub-Signature-256", f"sha256={sign(BODY)}"),
+        ("X-Forgejo-Signature", sign(BODY).upper()),
+    ],
+)
+def test_a_valid_signature_is_accepted_and_nudges_once(
+    client: FlaskClient, nudge: CountingNudge, metrics: Metrics, header: str, value: str
+) -> None:
+    response = client.post("/webhook", data=BODY, headers={header: value})
+    assert response.status_code == 202
+    assert nudge.count == 1
+    assert outcome(metrics, "accepted") == 1
+
+
+@pytest.mark.parametrize(
+    ("headers", "reason"),
+    [
+        ({}, "missing-signature"),
+        ({"X-Forgejo-Signature": ""}, "missing-signature"),
+        ({"X-Forgejo-Signature": "   "}, "missing-signature"),
+        ({"X-Forgejo-Signature": sign(BODY, "other-secret")}, "bad-signature"),
+        ({"X-Gitea-Signature": sign(BODY + b" ")}, "bad-signature"),
+        ({"X-Forgejo-Signature": sign(BODY)[:-1]}, "bad-signature"),
+        ({"X-Forgejo-Signature": "zz" * 32}, "bad-signature"),
+        ({"X-Forgejo-Signature": "ä" * 64}, "bad-signature"),
+        # The hub header without its sha256= form is not accepted.
+        ({"X-Hub-Signature-256": sign(BODY)}, "bad-signature"),
+        ({"X-Hub-Signature-256": f"sha1={sign(BODY)}"}, "bad-signature"),
+        ({"X-Hub-Signature-256": "sha256="}, "bad-signature"),
+        # A signature in an unrecognised header does not count.
+        ({"X-Signature": sign(BODY)}, "missing-signature"),
+    ],
+)
+def test_a_missing_empty_or_wrong_signature_is_403_and_no_nudge(
+    client: FlaskClient,
+    nudge: CountingNudge,
+    metrics: Metrics,
+    headers: dict[str, str],
+    reason: str,
+) -> None:
+    response = client.post("/webhook", data=BODY, headers=headers)
+    assert response.status_code == 403
+    assert nudge.count == 0
+    assert outcome(metrics, reason) == 1
+    assert outcome(metrics, "accepted") == 0
+
+
+def test_the_signature_covers_the_raw_bytes_not_parsed_json(
+    client: FlaskClient, nudge: CountingNudge
+) -> None:
+    reformatted = b'{"action": "created", "package": {"name": "app", "version": "latest"}}'
+    response = client.post(
+        "/webhook",
+        data=reformatted,
+        headers={"X-Forgejo-Signature": sign(BODY), "Content-Type": "application/json"},
+    )
+    assert response.status_code == 403
+    assert nudge.count == 0
+
+
+def test_the_payload_is_never_parsed(client: FlaskClient, nudge: CountingNudge) -> None:
+    junk = b"\xff\xfe not json at all {{{"
+    response = client.post(
+        "/webhook",
+        data=junk,
+        headers={"X-Forgejo-Signature": sign(junk), "Content-Type": "application/json"},
+    )
+    assert response.status_code == 202
+    assert nudge.count == 1
+
+
+def test_an_empty_body_can_still_be_signed(client: FlaskClient, nudge: CountingNudge) -> None:
+    response = client.post("/webhook", data=b"", headers={"X-Forgejo-Signature": sign(b"")})
+    assert response.status_code == 202
+    assert nudge.count == 1
+
+
+def test_a_body_of_exactly_one_mib_is_read(client: FlaskClient, nudge: CountingNudge) -> None:
+    body = b"a" * MAX_BODY_BYTES
+    response = client.post("/webhook", data=body, headers={"X-Forgejo-Signature": sign(body)})
+    assert response.status_code == 202
+    assert nudge.count == 1
+
+
+def call_raw(app: Flask, stream: io.RawIOBase, **extra: str) -> str:
+    """Drive the WSGI app with a hand-made input stream; return the status line."""
+    environ: dict[str, object] = {
+        "REQUEST_METHOD": "POST",
+        "PATH_INFO": "/webhook",
+        "SERVER_NAME": "localhost",
+        "SERVER_PORT": "80",
+        "SERVER_PROTOCOL": "HTTP/1.1",
+        "wsgi.url_scheme": "http",
+        "wsgi.input": stream,
+        "HTTP_X_FORGEJO_SIGNATURE": "00" * 32,
+        **extra,
+    }
+    statuses: list[str] = []
+
+    def start_response(status: str, headers: object, exc_info: object = None) -> None:
+        statuses.append(status)
+
+    b"".join(app.wsgi_app(environ, start_response))  # type: ignore[arg-type]
+    return statuses[0]
+
+
+class Endless(io.RawIOBase):
+    """A body that would never end; counts what was taken from it."""
+
+    def __init__(self) -> None:
+        self.served = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray) -> int:  # type: ignore[override]
+        n = min(len(buffer), 4096)  # short reads, like a socket
+        buffer[:n] = b"a" * n
+        self.served += n
+        return n
+
+
+def test_a_declared_length_over_one_mib_is_413_before_reading(
+    app: Flask, nudge: CountingNudge, metrics: Metrics
+) -> None:
+    stream = Endless()
+    status = call_raw(app, stream, CONTENT_LENGTH=str(MAX_BODY_BYTES + 1))
+    assert status.startswith("413")
+    assert stream.served == 0
+    assert nudge.count == 0
+    assert outcome(metrics, "too-large") == 1
+
+
+def test_a_chunked_body_over_one_mib_is_413_without_reading_it_all(
+    app: Flask, nudge: CountingNudge
+) -> None:
+    stream = Endless()
+    # gunicorn marks de-chunked bodies as terminated by the server.
+    status = call_raw(app, stream, **{"wsgi.input_terminated": "1"})
+    assert status.startswith("413")
+    assert nudge.count == 0
+    assert stream.served <= MAX_BODY_BYTES + 64 * 1024
+
+
+def test_a_body_arriving_in_short_reads_is_read_whole(app: Flask, nudge: CountingNudge) -> None:
+    body = b"b" * 100_000
+
+    class Trickle(io.RawIOBase):
+        def __init__(self) -> None:
+            self.buffer = io.BytesIO(body)
+
+        def readable(self) -> bool:
+            return True
+
+        def readinto(self, buffer: bytearray) -> int:  # type: ignore[override]
+            chunk = self.buffer.read(min(len(buffer), 1000))
+            buffer[: len(chunk)] = chunk
+            return len(chunk)
+
+    status = call_raw(
+        app, Trickle(), CONTENT_LENGTH=str(len(body)), HTTP_X_FORGEJO_SIGNATURE=sign(body)
+    )
+    assert status.startswith("202")
+    assert nudge.count == 1
+
+
+def test_healthz_is_200(client: FlaskClient) -> None:
+    response = client.get("/healthz")
+    assert response.status_code == 200
+
+
+def test_metrics_serves_the_injected_registry_as_prometheus_text(
+    client: FlaskClient, metrics: Metrics
+) -> None:
+    metrics.deletions.labels(mode="dry").inc(3)
+    client.post("/webhook", data=BODY)
+    response = client.get("/metrics")
+    assert response.status_code == 200
+    assert response.content_type.startswith("text/plain")
+    text = response.get_data(as_text=True)
+    assert 'autoroll_pod_deletions_total{mode="dry"} 3.0' in text
+    assert 'autoroll_webhook_requests_total{outcome="missing-signature"} 1.0' in text
+    # Only the injected registry: nothing from the process-global default one.
+    assert "python_gc_objects_collected_total" not in text
+
+
+def test_get_on_webhook_is_not_allowed(client: FlaskClient, nudge: CountingNudge) -> None:
+    assert client.get("/webhook").status_code == 405
+    assert nudge.count == 0
+
+
+def test_an_empty_secret_is_refused(metrics: Metrics) -> None:
+    with pytest.raises(ValueError, match="must not be empty"):
+        create_app(webhook_secret="", nudge=lambda: None, metrics=metrics)
+
+
+def test_signature_valid_accepts_any_matching_header_and_rejects_none() -> None:
+    key = SECRET.encode()
+    good = sign(BODY)
+    assert signature_valid(key, BODY, {"X-Gitea-Signature": good, "X-Forgejo-Signature": "bad"})
+    assert not signature_valid(key, BODY, {})
+    assert not signature_valid(key, BODY, {"X-Forgejo-Signature": ""})
+
+
+@pytest.fixture
+def busy_worker(metrics: Metrics) -> Iterator[tuple[Worker, Nudge, threading.Event]]:
+    """A real worker whose pass is stuck until the test ends."""
+    release = threading.Event()
+    entered = threading.Event()
+
+    def tick(stopping: Callable[[], bool]) -> None:
+        entered.set()
+        release.wait(10)
+
+    nudge = Nudge(metrics)
+    worker = Worker(tick, nudge=nudge, interval_seconds=3600, metrics=metrics)
+    worker.start()
+    assert entered.wait(5)
+    yield worker, nudge, release
+    release.set()
+    worker.stop(timeout=5)
+
+
+def test_the_webhook_answers_in_milliseconds_while_a_pass_is_stuck(
+    busy_worker: tuple[Worker, Nudge, threading.Event], metrics: Metrics
+) -> None:
+    _, nudge, _ = busy_worker
+    client = create_app(webhook_secret=SECRET, nudge=nudge.nudge, metrics=metrics).test_client()
+    started = time.monotonic()
+    for _ in range(20):
+        response = client.post("/webhook", data=BODY, headers={"X-Forgejo-Signature": sign(BODY)})
+        assert response.status_code == 202
+    elapsed = (time.monotonic() - started) / 20
+    assert elapsed < 0.05, f"{elapsed * 1000:.1f} ms per webhook while the reconciler is busy"
+    assert nudge.pending
