@@ -339,10 +339,3 @@ def test_slow_termination_keeps_a_deleted_pod_terminating(
         raise AssertionError("still there")
 
     eventually(gone, timeout=30, what="the pod to be finalized")
-
-
-def test_behaviour_annotation_errors_name_the_field() -> None:
-    with pytest.raises(ValueError, match="unknown field"):
-        Behaviour.from_annotation('{"crashloop": true}')
-    with pytest.raises(ValueError, match="not JSON"):
-        Behaviour.from_annotation("crash")
