@@ -7,19 +7,15 @@ multi-arch tag; the platform child on request, as CRI-O has reported).
 
 from __future__ import annotations
 
-import hashlib
-import json
-import subprocess
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import requests
 
 from tests.conftest import require_tool
 from tests.e2e.controlplane import free_port
 from tests.e2e.kubelet import Behaviour, ImageRef, PodRecord, RegistryResolver, pod_status
+from tests.e2e.oci import Registry, push_image, push_index, running_registry
 
 DIGEST = "sha256:" + "d" * 64
 POD: dict[str, Any] = {
@@ -108,134 +104,38 @@ def test_run_to_completion_pod_succeeds_after_run_seconds() -> None:
 
 
 @pytest.fixture(scope="module")
-def docker_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A docker-registry on 127.0.0.1 (no auth): yields ``host:port``."""
+def docker_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
+    """A docker-registry on 127.0.0.1 with htpasswd auth, as the resolver meets in e2e."""
     binary = require_tool("docker-registry")
+    require_tool("htpasswd")
     root = tmp_path_factory.mktemp("registry")
-    port = free_port()
-    config = root / "config.yml"
-    config.write_text(
-        json.dumps(
-            {
-                "version": 0.1,
-                "log": {"level": "warn"},
-                "storage": {"filesystem": {"rootdirectory": str(root / "data")}},
-                "http": {"addr": f"127.0.0.1:{port}"},
-            }
-        )
-    )
-    log = (root / "registry.log").open("wb")
-    proc = subprocess.Popen([binary, "serve", str(config)], stdout=log, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                if requests.get(f"http://127.0.0.1:{port}/v2/", timeout=1).status_code == 200:
-                    break
-            except requests.RequestException:
-                pass
-            assert proc.poll() is None, (root / "registry.log").read_text()
-            assert time.monotonic() < deadline, "docker-registry did not answer /v2/"
-            time.sleep(0.1)
-        yield f"127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        proc.wait(10)
-        log.close()
-
-
-def _digest(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
-
-
-def _push_blob(base: str, repo: str, data: bytes) -> str:
-    digest = _digest(data)
-    start = requests.post(f"{base}/v2/{repo}/blobs/uploads/", timeout=5)
-    assert start.status_code == 202, start.text
-    location = start.headers["Location"]
-    if location.startswith("/"):
-        location = base + location
-    sep = "&" if "?" in location else "?"
-    done = requests.put(f"{location}{sep}digest={digest}", data=data, timeout=5)
-    assert done.status_code == 201, done.text
-    return digest
-
-
-def _push_manifest(base: str, repo: str, reference: str, body: dict[str, Any]) -> str:
-    data = json.dumps(body).encode()
-    response = requests.put(
-        f"{base}/v2/{repo}/manifests/{reference}",
-        data=data,
-        headers={"Content-Type": body["mediaType"]},
-        timeout=5,
-    )
-    assert response.status_code == 201, response.text
-    return _digest(data)
-
-
-def push_image(base: str, repo: str, tag: str, arch: str = "amd64") -> tuple[str, int]:
-    """Push a one-layer OCI image; return its manifest digest and size."""
-    config = json.dumps({"architecture": arch, "os": "linux", "rootfs": {"type": "layers"}})
-    config_digest = _push_blob(base, repo, config.encode())
-    layer = f"layer for {repo}:{tag} {arch}".encode()
-    layer_digest = _push_blob(base, repo, layer)
-    manifest = {
-        "schemaVersion": 2,
-        "mediaType": "application/vnd.oci.image.manifest.v1+json",
-        "config": {
-            "mediaType": "application/vnd.oci.image.config.v1+json",
-            "digest": config_digest,
-            "size": len(config),
-        },
-        "layers": [
-            {
-                "mediaType": "application/vnd.oci.image.layer.v1.tar",
-                "digest": layer_digest,
-                "size": len(layer),
-            }
-        ],
-    }
-    data = json.dumps(manifest).encode()
-    return _push_manifest(base, repo, tag, manifest), len(data)
+    with running_registry(root, binary=binary, auth=("ci", "s3cret")) as registry:
+        yield registry
 
 
 @pytest.mark.integration
-def test_registry_resolver_returns_the_manifest_digest_of_a_tag(docker_registry: str) -> None:
-    base = f"http://{docker_registry}"
-    digest, _ = push_image(base, "team/single", "latest")
-    resolve = RegistryResolver()
-    assert resolve(f"{docker_registry}/team/single:latest") == digest
-    assert resolve(f"{docker_registry}/team/single:missing") is None
-    assert resolve.child(f"{docker_registry}/team/single:latest") is None  # not an index
+def test_registry_resolver_returns_the_manifest_digest_of_a_tag(docker_registry: Registry) -> None:
+    pushed = push_image(docker_registry, "team/single", "latest", content="v1")
+    resolve = RegistryResolver(auth=docker_registry.auth)
+    host = docker_registry.host
+    assert resolve(f"{host}/team/single:latest") == pushed.digest
+    assert resolve(f"{host}/team/single:missing") is None
+    assert resolve.child(f"{host}/team/single:latest") is None  # not an index
+    assert RegistryResolver()(f"{host}/team/single:latest") is None  # 401 without credentials
 
 
 @pytest.mark.integration
-def test_registry_resolver_gives_index_digest_and_platform_child(docker_registry: str) -> None:
-    base = f"http://{docker_registry}"
-    amd64, amd64_size = push_image(base, "team/multi", "amd64-only", "amd64")
-    arm64, arm64_size = push_image(base, "team/multi", "arm64-only", "arm64")
-    index = {
-        "schemaVersion": 2,
-        "mediaType": "application/vnd.oci.image.index.v1+json",
-        "manifests": [
-            {
-                "mediaType": "application/vnd.oci.image.manifest.v1+json",
-                "digest": arm64,
-                "size": arm64_size,
-                "platform": {"os": "linux", "architecture": "arm64"},
-            },
-            {
-                "mediaType": "application/vnd.oci.image.manifest.v1+json",
-                "digest": amd64,
-                "size": amd64_size,
-                "platform": {"os": "linux", "architecture": "amd64"},
-            },
-        ],
+def test_registry_resolver_gives_index_digest_and_platform_child(
+    docker_registry: Registry,
+) -> None:
+    children = {
+        arch: push_image(docker_registry, "team/multi", f"only-{arch}", content=arch, arch=arch)
+        for arch in ("amd64", "arm64")
     }
-    index_digest = _push_manifest(base, "team/multi", "latest", index)
-    resolve = RegistryResolver()
-    assert resolve(f"{docker_registry}/team/multi:latest") == index_digest
-    assert resolve.child(f"{docker_registry}/team/multi:latest") == amd64
+    index = push_index(docker_registry, "team/multi", "latest", children)
+    resolve = RegistryResolver(auth=docker_registry.auth)
+    assert resolve(f"{docker_registry.host}/team/multi:latest") == index
+    assert resolve.child(f"{docker_registry.host}/team/multi:latest") == children["amd64"].digest
 
 
 def test_registry_resolver_reports_an_unreachable_registry_as_none() -> None:
