@@ -731,16 +731,18 @@ class SimulatedKubelet:
         for key in ("reason", "message", "initContainerStatuses"):
             if key not in owned:
                 status.pop(key, None)
+        # pods/status also writes labels and annotations: send them back as read, or the pod
+        # drops out of its ReplicaSet's selector. No resourceVersion: the update is
+        # unconditional, which is safe for the fields the kubelet owns.
+        metadata = {k: v for k, v in meta.items() if k not in ("resourceVersion", "managedFields")}
         body = {
             "apiVersion": "v1",
             "kind": "Pod",
-            "metadata": {"name": meta["name"], "namespace": meta["namespace"], "uid": meta["uid"]},
+            "metadata": metadata,
             "spec": pod["spec"],
             "status": status,
         }
         try:
-            # No resourceVersion: pod status updates may be unconditional, and the kubelet owns
-            # these fields, so nobody else's write is lost.
             self.core.replace_namespaced_pod_status(
                 meta["name"], meta["namespace"], body, _preload_content=False
             )
@@ -753,11 +755,11 @@ class SimulatedKubelet:
 
         meta = pod["metadata"]
         try:
+            # All options in the body: the API server ignores query options when a body is sent.
             self.core.delete_namespaced_pod(
                 meta["name"],
                 meta["namespace"],
-                grace_period_seconds=0,
-                body={"preconditions": {"uid": meta["uid"]}},
+                body={"gracePeriodSeconds": 0, "preconditions": {"uid": meta["uid"]}},
                 _preload_content=False,
             )
         except ApiException as exc:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -107,12 +108,15 @@ def test_rbac_denies_a_service_account_without_roles(
             "subjects": [{"kind": "ServiceAccount", "name": "nobody", "namespace": namespace}],
         },
     )
+
     # The aggregated `view` role is filled in by kube-controller-manager: allowed once it is.
-    eventually(
-        lambda: as_nobody.list_namespaced_pod(namespace) and None,
-        timeout=20,
-        what="the view binding to take effect",
-    )
+    def allowed() -> None:
+        try:
+            as_nobody.list_namespaced_pod(namespace)
+        except ApiException as exc:
+            raise AssertionError(f"still {exc.status}") from exc
+
+    eventually(allowed, timeout=20, what="the view binding to take effect")
 
 
 # --- workloads on the simulated node -----------------------------------------------
@@ -159,9 +163,9 @@ def test_a_deleted_pod_is_replaced_by_a_ready_one(
     core_api(kube).delete_namespaced_pod(victim.name, namespace)  # default grace period
 
     def replaced() -> None:
-        pods = wait_ready_pods(kube, namespace, "web", 2)
-        uids = {p.metadata.uid for p in pods}
-        assert victim.uid not in uids, "the deleted pod is still there"
+        pods = pods_of(kube, namespace, "web")
+        assert victim.uid not in {p.metadata.uid for p in pods}, "the deleted pod is still there"
+        wait_ready_pods(kube, namespace, "web", 2)
 
     eventually(replaced, timeout=60, what="the deleted pod to be replaced")
 
@@ -326,6 +330,7 @@ def test_slow_termination_keeps_a_deleted_pod_terminating(
     name = create_pod(kube, namespace, pod("lingering", IMAGE))
     eventually(lambda: _ready(kube, namespace, name), timeout=30, what="ready")
     core_api(kube).delete_namespaced_pod(name, namespace)
+    deleted = time.monotonic()
 
     p = read_pod(kube, namespace, name)
     assert p.metadata.deletion_timestamp is not None
@@ -339,3 +344,4 @@ def test_slow_termination_keeps_a_deleted_pod_terminating(
         raise AssertionError("still there")
 
     eventually(gone, timeout=30, what="the pod to be finalized")
+    assert time.monotonic() - deleted >= 1.5, "it was finalized before terminate_seconds"
