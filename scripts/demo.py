@@ -11,7 +11,7 @@ works offline once ``scripts/tools.sh all`` has cached the tools.
 Usage (from the repository root)::
 
     scripts/tools.sh all && source .tools/env     # first run builds Kubernetes: slow
-    .venv/bin/python scripts/demo.py [--replicas 3] [--poll 5] [--once]
+    .venv/bin/python scripts/demo.py [--replicas 3] [--poll 10] [--ready-after 3] [--once]
 
 ``--once`` rolls once and exits 0 (1 if the roll did not complete in ``--timeout`` seconds), so
 the demo doubles as a smoke test.
@@ -50,7 +50,7 @@ from tests.e2e.controlplane import (  # noqa: E402
     running_control_plane,
 )
 from tests.e2e.helpers import apps_api, core_api, deployment, is_ready  # noqa: E402
-from tests.e2e.kubelet import RegistryResolver, SimulatedKubelet  # noqa: E402
+from tests.e2e.kubelet import Behaviour, RegistryResolver, SimulatedKubelet  # noqa: E402
 from tests.e2e.oci import Registry, RegistryError, push_image, running_registry  # noqa: E402
 
 ENROLL_LABEL = ("aethnet.se/autoroll", "true")
@@ -133,7 +133,7 @@ def running_autoroll(
     def echo() -> None:
         assert proc.stdout is not None
         for line in proc.stdout:
-            print(f"          autoroll │ {line.rstrip()}", flush=True)
+            print(f"          autoroll │ {readable(line)}", flush=True)
 
     threading.Thread(target=echo, name="autoroll-log", daemon=True).start()
     url = f"http://127.0.0.1:{port}"
@@ -157,6 +157,14 @@ def running_autoroll(
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(5)
+
+
+def readable(line: str) -> str:
+    """A log line without its date and its key=value tail: the sentence is what a human reads."""
+    line = line.rstrip()
+    if len(line) > 24 and line[4] == "-" and line[10] == " ":
+        line = line[11:]
+    return line.split(" event=", 1)[0]
 
 
 def send_webhook(autoroll: Autoroll, tag: str) -> int:
@@ -281,6 +289,8 @@ def run(args: argparse.Namespace) -> int:
 
         kube = plane.api_client()
         kubelet = SimulatedKubelet(plane.api_client(), RegistryResolver(auth=auth))
+        # A readiness delay makes the rule visible: the next pod goes only once this one is Ready.
+        kubelet.behave(image, Behaviour(ready_after=args.ready_after))
         kubelet.start()
         stack.callback(kubelet.stop)
         say(f"simulated kubelet: node {kubelet.node_name} is Ready")
@@ -334,6 +344,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--timeout", type=float, default=180, help="seconds one roll may take (180)"
+    )
+    parser.add_argument(
+        "--ready-after",
+        type=float,
+        default=3,
+        help="seconds a new pod takes to become Ready (3)",
     )
     parser.add_argument("--once", action="store_true", help="roll once, then tear down and exit")
     parser.add_argument(
