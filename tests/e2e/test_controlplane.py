@@ -17,7 +17,8 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from tests.e2e.controlplane import ControlPlane
+from tests.conftest import require_tool
+from tests.e2e.controlplane import Binaries, ControlPlane, ControlPlaneError, running_control_plane
 from tests.e2e.helpers import (
     apps_api,
     batch_api,
@@ -36,11 +37,22 @@ from tests.e2e.kubelet import Behaviour, SimulatedKubelet, StaticResolver
 pytestmark = pytest.mark.e2e
 
 HOST = "127.0.0.1:5999"
-IMAGE = f"{HOST}/demo/app:latest"
 DIGEST_A = "sha256:" + "a" * 64
 DIGEST_B = "sha256:" + "b" * 64
 CHILD = "sha256:" + "c" * 64
 VERSIONS = Path(__file__).resolve().parents[2] / "scripts" / "versions.env"
+
+
+@pytest.fixture
+def image(namespace: str) -> str:
+    """An image no other test uses: pods of earlier tests, still being cleaned up, never
+    resolve it against this test's registry."""
+    return f"{HOST}/{namespace}/app:latest"
+
+
+def repo_digest(image: str, digest: str) -> str:
+    """The imageID containerd reports for ``image`` pulled at ``digest``."""
+    return f"{image.rpartition(':')[0]}@{digest}"
 
 
 def pinned_kubernetes_version() -> str:
@@ -123,11 +135,15 @@ def test_rbac_denies_a_service_account_without_roles(
 
 
 def test_deployment_gets_a_replicaset_and_three_ready_pods_with_image_ids(
-    kube: Any, kubelet: SimulatedKubelet, registry: StaticResolver, namespace: str
+    kube: Any,
+    kubelet: SimulatedKubelet,
+    registry: StaticResolver,
+    namespace: str,
+    image: str,
 ) -> None:
-    registry.set(IMAGE, DIGEST_A)
+    registry.set(image, DIGEST_A)
     apps = apps_api(kube)
-    apps.create_namespaced_deployment(namespace, deployment("web", IMAGE, replicas=3))
+    apps.create_namespaced_deployment(namespace, deployment("web", image, replicas=3))
 
     ready = wait_ready_pods(kube, namespace, "web", 3)
 
@@ -138,7 +154,7 @@ def test_deployment_gets_a_replicaset_and_three_ready_pods_with_image_ids(
         assert p.spec.node_name == kubelet.node_name
         assert p.status.phase == "Running"
         assert p.status.start_time is not None
-        assert image_ids(p) == [f"{HOST}/demo/app@{DIGEST_A}"]
+        assert image_ids(p) == [repo_digest(image, DIGEST_A)]
         assert p.metadata.owner_references[0].name == replicasets[0].metadata.name
     eventually(
         lambda: _assert_equal(
@@ -153,10 +169,14 @@ def _assert_equal(actual: object, expected: object) -> None:
 
 
 def test_a_deleted_pod_is_replaced_by_a_ready_one(
-    kube: Any, kubelet: SimulatedKubelet, registry: StaticResolver, namespace: str
+    kube: Any,
+    kubelet: SimulatedKubelet,
+    registry: StaticResolver,
+    namespace: str,
+    image: str,
 ) -> None:
-    registry.set(IMAGE, DIGEST_A)
-    apps_api(kube).create_namespaced_deployment(namespace, deployment("web", IMAGE, replicas=2))
+    registry.set(image, DIGEST_A)
+    apps_api(kube).create_namespaced_deployment(namespace, deployment("web", image, replicas=2))
     before = wait_ready_pods(kube, namespace, "web", 2)
     victim = before[0].metadata
 
@@ -171,11 +191,15 @@ def test_a_deleted_pod_is_replaced_by_a_ready_one(
 
 
 def test_a_job_runs_to_completion(
-    kube: Any, kubelet: SimulatedKubelet, registry: StaticResolver, namespace: str
+    kube: Any,
+    kubelet: SimulatedKubelet,
+    registry: StaticResolver,
+    namespace: str,
+    image: str,
 ) -> None:
-    registry.set(IMAGE, DIGEST_A)
+    registry.set(image, DIGEST_A)
     batch = batch_api(kube)
-    batch.create_namespaced_job(namespace, job("once", IMAGE, completions=2))
+    batch.create_namespaced_job(namespace, job("once", image, completions=2))
 
     def complete() -> None:
         status = batch.read_namespaced_job_status("once", namespace).status
@@ -196,11 +220,15 @@ def create_pod(kube: Any, namespace: str, manifest: dict[str, Any]) -> str:
 
 
 def test_crash_looping_image_never_becomes_ready_and_restarts(
-    kube: Any, kubelet: SimulatedKubelet, registry: StaticResolver, namespace: str
+    kube: Any,
+    kubelet: SimulatedKubelet,
+    registry: StaticResolver,
+    namespace: str,
+    image: str,
 ) -> None:
-    registry.set(IMAGE, DIGEST_B)
+    registry.set(image, DIGEST_B)
     kubelet.behave(DIGEST_B, Behaviour(crash_loop=True))  # keyed by the digest the tag points at
-    name = create_pod(kube, namespace, pod("crash", IMAGE))
+    name = create_pod(kube, namespace, pod("crash", image))
 
     def restarted_twice() -> Any:
         p = read_pod(kube, namespace, name)
@@ -213,19 +241,23 @@ def test_crash_looping_image_never_becomes_ready_and_restarts(
     assert not is_ready(p)
     assert status.state.waiting.reason == "CrashLoopBackOff"
     assert status.last_state.terminated.exit_code == 1
-    assert image_ids(p) == [f"{HOST}/demo/app@{DIGEST_B}"]
+    assert image_ids(p) == [repo_digest(image, DIGEST_B)]
 
 
 def test_slow_readiness_keeps_a_running_pod_unready_for_the_given_time(
-    kube: Any, kubelet: SimulatedKubelet, registry: StaticResolver, namespace: str
+    kube: Any,
+    kubelet: SimulatedKubelet,
+    registry: StaticResolver,
+    namespace: str,
+    image: str,
 ) -> None:
-    registry.set(IMAGE, DIGEST_A)
+    registry.set(image, DIGEST_A)
     slow = Behaviour(ready_after=3.0).annotation()
-    name = create_pod(kube, namespace, pod("slow", IMAGE, annotations={BEHAVIOUR: slow}))
+    name = create_pod(kube, namespace, pod("slow", image, annotations={BEHAVIOUR: slow}))
 
     def running_unready() -> None:
         p = read_pod(kube, namespace, name)
-        assert p.status.phase == "Running" and image_ids(p) == [f"{HOST}/demo/app@{DIGEST_A}"]
+        assert p.status.phase == "Running" and image_ids(p) == [repo_digest(image, DIGEST_A)]
         assert not is_ready(p)
 
     eventually(running_unready, timeout=30, interval=0.1, what="running but unready")
@@ -242,11 +274,15 @@ def _ready(kube: Any, namespace: str, name: str) -> Any:
 
 
 def test_still_pulling_pod_has_no_image_id(
-    kube: Any, kubelet: SimulatedKubelet, registry: StaticResolver, namespace: str
+    kube: Any,
+    kubelet: SimulatedKubelet,
+    registry: StaticResolver,
+    namespace: str,
+    image: str,
 ) -> None:
-    registry.set(IMAGE, DIGEST_A)
-    kubelet.behave(IMAGE, Behaviour(pull_seconds=math.inf))
-    name = create_pod(kube, namespace, pod("pulling", IMAGE))
+    registry.set(image, DIGEST_A)
+    kubelet.behave(image, Behaviour(pull_seconds=math.inf))
+    name = create_pod(kube, namespace, pod("pulling", image))
 
     def creating() -> Any:
         p = read_pod(kube, namespace, name)
@@ -262,72 +298,92 @@ def test_still_pulling_pod_has_no_image_id(
 
 
 def test_failed_pull_waits_in_err_image_pull_and_recovers(
-    kube: Any, kubelet: SimulatedKubelet, registry: StaticResolver, namespace: str
+    kube: Any,
+    kubelet: SimulatedKubelet,
+    registry: StaticResolver,
+    namespace: str,
+    image: str,
 ) -> None:
-    registry.set(IMAGE, None)  # the registry does not answer
-    name = create_pod(kube, namespace, pod("offline", IMAGE))
+    registry.set(image, None)  # the registry does not answer
+    name = create_pod(kube, namespace, pod("offline", image))
 
     def err_image_pull() -> None:
         statuses = read_pod(kube, namespace, name).status.container_statuses
         assert statuses and statuses[0].state.waiting.reason == "ErrImagePull", f"{statuses}"
 
     eventually(err_image_pull, timeout=30, what="ErrImagePull")
-    registry.set(IMAGE, DIGEST_A)
+    registry.set(image, DIGEST_A)
     p = eventually(lambda: _ready(kube, namespace, name), timeout=30, what="ready after recovery")
-    assert image_ids(p) == [f"{HOST}/demo/app@{DIGEST_A}"]
+    assert image_ids(p) == [repo_digest(image, DIGEST_A)]
 
 
 def test_child_digest_runtime_reports_the_platform_manifest(
-    kube: Any, kubelet: SimulatedKubelet, registry: StaticResolver, namespace: str
+    kube: Any,
+    kubelet: SimulatedKubelet,
+    registry: StaticResolver,
+    namespace: str,
+    image: str,
 ) -> None:
-    registry.set(IMAGE, DIGEST_A)  # the index digest
-    kubelet.use_resolver(registry, StaticResolver({IMAGE: CHILD}))
-    kubelet.behave(IMAGE, Behaviour(report_child=True))
-    name = create_pod(kube, namespace, pod("crio", IMAGE))
+    registry.set(image, DIGEST_A)  # the index digest
+    kubelet.use_resolver(registry, StaticResolver({image: CHILD}))
+    kubelet.behave(image, Behaviour(report_child=True))
+    name = create_pod(kube, namespace, pod("crio", image))
     p = eventually(lambda: _ready(kube, namespace, name), timeout=30, what="ready")
-    assert image_ids(p) == [f"{HOST}/demo/app@{CHILD}"]
+    assert image_ids(p) == [repo_digest(image, CHILD)]
 
 
 def test_stale_runtime_keeps_reporting_the_first_digest(
-    kube: Any, kubelet: SimulatedKubelet, registry: StaticResolver, namespace: str
+    kube: Any,
+    kubelet: SimulatedKubelet,
+    registry: StaticResolver,
+    namespace: str,
+    image: str,
 ) -> None:
-    registry.set(IMAGE, DIGEST_A)
-    first = create_pod(kube, namespace, pod("first", IMAGE))
+    registry.set(image, DIGEST_A)
+    first = create_pod(kube, namespace, pod("first", image))
     eventually(lambda: _ready(kube, namespace, first), timeout=30, what="first ready")
 
-    registry.set(IMAGE, DIGEST_B)  # the tag moves
-    kubelet.behave(IMAGE, Behaviour(keep_old_digest=True))
-    stale = create_pod(kube, namespace, pod("stale", IMAGE))
+    registry.set(image, DIGEST_B)  # the tag moves
+    kubelet.behave(image, Behaviour(keep_old_digest=True))
+    stale = create_pod(kube, namespace, pod("stale", image))
     p = eventually(lambda: _ready(kube, namespace, stale), timeout=30, what="stale ready")
-    assert image_ids(p) == [f"{HOST}/demo/app@{DIGEST_A}"]
-    assert registry.calls.count(IMAGE) == 2, "it did pull (resolve) again"
+    assert image_ids(p) == [repo_digest(image, DIGEST_A)]
+    assert registry.calls.count(image) == 2, "it did pull (resolve) again"
 
-    kubelet.behave(IMAGE, Behaviour())
-    honest = create_pod(kube, namespace, pod("honest", IMAGE))
+    kubelet.behave(image, Behaviour())
+    honest = create_pod(kube, namespace, pod("honest", image))
     p = eventually(lambda: _ready(kube, namespace, honest), timeout=30, what="honest ready")
-    assert image_ids(p) == [f"{HOST}/demo/app@{DIGEST_B}"]
+    assert image_ids(p) == [repo_digest(image, DIGEST_B)]
 
 
 def test_if_not_present_reuses_the_node_image_without_pulling(
-    kube: Any, kubelet: SimulatedKubelet, registry: StaticResolver, namespace: str
+    kube: Any,
+    kubelet: SimulatedKubelet,
+    registry: StaticResolver,
+    namespace: str,
+    image: str,
 ) -> None:
-    registry.set(IMAGE, DIGEST_A)
-    first = create_pod(kube, namespace, pod("first", IMAGE))
+    registry.set(image, DIGEST_A)
+    first = create_pod(kube, namespace, pod("first", image))
     eventually(lambda: _ready(kube, namespace, first), timeout=30, what="first ready")
-    registry.set(IMAGE, DIGEST_B)
+    registry.set(image, DIGEST_B)
 
-    cached = create_pod(kube, namespace, pod("cached", IMAGE, pull_policy="IfNotPresent"))
+    cached = create_pod(kube, namespace, pod("cached", image, pull_policy="IfNotPresent"))
     p = eventually(lambda: _ready(kube, namespace, cached), timeout=30, what="cached ready")
-    assert image_ids(p) == [f"{HOST}/demo/app@{DIGEST_A}"]
-    assert registry.calls.count(IMAGE) == 1
+    assert image_ids(p) == [repo_digest(image, DIGEST_A)]
+    assert registry.calls.count(image) == 1
 
 
 def test_slow_termination_keeps_a_deleted_pod_terminating(
-    kube: Any, kubelet: SimulatedKubelet, registry: StaticResolver, namespace: str
+    kube: Any,
+    kubelet: SimulatedKubelet,
+    registry: StaticResolver,
+    namespace: str,
+    image: str,
 ) -> None:
-    registry.set(IMAGE, DIGEST_A)
-    kubelet.behave(IMAGE, Behaviour(terminate_seconds=2.0))
-    name = create_pod(kube, namespace, pod("lingering", IMAGE))
+    registry.set(image, DIGEST_A)
+    kubelet.behave(image, Behaviour(terminate_seconds=2.0))
+    name = create_pod(kube, namespace, pod("lingering", image))
     eventually(lambda: _ready(kube, namespace, name), timeout=30, what="ready")
     core_api(kube).delete_namespaced_pod(name, namespace)
     deleted = time.monotonic()
@@ -345,3 +401,45 @@ def test_slow_termination_keeps_a_deleted_pod_terminating(
 
     eventually(gone, timeout=30, what="the pod to be finalized")
     assert time.monotonic() - deleted >= 1.5, "it was finalized before terminate_seconds"
+
+
+# --- the harness's own failure path ------------------------------------------------------
+
+
+def processes_mentioning(text: str) -> list[int]:
+    """PIDs whose command line contains ``text`` (to prove teardown left nothing behind)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if text in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+def test_a_component_that_dies_is_named_with_its_log_and_nothing_is_left_running(
+    tmp_path: Path,
+) -> None:
+    etcd = require_tool("etcd")
+    fake = tmp_path / "kube-apiserver"
+    fake.write_text("#!/bin/sh\necho 'E0000 flag provided but not defined: --nope' >&2\nexit 3\n")
+    fake.chmod(0o755)
+    binaries = Binaries(etcd=etcd, kube_apiserver=str(fake), kube_controller_manager="/bin/false")
+    workdir = tmp_path / "plane"
+
+    with (
+        pytest.raises(ControlPlaneError) as failed,
+        running_control_plane(binaries, workdir=workdir, timeout=30),
+    ):
+        pytest.fail("the control plane must not start with a broken kube-apiserver")
+
+    message = str(failed.value)
+    assert "kube-apiserver exited with code 3" in message
+    assert "flag provided but not defined: --nope" in message
+    assert processes_mentioning(str(workdir)) == [], "etcd was left running"
+    assert not (workdir / "etcd").exists(), "etcd's data (64 MB WAL) was left behind"
+    assert (workdir / "kube-apiserver.log").exists(), "the logs are kept for a post-mortem"
