@@ -21,18 +21,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
-import hmac
 import os
 import secrets
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
-import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,18 +35,15 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-import requests  # noqa: E402
-
+from tests.e2e.controller import DEFAULT_COMMAND, ControllerError, running_autoroll  # noqa: E402
 from tests.e2e.controlplane import (  # noqa: E402
     Binaries,
-    ControlPlane,
     ControlPlaneError,
-    free_port,
     running_control_plane,
 )
 from tests.e2e.helpers import apps_api, core_api, deployment, is_ready  # noqa: E402
 from tests.e2e.kubelet import Behaviour, RegistryResolver, SimulatedKubelet  # noqa: E402
-from tests.e2e.oci import Registry, RegistryError, push_image, running_registry  # noqa: E402
+from tests.e2e.oci import RegistryError, push_image, running_registry  # noqa: E402
 
 ENROLL_LABEL = ("aethnet.se/autoroll", "true")
 NAMESPACE = "demo"
@@ -84,81 +76,6 @@ def find_tools() -> dict[str, str]:
     return {name: str(path) for name, path in found.items()}
 
 
-# --- autoroll as a local process ---------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Autoroll:
-    """The running controller: where its webhook listens and the secret that signs it."""
-
-    url: str
-    secret: str
-
-
-@contextlib.contextmanager
-def running_autoroll(
-    *,
-    command: Sequence[str],
-    plane: ControlPlane,
-    registry: Registry,
-    poll_seconds: int,
-) -> Iterator[Autoroll]:
-    """Start ``autoroll serve`` with the documented environment; echo its log lines."""
-    assert registry.auth is not None
-    port = free_port()
-    secret = secrets.token_hex(32)
-    env = {
-        **os.environ,
-        "KUBECONFIG": str(plane.kubeconfig),
-        "FORGEJO_HOST": registry.host,
-        "FORGEJO_USER": registry.auth[0],
-        "FORGEJO_TOKEN": registry.auth[1],
-        "WEBHOOK_SECRET": secret,
-        "POLL_INTERVAL_SECONDS": str(poll_seconds),
-        "LISTEN_ADDR": f"127.0.0.1:{port}",
-        "REGISTRY_SCHEME": "http",  # the local registry has no TLS
-        "LOG_LEVEL": "info",
-        "LOG_FORMAT": "text",
-    }
-    proc = subprocess.Popen(
-        list(command),
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,  # Ctrl-C reaches the demo, which stops autoroll in order
-    )
-
-    def echo() -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            print(f"          autoroll │ {readable(line)}", flush=True)
-
-    threading.Thread(target=echo, name="autoroll-log", daemon=True).start()
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            if proc.poll() is not None:
-                raise DemoError(f"`{' '.join(command)}` exited with code {proc.returncode}")
-            with contextlib.suppress(requests.RequestException):
-                if requests.get(f"{url}/healthz", timeout=1).status_code == 200:
-                    break
-            if time.monotonic() > deadline:
-                raise DemoError(f"autoroll did not answer {url}/healthz within 30 s")
-            time.sleep(0.2)
-        yield Autoroll(url=url, secret=secret)
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(5)
-
-
 def readable(line: str) -> str:
     """A log line without its date and its key=value tail: the sentence is what a human reads."""
     line = line.rstrip()
@@ -167,17 +84,8 @@ def readable(line: str) -> str:
     return line.split(" event=", 1)[0]
 
 
-def send_webhook(autoroll: Autoroll, tag: str) -> int:
-    """POST a push event signed like Forgejo does (hex HMAC-SHA256 of the raw body)."""
-    body = f'{{"ref": "refs/tags/{tag}", "demo": true}}'.encode()
-    signature = hmac.new(autoroll.secret.encode(), body, hashlib.sha256).hexdigest()
-    response = requests.post(
-        f"{autoroll.url}/webhook",
-        data=body,
-        headers={"X-Forgejo-Signature": signature, "Content-Type": "application/json"},
-        timeout=5,
-    )
-    return response.status_code
+def echo(line: str) -> None:
+    print(f"          autoroll │ {readable(line)}", flush=True)
 
 
 # --- watching the roll -----------------------------------------------------------
@@ -261,9 +169,7 @@ def watch_roll(core: Any, *, target: str, replicas: int, timeout: float) -> bool
 
 def run(args: argparse.Namespace) -> int:
     tools = find_tools()
-    command = (
-        args.autoroll.split() if args.autoroll else [sys.executable, "-m", "autoroll", "serve"]
-    )
+    command = args.autoroll.split() if args.autoroll else DEFAULT_COMMAND
     with contextlib.ExitStack() as stack:
         root = Path(tempfile.mkdtemp(prefix="autoroll-demo-"))
         stack.callback(shutil.rmtree, root, True)
@@ -309,7 +215,12 @@ def run(args: argparse.Namespace) -> int:
 
         autoroll = stack.enter_context(
             running_autoroll(
-                command=command, plane=plane, registry=registry, poll_seconds=args.poll
+                plane=plane,
+                registry=registry,
+                poll_seconds=args.poll,
+                command=command,
+                cwd=REPO,
+                echo=echo,
             )
         )
         say(f"autoroll serving at {autoroll.url} (poll every {args.poll} s)")
@@ -318,7 +229,7 @@ def run(args: argparse.Namespace) -> int:
             version += 1
             digest = push_image(registry, REPOSITORY, "latest", content=f"hello v{version}").digest
             say(f"pushed a new {image} → {short(digest)}")
-            say(f"signed webhook → HTTP {send_webhook(autoroll, 'latest')}")
+            say(f"signed webhook → HTTP {autoroll.webhook()}")
             done = watch_roll(core, target=digest, replicas=args.replicas, timeout=args.timeout)
             if args.once or not sys.stdin.isatty():
                 return 0 if done else 1
@@ -364,7 +275,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print()
         say("interrupted: everything is torn down")
         return 130
-    except (DemoError, ControlPlaneError, RegistryError) as exc:
+    except (DemoError, ControlPlaneError, ControllerError, RegistryError) as exc:
         say(f"demo failed: {exc}")
         return 2
 
