@@ -579,3 +579,18 @@ def load(chart: Chart, sources: ValueSources) -> LoadedValues:
                 "values.yaml (helm install/template would refuse these values)",
             )
     return LoadedValues(values=values, origin=origin)
+
+
+def find_chart(explicit: Path | None) -> Path:
+    """The chart directory: ``--chart``, else the chart shipped in the package (a wheel),
+    else ``charts/autoroll`` of the source checkout this package runs from (editable install).
+    """
+    if explicit is not None:
+        if not (explicit / "Chart.yaml").is_file():
+            raise UsageError(f"--chart {explicit}: no Chart.yaml there; pass the chart directory")
+        return explicit
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "_chart", here.parent / "charts" / "autoroll"):
+        if (candidate / "Chart.yaml").is_file():
+            return candidate
+    raise UsageError("cannot find the autoroll chart; pass --chart DIR")
