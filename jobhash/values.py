@@ -573,10 +573,18 @@ def load(chart: Chart, sources: ValueSources) -> LoadedValues:
                 f"- {origin.source_of(path)}: {_dotted(path) or '(top level)'}: {message}"
                 for path, message in problems
             ]
+            fix = (
+                "change each listed key to the form documented for it in the chart's "
+                "values.yaml (helm install/template would refuse these values)"
+            )
+            controller = values.get("controller")
+            if any(path and path[0] in ("forgejo", "image") for path, _ in problems) and not (
+                isinstance(controller, dict) and controller.get("enabled") is False
+            ):
+                fix += "; values that only configure jobGroups can set controller.enabled=false"
             raise ValuesError(
                 "values don't meet the chart's values.schema.json:\n" + "\n".join(lines),
-                fix="change each listed key to the form documented for it in the chart's "
-                "values.yaml (helm install/template would refuse these values)",
+                fix=fix,
             )
     return LoadedValues(values=values, origin=origin)
 
