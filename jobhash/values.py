@@ -17,6 +17,7 @@ Mirrors Helm v4.3.1:
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -453,6 +454,7 @@ def coalesce(chart_values: Values, user: Values) -> Values:
 # Schema validation
 
 
+@functools.lru_cache(maxsize=256)
 def _go_pattern(pattern: str) -> re.Pattern[str]:
     """A JSON-schema pattern compiled with RE2's anchors: ``$`` is the very end of the text."""
     translated: list[str] = []
