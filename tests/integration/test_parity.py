@@ -51,6 +51,24 @@ class Raw:
     text: str
 
 
+@dataclass(frozen=True)
+class Anchored:
+    """A value written with an anchor (``&name``), to be reused by an :class:`Alias`."""
+
+    name: str
+    value: Any
+
+
+@dataclass(frozen=True)
+class Alias:
+    """``*name``: a copy of the anchored value."""
+
+    name: str
+
+
+MERGE = "<<"  # a dict key written unquoted: a YAML 1.1 merge key
+
+
 def quote(text: str) -> str:
     """A double-quoted YAML scalar holding exactly ``text``."""
     out = ['"']
@@ -69,6 +87,8 @@ def quote(text: str) -> str:
 
 
 def scalar(value: Any) -> str:
+    if value is None:
+        return "null"
     if isinstance(value, Raw):
         return value.text
     if isinstance(value, bool):
@@ -80,17 +100,28 @@ def scalar(value: Any) -> str:
 
 
 def emit(value: Any, indent: int = 0) -> str:
-    """Block-style YAML for nested dicts/lists; every key is double-quoted."""
+    """Block-style YAML for nested dicts/lists; every key is double-quoted but ``<<``."""
     pad = "  " * indent
+    if isinstance(value, Alias):
+        return f"*{value.name}"
+    if isinstance(value, Anchored):
+        inner = value.value
+        if isinstance(inner, dict | list) and inner:
+            return f"&{value.name}\n{emit(inner, indent)}"
+        return f"&{value.name} {emit(inner, indent)}"
     if isinstance(value, dict):
         if not value:
             return "{}"
         lines = []
         for key, item in value.items():
-            if isinstance(item, dict | list) and item:
-                lines.append(f"{pad}{quote(key)}:\n{emit(item, indent + 1)}")
+            name = MERGE if key == MERGE else quote(key)
+            block = (isinstance(item, dict | list) and item) or (
+                isinstance(item, Anchored) and isinstance(item.value, dict | list) and item.value
+            )
+            if block and not isinstance(item, Anchored):
+                lines.append(f"{pad}{name}:\n{emit(item, indent + 1)}")
             else:
-                lines.append(f"{pad}{quote(key)}: {emit(item, indent + 1)}")
+                lines.append(f"{pad}{name}: {emit(item, indent + 1)}")
         return "\n".join(lines)
     if isinstance(value, list):
         if not value:
@@ -319,6 +350,26 @@ class Case:
     values: dict[str, Any]
     sets: list[str] = field(default_factory=list)
     set_strings: list[str] = field(default_factory=list)
+    extra: list[dict[str, Any]] = field(default_factory=list)  # later -f files
+    documents: int = 1  # the first file split into this many YAML documents
+
+    def files(self, directory: Path) -> list[Path]:
+        """Write the values files; the first may be split into several documents."""
+        paths = []
+        first = directory / "values.yaml"
+        if self.documents > 1 and len(self.values) > 1:
+            keys = list(self.values)
+            cut = max(1, len(keys) // 2)
+            parts = [dict(list(self.values.items())[:cut]), dict(list(self.values.items())[cut:])]
+            first.write_text("\n---\n".join(emit(p) for p in parts) + "\n", encoding="utf-8")
+        else:
+            first.write_text(emit(self.values) + "\n", encoding="utf-8")
+        paths.append(first)
+        for index, extra in enumerate(self.extra):
+            path = directory / f"extra-{index}.yaml"
+            path.write_text(emit(extra) + "\n", encoding="utf-8")
+            paths.append(path)
+        return paths
 
 
 @st.composite
@@ -331,8 +382,47 @@ def cases(draw: st.DrawFn) -> Case:
         values["fullnameOverride"] = draw(st.one_of(dns_label, long_label, st.just("x-")))
     if draw(st.integers(0, 9)) == 0:
         values["nameOverride"] = draw(st.one_of(dns_label, text))
+    if draw(st.integers(0, 4)) == 0:
+        share_anchors(draw, jobgroups)
     sets, strings = draw(overrides(jobgroups))
-    return Case(draw(release_names), values, sets, strings)
+    extra = draw(st.lists(extra_file(jobgroups), max_size=2))
+    documents = draw(st.sampled_from([1, 1, 2]))
+    return Case(draw(release_names), values, sets, strings, extra, documents)
+
+
+def share_anchors(draw: st.DrawFn, jobgroups: dict[str, Any]) -> None:
+    """Anchor the first group's image and reuse it: as an alias and through a merge key."""
+    names = list(jobgroups)
+    first = jobgroups[names[0]]
+    if "image" not in first:
+        return
+    first["image"] = Anchored("img", first["image"])
+    for other in names[1:]:
+        if draw(st.booleans()):
+            jobgroups[other]["image"] = Alias("img")
+        else:
+            jobgroups[other]["image"] = {MERGE: Alias("img"), "tag": "merged"}
+
+
+# What a later -f file may do: delete chart defaults with null, deep-merge into groups.
+DEFAULT_KEYS = ["image", "env", "restartPolicy", "hashSuffix", "command", "hooks", "tasks"]
+
+
+@st.composite
+def extra_file(draw: st.DrawFn, jobgroups: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    choice = draw(st.integers(0, 3))
+    if choice == 0:
+        out["jobDefaults"] = {key: None for key in draw(st.lists(st.sampled_from(DEFAULT_KEYS)))}
+    elif choice == 1:
+        out["jobDefaults"] = draw(job_settings(2))
+    else:
+        group = draw(st.sampled_from(sorted(jobgroups)))
+        job = draw(st.sampled_from(sorted(jobgroups[group]["jobs"])))
+        out["jobGroups"] = {group: {"jobs": {job: draw(job_settings(2))}}}
+        if choice == 3:
+            out["jobGroups"][group]["image"] = draw(image)
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -348,8 +438,10 @@ class Rendered:
     template_fail: bool = False
 
 
-def render_helm(helm: str, case: Case, values_file: Path) -> Rendered:
-    command = [helm, "template", case.release, str(CHART_DIR), "-f", str(values_file)]
+def render_helm(helm: str, case: Case, files: list[Path]) -> Rendered:
+    command = [helm, "template", case.release, str(CHART_DIR)]
+    for path in files:
+        command += ["-f", str(path)]
     for expression in case.sets:
         command += ["--set", expression]
     for expression in case.set_strings:
@@ -393,8 +485,8 @@ CHART = load_chart(CHART_DIR)
 STATS = {"examples": 0, "rendered": 0, "refused": 0, "unmirrorable": 0, "entries": 0}
 
 
-def render_jobhash(case: Case, values_file: Path) -> Rendered:
-    sources = ValueSources(files=[values_file], sets=case.sets, set_strings=case.set_strings)
+def render_jobhash(case: Case, files: list[Path]) -> Rendered:
+    sources = ValueSources(files=files, sets=case.sets, set_strings=case.set_strings)
     try:
         items = plan(load(CHART, sources).values, release=case.release, chart_name=CHART.name)
     except UnmirrorableError as err:
@@ -420,15 +512,15 @@ def helm() -> str:
 )  # fmt: skip
 @given(case=cases())
 def test_jobhash_names_equal_helm_template(helm: str, tmp_path: Path, case: Case) -> None:
-    values_file = tmp_path / "values.yaml"
-    values_file.write_text(emit(case.values) + "\n", encoding="utf-8")
-    note(f"values.yaml:\n{values_file.read_text(encoding='utf-8')}")
-    ours = render_jobhash(case, values_file)
+    files = case.files(tmp_path)
+    for path in files:
+        note(f"{path.name}:\n{path.read_text(encoding='utf-8')}")
+    ours = render_jobhash(case, files)
     STATS["examples"] += 1
     if ours.unmirrorable:
         STATS["unmirrorable"] += 1
         return
-    theirs = render_helm(helm, case, values_file)
+    theirs = render_helm(helm, case, files)
     assert ours.ok == theirs.ok, (
         f"helm {'rendered' if theirs.ok else 'failed'} but jobhash "
         f"{'rendered' if ours.ok else 'failed'}:\njobhash: {ours.error}\nhelm: {theirs.error}"
