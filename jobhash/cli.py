@@ -16,7 +16,7 @@ from typing import TextIO
 
 from jobhash import __version__
 from jobhash.diff import Outcome, compare, describe
-from jobhash.errors import JobhashError, UsageError, ValuesError
+from jobhash.errors import JobhashError, RenderError, UnmirrorableError, UsageError, ValuesError
 from jobhash.names import name_problem, validate_release_name
 from jobhash.plan import PlanItem, plan
 from jobhash.values import Chart, ValueSources, find_chart, load, load_chart
@@ -249,7 +249,17 @@ def _warnings(item: PlanItem) -> list[str]:
 
 
 def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
-    items = _plan(_chart(args), _release(args), _sources(args))
+    chart = _chart(args)
+    release = _release(args)
+    loaded = load(chart, _sources(args))
+    items = plan(loaded.values, release=release, chart_name=chart.name)
+    controller = loaded.values.get("controller")
+    if not (isinstance(controller, dict) and controller.get("enabled") is False):
+        out.write(
+            "note: controller.enabled is true; helm also checks the controller's own settings "
+            "(secret, ingress, httpRoute, labelSelector/selfRoll), which jobhash does not; "
+            "run helm lint or helm template for those\n"
+        )
     problems = []
     for item in items:
         problem = name_problem(item.name, item.kind)
@@ -334,6 +344,12 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     except UsageError as err:
         sys.stderr.write(f"jobhash: usage error: {err}\n")
         return EXIT_USAGE
+    except RenderError as err:
+        sys.stderr.write(f"jobhash: invalid values, helm template would fail: {err}\n")
+        return EXIT_INVALID
+    except UnmirrorableError as err:
+        sys.stderr.write(f"jobhash: cannot mirror Helm exactly for these values: {err}\n")
+        return EXIT_INVALID
     except JobhashError as err:
         sys.stderr.write(f"jobhash: invalid values: {err}\n")
         return EXIT_INVALID

@@ -131,7 +131,7 @@ def test_check_fails_on_the_guard_with_the_charts_message() -> None:
         check=False,
     )
     assert rendered.returncode != 0
-    message = result.stderr.split("invalid values: ", 1)[1].split("\n  fix:")[0]
+    message = result.stderr.split("helm template would fail: ", 1)[1].split("\n  fix:")[0]
     assert message.startswith("jobGroups.db.jobs.migrate: hashSuffix is true")
     assert message in rendered.stderr
 

@@ -334,7 +334,22 @@ def overrides(draw: st.DrawFn, jobgroups: dict[str, Any]) -> tuple[list[str], li
         if draw(st.booleans()):
             value = draw(
                 st.one_of(
-                    st.sampled_from(["3", "-5", "007", "1.5", "true", "FALSE", "0", "v9"]),
+                    st.sampled_from(
+                        [
+                            "3",
+                            "-5",
+                            "007",
+                            "1.5",
+                            "true",
+                            "FALSE",
+                            "0",
+                            "v9",
+                            "null",
+                            "9223372036854775807",
+                            "-9223372036854775808",
+                            "{a,b}",
+                        ]
+                    ),
                     set_text.map(set_escape),
                 )
             )
