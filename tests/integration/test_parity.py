@@ -114,7 +114,7 @@ def emit(value: Any, indent: int = 0) -> str:
             return "{}"
         lines = []
         for key, item in value.items():
-            name = MERGE if key == MERGE else quote(key)
+            name = MERGE if key == MERGE else key.text if isinstance(key, Raw) else quote(key)
             block = (isinstance(item, dict | list) and item) or (
                 isinstance(item, Anchored) and isinstance(item.value, dict | list) and item.value
             )
@@ -192,8 +192,10 @@ image = st.fixed_dictionaries(
         "pullPolicy": st.sampled_from(["", "Always", "IfNotPresent", "Never"]),
     },
 )
+# Unquoted keys that YAML 1.1 resolves to bools, numbers or null before Helm stringifies them.
+RAW_KEYS = ["y", "on", "No", ".inf", "-.inf", "1e3", "0x1F", "12", "~", "2001-12-14"]
 env = st.dictionaries(
-    env_name,
+    st.one_of(env_name, st.sampled_from(RAW_KEYS).map(Raw)),
     st.one_of(
         env_scalar,
         st.fixed_dictionaries({"valueFrom": st.just({"secretKeyRef": {"name": "s", "key": "k"}})}),
@@ -426,8 +428,11 @@ DEFAULT_KEYS = ["image", "env", "restartPolicy", "hashSuffix", "command", "hooks
 @st.composite
 def extra_file(draw: st.DrawFn, jobgroups: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    choice = draw(st.integers(0, 3))
-    if choice == 0:
+    choice = draw(st.integers(0, 4))
+    if choice == 4:
+        # top-level nulls delete the chart's defaults entirely
+        out = {key: None for key in draw(st.lists(st.sampled_from(["jobDefaults", "jobGroups"])))}
+    elif choice == 0:
         out["jobDefaults"] = {key: None for key in draw(st.lists(st.sampled_from(DEFAULT_KEYS)))}
     elif choice == 1:
         out["jobDefaults"] = draw(job_settings(2))
