@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -82,11 +81,6 @@ def go_kind(value: object) -> str:
 def go_trim_space(text: str) -> str:
     """Sprig ``trim`` (``strings.TrimSpace``)."""
     return text.strip(_GO_SPACE)
-
-
-def go_unmarshal(text: str) -> Any:
-    """``mustFromJson``: JSON into ``interface{}``; every number becomes a float64."""
-    return json.loads(text, parse_int=float)
 
 
 def json_round_trip(value: GoValue) -> Any:
