@@ -110,8 +110,6 @@ def _serve(env: Mapping[str, str]) -> int:
     logs.configure(level=config.log_level, log_format=config.log_format, secrets=_secrets(config))
     settings = " ".join(f"{k}={v}" for k, v in config.redacted().items())
     log.info("autoroll %s starting: %s", __version__, settings)
-    if config.emit_events:
-        log.warning("EMIT_EVENTS=true is not implemented yet: no Kubernetes Events are emitted")
     if config.dry_run:
         log.warning("DRY_RUN=true: stale pods are logged, never deleted")
     return serve(config)

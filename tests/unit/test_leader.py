@@ -180,6 +180,7 @@ class FakeLease:
         self.record: LeaseRecord | None = None
         self.version = 0
         self.down = False
+        self.aborts = 0
         self.writes: list[tuple[str, str]] = []
         self.before_write: list[str] = []  # e.g. ["nudge"]: a nudge sneaks in before a write
         self.lock = threading.Lock()
@@ -228,10 +229,13 @@ class FakeLease:
 
     def watch(self, resource_version: str, timeout_seconds: int) -> Iterator[LeaseRecord]:
         last = int(resource_version or 0)
+        aborts = self.aborts
         while True:
             with self.lock:
-                self.changed.wait_for(functools.partial(self._newer, last), timeout=0.2)
+                self.changed.wait_for(functools.partial(self._newer, last, aborts), timeout=0.2)
                 self._check()
+                if self.aborts != aborts:
+                    return  # like a shut-down socket: the watch just ends
                 if self.version <= last:
                     continue
                 last = self.version
@@ -239,12 +243,12 @@ class FakeLease:
             assert record is not None
             yield record
 
-    def _newer(self, version: int) -> bool:
-        return self.version > version or self.down
+    def _newer(self, version: int, aborts: int) -> bool:
+        return self.version > version or self.down or self.aborts != aborts
 
     def abort_watch(self) -> None:
         with self.lock:
-            self.down = True
+            self.aborts += 1
             self.changed.notify_all()
 
 
