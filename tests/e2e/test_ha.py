@@ -106,7 +106,7 @@ def watching(kube: Any, namespace: str, ledger: Ledger) -> Iterator[Ledger]:
     def run() -> None:
         nonlocal version
         while not stop.is_set():
-            w = watch.Watch()
+            w: Any = watch.Watch()  # type: ignore[no-untyped-call]
             for event in w.stream(
                 core.list_namespaced_pod,
                 namespace,
@@ -225,7 +225,8 @@ class Scene:
             if exc.status == 404:
                 return ""
             raise
-        return str(lease.spec.holder_identity or "")
+        spec: Any = lease.spec
+        return str(spec.holder_identity or "") if spec is not None else ""
 
     @contextlib.contextmanager
     def controller(self, name: str, *, poll_seconds: int) -> Iterator[Autoroll]:
