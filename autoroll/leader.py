@@ -314,15 +314,19 @@ class Elector:
     def stop(self, timeout: float, *, release: bool) -> None:
         """Stop campaigning; with ``release``, hand the lease back if we hold it.
 
-        Release only after the worker has stopped (the caller's duty): authority is
-        revoked here first, so nothing in this process acts once the lease is free.
+        Release only after the worker has stopped (the caller's duty). Authority is revoked
+        here whatever happens; the lease is released only if the elector thread has ended,
+        so no renewal of ours can land after the release.
         """
         self._stop.set()
         if self._thread.ident is not None:
             self._thread.join(timeout)
-            if self._thread.is_alive():
-                raise RuntimeError(f"elector thread still running after {timeout:g}s")
         was_leading = self._revoke("shutting down")
+        if self._thread.is_alive():
+            raise RuntimeError(
+                f"elector thread still running after {timeout:g}s; the lease was not released"
+                " and expires on its own"
+            )
         if release and was_leading:
             self._release()
 
@@ -393,6 +397,8 @@ class Elector:
         )
         written = self._port.create(record) if step is Step.CREATE else self._port.update(record)
         with self._lock:
+            if self._stop.is_set():
+                return  # shutting down: never (re)gain authority after stop() revoked it
             became = not self._leading
             self._leading = True
             self._renewed_at = started
@@ -487,6 +493,11 @@ class NudgeWatcher:
         if self._thread.is_alive():
             raise RuntimeError(f"nudge watcher still running after {timeout:g}s")
 
+    def _deliver(self) -> None:
+        self._metrics.handoffs.labels(outcome="received").inc()
+        log.info("webhook handed over by another replica: reconciling")
+        self._on_nudge()
+
     def _run(self) -> None:
         seen: str | None = None
         while not self._stop.is_set():
@@ -496,16 +507,20 @@ class NudgeWatcher:
                 self._stop.wait(self._idle)
                 continue
             if seen is None:
-                seen = start.nudge  # nudges before we led were for the previous leader
+                # Nudges before we led were for the previous leader; being elected nudges
+                # the worker anyway (Elector's on_elected).
+                seen = start.nudge
+            elif start.nudge and start.nudge != seen:
+                # Published between two watches: the new watch starts after it, so deliver it.
+                seen = start.nudge
+                self._deliver()
             try:
                 for record in self._port.watch(start.resource_version, self._timeout):
                     if self._stop.is_set() or not self._elector.leading:
                         break
                     if record.nudge and record.nudge != seen:
                         seen = record.nudge
-                        self._metrics.handoffs.labels(outcome="received").inc()
-                        log.info("nudge handed off by another replica: reconciling")
-                        self._on_nudge()
+                        self._deliver()
             except Exception as exc:
                 if not self._stop.is_set():
                     log.warning("watching the lease for nudges failed: %s; retrying", exc)

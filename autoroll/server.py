@@ -112,9 +112,22 @@ class Runtime:
             stopped = True
         finally:
             if self.election is not None:
-                self.election.handoff.stop(ELECTION_STOP_SECONDS)
-                self.election.watcher.stop(ELECTION_STOP_SECONDS)
-                self.election.elector.stop(ELECTION_STOP_SECONDS, release=stopped)
+                self._stop_election(self.election, release=stopped)
+
+    @staticmethod
+    def _stop_election(election: Election, *, release: bool) -> None:
+        # Each thread only waits on events or a short API call; one stuck must not keep the
+        # others (or the release) from running, and the process exits anyway.
+        steps: tuple[tuple[str, Callable[[], None]], ...] = (
+            ("hand-off", lambda: election.handoff.stop(ELECTION_STOP_SECONDS)),
+            ("nudge watcher", lambda: election.watcher.stop(ELECTION_STOP_SECONDS)),
+            ("elector", lambda: election.elector.stop(ELECTION_STOP_SECONDS, release=release)),
+        )
+        for name, stop in steps:
+            try:
+                stop()
+            except RuntimeError as exc:
+                log.error("stopping the %s: %s", name, exc)
 
 
 def build_runtime(

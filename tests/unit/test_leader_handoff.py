@@ -11,9 +11,12 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 
 import pytest
+from prometheus_client import CollectorRegistry
 
 from autoroll.cluster import DeleteOutcome, Enrolled
 from autoroll.config import Config
+from autoroll.leader import Elector, LeaseRecord, NudgeWatcher, Timings
+from autoroll.metrics import Metrics
 from autoroll.server import Runtime, build_runtime
 from tests.unit.test_leader import FakeLease
 from tests.unit.test_server_settings import NoRegistry
@@ -209,3 +212,33 @@ def test_without_leader_election_a_single_replica_behaves_as_before() -> None:
         wait_until(lambda: cluster.snapshots == 2, timeout=2.0)
     finally:
         runtime.stop(timeout=5)
+
+
+class SilentWatchLease(FakeLease):
+    """Every watch ends at once without events, as after a server-side timeout."""
+
+    def watch(self, resource_version: str, timeout_seconds: int) -> Iterator[LeaseRecord]:
+        time.sleep(0.01)
+        return iter(())
+
+
+def test_a_nudge_published_between_two_watches_is_delivered_once() -> None:
+    lease = SilentWatchLease()
+    metrics = Metrics(CollectorRegistry())
+    elector = Elector(lease, identity="a", timings=Timings(3, 2, 0.1), metrics=metrics)
+    elector.cycle()
+    nudges: list[float] = []
+    watcher = NudgeWatcher(
+        lease, elector=elector, on_nudge=lambda: nudges.append(time.monotonic()), metrics=metrics
+    )
+    watcher.start()
+    try:
+        time.sleep(0.1)
+        assert nudges == []  # what was on the Lease when we started leading is not a nudge
+        lease.publish_nudge("n1")
+        elector.cycle()  # the elector's next read carries the new value
+        wait_until(lambda: len(nudges) == 1, timeout=2)
+        time.sleep(0.3)  # many more (silent) watches: no repeat
+        assert len(nudges) == 1
+    finally:
+        watcher.stop(timeout=2)
