@@ -111,6 +111,7 @@ class LeaseDecision:
     step: Step
     reason: str
     observation: Observation | None
+    expires_in: float | None = None  # WAIT only: seconds until we may try to acquire
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +177,7 @@ def decide_lease(
         Step.WAIT,
         f"held by {lease.holder!r}, unchanged for {unchanged_for:.1f}s of {duration}s",
         observation,
+        expires_in=duration - unchanged_for,
     )
 
 
@@ -283,6 +285,7 @@ class Elector:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="autoroll-elector", daemon=True)
         self._api_failing = False
+        self._pause = timings.retry_period
 
     # -- what the rest of the process asks ------------------------------------------------
 
@@ -341,13 +344,14 @@ class Elector:
         )
         while not self._stop.is_set():
             self.cycle()
-            self._stop.wait(self._timings.retry_period)
+            self._stop.wait(self._pause)
 
     # -- one cycle ------------------------------------------------------------------------
 
     def cycle(self) -> Step | None:
         """One election round; returns the step taken (None when the API failed)."""
         started = self._clock()
+        self._pause = self._timings.retry_period  # shortened below only while waiting
         if not self.may_act() and self._leading:
             # The deadline passed without a renew: stop acting before touching the API.
             self._revoke("could not renew the lease within the renew deadline")
@@ -366,6 +370,12 @@ class Elector:
                 lease_duration=self._timings.lease_duration,
             )
             self._observed = decision.observation
+            # Waiting for a lease to expire: look again right when it may, not up to a
+            # retry period later (failover then takes the lease duration, not more).
+            self._pause = min(
+                self._timings.retry_period,
+                max(0.05, decision.expires_in or self._timings.retry_period),
+            )
             with self._lock:
                 self._last_record = lease
             try:

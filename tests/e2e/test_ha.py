@@ -372,8 +372,12 @@ def test_killing_the_leader_mid_rollout_moves_leadership_and_the_roll_completes(
             events = core_api(scene.kube).list_namespaced_event(
                 scene.namespace, field_selector=f"involvedObject.name={APP}"
             )
-            reasons = [e.reason for e in events.items if e.source.component == "autoroll"]
-            assert reasons.count("StalePodDeleted") == REPLICAS, reasons
+            ours = [e for e in events.items if e.reason == "StalePodDeleted"]
+            # The Event follows the deletion, so the killed leader may have died in between;
+            # every deletion by the surviving replica has its Event.
+            assert REPLICAS - 1 <= len(ours) <= REPLICAS, [e.message for e in ours]
+            by_b = [e for e in ours if e.reporting_instance == "ctl-b"]
+            assert len(by_b) == len(b.lines(r"deleted stale pod")), [e.message for e in ours]
             message = next(e.message for e in events.items if e.reason == "StalePodDeleted")
             assert target in message and scene.image in message
 

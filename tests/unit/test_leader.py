@@ -124,6 +124,20 @@ def test_decide_lease(
     )
     assert decision.step is step, why
     assert decision.reason
+    assert (decision.expires_in is not None) == (step is Step.WAIT)
+
+
+def test_a_waiting_contender_knows_when_the_lease_may_expire() -> None:
+    decision = decide_lease(
+        lease=HELD,
+        observed=seen(HELD, 100.0),
+        identity=ME,
+        now=112.5,
+        leading=False,
+        lease_duration=15,
+    )
+    assert decision.step is Step.WAIT
+    assert decision.expires_in == pytest.approx(2.5)
 
 
 def test_observation_keeps_its_first_sight_until_the_holder_record_changes() -> None:
