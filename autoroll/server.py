@@ -66,10 +66,12 @@ log = logging.getLogger(__name__)
 GRACEFUL_TIMEOUT_SECONDS: Final = 20
 #: Seconds the worker process waits for the reconcile thread within that budget.
 RECONCILE_STOP_SECONDS: Final = 10.0
-#: Seconds each election thread gets to stop (they only wait on events or a short API call).
-ELECTION_STOP_SECONDS: Final = 3.0
 #: Request threads: webhooks and probes are tiny, a handful covers bursts.
 REQUEST_THREADS: Final = 4
+
+
+#: Seconds each election thread gets to stop (they only wait on events or a short API call).
+ELECTION_STOP_SECONDS: Final = 3.0
 
 
 @dataclass(frozen=True, slots=True)
