@@ -64,9 +64,6 @@ log = logging.getLogger(__name__)
 #: (connect, read) seconds for every API call: a hung API server must not stall a tick forever.
 REQUEST_TIMEOUT: Final = (5.0, 30.0)
 
-#: Lease calls are tiny; they must answer well within the renew deadline or count as failed.
-LEASE_TIMEOUT: Final = (2.0, 4.0)
-
 #: Pods that finished for good are excluded server-side; the core would ignore them anyway.
 LIVE_PODS_FIELD_SELECTOR: Final = "status.phase!=Succeeded,status.phase!=Failed"
 
@@ -460,6 +457,9 @@ class KubeCluster:
 
 # --------------------------------------------------------------------------------------------
 # Leader election: the controller's Lease
+
+#: Lease calls are tiny; they must answer well within the renew deadline or count as failed.
+LEASE_TIMEOUT: Final = (2.0, 4.0)
 
 
 def _micro_time(value: datetime) -> str:
