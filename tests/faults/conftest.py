@@ -1,0 +1,49 @@
+"""Fixtures for the fault matrix: a real registry behind a fault proxy, a fake Kubernetes API
+that fails on request, and the controller (``rig``) wired between them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.faults.rig import Rig, build_rig
+from tests.support.fake_kube import FaultyKubeApi, KubeApiServer
+from tests.support.fault_proxy import FaultProxy
+from tests.support.registry import ImagePusher, RegistryServer
+from tests.support.registry_fixtures import fresh_registry, pusher, registry, repository
+
+__all__ = ["fresh_registry", "pusher", "registry", "repository", "rig"]
+
+
+@pytest.fixture
+def rig(
+    registry: RegistryServer, pusher: ImagePusher, repository: str, tmp_path: Path
+) -> Iterator[Rig]:
+    """The tag has moved (pods run ``old``, the tag names ``new``); no pass has run yet.
+
+    Inject faults, then ``rig.start()``: the first pass meets them.
+    """
+    old = pusher.push_image(repository, "latest").digest
+    new = pusher.push_image(repository, "latest").digest
+    with FaultProxy(registry) as proxy:
+        api = FaultyKubeApi(image=f"{proxy.host}/{repository}:latest", running=old, target=new)
+        kube = KubeApiServer(api)
+        kube.start()
+        kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig")
+        rig = build_rig(
+            api,
+            kube,
+            proxy,
+            str(kubeconfig),
+            old=old,
+            new=new,
+            user=registry.user,
+            token=registry.password,
+        )
+        try:
+            yield rig
+        finally:
+            rig.stop()
+            kube.stop()
