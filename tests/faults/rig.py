@@ -116,6 +116,11 @@ class Rig:
         return self.metrics.registry.get_sample_value(name, labels) or 0.0
 
     @property
+    def repository(self) -> str:
+        """The repository of the Deployment's image (on the proxy's host)."""
+        return self.api.image.split("/", 1)[1].rpartition(":")[0]
+
+    @property
     def last(self) -> TickReport:
         with self._lock:
             return self.reports[-1]

@@ -40,6 +40,7 @@ class ProxyFault:
     location: str = ""  # redirect target
     digest: str = ""  # replacement Docker-Content-Digest
     method: str = ""  # only requests with this method ("" = any)
+    raw: bytes = b"HTTP/1.1 200 OK\r\nDocker-Content-Digest: sha256:0123"  # truncate-headers
 
 
 @dataclass(frozen=True)
@@ -140,8 +141,8 @@ class FaultProxy(_Base):
         elif fault.kind == "redirect":
             _reply(handler, fault.status or 307, {"Location": fault.location}, b"")
         elif fault.kind == "truncate-headers":
-            # A status line and half a header, then the connection is gone.
-            handler.wfile.write(b"HTTP/1.1 200 OK\r\nDocker-Content-Digest: sha256:0123")
+            # The start of an answer (``raw``), then the connection is gone.
+            handler.wfile.write(fault.raw)
             handler.wfile.flush()
             _cut(handler)
         elif fault.kind == "truncate-body":
