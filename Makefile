@@ -8,18 +8,22 @@ TOOLS_ENV := .tools/env
 # Every recipe sees the pinned tools (helm v4, helm-unittest, actionlint, ...).
 WITH_TOOLS = source $(TOOLS_ENV) &&
 
-.PHONY: help tools tools-kube venv test lint typecheck pytest chart-lint chart-test names demo clean
+.PHONY: help tools tools-core venv test lint typecheck pytest chart-lint chart-test names demo clean
 
 help:
+	@echo "make demo    - watch autoroll roll a 3-replica app on a local control plane"
 	@echo "make names   - preview the Job names for examples/jobs-values.yaml (jobhash)"
 	@echo "make test    - install the tools and run every suite (what CI runs)"
 	@echo "make tools   - build/install helm, helm-unittest, actionlint, docker-registry"
 
+# Everything the suites need, including the local control plane (etcd, kube-apiserver,
+# kube-controller-manager) that the end-to-end tests and the demo run.
 tools $(TOOLS_ENV): scripts/tools.sh scripts/versions.env
-	scripts/tools.sh core
-
-tools-kube:
 	scripts/tools.sh all
+
+# Only what the chart and unit suites need (helm, helm-unittest, actionlint, docker-registry).
+tools-core:
+	scripts/tools.sh core
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -51,6 +55,11 @@ workflow-lint: $(TOOLS_ENV)
 
 # The README's test command: tools first, then every suite. Stops at the first failure.
 test: tools venv lint typecheck chart-lint chart-test workflow-lint pytest
+
+# The README's first command: a local control plane, a registry, a 3-replica enrolled app, a
+# new :latest pushed, and autoroll rolling it pod by pod, live. Ctrl-C tears everything down.
+demo: tools venv
+	$(WITH_TOOLS) $(BIN)/python scripts/demo.py $(DEMO_ARGS)
 
 names: venv
 	$(BIN)/jobhash names --release demo -f examples/jobs-values.yaml

@@ -10,7 +10,7 @@
 #
 # Usage: scripts/tools.sh [core|kube|all|env]
 #   core  helm, helm-unittest, actionlint, apt packages (default)
-#   kube  etcd, kube-apiserver, kube-controller-manager (first build: 20-40 min)
+#   kube  etcd, kube-apiserver, kube-controller-manager (first build: about 10-20 min)
 #   all   both
 # On success it writes .tools/env (sourced by the Makefile) with PATH and HELM_PLUGINS.
 set -euo pipefail
@@ -178,7 +178,7 @@ ensure_kube() {
   if [ ! -x "$dir/kube-apiserver" ] || [ ! -x "$dir/kube-controller-manager" ]; then
     need_go kubernetes
     say "kubernetes: building kube-apiserver and kube-controller-manager $KUBERNETES_VERSION from k8s.io/kubernetes."
-    say "kubernetes: this is a large build (first run only: 20-40 min on 2 cores); later runs reuse $dir."
+    say "kubernetes: this is a large build (first run only: about 10-20 min on 2 cores); later runs reuse $dir."
     local gomod
     gomod=$(cd /tmp && go mod download -json "k8s.io/kubernetes@$KUBERNETES_VERSION" | sed -n 's/^\t"GoMod": "\(.*\)",$/\1/p')
     [ -f "$gomod" ] || die "could not download k8s.io/kubernetes@$KUBERNETES_VERSION"
@@ -222,14 +222,19 @@ write_env() {
   mv "$envfile.new" "$envfile"
 }
 
-what=${1:-core}
-case "$what" in
-  core) ensure_apt; ensure_helm; ensure_unittest; ensure_actionlint
-        add_cached "$cache/etcd/$ETCD_VERSION" etcd
-        add_cached "$cache/kubernetes/$KUBERNETES_VERSION" kube-apiserver ;;
-  kube) ensure_helm; ensure_unittest; ensure_actionlint; ensure_etcd; ensure_kube ;;
-  all)  ensure_apt; ensure_helm; ensure_unittest; ensure_actionlint; ensure_etcd; ensure_kube ;;
-  *) die "unknown target '$what' (expected core, kube or all)" ;;
-esac
-write_env
-say "ready: source $envfile"
+# The whole script runs from main, so editing this file while it runs cannot break that run.
+main() {
+  local what=${1:-core}
+  case "$what" in
+    core) ensure_apt; ensure_helm; ensure_unittest; ensure_actionlint
+          add_cached "$cache/etcd/$ETCD_VERSION" etcd
+          add_cached "$cache/kubernetes/$KUBERNETES_VERSION" kube-apiserver ;;
+    kube) ensure_helm; ensure_unittest; ensure_actionlint; ensure_etcd; ensure_kube ;;
+    all)  ensure_apt; ensure_helm; ensure_unittest; ensure_actionlint; ensure_etcd; ensure_kube ;;
+    *) die "unknown target '$what' (expected core, kube or all)" ;;
+  esac
+  write_env
+  say "ready: source $envfile"
+}
+
+main "$@"

@@ -1,0 +1,284 @@
+#!/usr/bin/env python3
+"""`make demo`: watch autoroll roll a 3-replica Deployment, pod by pod, on your machine.
+
+It brings up a local Kubernetes control plane (etcd, kube-apiserver, kube-controller-manager)
+with a simulated kubelet, a docker-registry with htpasswd auth, and ``autoroll serve`` as a local
+process. It deploys an enrolled app, pushes a new ``:latest``, sends the signed webhook, and
+prints every pod change and every autoroll decision as they happen. Then Enter pushes again;
+Ctrl-C tears everything down. Everything listens on 127.0.0.1 and nothing is downloaded, so it
+works offline once ``scripts/tools.sh all`` has cached the tools.
+
+Usage (from the repository root)::
+
+    scripts/tools.sh all && source .tools/env     # first run builds Kubernetes: slow
+    .venv/bin/python scripts/demo.py [--replicas 3] [--poll 10] [--ready-after 3] [--once]
+
+``--once`` rolls once and exits 0 (1 if the roll did not complete in ``--timeout`` seconds), so
+the demo doubles as a smoke test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import secrets
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from tests.e2e.controller import DEFAULT_COMMAND, ControllerError, running_autoroll  # noqa: E402
+from tests.e2e.controlplane import (  # noqa: E402
+    Binaries,
+    ControlPlaneError,
+    running_control_plane,
+)
+from tests.e2e.helpers import apps_api, core_api, deployment, is_ready  # noqa: E402
+from tests.e2e.kubelet import Behaviour, RegistryResolver, SimulatedKubelet  # noqa: E402
+from tests.e2e.oci import RegistryError, push_image, running_registry  # noqa: E402
+
+ENROLL_LABEL = ("aethnet.se/autoroll", "true")
+NAMESPACE = "demo"
+APP = "hello"
+REPOSITORY = "demo/hello"
+TOOLS = ("etcd", "kube-apiserver", "kube-controller-manager", "docker-registry", "htpasswd")
+
+
+class DemoError(RuntimeError):
+    """Something the user can fix (a missing tool, a component that did not start)."""
+
+
+def say(text: str) -> None:
+    stamp = time.strftime("%H:%M:%S")
+    print(f"{stamp}  {text}", flush=True)
+
+
+def short(digest: str) -> str:
+    return digest.removeprefix("sha256:")[:12] if digest else "-"
+
+
+def find_tools() -> dict[str, str]:
+    found = {name: shutil.which(name) for name in TOOLS}
+    missing = [name for name, path in found.items() if path is None]
+    if missing:
+        raise DemoError(
+            f"missing on PATH: {', '.join(missing)}. Run `scripts/tools.sh all` (the first "
+            "Kubernetes build takes 20-40 minutes), then `source .tools/env`."
+        )
+    return {name: str(path) for name, path in found.items()}
+
+
+def readable(line: str) -> str:
+    """A log line without its date and its key=value tail: the sentence is what a human reads."""
+    line = line.rstrip()
+    if len(line) > 24 and line[4] == "-" and line[10] == " ":
+        line = line[11:]
+    return line.split(" event=", 1)[0]
+
+
+def echo(line: str) -> None:
+    print(f"          autoroll │ {readable(line)}", flush=True)
+
+
+# --- watching the roll -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PodState:
+    name: str
+    ready: bool
+    digest: str
+    terminating: bool
+
+
+def pod_states(core: Any) -> dict[str, PodState]:
+    pods = core.list_namespaced_pod(NAMESPACE, label_selector=f"app={APP}").items
+    states = {}
+    for p in pods:
+        statuses = p.status.container_statuses or []
+        image_id = (statuses[0].image_id or "") if statuses else ""
+        states[p.metadata.name] = PodState(
+            name=p.metadata.name,
+            ready=is_ready(p),
+            digest=image_id.rpartition("@")[2],
+            terminating=p.metadata.deletion_timestamp is not None,
+        )
+    return states
+
+
+def describe_changes(
+    before: dict[str, PodState], after: dict[str, PodState], target: str
+) -> list[str]:
+    """One line per pod that appeared, changed or went away (pure: easy to read and test)."""
+    lines = []
+    for name in sorted(after.keys() - before.keys()):
+        lines.append(f"+ {name} created")
+    for name in sorted(after.keys() & before.keys()):
+        old, new = before[name], after[name]
+        if new.terminating and not old.terminating:
+            lines.append(f"✗ {name} terminating (ran {short(old.digest)})")
+        elif new.ready and not old.ready:
+            mark = "new" if new.digest == target else "old"
+            lines.append(f"✓ {name} ready on {short(new.digest)} ({mark} image)")
+        elif new.digest != old.digest and new.digest:
+            lines.append(f"· {name} pulled {short(new.digest)}")
+    for name in sorted(before.keys() - after.keys()):
+        lines.append(f"- {name} gone")
+    return lines
+
+
+def summary(states: dict[str, PodState], target: str) -> str:
+    live = [s for s in states.values() if not s.terminating]
+    current = [s for s in live if s.digest == target and s.ready]
+    return f"{len(current)}/{len(live)} pods ready on {short(target)}"
+
+
+def watch_roll(core: Any, *, target: str, replicas: int, timeout: float) -> bool:
+    """Print pod changes until every pod runs ``target`` and is Ready; False on timeout."""
+    started = time.monotonic()
+    before = pod_states(core)
+    last_summary = ""
+    while time.monotonic() - started < timeout:
+        after = pod_states(core)
+        for line in describe_changes(before, after, target):
+            say(f"  {line}")
+        line = summary(after, target)
+        if line != last_summary:
+            say(f"  [{line}]")
+            last_summary = line
+        live = [s for s in after.values() if not s.terminating]
+        if len(live) == replicas and all(s.ready and s.digest == target for s in live):
+            say(f"roll complete in {time.monotonic() - started:.1f} s")
+            return True
+        before = after
+        time.sleep(0.25)
+    say(f"the roll did not complete within {timeout:.0f} s ({last_summary})")
+    return False
+
+
+# --- the demo ----------------------------------------------------------------------
+
+
+def run(args: argparse.Namespace) -> int:
+    tools = find_tools()
+    command = args.autoroll.split() if args.autoroll else DEFAULT_COMMAND
+    with contextlib.ExitStack() as stack:
+        root = Path(tempfile.mkdtemp(prefix="autoroll-demo-"))
+        stack.callback(shutil.rmtree, root, True)
+
+        say("starting etcd, kube-apiserver and kube-controller-manager on 127.0.0.1 …")
+        plane = stack.enter_context(
+            running_control_plane(
+                Binaries(tools["etcd"], tools["kube-apiserver"], tools["kube-controller-manager"]),
+                workdir=root / "controlplane",
+            )
+        )
+        say(f"control plane ready in {plane.timings['total']:.1f} s at {plane.server}")
+        say(f"  kubeconfig: export KUBECONFIG={plane.kubeconfig}")
+
+        auth = ("demo", secrets.token_hex(12))
+        registry = stack.enter_context(
+            running_registry(root / "registry", binary=tools["docker-registry"], auth=auth)
+        )
+        image = f"{registry.host}/{REPOSITORY}:latest"
+        version = 1
+        digest = push_image(registry, REPOSITORY, "latest", content=f"hello v{version}").digest
+        say(f"registry at {registry.host}: pushed {image} → {short(digest)}")
+
+        kube = plane.api_client()
+        kubelet = SimulatedKubelet(plane.api_client(), RegistryResolver(auth=auth))
+        # A readiness delay makes the rule visible: the next pod goes only once this one is Ready.
+        kubelet.behave(image, Behaviour(ready_after=args.ready_after))
+        kubelet.start()
+        stack.callback(kubelet.stop)
+        say(f"simulated kubelet: node {kubelet.node_name} is Ready")
+
+        core = core_api(kube)
+        core.create_namespace({"metadata": {"name": NAMESPACE}})
+        manifest = deployment(
+            APP, image, replicas=args.replicas, labels=dict([ENROLL_LABEL]), pull_policy="Always"
+        )
+        wait_for_service_account(core)
+        apps_api(kube).create_namespaced_deployment(NAMESPACE, manifest)
+        say(f"deployed {NAMESPACE}/{APP}: {args.replicas} replicas of {image}, enrolled with "
+            f"{ENROLL_LABEL[0]}={ENROLL_LABEL[1]}")  # fmt: skip
+        if not watch_roll(core, target=digest, replicas=args.replicas, timeout=args.timeout):
+            return 1
+
+        autoroll = stack.enter_context(
+            running_autoroll(
+                plane=plane,
+                registry=registry,
+                poll_seconds=args.poll,
+                command=command,
+                cwd=REPO,
+                echo=echo,
+            )
+        )
+        say(f"autoroll serving at {autoroll.url} (poll every {args.poll} s)")
+
+        while True:
+            version += 1
+            digest = push_image(registry, REPOSITORY, "latest", content=f"hello v{version}").digest
+            say(f"pushed a new {image} → {short(digest)}")
+            say(f"signed webhook → HTTP {autoroll.webhook()}")
+            done = watch_roll(core, target=digest, replicas=args.replicas, timeout=args.timeout)
+            if args.once or not sys.stdin.isatty():
+                return 0 if done else 1
+            input("\nPress Enter to push again, Ctrl-C to tear everything down. ")
+
+
+def wait_for_service_account(core: Any) -> None:
+    """Pods are admitted only once the namespace's default ServiceAccount exists."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        names = [sa.metadata.name for sa in core.list_namespaced_service_account(NAMESPACE).items]
+        if "default" in names:
+            return
+        time.sleep(0.2)
+    raise DemoError(f"namespace {NAMESPACE} got no default ServiceAccount within 30 s")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--replicas", type=int, default=3, help="replicas of the demo app (3)")
+    parser.add_argument(
+        "--poll", type=int, default=10, help="autoroll POLL_INTERVAL_SECONDS (10; at least 5)"
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=180, help="seconds one roll may take (180)"
+    )
+    parser.add_argument(
+        "--ready-after",
+        type=float,
+        default=3,
+        help="seconds a new pod takes to become Ready (3)",
+    )
+    parser.add_argument("--once", action="store_true", help="roll once, then tear down and exit")
+    parser.add_argument(
+        "--autoroll",
+        default=os.environ.get("AUTOROLL_COMMAND", ""),
+        help="command that runs the controller (default: python -m autoroll serve)",
+    )
+    args = parser.parse_args(argv)
+    try:
+        return run(args)
+    except KeyboardInterrupt:
+        print()
+        say("interrupted: everything is torn down")
+        return 130
+    except (DemoError, ControlPlaneError, ControllerError, RegistryError) as exc:
+        say(f"demo failed: {exc}")
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,163 @@
+"""``autoroll serve`` as a local process against the e2e control plane and registry.
+
+Configured only through its documented environment (issue 5): the kubeconfig of the control
+plane, ``FORGEJO_*`` for the registry, a fresh ``WEBHOOK_SECRET``, ``REGISTRY_SCHEME=http``
+because the local registry has no TLS. Its output is kept (``Autoroll.lines``) so a test can
+assert on decisions, and can be echoed live (the demo does).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import os
+import re
+import secrets
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import requests
+
+from tests.e2e.controlplane import ControlPlane, free_port
+from tests.e2e.oci import Registry
+
+DEFAULT_COMMAND = (sys.executable, "-m", "autoroll", "serve")
+
+
+class ControllerError(RuntimeError):
+    """``autoroll serve`` exited or did not answer /healthz (message has its last output)."""
+
+
+@dataclass
+class Autoroll:
+    """The running controller: its URL, the webhook secret, and every line it printed."""
+
+    url: str
+    secret: str
+    process: subprocess.Popen[str]
+    output: list[str] = field(default_factory=list)
+
+    def lines(self, pattern: str = "") -> list[str]:
+        """Output lines so far that match the regular expression ``pattern``."""
+        regex = re.compile(pattern)
+        return [line for line in list(self.output) if regex.search(line)]
+
+    def wait_for_line(self, pattern: str, *, timeout: float = 30.0) -> str:
+        """The first output line matching ``pattern``; AssertionError after ``timeout``."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = self.lines(pattern)
+            if found:
+                return found[0]
+            time.sleep(0.1)
+        tail = "\n".join(self.output[-20:])
+        raise AssertionError(f"no autoroll line matched {pattern!r} in {timeout}s; last:\n{tail}")
+
+    def webhook(self, body: bytes = b'{"ref": "refs/heads/main"}', *, sign: bool = True) -> int:
+        """POST ``body`` to /webhook, signed as Forgejo signs it unless ``sign`` is False."""
+        headers = {"Content-Type": "application/json"}
+        if sign:
+            digest = hmac.new(self.secret.encode(), body, hashlib.sha256).hexdigest()
+            headers["X-Forgejo-Signature"] = digest
+        response = requests.post(f"{self.url}/webhook", data=body, headers=headers, timeout=5)
+        return response.status_code
+
+
+def controller_env(
+    *, plane: ControlPlane, registry: Registry, secret: str, port: int, poll_seconds: int
+) -> dict[str, str]:
+    """The documented environment of ``autoroll serve`` for this control plane and registry."""
+    if registry.auth is None:
+        raise ValueError("autoroll needs registry credentials: start the registry with auth")
+    user, token = registry.auth
+    return {
+        "KUBECONFIG": str(plane.kubeconfig),
+        "FORGEJO_HOST": registry.host,
+        "FORGEJO_USER": user,
+        "FORGEJO_TOKEN": token,
+        "WEBHOOK_SECRET": secret,
+        "POLL_INTERVAL_SECONDS": str(poll_seconds),
+        "LISTEN_ADDR": f"127.0.0.1:{port}",
+        "REGISTRY_SCHEME": "http",
+        "LOG_LEVEL": "info",
+        "LOG_FORMAT": "text",
+    }
+
+
+@contextlib.contextmanager
+def running_autoroll(
+    *,
+    plane: ControlPlane,
+    registry: Registry,
+    poll_seconds: int = 5,
+    extra_env: Mapping[str, str] | None = None,
+    command: Sequence[str] = DEFAULT_COMMAND,
+    cwd: Path | None = None,
+    echo: Callable[[str], None] | None = None,
+    timeout: float = 30.0,
+) -> Iterator[Autoroll]:
+    """Start the controller, wait for /healthz, yield it; SIGTERM (then kill) afterwards."""
+    port = free_port()
+    secret = secrets.token_hex(32)
+    env = {
+        **os.environ,
+        **controller_env(
+            plane=plane, registry=registry, secret=secret, port=port, poll_seconds=poll_seconds
+        ),
+        **(extra_env or {}),
+    }
+    process = subprocess.Popen(
+        list(command),
+        env=env,
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,  # a terminal Ctrl-C reaches the caller, which stops it in order
+    )
+    autoroll = Autoroll(url=f"http://127.0.0.1:{port}", secret=secret, process=process)
+
+    def pump() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            autoroll.output.append(line.rstrip("\n"))
+            if echo is not None:
+                echo(line.rstrip("\n"))
+
+    reader = threading.Thread(target=pump, name="autoroll-output", daemon=True)
+    reader.start()
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            if process.poll() is not None:
+                reader.join(2)
+                tail = "\n".join(autoroll.output[-20:])
+                raise ControllerError(
+                    f"`{' '.join(command)}` exited with code {process.returncode}:\n{tail}"
+                )
+            with contextlib.suppress(requests.RequestException):
+                if requests.get(f"{autoroll.url}/healthz", timeout=1).status_code == 200:
+                    break
+            if time.monotonic() > deadline:
+                raise ControllerError(
+                    f"autoroll did not answer {autoroll.url}/healthz in {timeout}s"
+                )
+            time.sleep(0.2)
+        yield autoroll
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(5)
+        reader.join(5)

@@ -1,0 +1,487 @@
+"""A real Kubernetes control plane on 127.0.0.1: etcd, kube-apiserver, kube-controller-manager.
+
+Why real binaries rather than a fake API: Deployments must create ReplicaSets and pods, Jobs must
+create pods, RBAC must really deny, and admission must really reject what a cluster rejects. Only
+the node side is simulated (see ``kubelet.py``); there is no kube-scheduler, the simulated kubelet
+binds pods itself.
+
+Everything lives in one temporary directory: certificates (generated with the ``openssl`` CLI, so
+no extra Python dependency), a static token file, kubeconfigs, etcd's data and one log file per
+component. Ports are picked free on 127.0.0.1.
+
+Errors::
+
+    ControlPlaneError        a component could not start, died, or did not become ready in time;
+                             the message names it and carries the last lines of its log
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import os
+import secrets
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+# The controllers a cluster without nodes or a cloud needs for workloads, Jobs and RBAC tests.
+# Node lifecycle, IPAM, routes, volumes and cloud controllers stay off: there are no real nodes.
+KCM_CONTROLLERS = (
+    "deployment",
+    "replicaset",
+    "job",
+    "cronjob",
+    "ttl-after-finished",
+    "garbagecollector",
+    "namespace",
+    "serviceaccount",
+    "serviceaccount-token",
+    "root-ca-cert-publisher",
+    "clusterrole-aggregation",
+    "disruption",
+)
+
+# First address of the service range is the `kubernetes` Service; the serving cert names it too.
+SERVICE_CIDR = "10.0.0.0/24"
+SERVICE_IP = "10.0.0.1"
+SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
+ADMIN_USER = "autoroll-e2e-admin"
+LOG_TAIL_LINES = 30
+
+
+class ControlPlaneError(RuntimeError):
+    """A component failed to start, died, or was not ready in time (message has its log tail)."""
+
+
+@dataclass(frozen=True)
+class Binaries:
+    """Paths of the three server binaries (from ``scripts/tools.sh kube``)."""
+
+    etcd: str
+    kube_apiserver: str
+    kube_controller_manager: str
+
+
+@dataclass(frozen=True)
+class ControlPlane:
+    """A running control plane: where it listens and how to talk to it as cluster admin."""
+
+    workdir: Path
+    server: str
+    ca_file: Path
+    token: str
+    kubeconfig: Path
+    etcd_url: str
+    logs: dict[str, Path]
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def api_client(self) -> Any:
+        """A fresh ``kubernetes.client.ApiClient`` authenticated as cluster admin."""
+        from kubernetes import config
+
+        new_client: Any = config.new_client_from_config
+        return new_client(config_file=str(self.kubeconfig))
+
+
+# --- pure helpers -------------------------------------------------------------
+
+
+def free_port() -> int:
+    """A TCP port that was free on 127.0.0.1 a moment ago (the kernel picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def kubeconfig_document(*, server: str, ca_pem: bytes, user: str, token: str) -> dict[str, Any]:
+    """A one-context kubeconfig with the CA embedded, so the file works from any directory."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": "autoroll-e2e",
+                "cluster": {
+                    "server": server,
+                    "certificate-authority-data": base64.b64encode(ca_pem).decode(),
+                },
+            }
+        ],
+        "users": [{"name": user, "user": {"token": token}}],
+        "contexts": [
+            {"name": "autoroll-e2e", "context": {"cluster": "autoroll-e2e", "user": user}}
+        ],
+        "current-context": "autoroll-e2e",
+    }
+
+
+def token_file_line(*, token: str, user: str, uid: str, groups: Sequence[str]) -> str:
+    """One line of ``--token-auth-file``: ``token,user,uid,"group1,group2"``."""
+    return f'{token},{user},{uid},"{",".join(groups)}"\n'
+
+
+def etcd_args(*, data_dir: Path, client_port: int, peer_port: int) -> list[str]:
+    """etcd as a throwaway single member; ``--unsafe-no-fsync`` because the data is discarded."""
+    client = f"http://127.0.0.1:{client_port}"
+    peer = f"http://127.0.0.1:{peer_port}"
+    return [
+        "--name=e2e",
+        f"--data-dir={data_dir}",
+        f"--listen-client-urls={client}",
+        f"--advertise-client-urls={client}",
+        f"--listen-peer-urls={peer}",
+        f"--initial-advertise-peer-urls={peer}",
+        f"--initial-cluster=e2e={peer}",
+        "--unsafe-no-fsync=true",
+        "--log-level=warn",
+    ]
+
+
+def apiserver_args(*, pki: Path, etcd_url: str, port: int) -> list[str]:
+    """kube-apiserver with token auth and RBAC only (no Node authorizer: there are no kubelets)."""
+    return [
+        f"--etcd-servers={etcd_url}",
+        "--bind-address=127.0.0.1",
+        "--advertise-address=127.0.0.1",
+        f"--secure-port={port}",
+        f"--cert-dir={pki}",
+        f"--tls-cert-file={pki / 'apiserver.crt'}",
+        f"--tls-private-key-file={pki / 'apiserver.key'}",
+        f"--client-ca-file={pki / 'ca.crt'}",
+        f"--token-auth-file={pki / 'tokens.csv'}",
+        "--authorization-mode=RBAC",
+        f"--service-account-key-file={pki / 'sa.pub'}",
+        f"--service-account-signing-key-file={pki / 'sa.key'}",
+        f"--service-account-issuer={SERVICE_ACCOUNT_ISSUER}",
+        f"--service-cluster-ip-range={SERVICE_CIDR}",
+        "--allow-privileged=true",
+        # The `kubernetes` Service endpoint may not be a loopback address; nothing here needs it.
+        "--endpoint-reconciler-type=none",
+        "--profiling=false",
+        "--v=1",
+    ]
+
+
+def controller_manager_args(*, pki: Path, kubeconfig: Path) -> list[str]:
+    """kube-controller-manager with only node-free controllers; no serving port, no election."""
+    return [
+        f"--kubeconfig={kubeconfig}",
+        f"--controllers={','.join(KCM_CONTROLLERS)}",
+        "--leader-elect=false",
+        "--secure-port=0",
+        f"--service-account-private-key-file={pki / 'sa.key'}",
+        f"--root-ca-file={pki / 'ca.crt'}",
+        "--use-service-account-credentials=false",
+        # The defaults (20 qps) slow namespace deletion and garbage collection in tests.
+        "--kube-api-qps=200",
+        "--kube-api-burst=400",
+        "--profiling=false",
+        "--v=1",
+    ]
+
+
+# --- certificates -------------------------------------------------------------
+
+
+def _openssl(*args: str, cwd: Path) -> None:
+    done = subprocess.run(["openssl", *args], cwd=cwd, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise ControlPlaneError(f"openssl {args[0]} failed: {done.stderr.strip()}")
+
+
+def generate_pki(pki: Path) -> None:
+    """Write a CA, the apiserver serving cert and the service-account key pair into ``pki``.
+
+    EC P-256 for TLS (fast to generate); RSA for the service-account signing key, the key type
+    every Kubernetes version and client accepts for ServiceAccount tokens.
+    """
+    pki.mkdir(parents=True, exist_ok=True)
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    _openssl(
+        "req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.crt", "-days", "2",
+        "-subj", "/CN=autoroll-e2e-ca",
+        "-addext", "basicConstraints=critical,CA:TRUE",
+        "-addext", "keyUsage=critical,keyCertSign,cRLSign,digitalSignature",
+        cwd=pki,
+    )  # fmt: skip
+    sans = ",".join(
+        [
+            "IP:127.0.0.1",
+            f"IP:{SERVICE_IP}",
+            "DNS:localhost",
+            "DNS:kubernetes",
+            "DNS:kubernetes.default",
+            "DNS:kubernetes.default.svc",
+            "DNS:kubernetes.default.svc.cluster.local",
+        ]
+    )
+    _openssl(
+        "req", "-x509", *ec, "-keyout", "apiserver.key", "-out", "apiserver.crt", "-days", "2",
+        "-CA", "ca.crt", "-CAkey", "ca.key",
+        "-subj", "/CN=kube-apiserver",
+        "-addext", f"subjectAltName={sans}",
+        "-addext", "basicConstraints=critical,CA:FALSE",
+        "-addext", "keyUsage=critical,digitalSignature,keyEncipherment",
+        "-addext", "extendedKeyUsage=serverAuth",
+        cwd=pki,
+    )  # fmt: skip
+    _openssl(
+        "genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", "sa.key",
+        cwd=pki,
+    )  # fmt: skip
+    _openssl("pkey", "-in", "sa.key", "-pubout", "-out", "sa.pub", cwd=pki)
+
+
+# --- processes ----------------------------------------------------------------
+
+
+class _Component:
+    """One server process with its output in a log file."""
+
+    def __init__(self, name: str, argv: list[str], log: Path) -> None:
+        self.name = name
+        self.argv = argv
+        self.log = log
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        with self.log.open("ab") as out:
+            # Own session: a Ctrl-C in the terminal reaches the test runner, which tears down
+            # in order, rather than every server at once.
+            self.proc = subprocess.Popen(
+                self.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+
+    def exit_code(self) -> int | None:
+        return None if self.proc is None else self.proc.poll()
+
+    def tail(self, lines: int = LOG_TAIL_LINES) -> str:
+        try:
+            text = self.log.read_text(errors="replace")
+        except OSError:
+            return "(no log)"
+        return "\n".join(text.splitlines()[-lines:])
+
+    def stop(self, timeout: float) -> None:
+        """SIGTERM, wait, then SIGKILL; never leaves the process behind."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
+def _died(component: _Component) -> ControlPlaneError:
+    return ControlPlaneError(
+        f"{component.name} exited with code {component.exit_code()} while starting; "
+        f"last lines of {component.log}:\n{component.tail()}"
+    )
+
+
+def _wait_until(
+    what: str,
+    ready: Callable[[], bool],
+    *,
+    watch: Sequence[_Component],
+    deadline: float,
+) -> None:
+    """Poll ``ready`` until true; fail fast (with its log) if a watched component dies."""
+    while True:
+        for component in watch:
+            if component.exit_code() is not None:
+                raise _died(component)
+        if ready():
+            return
+        if time.monotonic() > deadline:
+            tails = "\n".join(f"--- {c.name} ({c.log}):\n{c.tail()}" for c in watch)
+            raise ControlPlaneError(f"timed out waiting for {what}\n{tails}")
+        time.sleep(0.1)
+
+
+def _http_ok(url: str, *, context: ssl.SSLContext | None = None, token: str | None = None) -> bool:
+    request = urllib.request.Request(url)
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=2, context=context) as response:
+            return bool(response.status == 200)
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def _terminate_all(components: Sequence[_Component]) -> None:
+    # Clients before servers: the controller manager, then the apiserver, then etcd.
+    for component in reversed(components):
+        component.stop(timeout=15)
+
+
+@contextlib.contextmanager
+def running_control_plane(
+    binaries: Binaries,
+    *,
+    workdir: Path | None = None,
+    timeout: float = 180.0,
+    keep_workdir: bool = False,
+) -> Iterator[ControlPlane]:
+    """Start etcd, kube-apiserver and kube-controller-manager; yield once usable; tear down.
+
+    "Usable" means ``/readyz`` answers 200 and the ``default`` ServiceAccount exists in the
+    ``default`` namespace (so the ServiceAccount admission plugin accepts pods and the
+    controller manager is demonstrably working).
+    """
+    started = time.monotonic()
+    made_tmp = workdir is None
+    root = Path(tempfile.mkdtemp(prefix="autoroll-e2e-")) if workdir is None else workdir
+    root.mkdir(parents=True, exist_ok=True)
+    pki = root / "pki"
+    components: list[_Component] = []
+    timings: dict[str, float] = {}
+    try:
+        generate_pki(pki)
+        admin_token = secrets.token_hex(16)
+        kcm_token = secrets.token_hex(16)
+        # Both users are in system:masters: the admin because tests act as cluster admin, the
+        # controller manager because it runs every controller under its own identity.
+        (pki / "tokens.csv").write_text(
+            token_file_line(token=admin_token, user=ADMIN_USER, uid="1", groups=["system:masters"])
+            + token_file_line(
+                token=kcm_token,
+                user="system:kube-controller-manager",
+                uid="2",
+                groups=["system:masters"],
+            )
+        )
+        timings["pki"] = time.monotonic() - started
+
+        etcd_port, peer_port, api_port = free_port(), free_port(), free_port()
+        etcd_url = f"http://127.0.0.1:{etcd_port}"
+        server = f"https://127.0.0.1:{api_port}"
+        ca_pem = (pki / "ca.crt").read_bytes()
+        admin_kubeconfig = root / "admin.kubeconfig"
+        kcm_kubeconfig = root / "kube-controller-manager.kubeconfig"
+        admin_kubeconfig.write_text(
+            yaml.safe_dump(
+                kubeconfig_document(server=server, ca_pem=ca_pem, user="admin", token=admin_token)
+            )
+        )
+        kcm_kubeconfig.write_text(
+            yaml.safe_dump(
+                kubeconfig_document(
+                    server=server, ca_pem=ca_pem, user="kube-controller-manager", token=kcm_token
+                )
+            )
+        )
+        logs = {
+            name: root / f"{name}.log"
+            for name in ("etcd", "kube-apiserver", "kube-controller-manager")
+        }
+        deadline = started + timeout
+
+        etcd = _Component(
+            "etcd",
+            [
+                binaries.etcd,
+                *etcd_args(data_dir=root / "etcd", client_port=etcd_port, peer_port=peer_port),
+            ],
+            logs["etcd"],
+        )
+        components.append(etcd)
+        etcd.start()
+        _wait_until(
+            "etcd /health", lambda: _http_ok(f"{etcd_url}/health"), watch=[etcd], deadline=deadline
+        )
+        timings["etcd"] = time.monotonic() - started
+
+        apiserver = _Component(
+            "kube-apiserver",
+            [
+                binaries.kube_apiserver,
+                *apiserver_args(pki=pki, etcd_url=etcd_url, port=api_port),
+            ],
+            logs["kube-apiserver"],
+        )
+        components.append(apiserver)
+        apiserver.start()
+        tls = ssl.create_default_context(cafile=str(pki / "ca.crt"))
+        _wait_until(
+            "kube-apiserver /readyz",
+            lambda: _http_ok(f"{server}/readyz", context=tls, token=admin_token),
+            watch=components,
+            deadline=deadline,
+        )
+        timings["kube-apiserver"] = time.monotonic() - started
+
+        kcm = _Component(
+            "kube-controller-manager",
+            [
+                binaries.kube_controller_manager,
+                *controller_manager_args(pki=pki, kubeconfig=kcm_kubeconfig),
+            ],
+            logs["kube-controller-manager"],
+        )
+        components.append(kcm)
+        kcm.start()
+        _wait_until(
+            "the default ServiceAccount (created by kube-controller-manager)",
+            lambda: _http_ok(
+                f"{server}/api/v1/namespaces/default/serviceaccounts/default",
+                context=tls,
+                token=admin_token,
+            ),
+            watch=components,
+            deadline=deadline,
+        )
+        timings["kube-controller-manager"] = time.monotonic() - started
+        timings["total"] = time.monotonic() - started
+
+        yield ControlPlane(
+            workdir=root,
+            server=server,
+            ca_file=pki / "ca.crt",
+            token=admin_token,
+            kubeconfig=admin_kubeconfig,
+            etcd_url=etcd_url,
+            logs=logs,
+            timings=timings,
+        )
+    finally:
+        _terminate_all(components)
+        # etcd preallocates 64 MB WAL segments: never leave them behind, keep only the logs.
+        shutil.rmtree(root / "etcd", ignore_errors=True)
+        if made_tmp and not keep_workdir:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def binaries_from_path() -> Binaries | None:
+    """The three binaries from PATH (``source .tools/env``), or None if any is missing."""
+    found = [shutil.which(n) for n in ("etcd", "kube-apiserver", "kube-controller-manager")]
+    if any(p is None for p in found):
+        return None
+    etcd, apiserver, kcm = (str(p) for p in found)
+    return Binaries(etcd=etcd, kube_apiserver=apiserver, kube_controller_manager=kcm)
+
+
+def keep_workdir_requested() -> bool:
+    """``AUTOROLL_E2E_KEEP=1`` keeps the tmp dir (logs, kubeconfig) for a post-mortem."""
+    return os.environ.get("AUTOROLL_E2E_KEEP", "") in {"1", "true", "yes"}

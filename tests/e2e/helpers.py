@@ -1,0 +1,135 @@
+"""Small tools for e2e tests: wait for a condition, build workload manifests, read pod state."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+def core_api(kube: Any) -> Any:
+    """``CoreV1Api`` typed as Any: manifests here are plain dicts, which the client accepts."""
+    from kubernetes import client
+
+    return client.CoreV1Api(kube)
+
+
+def apps_api(kube: Any) -> Any:
+    """``AppsV1Api`` typed as Any (see ``core_api``)."""
+    from kubernetes import client
+
+    return client.AppsV1Api(kube)
+
+
+def batch_api(kube: Any) -> Any:
+    """``BatchV1Api`` typed as Any (see ``core_api``)."""
+    from kubernetes import client
+
+    return client.BatchV1Api(kube)
+
+
+def rbac_api(kube: Any) -> Any:
+    """``RbacAuthorizationV1Api`` typed as Any (see ``core_api``)."""
+    from kubernetes import client
+
+    return client.RbacAuthorizationV1Api(kube)
+
+
+def eventually(
+    probe: Callable[[], T], *, timeout: float = 30.0, interval: float = 0.2, what: str = ""
+) -> T:
+    """Call ``probe`` until it returns without raising AssertionError; return its value.
+
+    On timeout the last AssertionError is re-raised with ``what`` and the elapsed time, so the
+    failure says what was awaited and what was last seen.
+    """
+    start = time.monotonic()
+    while True:
+        try:
+            return probe()
+        except AssertionError as exc:
+            waited = time.monotonic() - start
+            if waited > timeout:
+                raise AssertionError(f"after {waited:.1f}s waiting for {what}: {exc}") from exc
+        time.sleep(interval)
+
+
+def deployment(
+    name: str,
+    image: str,
+    *,
+    replicas: int = 3,
+    labels: Mapping[str, str] | None = None,
+    pod_annotations: Mapping[str, str] | None = None,
+    pull_policy: str = "Always",
+) -> dict[str, Any]:
+    """A minimal Deployment manifest: one container, pods labelled ``app=<name>``."""
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "labels": dict(labels or {})},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}, "annotations": dict(pod_annotations or {})},
+                "spec": {
+                    "containers": [{"name": "app", "image": image, "imagePullPolicy": pull_policy}],
+                    "terminationGracePeriodSeconds": 5,
+                },
+            },
+        },
+    }
+
+
+def pod(
+    name: str,
+    image: str,
+    *,
+    annotations: Mapping[str, str] | None = None,
+    pull_policy: str = "Always",
+    restart_policy: str = "Always",
+) -> dict[str, Any]:
+    """A bare Pod manifest with one container."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "annotations": dict(annotations or {})},
+        "spec": {
+            "containers": [{"name": "app", "image": image, "imagePullPolicy": pull_policy}],
+            "restartPolicy": restart_policy,
+        },
+    }
+
+
+def job(name: str, image: str, *, completions: int = 1) -> dict[str, Any]:
+    """A minimal Job manifest."""
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name},
+        "spec": {
+            "completions": completions,
+            "backoffLimit": 0,
+            "template": {
+                "spec": {
+                    "containers": [{"name": "job", "image": image}],
+                    "restartPolicy": "Never",
+                }
+            },
+        },
+    }
+
+
+def is_ready(pod: Any) -> bool:
+    """The pod's Ready condition is True (``pod`` is a client V1Pod)."""
+    conditions = (pod.status and pod.status.conditions) or []
+    return any(c.type == "Ready" and c.status == "True" for c in conditions)
+
+
+def image_ids(pod: Any) -> list[str]:
+    """The imageID of each container status, "" where none is reported yet."""
+    statuses = (pod.status and pod.status.container_statuses) or []
+    return [s.image_id or "" for s in statuses]
