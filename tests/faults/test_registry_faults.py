@@ -131,6 +131,7 @@ def test_a_registry_slower_than_the_read_timeout_is_unknown_within_the_timeout(r
         # cut inside the digest: the half value is malformed, never a digest
         (b"HTTP/1.1 200 OK\r\nDocker-Content-Digest: sha256:01234", "malformed-digest"),
     ],
+    ids=["in-status-line", "before-digest", "inside-digest"],
 )
 def test_a_connection_cut_mid_answer_is_unknown(rig: Rig, raw: bytes, expected: str) -> None:
     rig.proxy.fault = ProxyFault("truncate-headers", raw=raw)
@@ -158,6 +159,7 @@ def test_an_index_body_cut_short_leaves_the_children_unknown(index_rig: Rig) -> 
 @pytest.mark.parametrize(
     "header",
     ["sha512:" + "ab" * 64, "sha256:" + "A" * 64, "md5:" + "0" * 32, "sha256:" + "0" * 63],
+    ids=["sha512", "sha256-uppercase", "md5", "sha256-short"],
 )
 def test_a_digest_header_of_another_algorithm_or_form_is_unknown(rig: Rig, header: str) -> None:
     rig.proxy.fault = ProxyFault("digest", digest=header)
