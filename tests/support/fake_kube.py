@@ -44,7 +44,6 @@ class Fault:
     delay_seconds: float = 0.0
     hang: threading.Event | None = None  # answer only once this is set (or 60 s pass)
     drop: bool = False  # close the connection without an answer
-    apply: bool = False  # for a delete: carry it out, then answer with ``status``
     #: the server stops (listener closed, other connections cut) before this answer is
     #: sent, and this connection closes after it: the next request finds nobody there
     go_down: bool = False
@@ -253,10 +252,6 @@ class KubeApiServer:
             with contextlib.suppress(OSError):
                 connection.shutdown(socket.SHUT_RDWR)
 
-    def restart(self) -> None:
-        self.stop()
-        self.start()
-
     def write_kubeconfig(self, path: Path) -> Path:
         path.write_text(
             "apiVersion: v1\nkind: Config\n"
@@ -312,7 +307,7 @@ def _handler(owner: KubeApiServer) -> type[http.server.BaseHTTPRequestHandler]:
                     uid = (json.loads(body or b"{}").get("preconditions") or {}).get("uid")
                     api.deletes.append((parts.path.rpartition("/")[2], uid))
             headers: tuple[tuple[str, str], ...] = ()
-            if fault is not None and fault.status and not fault.apply:
+            if fault is not None and fault.status:
                 status, document = fault.status, _status(fault.status, "Injected")
             else:
                 status, document = api.answer(route, parts.path, parse_qs(parts.query), body)
@@ -321,8 +316,6 @@ def _handler(owner: KubeApiServer) -> type[http.server.BaseHTTPRequestHandler]:
                 self.close_connection = True
             if fault is not None:
                 headers = fault.headers
-                if fault.apply and fault.status:
-                    status, document = fault.status, _status(fault.status, "Injected")
             with api.lock:
                 api.log.append((route or self.path, status))
             data = json.dumps(document).encode()
