@@ -109,3 +109,23 @@ def test_the_api_server_restarting_between_snapshot_and_delete(rig: Rig) -> None
 
     rig.kube.start()  # same port, same state
     rig.assert_recovers()
+
+
+def test_a_delete_answered_after_the_read_timeout_is_not_sent_again(rig: Rig) -> None:
+    """The API server carries the DELETE out but answers too late: the client has given up.
+
+    The call is not resent (no second deletion from one decision), and the next pass sees
+    the truth — the pod gone, its replacement not Ready — and deletes nothing more.
+    """
+    rig.api.inject("delete", Fault(0, delay_seconds=KUBE_TIMEOUT[1] + 1.0))
+    rig.start()
+    assert [e.outcome for e in rig.last.executed] == ["error"]
+    assert rig.api.requests_to("delete") == 1
+    deadline = time.monotonic() + 10
+    while rig.api.deleted != ["web-1"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert rig.api.deleted == ["web-1"]  # carried out by the server, whole
+    rig.run_pass()
+    assert rig.last.executed == ()  # not settled: the replacement is not Ready
+    assert rig.api.requests_to("delete") == 1
+    rig.assert_survived()
