@@ -15,12 +15,24 @@ from tests.support.fault_proxy import FaultProxy
 from tests.support.registry import ImagePusher, RegistryServer
 from tests.support.registry_fixtures import fresh_registry, pusher, registry, repository
 
-__all__ = ["fresh_registry", "index_rig", "pusher", "registry", "repository", "rig"]
+__all__ = ["evict", "fresh_registry", "index_rig", "pusher", "registry", "repository", "rig"]
+
+
+@pytest.fixture
+def evict() -> bool:
+    """ROLLOUT_METHOD=evict for the rig; parametrize ``evict`` with True to switch it on."""
+    return False
 
 
 @contextmanager
 def running_rig(
-    registry: RegistryServer, repository: str, tmp_path: Path, *, old: str, new: str
+    registry: RegistryServer,
+    repository: str,
+    tmp_path: Path,
+    *,
+    old: str,
+    new: str,
+    evict: bool = False,
 ) -> Iterator[Rig]:
     with FaultProxy(registry) as proxy:
         api = FaultyKubeApi(image=f"{proxy.host}/{repository}:latest", running=old, target=new)
@@ -36,6 +48,7 @@ def running_rig(
             new=new,
             user=registry.user,
             token=registry.password,
+            evict=evict,
         )
         try:
             yield rig
@@ -46,7 +59,7 @@ def running_rig(
 
 @pytest.fixture
 def rig(
-    registry: RegistryServer, pusher: ImagePusher, repository: str, tmp_path: Path
+    registry: RegistryServer, pusher: ImagePusher, repository: str, tmp_path: Path, evict: bool
 ) -> Iterator[Rig]:
     """The tag has moved (pods run ``old``, the tag names ``new``); no pass has run yet.
 
@@ -54,7 +67,7 @@ def rig(
     """
     old = pusher.push_image(repository, "latest").digest
     new = pusher.push_image(repository, "latest").digest
-    with running_rig(registry, repository, tmp_path, old=old, new=new) as started:
+    with running_rig(registry, repository, tmp_path, old=old, new=new, evict=evict) as started:
         yield started
 
 

@@ -151,11 +151,13 @@ def build_rig(
     new: str,
     user: str,
     token: str,
+    evict: bool = False,
 ) -> Rig:
     cluster = KubeCluster(
         label_selector=SELECTOR,
         api_client_factory=lambda: connect({"KUBECONFIG": kubeconfig}),
         request_timeout=KUBE_TIMEOUT,
+        evict=evict,
     )
     metrics = Metrics(CollectorRegistry())
     registry_client = RegistryClient(

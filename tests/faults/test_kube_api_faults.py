@@ -79,6 +79,28 @@ def test_a_delete_answering_409_is_replaced_and_not_retried_in_the_pass(rig: Rig
     rig.assert_recovers()
 
 
+@pytest.mark.parametrize("evict", [True])
+def test_a_throttled_eviction_is_blocked_not_an_error_and_the_next_pass_evicts(
+    rig: Rig, evict: bool
+) -> None:
+    """ROLLOUT_METHOD=evict: a 429 means a disruption budget says "not now" — try next tick."""
+    rig.api.inject("delete", Fault(429, headers=(("Retry-After", "3600"),)), times=5)
+    started = time.monotonic()
+    rig.start()
+    assert time.monotonic() - started < 2.0
+    assert [e.outcome for e in rig.last.executed] == ["blocked-by-disruption-budget"]
+    assert (
+        rig.sample("autoroll_pod_deletions_not_done_total", reason="blocked-by-disruption-budget")
+        == 1
+    )
+    assert rig.ticks("ok") == 1 and rig.ticks("error") == 0
+    assert rig.api.requests_to("delete") == 1
+    assert rig.api.deleted == []
+    rig.assert_survived()
+    rig.assert_recovers()
+    assert rig.api.deletes[-1] == ("web-1", "uid-web-1")  # an Eviction with the UID
+
+
 def test_a_throttled_delete_is_one_request_and_waits_for_the_next_pass(rig: Rig) -> None:
     rig.api.inject("delete", Fault(429, headers=(("Retry-After", "3600"),)), times=5)
     started = time.monotonic()

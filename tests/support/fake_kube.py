@@ -32,6 +32,7 @@ SELECTOR = "aethnet.se/autoroll=true"
 NAMESPACE = "shop"
 CREATED = "2026-01-01T00:00:00Z"
 
+#: "delete" is a pod DELETE or, with ROLLOUT_METHOD=evict, a POST of an Eviction.
 Route = Literal["list-deployments", "list-pods", "delete"]
 
 
@@ -155,7 +156,10 @@ class FaultyKubeApi:
             return "list-deployments"
         if method == "GET" and path == f"/api/v1/namespaces/{NAMESPACE}/pods":
             return "list-pods"
-        if method == "DELETE" and path.startswith(f"/api/v1/namespaces/{NAMESPACE}/pods/"):
+        pods = f"/api/v1/namespaces/{NAMESPACE}/pods/"
+        if method == "DELETE" and path.startswith(pods):
+            return "delete"
+        if method == "POST" and path.startswith(pods) and path.endswith("/eviction"):
             return "delete"
         return None
 
@@ -176,8 +180,7 @@ class FaultyKubeApi:
             if route == "list-pods":
                 return 200, _list("PodList", "v1", list(self.pods.values()))
             if route == "delete":
-                name = path.rpartition("/")[2]
-                uid = (json.loads(body or b"{}").get("preconditions") or {}).get("uid")
+                name, uid = removal(path, body)
                 pod = self.pods.get(name)
                 if pod is None:
                     return 404, _status(404, "NotFound")
@@ -190,6 +193,17 @@ class FaultyKubeApi:
                 self.pods[fresh] = self.pod(fresh, self.target, ready=False)
                 return 200, {"kind": "Status", "apiVersion": "v1", "status": "Success"}
             return 404, _status(404, "NotFound")
+
+
+def removal(path: str, body: bytes) -> tuple[str, str | None]:
+    """(pod name, precondition UID) of a DELETE or an Eviction request."""
+    document = json.loads(body or b"{}")
+    if path.endswith("/eviction"):
+        name = path.rsplit("/", 2)[1]
+        document = document.get("deleteOptions") or {}
+    else:
+        name = path.rpartition("/")[2]
+    return name, (document.get("preconditions") or {}).get("uid")
 
 
 def _list(kind: str, api_version: str, items: list[dict[str, Any]]) -> dict[str, Any]:
@@ -304,8 +318,7 @@ def _handler(owner: KubeApiServer) -> type[http.server.BaseHTTPRequestHandler]:
                     return
             if route == "delete":
                 with api.lock:
-                    uid = (json.loads(body or b"{}").get("preconditions") or {}).get("uid")
-                    api.deletes.append((parts.path.rpartition("/")[2], uid))
+                    api.deletes.append(removal(parts.path, body))
             headers: tuple[tuple[str, str], ...] = ()
             if fault is not None and fault.status:
                 status, document = fault.status, _status(fault.status, "Injected")
@@ -329,5 +342,6 @@ def _handler(owner: KubeApiServer) -> type[http.server.BaseHTTPRequestHandler]:
 
         do_GET = _any  # noqa: N815
         do_DELETE = _any  # noqa: N815
+        do_POST = _any  # noqa: N815
 
     return Handler
