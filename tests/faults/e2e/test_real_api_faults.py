@@ -381,13 +381,25 @@ def kube_cluster(cluster: Cluster, namespace: str) -> KubeCluster:
 # -- secrets over a full run ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("log_format", ["text", "json"])
-def test_no_secret_in_any_output_of_a_full_e2e_roll(cluster: Cluster, log_format: str) -> None:
+@pytest.mark.parametrize(
+    ("log_format", "leader"), [("text", False), ("json", False), ("json", True)]
+)
+def test_no_secret_in_any_output_of_a_full_e2e_roll(
+    cluster: Cluster, log_format: str, leader: bool
+) -> None:
     """``autoroll serve`` at debug level rolls a Deployment on the real API; its whole output
-    (stdout and stderr: autoroll, gunicorn, urllib3) never shows a credential."""
-    namespace = f"secrets-{log_format}-{secrets.token_hex(3)}"
+    (stdout and stderr: autoroll, gunicorn, urllib3) never shows a credential. The third
+    run also elects itself leader on a Lease and emits Events."""
+    namespace = f"secrets-{log_format}-{(leader and 'ha') or 'one'}-{secrets.token_hex(3)}"
     _, new, _ = deploy_stale(cluster, namespace)
     extra = {"LOG_LEVEL": "debug", "LOG_FORMAT": log_format, "LABEL_SELECTOR": selector(namespace)}
+    if leader:
+        extra |= {
+            "LEADER_ELECTION": "true",
+            "LEADER_ELECTION_NAMESPACE": namespace,
+            "POD_NAME": "autoroll-0",
+            "EMIT_EVENTS": "true",
+        }
     with running_autoroll(
         plane=cluster.plane, registry=cluster.registry, poll_seconds=3600, extra_env=extra
     ) as autoroll:
@@ -412,5 +424,6 @@ def test_no_secret_in_any_output_of_a_full_e2e_roll(cluster: Cluster, log_format
         "Kubernetes bearer token": cluster.plane.token,
     }
     assert "deleted stale pod" in output  # the scan read a real roll
+    assert ("became leader" in output) is leader
     for what, value in forbidden.items():
         assert value not in output, f"{what} leaked into the output"
