@@ -261,11 +261,19 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
             "run helm lint or helm template for those\n"
         )
     problems = []
+    first_with_name: dict[tuple[str, str], PlanItem] = {}
     for item in items:
+        entry = f"jobGroups.{item.group}.jobs.{item.job}"
         problem = name_problem(item.name, item.kind)
         if problem:
+            problems.append(f"{entry}: {item.kind} name {item.name!r} {problem}")
+        other = first_with_name.setdefault((item.kind, item.name), item)
+        if other is not item:
+            # Only group[:8] enters the name, so two groups can render the same name.
             problems.append(
-                f"jobGroups.{item.group}.jobs.{item.job}: {item.kind} name {item.name!r} {problem}"
+                f"{entry}: {item.kind} name {item.name!r} is also the name of "
+                f"jobGroups.{other.group}.jobs.{other.job} (only the first 8 characters of "
+                "a group key enter the name); rename one of the groups or jobs"
             )
     for item in items:
         for warning in _warnings(item):
@@ -273,7 +281,9 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
     if problems:
         raise ValuesError(
             "\n".join(problems),
-            fix="use a DNS-1123 release name / fullnameOverride (lowercase, digits, '-')",
+            fix="names must be unique DNS-1123 labels (lowercase letters, digits, '-'): use "
+            "such a release name / fullnameOverride, and group keys that differ in their first "
+            "8 characters",
         )
     jobs = sum(1 for item in items if item.kind == "Job")
     out.write(f"ok: {jobs} Job(s), {len(items) - jobs} CronJob(s), every name valid\n")
