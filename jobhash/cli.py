@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,7 +20,15 @@ from jobhash.diff import Outcome, compare, describe
 from jobhash.errors import JobhashError, RenderError, UnmirrorableError, UsageError, ValuesError
 from jobhash.names import name_problem, validate_release_name
 from jobhash.plan import PlanItem, plan
-from jobhash.values import Chart, ValueSources, find_chart, load, load_chart
+from jobhash.values import (
+    Chart,
+    LoadedValues,
+    ValueSources,
+    find_chart,
+    key_path,
+    load,
+    load_chart,
+)
 
 EXIT_OK = 0
 EXIT_INVALID = 1
@@ -177,7 +186,22 @@ def _release(args: argparse.Namespace) -> str:
 
 def _plan(chart: Chart, release: str, sources: ValueSources) -> list[PlanItem]:
     loaded = load(chart, sources)
-    return plan(loaded.values, release=release, chart_name=chart.name)
+    return _plan_loaded(chart, release, loaded)
+
+
+_MESSAGE_PATH = re.compile(r"^((?:jobDefaults|jobGroups)[^:\s]*):")
+
+
+def _plan_loaded(chart: Chart, release: str, loaded: LoadedValues) -> list[PlanItem]:
+    """Run the plan; a chart ``fail`` gets the source (file or --set) that set its key path."""
+    try:
+        return plan(loaded.values, release=release, chart_name=chart.name)
+    except RenderError as err:
+        match = _MESSAGE_PATH.match(err.message)
+        if err.source or match is None:
+            raise
+        source = loaded.origin.source_of(key_path(match.group(1)))
+        raise RenderError(err.message, source=source, fix=err.fix) from err
 
 
 def _sources(args: argparse.Namespace, side: str = "") -> ValueSources:
@@ -252,7 +276,7 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
     chart = _chart(args)
     release = _release(args)
     loaded = load(chart, _sources(args))
-    items = plan(loaded.values, release=release, chart_name=chart.name)
+    items = _plan_loaded(chart, release, loaded)
     controller = loaded.values.get("controller")
     if not (isinstance(controller, dict) and controller.get("enabled") is False):
         out.write(

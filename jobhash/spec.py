@@ -116,6 +116,10 @@ def _fix_for(message: str) -> str:
         return "remove the hook, or set hashSuffix: false on the group"
     if "null is not allowed" in message:
         return "remove the key or give it a value"
+    if "is already used by an earlier task" in message:
+        return 'give every task of the job its own name, other than "main"'
+    if "DNS-1123 label" in message:
+        return "use lowercase letters, digits and '-', starting and ending with a letter or digit"
     return "see docs/jobhash-algorithm.md and values.yaml for the allowed form"
 
 
