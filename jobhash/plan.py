@@ -14,6 +14,7 @@ from jobhash.gojson import GoValue
 from jobhash.names import check_name_override, fullname, job_group_name
 from jobhash.spec import (
     GoMap,
+    check_writable,
     go_default,
     go_empty,
     go_get,
@@ -58,6 +59,7 @@ def plan(values: Mapping[str, GoValue], *, release: str, chart_name: str) -> lis
         raise RenderError(
             "jobGroups: must be a map of group name to group settings, got " + go_kind(groups)
         )
+    check_writable(values)
     prefix: str | None = None  # the template computes it only inside jobGroupName
     items: list[PlanItem] = []
     for group in _sorted_keys(groups):

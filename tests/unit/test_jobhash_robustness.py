@@ -1,0 +1,69 @@
+"""jobhash refuses what the chart refuses: characters Helm cannot write, duplicate names, and
+names that are not DNS-1123 labels (mirrors of _jobs.tpl checkWritable and jobGroupPlan)."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from jobhash.cli import main
+from jobhash.errors import RenderError
+from jobhash.plan import plan
+from jobhash.spec import check_writable, find_unwritable
+
+UNWRITABLE = "contains DEL (U+007F), a C1 control character"
+
+
+def groups(**jobs: Any) -> dict[str, Any]:
+    return {
+        "jobGroups": {
+            "db": {"image": {"repository": "my/migrator", "tag": "v1"}, "jobs": jobs},
+        }
+    }
+
+
+@pytest.mark.parametrize("char", ["\x7f", "\x80", "\x84", "\x86", "\x9f", "\ufffe", "\uffff"])
+def test_every_unwritable_character_is_found(char: str) -> None:
+    assert find_unwritable({"a": ["ok", f"x{char}"]}, "root") == "root.a[1]"
+
+
+@pytest.mark.parametrize("char", ["\x85", "\x01", "\t", "\xa0", "\u2028", "\ufeff", "😀"])
+def test_characters_toyaml_can_write_pass(char: str) -> None:
+    assert find_unwritable({"a": [f"x{char}"], f"k{char}": "v"}, "root") == ""
+
+
+def test_the_first_path_in_sorted_key_order_is_named_keys_included() -> None:
+    value = {"b": "\x7f", "a": {"z\x80": "ok", "y": 1}}
+    assert find_unwritable(value, "jobGroups") == "jobGroups.a.z\x80"
+
+
+def test_jobdefaults_is_searched_before_jobgroups() -> None:
+    values = {"jobDefaults": {"env": {"A": "\x7f"}}, **groups(m={"args": ["\x7f"]})}
+    with pytest.raises(RenderError) as caught:
+        check_writable(values)
+    assert caught.value.message.startswith(f"jobDefaults.env.A: {UNWRITABLE}")
+    assert caught.value.fix
+
+
+def test_plan_refuses_a_disabled_entry_holding_del_too() -> None:
+    values = groups(m={"enabled": False, "podAnnotations": {"a": "\x7f"}})
+    with pytest.raises(RenderError, match=r"jobGroups\.db\.jobs\.m\.podAnnotations\.a: "):
+        plan(values, release="rel", chart_name="autoroll")
+
+
+def test_cli_names_exits_1_naming_file_path_and_fix(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    values = {"controller": {"enabled": False}, **groups(m={"podAnnotations": {"a": "x\x7f"}})}
+    path = tmp_path / "v.yaml"
+    path.write_text(yaml.safe_dump(values), encoding="utf-8")
+    code = main(["names", "--release", "rel", "-f", str(path)], io.StringIO())
+    err = capsys.readouterr().err
+    assert code == 1
+    assert f"{path}: jobGroups.db.jobs.m.podAnnotations.a: {UNWRITABLE}" in err
+    assert "fix: " in err
+    assert "Traceback" not in err
