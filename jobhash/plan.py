@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from jobhash.errors import RenderError
 from jobhash.gojson import GoValue
-from jobhash.names import check_name_override, fullname, job_group_name
+from jobhash.names import fullname, job_group_name
 from jobhash.spec import (
     GoMap,
     check_writable,
@@ -107,6 +107,4 @@ def plan(values: Mapping[str, GoValue], *, release: str, chart_name: str) -> lis
                 kind=kind,
             )
             items.append(PlanItem(group, job, kind, name, hash_hex, spec, effective))
-    if items:
-        check_name_override(values)  # rendered into every Job's labels, after the plan
     return items

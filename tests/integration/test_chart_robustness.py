@@ -133,3 +133,33 @@ def test_controller_values_with_del_fail_instead_of_vanishing(tmp_path: Path) ->
     helm = run_helm(write(tmp_path, values), "rel")
     assert not helm.ok
     assert f"podAnnotations.a: {UNWRITABLE}" in helm.error
+
+
+# --- 2. nameOverride / fullnameOverride: DNS-1123 labels, checked by the schema ----------------
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("nameOverride", "a: b"),
+        ("nameOverride", "x #y"),
+        ("fullnameOverride", "ünïcode-" * 8),
+        ("fullnameOverride", "x-"),
+        ("fullnameOverride", "a" * 64),
+    ],
+)
+def test_odd_overrides_are_refused_by_both_naming_the_key(
+    tmp_path: Path, key: str, value: str
+) -> None:
+    helm, ours = both(tmp_path, {**base_values(), key: value})
+    assert not helm.ok and not ours.ok
+    assert f"at '/{key}'" in helm.error
+    assert f": {key}: " in ours.error
+
+
+def test_name_label_that_yaml_would_retype_stays_a_string(tmp_path: Path) -> None:
+    helm, ours = both(tmp_path, {**base_values(), "nameOverride": "on", "fullnameOverride": "0"})
+    assert helm.ok and ours.ok, (helm.error, ours.error)
+    assert helm.names == ours.names == {("Job", "0-db-migrate-eeed7204")}
+    (job,) = [d for d in yaml.safe_load_all(helm.stdout) if d]
+    assert job["metadata"]["labels"]["app.kubernetes.io/name"] == "on"

@@ -396,7 +396,7 @@ def cases(draw: st.DrawFn) -> Case:
     if draw(st.booleans()):
         values["jobDefaults"] = draw(job_settings(3))
     if draw(st.integers(0, 9)) == 0:
-        values["fullnameOverride"] = draw(st.one_of(dns_label, long_label, st.just("x-")))
+        values["fullnameOverride"] = draw(st.one_of(dns_label, long_label, st.just("x-" * 31 + "x")))
     if draw(st.integers(0, 9)) == 0:
         values["nameOverride"] = draw(st.one_of(dns_label, text))
     if draw(st.integers(0, 4)) == 0:
@@ -473,7 +473,7 @@ def render_helm(helm: str, case: Case, files: list[Path]) -> Rendered:
 
 
 _KIND = re.compile(r"^kind: (Job|CronJob)$", re.MULTILINE)
-_NAME = re.compile(r"^metadata:\n  name: (.*)$", re.MULTILINE)
+_NAME = re.compile(r'^metadata:\n  name: "(.*)"$', re.MULTILINE)  # written with quote
 _FULL_HASH = re.compile(
     r"^    autoroll\.aethnet\.se/spec-hash: \"?([0-9a-f]{64})\"?$", re.MULTILINE
 )

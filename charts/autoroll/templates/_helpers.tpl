@@ -35,8 +35,8 @@ autoroll.chart: "<chart>-<version>" for the helm.sh/chart label ("+" is not allo
 autoroll.selectorLabels: the immutable labels a selector matches on.
 */}}
 {{- define "autoroll.selectorLabels" -}}
-app.kubernetes.io/name: {{ include "autoroll.name" . }}
-app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/name: {{ include "autoroll.name" . | quote }}
+app.kubernetes.io/instance: {{ .Release.Name | quote }}
 {{- end -}}
 
 {{/*
