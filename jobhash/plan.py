@@ -62,6 +62,7 @@ def plan(values: Mapping[str, GoValue], *, release: str, chart_name: str) -> lis
     check_writable(values)
     prefix: str | None = None  # the template computes it only inside jobGroupName
     items: list[PlanItem] = []
+    seen: dict[tuple[str, str], str] = {}  # (kind, name) -> the entry that has it
     for group in _sorted_keys(groups):
         if not valid_key(group):
             raise RenderError(
@@ -106,5 +107,14 @@ def plan(values: Mapping[str, GoValue], *, release: str, chart_name: str) -> lis
                 hash_suffix=not go_empty(hash_suffix),
                 kind=kind,
             )
+            other = seen.setdefault((kind, name), f"jobGroups.{group}.jobs.{job}")
+            if other != f"jobGroups.{group}.jobs.{job}":
+                raise RenderError(
+                    f'jobGroups.{group}.jobs.{job}: its {kind} name "{name}" is also the name '
+                    f"of {other}; only the first 8 characters of a group key enter the name, so "
+                    "rename one of the two groups so that their first 8 characters differ (or "
+                    "rename one of the jobs)",
+                    fix="rename one of the two groups so that their first 8 characters differ",
+                )
             items.append(PlanItem(group, job, kind, name, hash_hex, spec, effective))
     return items

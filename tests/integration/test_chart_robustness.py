@@ -163,3 +163,19 @@ def test_name_label_that_yaml_would_retype_stays_a_string(tmp_path: Path) -> Non
     assert helm.names == ours.names == {("Job", "0-db-migrate-eeed7204")}
     (job,) = [d for d in yaml.safe_load_all(helm.stdout) if d]
     assert job["metadata"]["labels"]["app.kubernetes.io/name"] == "on"
+
+
+# --- 3. two entries with the same name ---------------------------------------------------------
+
+
+def test_duplicate_names_fail_in_both_naming_both_entries(tmp_path: Path) -> None:
+    group = {"image": {"repository": "my/migrator", "tag": "v1"}, "jobs": {"migrate": {}}}
+    values = {
+        "controller": {"enabled": False},
+        "jobGroups": {"database1": group, "database2": group},
+    }
+    helm, ours = both(tmp_path, values)
+    assert not helm.ok and not ours.ok
+    assert ours.error.startswith("jobGroups.database2.jobs.migrate: its Job name ")
+    assert "is also the name of jobGroups.database1.jobs.migrate" in ours.error
+    assert ours.error in helm.error

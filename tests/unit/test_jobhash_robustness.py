@@ -67,3 +67,35 @@ def test_cli_names_exits_1_naming_file_path_and_fix(
     assert f"{path}: jobGroups.db.jobs.m.podAnnotations.a: {UNWRITABLE}" in err
     assert "fix: " in err
     assert "Traceback" not in err
+
+
+def test_two_groups_with_the_same_first_8_characters_fail_naming_both() -> None:
+    job = {"image": {"repository": "r"}}
+    values = {"jobGroups": {"database1": {"jobs": {"m": job}}, "database2": {"jobs": {"m": job}}}}
+    with pytest.raises(RenderError) as caught:
+        plan(values, release="rel", chart_name="autoroll")
+    assert caught.value.message.startswith(
+        'jobGroups.database2.jobs.m: its Job name "rel-autoroll-database-m-'
+    )
+    assert "is also the name of jobGroups.database1.jobs.m" in caught.value.message
+    assert "rename one of the two groups" in caught.value.fix
+
+
+def test_group_and_job_keys_that_join_to_the_same_name_fail() -> None:
+    job = {"image": {"repository": "r"}, "hashSuffix": False}
+    values = {"jobGroups": {"ab": {"jobs": {"c-d": job}}, "ab-c": {"jobs": {"d": job}}}}
+    with pytest.raises(RenderError, match=r"is also the name of jobGroups\.ab\.jobs\.c-d"):
+        plan(values, release="rel", chart_name="autoroll")
+
+
+def test_same_prefix_with_different_hashes_or_kinds_is_fine() -> None:
+    image = {"repository": "r"}
+    values = {
+        "jobGroups": {
+            "database1": {"jobs": {"m": {"image": image, "args": "1"}}},
+            "database2": {"jobs": {"m": {"image": image, "args": "2"}}},
+            "database3": {"jobs": {"m": {"image": image, "args": "1", "schedule": "@daily"}}},
+        }
+    }
+    names = [item.name for item in plan(values, release="rel", chart_name="autoroll")]
+    assert len(set(names)) == 2 and len(names) == 3  # a Job and a CronJob may share a name

@@ -549,12 +549,15 @@ over the JSON of both trees keeps the common case cheap; the walk runs only on a
 {{/*
 autoroll.jobGroupPlan: the whole pipeline for every enabled entry. Returns JSON
 {"items": [{group, job, kind, name, hash, spec (the hashed JSON string), values}]}, sorted by
-group then job. Takes the chart context ($). Fails on keys that cannot form a name and on the
-guard; entries with enabled: false are left out before anything else is checked.
+group then job. Takes the chart context ($). Fails on characters toYaml cannot write
+(autoroll.jobs.checkWritable), on keys that cannot form a name, on the guard, and when an entry
+gets the name an earlier entry of the same kind already has (only group[:8] enters the name);
+entries with enabled: false are left out before the per-entry checks.
 */}}
 {{- define "autoroll.jobGroupPlan" -}}
 {{- $root := . -}}
 {{- $items := list -}}
+{{- $seen := dict -}}
 {{- $pattern := include "autoroll.jobs.keyPattern" . -}}
 {{- $groups := .Values.jobGroups | default dict -}}
 {{- if not (kindIs "map" $groups) -}}
@@ -584,6 +587,11 @@ guard; entries with enabled: false are left out before anything else is checked.
 {{- $spec := include "autoroll.jobGroupSpec" (dict "values" $v "group" $g "job" $j) -}}
 {{- $hash := include "autoroll.jobGroupHash" $spec -}}
 {{- $name := include "autoroll.jobGroupName" (dict "root" $root "group" $g "job" $j "hash" $hash "hashSuffix" (get $v "hashSuffix") "kind" $kind) -}}
+{{- $taken := printf "%s/%s" $kind $name -}}
+{{- if hasKey $seen $taken -}}
+{{- fail (printf "jobGroups.%s.jobs.%s: its %s name %q is also the name of %s; only the first 8 characters of a group key enter the name, so rename one of the two groups so that their first 8 characters differ (or rename one of the jobs)" $g $j $kind $name (get $seen $taken)) -}}
+{{- end -}}
+{{- $_ := set $seen $taken (printf "jobGroups.%s.jobs.%s" $g $j) -}}
 {{- $items = append $items (dict "group" $g "job" $j "kind" $kind "name" $name "hash" $hash "spec" $spec "values" $v) -}}
 {{- end -}}
 {{- end -}}
