@@ -94,8 +94,9 @@ def job_group_name(
 ) -> str:
     """``autoroll.jobGroupName``: ``<fullname>-<group[:8]>-<job>[-<sha8>]`` within the limit.
 
-    Only the fullname part is shortened (``trunc`` to the budget, then ``trimSuffix "-"``);
-    fails like the template when not one fullname byte fits.
+    Every ``.`` of the fullname (a dotted release name) becomes ``-`` so the name stays a
+    DNS-1123 label. Only the fullname part is shortened (``trunc`` to the budget, then
+    ``trimSuffix "-"``); fails like the template when not one fullname byte fits.
     Keep in sync with ``_jobs.tpl`` autoroll.jobGroupName.
     """
     limit = name_limit(kind)
@@ -110,7 +111,7 @@ def job_group_name(
             f"within the {limit}-character {kind} name limit; use a shorter job key",
             fix="use a shorter job key (or group key); only the release part is shortened",
         )
-    return trim_suffix(trunc(budget, fullname)) + suffix
+    return trim_suffix(trunc(budget, fullname.replace(".", "-"))) + suffix
 
 
 def name_problem(name: str, kind: str) -> str | None:

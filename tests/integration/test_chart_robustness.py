@@ -9,6 +9,7 @@ cannot carry DEL or C1 characters in values at all, so these cases live here.
 
 from __future__ import annotations
 
+import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -97,17 +98,26 @@ def both(tmp_path: Path, values: dict[str, Any], release: str = "rel") -> tuple[
 # --- 1. characters toYaml cannot write --------------------------------------------------------
 
 
+JOB = "jobGroups.db.jobs.migrate"
+
+
 @pytest.mark.parametrize(
     ("values", "path"),
     [
-        (base_values(podAnnotations={"a": "x\x7f"}), "jobGroups.db.jobs.migrate.podAnnotations.a"),
-        (base_values(metadataAnnotations={"note": "a\x80"}), "jobGroups.db.jobs.migrate.metadataAnnotations.note"),
-        (base_values(tasks=[{"name": "a"}, {"name": "b", "args": ["ok", "\x9f"]}]), "jobGroups.db.jobs.migrate.tasks[1].args[1]"),
-        (base_values(nodeSelector={"k\ufffe": "v"}), "jobGroups.db.jobs.migrate.nodeSelector.k\ufffe"),
-        (base_values(schedule="0 3 * * *", timeZone="UTC\uffff"), "jobGroups.db.jobs.migrate.timeZone"),
-        ({**base_values(), "jobDefaults": {"podAnnotations": {"d": "\x84"}}}, "jobDefaults.podAnnotations.d"),
+        (base_values(podAnnotations={"a": "x\x7f"}), f"{JOB}.podAnnotations.a"),
+        (base_values(metadataAnnotations={"note": "a\x80"}), f"{JOB}.metadataAnnotations.note"),
+        (
+            base_values(tasks=[{"name": "a"}, {"name": "b", "args": ["ok", "\x9f"]}]),
+            f"{JOB}.tasks[1].args[1]",
+        ),
+        (base_values(nodeSelector={"k\ufffe": "v"}), f"{JOB}.nodeSelector.k\ufffe"),
+        (base_values(schedule="0 3 * * *", timeZone="UTC\uffff"), f"{JOB}.timeZone"),
+        (
+            {**base_values(), "jobDefaults": {"podAnnotations": {"d": "\x84"}}},
+            "jobDefaults.podAnnotations.d",
+        ),
     ],
-)  # fmt: skip
+)
 def test_unwritable_characters_fail_in_helm_and_jobhash_naming_the_path(
     tmp_path: Path, values: dict[str, Any], path: str
 ) -> None:
@@ -179,3 +189,18 @@ def test_duplicate_names_fail_in_both_naming_both_entries(tmp_path: Path) -> Non
     assert ours.error.startswith("jobGroups.database2.jobs.migrate: its Job name ")
     assert "is also the name of jobGroups.database1.jobs.migrate" in ours.error
     assert ours.error in helm.error
+
+
+# --- 4. release names with dots ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("release", ["my.app", "a.b.c", "x" * 40 + ".y" * 6])
+def test_dotted_release_names_give_dns1123_job_names_in_both(tmp_path: Path, release: str) -> None:
+    values = base_values()
+    values["jobGroups"]["db"]["jobs"]["nightly"] = {"schedule": "@daily"}
+    helm, ours = both(tmp_path, values, release)
+    assert helm.ok and ours.ok, (helm.error, ours.error)
+    assert helm.names == ours.names
+    for kind, name in helm.names:
+        assert re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", name), name
+        assert len(name) <= (52 if kind == "CronJob" else 63)

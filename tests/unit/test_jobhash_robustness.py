@@ -12,6 +12,7 @@ import yaml
 
 from jobhash.cli import main
 from jobhash.errors import RenderError
+from jobhash.names import name_problem
 from jobhash.plan import plan
 from jobhash.spec import check_writable, find_unwritable
 
@@ -99,3 +100,30 @@ def test_same_prefix_with_different_hashes_or_kinds_is_fine() -> None:
     }
     names = [item.name for item in plan(values, release="rel", chart_name="autoroll")]
     assert len(set(names)) == 2 and len(names) == 3  # a Job and a CronJob may share a name
+
+
+@pytest.mark.parametrize(
+    ("release", "kind", "expected"),
+    [
+        ("my.app", "Job", "my-app-autoroll-db-m-"),
+        ("a.b.c", "CronJob", "a-b-c-autoroll-db-m-"),
+        ("my.autoroll", "Job", "my-autoroll-db-m-"),  # contains the chart name: release alone
+    ],
+)
+def test_dots_of_a_release_name_become_dashes_in_job_names(
+    release: str, kind: str, expected: str
+) -> None:
+    job: dict[str, Any] = {"image": {"repository": "r"}}
+    if kind == "CronJob":
+        job["schedule"] = "@daily"
+    (item,) = plan(groups(m=job), release=release, chart_name="autoroll")
+    assert item.kind == kind
+    assert item.name.startswith(expected)
+    assert name_problem(item.name, kind) is None
+
+
+def test_a_dot_cut_at_the_budget_edge_is_trimmed_like_a_dash() -> None:
+    # 52-character release; the budget for "-db-m-<sha8>" is 63 - 14 = 49 bytes of fullname.
+    release = "a" * 48 + ".bcd"
+    (item,) = plan(groups(m={"image": {"repository": "r"}}), release=release, chart_name="x")
+    assert item.name == "a" * 48 + "-db-m-" + item.sha8

@@ -370,8 +370,10 @@ autoroll.jobGroupName: step 4, the resource name. Returns a string.
 Takes dict "root" ($), "group", "job", "hash" (64 hex), "hashSuffix" (bool), "kind" ("Job" or
 "CronJob"). suffix = "-" + group[:8] + "-" + job, plus "-" + hash[:8] when hashSuffix.
 Limit: 63 for a Job (its name becomes a label value), 52 for a CronJob (its Jobs append 11
-characters). Only the fullname part is shortened: fullname | trunc (limit - len suffix) |
-trimSuffix "-". Fails, naming group, job and limit, when not even one fullname character fits.
+characters). Only the fullname part is shortened: fullname | replace "." "-" |
+trunc (limit - len suffix) | trimSuffix "-". The replace keeps the name a DNS-1123 label when
+the release name has dots (Helm allows them; the schema keeps them out of fullnameOverride).
+Fails, naming group, job and limit, when not even one fullname character fits.
 */}}
 {{- define "autoroll.jobGroupName" -}}
 {{- if not (and (hasKey . "root") (has .kind (list "Job" "CronJob")) (kindIs "string" .hash) (regexMatch "^[0-9a-f]{64}$" .hash) (kindIs "bool" .hashSuffix)) -}}
@@ -386,7 +388,7 @@ trimSuffix "-". Fails, naming group, job and limit, when not even one fullname c
 {{- if lt $budget 1 -}}
 {{- fail (printf "jobGroups.%s.jobs.%s: the name suffix %q is %d characters, which leaves no room for the release name within the %d-character %s name limit; use a shorter job key" .group .job $suffix (len $suffix) $limit .kind) -}}
 {{- end -}}
-{{- $base := include "autoroll.fullname" .root | trunc (int $budget) | trimSuffix "-" -}}
+{{- $base := include "autoroll.fullname" .root | replace "." "-" | trunc (int $budget) | trimSuffix "-" -}}
 {{- printf "%s%s" $base $suffix -}}
 {{- end -}}
 
