@@ -38,7 +38,7 @@ def test_characters_toyaml_can_write_pass(char: str) -> None:
 
 
 def test_the_first_path_in_sorted_key_order_is_named_keys_included() -> None:
-    value = {"b": "\x7f", "a": {"z\x80": "ok", "y": 1}}
+    value: dict[str, Any] = {"b": "\x7f", "a": {"z\x80": "ok", "y": 1}}
     assert find_unwritable(value, "jobGroups") == "jobGroups.a.z\x80"
 
 
@@ -72,7 +72,9 @@ def test_cli_names_exits_1_naming_file_path_and_fix(
 
 def test_two_groups_with_the_same_first_8_characters_fail_naming_both() -> None:
     job = {"image": {"repository": "r"}}
-    values = {"jobGroups": {"database1": {"jobs": {"m": job}}, "database2": {"jobs": {"m": job}}}}
+    values: dict[str, Any] = {
+        "jobGroups": {"database1": {"jobs": {"m": job}}, "database2": {"jobs": {"m": job}}}
+    }
     with pytest.raises(RenderError) as caught:
         plan(values, release="rel", chart_name="autoroll")
     assert caught.value.message.startswith(
@@ -84,14 +86,16 @@ def test_two_groups_with_the_same_first_8_characters_fail_naming_both() -> None:
 
 def test_group_and_job_keys_that_join_to_the_same_name_fail() -> None:
     job = {"image": {"repository": "r"}, "hashSuffix": False}
-    values = {"jobGroups": {"ab": {"jobs": {"c-d": job}}, "ab-c": {"jobs": {"d": job}}}}
+    values: dict[str, Any] = {
+        "jobGroups": {"ab": {"jobs": {"c-d": job}}, "ab-c": {"jobs": {"d": job}}}
+    }
     with pytest.raises(RenderError, match=r"is also the name of jobGroups\.ab\.jobs\.c-d"):
         plan(values, release="rel", chart_name="autoroll")
 
 
 def test_same_prefix_with_different_hashes_or_kinds_is_fine() -> None:
     image = {"repository": "r"}
-    values = {
+    values: dict[str, Any] = {
         "jobGroups": {
             "database1": {"jobs": {"m": {"image": image, "args": "1"}}},
             "database2": {"jobs": {"m": {"image": image, "args": "2"}}},
