@@ -285,20 +285,11 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
             "run helm lint or helm template for those\n"
         )
     problems = []
-    first_with_name: dict[tuple[str, str], PlanItem] = {}
-    for item in items:
+    for item in items:  # duplicate names already failed in the plan, as in the chart
         entry = f"jobGroups.{item.group}.jobs.{item.job}"
         problem = name_problem(item.name, item.kind)
         if problem:
             problems.append(f"{entry}: {item.kind} name {item.name!r} {problem}")
-        other = first_with_name.setdefault((item.kind, item.name), item)
-        if other is not item:
-            # Only group[:8] enters the name, so two groups can render the same name.
-            problems.append(
-                f"{entry}: {item.kind} name {item.name!r} is also the name of "
-                f"jobGroups.{other.group}.jobs.{other.job} (only the first 8 characters of "
-                "a group key enter the name); rename one of the groups or jobs"
-            )
     for item in items:
         for warning in _warnings(item):
             out.write(f"warning: {warning}\n")

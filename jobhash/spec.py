@@ -108,6 +108,8 @@ def _fail(message: str) -> RenderError:
 
 
 def _fix_for(message: str) -> str:
+    if "Helm cannot write" in message:
+        return "delete the character, or spell it differently (it is never valid in a manifest)"
     if "image.repository" in message:
         return "set image.repository on jobDefaults, the group, the job or the task"
     if "name suffix" in message:
@@ -542,4 +544,58 @@ def job_group_guard(values: GoMap, group: str, job: str) -> None:
             "hooks.argocd.syncWave instead) so it is a plain resource that runs once per spec "
             f'hash; or set hashSuffix: false on group "{group}" to opt out of spec hashing and '
             "run it on every sync on purpose."
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# Characters Helm cannot write
+
+UNWRITABLE = re.compile("[\x7f-\x84\x86-\x9f\ufffe\uffff]")
+"""``autoroll.jobs.unwritablePattern``: DEL, C1 controls but U+0085, U+FFFE and U+FFFF.
+
+Helm's ``toYaml`` renders ``""`` for a value holding one (its YAML parser refuses them), so
+the chart fails instead of rendering an empty Job spec.
+"""
+
+
+def find_unwritable(value: GoValue, path: str) -> str:
+    """``autoroll.jobs.findUnwritable``: path of the first key or string holding an
+    :data:`UNWRITABLE` character (maps in sorted key order, lists in order), or ``""``.
+
+    Keep in sync with ``_jobs.tpl`` autoroll.jobs.findUnwritable.
+    """
+    if isinstance(value, dict):
+        for key in sorted(value, key=lambda k: k.encode()):
+            child = f"{path}.{key}"
+            if UNWRITABLE.search(key):
+                return child
+            found = find_unwritable(value[key], child)
+            if found:
+                return found
+        return ""
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            found = find_unwritable(item, f"{path}[{index}]")
+            if found:
+                return found
+        return ""
+    if isinstance(value, str) and UNWRITABLE.search(value):
+        return path
+    return ""
+
+
+def check_writable(values: Mapping[str, GoValue]) -> None:
+    """``autoroll.jobs.checkWritable``: fail naming the path of a key or string under
+    jobDefaults or jobGroups that Helm's ``toYaml`` cannot write.
+
+    Keep the message in sync with ``_jobs.tpl`` autoroll.jobs.checkWritable.
+    """
+    path = find_unwritable(values.get("jobDefaults"), "jobDefaults") or find_unwritable(
+        values.get("jobGroups"), "jobGroups"
+    )
+    if path:
+        raise _fail(
+            f"{path}: contains DEL (U+007F), a C1 control character (U+0080-U+009F other than "
+            "U+0085) or U+FFFE/U+FFFF, which Helm cannot write into the rendered YAML; remove "
+            "that character (an escape such as \\x7f in a values file is the same character)"
         )
