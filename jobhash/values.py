@@ -16,7 +16,6 @@ Mirrors Helm v4.3.1:
 
 from __future__ import annotations
 
-import copy
 import functools
 import json
 import re
@@ -27,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from jobhash import schemacheck
 from jobhash.errors import UsageError, ValuesError
-from jobhash.gojson import GoValue
+from jobhash.gojson import GoValue, clone
 from jobhash.goyaml import load_values, merge_maps
 
 if TYPE_CHECKING:
@@ -444,8 +443,8 @@ def _coalesce_tables(dst: dict[str, GoValue], src: dict[str, GoValue]) -> None:
 
 def coalesce(chart_values: Values, user: Values) -> Values:
     """``CoalesceValues`` for a chart without dependencies (``coalesceValues``)."""
-    result = copy.deepcopy(user)
-    defaults = copy.deepcopy(chart_values)
+    result = clone(user)
+    defaults = clone(chart_values)
     for key, default in defaults.items():
         if key in result:
             value = result[key]
