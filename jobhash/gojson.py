@@ -32,7 +32,7 @@ import json
 import math
 import struct
 from collections.abc import Callable
-from typing import Any, TypeAlias, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 GoValue: TypeAlias = bool | int | float | str | list["GoValue"] | dict[str, "GoValue"] | None
 
@@ -43,16 +43,12 @@ INT64_MAX = 2**63 - 1
 _T = TypeVar("_T")
 
 
-def clone(value: _T) -> _T:
+def _clone(value: Any) -> Any:
     """A deep copy of a value tree: ``copy.deepcopy`` without its memo, several times faster.
 
     Values are trees (the YAML decoder, strvals and every JSON round trip build fresh
     containers), so there is no shared sub-value whose sharing a copy would have to keep.
     """
-    return cast(_T, _clone(value))
-
-
-def _clone(value: Any) -> Any:
     kind = type(value)
     if kind is dict:
         return {key: _clone(item) for key, item in value.items()}
@@ -61,6 +57,15 @@ def _clone(value: Any) -> Any:
     if kind is str or kind is float or kind is bool or kind is int or value is None:
         return value
     return copy.deepcopy(value)
+
+
+if TYPE_CHECKING:
+
+    def clone(value: _T) -> _T:
+        """A deep copy of a value tree (see ``_clone``), typed as its argument."""
+
+else:
+    clone = _clone
 
 
 class GoJSONError(ValueError):

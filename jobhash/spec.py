@@ -89,6 +89,13 @@ def json_round_trip(value: GoValue) -> Any:
     in decimal and reads it back with ParseFloat, which rounds like Python's ``float(int)``;
     floats, strings and bools come back unchanged (shortest round-trip formatting).
     """
+    kind = type(value)  # exact-type dispatch first: this is the hottest function of a plan
+    if kind is dict:
+        return {key: json_round_trip(item) for key, item in value.items()}  # type: ignore[union-attr]
+    if kind is str or kind is float or kind is bool or value is None:
+        return value
+    if kind is list:
+        return [json_round_trip(item) for item in value]  # type: ignore[union-attr]
     if isinstance(value, dict):
         return {key: json_round_trip(item) for key, item in value.items()}
     if isinstance(value, list):
