@@ -22,6 +22,7 @@ all of this against Helm's own ``toJson .Values``.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -711,10 +712,63 @@ def _fast_unmarshal(text: str) -> dict[str, GoValue] | None:
     return root if type(root) is dict else None
 
 
+# Anything but printable ASCII and newlines (so also every escape's backslash).
+_NOT_PLAIN_JSON = re.compile(r'[^\x20-\x5b\x5d-\x7e\n]|"[^"\n]{1000}')
+
+
+def _no_constants(name: str) -> None:
+    raise ValueError(name)  # NaN/Infinity: a string in YAML, not a number
+
+
+def _json_unmarshal(text: str) -> dict[str, GoValue] | None:
+    """A values file exactly as ``json.dumps`` writes it, read with the C JSON parser.
+
+    For that text go-yaml provably reads the same values: it is a flow map of double-quoted
+    keys and strings with no escapes (printable ASCII, no backslash, no string near the
+    1024-character simple-key limit), numbers in Python's canonical spelling (which
+    go-yaml resolves to the same float64, every integer becoming a float as in Helm), and
+    ``true``/``false``/``null``. Being exactly ``json.dumps(value)`` (compact or indented)
+    also rules out duplicate keys and any other spelling. Anything else returns None.
+    """
+    body = text.rstrip("\n")
+    if not body.startswith("{") or _NOT_PLAIN_JSON.search(body):
+        return None
+    indent = None
+    if "\n" in body:
+        indent = 4 if body.startswith('{\n    "') else 2
+    try:
+        value = json.loads(body, parse_constant=_no_constants)
+        if type(value) is not dict or json.dumps(value, indent=indent) != body:
+            return None
+        return _floats(value)  # type: ignore[no-any-return]
+    except (ValueError, RecursionError, OverflowError):
+        return None
+
+
+def _floats(value: Any) -> Any:
+    """JSON ints become float64 (json.Marshal then Unmarshal into interface{})."""
+    kind = type(value)
+    if kind is dict:
+        for key, item in value.items():
+            if type(item) in _CONTAINER_OR_INT:
+                value[key] = _floats(item)
+        return value
+    if kind is list:
+        return [_floats(item) for item in value]
+    if kind is int:
+        return float(value)
+    return value
+
+
+_CONTAINER_OR_INT = frozenset({dict, list, int})
+
+
 def unmarshal_document(data: bytes, source: str, line_offset: int = 0) -> dict[str, GoValue]:
     """``sigs.k8s.io/yaml.Unmarshal(data, &map[string]any{})`` for one YAML document."""
     text = _decode_text(data, source)
-    fast = _fast_unmarshal(text)
+    fast = _json_unmarshal(text)
+    if fast is None:
+        fast = _fast_unmarshal(text)
     if fast is not None:
         return fast
     return _full_unmarshal(text, source, line_offset)

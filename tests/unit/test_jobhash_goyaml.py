@@ -5,6 +5,7 @@ Expected values were taken from `helm template` printing `mustToJson .Values`.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable
 
@@ -17,6 +18,7 @@ from jobhash.gojson import GoJSONError, GoValue, marshal
 from jobhash.goyaml import (
     _fast_unmarshal,
     _full_unmarshal,
+    _json_unmarshal,
     go_parse_int,
     go_parse_uint,
     load_values,
@@ -298,3 +300,62 @@ def test_fast_path_takes_plain_documents_and_hands_over_the_rest() -> None:
     ]
     for text in handed_over:
         assert _fast_unmarshal(text) is None, text
+
+
+# A values file exactly as json.dumps writes it is read with the C JSON parser; the full
+# decoder is again the reference.
+
+_JSON_SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(alphabet=st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=8),
+    st.sampled_from(["<<", "y", "on", "0o17", "1e3", "~", "null", "#x", "a: b", "- x", "é"]),
+)
+_JSON_VALUES = st.recursive(
+    _JSON_SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(["a", "<<", "y", "1", "b c", "&x", "*x"]), inner, max_size=3
+        )
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    value=st.dictionaries(st.text(max_size=4), _JSON_VALUES, max_size=4),
+    indent=st.sampled_from([None, 2, 4, 3]),
+    ascii_only=st.booleans(),
+)
+def test_json_path_equals_the_full_decoder(
+    value: dict[str, GoValue], indent: int | None, ascii_only: bool
+) -> None:
+    text = json.dumps(value, indent=indent, ensure_ascii=ascii_only) + "\n"
+    fast = _json_unmarshal(text)
+    if fast is not None:
+        assert repr(fast) == _outcome(lambda: _full_unmarshal(text, "v.json", 0))
+
+
+def test_json_path_takes_json_dumps_output_only() -> None:
+    assert _json_unmarshal('{"a": 1, "b": [true, null, "x", 0.5, -0.0]}\n') == {
+        "a": 1.0,
+        "b": [True, None, "x", 0.5, -0.0],
+    }
+    assert _json_unmarshal(json.dumps({"a": {"b": 1}}, indent=2)) == {"a": {"b": 1.0}}
+    handed_over = [
+        '{"a":1}',
+        '{"a": 1, "a": 2}',
+        '{"a": -0}',
+        '{"a": 1E3}',
+        '{"a": NaN}',
+        '{"a": "\\u00e9"}',
+        '{"a": "\\/"}',
+        "[1]",
+        '{"a": "' + "x" * 1200 + '"}',
+    ]
+    for text in handed_over:
+        assert _json_unmarshal(text) is None, text
