@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import TextIO
 
 from jobhash import __version__
-from jobhash.diff import Outcome, compare, describe
 from jobhash.errors import JobhashError, RenderError, UnmirrorableError, UsageError, ValuesError
 from jobhash.names import name_problem, validate_release_name
 from jobhash.plan import PlanItem, plan
@@ -321,6 +320,8 @@ def cmd_spec(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_diff(args: argparse.Namespace, out: TextIO) -> int:
+    from jobhash.diff import Outcome, compare, describe  # noqa: PLC0415 - only diff needs it
+
     chart = _chart(args)
     release = _release(args)
     before = _plan(chart, release, _sources(args, "from"))

@@ -17,14 +17,13 @@ message, verbatim.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import re
 from collections.abc import Mapping
 from typing import Any
 
 from jobhash.errors import RenderError
-from jobhash.gojson import GoValue, marshal
+from jobhash.gojson import GoValue, clone, marshal
 
 KEY_PATTERN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 """``autoroll.jobs.keyPattern`` (``^…$`` in the template; matched whole here)."""
@@ -90,6 +89,13 @@ def json_round_trip(value: GoValue) -> Any:
     in decimal and reads it back with ParseFloat, which rounds like Python's ``float(int)``;
     floats, strings and bools come back unchanged (shortest round-trip formatting).
     """
+    kind = type(value)  # exact-type dispatch first: this is the hottest function of a plan
+    if kind is dict:
+        return {key: json_round_trip(item) for key, item in value.items()}  # type: ignore[union-attr]
+    if kind is str or kind is float or kind is bool or value is None:
+        return value
+    if kind is list:
+        return [json_round_trip(item) for item in value]  # type: ignore[union-attr]
     if isinstance(value, dict):
         return {key: json_round_trip(item) for key, item in value.items()}
     if isinstance(value, list):
@@ -166,7 +172,7 @@ def merge_into(dst: GoValue, src: GoValue, path: str) -> None:
                 dst[key] = current
             merge_into(current, value, child)
         else:
-            dst[key] = copy.deepcopy(value)
+            dst[key] = clone(value)
 
 
 def merge_env(dst: GoMap, env: GoValue, path: str) -> None:
@@ -186,7 +192,7 @@ def merge_env(dst: GoMap, env: GoValue, path: str) -> None:
             raise _fail(
                 f"{path}.{name}: null is not allowed; remove the variable or give it a value"
             )
-        out[name] = copy.deepcopy(value)
+        out[name] = clone(value)
 
 
 _LAYER_SPECIAL = ("jobs", "env", "envSecrets", "envConfigMaps")
@@ -266,7 +272,7 @@ def is_set(value: GoValue) -> bool:
 def set_if_set(dst: GoMap, key: str, value: GoValue) -> None:
     """``autoroll.jobs.setIfSet``. Keep in sync with ``_jobs.tpl``."""
     if is_set(value):
-        dst[key] = copy.deepcopy(value)
+        dst[key] = clone(value)
 
 
 def scalar_string(value: GoValue) -> str:
@@ -318,7 +324,7 @@ def env_list(env: GoValue, path: str) -> list[GoValue]:
                     f"{path}.{name}: a map value must hold only valueFrom (a map), e.g. "
                     "{valueFrom: {secretKeyRef: {name: s, key: k}}}"
                 )
-            out.append({"name": name, "valueFrom": copy.deepcopy(value_from)})
+            out.append({"name": name, "valueFrom": clone(value_from)})
         else:
             out.append({"name": name, "value": scalar_string(value)})
     return json_round_trip(out)  # type: ignore[no-any-return]
@@ -439,9 +445,9 @@ def job_group_spec(values: GoMap, group: str, job: str) -> str:
                 'container; task names must be unique and not "main"'
             )
         seen.append(name)
-        task_image = copy.deepcopy(image)
+        task_image = clone(image)
         merge_into(task_image, go_default(go_get(task, "image"), {}), f"{task_path}.image")
-        task_env = copy.deepcopy(env)
+        task_env = clone(env)
         holder: GoMap = {"env": task_env}
         merge_env(holder, go_default(go_get(task, "env"), {}), f"{task_path}.env")
         inits.append(
@@ -470,7 +476,7 @@ def job_group_spec(values: GoMap, group: str, job: str) -> str:
     template: GoMap = {"spec": pod}
     pod_annotations = go_get(values, "podAnnotations")
     if not go_empty(go_get(values, "hashIncludePodAnnotations")) and is_set(pod_annotations):
-        template["metadata"] = {"annotations": copy.deepcopy(pod_annotations)}
+        template["metadata"] = {"annotations": clone(pod_annotations)}
     spec: GoMap = {"template": template}
     for key in ("backoffLimit", "activeDeadlineSeconds", "ttlSecondsAfterFinished"):
         set_if_set(spec, key, go_get(values, key))
