@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import secrets
 import shutil
 import sys
 import tempfile
@@ -43,7 +42,7 @@ from tests.e2e.controlplane import (  # noqa: E402
 )
 from tests.e2e.helpers import apps_api, core_api, deployment, is_ready  # noqa: E402
 from tests.e2e.kubelet import Behaviour, RegistryResolver, SimulatedKubelet  # noqa: E402
-from tests.e2e.oci import RegistryError, push_image, running_registry  # noqa: E402
+from tests.support.registry import ImagePusher, RegistryError, running_registry  # noqa: E402
 
 ENROLL_LABEL = ("aethnet.se/autoroll", "true")
 NAMESPACE = "demo"
@@ -184,17 +183,17 @@ def run(args: argparse.Namespace) -> int:
         say(f"control plane ready in {plane.timings['total']:.1f} s at {plane.server}")
         say(f"  kubeconfig: export KUBECONFIG={plane.kubeconfig}")
 
-        auth = ("demo", secrets.token_hex(12))
         registry = stack.enter_context(
-            running_registry(root / "registry", binary=tools["docker-registry"], auth=auth)
+            running_registry(tools["docker-registry"], root / "registry", user="demo")
         )
+        pusher = ImagePusher(registry)
         image = f"{registry.host}/{REPOSITORY}:latest"
         version = 1
-        digest = push_image(registry, REPOSITORY, "latest", content=f"hello v{version}").digest
+        digest = pusher.push_image(REPOSITORY, "latest", content=b"hello v1").digest
         say(f"registry at {registry.host}: pushed {image} → {short(digest)}")
 
         kube = plane.api_client()
-        kubelet = SimulatedKubelet(plane.api_client(), RegistryResolver(auth=auth))
+        kubelet = SimulatedKubelet(plane.api_client(), RegistryResolver(auth=registry.auth))
         # A readiness delay makes the rule visible: the next pod goes only once this one is Ready.
         kubelet.behave(image, Behaviour(ready_after=args.ready_after))
         kubelet.start()
@@ -227,7 +226,8 @@ def run(args: argparse.Namespace) -> int:
 
         while True:
             version += 1
-            digest = push_image(registry, REPOSITORY, "latest", content=f"hello v{version}").digest
+            content = f"hello v{version}".encode()
+            digest = pusher.push_image(REPOSITORY, "latest", content=content).digest
             say(f"pushed a new {image} → {short(digest)}")
             say(f"signed webhook → HTTP {autoroll.webhook()}")
             done = watch_roll(core, target=digest, replicas=args.replicas, timeout=args.timeout)

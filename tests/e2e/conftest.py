@@ -25,6 +25,7 @@ from tests.e2e.controlplane import (
 )
 from tests.e2e.helpers import core_api, eventually
 from tests.e2e.kubelet import SimulatedKubelet, StaticResolver
+from tests.support.registry import RegistryServer, running_registry
 
 _timings: dict[str, float] = {}
 
@@ -63,6 +64,15 @@ def _session_kubelet(control_plane: ControlPlane) -> Iterator[SimulatedKubelet]:
     kubelet.start()
     yield kubelet
     kubelet.stop()
+
+
+@pytest.fixture(scope="session")
+def docker_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RegistryServer]:
+    """A real docker-registry (htpasswd auth) for the session; tests push to their own repos."""
+    require_tool("htpasswd")
+    binary = require_tool("docker-registry")
+    with running_registry(binary, tmp_path_factory.mktemp("registry")) as server:
+        yield server
 
 
 @pytest.fixture
