@@ -385,11 +385,19 @@ CASES = [
     ),
     Case(
         "created-before-sighting-deleted",
-        "loop guard (boundary: not after)",
-        [pod("a", created=SEEN), pod("b", digest=NEW, created=AFTER)],
+        "loop guard (boundary: the last whole second surely before the sighting)",
+        [pod("a", created=SEEN - timedelta(seconds=1)), pod("b", digest=NEW, created=AFTER)],
         Verdict.STALE,
         Reason.STALE_POD,
         deletes="a",
+    ),
+    Case(
+        "created-in-the-sightings-second-not-deleted",
+        "loop guard (creationTimestamp has whole seconds: the same second may be after)",
+        [pod("a", created=SEEN), pod("b", digest=NEW, created=AFTER)],
+        Verdict.LOOP_GUARD,
+        Reason.CREATED_AFTER_TARGET,
+        sightings={REF: Sighting(NEW, SEEN + timedelta(milliseconds=822))},
     ),
     Case(
         "guard-picks-the-old-pod",
