@@ -103,8 +103,16 @@ class Reason(StrEnum):
 
     @property
     def is_warning(self) -> bool:
-        """Should the shell log this loudly (every tick)?"""
-        return self in {Reason.PULL_POLICY_NOT_ALWAYS, Reason.CREATED_AFTER_TARGET}
+        """Should the shell log this loudly (every tick)? Yes for what an operator must fix or
+        know: a pull policy that defeats rolling, the loop guard, and a registry that cannot
+        be asked (offline, refusing the token, answering garbage), which silently stops
+        rolling until it is fixed."""
+        return self in {
+            Reason.PULL_POLICY_NOT_ALWAYS,
+            Reason.CREATED_AFTER_TARGET,
+            Reason.REGISTRY_UNKNOWN,
+            Reason.CHILDREN_UNKNOWN,
+        }
 
 
 class PodState(StrEnum):

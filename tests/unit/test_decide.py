@@ -612,7 +612,10 @@ def test_waiting_names_the_reason_and_next_pod() -> None:
 def test_warnings_are_flagged() -> None:
     assert Reason.PULL_POLICY_NOT_ALWAYS.is_warning
     assert Reason.CREATED_AFTER_TARGET.is_warning
+    assert Reason.REGISTRY_UNKNOWN.is_warning  # the registry is offline: rolling has stopped
+    assert Reason.CHILDREN_UNKNOWN.is_warning
     assert not Reason.UP_TO_DATE.is_warning
+    assert not Reason.NOT_SETTLED.is_warning  # waiting for readiness is normal
 
 
 @pytest.mark.parametrize(
