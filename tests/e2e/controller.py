@@ -60,12 +60,23 @@ class Autoroll:
         tail = "\n".join(self.output[-20:])
         raise AssertionError(f"no autoroll line matched {pattern!r} in {timeout}s; last:\n{tail}")
 
-    def webhook(self, body: bytes = b'{"ref": "refs/heads/main"}', *, sign: bool = True) -> int:
-        """POST ``body`` to /webhook, signed as Forgejo signs it unless ``sign`` is False."""
-        headers = {"Content-Type": "application/json"}
+    def webhook(
+        self,
+        body: bytes = b'{"ref": "refs/heads/main"}',
+        *,
+        sign: bool = True,
+        headers: Mapping[str, str] | None = None,
+    ) -> int:
+        """POST ``body`` to /webhook, signed as Forgejo signs it unless ``sign`` is False.
+
+        ``headers`` are sent as well (after the signature), e.g. a forged signature header.
+        """
+        sent = {"Content-Type": "application/json"}
         if sign:
             digest = hmac.new(self.secret.encode(), body, hashlib.sha256).hexdigest()
-            headers["X-Forgejo-Signature"] = digest
+            sent["X-Forgejo-Signature"] = digest
+        sent.update(headers or {})
+        headers = sent
         response = requests.post(f"{self.url}/webhook", data=body, headers=headers, timeout=5)
         return response.status_code
 
