@@ -143,6 +143,9 @@ class RegistryServer:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 cwd=self.root,
+                # Out of the terminal's process group: a Ctrl-C reaches the caller, which then
+                # stops the registry in order (the demo tears down this way).
+                start_new_session=True,
             )
         deadline = time.monotonic() + START_TIMEOUT_SECONDS
         while time.monotonic() < deadline:
