@@ -279,11 +279,9 @@ def run(args: argparse.Namespace) -> int:
             if done:
                 after = deployment_generation(kube)
                 same = "as before the push" if after == generation else f"was {generation}!"
-                say(
-                    f"every pod replaced, one at a time; Deployment {NAMESPACE}/{APP} is at "
-                    f"generation {after}, {same}: autoroll deletes stale pods and never edits "
-                    "the Deployment (Argo CD stays Synced)"
-                )
+                say("every pod replaced, one at a time")
+                say(f"Deployment {NAMESPACE}/{APP}: generation {after}, {same} (autoroll never")
+                say("  edits the Deployment, it deletes stale pods: Argo CD stays Synced)")
             if args.once or not sys.stdin.isatty():
                 return 0 if done else 1
             echo.idle = True
@@ -349,7 +347,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print()
         say("interrupted: everything is torn down")
-        return 130
+        # Ctrl-C is how the interactive demo ends; with --once it cut the roll short.
+        return 130 if args.once else 0
     except (DemoError, ControlPlaneError, ControllerError, RegistryError) as exc:
         say(f"demo failed: {exc}")
         return 2

@@ -45,7 +45,7 @@ def test_demo_once_shows_a_complete_roll_of_three_pods_and_exits() -> None:
     assert "waiting (not-settled): pod not ready" in out, out
     assert "HTTP 202" in out
     assert out.count("roll complete") == 2, out  # the first deploy, then autoroll's roll
-    assert "as before the push" in out, "the Deployment's generation changed"
+    assert "generation 1, as before the push" in out, "the Deployment's generation changed"
     assert out.rstrip().endswith("everything is torn down"), out[-500:]
     assert "Traceback" not in out + done.stderr
     print(f"demo --once took {took:.1f} s")
