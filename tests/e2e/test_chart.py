@@ -11,13 +11,16 @@ What is shown:
 - ``helm upgrade`` with the same values keeps every Job (same names, same UIDs);
 - a tag bump gives the Job and CronJob new names and Helm prunes the old ones;
 - the fail-fast guard (hashSuffix + a hook-succeeded delete policy) fails ``helm install``
-  with its message, and nothing is installed.
+  with its message, and nothing is installed;
+- ``jobhash names`` predicts exactly the Job and CronJob names found in the cluster.
 """
 
 from __future__ import annotations
 
 import copy
+import json
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -73,14 +76,17 @@ class Helm:
         self.namespace = namespace
         self.workdir = workdir
 
+    def values_file(self, vals: dict[str, Any]) -> Path:
+        path = self.workdir / f"values-{len(list(self.workdir.iterdir()))}.yaml"
+        path.write_text(yaml.safe_dump(vals))
+        return path
+
     def run(
         self, *args: str, vals: dict[str, Any] | None = None
     ) -> subprocess.CompletedProcess[str]:
         command = [self.binary, *args, "--kubeconfig", str(self.kubeconfig), "-n", self.namespace]
         if vals is not None:
-            path = self.workdir / f"values-{len(list(self.workdir.iterdir()))}.yaml"
-            path.write_text(yaml.safe_dump(vals))
-            command += ["-f", str(path)]
+            command += ["-f", str(self.values_file(vals))]
         return subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
 
     def ok(self, *args: str, vals: dict[str, Any] | None = None) -> str:
@@ -178,6 +184,20 @@ def jobs_and_cronjobs(kube: Any, namespace: str) -> dict[str, str]:
     return found
 
 
+def jobhash_names(helm: Helm, vals: dict[str, Any]) -> list[str]:
+    """``jobhash names`` for the release: the Job and CronJob names it predicts, sorted."""
+    args = ["names", "--release", RELEASE, "--chart", str(CHART), "-o", "json"]
+    done = subprocess.run(
+        [sys.executable, "-m", "jobhash", *args, "-f", str(helm.values_file(vals))],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return sorted(entry["name"] for entry in json.loads(done.stdout))
+
+
 def test_chart_installs_upgrades_and_prunes_jobs_on_the_real_api(
     helm: Helm, kube: Any, namespace: str
 ) -> None:
@@ -217,6 +237,7 @@ def test_chart_installs_upgrades_and_prunes_jobs_on_the_real_api(
 
     first = jobs_and_cronjobs(kube, namespace)
     assert len(first) == 2, first
+    assert jobhash_names(helm, values()) == sorted(first)
 
     # Same values: the same Jobs, not new ones (a new Job would run the migration again).
     helm.ok("upgrade", RELEASE, str(CHART), vals=values())
@@ -232,6 +253,7 @@ def test_chart_installs_upgrades_and_prunes_jobs_on_the_real_api(
         assert sorted(jobs_and_cronjobs(kube, namespace)) == expected
 
     eventually(pruned, timeout=30, what="the old Job and CronJob to be pruned")
+    assert jobhash_names(helm, values(job_tag="v2")) == expected
 
 
 def test_fail_fast_guard_fails_helm_install_with_its_message(
