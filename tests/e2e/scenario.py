@@ -14,7 +14,7 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import requests
@@ -125,21 +125,22 @@ def became_ready(history: Iterable[PodSeen], digest: str) -> list[PodSeen]:
 # --- the watch ---------------------------------------------------------------------------
 
 
-@dataclass
 class Recorder:
     """Watch one kind in one namespace from a thread; keep every raw event with its arrival.
 
     ``list_function`` is a namespaced list call of the Kubernetes client (for example
     ``CoreV1Api.list_namespaced_pod``). Start with ``with``; the thread restarts the watch
     every second from the last resourceVersion, so stopping takes at most about a second.
+    ``events`` holds ``(time.monotonic(), type, object)``; ``errors`` what broke the watch.
     """
 
-    list_function: Callable[..., Any]
-    namespace: str
-    events: list[tuple[float, str, dict[str, Any]]] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _thread: threading.Thread | None = None
+    def __init__(self, list_function: Callable[..., Any], namespace: str) -> None:
+        self.list_function = list_function
+        self.namespace = namespace
+        self.events: list[tuple[float, str, dict[str, Any]]] = []
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
 
     def __enter__(self) -> Recorder:
         listed = self.list_function(self.namespace, _preload_content=False)
