@@ -12,9 +12,12 @@ Events come from PyYAML's libyaml parser (goyaml v2 is a Go port of libyaml); ev
 the events (composition, tag resolution, decoding, key conversion) is written here to follow
 the Go code, not PyYAML's constructors, which resolve YAML 1.1 differently.
 
-Not mirrored, and rejected with :class:`~jobhash.errors.UnmirrorableError`: ``!!binary`` and
-explicit ``!!timestamp`` tags, and keys that only differ before stringification (``1`` and
-``"1"``), for which Helm's result depends on Go's random map order.
+Where libyaml and go-yaml v2 disagree: go-yaml has no ``\\/`` escape (an error here too) but
+reads ``\\'`` in a double-quoted string (refused here). Also refused with
+:class:`~jobhash.errors.UnmirrorableError`: ``!!binary`` and explicit ``!!timestamp`` tags,
+UTF-16 files, and keys that only differ before stringification (``1`` and ``"1"``), for which
+Helm's result depends on Go's random map order. tests/integration/test_values_parity.py checks
+all of this against Helm's own ``toJson .Values``.
 """
 
 from __future__ import annotations

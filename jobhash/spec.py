@@ -116,6 +116,10 @@ def _fix_for(message: str) -> str:
         return "remove the hook, or set hashSuffix: false on the group"
     if "null is not allowed" in message:
         return "remove the key or give it a value"
+    if "is already used by an earlier task" in message:
+        return 'give every task of the job its own name, other than "main"'
+    if "DNS-1123 label" in message:
+        return "use lowercase letters, digits and '-', starting and ending with a letter or digit"
     return "see docs/jobhash-algorithm.md and values.yaml for the allowed form"
 
 
@@ -124,7 +128,10 @@ def _fix_for(message: str) -> str:
 
 
 def builtin_defaults() -> GoMap:
-    """``autoroll.jobs.builtinDefaults``: layer 0 of every entry."""
+    """``autoroll.jobs.builtinDefaults``: layer 0 of every entry.
+
+    Keep in sync with ``_jobs.tpl`` autoroll.jobs.builtinDefaults.
+    """
     return {
         "enabled": True,
         "hashSuffix": True,
@@ -245,20 +252,26 @@ def job_group_values(values: Mapping[str, GoValue], group: str, job: str) -> GoM
 
 
 def is_set(value: GoValue) -> bool:
-    """``autoroll.jobs.isSet``: numbers and bools always; strings/lists/maps when non-empty."""
+    """``autoroll.jobs.isSet``: numbers and bools always; strings/lists/maps when non-empty.
+
+    Keep in sync with ``_jobs.tpl`` autoroll.jobs.isSet.
+    """
     if isinstance(value, bool) or _is_number(value):
         return True
     return value is not None and not go_empty(value)
 
 
 def set_if_set(dst: GoMap, key: str, value: GoValue) -> None:
-    """``autoroll.jobs.setIfSet``."""
+    """``autoroll.jobs.setIfSet``. Keep in sync with ``_jobs.tpl``."""
     if is_set(value):
         dst[key] = copy.deepcopy(value)
 
 
 def scalar_string(value: GoValue) -> str:
-    """``autoroll.jobs.scalarString``: a string as is, a number or bool as ``mustToJson``."""
+    """``autoroll.jobs.scalarString``: a string as is, a number or bool as ``mustToJson``.
+
+    Keep in sync with ``_jobs.tpl`` autoroll.jobs.scalarString.
+    """
     if isinstance(value, str):
         return value
     if isinstance(value, bool) or _is_number(value):
@@ -269,7 +282,10 @@ def scalar_string(value: GoValue) -> str:
 
 
 def argv(value: GoValue, path: str) -> list[GoValue]:
-    """``autoroll.jobs.argv``: a string is one element (none when empty); a list as is."""
+    """``autoroll.jobs.argv``: a string is one element (none when empty); a list as is.
+
+    Keep in sync with ``_jobs.tpl`` autoroll.jobs.argv.
+    """
     if isinstance(value, str):
         return [value] if value else []
     if isinstance(value, list):
@@ -283,7 +299,10 @@ def argv(value: GoValue, path: str) -> list[GoValue]:
 
 
 def env_list(env: GoValue, path: str) -> list[GoValue]:
-    """``autoroll.jobs.envList``: sorted ``{name, value}`` / ``{name, valueFrom}`` entries."""
+    """``autoroll.jobs.envList``: sorted ``{name, value}`` / ``{name, valueFrom}`` entries.
+
+    Keep in sync with ``_jobs.tpl`` autoroll.jobs.envList.
+    """
     env_map = go_default(env, {})
     out: list[GoValue] = []
     if not isinstance(env_map, dict):
@@ -304,7 +323,10 @@ def env_list(env: GoValue, path: str) -> list[GoValue]:
 
 
 def image_ref(image: GoValue, path: str) -> str:
-    """``autoroll.jobs.imageRef``: ``repo:tag``, ``repo@sha256:…`` or ``repo``."""
+    """``autoroll.jobs.imageRef``: ``repo:tag``, ``repo@sha256:…`` or ``repo``.
+
+    Keep in sync with ``_jobs.tpl`` autoroll.jobs.imageRef.
+    """
     img = go_default(image, {})
     repo = go_get(img, "repository") if isinstance(img, dict) else ""
     if not (isinstance(repo, str) and repo):
@@ -340,7 +362,10 @@ def container(
     shared: GoMap,
     path: str,
 ) -> GoMap:
-    """``autoroll.jobs.container``: one container (main or a task) of the pod."""
+    """``autoroll.jobs.container``: one container (main or a task) of the pod.
+
+    Keep in sync with ``_jobs.tpl`` autoroll.jobs.container.
+    """
     out: GoMap = {"name": name, "image": image_ref(image, path)}
     image_map = image if isinstance(image, dict) else {}
     set_if_set(out, "imagePullPolicy", go_get(image_map, "pullPolicy"))
@@ -361,6 +386,8 @@ def container(
 
 
 def valid_key(key: GoValue) -> bool:
+    """``regexMatch (include "autoroll.jobs.keyPattern") k`` and ``le (len k) 63``: the test
+    jobGroupPlan applies to group and job keys and jobGroupSpec to task names."""
     return isinstance(key, str) and bool(KEY_PATTERN.fullmatch(key)) and len(key.encode()) <= 63
 
 
@@ -453,7 +480,10 @@ def job_group_spec(values: GoMap, group: str, job: str) -> str:
 
 
 def job_group_hash(spec_json: str) -> str:
-    """``autoroll.jobGroupHash``: sha256 (64 hex) of the spec JSON string."""
+    """``autoroll.jobGroupHash``: sha256 (64 hex) of the spec JSON string.
+
+    Keep in sync with ``_jobs.tpl`` autoroll.jobGroupHash.
+    """
     if not spec_json.startswith("{"):
         raise _fail("autoroll.jobGroupHash: takes the JSON string from autoroll.jobGroupSpec")
     return hashlib.sha256(spec_json.encode("utf-8")).hexdigest()
@@ -464,7 +494,10 @@ def job_group_hash(spec_json: str) -> str:
 
 
 def delete_policies(value: GoValue) -> list[str]:
-    """``autoroll.jobs.deletePolicies``: a comma string or a list, as trimmed names."""
+    """``autoroll.jobs.deletePolicies``: a comma string or a list, as trimmed names.
+
+    Keep in sync with ``_jobs.tpl`` autoroll.jobs.deletePolicies.
+    """
     raw: GoValue = value
     if isinstance(value, str):
         parts: list[GoValue] = []
@@ -484,6 +517,8 @@ def job_group_guard(values: GoMap, group: str, job: str) -> None:
     """``autoroll.jobGroupGuard``: hashSuffix with a succeeded delete policy fails the render.
 
     Keep the message in sync with ``_jobs.tpl`` autoroll.jobGroupGuard.
+
+    Keep in sync with ``_jobs.tpl`` autoroll.jobGroupGuard.
     """
     if go_empty(go_get(values, "hashSuffix")):
         return

@@ -355,6 +355,17 @@ class _Origin:
         return "chart values.yaml"
 
 
+def key_path(dotted: str) -> list[str | int]:
+    """``a.b[0].c`` -> ``["a", "b", 0, "c"]`` (the form error messages use)."""
+    parts: list[str | int] = []
+    for piece in dotted.split("."):
+        name, *indexes = piece.split("[")
+        if name:
+            parts.append(name)
+        parts.extend(int(index.rstrip("]")) for index in indexes if index.rstrip("]").isdigit())
+    return parts
+
+
 def _has_path(values: GoValue, path: Sequence[str | int]) -> bool:
     """Did this source set ``path`` (or a scalar/list where the path continues)?"""
     node = values

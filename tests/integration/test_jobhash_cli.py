@@ -132,6 +132,9 @@ def test_check_fails_on_the_guard_with_the_charts_message() -> None:
     )
     assert rendered.returncode != 0
     message = result.stderr.split("helm template would fail: ", 1)[1].split("\n  fix:")[0]
+    source = f"--set {policy}: "
+    assert message.startswith(source)  # the flag that set the offending entry
+    message = message.removeprefix(source)
     assert message.startswith("jobGroups.db.jobs.migrate: hashSuffix is true")
     assert message in rendered.stderr
 

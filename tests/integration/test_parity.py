@@ -523,6 +523,7 @@ def helm() -> str:
     return require_tool("helm")
 
 
+@pytest.mark.timeout(1200)  # hundreds of helm runs; the suite default is 300 s
 @settings(
     max_examples=EXAMPLES,
     deadline=None,
