@@ -36,7 +36,7 @@ from tests.e2e.controller import running_autoroll
 from tests.e2e.controlplane import Binaries, ControlPlane, running_control_plane
 from tests.e2e.helpers import apps_api, core_api, deployment, eventually, image_ids, is_ready
 from tests.e2e.kubelet import RegistryResolver, SimulatedKubelet
-from tests.e2e.oci import Registry, push_image, running_registry
+from tests.support.registry import ImagePusher, RegistryServer, running_registry
 
 pytestmark = pytest.mark.e2e
 
@@ -55,7 +55,7 @@ def selector(namespace: str) -> str:
 @dataclass
 class Cluster:
     plane: ControlPlane
-    registry: Registry
+    registry: RegistryServer
     kubelet: SimulatedKubelet
     restarts: ApiServerRestarts
     core: Any
@@ -69,16 +69,15 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         kube_apiserver=require_tool("kube-apiserver"),
         kube_controller_manager=require_tool("kube-controller-manager"),
     )
-    require_tool("docker-registry")
+    registry_binary = require_tool("docker-registry")
     require_tool("htpasswd")
-    auth = ("robot", secrets.token_hex(16))
     root = tmp_path_factory.mktemp("faults-e2e")
     with (
-        running_registry(root / "registry", auth=auth) as registry,
+        running_registry(registry_binary, root / "registry") as registry,
         running_control_plane(binaries) as plane,
         ApiServerRestarts(plane) as restarts,
     ):
-        kubelet = SimulatedKubelet(plane.api_client(), RegistryResolver(auth=auth))
+        kubelet = SimulatedKubelet(plane.api_client(), RegistryResolver(auth=registry.auth))
         kubelet.start()
         try:
             api = plane.api_client()
@@ -214,15 +213,14 @@ def _at_least(value: int, wanted: int) -> None:
     assert value >= wanted, f"{value} < {wanted}"
 
 
-def controller(cluster_port: Any, registry: Registry) -> Controller:
-    assert registry.auth is not None
+def controller(cluster_port: Any, registry: RegistryServer) -> Controller:
     metrics = Metrics(CollectorRegistry())
     nudge = Nudge(metrics)
     reconciler = Reconciler(
         cluster=cluster_port,
         registry=RegistryClient(
             session=requests.Session(),
-            base_url=registry.base,
+            base_url=registry.url,
             user=registry.auth[0],
             token=registry.auth[1],
             observer=metrics,
@@ -256,7 +254,8 @@ def deploy_stale(cluster: Cluster, namespace: str, replicas: int = 2) -> tuple[s
     """
     repository = f"faults/{namespace}"
     image = f"{cluster.registry.host}/{repository}:latest"
-    old = push_image(cluster.registry, repository, "latest", content=f"v1 {namespace}").digest
+    pusher = ImagePusher(cluster.registry)
+    old = pusher.push_image(repository, "latest", content=f"v1 {namespace}".encode()).digest
     cluster.core.create_namespace({"metadata": {"name": namespace}})
     eventually(
         lambda: _has_default_sa(cluster, namespace), timeout=30, what="the default ServiceAccount"
@@ -268,7 +267,7 @@ def deploy_stale(cluster: Cluster, namespace: str, replicas: int = 2) -> tuple[s
         lambda: _all_ready(cluster, namespace, replicas, old), timeout=60, what="pods Ready on v1"
     )
     uids = {p.metadata.uid for p in cluster.core.list_namespaced_pod(namespace).items}
-    new = push_image(cluster.registry, repository, "latest", content=f"v2 {namespace}").digest
+    new = pusher.push_image(repository, "latest", content=f"v2 {namespace}".encode()).digest
     return old, new, uids
 
 
@@ -415,7 +414,6 @@ def test_no_secret_in_any_output_of_a_full_e2e_roll(
     code = autoroll.process.wait(5)
     assert code == 0
     output = "\n".join(autoroll.output)
-    assert cluster.registry.auth is not None
     user, token = cluster.registry.auth
     forbidden = {
         "FORGEJO_TOKEN": token,
