@@ -65,9 +65,7 @@ class ApiWriter:
         self.session.headers["Authorization"] = f"Bearer {token}"
         self.session.mount("https://", HTTPAdapter(pool_connections=4, pool_maxsize=WORKERS * 2))
 
-    def send(
-        self, method: str, path: str, body: Mapping[str, Any], content_type: str = ""
-    ) -> None:
+    def send(self, method: str, path: str, body: Mapping[str, Any], content_type: str = "") -> None:
         headers = {"Content-Type": content_type} if content_type else {}
         response = self.session.request(
             method, self.server + path, json=body, headers=headers, timeout=60
@@ -112,7 +110,7 @@ def _running_status(image: str, image_id: str) -> dict[str, Any]:
     }
 
 
-def _deployment(name: str, image: str, labels: Mapping[str, str]) -> dict[str, Any]:
+def deployment_body(name: str, image: str, labels: Mapping[str, str]) -> dict[str, Any]:
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -140,20 +138,22 @@ def _run_all(tasks: Iterable[Callable[[], None]]) -> int:
     return done
 
 
+def create_namespace(writer: ApiWriter, name: str) -> None:
+    """A namespace and, since no controller manager runs, its default ServiceAccount."""
+    writer.send("POST", "/api/v1/namespaces", {"metadata": {"name": name}})
+    writer.send(
+        "POST", f"/api/v1/namespaces/{name}/serviceaccounts", {"metadata": {"name": "default"}}
+    )
+
+
 def create_namespaces(writer: ApiWriter, layout: Layout) -> None:
-    """The namespaces and, since no controller manager runs, their default ServiceAccount."""
+    """The layout's namespaces (with their default ServiceAccount)."""
     for index in range(layout.namespaces):
-        name = layout.namespace(index)
-        writer.send("POST", "/api/v1/namespaces", {"metadata": {"name": name}})
-        writer.send(
-            "POST",
-            f"/api/v1/namespaces/{name}/serviceaccounts",
-            {"metadata": {"name": "default"}},
-        )
+        create_namespace(writer, layout.namespace(index))
 
 
 def create_running_pod(
-    writer: ApiWriter, namespace: str, name: str, app: str, image: str, image_id: str
+    writer: ApiWriter, namespace: str, name: str, *, app: str, image: str, image_id: str
 ) -> None:
     """Create a pod, then write the status a kubelet would: Running, Ready, ``image_id``."""
     writer.send("POST", f"/api/v1/namespaces/{namespace}/pods", _pod(name, app, image))
@@ -174,9 +174,9 @@ def create_background(writer: ApiWriter, layout: Layout, count: int) -> int:
             writer,
             layout.namespace(k),
             f"bg-{k:05d}",
-            f"bg-{k // 10:04d}",
-            BACKGROUND_IMAGE,
-            image_id,
+            app=f"bg-{k // 10:04d}",
+            image=BACKGROUND_IMAGE,
+            image_id=image_id,
         )
 
     return _run_all(task(k) for k in range(count))
@@ -198,15 +198,21 @@ def create_enrolled(
 
     def deployment_task(i: int) -> Callable[[], None]:
         namespace, name = layout.namespace(i), layout.deployment_name(i)
-        body = _deployment(name, layout.image(i), deployment_labels)
-        return lambda: writer.send("POST", f"/apis/apps/v1/namespaces/{namespace}/deployments", body)
+        body = deployment_body(name, layout.image(i), deployment_labels)
+        path = f"/apis/apps/v1/namespaces/{namespace}/deployments"
+        return lambda: writer.send("POST", path, body)
 
     def pod_task(i: int, replica: int) -> Callable[[], None]:
         repository = layout.repository(i % layout.unique_images)
         image_id = f"{layout.registry_host}/{repository}@{digests[repository]}"
         name = layout.deployment_name(i)
         return lambda: create_running_pod(
-            writer, layout.namespace(i), f"{name}-{replica}", name, layout.image(i), image_id
+            writer,
+            layout.namespace(i),
+            f"{name}-{replica}",
+            app=name,
+            image=layout.image(i),
+            image_id=image_id,
         )
 
     _run_all(deployment_task(i) for i in indices)

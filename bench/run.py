@@ -18,17 +18,34 @@ import argparse
 import datetime
 import json
 import shutil
+import signal
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.controlplane import running_apiserver
-from bench.populate import ApiWriter, Layout, create_background, create_namespaces
+from bench.controlplane import ApiServer, running_apiserver
+from bench.populate import (
+    ENROLL_LABEL,
+    ApiWriter,
+    Layout,
+    create_background,
+    create_namespace,
+    create_namespaces,
+)
 from bench.scale import REPO_ROOT, Cell, measure_scale
+from bench.webhook import (
+    LATENCY_LABEL,
+    LATENCY_NAMESPACE,
+    DeletionWatch,
+    create_latency_targets,
+    measure_push_latency,
+    measure_webhook_load,
+    running_serve,
+)
 from tests.support.registry import ImagePusher, RegistryServer, running_registry
 
 
@@ -41,7 +58,8 @@ class Sizes:
     deployments: tuple[int, ...]  # cumulative steps
     images: tuple[int, ...]
     ticks: int  # passes per strategy and size: the first is cold, the rest steady state
-    pushes: int
+    pushes: int  # push-to-deletion with a small enrolled set
+    pushes_large: int  # the same with the largest enrolled set
     webhook_requests: int
     jobs: tuple[int, ...]
 
@@ -53,6 +71,7 @@ FULL = Sizes(
     images=(50, 200),
     ticks=3,
     pushes=50,
+    pushes_large=20,
     webhook_requests=2000,
     jobs=(50, 500),
 )
@@ -63,6 +82,7 @@ QUICK = Sizes(
     images=(10, 40),
     ticks=2,
     pushes=5,
+    pushes_large=3,
     webhook_requests=200,
     jobs=(10,),
 )
@@ -71,8 +91,10 @@ QUICK = Sizes(
 def require(name: str) -> str:
     path = shutil.which(name)
     if path is None:
-        raise SystemExit(f"bench: {name} is not on PATH; run `scripts/tools.sh all` and"
-                         " `source .tools/env` first")
+        raise SystemExit(
+            f"bench: {name} is not on PATH; run `scripts/tools.sh all` and"
+            " `source .tools/env` first"
+        )
     return path
 
 
@@ -86,6 +108,59 @@ def push_images(registry: RegistryServer, count: int) -> dict[str, str]:
     }
 
 
+def measure_webhooks(
+    *,
+    api: ApiServer,
+    registry: RegistryServer,
+    writer: ApiWriter,
+    sizes: Sizes,
+    workdir: Path,
+    say: Callable[[str], None],
+) -> dict[str, Any]:
+    """Measurements 2 and 3 on the populated cluster, against real ``autoroll serve``."""
+    pusher = ImagePusher(registry)
+    pusher.session.trust_env = False
+    create_namespace(writer, LATENCY_NAMESPACE)
+    small = create_latency_targets(writer, pusher, registry.host, group="small", count=sizes.pushes)
+    large = create_latency_targets(
+        writer, pusher, registry.host, group="large", count=sizes.pushes_large
+    )
+    watch = DeletionWatch(api, LATENCY_NAMESPACE)
+    results: dict[str, Any] = {}
+    try:
+        with running_serve(
+            api=api,
+            registry=registry,
+            selector=f"{LATENCY_LABEL}=small",
+            log=workdir / "serve-small.log",
+        ) as serve:
+            say(f"autoroll serve: {len(small)} enrolled Deployments; pushing")
+            results["push_small"] = measure_push_latency(
+                serve=serve, watch=watch, pusher=pusher, targets=small, group="small", say=say
+            )
+            results["push_small"]["enrolled"] = len(small)
+        with running_serve(
+            api=api,
+            registry=registry,
+            selector=f"{ENROLL_LABEL}=true",
+            log=workdir / "serve-large.log",
+        ) as serve:
+            enrolled = max(sizes.deployments) + len(small) + len(large)
+            say(f"autoroll serve: {enrolled} enrolled Deployments; pushing")
+            results["push_large"] = measure_push_latency(
+                serve=serve, watch=watch, pusher=pusher, targets=large, group="large", say=say
+            )
+            results["push_large"]["enrolled"] = enrolled
+            say(f"webhook load: {sizes.webhook_requests} requests during passes")
+            results["load"] = measure_webhook_load(
+                serve=serve, requests_total=sizes.webhook_requests, say=say
+            )
+            results["load"]["enrolled"] = enrolled
+    finally:
+        watch.close()
+    return results
+
+
 def run(sizes: Sizes, *, say: Callable[[str], None]) -> dict[str, Any]:
     """Run every measurement; return the results as plain JSON-able data."""
     etcd, apiserver = require("etcd"), require("kube-apiserver")
@@ -93,34 +168,48 @@ def run(sizes: Sizes, *, say: Callable[[str], None]) -> dict[str, Any]:
     require("htpasswd")
     started = time.monotonic()
     cells: list[Cell] = []
-    with tempfile.TemporaryDirectory(prefix="autoroll-bench-registry-") as tmp:
-        with running_registry(registry_binary, Path(tmp)) as registry:
-            digests = push_images(registry, max(sizes.images))
-            say(f"registry {registry.host}: {len(digests)} images pushed")
-            for images in sizes.images:
-                with running_apiserver(etcd=etcd, kube_apiserver=apiserver) as api:
-                    say(f"API server {api.server} up in {api.start_seconds:.1f}s ({images} images)")
-                    writer = ApiWriter(api.server, api.token, str(api.ca_file))
-                    layout = Layout(sizes.namespaces, registry.host, images)
-                    t0 = time.monotonic()
-                    create_namespaces(writer, layout)
-                    create_background(writer, layout, sizes.background_pods)
-                    say(f"  {sizes.background_pods} background pods in {time.monotonic() - t0:.1f}s")
-                    cells += measure_scale(
-                        api=api,
-                        registry=registry,
-                        digests=digests,
-                        layout=layout,
-                        writer=writer,
-                        sizes=sizes.deployments,
-                        background_pods=sizes.background_pods,
-                        ticks=sizes.ticks,
-                        say=say,
+    results: dict[str, Any] = {}
+    with (
+        tempfile.TemporaryDirectory(prefix="autoroll-bench-") as tmp,
+        running_registry(registry_binary, Path(tmp) / "registry") as registry,
+    ):
+        digests = push_images(registry, max(sizes.images))
+        say(f"registry {registry.host}: {len(digests)} images pushed")
+        for images in sizes.images:
+            with running_apiserver(etcd=etcd, kube_apiserver=apiserver) as api:
+                say(f"API server {api.server} up in {api.start_seconds:.1f}s ({images} images)")
+                writer = ApiWriter(api.server, api.token, str(api.ca_file))
+                layout = Layout(sizes.namespaces, registry.host, images)
+                t0 = time.monotonic()
+                create_namespaces(writer, layout)
+                create_background(writer, layout, sizes.background_pods)
+                say(f"  {sizes.background_pods} background pods: {time.monotonic() - t0:.1f}s")
+                cells += measure_scale(
+                    api=api,
+                    registry=registry,
+                    digests=digests,
+                    layout=layout,
+                    writer=writer,
+                    sizes=sizes.deployments,
+                    background_pods=sizes.background_pods,
+                    ticks=sizes.ticks,
+                    say=say,
+                )
+                if images == max(sizes.images):
+                    results.update(
+                        measure_webhooks(
+                            api=api,
+                            registry=registry,
+                            writer=writer,
+                            sizes=sizes,
+                            workdir=Path(tmp),
+                            say=say,
+                        )
                     )
-    return {
-        "scale": [c.as_json() for c in cells],
-        "elapsed_s": time.monotonic() - started,
-    }
+    results["scale"] = [c.as_json() for c in cells]
+    results["sizes"] = asdict(sizes)
+    results["elapsed_s"] = time.monotonic() - started
+    return results
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -129,6 +218,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="markdown report (full run: docs/performance.md)")
     parser.add_argument("--json", type=Path, help="raw results (full run: bench/results.json)")
     args = parser.parse_args(argv)
+    # SIGTERM unwinds like Ctrl-C, so every server started here is stopped on the way out.
+    signal.signal(signal.SIGTERM, _terminate)
     sizes = QUICK if args.quick else FULL
     out = args.out or (None if args.quick else REPO_ROOT / "docs" / "performance.md")
     raw = args.json or (None if args.quick else REPO_ROOT / "bench" / "results.json")
@@ -146,6 +237,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(text)
     _ = out
     return 0
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise SystemExit(f"bench: stopped by signal {signum}")
 
 
 if __name__ == "__main__":

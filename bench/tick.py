@@ -54,7 +54,9 @@ def verdicts(decisions: Sequence[Decision]) -> dict[str, int]:
     return dict(sorted(counted.items()))
 
 
-def build(args: argparse.Namespace, kube: Counter[str], registry: Counter[str]) -> Callable[[], Any]:
+def build(
+    args: argparse.Namespace, kube: Counter[str], registry: Counter[str]
+) -> Callable[[], Any]:
     """The strategy's pass as a zero-argument callable returning its decisions."""
     env = {"KUBECONFIG": args.kubeconfig}
     client = RegistryClient(
