@@ -17,8 +17,11 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import os
+import platform
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -28,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.controlplane import ApiServer, running_apiserver
+from bench.jobhash import measure_jobhash
 from bench.populate import (
     ENROLL_LABEL,
     ApiWriter,
@@ -36,6 +40,7 @@ from bench.populate import (
     create_namespace,
     create_namespaces,
 )
+from bench.report import count_violations, render
 from bench.scale import REPO_ROOT, Cell, measure_scale
 from bench.webhook import (
     LATENCY_LABEL,
@@ -212,6 +217,40 @@ def run(sizes: Sizes, *, say: Callable[[str], None]) -> dict[str, Any]:
     return results
 
 
+def _first_line(argv: list[str]) -> str:
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+    return (done.stdout or done.stderr).strip().splitlines()[0] if done.returncode == 0 else "?"
+
+
+def machine_info() -> dict[str, Any]:
+    """What the numbers were measured on (Linux /proc; the machine may be shared)."""
+    cpu = "?"
+    with open("/proc/cpuinfo", encoding="utf-8") as info:
+        for line in info:
+            if line.startswith("model name"):
+                cpu = line.partition(":")[2].strip()
+                break
+    ram_kib = 0
+    with open("/proc/meminfo", encoding="utf-8") as info:
+        for line in info:
+            if line.startswith("MemTotal:"):
+                ram_kib = int(line.split()[1])
+    return {
+        "nproc": os.cpu_count(),
+        "cpu": cpu,
+        "ram_gb": ram_kib * 1024 / 1e9,
+        "python": platform.python_version(),
+        "kube_apiserver": _first_line([require("kube-apiserver"), "--version"]),
+        "registry": "docker-registry "
+        + _first_line([require("docker-registry"), "--version"]).split()[-1],
+        "load_before": _load(),
+    }
+
+
+def _load() -> str:
+    return " / ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="small sizes (under 2 minutes)")
@@ -227,16 +266,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     def say(line: str) -> None:
         print(f"[bench] {line}", file=sys.stderr, flush=True)
 
+    machine = machine_info()
     results = run(sizes, say=say)
+    machine["load_after"] = _load()
+    results["machine"] = machine
+    results["jobhash"] = measure_jobhash(sizes.jobs, say=say)
     results["date"] = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     results["command"] = "python -m bench.run" + (" --quick" if args.quick else "")
     text = json.dumps(results, indent=2, sort_keys=True)
     if raw is not None:
         raw.write_text(text + "\n")
+    markdown = render(results)
+    if out is not None:
+        out.write_text(markdown)
+        say(f"wrote {out}")
     else:
-        print(text)
-    _ = out
-    return 0
+        print(markdown)
+    violations = count_violations(results)
+    for violation in violations:
+        say(f"request-count target broken: {violation}")
+    return 1 if violations else 0
 
 
 def _terminate(signum: int, frame: object) -> None:
