@@ -374,6 +374,16 @@ def render(results: Mapping[str, Any]) -> str:
         "\nDetail per pass:\n\n",
         detail_table(results["scale"]),
     ]
+    profiled = [c for c in results["scale"] if c.get("profile")]
+    if profiled:
+        cell = profiled[-1]
+        parts += [
+            f"\nWhere one autoroll pass spends its time at {cell['deployments']:,} Deployments"
+            f" and {cell['images']} images ({cell['pods']:,} live pods; a separate profiled"
+            " run, `cProfile`, cumulative seconds, so slower than the timed passes):\n\n```\n",
+            cell["profile"],
+            "\n```\n",
+        ]
     if results.get("push_small") or results.get("push_large"):
         parts += [
             "\n## 2. Push to first deletion\n",

@@ -37,6 +37,7 @@ class Cell:
     pods: int  # every live pod in the cluster (enrolled + background)
     results: Mapping[str, Mapping[str, Any]]  # strategy → bench.tick JSON
     populate_s: float
+    profile: str = ""  # cProfile top functions of one autoroll pass (largest size only)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -46,6 +47,7 @@ class Cell:
             "namespaces": self.namespaces,
             "pods": self.pods,
             "populate_s": self.populate_s,
+            "profile": self.profile,
             "results": dict(self.results),
         }
 
@@ -57,6 +59,7 @@ def run_tick_child(
     registry: RegistryServer,
     selector: str,
     ticks: int,
+    profile: bool = False,
 ) -> dict[str, Any]:
     """Start ``python -m bench.tick`` for one strategy; return its JSON (raise with its stderr)."""
     argv = [
@@ -71,6 +74,7 @@ def run_tick_child(
         f"--token={registry.password}",
         f"--selector={selector}",
         f"--ticks={ticks}",
+        *(["--profile"] if profile else []),
     ]
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     done = subprocess.run(
@@ -112,6 +116,17 @@ def measure_scale(
             )
             for strategy in STRATEGIES
         }
+        profile = ""
+        if size == max(sizes):
+            # A separate, profiled run: profiling slows the pass, so it is not the one timed.
+            profile = run_tick_child(
+                "autoroll",
+                api=api,
+                registry=registry,
+                selector=f"{ENROLL_LABEL}=true",
+                ticks=2,
+                profile=True,
+            )["profile"]
         cells.append(
             Cell(
                 images=layout.unique_images,
@@ -121,6 +136,7 @@ def measure_scale(
                 pods=size * 3 + background_pods,
                 results=results,
                 populate_s=populate_s,
+                profile=profile,
             )
         )
     return cells

@@ -15,8 +15,11 @@ formatted and written to ``/dev/null``; the naive baseline logs nothing.
 from __future__ import annotations
 
 import argparse
+import cProfile
+import io
 import json
 import os
+import pstats
 import resource
 import sys
 import time
@@ -87,6 +90,16 @@ def build(
     return lambda: reconciler.tick().decisions
 
 
+def top_functions(profiler: cProfile.Profile, limit: int = 12) -> str:
+    """The functions with the most cumulative time, as pstats prints them."""
+    out = io.StringIO()
+    stats = pstats.Stats(profiler, stream=out)
+    stats.sort_stats("cumulative").print_stats(limit)
+    lines = out.getvalue().splitlines()
+    start = next((i for i, line in enumerate(lines) if "ncalls" in line), 0)
+    return "\n".join(line.rstrip() for line in lines[start:] if line.strip())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.tick")
     parser.add_argument("--strategy", choices=("autoroll", "naive"), required=True)
@@ -97,6 +110,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--token", required=True)
     parser.add_argument("--selector", required=True, help="label selector of enrolled Deployments")
     parser.add_argument("--ticks", type=int, default=3)
+    parser.add_argument(
+        "--profile", action="store_true", help="profile the last pass; add its top functions"
+    )
     args = parser.parse_args(argv)
 
     devnull = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - lives as long as main
@@ -106,12 +122,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     run = build(args, kube, registry)
     rss_setup = rss_kib()
     passes = []
-    for _ in range(args.ticks):
+    profile_text = ""
+    for n in range(args.ticks):
         kube.clear()
         registry.clear()
+        profiler = cProfile.Profile() if args.profile and n == args.ticks - 1 else None
         wall, cpu = time.perf_counter(), time.process_time()
-        decisions = run()
+        decisions = profiler.runcall(run) if profiler else run()
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        if profiler is not None:
+            profile_text = top_functions(profiler)
         passes.append(
             {
                 "wall_s": wall,
@@ -123,7 +143,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             }
         )
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
-    json.dump({"passes": passes, "rss_setup_kib": rss_setup, "peak_rss_kib": peak}, sys.stdout)
+    json.dump(
+        {
+            "passes": passes,
+            "rss_setup_kib": rss_setup,
+            "peak_rss_kib": peak,
+            **({"profile": profile_text} if args.profile else {}),
+        },
+        sys.stdout,
+    )
     sys.stdout.write("\n")
     return 0
 
