@@ -214,8 +214,9 @@ def scale_table(cells: Sequence[Mapping[str, Any]]) -> str:
     head = (
         "| Deployments | images (unique refs) | live pods | wall s: autoroll / naive"
         " | CPU s: autoroll / naive | K8s requests: autoroll / naive"
-        " | registry requests: autoroll / naive | peak RSS MB: autoroll / naive |\n"
-        "|---:|---:|---:|---|---|---|---|---|\n"
+        " | registry requests: autoroll / naive | peak RSS MB: autoroll / naive"
+        " | floor: same lists as JSON, wall s / CPU s / RSS MB |\n"
+        "|---:|---:|---:|---|---|---|---|---|---|\n"
     )
     rows = []
     for c in cells:
@@ -229,9 +230,17 @@ def scale_table(cells: Sequence[Mapping[str, Any]]) -> str:
             f" ({ratio(total(sn['kube']), total(sa['kube']))})"
             f" | {total(sa['registry'])} / {total(sn['registry'])}"
             f" ({ratio(total(sn['registry']), total(sa['registry']))})"
-            f" | {_mib(a['peak_rss_kib'])} / {_mib(n['peak_rss_kib'])} |"
+            f" | {_mib(a['peak_rss_kib'])} / {_mib(n['peak_rss_kib'])}"
+            f" | {_floor(c['results'].get('floor'))} |"
         )
     return head + "\n".join(rows) + "\n"
+
+
+def _floor(result: Mapping[str, Any] | None) -> str:
+    if not result:
+        return "-"
+    s = steady(result["passes"])
+    return f"{s['wall_s']:.2f} / {s['cpu_s']:.2f} / {_mib(result['peak_rss_kib'])}"
 
 
 def detail_table(cells: Sequence[Mapping[str, Any]]) -> str:
@@ -243,7 +252,9 @@ def detail_table(cells: Sequence[Mapping[str, Any]]) -> str:
     )
     rows = []
     for c in cells:
-        for name in ("autoroll", "naive"):
+        for name in ("autoroll", "naive", "floor"):
+            if name not in c["results"]:
+                continue
             r = c["results"][name]
             s = steady(r["passes"])
             kube = ", ".join(f"{k}: {v}" for k, v in s["kube"].items())
@@ -369,7 +380,11 @@ def render(results: Mapping[str, Any]) -> str:
         "**Naive baseline** (`bench/naive.py`): list the enrolled Deployments, then for each"
         " one list its pods (its own selector) and HEAD its image tag — the same pure"
         " `decide` on the same data, so both reach the same verdicts; only the I/O differs."
-        " Ratios are naive ÷ autoroll.\n",
+        " Ratios are naive ÷ autoroll.\n\n"
+        "**Floor** (`--strategy floor` in `bench/tick.py`): autoroll's own 1 + namespaces"
+        " list requests, read with `_preload_content=False` and `json.loads`, nothing"
+        " converted or decided — what the same requests cost without the Kubernetes"
+        " client's model objects.\n",
         scale_table(results["scale"]),
         "\nDetail per pass:\n\n",
         detail_table(results["scale"]),

@@ -76,7 +76,7 @@ FULL = Sizes(
     images=(50, 200),
     ticks=3,
     pushes=50,
-    pushes_large=20,
+    pushes_large=8,
     webhook_requests=2000,
     jobs=(50, 500),
 )

@@ -23,7 +23,7 @@ from bench.populate import ENROLL_LABEL, ApiWriter, Layout, create_enrolled
 from tests.support.registry import RegistryServer
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-STRATEGIES = ("autoroll", "naive")
+STRATEGIES = ("autoroll", "naive", "floor")
 
 
 @dataclass(frozen=True)

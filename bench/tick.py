@@ -27,10 +27,11 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from kubernetes import client as kube_client
 from prometheus_client import CollectorRegistry
 
 from autoroll import logs
-from autoroll.cluster import KubeCluster, connect
+from autoroll.cluster import LIVE_PODS_FIELD_SELECTOR, REQUEST_TIMEOUT, KubeCluster, connect
 from autoroll.decide import Decision
 from autoroll.metrics import Metrics
 from autoroll.reconciler import Reconciler
@@ -68,6 +69,8 @@ def build(
         user=args.user,
         token=args.token,
     )
+    if args.strategy == "floor":
+        return lists_only(count_kubernetes(connect(env), kube), args.selector)
     if args.strategy == "naive":
         naive = NaiveController(
             api_client=count_kubernetes(connect(env), kube),
@@ -90,6 +93,34 @@ def build(
     return lambda: reconciler.tick().decisions
 
 
+def lists_only(api_client: Any, selector: str) -> Callable[[], Any]:
+    """The floor: autoroll's 1 + namespaces lists, read as plain JSON, nothing decided.
+
+    Not a strategy anyone runs: it shows how much of a pass is transport and JSON, and so
+    how much the Kubernetes client's model objects cost on top.
+    """
+    # Any: with _preload_content=False the client returns the raw response, not the model.
+    apps: Any = kube_client.AppsV1Api(api_client)
+    core: Any = kube_client.CoreV1Api(api_client)
+
+    def run() -> list[Decision]:
+        listed = apps.list_deployment_for_all_namespaces(
+            label_selector=selector, _request_timeout=REQUEST_TIMEOUT, _preload_content=False
+        )
+        items = json.loads(listed.data)["items"]
+        for namespace in sorted({item["metadata"]["namespace"] for item in items}):
+            page = core.list_namespaced_pod(
+                namespace,
+                field_selector=LIVE_PODS_FIELD_SELECTOR,
+                _request_timeout=REQUEST_TIMEOUT,
+                _preload_content=False,
+            )
+            json.loads(page.data)
+        return []
+
+    return run
+
+
 def top_functions(profiler: cProfile.Profile, limit: int = 12) -> str:
     """The functions with the most cumulative time, as pstats prints them."""
     out = io.StringIO()
@@ -102,7 +133,7 @@ def top_functions(profiler: cProfile.Profile, limit: int = 12) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.tick")
-    parser.add_argument("--strategy", choices=("autoroll", "naive"), required=True)
+    parser.add_argument("--strategy", choices=("autoroll", "naive", "floor"), required=True)
     parser.add_argument("--kubeconfig", required=True)
     parser.add_argument("--registry-url", required=True)
     parser.add_argument("--host", required=True, help="FORGEJO_HOST (registry host:port)")
