@@ -41,7 +41,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="Roll enrolled Deployments when a mutable image tag moves.",
         epilog="Configuration comes from the environment: FORGEJO_HOST, FORGEJO_USER,"
         " FORGEJO_TOKEN, WEBHOOK_SECRET (required), POLL_INTERVAL_SECONDS, LABEL_SELECTOR,"
-        " LISTEN_ADDR, DRY_RUN, LOG_LEVEL, LOG_FORMAT.",
+        " LISTEN_ADDR, DRY_RUN, LOG_LEVEL, LOG_FORMAT, ROLLOUT_METHOD, EMIT_EVENTS; with several"
+        " replicas LEADER_ELECTION, LEADER_ELECTION_NAMESPACE, LEADER_ELECTION_LEASE, POD_NAME and"
+        " LEADER_ELECTION_{LEASE_DURATION,RENEW_DEADLINE,RETRY_PERIOD}_SECONDS"
+        " (docs/adr/004-leader-election-and-webhook-handoff.md).",
     )
     parser.add_argument("--version", action="version", version=f"autoroll {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -110,8 +113,6 @@ def _serve(env: Mapping[str, str]) -> int:
     logs.configure(level=config.log_level, log_format=config.log_format, secrets=_secrets(config))
     settings = " ".join(f"{k}={v}" for k, v in config.redacted().items())
     log.info("autoroll %s starting: %s", __version__, settings)
-    if config.emit_events:
-        log.warning("EMIT_EVENTS=true is not implemented yet: no Kubernetes Events are emitted")
     if config.dry_run:
         log.warning("DRY_RUN=true: stale pods are logged, never deleted")
     return serve(config)

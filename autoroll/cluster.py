@@ -26,14 +26,25 @@ Errors (raised ``from`` the client's exception)::
 A 404 on delete is not an error (the pod is already gone), nor is a 409 from the UID
 precondition (the name now belongs to a newer pod), nor a 429 on eviction (a disruption
 budget says not now); all are reported as ``DeleteOutcome``.
+
+Two optional adapters sit beside it. ``KubeLease`` reads and writes the controller's own
+``coordination.k8s.io/v1`` Lease for leader election (RBAC in the namespaced Role: leases
+``create`` and, for that one name, ``get, patch, watch``); a 409 becomes
+``autoroll.leader.LeaseConflictError``. ``KubeEvents`` records a core/v1 Event on a
+Deployment for each roll (``events: create``, only with EMIT_EVENTS=true). Both talk JSON
+bodies directly rather than client models, so a MicroTime is always sent in the exact form
+the API expects.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import threading
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -45,6 +56,7 @@ from kubernetes.config.config_exception import ConfigException
 from urllib3.exceptions import HTTPError
 
 from autoroll.images import DEFAULT_TAG, ImageRefError, parse_image
+from autoroll.leader import NUDGE_ANNOTATION, LeaseConflictError, LeaseRecord
 from autoroll.model import PULL_ALWAYS, ContainerStatusView, ContainerView, DeploymentView, PodView
 
 log = logging.getLogger(__name__)
@@ -443,11 +455,345 @@ class KubeCluster:
             ) from exc
 
 
+# --------------------------------------------------------------------------------------------
+# Leader election: the controller's Lease
+
+#: Lease calls are tiny; they must answer well within the renew deadline or count as failed.
+LEASE_TIMEOUT: Final = (2.0, 4.0)
+
+
+def _micro_time(value: datetime) -> str:
+    """A ``MicroTime`` as the API writes it: UTC, six fractional digits, ``Z``."""
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _parse_time(raw: object) -> datetime | None:
+    if not isinstance(raw, str) or not raw:
+        return None
+    try:
+        parsed = datetime.fromisoformat(raw)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+
+
+def lease_from_json(document: Mapping[str, Any]) -> LeaseRecord:
+    """A Lease object (as JSON) → ``LeaseRecord``. Missing fields read as a free lease."""
+    meta = document.get("metadata") or {}
+    spec = document.get("spec") or {}
+    annotations = meta.get("annotations") or {}
+    return LeaseRecord(
+        holder=str(spec.get("holderIdentity") or ""),
+        duration_seconds=int(spec.get("leaseDurationSeconds") or 0),
+        acquired_at=_parse_time(spec.get("acquireTime")),
+        renewed_at=_parse_time(spec.get("renewTime")),
+        transitions=int(spec.get("leaseTransitions") or 0),
+        resource_version=str(meta.get("resourceVersion") or ""),
+        nudge=str(annotations.get(NUDGE_ANNOTATION) or ""),
+    )
+
+
+def lease_spec_json(record: LeaseRecord) -> dict[str, Any]:
+    """The ``spec`` to write for ``record``; an empty holder is sent as null (released)."""
+    return {
+        "holderIdentity": record.holder or None,
+        "leaseDurationSeconds": record.duration_seconds,
+        "acquireTime": _micro_time(record.acquired_at) if record.acquired_at else None,
+        "renewTime": _micro_time(record.renewed_at) if record.renewed_at else None,
+        "leaseTransitions": record.transitions,
+    }
+
+
+class KubeLease:
+    """One named Lease in one namespace; implements ``autoroll.leader.LeasePort``.
+
+    Writes are JSON merge patches that carry ``metadata.resourceVersion``: the API server
+    then refuses them with 409 if anyone wrote since our read (optimistic concurrency), and,
+    unlike a PUT, they leave the nudge annotation alone.
+    """
+
+    def __init__(
+        self,
+        *,
+        namespace: str,
+        name: str,
+        api_client_factory: Callable[[], Any] = connect,
+        api: Any = None,
+    ) -> None:
+        self.namespace = namespace
+        self.name = name
+        self._factory = api_client_factory
+        self._api = api  # CoordinationV1Api, injectable for tests
+        self._watch_lock = threading.Lock()
+        self._watch_response: Any = None
+
+    def _coordination(self) -> Any:
+        if self._api is None:
+            self._api = client.CoordinationV1Api(self._factory())
+        return self._api
+
+    def _json(self, what: str, call: Callable[[], Any]) -> Any:
+        try:
+            response = call()
+        except ApiException as exc:
+            if exc.status == 409:
+                raise LeaseConflictError(f"{what}: {exc.status} {exc.reason}") from exc
+            if exc.status == 404:
+                return None
+            raise _api_error(what, exc) from exc
+        except (HTTPError, OSError) as exc:
+            cause = getattr(exc, "reason", None) or exc
+            raise ClusterUnreachableError(
+                f"{what}: cannot reach the Kubernetes API ({type(cause).__name__}: {cause})"
+            ) from exc
+        try:
+            return json.loads(response.data)
+        finally:
+            _discard(response)
+
+    def get(self) -> LeaseRecord | None:
+        api = self._coordination()
+        document = self._json(
+            f"get lease {self.namespace}/{self.name}",
+            lambda: api.read_namespaced_lease(
+                self.name, self.namespace, _preload_content=False, _request_timeout=LEASE_TIMEOUT
+            ),
+        )
+        return None if document is None else lease_from_json(document)
+
+    def create(self, record: LeaseRecord) -> LeaseRecord:
+        api = self._coordination()
+        body = {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": self.name, "namespace": self.namespace},
+            "spec": lease_spec_json(record),
+        }
+        document = self._json(
+            f"create lease {self.namespace}/{self.name}",
+            lambda: api.create_namespaced_lease(
+                self.namespace, body, _preload_content=False, _request_timeout=LEASE_TIMEOUT
+            ),
+        )
+        if document is None:
+            raise ClusterApiError(
+                f"create lease {self.namespace}/{self.name}: 404 (does the namespace exist?)",
+                status=404,
+            )
+        return lease_from_json(document)
+
+    def update(self, record: LeaseRecord) -> LeaseRecord:
+        """Write ``record`` only if the Lease is still at ``record.resource_version``."""
+        if not record.resource_version:
+            raise ValueError("an update needs the resourceVersion it was decided on")
+        api = self._coordination()
+        body = {
+            "metadata": {"resourceVersion": record.resource_version},
+            "spec": lease_spec_json(record),
+        }
+        document = self._json(
+            f"patch lease {self.namespace}/{self.name}",
+            lambda: api.patch_namespaced_lease(
+                self.name,
+                self.namespace,
+                body,
+                _content_type="application/merge-patch+json",
+                _preload_content=False,
+                _request_timeout=LEASE_TIMEOUT,
+            ),
+        )
+        if document is None:
+            raise LeaseConflictError(f"lease {self.namespace}/{self.name} is gone")
+        return lease_from_json(document)
+
+    def publish_nudge(self, value: str) -> None:
+        """Set the nudge annotation (no resourceVersion: it must not lose to a renewal)."""
+        api = self._coordination()
+        body = {"metadata": {"annotations": {NUDGE_ANNOTATION: value}}}
+        document = self._json(
+            f"patch lease {self.namespace}/{self.name} (nudge)",
+            lambda: api.patch_namespaced_lease(
+                self.name,
+                self.namespace,
+                body,
+                _content_type="application/merge-patch+json",
+                _preload_content=False,
+                _request_timeout=LEASE_TIMEOUT,
+            ),
+        )
+        if document is None:
+            raise ClusterApiError(
+                f"lease {self.namespace}/{self.name} does not exist: no leader to nudge",
+                status=404,
+            )
+
+    def watch(self, resource_version: str, timeout_seconds: int) -> Iterator[LeaseRecord]:
+        """Changes to the Lease after ``resource_version``, until the server ends the watch.
+
+        A field selector on the name lets RBAC grant ``watch`` for this one Lease only.
+        """
+        api = self._coordination()
+        what = f"watch lease {self.namespace}/{self.name}"
+        try:
+            response = api.list_namespaced_lease(
+                self.namespace,
+                field_selector=f"metadata.name={self.name}",
+                watch=True,
+                resource_version=resource_version or None,
+                timeout_seconds=timeout_seconds,
+                allow_watch_bookmarks=False,
+                _preload_content=False,
+                _request_timeout=(LEASE_TIMEOUT[0], timeout_seconds + LEASE_TIMEOUT[1]),
+            )
+        except ApiException as exc:
+            raise _api_error(what, exc) from exc
+        except (HTTPError, OSError) as exc:
+            raise ClusterUnreachableError(
+                f"{what}: cannot reach the Kubernetes API ({exc})"
+            ) from exc
+        with self._watch_lock:
+            self._watch_response = response
+        try:
+            for line in _lines(response):
+                event = json.loads(line)
+                kind = event.get("type")
+                if kind == "ERROR":
+                    status = event.get("object") or {}
+                    raise ClusterApiError(
+                        f"{what}: {status.get('code')} {status.get('message')}",
+                        status=int(status.get("code") or 0),
+                    )
+                if kind in ("ADDED", "MODIFIED"):
+                    yield lease_from_json(event.get("object") or {})
+        except (HTTPError, OSError) as exc:
+            raise ClusterUnreachableError(f"{what}: the watch broke ({exc})") from exc
+        finally:
+            with self._watch_lock:
+                self._watch_response = None
+            response.release_conn()
+
+    def abort_watch(self) -> None:
+        """Unblock a watch waiting in another thread (used on shutdown)."""
+        with self._watch_lock:
+            response = self._watch_response
+        if response is not None:
+            shutdown = getattr(response, "shutdown", None)  # urllib3 >= 2.3
+            if callable(shutdown):
+                shutdown()
+
+
+def _lines(response: Any) -> Iterator[bytes]:
+    """Newline-delimited JSON from a streaming response, across chunk boundaries."""
+    buffer = b""
+    for chunk in response.stream(amt=None, decode_content=False):
+        buffer += chunk
+        while b"\n" in buffer:
+            line, buffer = buffer.split(b"\n", 1)
+            if line.strip():
+                yield line
+    if buffer.strip():
+        yield buffer
+
+
+# --------------------------------------------------------------------------------------------
+# Events
+
+
+#: Event reasons, one per kind of roll (``kubectl describe deploy`` shows them).
+REASON_DELETED: Final = "StalePodDeleted"
+REASON_EVICTED: Final = "StalePodEvicted"
+REASON_DRY_RUN: Final = "WouldDeletePod"
+
+
+@dataclass(frozen=True, slots=True)
+class RollEvent:
+    """What a core/v1 Event about one roll says (plain data; see ``event_json``)."""
+
+    namespace: str
+    deployment: str
+    deployment_uid: str
+    reason: str
+    message: str
+
+
+def event_json(event: RollEvent, *, now: datetime, instance: str) -> dict[str, Any]:
+    """The core/v1 Event body for ``event`` (pure, so a test can pin every field)."""
+    stamp = now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {
+            # Unique per roll; the Deployment's name first, as kubectl's own events do.
+            "name": f"{event.deployment[:200]}.{uuid.uuid4().hex[:16]}",
+            "namespace": event.namespace,
+        },
+        "involvedObject": {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "namespace": event.namespace,
+            "name": event.deployment,
+            **({"uid": event.deployment_uid} if event.deployment_uid else {}),
+        },
+        "reason": event.reason,
+        "message": event.message[:1024],
+        "type": "Normal",
+        "source": {"component": "autoroll"},
+        "reportingComponent": "aethnet.se/autoroll",
+        "reportingInstance": instance[:128],
+        "firstTimestamp": stamp,
+        "lastTimestamp": stamp,
+        "count": 1,
+    }
+
+
+class KubeEvents:
+    """Creates core/v1 Events (``events: create`` in the ClusterRole's core API group)."""
+
+    def __init__(
+        self,
+        *,
+        instance: str,
+        api_client_factory: Callable[[], Any] = connect,
+        api: Any = None,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self._instance = instance
+        self._factory = api_client_factory
+        self._api = api  # CoreV1Api, injectable for tests
+        self._clock = clock
+
+    def emit(self, event: RollEvent) -> None:
+        if self._api is None:
+            self._api = client.CoreV1Api(self._factory())
+        api = self._api
+        body = event_json(event, now=self._clock(), instance=self._instance)
+        what = f"create event for deployment {event.namespace}/{event.deployment}"
+        try:
+            _discard(
+                api.create_namespaced_event(
+                    event.namespace, body, _preload_content=False, _request_timeout=LEASE_TIMEOUT
+                )
+            )
+        except ApiException as exc:
+            raise _api_error(what, exc) from exc
+        except (HTTPError, OSError) as exc:
+            raise ClusterUnreachableError(
+                f"{what}: cannot reach the Kubernetes API ({exc})"
+            ) from exc
+
+
 _VERBS: Final = {
     "list deployments": "deployments: list",
     "list pods": "pods: list",
     "delete pod": "pods: delete",
     "evict pod": "pods/eviction: create",
+    "create event": "events: create (EMIT_EVENTS=true)",
+}
+_ROLE_VERBS: Final = {
+    "get lease": "leases: get",
+    "create lease": "leases: create",
+    "patch lease": "leases: patch",
+    "watch lease": "leases: watch",
 }
 
 
@@ -465,6 +811,9 @@ def _api_error(what: str, exc: Any) -> ClusterApiError:
     if status in (401, 403):
         needed = next((v for k, v in _VERBS.items() if what.startswith(k)), "")
         hint = f"; the ClusterRole must grant {needed}" if needed else ""
+        role = next((v for k, v in _ROLE_VERBS.items() if what.startswith(k)), "")
+        if role:
+            hint = f"; the namespaced Role must grant {role} (LEADER_ELECTION=true)"
         return ClusterForbiddenError(f"{what}: {status} {reason}{hint}", status=status)
     return ClusterApiError(f"{what}: {status} {reason}", status=status)
 
@@ -478,13 +827,19 @@ __all__ = [
     "DeleteOutcome",
     "Enrolled",
     "KubeCluster",
+    "KubeEvents",
+    "KubeLease",
     "LabelSelector",
     "Operator",
     "Requirement",
+    "RollEvent",
     "connect",
     "container_from_client",
     "deployment_from_client",
+    "event_json",
     "group_pods",
+    "lease_from_json",
+    "lease_spec_json",
     "pod_from_client",
     "selector_from_client",
     "selector_matches",

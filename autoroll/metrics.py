@@ -11,7 +11,7 @@ so cardinality stays bounded however many Deployments are enrolled.
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 PREFIX = "autoroll"
 
@@ -84,6 +84,39 @@ class Metrics:
         self.nudges_coalesced = Counter(
             f"{PREFIX}_nudges_coalesced",
             "Nudges that arrived while one was already pending and were folded into it.",
+            registry=registry,
+        )
+
+        # -- leader election and the webhook hand-off (LEADER_ELECTION=true) --------------
+        self.leader = Gauge(
+            f"{PREFIX}_leader",
+            "1 while this replica is the leader and may delete pods, else 0 (always 1 when"
+            " leader election is off).",
+            registry=registry,
+        )
+        self.leadership_changes = Counter(
+            f"{PREFIX}_leadership_changes",
+            "This replica acquired, lost (renew deadline passed or lease taken) or released"
+            " (shutdown) the leader lease.",
+            ["change"],
+            registry=registry,
+        )
+        self.lease_errors = Counter(
+            f"{PREFIX}_lease_errors",
+            "Lease reads or writes that failed (API unreachable, 5xx, RBAC).",
+            registry=registry,
+        )
+        self.handoffs = Counter(
+            f"{PREFIX}_webhook_handoffs",
+            "Verified webhooks routed by leader election: local (this replica leads), published"
+            " (on the Lease for the leader), received (by the leader, from the Lease), error.",
+            ["outcome"],
+            registry=registry,
+        )
+        self.events = Counter(
+            f"{PREFIX}_kubernetes_events",
+            "Kubernetes Events about rolls (EMIT_EVENTS=true), by outcome (created, error).",
+            ["outcome"],
             registry=registry,
         )
 

@@ -11,6 +11,12 @@ module alone chooses between executing them and logging them.
 
 Collaborators are injected (cluster, registry, clock), so unit tests drive a full pass with
 hand-written fakes; nothing here imports the Kubernetes client or an HTTP library.
+
+With leader election, ``may_act`` (``Elector.may_act``) is asked immediately before every
+deletion: a replica whose leadership lapsed mid-pass deletes nothing more and ends the pass
+(docs/adr/004-leader-election-and-webhook-handoff.md). With EMIT_EVENTS, each executed roll
+is also recorded as a Kubernetes Event on its Deployment; an Event that fails is logged and
+counted, never allowed to fail the pass.
 """
 
 from __future__ import annotations
@@ -21,7 +27,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol
 
-from autoroll.cluster import DeleteOutcome, Enrolled
+from autoroll.cluster import (
+    REASON_DELETED,
+    REASON_DRY_RUN,
+    REASON_EVICTED,
+    DeleteOutcome,
+    Enrolled,
+    RollEvent,
+)
 from autoroll.decide import (
     ChildrenRequest,
     ContainerVerdict,
@@ -64,6 +77,16 @@ class RegistryPort(Protocol):
     ) -> Mapping[Digest, frozenset[Digest] | Unknown]: ...
 
 
+class EventPort(Protocol):
+    """Records a Kubernetes Event (``autoroll.cluster.KubeEvents`` in production)."""
+
+    def emit(self, event: RollEvent) -> None: ...
+
+
+#: ``Executed.outcome`` when the leadership check before a deletion failed.
+NOT_LEADER = "not-leader"
+
+
 @dataclass(frozen=True, slots=True)
 class Executed:
     """An action and what became of it: a ``DeleteOutcome`` value, ``dry-run`` or ``error``."""
@@ -89,6 +112,10 @@ def _never() -> bool:
     return False
 
 
+def _always() -> bool:
+    return True
+
+
 def _utcnow() -> datetime:
     return datetime.now(UTC)
 
@@ -105,8 +132,14 @@ class Reconciler:
         forgejo_host: str,
         dry_run: bool,
         clock: Callable[[], datetime] = _utcnow,
+        may_act: Callable[[], bool] = _always,
+        events: EventPort | None = None,
+        evicting: bool = False,
     ) -> None:
         self._cluster = cluster
+        self._may_act = may_act
+        self._events = events
+        self._evicting = evicting
         self._registry = registry
         self._metrics = metrics
         self._forgejo_host = forgejo_host
@@ -145,7 +178,16 @@ class Reconciler:
             self._record(decision)
             # decide() emits at most one action; slicing keeps that true even if it did not.
             for action in decision.actions[:1]:
-                executed.append(self._execute(action))
+                # Asked right before the call: the renew deadline may have passed mid-pass.
+                if not self._may_act():
+                    executed.append(self._refuse(action))
+                    abandoned = True
+                    break
+                done = self._execute(action)
+                executed.append(done)
+                self._emit(item, done)
+            if abandoned:
+                break
 
         log.debug(
             "pass done: %d Deployment(s), %d ref(s), %d action(s)",
@@ -215,6 +257,16 @@ class Reconciler:
                 action.reason,
                 extra={**fields, "event": "delete", "dry_run": False},
             )
+        elif outcome is DeleteOutcome.BLOCKED:
+            # One line per Deployment per pass at most (one action each): no storm.
+            self._metrics.deletions_not_done.labels(reason=outcome.value).inc()
+            log.warning(
+                "eviction of pod %s/%s refused (a PodDisruptionBudget allows no disruption"
+                " now); trying again next pass",
+                action.namespace,
+                action.name,
+                extra={**fields, "event": "delete-noop", "reason": outcome.value},
+            )
         else:
             self._metrics.deletions_not_done.labels(reason=outcome.value).inc()
             log.info(
@@ -225,6 +277,58 @@ class Reconciler:
                 extra={**fields, "event": "delete-noop", "reason": outcome.value},
             )
         return Executed(action, outcome.value)
+
+    def _refuse(self, action: DeletePod) -> Executed:
+        self._metrics.deletions_not_done.labels(reason=NOT_LEADER).inc()
+        log.warning(
+            "not deleting pod %s/%s: this replica is no longer the leader; ending the pass",
+            action.namespace,
+            action.name,
+            extra={**_action_fields(action), "event": "delete-noop", "reason": NOT_LEADER},
+        )
+        return Executed(action, NOT_LEADER)
+
+    def _emit(self, item: Enrolled, done: Executed) -> None:
+        """One Event per executed roll; failures are logged and counted, never raised."""
+        if self._events is None:
+            return
+        action = done.action
+        if done.outcome == "dry-run":
+            reason, verb = REASON_DRY_RUN, "would delete"
+        elif done.outcome == DeleteOutcome.DELETED.value:
+            reason, verb = (
+                (REASON_EVICTED, "evicted")
+                if self._evicting
+                else (
+                    REASON_DELETED,
+                    "deleted",
+                )
+            )
+        else:
+            return
+        event = RollEvent(
+            namespace=item.deployment.namespace,
+            deployment=item.deployment.name,
+            deployment_uid=item.deployment.uid,
+            reason=reason,
+            message=(
+                f"autoroll {verb} stale pod {action.name}: container {action.container}"
+                f" image {action.image} runs {action.from_digest}, the registry has"
+                f" {action.to_digest}"
+            ),
+        )
+        try:
+            self._events.emit(event)
+        except Exception as exc:
+            self._metrics.events.labels(outcome="error").inc()
+            log.warning(
+                "could not record an Event on %s: %s",
+                item.deployment.key,
+                exc,
+                extra={"event": "event-failed", "deployment": item.deployment.key},
+            )
+            return
+        self._metrics.events.labels(outcome="created").inc()
 
     def _record(self, decision: Decision) -> None:
         """Metrics and one log line per container decision."""

@@ -44,13 +44,21 @@ from gunicorn.app.base import BaseApplication
 from gunicorn.glogging import Logger as GunicornLogger
 from prometheus_client import CollectorRegistry
 
-from autoroll.cluster import ClusterError, KubeCluster
+from autoroll.cluster import ClusterError, KubeCluster, KubeEvents, KubeLease
 from autoroll.config import Config, RolloutMethod
+from autoroll.leader import (
+    Elector,
+    HandOff,
+    LeasePort,
+    NudgeWatcher,
+    Timings,
+    default_identity,
+)
 from autoroll.metrics import Metrics
-from autoroll.reconciler import ClusterPort, Reconciler, RegistryPort
+from autoroll.reconciler import ClusterPort, EventPort, Reconciler, RegistryPort, TickReport
 from autoroll.registry import RegistryClient
 from autoroll.web import create_app
-from autoroll.worker import Nudge, Worker, WorkerStopTimeoutError
+from autoroll.worker import SKIPPED, Nudge, Worker, WorkerStopTimeoutError
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +70,19 @@ RECONCILE_STOP_SECONDS: Final = 10.0
 REQUEST_THREADS: Final = 4
 
 
+#: Seconds each election thread gets to stop (they only wait on events or a short API call).
+ELECTION_STOP_SECONDS: Final = 3.0
+
+
+@dataclass(frozen=True, slots=True)
+class Election:
+    """The leader-election threads of one replica (``LEADER_ELECTION=true`` only)."""
+
+    elector: Elector
+    watcher: NudgeWatcher
+    handoff: HandOff
+
+
 @dataclass(frozen=True, slots=True)
 class Runtime:
     """Everything the one worker process owns."""
@@ -71,6 +92,44 @@ class Runtime:
     reconciler: Reconciler
     worker: Worker
     app: Flask
+    election: Election | None = None
+
+    def start(self) -> None:
+        """Start campaigning (if electing), then the reconcile thread."""
+        if self.election is not None:
+            self.election.elector.start()
+            self.election.watcher.start()
+            self.election.handoff.start()
+        self.worker.start()
+
+    def stop(self, timeout: float = RECONCILE_STOP_SECONDS) -> None:
+        """Stop the reconcile thread, then hand the lease back (only if that stop was clean).
+
+        Raises ``WorkerStopTimeoutError`` after releasing nothing when a pass is stuck: the
+        lease then simply expires, and the stuck pass cannot delete past the renew deadline.
+        """
+        stopped = False
+        try:
+            self.worker.stop(timeout=timeout)
+            stopped = True
+        finally:
+            if self.election is not None:
+                self._stop_election(self.election, release=stopped)
+
+    @staticmethod
+    def _stop_election(election: Election, *, release: bool) -> None:
+        # Each thread only waits on events or a short API call; one stuck must not keep the
+        # others (or the release) from running, and the process exits anyway.
+        steps: tuple[tuple[str, Callable[[], None]], ...] = (
+            ("hand-off", lambda: election.handoff.stop(ELECTION_STOP_SECONDS)),
+            ("nudge watcher", lambda: election.watcher.stop(ELECTION_STOP_SECONDS)),
+            ("elector", lambda: election.elector.stop(ELECTION_STOP_SECONDS, release=release)),
+        )
+        for name, stop in steps:
+            try:
+                stop()
+            except RuntimeError as exc:
+                log.error("stopping the %s: %s", name, exc)
 
 
 def build_runtime(
@@ -78,10 +137,45 @@ def build_runtime(
     *,
     cluster: ClusterPort | None = None,
     registry: RegistryPort | None = None,
+    lease: LeasePort | None = None,
+    events: EventPort | None = None,
 ) -> Runtime:
     """Wire one process's objects together. Cheap: no network until the first pass."""
     metrics = Metrics(CollectorRegistry())
     nudge = Nudge(metrics)
+    settings = config.leader_election
+    identity = (settings.identity if settings else None) or default_identity()
+    election: Election | None = None
+    if settings is not None:
+        if lease is None:
+            lease = KubeLease(namespace=settings.namespace, name=settings.lease_name)
+        elector = Elector(
+            lease,
+            identity=identity,
+            timings=Timings(
+                lease_duration=settings.lease_duration_seconds,
+                renew_deadline=settings.renew_deadline_seconds,
+                retry_period=settings.retry_period_seconds,
+            ),
+            metrics=metrics,
+            on_elected=nudge.nudge,  # a new leader reconciles at once, not a poll later
+        )
+        election = Election(
+            elector=elector,
+            watcher=NudgeWatcher(lease, elector=elector, on_nudge=nudge.nudge, metrics=metrics),
+            handoff=HandOff(lease, elector=elector, local=nudge.nudge, metrics=metrics),
+        )
+        may_act = elector.may_act
+        webhook_nudge = election.handoff.nudge
+    else:
+        metrics.leader.set(1)  # alone, so always the leader
+
+        def may_act() -> bool:
+            return True
+
+        webhook_nudge = nudge.nudge
+    if events is None and config.emit_events:
+        events = KubeEvents(instance=identity)
     if cluster is None:
         cluster = KubeCluster(
             label_selector=config.label_selector,
@@ -101,18 +195,28 @@ def build_runtime(
         metrics=metrics,
         forgejo_host=config.forgejo_host,
         dry_run=config.dry_run,
+        may_act=may_act,
+        events=events,
+        evicting=config.rollout_method is RolloutMethod.EVICT,
     )
+
+    def tick(stopping: Callable[[], bool]) -> TickReport | str:
+        # Followers skip whole passes; the reconciler re-checks before every deletion.
+        if not may_act():
+            return SKIPPED
+        return reconciler.tick(stopping)
+
     worker = Worker(
-        reconciler.tick,
+        tick,
         nudge=nudge,
         interval_seconds=config.poll_interval_seconds,
         metrics=metrics,
         expected_errors=(ClusterError,),
     )
     app = create_app(
-        webhook_secret=config.webhook_secret.reveal(), nudge=nudge.nudge, metrics=metrics
+        webhook_secret=config.webhook_secret.reveal(), nudge=webhook_nudge, metrics=metrics
     )
-    return Runtime(metrics, nudge, reconciler, worker, app)
+    return Runtime(metrics, nudge, reconciler, worker, app, election)
 
 
 def gunicorn_settings(config: Config) -> dict[str, object]:
@@ -178,7 +282,7 @@ def _post_worker_init(worker: Any) -> None:
     runtime: Runtime | None = worker.app.runtime
     if runtime is None:  # pragma: no cover - gunicorn always loads the app first
         raise RuntimeError("the app was not loaded before post_worker_init")
-    runtime.worker.start()
+    runtime.start()
     log.info("reconcile thread started in worker pid %s", worker.pid)
 
 
@@ -188,7 +292,7 @@ def _worker_exit(server: Any, worker: Any) -> None:
     if runtime is None:
         return
     try:
-        runtime.worker.stop(timeout=RECONCILE_STOP_SECONDS)
+        runtime.stop(timeout=RECONCILE_STOP_SECONDS)
     except WorkerStopTimeoutError as exc:
         # The thread is a daemon: the process exits anyway; say so loudly.
         log.error("%s; exiting without waiting for it", exc)

@@ -11,6 +11,9 @@ so any nudge during the pass sets it again, and any number of further nudges fin
 already set. After the pass the worker sees one set flag and runs exactly one follow-up
 pass. A nudge never queues work, so a flood of webhooks costs at most one extra pass.
 
+A tick may return ``SKIPPED`` (a replica that is not the leader): the pass is counted as
+``autoroll_ticks{outcome="skipped"}`` and kept out of the duration histogram.
+
 Every pass is wrapped: an exception is logged with its traceback, counted as
 ``autoroll_ticks{outcome="error"}`` and survived; the next pass comes on the next wake-up.
 """
@@ -21,10 +24,15 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from typing import Final
 
 from autoroll.metrics import Metrics
 
 log = logging.getLogger(__name__)
+
+
+#: What a tick returns when it chose not to run (this replica does not lead).
+SKIPPED: Final = "skipped"
 
 
 class WorkerStopTimeoutError(RuntimeError):
@@ -152,7 +160,8 @@ class Worker:
         started = self._clock()
         outcome = "ok"
         try:
-            self._tick(self.stopping)
+            if self._tick(self.stopping) == SKIPPED:
+                outcome = SKIPPED
         except self._expected as exc:
             # Known adapter failures (API unreachable, RBAC) carry a clear message already.
             outcome = "error"
@@ -163,5 +172,6 @@ class Worker:
         finally:
             elapsed = self._clock() - started
             self._metrics.ticks.labels(outcome=outcome).inc()
-            self._metrics.tick_duration.observe(elapsed)
+            if outcome != SKIPPED:
+                self._metrics.tick_duration.observe(elapsed)
             self._passes += 1

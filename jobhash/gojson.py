@@ -67,11 +67,12 @@ def quote_string(text: str) -> str:
 
     DEL (0x7f) and every other printable rune pass through unescaped, as in Go.
     """
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as err:
-        # A lone surrogate cannot come from valid UTF-8 input; Go would see raw bytes.
-        raise GoJSONError(f"string {text!r} is not valid Unicode (lone surrogate)") from err
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as err:
+            # A lone surrogate cannot come from valid UTF-8 input; Go would see raw bytes.
+            raise GoJSONError(f"string {text!r} is not valid Unicode (lone surrogate)") from err
     return '"' + text.translate(_ESCAPES) + '"'
 
 
@@ -194,10 +195,6 @@ def format_int(value: int) -> str:
     return str(value)
 
 
-def _sort_key(key: str) -> bytes:
-    return key.encode("utf-8")
-
-
 def marshal(value: GoValue) -> str:
     """Mirror ``json.Marshal`` as Helm's ``toJson``/``mustToJson`` call it.
 
@@ -209,7 +206,30 @@ def marshal(value: GoValue) -> str:
 
 
 def _encode(value: GoValue, out: list[str]) -> None:
-    if value is None:
+    # Ordered by frequency; str first (most values are strings).
+    if isinstance(value, str):
+        out.append(quote_string(value))
+    elif isinstance(value, dict):
+        for key in value:
+            if not isinstance(key, str):
+                raise GoJSONError(f"map key {key!r} is not a string")
+        out.append("{")
+        # Code point order is UTF-8 byte order (quote_string rejects lone surrogates).
+        for index, key in enumerate(sorted(value)):
+            if index:
+                out.append(",")
+            out.append(quote_string(key))
+            out.append(":")
+            _encode(value[key], out)
+        out.append("}")
+    elif isinstance(value, list):
+        out.append("[")
+        for index, item in enumerate(value):
+            if index:
+                out.append(",")
+            _encode(item, out)
+        out.append("]")
+    elif value is None:
         out.append("null")
     elif value is True:
         out.append("true")
@@ -219,26 +239,5 @@ def _encode(value: GoValue, out: list[str]) -> None:
         out.append(format_int(value))
     elif isinstance(value, float):
         out.append(format_float(value))
-    elif isinstance(value, str):
-        out.append(quote_string(value))
-    elif isinstance(value, list):
-        out.append("[")
-        for index, item in enumerate(value):
-            if index:
-                out.append(",")
-            _encode(item, out)
-        out.append("]")
-    elif isinstance(value, dict):
-        for key in value:
-            if not isinstance(key, str):
-                raise GoJSONError(f"map key {key!r} is not a string")
-        out.append("{")
-        for index, key in enumerate(sorted(value, key=_sort_key)):
-            if index:
-                out.append(",")
-            out.append(quote_string(key))
-            out.append(":")
-            _encode(value[key], out)
-        out.append("}")
     else:
         raise GoJSONError(f"json: unsupported type: {type(value).__name__}")

@@ -155,9 +155,29 @@ fails with a message naming labelSelector and selfRoll.
 {{- end -}}
 
 {{/*
-autoroll.leaderElection: "true" when replicaCount > 1 (only then do replicas need to elect
-a leader, and only then does the chart grant Lease access), else "".
+autoroll.leaderElection: "true" when replicaCount > 1 or leaderElection.force is set (only
+then do replicas elect a leader, and only then does the chart grant Lease access), else "".
+Takes the root context.
 */}}
 {{- define "autoroll.leaderElection" -}}
-{{- if gt (int .Values.replicaCount) 1 -}}true{{- end -}}
+{{- if or (gt (int .Values.replicaCount) 1) .Values.leaderElection.force -}}true{{- end -}}
+{{- end -}}
+
+{{/*
+autoroll.validateLeaderElection: fails, naming the values, when the election timings are out
+of order (the controller would refuse them at startup with exit 2). Takes the root context;
+returns nothing. The order is what keeps a former leader from deleting after its Lease could
+have been taken: renewDeadline at least 1 s below leaseDuration, retryPeriod at most half of
+renewDeadline.
+*/}}
+{{- define "autoroll.validateLeaderElection" -}}
+{{- $le := .Values.leaderElection -}}
+{{- if include "autoroll.leaderElection" . -}}
+{{- if gt (add1 (int $le.renewDeadlineSeconds)) (int $le.leaseDurationSeconds) -}}
+{{- fail (printf "leaderElection.renewDeadlineSeconds (%d) must be at least 1 below leaderElection.leaseDurationSeconds (%d): a leader must stop deleting before another replica can take the Lease" (int $le.renewDeadlineSeconds) (int $le.leaseDurationSeconds)) -}}
+{{- end -}}
+{{- if gt (mul 2 (int $le.retryPeriodSeconds)) (int $le.renewDeadlineSeconds) -}}
+{{- fail (printf "leaderElection.retryPeriodSeconds (%d) must be at most half of leaderElection.renewDeadlineSeconds (%d)" (int $le.retryPeriodSeconds) (int $le.renewDeadlineSeconds)) -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}

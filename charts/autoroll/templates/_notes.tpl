@@ -55,7 +55,8 @@ so the controller will not roll itself.
 {{- end }}
 {{- if include "autoroll.leaderElection" . }}
 
-WARNING: replicaCount={{ .Values.replicaCount }} turns on leader election, which this controller
-version does not implement yet; every replica reconciles on its own. Use replicaCount=1.
+Leader election is on: {{ .Values.replicaCount }} replica(s) answer webhooks, one reconciles. The
+leader is the holder of Lease {{ .Release.Namespace }}/{{ include "autoroll.fullname" . }}:
+  kubectl -n {{ .Release.Namespace }} get lease {{ include "autoroll.fullname" . }}
 {{- end }}
 {{- end -}}

@@ -1,0 +1,446 @@
+"""High availability on the real API: two ``autoroll serve`` processes elect a leader.
+
+Both run as a ServiceAccount holding exactly the rules the chart renders with
+``replicaCount: 2`` and ``emitEvents: true`` (its ClusterRole and its namespaced Lease Role),
+so the RBAC verbs the election uses (leases create; get, patch, watch on one name) are
+proven here, not assumed. Pods come from the real Deployment and ReplicaSet controllers and
+the simulated kubelet; images from a real docker-registry.
+
+A ledger watches the Deployment's pods and checks, at every deletion, that the Deployment was
+settled just before it (every live pod Ready, none terminating, at least ``replicas`` live):
+that is "never two pods deleted within one settle window", whichever replica deleted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import re
+import secrets
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+import yaml
+from kubernetes import client, watch
+
+from tests.conftest import require_tool
+from tests.e2e.controller import Autoroll, running_autoroll
+from tests.e2e.controlplane import ControlPlane, kubeconfig_document
+from tests.e2e.helpers import apps_api, core_api, deployment, eventually, is_ready, rbac_api
+from tests.e2e.kubelet import Behaviour, RegistryResolver, SimulatedKubelet
+from tests.e2e.oci import Registry, push_image, running_registry
+
+pytestmark = pytest.mark.e2e
+
+CHART = Path(__file__).resolve().parents[2] / "charts" / "autoroll"
+RELEASE = "rel"
+LEASE = f"{RELEASE}-autoroll"  # the chart's fullname: the Role names this Lease only
+REPLICAS = 4
+READY_AFTER = 2.0  # a replacement pod needs this long to become Ready: the settle window
+APP = "web"
+
+
+# --------------------------------------------------------------------------------------------
+# The ledger: every deletion, and whether the Deployment was settled just before it
+
+
+@dataclass
+class Ledger:
+    """Pod states from a watch; a deletion while unsettled is a violation."""
+
+    replicas: int
+    pods: dict[str, tuple[bool, bool, str]] = field(default_factory=dict)  # ready, deleting, digest
+    deletions: list[tuple[float, str]] = field(default_factory=list)
+    violations: list[str] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def apply(self, kind: str, pod: Any) -> None:
+        name = pod.metadata.name
+        deleting = kind == "DELETED" or pod.metadata.deletion_timestamp is not None
+        statuses = (pod.status.container_statuses or []) if pod.status else []
+        digest = (statuses[0].image_id or "").rpartition("@")[2] if statuses else ""
+        with self.lock:
+            before = self.pods.get(name)
+            if deleting and (before is None or not before[1]):
+                self._check_settled(name)
+                self.deletions.append((time.monotonic(), name))
+            if kind == "DELETED":
+                self.pods.pop(name, None)
+            else:
+                self.pods[name] = (is_ready(pod), deleting, digest)
+
+    def _check_settled(self, name: str) -> None:
+        live = {n: s for n, s in self.pods.items() if not s[1]}
+        unready = sorted(n for n, s in live.items() if not s[0] and n != name)
+        terminating = sorted(n for n, s in self.pods.items() if s[1])
+        if unready or terminating or len(live) < self.replicas:
+            self.violations.append(
+                f"{name} deleted while unsettled: live={sorted(live)} unready={unready}"
+                f" terminating={terminating}"
+            )
+
+    def rolled(self, digest: str) -> bool:
+        with self.lock:
+            live = [s for s in self.pods.values() if not s[1]]
+            return len(live) == self.replicas and all(s[0] and s[2] == digest for s in live)
+
+
+@contextlib.contextmanager
+def watching(kube: Any, namespace: str, ledger: Ledger) -> Iterator[Ledger]:
+    core = core_api(kube)
+    stop = threading.Event()
+    listed = core.list_namespaced_pod(namespace, label_selector=f"app={APP}")
+    for item in listed.items:
+        ledger.apply("ADDED", item)
+    version = listed.metadata.resource_version
+
+    def run() -> None:
+        nonlocal version
+        while not stop.is_set():
+            w: Any = watch.Watch()  # type: ignore[no-untyped-call]
+            for event in w.stream(
+                core.list_namespaced_pod,
+                namespace,
+                label_selector=f"app={APP}",
+                resource_version=version,
+                timeout_seconds=2,
+            ):
+                ledger.apply(event["type"], event["object"])
+                version = event["object"].metadata.resource_version
+                if stop.is_set():
+                    w.stop()
+
+    thread = threading.Thread(target=run, name="ha-ledger", daemon=True)
+    thread.start()
+    try:
+        yield ledger
+    finally:
+        stop.set()
+        thread.join(10)
+
+
+# --------------------------------------------------------------------------------------------
+# Setup: the chart's RBAC for a ServiceAccount, the registry, the app
+
+
+def chart_rules(template: str) -> list[dict[str, Any]]:
+    """The rules the chart renders for two replicas with events on."""
+    helm = require_tool("helm")
+    rendered = subprocess.run(
+        [
+            helm,
+            "template",
+            RELEASE,
+            str(CHART),
+            "-f",
+            str(CHART / "tests" / "values" / "required.yaml"),
+            "--set",
+            "replicaCount=2",
+            "--set",
+            "emitEvents=true",
+            "--show-only",
+            f"templates/{template}",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    document = yaml.safe_load(rendered)
+    rules: list[dict[str, Any]] = document["rules"]
+    return rules
+
+
+def service_account_kubeconfig(plane: ControlPlane, kube: Any, namespace: str, path: Path) -> Path:
+    """A kubeconfig for ServiceAccount ``autoroll`` bound to the chart's rules only."""
+    core, rbac = core_api(kube), rbac_api(kube)
+    core.create_namespaced_service_account(namespace, {"metadata": {"name": "autoroll"}})
+    subject = [{"kind": "ServiceAccount", "name": "autoroll", "namespace": namespace}]
+    cluster_role = f"autoroll-{namespace}"
+    rbac.create_cluster_role(
+        {"metadata": {"name": cluster_role}, "rules": chart_rules("clusterrole.yaml")}
+    )
+    rbac.create_cluster_role_binding(
+        {
+            "metadata": {"name": cluster_role},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": cluster_role,
+            },
+            "subjects": subject,
+        }
+    )
+    rbac.create_namespaced_role(
+        namespace, {"metadata": {"name": LEASE}, "rules": chart_rules("role.yaml")}
+    )
+    rbac.create_namespaced_role_binding(
+        namespace,
+        {
+            "metadata": {"name": LEASE},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": LEASE},
+            "subjects": subject,
+        },
+    )
+    token = core.create_namespaced_service_account_token(
+        "autoroll", namespace, {"spec": {"expirationSeconds": 3600}}
+    ).status.token
+    document = kubeconfig_document(
+        server=plane.server, ca_pem=plane.ca_file.read_bytes(), user="autoroll", token=token
+    )
+    path.write_text(yaml.safe_dump(document))
+    return path
+
+
+@dataclass
+class Scene:
+    plane: ControlPlane
+    kube: Any
+    namespace: str
+    registry: Registry
+    image: str
+    kubeconfig: Path
+    selector: str
+    secret: str = field(default_factory=lambda: secrets.token_hex(32))
+
+    def push(self, version: int) -> str:
+        repo = self.image.removeprefix(f"{self.registry.host}/").rpartition(":")[0]
+        return push_image(
+            self.registry, repo, "latest", content=f"{self.namespace} v{version}"
+        ).digest
+
+    def holder(self) -> str:
+        api = client.CoordinationV1Api(self.kube)
+        try:
+            lease = api.read_namespaced_lease(LEASE, self.namespace)
+        except client.exceptions.ApiException as exc:
+            if exc.status == 404:
+                return ""
+            raise
+        spec: Any = lease.spec
+        return str(spec.holder_identity or "") if spec is not None else ""
+
+    @contextlib.contextmanager
+    def controller(self, name: str, *, poll_seconds: int) -> Iterator[Autoroll]:
+        env = {
+            "KUBECONFIG": str(self.kubeconfig),
+            "LABEL_SELECTOR": self.selector,
+            "WEBHOOK_SECRET": self.secret,
+            "EMIT_EVENTS": "true",
+            "LEADER_ELECTION": "true",
+            "LEADER_ELECTION_NAMESPACE": self.namespace,
+            "LEADER_ELECTION_LEASE": LEASE,
+            "POD_NAME": name,
+        }
+        with running_autoroll(
+            plane=self.plane, registry=self.registry, poll_seconds=poll_seconds, extra_env=env
+        ) as autoroll:
+            autoroll.secret = self.secret
+            yield autoroll
+
+
+@pytest.fixture
+def scene(
+    control_plane: ControlPlane,
+    kube: Any,
+    namespace: str,
+    kubelet: SimulatedKubelet,
+    tmp_path: Path,
+) -> Iterator[Scene]:
+    require_tool("docker-registry")
+    require_tool("htpasswd")
+    auth = ("ha", secrets.token_hex(12))
+    with running_registry(tmp_path / "registry", auth=auth) as registry:
+        kubelet.use_resolver(RegistryResolver(auth=auth))
+        image = f"{registry.host}/{namespace}/{APP}:latest"
+        kubelet.behave(image, Behaviour(ready_after=READY_AFTER))
+        kubeconfig = service_account_kubeconfig(
+            control_plane, kube, namespace, tmp_path / "autoroll.kubeconfig"
+        )
+        scene = Scene(
+            plane=control_plane,
+            kube=kube,
+            namespace=namespace,
+            registry=registry,
+            image=image,
+            kubeconfig=kubeconfig,
+            selector=f"aethnet.se/autoroll=true,ha-test={namespace}",
+        )
+        first = scene.push(1)
+        manifest = deployment(
+            APP,
+            image,
+            replicas=REPLICAS,
+            labels={"aethnet.se/autoroll": "true", "ha-test": namespace},
+        )
+        apps_api(kube).create_namespaced_deployment(namespace, manifest)
+        ledger = Ledger(REPLICAS)
+        with watching(kube, namespace, ledger):
+            eventually(
+                lambda: _assert(ledger.rolled(first), f"pods: {ledger.pods}"),
+                timeout=60,
+                what=f"{REPLICAS} Ready pods on the first image",
+            )
+        yield scene
+        with contextlib.suppress(Exception):
+            rbac_api(kube).delete_cluster_role_binding(f"autoroll-{namespace}")
+            rbac_api(kube).delete_cluster_role(f"autoroll-{namespace}")
+
+
+def _assert(condition: bool, message: str) -> None:
+    assert condition, message
+
+
+def ticks(autoroll: Autoroll) -> float:
+    text = requests.get(f"{autoroll.url}/metrics", timeout=2).text
+    match = re.search(r'^autoroll_ticks_total\{outcome="ok"\} (\S+)$', text, re.MULTILINE)
+    return float(match.group(1)) if match else 0.0
+
+
+def more_ticks(autoroll: Autoroll, than: float) -> bool:
+    return ticks(autoroll) > than
+
+
+def leader_gauge(autoroll: Autoroll) -> float:
+    text = requests.get(f"{autoroll.url}/metrics", timeout=2).text
+    match = re.search(r"^autoroll_leader (\S+)$", text, re.MULTILINE)
+    assert match, "autoroll_leader missing from /metrics"
+    return float(match.group(1))
+
+
+def wait_for(predicate: Any, *, timeout: float, interval: float = 0.05, what: str = "") -> float:
+    started = time.monotonic()
+    while not predicate():
+        if time.monotonic() - started > timeout:
+            raise AssertionError(f"not within {timeout}s: {what}")
+        time.sleep(interval)
+    return time.monotonic() - started
+
+
+def kill_hard(autoroll: Autoroll) -> None:
+    """SIGKILL the whole process group (gunicorn master and its worker): a crashed pod."""
+    os.killpg(autoroll.process.pid, signal.SIGKILL)
+    autoroll.process.wait(10)
+
+
+# --------------------------------------------------------------------------------------------
+# The tests
+
+
+def test_killing_the_leader_mid_rollout_moves_leadership_and_the_roll_completes(
+    scene: Scene, record_property: Any
+) -> None:
+    with scene.controller("ctl-a", poll_seconds=5) as a:
+        wait_for(lambda: scene.holder() == "ctl-a", timeout=20, what="ctl-a leads")
+        with scene.controller("ctl-b", poll_seconds=5) as b:
+            assert leader_gauge(a) == 1 and leader_gauge(b) == 0
+            ledger = Ledger(REPLICAS)
+            with watching(scene.kube, scene.namespace, ledger):
+                target = scene.push(2)
+                sent = time.monotonic()
+                assert b.webhook() == 202  # at the follower: handed to the leader
+                wait_for(lambda: len(ledger.deletions) >= 1, timeout=10, what="first deletion")
+                first_deletion = ledger.deletions[0][0] - sent
+                assert a.lines(r"deleted stale pod"), "the leader did not delete the first pod"
+
+                kill_hard(a)
+                killed = time.monotonic()
+                failover = wait_for(
+                    lambda: scene.holder() == "ctl-b", timeout=30, interval=0.1, what="ctl-b leads"
+                )
+                b.wait_for_line(r"became leader", timeout=5)
+                assert leader_gauge(b) == 1
+
+                eventually(
+                    lambda: _assert(ledger.rolled(target), f"pods: {ledger.pods}"),
+                    timeout=120,
+                    what="every pod Ready on the new image",
+                )
+                roll_seconds = time.monotonic() - killed
+
+            assert ledger.violations == []
+            assert len(ledger.deletions) == REPLICAS, ledger.deletions
+            assert b.lines(r"deleted stale pod"), "the new leader finished the roll"
+            events = core_api(scene.kube).list_namespaced_event(
+                scene.namespace, field_selector=f"involvedObject.name={APP}"
+            )
+            ours = [e for e in events.items if e.reason == "StalePodDeleted"]
+            # The Event follows the deletion, so the killed leader may have died in between;
+            # every deletion by the surviving replica has its Event.
+            assert REPLICAS - 1 <= len(ours) <= REPLICAS, [e.message for e in ours]
+            by_b = [e for e in ours if e.reporting_instance == "ctl-b"]
+            assert len(by_b) == len(b.lines(r"deleted stale pod")), [e.message for e in ours]
+            message = next(e.message for e in events.items if e.reason == "StalePodDeleted")
+            assert target in message and scene.image in message
+
+    record_property("handoff_to_first_deletion_seconds", round(first_deletion, 2))
+    record_property("failover_seconds", round(failover, 2))
+    record_property("roll_after_kill_seconds", round(roll_seconds, 2))
+    print(
+        f"\nHA: webhook at follower → first deletion {first_deletion:.2f}s; leader killed →"
+        f" new leader {failover:.2f}s; roll completed {roll_seconds:.1f}s after the kill"
+    )
+    assert failover < 20, "leadership must move within about the 15 s lease duration"
+
+
+def test_a_webhook_at_the_follower_makes_the_leader_tick_within_two_seconds(
+    scene: Scene, record_property: Any
+) -> None:
+    # A poll interval of an hour: every pass below comes from a webhook or an election.
+    with scene.controller("ctl-a", poll_seconds=3600) as a:
+        wait_for(lambda: scene.holder() == "ctl-a", timeout=20, what="ctl-a leads")
+        wait_for(lambda: ticks(a) >= 1, timeout=10, what="the leader's first pass")
+        with scene.controller("ctl-b", poll_seconds=3600) as b:
+            latencies = []
+            for _ in range(3):
+                count = ticks(a)
+                assert b.webhook() == 202
+                latencies.append(
+                    wait_for(
+                        functools.partial(more_ticks, a, count),
+                        timeout=2.0,
+                        interval=0.02,
+                        what="a pass",
+                    )
+                )
+                time.sleep(0.6)  # past the follower's hand-off rate limit
+            assert ticks(b) == 0  # the follower never reconciled
+
+            before = ticks(a)
+            for i in range(20):
+                assert b.webhook(f"forged {i}".encode(), sign=False) == 403
+                response = requests.post(
+                    f"{b.url}/webhook",
+                    data=b"{}",
+                    headers={"X-Forgejo-Signature": "0" * 64},
+                    timeout=5,
+                )
+                assert response.status_code == 403
+            time.sleep(2.0)
+            assert ticks(a) == before  # bad signatures never reach the leader
+
+            # A clean shutdown releases the lease: the follower leads well before 15 s.
+            stopped = time.monotonic()
+            a.process.send_signal(signal.SIGTERM)
+            a.process.wait(20)
+            assert a.process.returncode == 0
+            wait_for(lambda: scene.holder() == "ctl-b", timeout=10, interval=0.05, what="ctl-b")
+            handover = time.monotonic() - stopped  # includes a's graceful shutdown
+            assert a.lines(r"released the lease")
+            wait_for(lambda: ticks(b) >= 1, timeout=5, what="the new leader's first pass")
+
+    worst = max(latencies)
+    record_property("handoff_latency_max_seconds", round(worst, 3))
+    print(
+        f"\nHA: follower webhook → leader pass {', '.join(f'{x:.3f}' for x in latencies)}s;"
+        f" SIGTERM → new leader {handover:.2f}s"
+    )
+    assert worst < 2.0

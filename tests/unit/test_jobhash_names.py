@@ -1,0 +1,114 @@
+"""jobhash.names: fullname, name budgeting and limits, as _helpers.tpl and _jobs.tpl do."""
+
+from __future__ import annotations
+
+import pytest
+
+from jobhash.errors import RenderError, UnmirrorableError, ValuesError
+from jobhash.gojson import GoValue
+from jobhash.names import (
+    check_name_override,
+    fullname,
+    job_group_name,
+    name_problem,
+    reads_back,
+    trunc,
+    validate_release_name,
+)
+
+HASH = "0123456789abcdef" * 4
+
+
+@pytest.mark.parametrize(
+    ("values", "release", "expected"),
+    [
+        ({}, "demo", "demo-autoroll"),
+        ({}, "my-autoroll", "my-autoroll"),  # the release already contains the chart name
+        ({"nameOverride": "x"}, "demo", "demo-x"),
+        ({"fullnameOverride": "custom"}, "demo", "custom"),
+        ({"fullnameOverride": "a" * 62 + "-b"}, "demo", "a" * 62),  # trunc 63, trim one "-"
+        ({"fullnameOverride": ""}, "demo", "demo-autoroll"),
+    ],
+)
+def test_fullname(values: dict[str, GoValue], release: str, expected: str) -> None:
+    assert fullname(values, release, "autoroll") == expected
+
+
+def name(**overrides: object) -> str:
+    args: dict[str, object] = {
+        "fullname": "demo-autoroll",
+        "group": "db",
+        "job": "migrate",
+        "hash_hex": HASH,
+        "hash_suffix": True,
+        "kind": "Job",
+    }
+    args.update(overrides)
+    return job_group_name(**args)  # type: ignore[arg-type]
+
+
+def test_name_format_and_opt_out() -> None:
+    assert name() == "demo-autoroll-db-migrate-01234567"
+    assert name(hash_suffix=False) == "demo-autoroll-db-migrate"
+    assert name(group="reporting-exports") == "demo-autoroll-reportin-migrate-01234567"
+
+
+def test_only_the_fullname_is_shortened_to_the_limit() -> None:
+    long = "a-very-long-release-name-for-testing-name-budgets-x1-autoroll"
+    job = name(fullname=long)
+    assert len(job) == 63
+    assert job.endswith("-db-migrate-01234567")
+    cron = name(fullname=long, kind="CronJob")
+    assert len(cron) <= 52
+    assert cron.endswith("-db-migrate-01234567")
+
+
+def test_a_dash_left_by_shortening_is_trimmed() -> None:
+    # budget 63 - len("-db-migrate-01234567") = 43; the 43rd character is a dash
+    full = "x" * 42 + "-yyyy"
+    assert name(fullname=full) == "x" * 42 + "-db-migrate-01234567"
+
+
+def test_no_room_for_the_release_fails_with_the_charts_message() -> None:
+    with pytest.raises(RenderError) as caught:
+        name(job="j" * 45, kind="CronJob")
+    assert "the name suffix" in caught.value.message
+    assert "within the 52-character CronJob name limit; use a shorter job key" in (
+        caught.value.message
+    )
+
+
+def test_trunc_cuts_bytes_and_refuses_to_split_a_character() -> None:
+    assert trunc(3, "abcdef") == "abc"
+    assert trunc(2, "é") == "é"
+    with pytest.raises(UnmirrorableError):
+        trunc(1, "é")
+
+
+def test_names_that_yaml_would_read_differently_are_refused() -> None:
+    assert reads_back("demo-autoroll-db-m-01234567")
+    assert reads_back("Ünïcode-db-m")
+    assert not reads_back("a #b-db-m")
+    assert not reads_back("x: y-db-m")
+    with pytest.raises(UnmirrorableError, match="would not read back"):
+        name(fullname="a #comment")
+
+
+def test_name_override_that_breaks_the_labels_yaml_fails() -> None:
+    check_name_override({"nameOverride": "0"})  # read as a number: harmless
+    with pytest.raises(ValuesError, match="breaks the YAML"):
+        check_name_override({"nameOverride": "a: b"})
+
+
+def test_release_name_validation_matches_helm() -> None:
+    assert validate_release_name("demo") is None
+    assert validate_release_name("my.rel") is None
+    assert validate_release_name("Bad") is not None
+    assert validate_release_name("a" * 54) is not None
+    assert validate_release_name("") == "no name provided"
+
+
+def test_name_problem_for_check() -> None:
+    assert name_problem("demo-db-m-01234567", "Job") is None
+    assert "not a DNS-1123 label" in str(name_problem("my.rel-db-m", "Job"))
+    assert "over the 52-character CronJob limit" in str(name_problem("a" * 53, "CronJob"))

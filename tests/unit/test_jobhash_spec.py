@@ -1,0 +1,260 @@
+"""jobhash.spec mirrors _jobs.tpl step by step (values -> spec -> hash, and the guard)."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import pytest
+
+from jobhash.errors import RenderError
+from jobhash.gojson import GoValue
+from jobhash.spec import (
+    apply_layer,
+    delete_policies,
+    go_default,
+    go_empty,
+    go_get,
+    go_trim_space,
+    image_ref,
+    job_group_guard,
+    job_group_hash,
+    job_group_spec,
+    job_group_values,
+    json_round_trip,
+    merge_into,
+    scalar_string,
+)
+
+WORKED: dict[str, Any] = {
+    "jobGroups": {
+        "db": {
+            "image": {"repository": "my/migrator", "tag": "v1"},
+            "jobs": {"migrate": {"command": "./migrate.sh"}},
+        }
+    }
+}
+WORKED_JSON = (
+    '{"template":{"spec":{"containers":[{"command":["./migrate.sh"],"image":"my/migrator:v1",'
+    '"name":"main"}],"restartPolicy":"Never"}}}'
+)
+
+
+def spec_of(values: dict[str, Any], group: str = "db", job: str = "migrate") -> str:
+    return job_group_spec(job_group_values(values, group, job), group, job)
+
+
+@pytest.mark.parametrize("value", [None, False, 0, 0.0, -0.0, "", [], {}])
+def test_sprig_empty_values(value: GoValue) -> None:
+    assert go_empty(value)
+    assert go_default(value, "d") == "d"
+
+
+@pytest.mark.parametrize("value", [True, 1, 0.5, "0", [0], {"a": None}])
+def test_sprig_non_empty_values(value: GoValue) -> None:
+    assert not go_empty(value)
+    assert go_default(value, "d") == value
+
+
+def test_sprig_get_returns_empty_string_for_a_missing_key() -> None:
+    assert go_get({"a": None}, "a") is None
+    assert go_get({}, "a") == ""
+
+
+def test_trim_space_uses_go_whitespace() -> None:
+    assert go_trim_space("\u00a0 x\u3000\n") == "x"
+    assert go_trim_space("\x1cx\x1f") == "\x1cx\x1f"  # Python's strip() would remove these
+
+
+def test_merge_into_lets_a_present_key_win_and_merges_maps() -> None:
+    dst: dict[str, GoValue] = {"a": True, "b": 5.0, "m": {"x": 1.0, "y": 2.0}, "l": [1.0, 2.0]}
+    merge_into(dst, {"a": False, "b": 0.0, "m": {"y": 3.0}, "l": [9.0], "s": ""}, "p")
+    assert dst == {"a": False, "b": 0.0, "m": {"x": 1.0, "y": 3.0}, "l": [9.0], "s": ""}
+
+
+def test_merge_into_rejects_null_with_the_path() -> None:
+    with pytest.raises(RenderError, match=r"p\.m\.y: null is not allowed"):
+        merge_into({}, {"m": {"y": None}}, "p")
+
+
+def test_apply_layer_merges_env_by_name_and_unions_env_from() -> None:
+    dst: dict[str, GoValue] = {"env": {"A": "1", "B": {"valueFrom": {"x": "y"}}}}
+    dst["envSecrets"] = ["s1"]
+    apply_layer(dst, {"env": {"B": "plain", "C": 3.0}, "envSecrets": ["s2", "s1", "s3"]}, "p")
+    assert dst["env"] == {"A": "1", "B": "plain", "C": 3.0}
+    assert dst["envSecrets"] == ["s1", "s2", "s3"]
+
+
+def test_job_group_values_layers_and_turns_ints_into_floats() -> None:
+    values: dict[str, Any] = {
+        "jobDefaults": {"backoffLimit": 1, "env": {"A": "d", "B": "d"}, "hashSuffix": True},
+        "jobGroups": {
+            "g": {
+                "env": {"B": "g"},
+                "backoffLimit": 7,
+                "jobs": {"j": {"env": {"C": 9}, "hashSuffix": False}},
+            }
+        },
+    }
+    effective = job_group_values(values, "g", "j")
+    assert effective["env"] == {"A": "d", "B": "g", "C": 9.0}
+    assert effective["backoffLimit"] == 7.0
+    assert isinstance(effective["backoffLimit"], float)
+    assert effective["hashSuffix"] is False
+    assert effective["restartPolicy"] == "Never"  # built-in layer 0
+
+
+def test_json_round_trip_matches_go_for_int64() -> None:
+    assert json_round_trip({"a": [2**63 - 1, True, "x", -0.0]}) == {
+        "a": [9.223372036854776e18, True, "x", -0.0]
+    }
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("text", "text"),
+        (True, "true"),
+        (8080.0, "8080"),
+        (100000000.0, "100000000"),
+        (1e-7, "1e-7"),
+        (1e21, "1e+21"),
+        (1.5, "1.5"),
+        (3, "3"),
+    ],
+)
+def test_scalar_string_uses_go_json(value: GoValue, expected: str) -> None:
+    assert scalar_string(value) == expected
+
+
+@pytest.mark.parametrize(
+    ("image", "expected"),
+    [
+        ({"repository": "r", "tag": "v1"}, "r:v1"),
+        ({"repository": "r", "tag": ""}, "r"),
+        ({"repository": "r"}, "r"),
+        ({"repository": "r", "tag": "sha256:abc"}, "r@sha256:abc"),
+        ({"repository": "r", "tag": "v1@sha256:abc"}, "r:v1@sha256:abc"),
+    ],
+)
+def test_image_ref_forms(image: GoValue, expected: str) -> None:
+    assert image_ref(image, "p") == expected
+
+
+def test_image_ref_requires_a_repository() -> None:
+    with pytest.raises(RenderError, match=r"p\.image\.repository: is required"):
+        image_ref({"tag": "v1"}, "p")
+
+
+def test_worked_example_spec_is_the_golden_json() -> None:
+    assert spec_of(WORKED) == WORKED_JSON
+
+
+def test_excluded_fields_do_not_change_the_spec() -> None:
+    job = WORKED["jobGroups"]["db"]["jobs"]["migrate"]
+    changed: dict[str, Any] = {
+        "jobGroups": {
+            "db": {
+                "image": {"repository": "my/migrator", "tag": "v1"},
+                "jobs": {
+                    "migrate": {
+                        **job,
+                        "metadataAnnotations": {"a": "b"},
+                        "hooks": {"argocd": {"hook": "Sync", "syncWave": 3}},
+                        "schedule": "@daily",
+                        "suspend": True,
+                    }
+                },
+            }
+        }
+    }
+    assert spec_of(changed) == WORKED_JSON
+
+
+def test_pod_annotations_enter_the_hash_unless_opted_out() -> None:
+    values: dict[str, Any] = {
+        "jobGroups": {"db": {"image": {"repository": "r"}, "jobs": {"m": {}}}},
+    }
+    values["jobGroups"]["db"]["podAnnotations"] = {"a": "<b>"}
+    assert '"metadata":{"annotations":{"a":"\\u003cb\\u003e"}}' in spec_of(values, job="m")
+    values["jobGroups"]["db"]["hashIncludePodAnnotations"] = False
+    assert "metadata" not in spec_of(values, job="m")
+
+
+def test_tasks_become_init_containers_with_merged_image_and_env() -> None:
+    values: dict[str, Any] = {
+        "jobGroups": {
+            "db": {
+                "image": {"repository": "r", "tag": "v1", "pullPolicy": "Always"},
+                "env": {"A": "1", "B": "2"},
+                "jobs": {
+                    "m": {
+                        "tasks": [
+                            {"name": "first", "image": {"tag": "v9"}, "env": {"B": "t"}},
+                            {"name": "second", "command": ["x", "y"]},
+                        ]
+                    }
+                },
+            }
+        }
+    }
+    spec = spec_of(values, job="m")
+    assert (
+        '"initContainers":[{"env":[{"name":"A","value":"1"},{"name":"B","value":"t"}],'
+        '"image":"r:v9","imagePullPolicy":"Always","name":"first"},'
+        '{"command":["x","y"],"env":[{"name":"A","value":"1"},{"name":"B","value":"2"}],'
+        '"image":"r:v1","imagePullPolicy":"Always","name":"second"}]'
+    ) in spec
+
+
+def test_duplicate_task_names_fail_like_the_chart() -> None:
+    values: dict[str, Any] = {
+        "jobGroups": {
+            "db": {
+                "image": {"repository": "r"},
+                "jobs": {"m": {"tasks": [{"name": "a"}, {"name": "a"}]}},
+            }
+        }
+    }
+    with pytest.raises(RenderError, match=r'tasks\[1\]\.name: "a" is already used'):
+        spec_of(values, job="m")
+
+
+def test_hash_is_sha256_of_the_spec_and_refuses_non_json() -> None:
+    assert job_group_hash(WORKED_JSON) == hashlib.sha256(WORKED_JSON.encode()).hexdigest()
+    with pytest.raises(RenderError):
+        job_group_hash("")
+
+
+@pytest.mark.parametrize(
+    ("policy", "expected"),
+    [
+        ("HookSucceeded", ["HookSucceeded"]),
+        (" BeforeHookCreation , HookSucceeded ,", ["BeforeHookCreation", "HookSucceeded"]),
+        (["a ", " b"], ["a", "b"]),
+        ("", []),
+    ],
+)
+def test_delete_policies_split_and_trim(policy: GoValue, expected: list[str]) -> None:
+    assert delete_policies(policy) == expected
+
+
+@pytest.mark.parametrize(
+    ("hooks", "hit"),
+    [
+        ({"argocd": {"deletePolicy": "BeforeHookCreation,HookSucceeded"}}, "argocd"),
+        ({"helm": {"deletePolicy": ["hook-failed", "hook-succeeded"]}}, "helm"),
+    ],
+)
+def test_guard_fails_with_the_charts_message(hooks: Any, hit: str) -> None:
+    with pytest.raises(RenderError) as caught:
+        job_group_guard({"hashSuffix": True, "hooks": hooks}, "db", "migrate")
+    message = caught.value.message
+    assert message.startswith(f"jobGroups.db.jobs.migrate: hashSuffix is true and hooks.{hit}")
+    assert 'set hashSuffix: false on group "db"' in message
+
+
+def test_guard_passes_when_opted_out_or_harmless() -> None:
+    policy: Any = {"argocd": {"deletePolicy": "HookSucceeded"}}
+    job_group_guard({"hashSuffix": False, "hooks": policy}, "db", "m")
+    job_group_guard({"hashSuffix": True, "hooks": {"argocd": {"deletePolicy": "x"}}}, "db", "m")

@@ -1,0 +1,211 @@
+"""The Lease and Event adapters: JSON in and out, errors mapped, without an API server.
+
+The real API server is exercised in tests/e2e/test_ha.py; here the conversions are pinned
+and the error mapping is checked with a hand-written fake of the generated API class.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from kubernetes.client.exceptions import ApiException
+
+from autoroll.cluster import (
+    ClusterApiError,
+    ClusterForbiddenError,
+    KubeEvents,
+    KubeLease,
+    RollEvent,
+    event_json,
+    lease_from_json,
+    lease_spec_json,
+)
+from autoroll.leader import NUDGE_ANNOTATION, LeaseConflictError, LeaseRecord
+
+T = datetime(2026, 11, 29, 12, 0, 1, 250000, tzinfo=UTC)
+LEASE_JSON = {
+    "metadata": {
+        "name": "rel-autoroll",
+        "namespace": "autoroll",
+        "resourceVersion": "42",
+        "annotations": {NUDGE_ANNOTATION: "2026-11-29T12:00:00.000001Z b 3"},
+    },
+    "spec": {
+        "holderIdentity": "rel-autoroll-abc",
+        "leaseDurationSeconds": 15,
+        "acquireTime": "2026-11-29T11:00:00.000000Z",
+        "renewTime": "2026-11-29T12:00:01.250000Z",
+        "leaseTransitions": 4,
+    },
+}
+
+
+def test_lease_from_json_reads_every_field() -> None:
+    record = lease_from_json(LEASE_JSON)
+    assert record == LeaseRecord(
+        holder="rel-autoroll-abc",
+        duration_seconds=15,
+        acquired_at=datetime(2026, 11, 29, 11, 0, tzinfo=UTC),
+        renewed_at=T,
+        transitions=4,
+        resource_version="42",
+        nudge="2026-11-29T12:00:00.000001Z b 3",
+    )
+
+
+def test_an_empty_lease_reads_as_free() -> None:
+    record = lease_from_json({"metadata": {"resourceVersion": "1"}, "spec": {}})
+    assert (record.holder, record.duration_seconds, record.renewed_at) == ("", 0, None)
+
+
+def test_lease_spec_json_writes_micro_time_and_null_for_a_released_holder() -> None:
+    spec = lease_spec_json(LeaseRecord("", 1, acquired_at=T, renewed_at=T, transitions=4))
+    assert spec == {
+        "holderIdentity": None,
+        "leaseDurationSeconds": 1,
+        "acquireTime": "2026-11-29T12:00:01.250000Z",
+        "renewTime": "2026-11-29T12:00:01.250000Z",
+        "leaseTransitions": 4,
+    }
+    # Whole seconds still carry six fractional digits (the API's MicroTime form).
+    whole = lease_spec_json(LeaseRecord("a", 15, renewed_at=T.replace(microsecond=0)))
+    assert whole["renewTime"] == "2026-11-29T12:00:01.000000Z"
+
+
+class Response:
+    def __init__(self, document: dict[str, Any]) -> None:
+        self.data = json.dumps(document).encode()
+        self.released = False
+
+    def read(self) -> bytes:
+        return self.data
+
+    def release_conn(self) -> None:
+        self.released = True
+
+
+class FakeCoordination:
+    def __init__(self, error: ApiException | None = None) -> None:
+        self.error = error
+        self.patches: list[tuple[dict[str, Any], str]] = []
+
+    def read_namespaced_lease(self, name: str, namespace: str, **kwargs: Any) -> Response:
+        if self.error is not None:
+            raise self.error
+        assert kwargs["_preload_content"] is False
+        return Response(LEASE_JSON)
+
+    def patch_namespaced_lease(
+        self, name: str, namespace: str, body: dict[str, Any], **kwargs: Any
+    ) -> Response:
+        if self.error is not None:
+            raise self.error
+        self.patches.append((body, kwargs["_content_type"]))
+        return Response(LEASE_JSON)
+
+
+def lease(api: FakeCoordination) -> KubeLease:
+    return KubeLease(namespace="autoroll", name="rel-autoroll", api=api)
+
+
+def test_update_is_a_merge_patch_conditional_on_the_resource_version() -> None:
+    api = FakeCoordination()
+    record = lease_from_json(LEASE_JSON)
+    lease(api).update(record)
+    body, content_type = api.patches[0]
+    assert content_type == "application/merge-patch+json"
+    assert body["metadata"] == {"resourceVersion": "42"}
+    assert body["spec"]["holderIdentity"] == "rel-autoroll-abc"
+
+
+def test_update_without_a_resource_version_is_refused() -> None:
+    with pytest.raises(ValueError, match="resourceVersion"):
+        lease(FakeCoordination()).update(LeaseRecord("a", 15))
+
+
+def test_a_nudge_is_an_unconditional_annotation_patch() -> None:
+    api = FakeCoordination()
+    lease(api).publish_nudge("v1")
+    body, content_type = api.patches[0]
+    assert body == {"metadata": {"annotations": {NUDGE_ANNOTATION: "v1"}}}
+    assert content_type == "application/merge-patch+json"
+
+
+def test_a_conflict_becomes_lease_conflict_error() -> None:
+    api = FakeCoordination(ApiException(status=409, reason="Conflict"))
+    with pytest.raises(LeaseConflictError):
+        lease(api).update(lease_from_json(LEASE_JSON))
+
+
+def test_a_missing_lease_reads_as_none() -> None:
+    assert lease(FakeCoordination(ApiException(status=404, reason="Not Found"))).get() is None
+
+
+def test_a_forbidden_lease_call_names_the_role_verb() -> None:
+    api = FakeCoordination(ApiException(status=403, reason="Forbidden"))
+    with pytest.raises(ClusterForbiddenError, match=r"namespaced Role must grant leases: patch"):
+        lease(api).publish_nudge("v")
+    with pytest.raises(ClusterForbiddenError, match=r"leases: get"):
+        lease(api).get()
+
+
+def test_a_nudge_without_a_lease_says_there_is_no_leader() -> None:
+    api = FakeCoordination(ApiException(status=404, reason="Not Found"))
+    with pytest.raises(ClusterApiError, match="no leader to nudge"):
+        lease(api).publish_nudge("v")
+
+
+EVENT = RollEvent(
+    namespace="shop",
+    deployment="web",
+    deployment_uid="uid-web",
+    reason="StalePodDeleted",
+    message="autoroll deleted stale pod web-1",
+)
+
+
+def test_event_json_names_the_deployment_so_describe_shows_it() -> None:
+    body = event_json(EVENT, now=T, instance="rel-autoroll-abc")
+    assert body["involvedObject"] == {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "namespace": "shop",
+        "name": "web",
+        "uid": "uid-web",
+    }
+    assert (body["reason"], body["type"], body["count"]) == ("StalePodDeleted", "Normal", 1)
+    assert body["metadata"]["namespace"] == "shop"
+    assert body["metadata"]["name"].startswith("web.")
+    assert body["firstTimestamp"] == body["lastTimestamp"] == "2026-11-29T12:00:01Z"
+    assert body["source"] == {"component": "autoroll"}
+    # Unique names: two rolls of one Deployment in one second are two Events.
+    assert event_json(EVENT, now=T, instance="x")["metadata"]["name"] != body["metadata"]["name"]
+
+
+class FakeCore:
+    def __init__(self, error: ApiException | None = None) -> None:
+        self.error = error
+        self.created: list[tuple[str, dict[str, Any]]] = []
+
+    def create_namespaced_event(
+        self, namespace: str, body: dict[str, Any], **kwargs: Any
+    ) -> Response:
+        if self.error is not None:
+            raise self.error
+        self.created.append((namespace, body))
+        return Response(body)
+
+
+def test_kube_events_creates_one_core_event_in_the_deployments_namespace() -> None:
+    core = FakeCore()
+    KubeEvents(instance="a", api=core, clock=lambda: T).emit(EVENT)
+    assert [(ns, body["reason"]) for ns, body in core.created] == [("shop", "StalePodDeleted")]
+
+
+def test_a_forbidden_event_names_the_rbac_rule_and_emit_events() -> None:
+    core = FakeCore(ApiException(status=403, reason="Forbidden"))
+    with pytest.raises(ClusterForbiddenError, match=r"events: create \(EMIT_EVENTS=true\)"):
+        KubeEvents(instance="a", api=core).emit(EVENT)

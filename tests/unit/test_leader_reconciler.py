@@ -1,0 +1,174 @@
+"""The reconciler's side of HA: the leadership check before each deletion, Events, and
+eviction refusals that wait for the next pass instead of storming."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from autoroll.cluster import DeleteOutcome, RollEvent
+from autoroll.metrics import Metrics
+from autoroll.reconciler import NOT_LEADER, Reconciler
+from tests.unit.test_reconciler import (
+    NEW,
+    OLD,
+    REF,
+    Clock,
+    FakeCluster,
+    FakeRegistry,
+    enrolled,
+    pod,
+)
+
+
+class FakeEvents:
+    def __init__(self, fail: bool = False) -> None:
+        self.emitted: list[RollEvent] = []
+        self.fail = fail
+
+    def emit(self, event: RollEvent) -> None:
+        if self.fail:
+            raise ConnectionError("events API unreachable")
+        self.emitted.append(event)
+
+
+def build(
+    cluster: FakeCluster,
+    *,
+    may_act: Callable[[], bool] = lambda: True,
+    events: FakeEvents | None = None,
+    dry_run: bool = False,
+    evicting: bool = False,
+) -> tuple[Reconciler, Metrics]:
+    metrics = Metrics(CollectorRegistry())
+    reconciler = Reconciler(
+        cluster=cluster,
+        registry=FakeRegistry({REF: NEW}),
+        metrics=metrics,
+        forgejo_host="git.example.org",
+        dry_run=dry_run,
+        clock=Clock(),
+        may_act=may_act,
+        events=events,
+        evicting=evicting,
+    )
+    return reconciler, metrics
+
+
+def two_stale_deployments() -> FakeCluster:
+    return FakeCluster(
+        [
+            enrolled("api", [pod("api-1"), pod("api-2")]),
+            enrolled("web", [pod("web-1"), pod("web-2")]),
+        ]
+    )
+
+
+def test_no_deletion_once_leadership_lapsed_and_the_pass_ends() -> None:
+    cluster = two_stale_deployments()
+    answers = iter([True, False])  # leader for the first deletion, not for the second
+    reconciler, metrics = build(cluster, may_act=lambda: next(answers))
+    report = reconciler.tick()
+    assert cluster.deleted == [("shop", "api-1", "uid-api-1")]
+    assert [e.outcome for e in report.executed] == ["deleted", NOT_LEADER]
+    assert report.abandoned
+    assert (
+        metrics.registry.get_sample_value(
+            "autoroll_pod_deletions_not_done_total", {"reason": NOT_LEADER}
+        )
+        == 1
+    )
+
+
+def test_a_replica_that_never_led_deletes_nothing() -> None:
+    cluster = two_stale_deployments()
+    reconciler, _ = build(cluster, may_act=lambda: False)
+    reconciler.tick()
+    assert cluster.deleted == []
+
+
+def test_each_roll_is_recorded_as_an_event_naming_pod_image_and_digests() -> None:
+    cluster = two_stale_deployments()
+    events = FakeEvents()
+    reconciler, metrics = build(cluster, events=events)
+    reconciler.tick()
+    assert [(e.deployment, e.reason) for e in events.emitted] == [
+        ("api", "StalePodDeleted"),
+        ("web", "StalePodDeleted"),
+    ]
+    message = events.emitted[0].message
+    for part in ("api-1", "git.example.org/team/app:latest", str(OLD), str(NEW)):
+        assert part in message
+    assert (
+        metrics.registry.get_sample_value(
+            "autoroll_kubernetes_events_total", {"outcome": "created"}
+        )
+        == 2
+    )
+
+
+@pytest.mark.parametrize(
+    ("dry_run", "evicting", "reason"),
+    [(True, False, "WouldDeletePod"), (False, True, "StalePodEvicted")],
+)
+def test_event_reason_follows_the_mode(dry_run: bool, evicting: bool, reason: str) -> None:
+    events = FakeEvents()
+    reconciler, _ = build(
+        FakeCluster([enrolled("web", [pod("web-1")])]),
+        events=events,
+        dry_run=dry_run,
+        evicting=evicting,
+    )
+    reconciler.tick()
+    assert [e.reason for e in events.emitted] == [reason]
+
+
+def test_no_event_when_nothing_was_rolled() -> None:
+    events = FakeEvents()
+    reconciler, _ = build(
+        FakeCluster([enrolled("web", [pod("web-1")])], outcome=DeleteOutcome.ALREADY_GONE),
+        events=events,
+    )
+    reconciler.tick()
+    assert events.emitted == []
+
+
+def test_a_failing_event_never_breaks_the_pass() -> None:
+    cluster = two_stale_deployments()
+    reconciler, metrics = build(cluster, events=FakeEvents(fail=True))
+    report = reconciler.tick()
+    assert len(cluster.deleted) == 2  # both Deployments still rolled
+    assert not report.abandoned
+    assert (
+        metrics.registry.get_sample_value("autoroll_kubernetes_events_total", {"outcome": "error"})
+        == 2
+    )
+
+
+def test_an_eviction_refused_by_a_budget_is_one_warning_per_deployment_per_pass(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    cluster = FakeCluster(
+        [enrolled("api", [pod("api-1"), pod("api-2")]), enrolled("web", [pod("web-1")])],
+        outcome=DeleteOutcome.BLOCKED,
+    )
+    reconciler, metrics = build(cluster, evicting=True, events=FakeEvents())
+    caplog.set_level(logging.INFO)
+    for expected_attempts in (2, 4, 6):
+        caplog.clear()
+        reconciler.tick()
+        # Tried again every pass: the refusal is "not now", not remembered as done.
+        assert len(cluster.deleted) == expected_attempts
+        warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
+        assert len(warnings) == 2, [r.getMessage() for r in warnings]
+        assert all("trying again next pass" in r.getMessage() for r in warnings)
+        assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert (
+        metrics.registry.get_sample_value(
+            "autoroll_pod_deletions_not_done_total", {"reason": "blocked-by-disruption-budget"}
+        )
+        == 6
+    )
