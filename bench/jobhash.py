@@ -35,6 +35,8 @@ def measure_jobhash(jobs: Sequence[int], *, say: Callable[[str], None]) -> dict[
         return {"pending": "Not measured: helm is not on PATH (`source .tools/env`).", "rows": []}
     script: Any = importlib.import_module("bench.jobhash_names")
     rows = []
+    # What a fresh jobhash process pays before it reads a values file.
+    startup, _ = script.best_of([sys.executable, "-c", "import jobhash.cli"], RUNS)
     with tempfile.TemporaryDirectory() as tmp:
         for count in jobs:
             values = Path(tmp) / f"values-{count}.json"
@@ -49,7 +51,15 @@ def measure_jobhash(jobs: Sequence[int], *, say: Callable[[str], None]) -> dict[
             )
             names = {row["name"] for row in json.loads(out)}
             same = len(names) == count and all(f"name: {n}" in rendered for n in names)
-            rows.append({"jobs": count, "jobhash_s": ours, "helm_s": theirs, "same_names": same})
+            rows.append(
+                {
+                    "jobs": count,
+                    "jobhash_s": ours,
+                    "helm_s": theirs,
+                    "startup_s": startup,
+                    "same_names": same,
+                }
+            )
             say(f"jobhash: {count} jobs: jobhash {ours:.3f}s, helm {theirs:.3f}s, same={same}")
     return {
         "method": "Each tool run as a user runs it: a fresh process per run, best of"

@@ -310,10 +310,14 @@ def load_table(load: Mapping[str, Any]) -> str:
 
 
 def jobhash_table(jobs: Mapping[str, Any]) -> str:
-    head = "| jobs | helm template s | jobhash names s | speed-up |\n|---:|---:|---:|---:|\n"
+    head = (
+        "| jobs | helm template s | jobhash names s | of which interpreter start + imports s"
+        " | speed-up | same names |\n|---:|---:|---:|---:|---:|---|\n"
+    )
     rows = [
         f"| {r['jobs']} | {r['helm_s']:.3f} | {r['jobhash_s']:.3f}"
-        f" | {r['helm_s'] / r['jobhash_s']:.1f}x |"
+        f" | {r.get('startup_s', 0.0):.3f} | {r['helm_s'] / r['jobhash_s']:.1f}x"
+        f" | {'yes' if r.get('same_names') else '**no**'} |"
         for r in jobs["rows"]
     ]
     return head + "\n".join(rows) + "\n"
@@ -395,9 +399,8 @@ def render(results: Mapping[str, Any]) -> str:
         parts += [
             f"\nWhere one autoroll pass spends its time at {cell['deployments']:,} Deployments"
             f" and {cell['images']} images ({cell['pods']:,} live pods; a separate profiled"
-            " run, `cProfile`, cumulative seconds, so slower than the timed passes):\n\n```\n",
-            cell["profile"],
-            "\n```\n",
+            " run, `cProfile`, cumulative seconds, so slower than the timed passes):\n\n"
+            f"```\n{cell['profile']}\n```\n",
         ]
     if results.get("push_small") or results.get("push_large"):
         parts += [
@@ -433,4 +436,4 @@ def render(results: Mapping[str, Any]) -> str:
     violations = count_violations(results)
     parts.append("\n## Request-count check (what CI enforces with the quick mode)\n")
     parts.append("All hold.\n" if not violations else "".join(f"- {v}\n" for v in violations))
-    return "".join(parts)
+    return "\n".join(part.strip("\n") + "\n" for part in parts)
