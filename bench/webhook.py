@@ -6,7 +6,8 @@
    settled Deployment (the previous one is rolling and, with no controller manager, never
    gets its replacement). The controller is idle before each push; the poll timer is an
    hour, so only webhooks start passes.
-3. The webhook under load: one signed webhook starts a pass over the large enrolled set;
+3. The webhook under load: first a control with the controller idle (bad signatures, so
+   no pass starts); then one signed webhook starts a pass over the large enrolled set;
    while it runs, a second process (``bench.loadgen``) sends the bad-signature half; after
    the controller is idle again, the same with the good half. Passes are counted from
    ``autoroll_ticks_total``: the bad half must add none beyond the pass it was sent during.
@@ -82,10 +83,7 @@ class Serve:
         return response.status_code
 
     def wait_ticks(self, at_least: int, timeout: float) -> int:
-        """Wait until ``at_least`` passes finished, then until no further one is running.
-
-        "Idle" is seen as the count standing still for longer than one pass takes.
-        """
+        """Wait until at least ``at_least`` passes have finished; return the count."""
         deadline = time.monotonic() + timeout
         while (ticks := self.ticks()) < at_least:
             if time.monotonic() > deadline:
@@ -336,6 +334,17 @@ def measure_webhook_load(
     session = requests.Session()
     session.trust_env = False
     phases = {}
+    # Control: the same requests while no pass runs (bad signatures, so none starts one).
+    before = serve.ticks()
+    idle = run_loadgen(serve, kind="bad", count=requests_total // 4)
+    time.sleep(1.0)
+    idle["ticks_caused"] = serve.ticks() - before
+    idle["tick_s"] = serve.tick_seconds()
+    phases["idle"] = idle
+    say(
+        f"  {requests_total // 4} bad-signature webhooks, controller idle:"
+        f" {idle['window_s']:.2f}s; passes caused: {idle['ticks_caused']}"
+    )
     for kind in ("bad", "good"):
         before = serve.ticks()
         if serve.webhook(session) != 202:  # the pass the load runs against

@@ -57,6 +57,7 @@ def test_pushes_roll_and_bad_signatures_start_no_pass(results: dict[str, Any]) -
     assert len(results["push_small"]["latency_s"]) == QUICK.pushes
     assert len(results["push_large"]["latency_s"]) == QUICK.pushes_large
     load = results["load"]
+    assert load["idle"]["ticks_caused"] == 0
     assert load["bad"]["ticks_caused"] == 0
     assert load["bad"]["statuses"] == {"403": QUICK.webhook_requests // 2}
     assert load["good"]["statuses"] == {"202": QUICK.webhook_requests // 2}

@@ -166,3 +166,11 @@ def test_the_naive_baseline_lists_with_the_deployments_own_selector() -> None:
         ),
     )
     assert selector_text(selector) == "app=web,tier in (a,b),!canary"
+
+
+def test_a_tick_from_a_bad_signature_to_an_idle_controller_is_reported() -> None:
+    results = _results()
+    results["load"]["idle"] = {**results["load"]["bad"], "ticks_caused": 2}
+    assert count_violations(results) == [
+        "bad-signature webhooks to an idle controller caused 2 pass(es)"
+    ]
