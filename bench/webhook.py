@@ -330,7 +330,11 @@ def run_loadgen(serve: Serve, *, kind: str, count: int) -> dict[str, Any]:
 def measure_webhook_load(
     *, serve: Serve, requests_total: int, say: Callable[[str], None]
 ) -> dict[str, Any]:
-    """Half bad, half good, each half sent while a pass (started by one webhook) runs."""
+    """An idle control, then half bad and half good, each half sent during a pass.
+
+    Each half's pass is started by one signed webhook just before the load; the load's own
+    passes are what the count shows beyond it.
+    """
     session = requests.Session()
     session.trust_env = False
     phases = {}
