@@ -12,6 +12,7 @@ WITH_TOOLS = source $(TOOLS_ENV) &&
 
 help:
 	@echo "make demo    - watch autoroll roll a 3-replica app on a local control plane"
+	@echo "               (DEMO_ARGS=--once: one roll, then tear down and exit)"
 	@echo "make names   - preview the Job names for examples/jobs-values.yaml (jobhash)"
 	@echo "make bench   - run the benchmarks (about 10 min) and rewrite docs/performance.md"
 	@echo "make test    - install the tools and run every suite (what CI runs)"
@@ -58,7 +59,8 @@ workflow-lint: $(TOOLS_ENV)
 test: tools venv lint typecheck chart-lint chart-test workflow-lint pytest
 
 # The README's first command: a local control plane, a registry, a 3-replica enrolled app, a
-# new :latest pushed, and autoroll rolling it pod by pod, live. Ctrl-C tears everything down.
+# new :latest pushed, and autoroll rolling it pod by pod, live. Enter pushes again; Ctrl-C
+# tears everything down. `make demo DEMO_ARGS=--once` rolls once and exits (0: roll complete).
 demo: tools venv
 	$(WITH_TOOLS) $(BIN)/python scripts/demo.py $(DEMO_ARGS)
 

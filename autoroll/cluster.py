@@ -54,6 +54,7 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 from urllib3.exceptions import HTTPError
+from urllib3.util.retry import Retry
 
 from autoroll.images import DEFAULT_TAG, ImageRefError, parse_image
 from autoroll.leader import NUDGE_ANNOTATION, LeaseConflictError, LeaseRecord
@@ -63,6 +64,14 @@ log = logging.getLogger(__name__)
 
 #: (connect, read) seconds for every API call: a hung API server must not stall a tick forever.
 REQUEST_TIMEOUT: Final = (5.0, 30.0)
+
+#: urllib3's default (3 retries, sleeping out any Retry-After on 429/503) would make a call
+#: take up to 4x its read timeout, or sleep for however long a throttled API server asks,
+#: inside the pass and past a SIGTERM. One immediate reconnect is all we allow; everything
+#: else fails the call, and the next tick asks again.
+API_RETRIES: Final = Retry(
+    total=1, connect=1, read=0, redirect=0, status=0, other=0, respect_retry_after_header=False
+)
 
 #: Pods that finished for good are excluded server-side; the core would ignore them anyway.
 LIVE_PODS_FIELD_SELECTOR: Final = "status.phase!=Succeeded,status.phase!=Failed"
@@ -326,6 +335,7 @@ def connect(env: Mapping[str, str] | None = None) -> Any:
                 " with a ServiceAccount"
             ) from exc
         log.debug("using kubeconfig %s", path)
+    configuration.retries = API_RETRIES
     return client.ApiClient(configuration)
 
 
@@ -343,9 +353,11 @@ class KubeCluster:
         api_client_factory: Callable[[], Any] = connect,
         apis: tuple[Any, Any] | None = None,
         evict: bool = False,
+        request_timeout: tuple[float, float] = REQUEST_TIMEOUT,
     ) -> None:
         self._label_selector = label_selector
         self._evict = evict
+        self._timeout = request_timeout
         self._factory = api_client_factory
         self._apis = apis  # (AppsV1Api, CoreV1Api), injectable for tests
         self.requests = 0  # API requests sent, for benchmarks and tests
@@ -362,7 +374,7 @@ class KubeCluster:
         listed = self._call(
             "list deployments (all namespaces)",
             lambda: apps.list_deployment_for_all_namespaces(
-                label_selector=self._label_selector, _request_timeout=REQUEST_TIMEOUT
+                label_selector=self._label_selector, _request_timeout=self._timeout
             ),
         )
         deployments = []
@@ -384,7 +396,7 @@ class KubeCluster:
                     core.list_namespaced_pod,
                     namespace,
                     field_selector=LIVE_PODS_FIELD_SELECTOR,
-                    _request_timeout=REQUEST_TIMEOUT,
+                    _request_timeout=self._timeout,
                 ),
             )
             pods.extend(pod_from_client(item) for item in page.items or ())
@@ -409,7 +421,7 @@ class KubeCluster:
                 name,
                 namespace,
                 eviction,
-                _request_timeout=REQUEST_TIMEOUT,
+                _request_timeout=self._timeout,
                 _preload_content=False,
             )
         else:
@@ -418,7 +430,7 @@ class KubeCluster:
                 name,
                 namespace,
                 body=options,
-                _request_timeout=REQUEST_TIMEOUT,
+                _request_timeout=self._timeout,
                 _preload_content=False,
             )
         try:

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 
 from autoroll.images import (
@@ -63,6 +63,9 @@ __all__ = [
     "refs_to_resolve",
     "select_container",
 ]
+
+#: The API server stamps ``creationTimestamp`` in whole seconds (RFC 3339, no fraction).
+CREATION_TIMESTAMP_RESOLUTION = timedelta(seconds=1)
 
 
 # --------------------------------------------------------------------------------------------
@@ -100,8 +103,16 @@ class Reason(StrEnum):
 
     @property
     def is_warning(self) -> bool:
-        """Should the shell log this loudly (every tick)?"""
-        return self in {Reason.PULL_POLICY_NOT_ALWAYS, Reason.CREATED_AFTER_TARGET}
+        """Should the shell log this loudly (every tick)? Yes for what an operator must fix or
+        know: a pull policy that defeats rolling, the loop guard, and a registry that cannot
+        be asked (offline, refusing the token, answering garbage), which silently stops
+        rolling until it is fixed."""
+        return self in {
+            Reason.PULL_POLICY_NOT_ALWAYS,
+            Reason.CREATED_AFTER_TARGET,
+            Reason.REGISTRY_UNKNOWN,
+            Reason.CHILDREN_UNKNOWN,
+        }
 
 
 class PodState(StrEnum):
@@ -550,10 +561,14 @@ def _compare(
 
 
 def _guard(finding: PodFinding, pods: Sequence[PodView], sighting: Sighting) -> PodFinding:
-    """Turn STALE into LOOP_GUARD for a pod created after the target was first seen."""
+    """Turn STALE into LOOP_GUARD for a pod that may have been created after the target was
+    first seen. ``creationTimestamp`` has whole-second resolution, so a pod stamped in the
+    same second as the sighting may be younger than it (a replacement created milliseconds
+    after the deletion that the sighting's tick made): it counts as created after.
+    """
     if finding.state is not PodState.STALE:
         return finding
     pod = next(p for p in pods if p.name == finding.pod)
-    if pod.created_at > sighting.first_seen_at:
+    if pod.created_at + CREATION_TIMESTAMP_RESOLUTION > sighting.first_seen_at:
         return PodFinding(finding.pod, finding.uid, PodState.LOOP_GUARD, finding.digest)
     return finding

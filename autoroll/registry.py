@@ -22,6 +22,20 @@ Time is bounded twice: each request has connect and read timeouts, and each tick
 when it runs out are ``Unknown("budget-exhausted")``, so one slow registry cannot stall a
 tick.
 
+Back-off: a 429 (or a 503 carrying ``Retry-After``) makes the client send nothing more to
+this registry until the time it names has passed — lookups meanwhile are
+``Unknown("backoff")`` without a request. ``Retry-After`` may be seconds or an HTTP date;
+the wait is capped at ``Limits.max_backoff_seconds`` (a bogus "come back tomorrow" must not
+silence autoroll for a day), and a 429 without a usable value waits
+``Limits.default_backoff_seconds``. The state belongs to the client, and a client talks
+to one registry, so other registries are never affected.
+
+Redirects: a 3xx whose ``Location`` is on the registry's own origin (same scheme, host and
+port) is followed with the same credentials, at most ``MAX_REDIRECTS`` hops. A redirect
+to any other origin is not followed at all (``Unknown("redirect-refused")``): a manifest
+answer from elsewhere is not the registry's, and following would hand the credentials to
+that host. A 3xx without a ``Location`` is ``http-3xx``.
+
 Error tree (raised internally ``from`` the cause, turned into ``Unknown(reason)`` at the edge)::
 
     RegistryError                 reason label
@@ -29,17 +43,23 @@ Error tree (raised internally ``from`` the cause, turned into ``Unknown(reason)`
     │   └── RequestTimeoutError   timeout           connect or read timeout
     ├── BudgetError               budget-exhausted  the call's overall budget is spent
     ├── WrongHostError            other-host        a ref not on this registry's host
+    ├── BackoffError              backoff           a Retry-After from this registry is running
     ├── StatusError               unauthorized | forbidden | not-found | rate-limited
     │                             | http-3xx | http-4xx | http-5xx
+    ├── RedirectError             redirect-refused  to another origin, or too many hops
     ├── ChallengeError            bad-challenge     a realm we refuse to send credentials to
     ├── TokenError                token-failed      the realm refused or answered garbage
     └── BadResponseError          missing-digest | malformed-digest | digest-mismatch
                                   | bad-manifest | too-large
+
+A digest of another algorithm (``sha512:…``) is ``malformed-digest``: pods record sha256
+digests, so it could only ever compare unequal — unknown, never "changed".
 """
 
 from __future__ import annotations
 
 import base64
+import email.utils
 import hashlib
 import json
 import re
@@ -49,7 +69,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Final, Protocol, TypeVar
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 import requests
 
@@ -66,6 +86,9 @@ INDEX_TYPES: Final = frozenset({OCI_INDEX, DOCKER_LIST})
 
 #: The OCI distribution spec lets registries refuse manifests over 4 MiB; we do the same.
 MAX_MANIFEST_BYTES: Final = 4 * 1024 * 1024
+#: Same-origin redirects followed per request; registries that redirect use one hop.
+MAX_REDIRECTS: Final = 3
+_REDIRECT_STATUSES: Final = frozenset({301, 302, 303, 307, 308})
 _CHALLENGE_PARAM: Final = re.compile(r'([A-Za-z_]+)\s*=\s*"([^"]*)"')
 _T = TypeVar("_T")
 
@@ -97,6 +120,14 @@ class WrongHostError(RegistryError):
 
 class BudgetError(RegistryError):
     reason = "budget-exhausted"
+
+
+class BackoffError(RegistryError):
+    reason = "backoff"
+
+
+class RedirectError(RegistryError):
+    reason = "redirect-refused"
 
 
 class StatusError(RegistryError):
@@ -169,6 +200,8 @@ class Limits:
     read_seconds: float = 5.0  # between bytes; a HEAD answer is a few hundred bytes
     budget_seconds: float = 20.0  # per tick: one resolve() and the fetch_children() after it
     children_cache_size: int = 1024  # index digests remembered (immutable, so never stale)
+    max_backoff_seconds: float = 300.0  # longest Retry-After honoured: 2.5 poll intervals
+    default_backoff_seconds: float = 10.0  # a 429 without a usable Retry-After
 
 
 @dataclass(slots=True)
@@ -212,6 +245,7 @@ class RegistryClient:
         observer: RegistryObserver | None = None,
         limits: Limits | None = None,
         clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
     ) -> None:
         parts = urlsplit(base_url)
         if parts.scheme not in {"http", "https"} or not parts.netloc or parts.path not in {"", "/"}:
@@ -224,6 +258,8 @@ class RegistryClient:
         self._observer: RegistryObserver = observer or NullObserver()
         self._limits = limits or Limits()
         self._clock = clock
+        self._wall_clock = wall_clock
+        self._quiet_until = float("-inf")  # monotonic time before which nothing is sent
         self._tokens: dict[str, _Token] = {}
         self._children: OrderedDict[Digest, frozenset[Digest]] = OrderedDict()
         self._failed_children: dict[Digest, Unknown] = {}
@@ -313,6 +349,26 @@ class RegistryClient:
     def _send(
         self, method: str, url: str, repository: str, deadline: _Deadline, *, kind: str
     ) -> requests.Response:
+        """One request, following same-origin redirects; anything but a 200 raises."""
+        response = self._authorized(method, url, repository, deadline, kind=kind)
+        hops = 0
+        while response.status_code in _REDIRECT_STATUSES and response.headers.get("Location"):
+            location = response.headers["Location"]
+            response.close()
+            hops += 1
+            if hops > MAX_REDIRECTS:
+                raise RedirectError(f"{url}: more than {MAX_REDIRECTS} redirects")
+            url = self._redirect_target(url, location)
+            response = self._authorized(method, url, repository, deadline, kind=kind)
+        if response.status_code != 200:
+            self._note_retry_after(response)
+            response.close()
+            raise StatusError(response.status_code, url)
+        return response
+
+    def _authorized(
+        self, method: str, url: str, repository: str, deadline: _Deadline, *, kind: str
+    ) -> requests.Response:
         """One request with the best credentials we have; on a Bearer challenge, retry once."""
         scope = f"repository:{repository}:pull"
         token = self._tokens.get(scope)
@@ -325,14 +381,42 @@ class RegistryClient:
             response.close()
             bearer = self._token_for(challenge, scope, deadline)
             response = self._request(method, url, deadline, f"Bearer {bearer}", kind=kind)
-        if response.status_code != 200:
-            response.close()
-            raise StatusError(response.status_code, url)
         return response
+
+    def _redirect_target(self, url: str, location: str) -> str:
+        """The absolute redirect target, only if it is on the registry's own origin."""
+        target = urljoin(url, location)
+        parts = urlsplit(target)
+        if parts.scheme != self._scheme or parts.netloc.lower() != self._host.lower():
+            # Not followed at all: no credentials, and no answer from a host we do not ask.
+            raise RedirectError(
+                f"{url}: redirect to {parts.scheme}://{parts.netloc} refused"
+                f" (only {self._base} is followed)"
+            )
+        return target
+
+    def _check_quiet(self) -> None:
+        """Raise while a Retry-After from this registry is still running."""
+        left = self._quiet_until - self._clock()
+        if left > 0:
+            raise BackoffError(f"{self._base} asked us to wait; {left:.0f}s left")
+
+    def _note_retry_after(self, response: requests.Response) -> None:
+        """Start a quiet period on a 429, or on a 503 that names one."""
+        if response.status_code not in (429, 503):
+            return
+        wait = retry_after_seconds(response.headers.get("Retry-After"), now=self._wall_clock())
+        if wait is None:
+            if response.status_code != 429:
+                return
+            wait = self._limits.default_backoff_seconds
+        wait = min(wait, self._limits.max_backoff_seconds)
+        self._quiet_until = max(self._quiet_until, self._clock() + wait)
 
     def _request(
         self, method: str, url: str, deadline: _Deadline, authorization: str, *, kind: str
     ) -> requests.Response:
+        self._check_quiet()
         timeout = (
             min(self._limits.connect_seconds, deadline.remaining()),
             min(self._limits.read_seconds, deadline.remaining()),
@@ -357,6 +441,7 @@ class RegistryClient:
         realm = params.get("realm", "")
         self._check_realm(realm)
         query = {k: params[k] for k in ("service", "scope") if params.get(k)}
+        self._check_quiet()
         self._observer.request_sent("token")
         try:
             response = self._session.get(
@@ -378,6 +463,7 @@ class RegistryClient:
             response.close()
             raise StatusError(401, realm)
         if response.status_code != 200:
+            self._note_retry_after(response)
             response.close()
             raise TokenError(f"token endpoint {realm} answered HTTP {response.status_code}")
         try:
@@ -425,6 +511,26 @@ def _digest_header(response: requests.Response) -> Digest:
             "malformed-digest", f"{response.url}: Docker-Content-Digest {value[:80]!r}"
         )
     return Digest(value)
+
+
+def retry_after_seconds(value: str | None, *, now: float) -> float | None:
+    """Seconds to wait from a ``Retry-After`` value (delta-seconds or HTTP date), or None.
+
+    ``now`` is the wall-clock time (epoch seconds) an HTTP date is measured against. A
+    date in the past means "no wait"; anything unparsable is None (the caller decides).
+    """
+    if value is None or not value.strip():
+        return None
+    text = value.strip()
+    if text.isdigit():
+        return float(text)
+    try:
+        when = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:  # RFC 9110 dates are GMT; a naive one is read as such
+        return None
+    return max(0.0, when.timestamp() - now)
 
 
 def _read_capped(response: requests.Response, deadline: _Deadline) -> bytes:

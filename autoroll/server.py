@@ -66,8 +66,9 @@ log = logging.getLogger(__name__)
 GRACEFUL_TIMEOUT_SECONDS: Final = 20
 #: Seconds the worker process waits for the reconcile thread within that budget.
 RECONCILE_STOP_SECONDS: Final = 10.0
-#: Request threads: webhooks and probes are tiny, a handful covers bursts.
-REQUEST_THREADS: Final = 4
+#: Request threads: webhooks and probes are tiny, but a slow client holds one for up to
+#: ``http_worker.REQUEST_READ_SECONDS``; 16 leave probes unaffected by 15 of them at once.
+REQUEST_THREADS: Final = 16
 
 
 #: Seconds each election thread gets to stop (they only wait on events or a short API call).
@@ -224,7 +225,8 @@ def gunicorn_settings(config: Config) -> dict[str, object]:
     return {
         "bind": [config.listen_addr],
         "workers": 1,  # see the module docstring: one process owns all state
-        "worker_class": "gthread",
+        # gthread plus a per-request read deadline (slow-drip clients; see http_worker)
+        "worker_class": "autoroll.http_worker.DeadlineThreadWorker",
         "threads": REQUEST_THREADS,
         "preload_app": False,  # nothing is built in the master
         "graceful_timeout": GRACEFUL_TIMEOUT_SECONDS,

@@ -9,17 +9,25 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
 from jobhash import __version__
-from jobhash.diff import Outcome, compare, describe
 from jobhash.errors import JobhashError, RenderError, UnmirrorableError, UsageError, ValuesError
 from jobhash.names import name_problem, validate_release_name
 from jobhash.plan import PlanItem, plan
-from jobhash.values import Chart, ValueSources, find_chart, load, load_chart
+from jobhash.values import (
+    Chart,
+    LoadedValues,
+    ValueSources,
+    find_chart,
+    key_path,
+    load,
+    load_chart,
+)
 
 EXIT_OK = 0
 EXIT_INVALID = 1
@@ -177,7 +185,22 @@ def _release(args: argparse.Namespace) -> str:
 
 def _plan(chart: Chart, release: str, sources: ValueSources) -> list[PlanItem]:
     loaded = load(chart, sources)
-    return plan(loaded.values, release=release, chart_name=chart.name)
+    return _plan_loaded(chart, release, loaded)
+
+
+_MESSAGE_PATH = re.compile(r"^((?:jobDefaults|jobGroups)[^:\s]*):")
+
+
+def _plan_loaded(chart: Chart, release: str, loaded: LoadedValues) -> list[PlanItem]:
+    """Run the plan; a chart ``fail`` gets the source (file or --set) that set its key path."""
+    try:
+        return plan(loaded.values, release=release, chart_name=chart.name)
+    except RenderError as err:
+        match = _MESSAGE_PATH.match(err.message)
+        if err.source or match is None:
+            raise
+        source = loaded.origin.source_of(key_path(match.group(1)))
+        raise RenderError(err.message, source=source, fix=err.fix) from err
 
 
 def _sources(args: argparse.Namespace, side: str = "") -> ValueSources:
@@ -252,7 +275,7 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
     chart = _chart(args)
     release = _release(args)
     loaded = load(chart, _sources(args))
-    items = plan(loaded.values, release=release, chart_name=chart.name)
+    items = _plan_loaded(chart, release, loaded)
     controller = loaded.values.get("controller")
     if not (isinstance(controller, dict) and controller.get("enabled") is False):
         out.write(
@@ -261,19 +284,20 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
             "run helm lint or helm template for those\n"
         )
     problems = []
-    for item in items:
+    for item in items:  # duplicate names already failed in the plan, as in the chart
+        entry = f"jobGroups.{item.group}.jobs.{item.job}"
         problem = name_problem(item.name, item.kind)
         if problem:
-            problems.append(
-                f"jobGroups.{item.group}.jobs.{item.job}: {item.kind} name {item.name!r} {problem}"
-            )
+            problems.append(f"{entry}: {item.kind} name {item.name!r} {problem}")
     for item in items:
         for warning in _warnings(item):
             out.write(f"warning: {warning}\n")
     if problems:
         raise ValuesError(
             "\n".join(problems),
-            fix="use a DNS-1123 release name / fullnameOverride (lowercase, digits, '-')",
+            fix="names must be unique DNS-1123 labels (lowercase letters, digits, '-'): use "
+            "such a release name / fullnameOverride, and group keys that differ in their first "
+            "8 characters",
         )
     jobs = sum(1 for item in items if item.kind == "Job")
     out.write(f"ok: {jobs} Job(s), {len(items) - jobs} CronJob(s), every name valid\n")
@@ -296,6 +320,8 @@ def cmd_spec(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_diff(args: argparse.Namespace, out: TextIO) -> int:
+    from jobhash.diff import Outcome, compare, describe  # noqa: PLC0415 - only diff needs it
+
     chart = _chart(args)
     release = _release(args)
     before = _plan(chart, release, _sources(args, "from"))

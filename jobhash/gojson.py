@@ -27,14 +27,45 @@ Errors::
 
 from __future__ import annotations
 
+import copy
+import json
 import math
 import struct
-from typing import TypeAlias
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 GoValue: TypeAlias = bool | int | float | str | list["GoValue"] | dict[str, "GoValue"] | None
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
+
+
+_T = TypeVar("_T")
+
+
+def _clone(value: Any) -> Any:
+    """A deep copy of a value tree: ``copy.deepcopy`` without its memo, several times faster.
+
+    Values are trees (the YAML decoder, strvals and every JSON round trip build fresh
+    containers), so there is no shared sub-value whose sharing a copy would have to keep.
+    """
+    kind = type(value)
+    if kind is dict:
+        return {key: _clone(item) for key, item in value.items()}
+    if kind is list:
+        return [_clone(item) for item in value]
+    if kind is str or kind is float or kind is bool or kind is int or value is None:
+        return value
+    return copy.deepcopy(value)
+
+
+if TYPE_CHECKING:
+
+    def clone(value: _T) -> _T:
+        """A deep copy of a value tree (see ``_clone``), typed as its argument."""
+
+else:
+    clone = _clone
 
 
 class GoJSONError(ValueError):
@@ -199,7 +230,115 @@ def marshal(value: GoValue) -> str:
     """Mirror ``json.Marshal`` as Helm's ``toJson``/``mustToJson`` call it.
 
     Map keys are sorted by their UTF-8 bytes; there is no whitespace anywhere.
+
+    Fast path: Python's C encoder writes the same bytes as Go once the floats whose ``repr``
+    differs from Go's are turned into ints, and ``<>&``/U+2028/U+2029 (which only occur inside
+    strings) are escaped afterwards. Anything unusual (an int outside int64, a float Python
+    would write in exponent form, -0, a non-string key, a lone surrogate, an unknown type)
+    goes through the exact pure-Python encoder, which also raises the errors.
     """
+    kind = type(value)
+    if kind is not dict and kind is not list:
+        # A lone number (scalarString calls this per env value): what the C encoder would do.
+        if isinstance(value, float) and kind is float and 1e-4 <= abs(value) < 1e16:
+            return str(int(value)) if value.is_integer() else repr(value)
+        return _slow_marshal(value)
+    try:
+        text = _c_encode(_for_c_encoder(value))
+    except _SlowPathError:
+        return _slow_marshal(value)
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return _slow_marshal(value)  # raises GoJSONError for the lone surrogate
+        for char, escaped in _LINE_ESCAPES:
+            if char in text:
+                text = text.replace(char, escaped)
+    for char, escaped in _HTML_ESCAPES:
+        if char in text:
+            text = text.replace(char, escaped)
+    return text
+
+
+_HTML_ESCAPES = (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"))
+_LINE_ESCAPES = (("\u2028", "\\u2028"), ("\u2029", "\\u2029"))
+_ENCODER = json.JSONEncoder(
+    ensure_ascii=False,
+    separators=(",", ":"),
+    sort_keys=True,  # code point order is UTF-8 byte order once lone surrogates are excluded
+    allow_nan=False,
+    check_circular=False,
+)
+
+
+def _make_c_encode() -> Callable[[Any], str]:
+    """``_ENCODER.encode`` without rebuilding the C encoder on every call (what
+    ``JSONEncoder.iterencode`` does); the public method where ``_json`` is missing."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # pragma: no cover - CPython always has _json
+        return _ENCODER.encode
+    try:
+        chunks = make(
+            None,
+            _ENCODER.default,
+            json.encoder.encode_basestring,
+            None,
+            _ENCODER.key_separator,
+            _ENCODER.item_separator,
+            True,
+            False,
+            False,
+        )
+    except TypeError:  # pragma: no cover - a CPython with another signature
+        return _ENCODER.encode
+
+    def encode(value: Any) -> str:
+        return "".join(chunks(value, 0))
+
+    return (
+        encode
+        if encode({"b": [1, 0.5, "<"], "a": None})
+        == _ENCODER.encode({"b": [1, 0.5, "<"], "a": None})
+        else _ENCODER.encode
+    )
+
+
+_c_encode = _make_c_encode()
+
+
+class _SlowPathError(Exception):
+    """The value needs the pure-Python encoder."""
+
+
+def _for_c_encoder(value: Any) -> Any:
+    """A copy of ``value`` that Python's C JSON encoder writes exactly as Go would."""
+    kind = type(value)
+    if kind is str or kind is bool or value is None:
+        return value
+    if kind is dict:
+        out = {}
+        for key, item in value.items():
+            if type(key) is not str:
+                raise _SlowPathError
+            out[key] = _for_c_encoder(item)
+        return out
+    if kind is list:
+        return [_for_c_encoder(item) for item in value]
+    if kind is float:
+        # repr() writes fixed notation with Go's shortest digits for 1e-4 <= |v| < 1e16, where
+        # an integral float (exact below 2**53 * 2) prints as int() does, minus the ".0".
+        if 1e-4 <= abs(value) < 1e16:
+            return int(value) if value.is_integer() else value
+        if value == 0 and math.copysign(1.0, value) > 0:
+            return 0
+        raise _SlowPathError
+    if kind is int and INT64_MIN <= value <= INT64_MAX:
+        return value
+    raise _SlowPathError
+
+
+def _slow_marshal(value: GoValue) -> str:
     parts: list[str] = []
     _encode(value, parts)
     return "".join(parts)

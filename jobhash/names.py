@@ -10,9 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from jobhash.errors import JobhashError, RenderError, UnmirrorableError, ValuesError
+from jobhash.errors import RenderError, UnmirrorableError
 from jobhash.gojson import GoValue
-from jobhash.goyaml import load_values
 from jobhash.spec import go_empty
 
 JOB_LIMIT = 63
@@ -23,12 +22,15 @@ CRONJOB_LIMIT = 52
 RELEASE_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 RELEASE_NAME_MAX = 53
 DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-# Always read back unchanged when written unquoted after "name:" (a fast path).
-_PLAIN_SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
 def trunc(count: int, text: str) -> str:
-    """Sprig ``trunc`` for ``count >= 0``: the first ``count`` bytes."""
+    """Sprig ``trunc`` for ``count >= 0``: the first ``count`` bytes.
+
+    The schema keeps nameOverride and fullnameOverride ASCII and Helm validates release
+    names, so a cut inside a character cannot happen after schema validation; the refusal
+    stays for callers that skip it.
+    """
     data = text.encode("utf-8")
     if len(data) <= count:
         return text
@@ -92,8 +94,9 @@ def job_group_name(
 ) -> str:
     """``autoroll.jobGroupName``: ``<fullname>-<group[:8]>-<job>[-<sha8>]`` within the limit.
 
-    Only the fullname part is shortened (``trunc`` to the budget, then ``trimSuffix "-"``);
-    fails like the template when not one fullname byte fits.
+    Every ``.`` of the fullname (a dotted release name) becomes ``-`` so the name stays a
+    DNS-1123 label. Only the fullname part is shortened (``trunc`` to the budget, then
+    ``trimSuffix "-"``); fails like the template when not one fullname byte fits.
     Keep in sync with ``_jobs.tpl`` autoroll.jobGroupName.
     """
     limit = name_limit(kind)
@@ -108,53 +111,7 @@ def job_group_name(
             f"within the {limit}-character {kind} name limit; use a shorter job key",
             fix="use a shorter job key (or group key); only the release part is shortened",
         )
-    name = trim_suffix(trunc(budget, fullname)) + suffix
-    if not reads_back(name):
-        raise UnmirrorableError(
-            f"jobGroups.{group}.jobs.{job}: the name {name!r} would not read back as itself: "
-            "the chart writes it unquoted into YAML (name: …), where it means something else",
-            fix="use a DNS-1123 release name, nameOverride and fullnameOverride",
-        )
-    return name
-
-
-def reads_back(text: str) -> bool:
-    """Does ``key: <text>`` (unquoted, as the chart writes names) parse back as ``text``?"""
-    if _PLAIN_SAFE.fullmatch(text):
-        return True
-    try:
-        parsed = load_values(f"name: {text}\n".encode(), "(rendered name)")
-    except JobhashError:
-        return False
-    return parsed == {"name": text}
-
-
-def check_name_override(values: Mapping[str, GoValue]) -> None:
-    """The chart writes ``autoroll.name`` unquoted into every Job's labels; a nameOverride
-    that breaks the YAML there makes Helm fail, so fail too. (A value YAML merely reads as
-    another type, like ``0``, is harmless: names use the text.)"""
-    override = values.get("nameOverride")
-    if go_empty(override) or not isinstance(override, str):
-        return
-    label = trim_suffix(trunc(63, override))
-    document = f"labels:\n  app.kubernetes.io/name: {label}\n  next: x\n"
-    try:
-        parsed = load_values(document.encode(), "(rendered labels)")
-    except JobhashError as err:
-        raise ValuesError(
-            f"nameOverride {override!r} breaks the YAML of the rendered labels, so helm "
-            "template fails",
-            path="nameOverride",
-            fix="use a DNS-1123 label for nameOverride",
-        ) from err
-    labels = parsed.get("labels")
-    if not (isinstance(labels, dict) and sorted(labels) == ["app.kubernetes.io/name", "next"]):
-        raise UnmirrorableError(
-            f"nameOverride {override!r} is written unquoted into labels, where YAML reads it "
-            "as something else; jobhash cannot predict the result",
-            path="nameOverride",
-            fix="use a DNS-1123 label for nameOverride",
-        )
+    return trim_suffix(trunc(budget, fullname.replace(".", "-"))) + suffix
 
 
 def name_problem(name: str, kind: str) -> str | None:

@@ -11,9 +11,10 @@ from dataclasses import dataclass
 
 from jobhash.errors import RenderError
 from jobhash.gojson import GoValue
-from jobhash.names import check_name_override, fullname, job_group_name
+from jobhash.names import fullname, job_group_name
 from jobhash.spec import (
     GoMap,
+    check_writable,
     go_default,
     go_empty,
     go_get,
@@ -58,8 +59,10 @@ def plan(values: Mapping[str, GoValue], *, release: str, chart_name: str) -> lis
         raise RenderError(
             "jobGroups: must be a map of group name to group settings, got " + go_kind(groups)
         )
+    check_writable(values)
     prefix: str | None = None  # the template computes it only inside jobGroupName
     items: list[PlanItem] = []
+    seen: dict[tuple[str, str], str] = {}  # (kind, name) -> the entry that has it
     for group in _sorted_keys(groups):
         if not valid_key(group):
             raise RenderError(
@@ -104,7 +107,14 @@ def plan(values: Mapping[str, GoValue], *, release: str, chart_name: str) -> lis
                 hash_suffix=not go_empty(hash_suffix),
                 kind=kind,
             )
+            other = seen.setdefault((kind, name), f"jobGroups.{group}.jobs.{job}")
+            if other != f"jobGroups.{group}.jobs.{job}":
+                raise RenderError(
+                    f'jobGroups.{group}.jobs.{job}: its {kind} name "{name}" is also the name '
+                    f"of {other}; only the first 8 characters of a group key enter the name, so "
+                    "rename one of the two groups so that their first 8 characters differ (or "
+                    "rename one of the jobs)",
+                    fix="rename one of the two groups so that their first 8 characters differ",
+                )
             items.append(PlanItem(group, job, kind, name, hash_hex, spec, effective))
-    if items:
-        check_name_override(values)  # rendered into every Job's labels, after the plan
     return items

@@ -17,14 +17,13 @@ message, verbatim.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import re
 from collections.abc import Mapping
 from typing import Any
 
 from jobhash.errors import RenderError
-from jobhash.gojson import GoValue, marshal
+from jobhash.gojson import GoValue, clone, marshal
 
 KEY_PATTERN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 """``autoroll.jobs.keyPattern`` (``^…$`` in the template; matched whole here)."""
@@ -90,6 +89,13 @@ def json_round_trip(value: GoValue) -> Any:
     in decimal and reads it back with ParseFloat, which rounds like Python's ``float(int)``;
     floats, strings and bools come back unchanged (shortest round-trip formatting).
     """
+    kind = type(value)  # exact-type dispatch first: this is the hottest function of a plan
+    if kind is dict:
+        return {key: json_round_trip(item) for key, item in value.items()}  # type: ignore[union-attr]
+    if kind is str or kind is float or kind is bool or value is None:
+        return value
+    if kind is list:
+        return [json_round_trip(item) for item in value]  # type: ignore[union-attr]
     if isinstance(value, dict):
         return {key: json_round_trip(item) for key, item in value.items()}
     if isinstance(value, list):
@@ -108,6 +114,8 @@ def _fail(message: str) -> RenderError:
 
 
 def _fix_for(message: str) -> str:
+    if "Helm cannot write" in message:
+        return "delete the character, or spell it differently (it is never valid in a manifest)"
     if "image.repository" in message:
         return "set image.repository on jobDefaults, the group, the job or the task"
     if "name suffix" in message:
@@ -116,6 +124,10 @@ def _fix_for(message: str) -> str:
         return "remove the hook, or set hashSuffix: false on the group"
     if "null is not allowed" in message:
         return "remove the key or give it a value"
+    if "is already used by an earlier task" in message:
+        return 'give every task of the job its own name, other than "main"'
+    if "DNS-1123 label" in message:
+        return "use lowercase letters, digits and '-', starting and ending with a letter or digit"
     return "see docs/jobhash-algorithm.md and values.yaml for the allowed form"
 
 
@@ -124,7 +136,10 @@ def _fix_for(message: str) -> str:
 
 
 def builtin_defaults() -> GoMap:
-    """``autoroll.jobs.builtinDefaults``: layer 0 of every entry."""
+    """``autoroll.jobs.builtinDefaults``: layer 0 of every entry.
+
+    Keep in sync with ``_jobs.tpl`` autoroll.jobs.builtinDefaults.
+    """
     return {
         "enabled": True,
         "hashSuffix": True,
@@ -157,7 +172,7 @@ def merge_into(dst: GoValue, src: GoValue, path: str) -> None:
                 dst[key] = current
             merge_into(current, value, child)
         else:
-            dst[key] = copy.deepcopy(value)
+            dst[key] = clone(value)
 
 
 def merge_env(dst: GoMap, env: GoValue, path: str) -> None:
@@ -177,7 +192,7 @@ def merge_env(dst: GoMap, env: GoValue, path: str) -> None:
             raise _fail(
                 f"{path}.{name}: null is not allowed; remove the variable or give it a value"
             )
-        out[name] = copy.deepcopy(value)
+        out[name] = clone(value)
 
 
 _LAYER_SPECIAL = ("jobs", "env", "envSecrets", "envConfigMaps")
@@ -245,20 +260,26 @@ def job_group_values(values: Mapping[str, GoValue], group: str, job: str) -> GoM
 
 
 def is_set(value: GoValue) -> bool:
-    """``autoroll.jobs.isSet``: numbers and bools always; strings/lists/maps when non-empty."""
+    """``autoroll.jobs.isSet``: numbers and bools always; strings/lists/maps when non-empty.
+
+    Keep in sync with ``_jobs.tpl`` autoroll.jobs.isSet.
+    """
     if isinstance(value, bool) or _is_number(value):
         return True
     return value is not None and not go_empty(value)
 
 
 def set_if_set(dst: GoMap, key: str, value: GoValue) -> None:
-    """``autoroll.jobs.setIfSet``."""
+    """``autoroll.jobs.setIfSet``. Keep in sync with ``_jobs.tpl``."""
     if is_set(value):
-        dst[key] = copy.deepcopy(value)
+        dst[key] = clone(value)
 
 
 def scalar_string(value: GoValue) -> str:
-    """``autoroll.jobs.scalarString``: a string as is, a number or bool as ``mustToJson``."""
+    """``autoroll.jobs.scalarString``: a string as is, a number or bool as ``mustToJson``.
+
+    Keep in sync with ``_jobs.tpl`` autoroll.jobs.scalarString.
+    """
     if isinstance(value, str):
         return value
     if isinstance(value, bool) or _is_number(value):
@@ -269,7 +290,10 @@ def scalar_string(value: GoValue) -> str:
 
 
 def argv(value: GoValue, path: str) -> list[GoValue]:
-    """``autoroll.jobs.argv``: a string is one element (none when empty); a list as is."""
+    """``autoroll.jobs.argv``: a string is one element (none when empty); a list as is.
+
+    Keep in sync with ``_jobs.tpl`` autoroll.jobs.argv.
+    """
     if isinstance(value, str):
         return [value] if value else []
     if isinstance(value, list):
@@ -283,7 +307,10 @@ def argv(value: GoValue, path: str) -> list[GoValue]:
 
 
 def env_list(env: GoValue, path: str) -> list[GoValue]:
-    """``autoroll.jobs.envList``: sorted ``{name, value}`` / ``{name, valueFrom}`` entries."""
+    """``autoroll.jobs.envList``: sorted ``{name, value}`` / ``{name, valueFrom}`` entries.
+
+    Keep in sync with ``_jobs.tpl`` autoroll.jobs.envList.
+    """
     env_map = go_default(env, {})
     out: list[GoValue] = []
     if not isinstance(env_map, dict):
@@ -297,14 +324,17 @@ def env_list(env: GoValue, path: str) -> list[GoValue]:
                     f"{path}.{name}: a map value must hold only valueFrom (a map), e.g. "
                     "{valueFrom: {secretKeyRef: {name: s, key: k}}}"
                 )
-            out.append({"name": name, "valueFrom": copy.deepcopy(value_from)})
+            out.append({"name": name, "valueFrom": clone(value_from)})
         else:
             out.append({"name": name, "value": scalar_string(value)})
     return json_round_trip(out)  # type: ignore[no-any-return]
 
 
 def image_ref(image: GoValue, path: str) -> str:
-    """``autoroll.jobs.imageRef``: ``repo:tag``, ``repo@sha256:…`` or ``repo``."""
+    """``autoroll.jobs.imageRef``: ``repo:tag``, ``repo@sha256:…`` or ``repo``.
+
+    Keep in sync with ``_jobs.tpl`` autoroll.jobs.imageRef.
+    """
     img = go_default(image, {})
     repo = go_get(img, "repository") if isinstance(img, dict) else ""
     if not (isinstance(repo, str) and repo):
@@ -340,7 +370,10 @@ def container(
     shared: GoMap,
     path: str,
 ) -> GoMap:
-    """``autoroll.jobs.container``: one container (main or a task) of the pod."""
+    """``autoroll.jobs.container``: one container (main or a task) of the pod.
+
+    Keep in sync with ``_jobs.tpl`` autoroll.jobs.container.
+    """
     out: GoMap = {"name": name, "image": image_ref(image, path)}
     image_map = image if isinstance(image, dict) else {}
     set_if_set(out, "imagePullPolicy", go_get(image_map, "pullPolicy"))
@@ -361,6 +394,8 @@ def container(
 
 
 def valid_key(key: GoValue) -> bool:
+    """``regexMatch (include "autoroll.jobs.keyPattern") k`` and ``le (len k) 63``: the test
+    jobGroupPlan applies to group and job keys and jobGroupSpec to task names."""
     return isinstance(key, str) and bool(KEY_PATTERN.fullmatch(key)) and len(key.encode()) <= 63
 
 
@@ -410,9 +445,9 @@ def job_group_spec(values: GoMap, group: str, job: str) -> str:
                 'container; task names must be unique and not "main"'
             )
         seen.append(name)
-        task_image = copy.deepcopy(image)
+        task_image = clone(image)
         merge_into(task_image, go_default(go_get(task, "image"), {}), f"{task_path}.image")
-        task_env = copy.deepcopy(env)
+        task_env = clone(env)
         holder: GoMap = {"env": task_env}
         merge_env(holder, go_default(go_get(task, "env"), {}), f"{task_path}.env")
         inits.append(
@@ -441,7 +476,7 @@ def job_group_spec(values: GoMap, group: str, job: str) -> str:
     template: GoMap = {"spec": pod}
     pod_annotations = go_get(values, "podAnnotations")
     if not go_empty(go_get(values, "hashIncludePodAnnotations")) and is_set(pod_annotations):
-        template["metadata"] = {"annotations": copy.deepcopy(pod_annotations)}
+        template["metadata"] = {"annotations": clone(pod_annotations)}
     spec: GoMap = {"template": template}
     for key in ("backoffLimit", "activeDeadlineSeconds", "ttlSecondsAfterFinished"):
         set_if_set(spec, key, go_get(values, key))
@@ -453,7 +488,10 @@ def job_group_spec(values: GoMap, group: str, job: str) -> str:
 
 
 def job_group_hash(spec_json: str) -> str:
-    """``autoroll.jobGroupHash``: sha256 (64 hex) of the spec JSON string."""
+    """``autoroll.jobGroupHash``: sha256 (64 hex) of the spec JSON string.
+
+    Keep in sync with ``_jobs.tpl`` autoroll.jobGroupHash.
+    """
     if not spec_json.startswith("{"):
         raise _fail("autoroll.jobGroupHash: takes the JSON string from autoroll.jobGroupSpec")
     return hashlib.sha256(spec_json.encode("utf-8")).hexdigest()
@@ -464,7 +502,10 @@ def job_group_hash(spec_json: str) -> str:
 
 
 def delete_policies(value: GoValue) -> list[str]:
-    """``autoroll.jobs.deletePolicies``: a comma string or a list, as trimmed names."""
+    """``autoroll.jobs.deletePolicies``: a comma string or a list, as trimmed names.
+
+    Keep in sync with ``_jobs.tpl`` autoroll.jobs.deletePolicies.
+    """
     raw: GoValue = value
     if isinstance(value, str):
         parts: list[GoValue] = []
@@ -484,6 +525,8 @@ def job_group_guard(values: GoMap, group: str, job: str) -> None:
     """``autoroll.jobGroupGuard``: hashSuffix with a succeeded delete policy fails the render.
 
     Keep the message in sync with ``_jobs.tpl`` autoroll.jobGroupGuard.
+
+    Keep in sync with ``_jobs.tpl`` autoroll.jobGroupGuard.
     """
     if go_empty(go_get(values, "hashSuffix")):
         return
@@ -507,4 +550,58 @@ def job_group_guard(values: GoMap, group: str, job: str) -> None:
             "hooks.argocd.syncWave instead) so it is a plain resource that runs once per spec "
             f'hash; or set hashSuffix: false on group "{group}" to opt out of spec hashing and '
             "run it on every sync on purpose."
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# Characters Helm cannot write
+
+UNWRITABLE = re.compile("[\x7f-\x84\x86-\x9f\ufffe\uffff]")
+"""``autoroll.jobs.unwritablePattern``: DEL, C1 controls but U+0085, U+FFFE and U+FFFF.
+
+Helm's ``toYaml`` renders ``""`` for a value holding one (its YAML parser refuses them), so
+the chart fails instead of rendering an empty Job spec.
+"""
+
+
+def find_unwritable(value: GoValue, path: str) -> str:
+    """``autoroll.jobs.findUnwritable``: path of the first key or string holding an
+    :data:`UNWRITABLE` character (maps in sorted key order, lists in order), or ``""``.
+
+    Keep in sync with ``_jobs.tpl`` autoroll.jobs.findUnwritable.
+    """
+    if isinstance(value, dict):
+        for key in sorted(value, key=lambda k: k.encode()):
+            child = f"{path}.{key}"
+            if UNWRITABLE.search(key):
+                return child
+            found = find_unwritable(value[key], child)
+            if found:
+                return found
+        return ""
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            found = find_unwritable(item, f"{path}[{index}]")
+            if found:
+                return found
+        return ""
+    if isinstance(value, str) and UNWRITABLE.search(value):
+        return path
+    return ""
+
+
+def check_writable(values: Mapping[str, GoValue]) -> None:
+    """``autoroll.jobs.checkWritable``: fail naming the path of a key or string under
+    jobDefaults or jobGroups that Helm's ``toYaml`` cannot write.
+
+    Keep the message in sync with ``_jobs.tpl`` autoroll.jobs.checkWritable.
+    """
+    path = find_unwritable(values.get("jobDefaults"), "jobDefaults") or find_unwritable(
+        values.get("jobGroups"), "jobGroups"
+    )
+    if path:
+        raise _fail(
+            f"{path}: contains DEL (U+007F), a C1 control character (U+0080-U+009F other than "
+            "U+0085) or U+FFFE/U+FFFF, which Helm cannot write into the rendered YAML; remove "
+            "that character (an escape such as \\x7f in a values file is the same character)"
         )

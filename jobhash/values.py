@@ -16,22 +16,21 @@ Mirrors Helm v4.3.1:
 
 from __future__ import annotations
 
-import copy
 import functools
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
-import jsonschema.exceptions
-import jsonschema.validators
-
+from jobhash import schemacheck
 from jobhash.errors import UsageError, ValuesError
-from jobhash.gojson import GoValue
+from jobhash.gojson import GoValue, clone
 from jobhash.goyaml import load_values, merge_maps
+
+if TYPE_CHECKING:
+    import jsonschema.exceptions
 
 MAX_INDEX = 65536
 MAX_NESTED_NAME_LEVEL = 30
@@ -355,6 +354,17 @@ class _Origin:
         return "chart values.yaml"
 
 
+def key_path(dotted: str) -> list[str | int]:
+    """``a.b[0].c`` -> ``["a", "b", 0, "c"]`` (the form error messages use)."""
+    parts: list[str | int] = []
+    for piece in dotted.split("."):
+        name, *indexes = piece.split("[")
+        if name:
+            parts.append(name)
+        parts.extend(int(index.rstrip("]")) for index in indexes if index.rstrip("]").isdigit())
+    return parts
+
+
 def _has_path(values: GoValue, path: Sequence[str | int]) -> bool:
     """Did this source set ``path`` (or a scalar/list where the path continues)?"""
     node = values
@@ -433,8 +443,8 @@ def _coalesce_tables(dst: dict[str, GoValue], src: dict[str, GoValue]) -> None:
 
 def coalesce(chart_values: Values, user: Values) -> Values:
     """``CoalesceValues`` for a chart without dependencies (``coalesceValues``)."""
-    result = copy.deepcopy(user)
-    defaults = copy.deepcopy(chart_values)
+    result = clone(user)
+    defaults = clone(chart_values)
     for key, default in defaults.items():
         if key in result:
             value = result[key]
@@ -477,16 +487,35 @@ def _go_pattern(pattern: str) -> re.Pattern[str]:
     return re.compile("".join(translated))
 
 
-def _pattern(
-    validator: Any, pattern: str, instance: object, schema: Mapping[str, Any]
-) -> Iterator[jsonschema.exceptions.ValidationError]:
-    if isinstance(instance, str) and not _go_pattern(pattern).search(instance):
-        yield jsonschema.exceptions.ValidationError(f"{instance!r} does not match {pattern!r}")
+@functools.cache
+def _validator_class() -> Any:
+    """Draft 7 with RE2 ``pattern``; jsonschema is imported only when a message is needed
+    (its import alone costs more than checking 500 jobs with :mod:`jobhash.schemacheck`)."""
+    import jsonschema  # noqa: PLC0415 - deliberately lazy, see above
+    import jsonschema.exceptions  # noqa: PLC0415
+    import jsonschema.validators  # noqa: PLC0415
+
+    def pattern(
+        validator: Any, pattern: str, instance: object, schema: Mapping[str, Any]
+    ) -> Iterator[jsonschema.exceptions.ValidationError]:
+        if isinstance(instance, str) and not _go_pattern(pattern).search(instance):
+            yield jsonschema.exceptions.ValidationError(f"{instance!r} does not match {pattern!r}")
+
+    return jsonschema.validators.extend(  # type: ignore[no-untyped-call]
+        jsonschema.Draft7Validator, validators={"pattern": pattern}
+    )
 
 
-_Validator: Any = jsonschema.validators.extend(  # type: ignore[no-untyped-call]
-    jsonschema.Draft7Validator, validators={"pattern": _pattern}
-)
+_compiled: dict[int, tuple[Mapping[str, Any], schemacheck.Check | None]] = {}
+
+
+def _fast_check(schema: Mapping[str, Any]) -> schemacheck.Check | None:
+    """The compiled yes/no check of ``schema`` (compiled once per schema object)."""
+    cached = _compiled.get(id(schema))
+    if cached is None or cached[0] is not schema:
+        cached = (schema, schemacheck.compile_schema(schema, _go_pattern))
+        _compiled[id(schema)] = cached
+    return cached[1]
 
 
 def _dotted(path: Sequence[str | int]) -> str:
@@ -509,7 +538,10 @@ def _describe(error: jsonschema.exceptions.ValidationError) -> str:
 
 def schema_errors(values: Values, schema: Mapping[str, Any]) -> list[tuple[list[str | int], str]]:
     """Every problem ``helm install`` would report, as (key path, message), sorted by path."""
-    validator = _Validator(schema)
+    check = _fast_check(schema)
+    if check is not None and check(values):
+        return []  # the same verdict jsonschema gives, without building its validator
+    validator = _validator_class()(schema)
     found: list[tuple[list[str | int], str]] = []
     for error in validator.iter_errors(values):
         found.append((list(error.absolute_path), _describe(error)))

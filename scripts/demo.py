@@ -10,8 +10,16 @@ works offline once ``scripts/tools.sh all`` has cached the tools.
 
 Usage (from the repository root)::
 
-    scripts/tools.sh all && source .tools/env     # first run builds Kubernetes: slow
-    .venv/bin/python scripts/demo.py [--replicas 3] [--poll 10] [--ready-after 3] [--once]
+    make demo                       # the first run builds Kubernetes: 20-40 minutes
+    make demo DEMO_ARGS=--once      # one roll, then tear down (exit 0 when it completed)
+
+or, with the tools on PATH (``source .tools/env``)::
+
+    .venv/bin/python scripts/demo.py [--replicas 3] [--poll 5] [--ready-after 7] [--once]
+
+New pods take ``--ready-after`` seconds to become Ready, longer than a poll interval, so the
+passes in between show autoroll waiting: it deletes the next stale pod only when every pod is
+Ready again.
 
 ``--once`` rolls once and exits 0 (1 if the roll did not complete in ``--timeout`` seconds), so
 the demo doubles as a smoke test.
@@ -21,14 +29,15 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
-import secrets
 import shutil
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +52,7 @@ from tests.e2e.controlplane import (  # noqa: E402
 )
 from tests.e2e.helpers import apps_api, core_api, deployment, is_ready  # noqa: E402
 from tests.e2e.kubelet import Behaviour, RegistryResolver, SimulatedKubelet  # noqa: E402
-from tests.e2e.oci import RegistryError, push_image, running_registry  # noqa: E402
+from tests.support.registry import ImagePusher, RegistryError, running_registry  # noqa: E402
 
 ENROLL_LABEL = ("aethnet.se/autoroll", "true")
 NAMESPACE = "demo"
@@ -56,9 +65,14 @@ class DemoError(RuntimeError):
     """Something the user can fix (a missing tool, a component that did not start)."""
 
 
-def say(text: str) -> None:
-    stamp = time.strftime("%H:%M:%S")
+def say(text: str, *, at: float | None = None) -> None:
+    stamp = time.strftime("%H:%M:%S", time.localtime(at))
     print(f"{stamp}  {text}", flush=True)
+
+
+def cluster(text: str) -> None:
+    """A change the cluster made (pods created, Ready, terminating, gone)."""
+    say(f"cluster  │ {text}")
 
 
 def short(digest: str) -> str:
@@ -76,16 +90,49 @@ def find_tools() -> dict[str, str]:
     return {name: str(path) for name, path in found.items()}
 
 
-def readable(line: str) -> str:
-    """A log line without its date and its key=value tail: the sentence is what a human reads."""
-    line = line.rstrip()
-    if len(line) > 24 and line[4] == "-" and line[10] == " ":
-        line = line[11:]
-    return line.split(" event=", 1)[0]
+def render(line: str) -> tuple[float | None, str] | None:
+    """What a newcomer should read of one autoroll log line (LOG_FORMAT=json), or None.
+
+    Decisions, deletions, warnings and errors are shown; gunicorn's start-up chatter is not.
+    A line that is not JSON (a crash, a traceback) is shown as it is.
+    """
+    try:
+        entry = json.loads(line)
+    except ValueError:
+        return (None, line.rstrip()) if line.strip() else None
+    if not isinstance(entry, dict):
+        return None, line.rstrip()
+    level = str(entry.get("level", "info"))
+    event = entry.get("event")
+    at = datetime.fromisoformat(entry["ts"]).timestamp() if "ts" in entry else None
+    if event == "delete" and not entry.get("dry_run"):
+        running, wanted = str(entry.get("running_digest")), str(entry.get("registry_digest"))
+        text = (
+            f"deleted stale pod {entry.get('pod')}: it runs {short(running)}, "
+            f":latest is {short(wanted)}"
+        )
+        return at, text
+    if event == "decision" or level in ("warning", "error", "critical"):
+        prefix = "" if level == "info" else f"{level.upper()}: "
+        return at, prefix + str(entry.get("message", ""))
+    return None
 
 
-def echo(line: str) -> None:
-    print(f"          autoroll │ {readable(line)}", flush=True)
+class Echo:
+    """Prints autoroll's lines as they arrive; ``idle`` hides routine "current" decisions
+    (printed every poll) so they do not scroll over the prompt."""
+
+    def __init__(self) -> None:
+        self.idle = False
+
+    def __call__(self, line: str) -> None:
+        shown = render(line)
+        if shown is None:
+            return
+        at, text = shown
+        if self.idle and ": current (" in text:
+            return
+        say(f"autoroll │ {text}", at=at)
 
 
 # --- watching the roll -----------------------------------------------------------
@@ -124,10 +171,9 @@ def describe_changes(
     for name in sorted(after.keys() & before.keys()):
         old, new = before[name], after[name]
         if new.terminating and not old.terminating:
-            lines.append(f"✗ {name} terminating (ran {short(old.digest)})")
+            lines.append(f"✗ {name} terminating (it ran {short(old.digest)})")
         elif new.ready and not old.ready:
-            mark = "new" if new.digest == target else "old"
-            lines.append(f"✓ {name} ready on {short(new.digest)} ({mark} image)")
+            lines.append(f"✓ {name} Ready on {short(new.digest)}")
         elif new.digest != old.digest and new.digest:
             lines.append(f"· {name} pulled {short(new.digest)}")
     for name in sorted(before.keys() - after.keys()):
@@ -138,7 +184,7 @@ def describe_changes(
 def summary(states: dict[str, PodState], target: str) -> str:
     live = [s for s in states.values() if not s.terminating]
     current = [s for s in live if s.digest == target and s.ready]
-    return f"{len(current)}/{len(live)} pods ready on {short(target)}"
+    return f"{len(current)}/{len(live)} pods Ready on {short(target)}"
 
 
 def watch_roll(core: Any, *, target: str, replicas: int, timeout: float) -> bool:
@@ -149,10 +195,10 @@ def watch_roll(core: Any, *, target: str, replicas: int, timeout: float) -> bool
     while time.monotonic() - started < timeout:
         after = pod_states(core)
         for line in describe_changes(before, after, target):
-            say(f"  {line}")
+            cluster(line)
         line = summary(after, target)
         if line != last_summary:
-            say(f"  [{line}]")
+            cluster(f"[{line}]")
             last_summary = line
         live = [s for s in after.values() if not s.terminating]
         if len(live) == replicas and all(s.ready and s.digest == target for s in live):
@@ -184,17 +230,17 @@ def run(args: argparse.Namespace) -> int:
         say(f"control plane ready in {plane.timings['total']:.1f} s at {plane.server}")
         say(f"  kubeconfig: export KUBECONFIG={plane.kubeconfig}")
 
-        auth = ("demo", secrets.token_hex(12))
         registry = stack.enter_context(
-            running_registry(root / "registry", binary=tools["docker-registry"], auth=auth)
+            running_registry(tools["docker-registry"], root / "registry", user="demo")
         )
+        pusher = ImagePusher(registry)
         image = f"{registry.host}/{REPOSITORY}:latest"
         version = 1
-        digest = push_image(registry, REPOSITORY, "latest", content=f"hello v{version}").digest
+        digest = pusher.push_image(REPOSITORY, "latest", content=b"hello v1").digest
         say(f"registry at {registry.host}: pushed {image} → {short(digest)}")
 
         kube = plane.api_client()
-        kubelet = SimulatedKubelet(plane.api_client(), RegistryResolver(auth=auth))
+        kubelet = SimulatedKubelet(plane.api_client(), RegistryResolver(auth=registry.auth))
         # A readiness delay makes the rule visible: the next pod goes only once this one is Ready.
         kubelet.behave(image, Behaviour(ready_after=args.ready_after))
         kubelet.start()
@@ -202,38 +248,65 @@ def run(args: argparse.Namespace) -> int:
         say(f"simulated kubelet: node {kubelet.node_name} is Ready")
 
         core = core_api(kube)
-        core.create_namespace({"metadata": {"name": NAMESPACE}})
-        manifest = deployment(
-            APP, image, replicas=args.replicas, labels=dict([ENROLL_LABEL]), pull_policy="Always"
-        )
-        wait_for_service_account(core)
-        apps_api(kube).create_namespaced_deployment(NAMESPACE, manifest)
-        say(f"deployed {NAMESPACE}/{APP}: {args.replicas} replicas of {image}, enrolled with "
-            f"{ENROLL_LABEL[0]}={ENROLL_LABEL[1]}")  # fmt: skip
+        deploy_app(kube, image, replicas=args.replicas)
         if not watch_roll(core, target=digest, replicas=args.replicas, timeout=args.timeout):
             return 1
 
+        echo = Echo()
         autoroll = stack.enter_context(
             running_autoroll(
                 plane=plane,
                 registry=registry,
                 poll_seconds=args.poll,
+                extra_env={"LOG_FORMAT": "json"},
                 command=command,
                 cwd=REPO,
                 echo=echo,
             )
         )
-        say(f"autoroll serving at {autoroll.url} (poll every {args.poll} s)")
+        say(f"autoroll serving at {autoroll.url}, polling the registry every {args.poll} s")
+        autoroll.wait_for_line(r'"event": ?"decision"')  # its first pass: everything current
 
         while True:
             version += 1
-            digest = push_image(registry, REPOSITORY, "latest", content=f"hello v{version}").digest
+            generation = deployment_generation(kube)
+            content = f"hello v{version}".encode()
+            digest = pusher.push_image(REPOSITORY, "latest", content=content).digest
+            print()
             say(f"pushed a new {image} → {short(digest)}")
-            say(f"signed webhook → HTTP {autoroll.webhook()}")
+            say(f"sent the signed webhook Forgejo would send → HTTP {autoroll.webhook()}")
             done = watch_roll(core, target=digest, replicas=args.replicas, timeout=args.timeout)
+            if done:
+                after = deployment_generation(kube)
+                same = "as before the push" if after == generation else f"was {generation}!"
+                say("every pod replaced, one at a time")
+                say(f"Deployment {NAMESPACE}/{APP}: generation {after}, {same} (autoroll never")
+                say("  edits the Deployment, it deletes stale pods: Argo CD stays Synced)")
             if args.once or not sys.stdin.isatty():
                 return 0 if done else 1
-            input("\nPress Enter to push again, Ctrl-C to tear everything down. ")
+            echo.idle = True
+            try:
+                input("\nPress Enter to push again, Ctrl-C to tear everything down. ")
+            finally:
+                echo.idle = False
+
+
+def deploy_app(kube: Any, image: str, *, replicas: int) -> None:
+    """The demo namespace and the enrolled Deployment (the label is on the Deployment)."""
+    core = core_api(kube)
+    core.create_namespace({"metadata": {"name": NAMESPACE}})
+    manifest = deployment(
+        APP, image, replicas=replicas, labels=dict([ENROLL_LABEL]), pull_policy="Always"
+    )
+    wait_for_service_account(core)
+    apps_api(kube).create_namespaced_deployment(NAMESPACE, manifest)
+    say(f"deployed {NAMESPACE}/{APP}: {replicas} replicas of {image}, enrolled with "
+        f"{ENROLL_LABEL[0]}={ENROLL_LABEL[1]}")  # fmt: skip
+
+
+def deployment_generation(kube: Any) -> int:
+    generation: int = apps_api(kube).read_namespaced_deployment(APP, NAMESPACE).metadata.generation
+    return generation
 
 
 def wait_for_service_account(core: Any) -> None:
@@ -251,7 +324,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--replicas", type=int, default=3, help="replicas of the demo app (3)")
     parser.add_argument(
-        "--poll", type=int, default=10, help="autoroll POLL_INTERVAL_SECONDS (10; at least 5)"
+        "--poll", type=int, default=5, help="autoroll POLL_INTERVAL_SECONDS (5, the least)"
     )
     parser.add_argument(
         "--timeout", type=float, default=180, help="seconds one roll may take (180)"
@@ -259,8 +332,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--ready-after",
         type=float,
-        default=3,
-        help="seconds a new pod takes to become Ready (3)",
+        default=7,
+        help="seconds a new pod takes to become Ready (7)",
     )
     parser.add_argument("--once", action="store_true", help="roll once, then tear down and exit")
     parser.add_argument(
@@ -270,14 +343,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     try:
-        return run(args)
+        code = run(args)
     except KeyboardInterrupt:
         print()
         say("interrupted: everything is torn down")
-        return 130
+        # Ctrl-C is how the interactive demo ends; with --once it cut the roll short.
+        return 130 if args.once else 0
     except (DemoError, ControlPlaneError, ControllerError, RegistryError) as exc:
         say(f"demo failed: {exc}")
         return 2
+    say("everything is torn down")
+    return code
 
 
 if __name__ == "__main__":

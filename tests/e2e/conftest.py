@@ -25,6 +25,10 @@ from tests.e2e.controlplane import (
 )
 from tests.e2e.helpers import core_api, eventually
 from tests.e2e.kubelet import SimulatedKubelet, StaticResolver
+from tests.support.registry import RegistryServer
+from tests.support.registry_fixtures import fresh_registry, registry_for_tests
+
+__all__ = ["fresh_registry"]  # a fixture, re-exported for the e2e tests
 
 _timings: dict[str, float] = {}
 
@@ -63,6 +67,16 @@ def _session_kubelet(control_plane: ControlPlane) -> Iterator[SimulatedKubelet]:
     kubelet.start()
     yield kubelet
     kubelet.stop()
+
+
+@pytest.fixture(scope="session")
+def docker_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RegistryServer]:
+    """A real docker-registry (htpasswd auth) for the session; tests push to their own repos.
+
+    ``fresh_registry`` is one of a test's own, for tests that stop it.
+    """
+    with registry_for_tests(tmp_path_factory.mktemp("registry")) as server:
+        yield server
 
 
 @pytest.fixture

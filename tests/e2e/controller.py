@@ -25,8 +25,8 @@ from pathlib import Path
 
 import requests
 
-from tests.e2e.controlplane import ControlPlane, free_port
-from tests.e2e.oci import Registry
+from tests.e2e.controlplane import ControlPlane
+from tests.support.registry import RegistryServer, free_port
 
 DEFAULT_COMMAND = (sys.executable, "-m", "autoroll", "serve")
 
@@ -60,28 +60,36 @@ class Autoroll:
         tail = "\n".join(self.output[-20:])
         raise AssertionError(f"no autoroll line matched {pattern!r} in {timeout}s; last:\n{tail}")
 
-    def webhook(self, body: bytes = b'{"ref": "refs/heads/main"}', *, sign: bool = True) -> int:
-        """POST ``body`` to /webhook, signed as Forgejo signs it unless ``sign`` is False."""
-        headers = {"Content-Type": "application/json"}
+    def webhook(
+        self,
+        body: bytes = b'{"ref": "refs/heads/main"}',
+        *,
+        sign: bool = True,
+        headers: Mapping[str, str] | None = None,
+    ) -> int:
+        """POST ``body`` to /webhook, signed as Forgejo signs it unless ``sign`` is False.
+
+        ``headers`` are sent as well (after the signature), e.g. a forged signature header.
+        """
+        sent = {"Content-Type": "application/json"}
         if sign:
             digest = hmac.new(self.secret.encode(), body, hashlib.sha256).hexdigest()
-            headers["X-Forgejo-Signature"] = digest
+            sent["X-Forgejo-Signature"] = digest
+        sent.update(headers or {})
+        headers = sent
         response = requests.post(f"{self.url}/webhook", data=body, headers=headers, timeout=5)
         return response.status_code
 
 
 def controller_env(
-    *, plane: ControlPlane, registry: Registry, secret: str, port: int, poll_seconds: int
+    *, plane: ControlPlane, registry: RegistryServer, secret: str, port: int, poll_seconds: int
 ) -> dict[str, str]:
     """The documented environment of ``autoroll serve`` for this control plane and registry."""
-    if registry.auth is None:
-        raise ValueError("autoroll needs registry credentials: start the registry with auth")
-    user, token = registry.auth
     return {
         "KUBECONFIG": str(plane.kubeconfig),
         "FORGEJO_HOST": registry.host,
-        "FORGEJO_USER": user,
-        "FORGEJO_TOKEN": token,
+        "FORGEJO_USER": registry.user,
+        "FORGEJO_TOKEN": registry.password,
         "WEBHOOK_SECRET": secret,
         "POLL_INTERVAL_SECONDS": str(poll_seconds),
         "LISTEN_ADDR": f"127.0.0.1:{port}",
@@ -95,7 +103,7 @@ def controller_env(
 def running_autoroll(
     *,
     plane: ControlPlane,
-    registry: Registry,
+    registry: RegistryServer,
     poll_seconds: int = 5,
     extra_env: Mapping[str, str] | None = None,
     command: Sequence[str] = DEFAULT_COMMAND,

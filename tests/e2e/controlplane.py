@@ -23,7 +23,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import ssl
 import subprocess
 import tempfile
@@ -36,6 +35,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from tests.support.registry import free_port
 
 # The controllers a cluster without nodes or a cloud needs for workloads, Jobs and RBAC tests.
 # Node lifecycle, IPAM, routes, volumes and cloud controllers stay off: there are no real nodes.
@@ -97,14 +98,6 @@ class ControlPlane:
 
 
 # --- pure helpers -------------------------------------------------------------
-
-
-def free_port() -> int:
-    """A TCP port that was free on 127.0.0.1 a moment ago (the kernel picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def kubeconfig_document(*, server: str, ca_pem: bytes, user: str, token: str) -> dict[str, Any]:

@@ -7,15 +7,12 @@ multi-arch tag; the platform child on request, as CRI-O has reported).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.conftest import require_tool
-from tests.e2e.controlplane import free_port
 from tests.e2e.kubelet import Behaviour, ImageRef, PodRecord, RegistryResolver, pod_status
-from tests.e2e.oci import Registry, push_image, push_index, running_registry
+from tests.support.registry import ImagePusher, RegistryServer, free_port
 
 DIGEST = "sha256:" + "d" * 64
 POD: dict[str, Any] = {
@@ -103,19 +100,11 @@ def test_run_to_completion_pod_succeeds_after_run_seconds() -> None:
 # --- against a real docker-registry -------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def docker_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
-    """A docker-registry on 127.0.0.1 with htpasswd auth, as the resolver meets in e2e."""
-    binary = require_tool("docker-registry")
-    require_tool("htpasswd")
-    root = tmp_path_factory.mktemp("registry")
-    with running_registry(root, binary=binary, auth=("ci", "s3cret")) as registry:
-        yield registry
-
-
 @pytest.mark.integration
-def test_registry_resolver_returns_the_manifest_digest_of_a_tag(docker_registry: Registry) -> None:
-    pushed = push_image(docker_registry, "team/single", "latest", content="v1")
+def test_registry_resolver_returns_the_manifest_digest_of_a_tag(
+    docker_registry: RegistryServer,
+) -> None:
+    pushed = ImagePusher(docker_registry).push_image("team/single", "latest", content=b"v1")
     resolve = RegistryResolver(auth=docker_registry.auth)
     host = docker_registry.host
     assert resolve(f"{host}/team/single:latest") == pushed.digest
@@ -126,16 +115,15 @@ def test_registry_resolver_returns_the_manifest_digest_of_a_tag(docker_registry:
 
 @pytest.mark.integration
 def test_registry_resolver_gives_index_digest_and_platform_child(
-    docker_registry: Registry,
+    docker_registry: RegistryServer,
 ) -> None:
-    children = {
-        arch: push_image(docker_registry, "team/multi", f"only-{arch}", content=arch, arch=arch)
-        for arch in ("amd64", "arm64")
-    }
-    index = push_index(docker_registry, "team/multi", "latest", children)
+    index = ImagePusher(docker_registry).push_index(
+        "team/multi", "latest", architectures=("arm64", "amd64")
+    )
     resolve = RegistryResolver(auth=docker_registry.auth)
-    assert resolve(f"{docker_registry.host}/team/multi:latest") == index
-    assert resolve.child(f"{docker_registry.host}/team/multi:latest") == children["amd64"].digest
+    assert resolve(f"{docker_registry.host}/team/multi:latest") == index.digest
+    # The platform's entry (amd64, listed second), not simply the first one.
+    assert resolve.child(f"{docker_registry.host}/team/multi:latest") == index.children[1]
 
 
 def test_registry_resolver_reports_an_unreachable_registry_as_none() -> None:

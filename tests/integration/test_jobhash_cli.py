@@ -44,7 +44,7 @@ def helm_names(*args: str) -> dict[str, str]:
         kind = re.search(r"^kind: (Job|CronJob)$", document, re.MULTILINE)
         if kind is None:
             continue
-        name = re.search(r"^metadata:\n  name: (\S+)$", document, re.MULTILINE)
+        name = re.search(r'^metadata:\n  name: "(\S+)"$', document, re.MULTILINE)  # quoted
         group = re.search(r'autoroll\.aethnet\.se/job-group: "(\S+)"', document)
         job = re.search(r'autoroll\.aethnet\.se/job: "(\S+)"', document)
         assert name and group and job
@@ -132,17 +132,25 @@ def test_check_fails_on_the_guard_with_the_charts_message() -> None:
     )
     assert rendered.returncode != 0
     message = result.stderr.split("helm template would fail: ", 1)[1].split("\n  fix:")[0]
+    source = f"--set {policy}: "
+    assert message.startswith(source)  # the flag that set the offending entry
+    message = message.removeprefix(source)
     assert message.startswith("jobGroups.db.jobs.migrate: hashSuffix is true")
     assert message in rendered.stderr
 
 
-def test_check_fails_on_a_name_kubernetes_would_reject() -> None:
-    # helm template renders it, but a Job name with a dot is not a DNS-1123 label
+def test_a_dotted_release_name_gives_valid_names_equal_to_helm_template() -> None:
+    # Helm allows dots in release names; the chart turns them into "-" in job names.
     result = jobhash("check", "--release", "my.rel", "-f", str(EXAMPLE))
-    assert result.returncode == 1
-    assert "is not a DNS-1123 label" in result.stderr
+    assert result.returncode == 0, result.stderr
+    assert "every name valid" in result.stdout
     names = jobhash("names", "--release", "my.rel", "-f", str(EXAMPLE), "-o", "json")
     assert names.returncode == 0
+    ours = {
+        f"{r['group']}/{r['job']}": f"{r['kind']} {r['name']}" for r in json.loads(names.stdout)
+    }
+    assert ours == helm_names("my.rel", str(CHART), "-f", str(EXAMPLE))
+    assert all(name.split()[1].startswith("my-rel-autoroll-db-") for name in ours.values())
 
 
 def test_a_suffix_that_leaves_no_room_fails_like_the_chart(tmp_path: Path) -> None:

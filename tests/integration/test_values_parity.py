@@ -144,6 +144,7 @@ def helm_values(
     return base64.b64decode(match.group(1)).decode("utf-8")
 
 
+@pytest.mark.timeout(1200)  # hundreds of helm runs; the suite default is 300 s
 @settings(
     max_examples=EXAMPLES,
     deadline=None,

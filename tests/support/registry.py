@@ -1,8 +1,10 @@
 """A real ``docker-registry`` on 127.0.0.1 with htpasswd auth, and a way to push images to it.
 
-Shared by the registry integration tests and the end-to-end tests (which push ``:latest``
-and watch pods roll). Images are built from small fake layers and pushed through the
-registry's HTTP API (blob upload + manifest PUT), so no container tooling is needed.
+The one registry helper module: the registry integration tests, the end-to-end tests (which
+push ``:latest`` and watch pods roll) and ``scripts/demo.py`` all use it. Images are built from
+small fake layers and pushed through the registry's HTTP API (blob upload + manifest PUT), so
+no container tooling is needed. A ``RegistryServer`` can be stopped and started again on the
+same port with the same storage: "the registry is offline for a while".
 
 ``FaultyProxy`` sits in front of a registry on another 127.0.0.1 port and misbehaves on
 purpose: drops or mangles ``Docker-Content-Digest``, answers slowly, or demands a Bearer
@@ -39,6 +41,10 @@ DOCKER_CONFIG = "application/vnd.docker.container.image.v1+json"
 DOCKER_LAYER = "application/vnd.docker.image.rootfs.diff.tar.gzip"
 
 START_TIMEOUT_SECONDS = 15.0
+
+
+class RegistryError(RuntimeError):
+    """docker-registry could not start or stopped answering (the message says why)."""
 
 
 def free_port() -> int:
@@ -88,11 +94,20 @@ class RegistryServer:
     def authorization(self) -> str:
         return basic_auth(self.user, self.password)
 
+    @property
+    def auth(self) -> tuple[str, str]:
+        """``(user, password)`` as ``requests`` takes it."""
+        return (self.user, self.password)
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None
+
     def write_config(self) -> Path:
         """Filesystem storage, htpasswd (bcrypt) auth, bound to 127.0.0.1 only."""
         htpasswd = shutil.which("htpasswd")
         if htpasswd is None:
-            raise RuntimeError("htpasswd is not on PATH (apt-get install apache2-utils)")
+            raise RegistryError("htpasswd is not on PATH (apt-get install apache2-utils)")
         entry = subprocess.run(
             [htpasswd, "-Bbn", self.user, self.password],
             check=True,
@@ -118,7 +133,7 @@ class RegistryServer:
     def start(self) -> None:
         """Start the process and wait until ``/v2/`` answers (401 without credentials)."""
         if self.process is not None:
-            raise RuntimeError("registry already running")
+            raise RegistryError("registry already running")
         config = self.root / "config.yml"
         if not config.exists():
             config = self.write_config()
@@ -128,18 +143,21 @@ class RegistryServer:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 cwd=self.root,
+                # Out of the terminal's process group: a Ctrl-C reaches the caller, which then
+                # stops the registry in order (the demo tears down this way).
+                start_new_session=True,
             )
         deadline = time.monotonic() + START_TIMEOUT_SECONDS
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"docker-registry exited early:\n{self.log_path.read_text()}")
+                raise RegistryError(f"docker-registry exited early:\n{self.log_path.read_text()}")
             try:
                 if requests.get(f"{self.url}/v2/", timeout=1).status_code in {200, 401}:
                     return
             except requests.ConnectionError:
                 time.sleep(0.05)
         self.stop()
-        raise RuntimeError(f"docker-registry did not answer within {START_TIMEOUT_SECONDS}s")
+        raise RegistryError(f"docker-registry did not answer within {START_TIMEOUT_SECONDS}s")
 
     def stop(self) -> None:
         """Stop the process (the port stays reserved in ``self.port``; restartable)."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -19,22 +20,27 @@ import pytest
 from tests.conftest import require_tool
 from tests.support.registry import ImagePusher, RegistryServer, running_registry
 
-__all__ = ["fresh_registry", "pusher", "registry", "repository"]
+__all__ = ["fresh_registry", "pusher", "registry", "registry_for_tests", "repository"]
+
+
+@contextmanager
+def registry_for_tests(root: Path) -> Iterator[RegistryServer]:
+    """A registry in ``root`` for a fixture: skips locally (fails in CI) without the tools."""
+    require_tool("htpasswd")
+    binary = require_tool("docker-registry")
+    with running_registry(binary, root) as server:
+        yield server
 
 
 @pytest.fixture(scope="module")
 def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RegistryServer]:
-    require_tool("htpasswd")
-    binary = require_tool("docker-registry")
-    with running_registry(binary, tmp_path_factory.mktemp("registry")) as server:
+    with registry_for_tests(tmp_path_factory.mktemp("registry")) as server:
         yield server
 
 
 @pytest.fixture
 def fresh_registry(tmp_path: Path) -> Iterator[RegistryServer]:
-    require_tool("htpasswd")
-    binary = require_tool("docker-registry")
-    with running_registry(binary, tmp_path / "registry") as server:
+    with registry_for_tests(tmp_path / "registry") as server:
         yield server
 
 

@@ -385,11 +385,19 @@ CASES = [
     ),
     Case(
         "created-before-sighting-deleted",
-        "loop guard (boundary: not after)",
-        [pod("a", created=SEEN), pod("b", digest=NEW, created=AFTER)],
+        "loop guard (boundary: the last whole second surely before the sighting)",
+        [pod("a", created=SEEN - timedelta(seconds=1)), pod("b", digest=NEW, created=AFTER)],
         Verdict.STALE,
         Reason.STALE_POD,
         deletes="a",
+    ),
+    Case(
+        "created-in-the-sightings-second-not-deleted",
+        "loop guard (creationTimestamp has whole seconds: the same second may be after)",
+        [pod("a", created=SEEN), pod("b", digest=NEW, created=AFTER)],
+        Verdict.LOOP_GUARD,
+        Reason.CREATED_AFTER_TARGET,
+        sightings={REF: Sighting(NEW, SEEN + timedelta(milliseconds=822))},
     ),
     Case(
         "guard-picks-the-old-pod",
@@ -604,7 +612,10 @@ def test_waiting_names_the_reason_and_next_pod() -> None:
 def test_warnings_are_flagged() -> None:
     assert Reason.PULL_POLICY_NOT_ALWAYS.is_warning
     assert Reason.CREATED_AFTER_TARGET.is_warning
+    assert Reason.REGISTRY_UNKNOWN.is_warning  # the registry is offline: rolling has stopped
+    assert Reason.CHILDREN_UNKNOWN.is_warning
     assert not Reason.UP_TO_DATE.is_warning
+    assert not Reason.NOT_SETTLED.is_warning  # waiting for readiness is normal
 
 
 @pytest.mark.parametrize(

@@ -109,3 +109,39 @@ def test_cli_diff_json_reports_outcomes() -> None:
     assert rows["migrate"]["fields"] == [
         {"path": "image.tag", "before": "v1", "after": "v2", "hashed": True}
     ]
+
+
+def test_cli_names_and_check_fail_on_two_entries_with_the_same_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    values = tmp_path / "dup.yaml"
+    values.write_text(
+        "controller: {enabled: false}\njobGroups:\n"
+        "  database-a: {image: {repository: r}, jobs: {migrate: {}}}\n"
+        "  database-b: {image: {repository: r}, jobs: {migrate: {}}}\n",
+        encoding="utf-8",
+    )
+    for command in ("names", "check"):  # the chart's plan fails, so both commands do
+        assert run(command, "--release", "demo", "-f", str(values))[0] == 1
+        err = capsys.readouterr().err
+        assert (
+            f"{values}: jobGroups.database-b.jobs.migrate: its Job name "
+            '"demo-autoroll-database-migrate-'
+        ) in err
+        assert "is also the name of jobGroups.database-a.jobs.migrate" in err
+        assert "first 8 characters differ" in err
+
+
+def test_cli_names_the_file_behind_a_chart_fail(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    values = tmp_path / "tasks.yaml"
+    values.write_text(
+        "controller: {enabled: false}\njobGroups:\n  db:\n    image: {repository: r}\n"
+        "    jobs:\n      m: {tasks: [{name: a}, {name: a}]}\n",
+        encoding="utf-8",
+    )
+    assert run("names", "--release", "demo", "-f", str(values))[0] == 1
+    err = capsys.readouterr().err
+    assert f'{values}: jobGroups.db.jobs.m.tasks[1].name: "a" is already used' in err
+    assert "fix: give every task of the job its own name" in err

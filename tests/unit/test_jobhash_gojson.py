@@ -6,12 +6,18 @@ Expected strings were produced by Go itself (json.Marshal, fmt.Sprint, strconv.F
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from jobhash.gojson import (
     GoJSONError,
     GoValue,
+    _slow_marshal,
+    clone,
     format_float,
     format_g,
     format_g32,
@@ -126,3 +132,60 @@ def test_int_outside_int64_is_rejected() -> None:
 def test_non_string_key_is_rejected() -> None:
     with pytest.raises(GoJSONError, match="not a string"):
         marshal({1: "x"})  # type: ignore[dict-item]
+
+
+# marshal takes a fast path through Python's C encoder; the pure-Python encoder above (checked
+# against Go) is the reference it must equal byte for byte, errors included.
+
+_SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**64), max_value=2**64),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([0.0, -0.0, 1e-4, 9.99e-5, 1e-7, 1e15, 9999999999999998.0, 1e16, 1e21, 0.5]),
+    st.text(alphabet=st.characters(codec=None, exclude_categories=()), max_size=12),
+    st.sampled_from(["<a>&b", "\u2028\u2029", "\x00\x08\x0c\x7f\x1f", "\ud800", "é\U0001f600"]),
+)
+_VALUES = st.recursive(
+    _SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(
+            st.text(max_size=6) | st.sampled_from(["<", "\u2028", "\ud83d"]), inner, max_size=4
+        )
+    ),
+    max_leaves=20,
+)
+
+
+def _outcome(encode: Callable[[GoValue], str], value: GoValue) -> str:
+    try:
+        return encode(value)
+    except GoJSONError as err:
+        return f"error: {err}"
+
+
+@settings(max_examples=1500, deadline=None)
+@given(value=_VALUES)
+def test_fast_marshal_equals_the_reference_encoder(value: GoValue) -> None:
+    assert _outcome(marshal, value) == _outcome(_slow_marshal, value)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [{1: "x"}, (1, 2), {"a": float("nan")}, [2**63], {"k": "\udc00"}, [-0.0], [1e-5], [1e17]],
+)
+def test_fast_marshal_hands_unusual_values_to_the_reference(value: Any) -> None:
+    assert _outcome(marshal, value) == _outcome(_slow_marshal, value)
+
+
+def test_clone_is_an_independent_deep_copy() -> None:
+    original: GoValue = {"a": [1, {"b": "x"}], "c": {"d": [None, True, 1.5]}}
+    copied = clone(original)
+    assert copied == original
+    assert isinstance(copied, dict) and isinstance(original, dict)
+    inner = copied["a"]
+    assert isinstance(inner, list) and isinstance(inner[1], dict)
+    inner[1]["b"] = "changed"
+    inner.append(2)
+    assert original == {"a": [1, {"b": "x"}], "c": {"d": [None, True, 1.5]}}

@@ -5,13 +5,26 @@ Expected values were taken from `helm template` printing `mustToJson .Values`.
 
 from __future__ import annotations
 
+import json
 import math
+from collections.abc import Callable
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from jobhash.errors import UnmirrorableError, ValuesError
-from jobhash.gojson import GoValue, marshal
-from jobhash.goyaml import go_parse_int, go_parse_uint, load_values, resolve, split_documents
+from jobhash.gojson import GoJSONError, GoValue, marshal
+from jobhash.goyaml import (
+    _fast_unmarshal,
+    _full_unmarshal,
+    _json_unmarshal,
+    go_parse_int,
+    go_parse_uint,
+    load_values,
+    resolve,
+    split_documents,
+)
 
 
 def load(text: str) -> dict[str, GoValue]:
@@ -222,3 +235,127 @@ def test_resolve_and_strconv_helpers() -> None:
     assert go_parse_uint("9223372036854775808") == 2**63
     assert go_parse_uint("+5") is None
     assert go_parse_int("08") is None
+
+
+# load_values takes a one-pass fast path for plain documents; the full composer and decoder
+# (checked against Helm above and in tests/integration/test_values_parity.py) is the
+# reference it must equal whenever it does not hand the document over.
+
+_TOKENS = [
+    "a", "y", "No", "on", "~", "null", "", "0o17", "0x1F", "017", "1e3", "-0", "0", "-0.0", "1_000",
+    "9223372036854775808", "18446744073709551616", ".5", "+.inf", ".nan", "2001-12-14", "<<",
+    "'q'", '"d\\tq"', '"s\\/"', "!!str 3", "!!binary aGk=", "&x 1", "*x", "'<<'", "[1, y]",
+    "{a: 1}", "|\n  block", "3.0", "1e400", "0b101", "-0b11", "true", "é",
+]  # fmt: skip
+
+
+@st.composite
+def documents(draw: st.DrawFn, depth: int = 0) -> str:
+    lines: list[str] = []
+    for index in range(draw(st.integers(1, 4))):
+        key = draw(st.sampled_from(["k", "k", "v", "1", "on", "'q'", "<<", "&a k", "~", "2.5"]))
+        key = f"{key}{index}" if draw(st.booleans()) else key
+        if depth < 2 and draw(st.integers(0, 3)) == 0:
+            child = draw(documents(depth + 1)).replace("\n", "\n  ")
+            lines.append(f"{key}:\n  {child.rstrip()}")
+        elif draw(st.integers(0, 4)) == 0:
+            items = draw(st.lists(st.sampled_from(_TOKENS[:20]), max_size=3))
+            lines.append(f"{key}:" + "".join(f"\n- {item}" for item in items))
+        else:
+            lines.append(f"{key}: {draw(st.sampled_from(_TOKENS))}")
+    return "\n".join(lines) + "\n"
+
+
+def _outcome(unmarshal: Callable[[], GoValue]) -> str:
+    try:
+        return repr(unmarshal())  # repr keeps 1 and 1.0 apart
+    except (ValuesError, GoJSONError) as err:
+        return f"{type(err).__name__}: {err}"
+
+
+@settings(max_examples=800, deadline=None)
+@given(text=documents())
+def test_fast_path_equals_the_full_decoder(text: str) -> None:
+    fast = _fast_unmarshal(text)
+    if fast is not None:
+        assert _outcome(lambda: fast) == _outcome(lambda: _full_unmarshal(text, "v.yaml", 0))
+
+
+def test_fast_path_takes_plain_documents_and_hands_over_the_rest() -> None:
+    assert _fast_unmarshal("a: 1\nb: [y, '2', {c: ~}]\n") == {
+        "a": 1.0,
+        "b": [True, "2", {"c": None}],
+    }
+    handed_over = [
+        "a: &x 1\nb: *x\n",
+        "a: !!str 1\n",
+        "1: a\n",
+        "a: 1\na: 2\n",
+        "<<: {a: 1}\n",
+        "a: .nan\n",
+        'a: "\\/"\n',
+        "%YAML 1.1\n---\na: 1\n",
+        "- a\n",
+        "a: [\n",
+    ]
+    for text in handed_over:
+        assert _fast_unmarshal(text) is None, text
+
+
+# A values file exactly as json.dumps writes it is read with the C JSON parser; the full
+# decoder is again the reference.
+
+_JSON_SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(alphabet=st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=8),
+    st.sampled_from(["<<", "y", "on", "0o17", "1e3", "~", "null", "#x", "a: b", "- x", "é"]),
+)
+_JSON_VALUES = st.recursive(
+    _JSON_SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(["a", "<<", "y", "1", "b c", "&x", "*x"]), inner, max_size=3
+        )
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    value=st.dictionaries(st.text(max_size=4), _JSON_VALUES, max_size=4),
+    indent=st.sampled_from([None, 2, 4, 3]),
+    ascii_only=st.booleans(),
+)
+def test_json_path_equals_the_full_decoder(
+    value: dict[str, GoValue], indent: int | None, ascii_only: bool
+) -> None:
+    text = json.dumps(value, indent=indent, ensure_ascii=ascii_only) + "\n"
+    fast = _json_unmarshal(text)
+    if fast is not None:
+        assert repr(fast) == _outcome(lambda: _full_unmarshal(text, "v.json", 0))
+
+
+def test_json_path_takes_json_dumps_output_only() -> None:
+    assert _json_unmarshal('{"a": 1, "b": [true, null, "x", 0.5, -0.0]}\n') == {
+        "a": 1.0,
+        "b": [True, None, "x", 0.5, -0.0],
+    }
+    assert _json_unmarshal(json.dumps({"a": {"b": 1}}, indent=2)) == {"a": {"b": 1.0}}
+    handed_over = [
+        '{"a":1}',
+        '{"a": 1, "a": 2}',
+        '{"a": -0}',
+        '{"a": 1E3}',
+        '{"a": NaN}',
+        '{"a": "\\u00e9"}',
+        '{"a": "\\/"}',
+        "[1]",
+        '{"a": "' + "x" * 1200 + '"}',
+    ]
+    for text in handed_over:
+        assert _json_unmarshal(text) is None, text

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from jobhash.errors import RenderError, UnmirrorableError, ValuesError
+from jobhash.errors import RenderError, UnmirrorableError
 from jobhash.gojson import GoValue
 from jobhash.names import (
-    check_name_override,
     fullname,
     job_group_name,
     name_problem,
-    reads_back,
     trunc,
     validate_release_name,
 )
@@ -83,21 +81,6 @@ def test_trunc_cuts_bytes_and_refuses_to_split_a_character() -> None:
     assert trunc(2, "é") == "é"
     with pytest.raises(UnmirrorableError):
         trunc(1, "é")
-
-
-def test_names_that_yaml_would_read_differently_are_refused() -> None:
-    assert reads_back("demo-autoroll-db-m-01234567")
-    assert reads_back("Ünïcode-db-m")
-    assert not reads_back("a #b-db-m")
-    assert not reads_back("x: y-db-m")
-    with pytest.raises(UnmirrorableError, match="would not read back"):
-        name(fullname="a #comment")
-
-
-def test_name_override_that_breaks_the_labels_yaml_fails() -> None:
-    check_name_override({"nameOverride": "0"})  # read as a number: harmless
-    with pytest.raises(ValuesError, match="breaks the YAML"):
-        check_name_override({"nameOverride": "a: b"})
 
 
 def test_release_name_validation_matches_helm() -> None:

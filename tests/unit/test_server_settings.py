@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
+from gunicorn.workers.gthread import ThreadWorker
+
 from autoroll.cluster import DeleteOutcome, Enrolled
 from autoroll.config import Config
 from autoroll.decide import ChildrenRequest
@@ -51,7 +53,7 @@ class NoRegistry:
 def test_one_gthread_worker_process_without_preloading() -> None:
     settings = gunicorn_settings(Config.from_env(ENV))
     assert settings["workers"] == 1
-    assert settings["worker_class"] == "gthread"
+    assert settings["worker_class"] == "autoroll.http_worker.DeadlineThreadWorker"
     assert settings["preload_app"] is False
     assert settings["bind"] == ["127.0.0.1:9090"]
 
@@ -71,7 +73,8 @@ def test_the_master_builds_nothing_until_the_worker_loads() -> None:
     app = AutorollServer(Config.from_env(ENV), runtime_factory=factory)
     assert built == [] and app.runtime is None
     assert app.cfg.workers == 1
-    assert app.cfg.worker_class_str == "gthread"
+    assert app.cfg.worker_class_str == "autoroll.http_worker.DeadlineThreadWorker"
+    assert issubclass(app.cfg.worker_class, ThreadWorker)  # gthread underneath
     wsgi = app.load()
     assert len(built) == 1 and app.runtime is built[0]
     assert wsgi is built[0].app

@@ -35,8 +35,8 @@ autoroll.chart: "<chart>-<version>" for the helm.sh/chart label ("+" is not allo
 autoroll.selectorLabels: the immutable labels a selector matches on.
 */}}
 {{- define "autoroll.selectorLabels" -}}
-app.kubernetes.io/name: {{ include "autoroll.name" . }}
-app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/name: {{ include "autoroll.name" . | quote }}
+app.kubernetes.io/instance: {{ .Release.Name | quote }}
 {{- end -}}
 
 {{/*
@@ -180,4 +180,22 @@ renewDeadline.
 {{- fail (printf "leaderElection.retryPeriodSeconds (%d) must be at most half of leaderElection.renewDeadlineSeconds (%d)" (int $le.retryPeriodSeconds) (int $le.renewDeadlineSeconds)) -}}
 {{- end -}}
 {{- end -}}
+{{- end -}}
+
+{{/*
+autoroll.toYaml: Helm's toYaml, but a value it cannot write fails the render, naming the
+values path, instead of rendering "" (an empty Job spec, a dropped annotations block).
+Takes dict "value", "path" (the values path of value, for the message). Returns YAML.
+toYaml returns "" only on error (an empty map is "{}", an empty string '""'); it cannot write
+DEL, C1 controls but U+0085, U+FFFE and U+FFFF (its YAML parser refuses them; see
+autoroll.jobs.unwritablePattern). Helm's mustToYaml would fail too, but not every engine that
+renders this chart has it (helm-unittest does not), and its error names no value.
+*/}}
+{{- define "autoroll.toYaml" -}}
+{{- $out := toYaml .value -}}
+{{- if not $out -}}
+{{- $where := include "autoroll.jobs.findUnwritable" (dict "value" .value "path" .path "pattern" (include "autoroll.jobs.unwritablePattern" .)) | default .path -}}
+{{- fail (include "autoroll.jobs.unwritableMessage" $where) -}}
+{{- end -}}
+{{- $out -}}
 {{- end -}}

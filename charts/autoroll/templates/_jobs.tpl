@@ -370,8 +370,10 @@ autoroll.jobGroupName: step 4, the resource name. Returns a string.
 Takes dict "root" ($), "group", "job", "hash" (64 hex), "hashSuffix" (bool), "kind" ("Job" or
 "CronJob"). suffix = "-" + group[:8] + "-" + job, plus "-" + hash[:8] when hashSuffix.
 Limit: 63 for a Job (its name becomes a label value), 52 for a CronJob (its Jobs append 11
-characters). Only the fullname part is shortened: fullname | trunc (limit - len suffix) |
-trimSuffix "-". Fails, naming group, job and limit, when not even one fullname character fits.
+characters). Only the fullname part is shortened: fullname | replace "." "-" |
+trunc (limit - len suffix) | trimSuffix "-". The replace keeps the name a DNS-1123 label when
+the release name has dots (Helm allows them; the schema keeps them out of fullnameOverride).
+Fails, naming group, job and limit, when not even one fullname character fits.
 */}}
 {{- define "autoroll.jobGroupName" -}}
 {{- if not (and (hasKey . "root") (has .kind (list "Job" "CronJob")) (kindIs "string" .hash) (regexMatch "^[0-9a-f]{64}$" .hash) (kindIs "bool" .hashSuffix)) -}}
@@ -386,7 +388,7 @@ trimSuffix "-". Fails, naming group, job and limit, when not even one fullname c
 {{- if lt $budget 1 -}}
 {{- fail (printf "jobGroups.%s.jobs.%s: the name suffix %q is %d characters, which leaves no room for the release name within the %d-character %s name limit; use a shorter job key" .group .job $suffix (len $suffix) $limit .kind) -}}
 {{- end -}}
-{{- $base := include "autoroll.fullname" .root | trunc (int $budget) | trimSuffix "-" -}}
+{{- $base := include "autoroll.fullname" .root | replace "." "-" | trunc (int $budget) | trimSuffix "-" -}}
 {{- printf "%s%s" $base $suffix -}}
 {{- end -}}
 
@@ -448,7 +450,7 @@ autoroll.aethnet.se/spec-hash: {{ trunc 8 .hash | quote }}
 
 {{/*
 autoroll.jobGroupAnnotations: metadata annotations of a Job/CronJob. Returns YAML (sorted).
-Takes dict "values", "hash". metadataAnnotations, then the hook annotations (hooks.argocd:
+Takes dict "values", "hash", "group", "job". metadataAnnotations, then the hook annotations (hooks.argocd:
 hook, hook-delete-policy, sync-wave; hooks.helm: hook, hook-delete-policy, hook-weight), then
 autoroll.aethnet.se/spec-hash with the full hash. None of these are in the hash.
 */}}
@@ -475,23 +477,95 @@ autoroll.aethnet.se/spec-hash with the full hash. None of these are in the hash.
 {{- end -}}
 {{- end -}}
 {{- $_ := set $a "autoroll.aethnet.se/spec-hash" .hash -}}
-{{- toYaml $a -}}
+{{- include "autoroll.toYaml" (dict "value" $a "path" (printf "jobGroups.%s.jobs.%s (metadata annotations)" .group .job)) -}}
+{{- end -}}
+
+{{/*
+autoroll.jobs.unwritablePattern: the characters Helm's toYaml cannot write (its YAML parser
+refuses them): DEL (U+007F), the C1 controls U+0080-U+009F except U+0085, and the
+noncharacters U+FFFE and U+FFFF. toYaml would render "" for a value holding one (an empty Job
+spec, a dropped annotations block), so the plan refuses them (autoroll.jobs.checkWritable).
+*/}}
+{{- define "autoroll.jobs.unwritablePattern" -}}
+[\x{7f}-\x{84}\x{86}-\x{9f}\x{fffe}\x{ffff}]
+{{- end -}}
+
+{{/*
+autoroll.jobs.findUnwritable: the values path of the first key or string (maps in sorted key
+order, lists in order) holding a character of autoroll.jobs.unwritablePattern, or "".
+Takes dict "value", "path", "pattern".
+*/}}
+{{- define "autoroll.jobs.findUnwritable" -}}
+{{- $pattern := .pattern -}}
+{{- $path := .path -}}
+{{- $found := "" -}}
+{{- if kindIs "map" .value -}}
+{{- $m := .value -}}
+{{- range $k := keys $m | sortAlpha -}}
+{{- if not $found -}}
+{{- $p := printf "%s.%s" $path $k -}}
+{{- if regexMatch $pattern $k -}}
+{{- $found = $p -}}
+{{- else -}}
+{{- $found = include "autoroll.jobs.findUnwritable" (dict "value" (get $m $k) "path" $p "pattern" $pattern) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- else if kindIs "slice" .value -}}
+{{- range $i, $item := .value -}}
+{{- if not $found -}}
+{{- $found = include "autoroll.jobs.findUnwritable" (dict "value" $item "path" (printf "%s[%d]" $path $i) "pattern" $pattern) -}}
+{{- end -}}
+{{- end -}}
+{{- else if and (kindIs "string" .value) (regexMatch $pattern .value) -}}
+{{- $found = $path -}}
+{{- end -}}
+{{- $found -}}
+{{- end -}}
+
+{{/*
+autoroll.jobs.unwritableMessage: the fail message for a character toYaml cannot write.
+Takes the values path. jobhash/spec.py check_writable repeats it verbatim.
+*/}}
+{{- define "autoroll.jobs.unwritableMessage" -}}
+{{- printf "%s: contains DEL (U+007F), a C1 control character (U+0080-U+009F other than U+0085) or U+FFFE/U+FFFF, which Helm cannot write into the rendered YAML; remove that character (an escape such as \\x7f in a values file is the same character)" . -}}
+{{- end -}}
+
+{{/*
+autoroll.jobs.checkWritable: fails, naming the values path and the fix, when a key or string
+under jobDefaults or jobGroups holds a character toYaml cannot write (see
+autoroll.jobs.unwritablePattern). Takes the chart context ($); returns nothing. One regexMatch
+over the JSON of both trees keeps the common case cheap; the walk runs only on a hit.
+*/}}
+{{- define "autoroll.jobs.checkWritable" -}}
+{{- $pattern := include "autoroll.jobs.unwritablePattern" . -}}
+{{- if regexMatch $pattern (dict "jobDefaults" .Values.jobDefaults "jobGroups" .Values.jobGroups | mustToJson) -}}
+{{- $path := include "autoroll.jobs.findUnwritable" (dict "value" .Values.jobDefaults "path" "jobDefaults" "pattern" $pattern) -}}
+{{- if not $path -}}
+{{- $path = include "autoroll.jobs.findUnwritable" (dict "value" .Values.jobGroups "path" "jobGroups" "pattern" $pattern) -}}
+{{- end -}}
+{{- fail (include "autoroll.jobs.unwritableMessage" $path) -}}
+{{- end -}}
 {{- end -}}
 
 {{/*
 autoroll.jobGroupPlan: the whole pipeline for every enabled entry. Returns JSON
 {"items": [{group, job, kind, name, hash, spec (the hashed JSON string), values}]}, sorted by
-group then job. Takes the chart context ($). Fails on keys that cannot form a name and on the
-guard; entries with enabled: false are left out before anything else is checked.
+group then job. Takes the chart context ($). Fails on characters toYaml cannot write
+(autoroll.jobs.checkWritable), on keys that cannot form a name, on the guard, and when an entry
+gets the name an earlier entry of the same kind already has (only group[:8] enters the name);
+entries with enabled: false are left out before the per-entry checks.
 */}}
 {{- define "autoroll.jobGroupPlan" -}}
 {{- $root := . -}}
 {{- $items := list -}}
+{{- $seen := dict -}}
 {{- $pattern := include "autoroll.jobs.keyPattern" . -}}
 {{- $groups := .Values.jobGroups | default dict -}}
 {{- if not (kindIs "map" $groups) -}}
 {{- fail (printf "jobGroups: must be a map of group name to group settings, got %s" (kindOf $groups)) -}}
 {{- end -}}
+{{- include "autoroll.jobs.checkWritable" $root -}}
 {{- range $g := keys $groups | sortAlpha -}}
 {{- if not (and (regexMatch $pattern $g) (le (len $g) 63)) -}}
 {{- fail (printf "jobGroups.%s: a group key must be a DNS-1123 label (lowercase letters, digits and '-', starting and ending with a letter or digit, at most 63 characters)" $g) -}}
@@ -515,6 +589,11 @@ guard; entries with enabled: false are left out before anything else is checked.
 {{- $spec := include "autoroll.jobGroupSpec" (dict "values" $v "group" $g "job" $j) -}}
 {{- $hash := include "autoroll.jobGroupHash" $spec -}}
 {{- $name := include "autoroll.jobGroupName" (dict "root" $root "group" $g "job" $j "hash" $hash "hashSuffix" (get $v "hashSuffix") "kind" $kind) -}}
+{{- $taken := printf "%s/%s" $kind $name -}}
+{{- if hasKey $seen $taken -}}
+{{- fail (printf "jobGroups.%s.jobs.%s: its %s name %q is also the name of %s; only the first 8 characters of a group key enter the name, so rename one of the two groups so that their first 8 characters differ (or rename one of the jobs)" $g $j $kind $name (get $seen $taken)) -}}
+{{- end -}}
+{{- $_ := set $seen $taken (printf "jobGroups.%s.jobs.%s" $g $j) -}}
 {{- $items = append $items (dict "group" $g "job" $j "kind" $kind "name" $name "hash" $hash "spec" $spec "values" $v) -}}
 {{- end -}}
 {{- end -}}
@@ -538,7 +617,7 @@ hashIncludePodAnnotations is false.
 {{- $_ := set $meta "annotations" (get $item.values "podAnnotations") -}}
 {{- end -}}
 {{- $_ := set $template "metadata" $meta -}}
-{{- toYaml $spec -}}
+{{- include "autoroll.toYaml" (dict "value" $spec "path" (printf "jobGroups.%s.jobs.%s (Job spec)" $item.group $item.job)) -}}
 {{- end -}}
 
 {{/*

@@ -1,0 +1,450 @@
+"""Issue 7 scenarios 1-9: the real ``autoroll serve`` against the local control plane, a real
+docker-registry and the simulated kubelet.
+
+Each test enrols its own Deployment (its own namespace, repository and label selector), starts
+its own controller process, and records every pod event with a watch, so the assertions are
+about what the cluster did. autoroll's log and ``/metrics`` are checked as a second witness.
+
+Timing: ``POLL`` is the smallest interval the controller accepts (5 s). Bounds add ``SLACK``
+for a busy 2-core machine; the webhook's 2 s bound is the issue's and has no slack.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
+
+import pytest
+
+from tests.e2e.controller import Autoroll, running_autoroll
+from tests.e2e.controlplane import ControlPlane
+from tests.e2e.helpers import core_api, eventually
+from tests.e2e.kubelet import Behaviour, RegistryResolver, SimulatedKubelet
+from tests.e2e.scenario import (
+    App,
+    Recorder,
+    became_ready,
+    decision_lines,
+    deletions,
+    label_selector,
+    metric,
+    unsettled_deletions,
+)
+from tests.support.registry import ImagePusher, RegistryServer
+
+pytestmark = pytest.mark.e2e
+
+POLL = 5  # POLL_INTERVAL_SECONDS: the controller's minimum
+SLACK = 4.0  # seconds a busy machine may add to one tick + one kubelet pass
+WEBHOOK_BOUND = 2.0  # issue 7, scenario 3
+
+
+StartAutoroll = Callable[..., Autoroll]
+T = TypeVar("T")
+
+
+@pytest.fixture
+def start_autoroll(
+    control_plane: ControlPlane, docker_registry: RegistryServer, namespace: str
+) -> Iterator[StartAutoroll]:
+    """Start ``autoroll serve`` (seeing only this test's Deployments); stopped afterwards.
+
+    ``start(poll=..., registry=..., **env)``; the controller's output is printed at teardown,
+    so a failing test shows it.
+    """
+    started: list[Autoroll] = []
+    with contextlib.ExitStack() as stack:
+
+        def start(
+            *, poll: int = POLL, registry: RegistryServer = docker_registry, **env: str
+        ) -> Autoroll:
+            autoroll = stack.enter_context(
+                running_autoroll(
+                    plane=control_plane,
+                    registry=registry,
+                    poll_seconds=poll,
+                    extra_env={"LABEL_SELECTOR": label_selector(namespace), **env},
+                )
+            )
+            started.append(autoroll)
+            return autoroll
+
+        yield start
+    for autoroll in started:
+        print("--- autoroll output ---", *autoroll.output, sep="\n")
+
+
+def make_app(kube: Any, namespace: str, registry: RegistryServer, kubelet: SimulatedKubelet) -> App:
+    """An app in ``namespace`` on ``registry``, the kubelet pulling from that registry."""
+    resolver = RegistryResolver(auth=registry.auth)
+    kubelet.use_resolver(resolver, resolver.child)
+    return App(
+        kube=kube,
+        namespace=namespace,
+        name="web",
+        repository=f"e2e/{namespace}",
+        pusher=ImagePusher(registry),
+        test=namespace,
+    )
+
+
+@pytest.fixture
+def app(
+    kube: Any, namespace: str, docker_registry: RegistryServer, kubelet: SimulatedKubelet
+) -> App:
+    return make_app(kube, namespace, docker_registry, kubelet)
+
+
+@pytest.fixture
+def pods(kube: Any, namespace: str) -> Iterator[Recorder]:
+    """Every pod event in the test's namespace, from before the app exists."""
+    with Recorder(core_api(kube).list_namespaced_pod, namespace) as recorder:
+        yield recorder
+    assert not recorder.errors, f"the pod watch failed: {recorder.errors}"
+
+
+def first_pass_done(autoroll: Autoroll, app: App) -> None:
+    """Wait for autoroll's first decision about ``app`` (its start-up pass)."""
+    eventually(
+        lambda: _nonempty(decision_lines(autoroll, app)),
+        timeout=15,
+        what=f"autoroll's first decision about {app.namespace}/{app.name}",
+    )
+
+
+def enrol(
+    app: App,
+    start_autoroll: StartAutoroll,
+    running: str,
+    *,
+    replicas: int = 3,
+    pull_policy: str = "Always",
+    **autoroll: Any,
+) -> Autoroll:
+    """Deploy the app, wait until every pod is Ready on ``running``, start autoroll (with
+    ``autoroll`` as its arguments) and wait for its first pass; returns the controller."""
+    app.deploy(replicas=replicas, pull_policy=pull_policy)
+    app.wait_rolled(running, replicas=replicas, timeout=30)
+    controller = start_autoroll(**autoroll)
+    first_pass_done(controller, app)
+    return controller
+
+
+def push_behaving(app: App, kubelet: SimulatedKubelet, behaviour: Behaviour) -> str:
+    """Push a new ``:latest`` whose pods the simulated runtime treats with ``behaviour``.
+
+    The knob is keyed by the new digest, so only pods that pull it are affected; it is set
+    milliseconds after the push, long before the next pass deletes anything.
+    """
+    new = app.push()
+    kubelet.behave(new, behaviour)
+    return new
+
+
+def _nonempty(items: list[T]) -> list[T]:
+    assert items, "none yet"
+    return items
+
+
+def at_least(
+    count: int, found_so_far: Callable[[], Sequence[object]], *, timeout: float, what: str
+) -> None:
+    """Wait until ``found_so_far()`` has at least ``count`` items."""
+
+    def enough() -> None:
+        found = found_so_far()
+        assert len(found) >= count, f"{len(found)} so far: {found[-3:]}"
+
+    eventually(enough, timeout=timeout, interval=0.25, what=what)
+
+
+# --- 1 -----------------------------------------------------------------------------------
+
+
+def test_dry_run_logs_intended_deletions_and_deletes_nothing(
+    app: App, pods: Recorder, start_autoroll: StartAutoroll
+) -> None:
+    old = app.push()
+    autoroll = enrol(app, start_autoroll, old, DRY_RUN="true")
+    before = app.live_pods()
+    app.push()
+
+    at_least(
+        3,
+        lambda: autoroll.lines(f"DRY_RUN: would delete stale pod {app.namespace}/"),
+        timeout=3 * POLL + SLACK,
+        what="three ticks that would delete a stale pod",
+    )
+    after = app.live_pods()
+    assert {p.uid for p in after} == {p.uid for p in before}
+    assert not any(p.terminating for p in after)
+    assert deletions(pods.pods()) == []
+    assert metric(autoroll, "autoroll_pod_deletions_total", {"mode": "dry"}) >= 3
+    assert metric(autoroll, "autoroll_pod_deletions_total", {"mode": "real"}) == 0
+
+
+# --- 2 -----------------------------------------------------------------------------------
+
+
+def test_new_latest_rolls_every_pod_one_at_a_time_without_touching_the_deployment(
+    kube: Any,
+    app: App,
+    pods: Recorder,
+    kubelet: SimulatedKubelet,
+    start_autoroll: StartAutoroll,
+) -> None:
+    from tests.e2e.helpers import apps_api
+
+    ready_after = 1.5
+    kubelet.behave(app.image, Behaviour(ready_after=ready_after))
+    old = app.push()
+    app.deploy(replicas=3)
+    app.wait_rolled(old, replicas=3, timeout=30)
+    original = app.deployment()
+    with Recorder(apps_api(kube).list_namespaced_deployment, app.namespace) as deployments:
+        autoroll = start_autoroll()
+        first_pass_done(autoroll, app)
+        pushed_at = time.monotonic()
+        new = app.push()
+        app.wait_rolled(new, replicas=3, timeout=3 * (POLL + ready_after + SLACK))
+        time.sleep(POLL + 1)  # one more tick: nothing else happens once the roll is done
+    history = pods.pods()
+
+    deleted = deletions(history)
+    assert [d.digest for d in deleted] == [old] * 3, "exactly the three old pods were deleted"
+    assert unsettled_deletions(history, replicas=3) == []
+    # One poll interval per pod: the first within a tick of the push, each next one within
+    # a tick of the previous replacement becoming Ready.
+    ready = became_ready(history, new)
+    assert len(ready) == 3
+    waits = [deleted[0].at - pushed_at] + [
+        deleted[i + 1].at - ready[i].at for i in range(len(deleted) - 1)
+    ]
+    print("seconds from push / previous replacement Ready to each deletion:", waits)
+    assert all(0 < w <= POLL + SLACK for w in waits), f"seconds waited per pod: {waits}"
+    assert metric(autoroll, "autoroll_pod_deletions_total", {"mode": "real"}) == 3
+
+    # The Deployment object: same generation, spec, labels and annotations at every event,
+    # and the only writer besides its creator is the Deployment controller's status updates.
+    # (Its resourceVersion moves with those status writes - ready replicas go 3, 2, 3 - which
+    # is why the check is "nobody else wrote it", not "resourceVersion never moved".)
+    watched = [raw for _, _, raw in deployments.events]
+    assert watched, "the Deployment watch saw nothing"
+    for raw in [*watched, app.deployment()]:
+        meta = raw["metadata"]
+        assert meta["generation"] == original["metadata"]["generation"]
+        assert meta.get("labels") == original["metadata"].get("labels")
+        assert meta.get("annotations") == original["metadata"].get("annotations")
+        assert raw["spec"] == original["spec"]
+    writers = {
+        (m["manager"], m.get("subresource", ""))
+        for m in app.deployment()["metadata"]["managedFields"]
+    }
+    creator = {
+        (m["manager"], m.get("subresource", "")) for m in original["metadata"]["managedFields"]
+    }
+    assert writers - creator <= {("kube-controller-manager", "status")}, writers
+
+
+# --- 3 -----------------------------------------------------------------------------------
+
+
+def test_signed_webhook_deletes_the_first_stale_pod_within_two_seconds(
+    app: App, pods: Recorder, start_autoroll: StartAutoroll
+) -> None:
+    old = app.push()
+    autoroll = enrol(app, start_autoroll, old, poll=300)  # only webhooks reconcile from now on
+    app.push()
+
+    sent_at = time.monotonic()
+    assert autoroll.webhook() == 202
+    first = eventually(
+        lambda: _nonempty(deletions(pods.pods()))[0], timeout=10, interval=0.02, what="a deletion"
+    )
+    latency = first.at - sent_at
+    print(f"signed webhook -> first stale pod terminating: {latency:.2f} s")
+    assert latency <= WEBHOOK_BOUND, f"first stale pod deleted {latency:.2f}s after the webhook"
+    assert first.digest == old
+    autoroll.wait_for_line(f"deleted stale pod {app.namespace}/{first.name} ", timeout=5)
+
+
+# --- 4 -----------------------------------------------------------------------------------
+
+
+def test_bad_or_missing_signature_is_refused_and_reconciles_nothing(
+    app: App, pods: Recorder, start_autoroll: StartAutoroll
+) -> None:
+    autoroll = enrol(app, start_autoroll, app.push(), poll=300)
+    ticks = metric(autoroll, "autoroll_ticks_total", {"outcome": "ok"})
+    decisions = len(decision_lines(autoroll, app))
+    app.push()  # a stale pod exists from now on: any reconcile would delete it
+
+    body = b'{"ref": "refs/heads/main"}'
+    forged = "0" * 64
+    attempts: dict[str, dict[str, str]] = {
+        "missing": {},
+        "empty": {"X-Forgejo-Signature": ""},
+        "wrong forgejo": {"X-Forgejo-Signature": forged},
+        "wrong gitea": {"X-Gitea-Signature": forged},
+        "wrong hub": {"X-Hub-Signature-256": f"sha256={forged}"},
+        "not hex": {"X-Forgejo-Signature": "not hex at all"},
+    }
+    codes = {what: autoroll.webhook(body, sign=False, headers=h) for what, h in attempts.items()}
+    assert codes == dict.fromkeys(attempts, 403)
+
+    time.sleep(3)  # far longer than the 2 s a valid webhook needs (scenario 3)
+    assert metric(autoroll, "autoroll_ticks_total", {"outcome": "ok"}) == ticks
+    assert metric(autoroll, "autoroll_nudges_total") == 0
+    assert len(decision_lines(autoroll, app)) == decisions, "a reconcile ran"
+    assert deletions(pods.pods()) == []
+
+    # The same request, signed, does reconcile: the refusals above were the signature's doing.
+    assert autoroll.webhook(body) == 202
+    eventually(lambda: _nonempty(deletions(pods.pods())), timeout=10, what="a deletion")
+
+
+# --- 5 -----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def own_app(
+    kube: Any, namespace: str, fresh_registry: RegistryServer, kubelet: SimulatedKubelet
+) -> App:
+    """An app on a registry of its own (``fresh_registry``), which the test may stop."""
+    return make_app(kube, namespace, fresh_registry, kubelet)
+
+
+def test_registry_offline_warns_deletes_nothing_and_rolling_resumes_when_it_returns(
+    own_app: App, fresh_registry: RegistryServer, pods: Recorder, start_autoroll: StartAutoroll
+) -> None:
+    app, registry = own_app, fresh_registry
+    old = app.push()
+    autoroll = enrol(app, start_autoroll, old, replicas=2, registry=registry)
+    # Right after a pass: the next is POLL seconds away, so no pass sees the new digest
+    # before the registry goes down.
+    new = app.push()
+    registry.stop()
+    offline = len(autoroll.output)
+
+    at_least(
+        2,
+        lambda: [
+            line
+            for line in decision_lines(autoroll, app, "registry-unknown")
+            if autoroll.output.index(line) >= offline
+        ],
+        timeout=2 * POLL + SLACK,
+        what="two passes with the registry offline",
+    )
+    during = autoroll.output[offline:]
+    problems = [line for line in during if " ERROR " in line or "Traceback" in line]
+    assert problems == [], "an offline registry is a warning, not an error"
+    warnings = [line for line in during if " WARNING " in line]
+    assert len(warnings) >= 2 and all("registry-unknown" in w for w in warnings), warnings
+    assert deletions(pods.pods()) == []
+    assert metric(autoroll, "autoroll_registry_errors_total", {"reason": "network"}) >= 2
+
+    registry.start()
+    app.wait_rolled(new, replicas=2, timeout=2 * (POLL + SLACK) + POLL)
+    assert [d.digest for d in deletions(pods.pods())] == [old, old]
+
+
+# --- 6 -----------------------------------------------------------------------------------
+
+
+def test_crash_looping_new_image_replaces_one_pod_then_the_rollout_halts(
+    app: App, pods: Recorder, kubelet: SimulatedKubelet, start_autoroll: StartAutoroll
+) -> None:
+    old = app.push()
+    autoroll = enrol(app, start_autoroll, old)
+    new = push_behaving(app, kubelet, Behaviour(crash_loop=True))  # the new :latest crash-loops
+
+    eventually(lambda: _nonempty(deletions(pods.pods())), timeout=POLL + SLACK, what="a deletion")
+    halted_at = len(autoroll.output)
+    time.sleep(3 * POLL)  # three more passes
+    assert len(deletions(pods.pods())) == 1
+    live = app.live_pods()
+    crashing = [p for p in live if p.digest == new]
+    assert len(crashing) == 1 and not crashing[0].ready and crashing[0].restarts > 1
+    assert sorted(p.digest for p in live if p.ready) == [old, old]
+    waiting = [
+        line
+        for line in decision_lines(autoroll, app, r"waiting \(not-settled\)")
+        if autoroll.output.index(line) >= halted_at
+    ]
+    assert len(waiting) >= 2, "each pass says why it waits"
+
+
+# --- 7 -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("runtime", ["containerd", "cri-o"])
+def test_multi_arch_index_rolls_once_without_a_deletion_loop(
+    runtime: str,
+    app: App,
+    pods: Recorder,
+    kubelet: SimulatedKubelet,
+    start_autoroll: StartAutoroll,
+) -> None:
+    child_digest = runtime == "cri-o"  # CRI-O has reported the platform child's digest
+    kubelet.behave(app.image, Behaviour(report_child=child_digest))
+    old = app.push_index()
+    reported_old = old.children[0] if child_digest else old.digest  # amd64 comes first
+    autoroll = enrol(app, start_autoroll, reported_old, replicas=2)
+    assert decision_lines(autoroll, app, r": current \(")
+
+    new = app.push_index()
+    reported_new = new.children[0] if child_digest else new.digest
+    app.wait_rolled(reported_new, replicas=2, timeout=2 * (POLL + SLACK) + POLL)
+    time.sleep(2 * POLL)  # two more passes over pods that report the new digest
+    assert [d.digest for d in deletions(pods.pods())] == [reported_old] * 2
+    assert metric(autoroll, "autoroll_pod_deletions_total", {"mode": "real"}) == 2
+    assert decision_lines(autoroll, app, r": current \(")[-1:], "the last pass says current"
+
+
+# --- 8 -----------------------------------------------------------------------------------
+
+
+def test_runtime_reporting_the_old_digest_is_bounded_to_one_deletion_per_pod(
+    app: App, pods: Recorder, kubelet: SimulatedKubelet, start_autoroll: StartAutoroll
+) -> None:
+    old = app.push()
+    autoroll = enrol(app, start_autoroll, old)
+    push_behaving(app, kubelet, Behaviour(keep_old_digest=True))  # pulls new, reports old
+
+    at_least(
+        3,
+        lambda: deletions(pods.pods()),
+        timeout=3 * (POLL + SLACK),
+        what="every original pod deleted once",
+    )
+    time.sleep(2 * POLL)  # two more passes: the replacements still look stale
+    history = pods.pods()
+    assert len(deletions(history)) == 3
+    assert unsettled_deletions(history, replicas=3) == []
+    live = app.live_pods()
+    assert len(live) == 3 and all(p.digest == old and p.ready for p in live)
+    assert metric(autoroll, "autoroll_loop_guard_hits_total") >= 3
+    assert decision_lines(autoroll, app, r" WARNING .*created-after-target")
+
+
+# --- 9 -----------------------------------------------------------------------------------
+
+
+def test_if_not_present_pull_policy_warns_every_pass_and_deletes_nothing(
+    app: App, pods: Recorder, start_autoroll: StartAutoroll
+) -> None:
+    autoroll = enrol(app, start_autoroll, app.push(), replicas=2, pull_policy="IfNotPresent")
+    app.push()
+
+    at_least(
+        3,
+        lambda: decision_lines(autoroll, app, r" WARNING .*pull-policy-not-always"),
+        timeout=2 * POLL + SLACK,
+        what="a warning on every pass",
+    )
+    assert deletions(pods.pods()) == []
+    skipped = {"reason": "pull-policy-not-always"}
+    assert metric(autoroll, "autoroll_containers_skipped_total", skipped) >= 3

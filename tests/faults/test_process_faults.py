@@ -1,0 +1,223 @@
+"""Fault matrix, process rows: SIGTERM mid-pass, and secrets in all log output of a full run.
+
+The real ``autoroll serve`` (gunicorn) runs as a subprocess against the fake Kubernetes
+API and a real docker-registry behind the fault proxy, both in this test process, so a
+test can stall a pass exactly where it wants and then send SIGTERM. Production limits
+apply here (5 s registry read timeout, 30 s API read timeout, 10 s reconcile stop).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import requests
+
+from autoroll.server import GRACEFUL_TIMEOUT_SECONDS
+from tests.support.fake_kube import Fault, FaultyKubeApi, KubeApiServer
+from tests.support.fault_proxy import FaultProxy, ProxyFault
+from tests.support.registry import ImagePusher, RegistryServer
+from tests.support.serve import Serve, dead_kubeconfig, free_port, start_serve, wait_until
+
+pytestmark = pytest.mark.integration
+
+SECRET = "process-webhook-secret-0123456789abcdef"
+#: Kubernetes' default terminationGracePeriodSeconds.
+POD_GRACE_SECONDS = 30
+
+
+@dataclass
+class World:
+    api: FaultyKubeApi
+    kube: KubeApiServer
+    proxy: FaultProxy
+    registry: RegistryServer
+    tmp: Path
+
+    def env(self, **extra: str) -> dict[str, str]:
+        return {
+            "KUBECONFIG": str(self.kube.write_kubeconfig(self.tmp / "kubeconfig")),
+            "FORGEJO_HOST": self.proxy.host,
+            "REGISTRY_SCHEME": "http",
+            "FORGEJO_USER": self.registry.user,
+            "FORGEJO_TOKEN": self.registry.password,
+            "WEBHOOK_SECRET": SECRET,
+            **extra,
+        }
+
+    def serve(self, **extra: str) -> Serve:
+        return start_serve(self.tmp, self.env(**extra))
+
+
+@pytest.fixture
+def world(
+    registry: RegistryServer, pusher: ImagePusher, repository: str, tmp_path: Path
+) -> Iterator[World]:
+    """As in the in-process rig: pods run ``old``, the tag names ``new``."""
+    old = pusher.push_image(repository, "latest").digest
+    new = pusher.push_image(repository, "latest").digest
+    with FaultProxy(registry) as proxy:
+        api = FaultyKubeApi(image=f"{proxy.host}/{repository}:latest", running=old, target=new)
+        kube = KubeApiServer(api)
+        kube.start()
+        try:
+            yield World(api, kube, proxy, registry, tmp_path)
+        finally:
+            kube.stop()
+
+
+def webhook(serve: Serve, body: bytes = b"{}", *, secret: str = SECRET) -> int:
+    signature = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+    return requests.post(
+        f"{serve.url}/webhook", data=body, headers={"X-Forgejo-Signature": signature}, timeout=5
+    ).status_code
+
+
+# -- SIGTERM mid-pass ----------------------------------------------------------------------------
+
+
+def test_sigterm_while_a_pass_waits_on_a_slow_registry(world: World) -> None:
+    world.proxy.fault = ProxyFault("delay", seconds=30.0)
+    serve = world.serve()
+    try:
+        wait_until(lambda: world.proxy.count("HEAD") >= 1, 15, "the pass to reach the registry")
+        code, seconds = serve.terminate()
+    finally:
+        serve.kill()
+    print(f"\nSIGTERM during a slow registry HEAD: exit {code} after {seconds:.1f}s")
+    assert code == 0, serve.output()
+    assert seconds < 10.0  # one 5 s read timeout, then the pass stops before deciding
+    assert world.api.deletes == []  # a deletion never started
+    assert "reconcile thread stopped" in serve.output()
+
+
+def test_sigterm_while_a_pass_waits_on_a_hung_api_server(world: World) -> None:
+    release = threading.Event()
+    world.api.inject("list-deployments", Fault(0, hang=release))
+    serve = world.serve()
+    try:
+        assert world.api.arrived["list-deployments"].wait(15)
+        code, seconds = serve.terminate()
+    finally:
+        release.set()
+        serve.kill()
+    print(f"\nSIGTERM during a hung API list: exit {code} after {seconds:.1f}s")
+    assert code == 0, serve.output()
+    # The thread is abandoned after RECONCILE_STOP_SECONDS (10 s), well inside the grace.
+    assert seconds < GRACEFUL_TIMEOUT_SECONDS < POD_GRACE_SECONDS
+    assert world.api.deletes == []
+    assert "still running after" in serve.output()  # said loudly, not hidden
+
+
+def test_sigterm_while_a_delete_is_in_flight_lets_it_finish(world: World) -> None:
+    release = threading.Event()
+    world.api.inject("delete", Fault(0, hang=release))
+    serve = world.serve()
+    try:
+        assert world.api.arrived["delete"].wait(15)
+        serve.process.send_signal(15)
+        started = time.monotonic()
+        time.sleep(1.0)  # the process is shutting down with the DELETE still unanswered
+        assert serve.process.poll() is None
+        release.set()
+        code = serve.process.wait(POD_GRACE_SECONDS)
+        seconds = time.monotonic() - started
+    finally:
+        release.set()
+        serve.kill()
+    print(f"\nSIGTERM during a DELETE: exit {code} {seconds:.1f}s after the signal")
+    assert code == 0, serve.output()
+    assert seconds < 5.0
+    # One call, carried out whole and seen through: the pod went, and autoroll knows it.
+    assert world.api.deletes == [("web-1", "uid-web-1")]
+    assert world.api.deleted == ["web-1"]
+    assert "deleted stale pod shop/web-1" in serve.output()
+
+
+def nudged_pass(serve: Serve) -> None:
+    before = serve.ticks()
+    assert webhook(serve) == 202
+    wait_until(lambda: serve.ticks() > before, 15, "a nudged pass")
+
+
+# -- secrets -------------------------------------------------------------------------------------
+
+
+def forbidden_strings(world: World) -> dict[str, str]:
+    user, token = world.registry.user, world.registry.password
+    return {
+        "FORGEJO_TOKEN": token,
+        "WEBHOOK_SECRET": SECRET,
+        "Basic credentials": base64.b64encode(f"{user}:{token}".encode()).decode(),
+    }
+
+
+@pytest.mark.parametrize("log_format", ["text", "json"])
+def test_no_secret_in_any_output_of_a_full_run(world: World, log_format: str) -> None:
+    """A roll, webhooks good and bad, registry and API errors, shutdown; at debug level."""
+    serve = world.serve(LOG_LEVEL="debug", LOG_FORMAT=log_format)
+    try:
+        wait_until(lambda: world.api.deleted == ["web-1"], 15, "the first deletion")
+        wait_until(lambda: serve.ticks() >= 1, 15, "the first pass to end")
+        assert webhook(serve, secret="not-the-secret-0123456789") == 403
+        world.proxy.fault = ProxyFault("status", status=500)
+        nudged_pass(serve)
+        world.proxy.fault = None
+        world.api.inject("list-pods", Fault(500))
+        nudged_pass(serve)
+        world.api.make_ready()
+        assert webhook(serve) == 202
+        wait_until(lambda: len(world.api.deleted) == 2, 15, "the second deletion")
+        code, _ = serve.terminate()
+    finally:
+        serve.kill()
+    assert code == 0
+    output = serve.output()
+    # The scan read real lines: a roll, a registry error and an API error.
+    assert "deleted stale pod" in output
+    assert "HTTP 500 from" in output and "500 Internal Server Error" in output
+    for what, value in forbidden_strings(world).items():
+        assert value not in output, f"{what} leaked into the log"
+
+
+def test_a_webhook_secret_under_16_bytes_is_refused_at_startup(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    short = "fifteen-bytes!!"
+    assert len(short.encode()) == 15
+    port = free_port()
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "KUBECONFIG": str(dead_kubeconfig(tmp_path / "kubeconfig")),
+        "FORGEJO_HOST": "git.example.org",
+        "FORGEJO_USER": "autoroll",
+        "FORGEJO_TOKEN": "a-valid-token-0123456789",
+        "WEBHOOK_SECRET": short,
+        "LISTEN_ADDR": f"127.0.0.1:{port}",
+    }
+    result = subprocess.run(
+        [sys.executable, "-m", "autoroll", "serve"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode == 2
+    assert "WEBHOOK_SECRET" in result.stderr and "16" in result.stderr
+    assert short not in output
+    assert "Traceback" not in output
+    # It refused before serving anything: only the one problem, and nothing listens.
+    assert "FORGEJO" not in result.stderr
+    with pytest.raises(requests.ConnectionError):
+        requests.get(f"http://127.0.0.1:{port}/healthz", timeout=1)

@@ -1,0 +1,347 @@
+"""A small fake Kubernetes API on 127.0.0.1 that fails on request, for the fault matrix.
+
+It serves what ``autoroll.cluster.KubeCluster`` reads and writes — the Deployment list, the
+pod list of one namespace, pod DELETE with a UID precondition — as real API JSON, so the
+real Kubernetes client sits between it and the controller. Faults are queued per route
+(``list-deployments``, ``list-pods``, ``delete``) and consumed one per request; a fault
+can answer an error status (with headers such as ``Retry-After``), answer late, hang
+until released, or drop the connection. The server can be stopped and started again on
+the same port (an API server restart).
+
+The world: Deployment ``shop/web`` (2 replicas, enrolled) with two Ready pods running
+``running``. A DELETE that succeeds removes the pod and adds an unready replacement
+running ``target``, so after one deletion the Deployment is not settled and nothing more
+may be deleted until ``make_ready``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.server
+import json
+import socket
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import parse_qs, urlsplit
+
+SELECTOR = "aethnet.se/autoroll=true"
+NAMESPACE = "shop"
+CREATED = "2026-01-01T00:00:00Z"
+
+#: "delete" is a pod DELETE or, with ROLLOUT_METHOD=evict, a POST of an Eviction.
+Route = Literal["list-deployments", "list-pods", "delete"]
+
+
+@dataclass(frozen=True)
+class Fault:
+    """How one request misbehaves. ``status`` 0 means "answer normally" (after the delay)."""
+
+    status: int = 500
+    headers: tuple[tuple[str, str], ...] = ()
+    delay_seconds: float = 0.0
+    hang: threading.Event | None = None  # answer only once this is set (or 60 s pass)
+    drop: bool = False  # close the connection without an answer
+    #: the server stops (listener closed, other connections cut) before this answer is
+    #: sent, and this connection closes after it: the next request finds nobody there
+    go_down: bool = False
+
+
+@dataclass
+class FaultyKubeApi:
+    """The fake API's state, routes and fault queues; ``serve`` puts it on a port."""
+
+    image: str
+    running: str
+    target: str
+    pods: dict[str, dict[str, Any]] = field(default_factory=dict)
+    faults: dict[str, deque[Fault]] = field(default_factory=dict)
+    #: (route, status answered) per answered request, in order (0 = dropped)
+    log: list[tuple[str, int]] = field(default_factory=list)
+    #: route of every request, on arrival (before any fault's delay)
+    arrivals: list[str] = field(default_factory=list)
+    #: DELETE requests received: (pod name, precondition uid)
+    deletes: list[tuple[str, str | None]] = field(default_factory=list)
+    #: pods actually removed by a DELETE
+    deleted: list[str] = field(default_factory=list)
+    #: set when a request of the route arrives (tests wait on these)
+    arrived: dict[str, threading.Event] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    serial: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("web-1", "web-2"):
+            self.pods[name] = self.pod(name, self.running, ready=True)
+        for route in ("list-deployments", "list-pods", "delete"):
+            self.arrived[route] = threading.Event()
+
+    # -- test controls -------------------------------------------------------------------------
+
+    def inject(self, route: Route, fault: Fault, times: int = 1) -> None:
+        with self.lock:
+            self.faults.setdefault(route, deque()).extend([fault] * times)
+
+    def clear(self) -> None:
+        with self.lock:
+            self.faults.clear()
+
+    def make_ready(self) -> None:
+        with self.lock:
+            for name, pod in list(self.pods.items()):
+                digest = pod["status"]["containerStatuses"][0]["imageID"].rpartition("@")[2]
+                self.pods[name] = self.pod(name, digest, ready=True, uid=pod["metadata"]["uid"])
+
+    def requests_to(self, route: Route) -> int:
+        with self.lock:
+            return sum(1 for r in self.arrivals if r == route)
+
+    # -- objects -------------------------------------------------------------------------------
+
+    def pod(self, name: str, digest: str, *, ready: bool, uid: str = "") -> dict[str, Any]:
+        repo = self.image.rpartition(":")[0]
+        return {
+            "metadata": {
+                "name": name,
+                "namespace": NAMESPACE,
+                "uid": uid or f"uid-{name}",
+                "labels": {"app": "web"},
+                "creationTimestamp": CREATED,
+            },
+            "spec": {
+                "containers": [{"name": "app", "image": self.image, "imagePullPolicy": "Always"}]
+            },
+            "status": {
+                "phase": "Running",
+                "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+                "containerStatuses": [
+                    {
+                        "name": "app",
+                        "image": self.image,
+                        "imageID": f"{repo}@{digest}",
+                        "ready": ready,
+                        "restartCount": 0,
+                    }
+                ],
+            },
+        }
+
+    def deployment(self) -> dict[str, Any]:
+        container = {"name": "app", "image": self.image, "imagePullPolicy": "Always"}
+        return {
+            "metadata": {
+                "name": "web",
+                "namespace": NAMESPACE,
+                "uid": "uid-deploy",
+                "generation": 1,
+                "labels": {"aethnet.se/autoroll": "true"},
+                "creationTimestamp": CREATED,
+            },
+            "spec": {
+                "replicas": 2,
+                "selector": {"matchLabels": {"app": "web"}},
+                "template": {
+                    "metadata": {"labels": {"app": "web"}},
+                    "spec": {"containers": [container]},
+                },
+            },
+        }
+
+    # -- routing ---------------------------------------------------------------------------------
+
+    def route(self, method: str, path: str) -> Route | None:
+        if method == "GET" and path == "/apis/apps/v1/deployments":
+            return "list-deployments"
+        if method == "GET" and path == f"/api/v1/namespaces/{NAMESPACE}/pods":
+            return "list-pods"
+        pods = f"/api/v1/namespaces/{NAMESPACE}/pods/"
+        if method == "DELETE" and path.startswith(pods):
+            return "delete"
+        if method == "POST" and path.startswith(pods) and path.endswith("/eviction"):
+            return "delete"
+        return None
+
+    def next_fault(self, route: Route | None) -> Fault | None:
+        with self.lock:
+            queue = self.faults.get(route or "")
+            return queue.popleft() if queue else None
+
+    def answer(
+        self, route: Route | None, path: str, query: dict[str, list[str]], body: bytes
+    ) -> tuple[int, dict[str, Any]]:
+        with self.lock:
+            if route == "list-deployments":
+                selected = query.get("labelSelector") == [SELECTOR]
+                return 200, _list(
+                    "DeploymentList", "apps/v1", [self.deployment()] if selected else []
+                )
+            if route == "list-pods":
+                return 200, _list("PodList", "v1", list(self.pods.values()))
+            if route == "delete":
+                name, uid = removal(path, body)
+                pod = self.pods.get(name)
+                if pod is None:
+                    return 404, _status(404, "NotFound")
+                if uid is not None and uid != pod["metadata"]["uid"]:
+                    return 409, _status(409, "Conflict")
+                del self.pods[name]
+                self.deleted.append(name)
+                self.serial += 1
+                fresh = f"web-new-{self.serial}"
+                self.pods[fresh] = self.pod(fresh, self.target, ready=False)
+                return 200, {"kind": "Status", "apiVersion": "v1", "status": "Success"}
+            return 404, _status(404, "NotFound")
+
+
+def removal(path: str, body: bytes) -> tuple[str, str | None]:
+    """(pod name, precondition UID) of a DELETE or an Eviction request."""
+    document = json.loads(body or b"{}")
+    if path.endswith("/eviction"):
+        name = path.rsplit("/", 2)[1]
+        document = document.get("deleteOptions") or {}
+    else:
+        name = path.rpartition("/")[2]
+    return name, (document.get("preconditions") or {}).get("uid")
+
+
+def _list(kind: str, api_version: str, items: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"kind": kind, "apiVersion": api_version, "metadata": {}, "items": items}
+
+
+def _status(code: int, reason: str) -> dict[str, Any]:
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "status": "Failure",
+        "code": code,
+        "reason": reason,
+    }
+
+
+class KubeApiServer:
+    """``FaultyKubeApi`` on 127.0.0.1; ``stop``/``start`` keep the port (a restart)."""
+
+    def __init__(self, api: FaultyKubeApi, port: int = 0) -> None:
+        self.api = api
+        self.port = port
+        self._server: http.server.ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self.connections: set[socket.socket] = set()
+        self._lock = threading.Lock()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        http.server.ThreadingHTTPServer.allow_reuse_address = True
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), _handler(self))
+        server.daemon_threads = True
+        self.port = int(server.server_address[1])
+        self._server = server
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop listening and cut every open connection, as a dying API server does."""
+        self.stop_listening()
+
+    def stop_listening(self, keep: socket.socket | None = None) -> None:
+        """``stop``, except for ``keep`` (a handler finishing its answer first)."""
+        if self._server is None:
+            return
+        self._server.shutdown()
+        self._server.server_close()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=10)
+        self._server = None
+        with self._lock:
+            cut = [c for c in self.connections if c is not keep]
+            self.connections = {c for c in self.connections if c is keep}
+        for connection in cut:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
+
+    def write_kubeconfig(self, path: Path) -> Path:
+        path.write_text(
+            "apiVersion: v1\nkind: Config\n"
+            f'clusters: [{{name: c, cluster: {{server: "{self.url}"}}}}]\n'
+            "users: [{name: u, user: {token: fake}}]\n"
+            "contexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n"
+        )
+        return path
+
+
+def _handler(owner: KubeApiServer) -> type[http.server.BaseHTTPRequestHandler]:
+    api = owner.api
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def setup(self) -> None:
+            super().setup()
+            with owner._lock:
+                owner.connections.add(self.connection)
+
+        def finish(self) -> None:
+            with owner._lock:
+                owner.connections.discard(self.connection)
+            super().finish()
+
+        def _any(self) -> None:
+            parts = urlsplit(self.path)
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length else b""
+            route = api.route(self.command, parts.path)
+            if route is not None:
+                with api.lock:
+                    api.arrivals.append(route)
+                api.arrived[route].set()
+            fault = api.next_fault(route)
+            if fault is not None:
+                if fault.hang is not None:
+                    fault.hang.wait(60)
+                if fault.delay_seconds:
+                    time.sleep(fault.delay_seconds)
+                if fault.drop:
+                    with api.lock:
+                        api.log.append((route or self.path, 0))
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+            if route == "delete":
+                with api.lock:
+                    api.deletes.append(removal(parts.path, body))
+            headers: tuple[tuple[str, str], ...] = ()
+            if fault is not None and fault.status:
+                status, document = fault.status, _status(fault.status, "Injected")
+            else:
+                status, document = api.answer(route, parts.path, parse_qs(parts.query), body)
+            if fault is not None and fault.go_down:
+                owner.stop_listening(keep=self.connection)
+                self.close_connection = True
+            if fault is not None:
+                headers = fault.headers
+            with api.lock:
+                api.log.append((route or self.path, status))
+            data = json.dumps(document).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for key, value in headers:
+                self.send_header(key, value)
+            self.end_headers()
+            self.wfile.write(data)
+
+        do_GET = _any  # noqa: N815
+        do_DELETE = _any  # noqa: N815
+        do_POST = _any  # noqa: N815
+
+    return Handler

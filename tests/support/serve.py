@@ -1,0 +1,126 @@
+"""Run the real ``autoroll serve`` (gunicorn) as a subprocess on 127.0.0.1, for black-box tests.
+
+``start_serve`` gives the process a hand-made environment (nothing from the developer's
+shell leaks in), captures stdout and stderr to separate files (secret scans read both),
+and waits for ``/healthz``. ``dead_kubeconfig`` points at a closed port, for tests that
+need the HTTP edge and not the cluster: every pass then fails fast and is survived.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import requests
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def dead_kubeconfig(path: Path) -> Path:
+    """A kubeconfig whose API server is a closed port on 127.0.0.1."""
+    path.write_text(
+        "apiVersion: v1\nkind: Config\n"
+        f'clusters: [{{name: c, cluster: {{server: "https://127.0.0.1:{free_port()}"}}}}]\n'
+        "users: [{name: u, user: {token: not-a-real-token}}]\n"
+        "contexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n"
+    )
+    return path
+
+
+@dataclass
+class Serve:
+    process: subprocess.Popen[bytes]
+    port: int
+    stdout_path: Path
+    stderr_path: Path
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def output(self) -> str:
+        """Everything the process wrote so far, stdout then stderr."""
+        return self.stdout_path.read_text(errors="replace") + self.stderr_path.read_text(
+            errors="replace"
+        )
+
+    def metric(self, name: str, **labels: str) -> float:
+        text = requests.get(f"{self.url}/metrics", timeout=5).text
+        wanted = name + (
+            "{" + ",".join(f'{k}="{v}"' for k, v in labels.items()) + "}" if labels else ""
+        )
+        for line in text.splitlines():
+            key, _, value = line.rpartition(" ")
+            if key == wanted:
+                return float(value)
+        return 0.0
+
+    def ticks(self) -> float:
+        return self.metric("autoroll_ticks_total", outcome="ok") + self.metric(
+            "autoroll_ticks_total", outcome="error"
+        )
+
+    def terminate(self, timeout: float = 30) -> tuple[int, float]:
+        """SIGTERM; returns (exit code, seconds until exit)."""
+        started = time.monotonic()
+        self.process.send_signal(signal.SIGTERM)
+        code = self.process.wait(timeout)
+        return code, time.monotonic() - started
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(10)
+
+
+def start_serve(tmp: Path, env: dict[str, str], *, timeout: float = 30) -> Serve:
+    port = free_port()
+    full_env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(tmp),
+        "LISTEN_ADDR": f"127.0.0.1:{port}",
+        "POLL_INTERVAL_SECONDS": "3600",  # only the first pass and nudges run
+        **env,
+    }
+    stdout_path, stderr_path = tmp / "serve.stdout", tmp / "serve.stderr"
+    with stdout_path.open("wb") as out, stderr_path.open("wb") as err:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "autoroll", "serve"], env=full_env, stdout=out, stderr=err
+        )
+    serve = Serve(process, port, stdout_path, stderr_path)
+
+    def healthy() -> bool:
+        if process.poll() is not None:
+            raise AssertionError(f"serve exited {process.returncode}:\n{serve.output()}")
+        try:
+            return requests.get(f"{serve.url}/healthz", timeout=1).status_code == 200
+        except requests.ConnectionError:
+            return False
+
+    try:
+        wait_until(healthy, timeout, "/healthz")
+    except BaseException:
+        serve.kill()
+        raise
+    return serve
