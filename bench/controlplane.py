@@ -33,11 +33,11 @@ from tests.e2e.controlplane import (
     ADMIN_USER,
     apiserver_args,
     etcd_args,
-    free_port,
     generate_pki,
     kubeconfig_document,
     token_file_line,
 )
+from tests.support.registry import free_port
 
 START_TIMEOUT_SECONDS = 120.0
 
