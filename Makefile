@@ -8,12 +8,13 @@ TOOLS_ENV := .tools/env
 # Every recipe sees the pinned tools (helm v4, helm-unittest, actionlint, ...).
 WITH_TOOLS = source $(TOOLS_ENV) &&
 
-.PHONY: help tools tools-core venv test lint typecheck pytest chart-lint chart-test names demo clean
+.PHONY: help tools tools-core venv test lint typecheck pytest chart-lint chart-test names demo bench clean
 
 help:
 	@echo "make demo    - watch autoroll roll a 3-replica app on a local control plane"
 	@echo "               (DEMO_ARGS=--once: one roll, then tear down and exit)"
 	@echo "make names   - preview the Job names for examples/jobs-values.yaml (jobhash)"
+	@echo "make bench   - run the benchmarks (about 10 min) and rewrite docs/performance.md"
 	@echo "make test    - install the tools and run every suite (what CI runs)"
 	@echo "make tools   - build/install helm, helm-unittest, actionlint, docker-registry"
 
@@ -65,6 +66,11 @@ demo: tools venv
 
 names: venv
 	$(BIN)/jobhash names --release demo -f examples/jobs-values.yaml
+
+# Issue 8: tick cost at scale, push-to-deletion, webhook under load, jobhash vs helm, each
+# next to a naive baseline. BENCH_ARGS=--quick for the small sizes CI runs (under 2 min).
+bench: tools venv
+	$(WITH_TOOLS) $(BIN)/python -m bench.run $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .tools .mypy_cache .pytest_cache .ruff_cache .hypothesis

@@ -1,0 +1,159 @@
+"""etcd + kube-apiserver on 127.0.0.1, without kube-controller-manager, for the benchmarks.
+
+Why no controller manager: the benchmark populates thousands of pods directly (owner-free,
+labelled to match their Deployment, status written through ``pods/status``). A running
+Deployment controller would create ReplicaSets and 3 more pods per Deployment that no node
+ever runs, and the garbage collector would spend the two shared cores watching them. The
+certificates, tokens and flags are the e2e tier's (``tests/e2e/controlplane.py``), so the
+API server measured here is configured exactly like the one the end-to-end tests use.
+
+Without the controller manager nobody creates the ``default`` ServiceAccount of a new
+namespace; ``bench.populate`` creates it, so ServiceAccount admission works as usual.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import shutil
+import signal
+import ssl
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from tests.e2e.controlplane import (
+    ADMIN_USER,
+    apiserver_args,
+    etcd_args,
+    generate_pki,
+    kubeconfig_document,
+    token_file_line,
+)
+from tests.support.registry import free_port
+
+START_TIMEOUT_SECONDS = 120.0
+
+
+class BenchClusterError(RuntimeError):
+    """etcd or kube-apiserver did not start; the message carries the end of its log."""
+
+
+@dataclass(frozen=True)
+class ApiServer:
+    """A running API server: its URL, admin bearer token, CA file and admin kubeconfig."""
+
+    server: str
+    token: str
+    ca_file: Path
+    kubeconfig: Path
+    logs: dict[str, Path]
+    start_seconds: float
+
+
+def _tail(path: Path, lines: int = 30) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def _ok(url: str, *, context: ssl.SSLContext | None = None, token: str | None = None) -> bool:
+    request = urllib.request.Request(url)
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=2, context=context) as response:
+            return bool(response.status == 200)
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(10)
+
+
+@contextlib.contextmanager
+def running_apiserver(*, etcd: str, kube_apiserver: str) -> Iterator[ApiServer]:
+    """Start etcd and kube-apiserver in a temporary directory; always stop and remove them."""
+    started = time.monotonic()
+    root = Path(tempfile.mkdtemp(prefix="autoroll-bench-"))
+    pki = root / "pki"
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        generate_pki(pki)
+        token = secrets.token_hex(16)
+        (pki / "tokens.csv").write_text(
+            token_file_line(token=token, user=ADMIN_USER, uid="1", groups=["system:masters"])
+        )
+        etcd_port, peer_port, api_port = free_port(), free_port(), free_port()
+        etcd_url = f"http://127.0.0.1:{etcd_port}"
+        server = f"https://127.0.0.1:{api_port}"
+        kubeconfig = root / "admin.kubeconfig"
+        kubeconfig.write_text(
+            yaml.safe_dump(
+                kubeconfig_document(
+                    server=server, ca_pem=(pki / "ca.crt").read_bytes(), user="admin", token=token
+                )
+            )
+        )
+        logs = {"etcd": root / "etcd.log", "kube-apiserver": root / "kube-apiserver.log"}
+        argvs = {
+            "etcd": [
+                etcd,
+                *etcd_args(data_dir=root / "etcd", client_port=etcd_port, peer_port=peer_port),
+            ],
+            "kube-apiserver": [
+                kube_apiserver,
+                *apiserver_args(pki=pki, etcd_url=etcd_url, port=api_port),
+            ],
+        }
+        tls = ssl.create_default_context(cafile=str(pki / "ca.crt"))
+        probes = {
+            "etcd": lambda: _ok(f"{etcd_url}/health"),
+            "kube-apiserver": lambda: _ok(f"{server}/readyz", context=tls, token=token),
+        }
+        deadline = started + START_TIMEOUT_SECONDS
+        for name, argv in argvs.items():
+            with logs[name].open("ab") as out:
+                procs.append(
+                    subprocess.Popen(
+                        argv,
+                        stdin=subprocess.DEVNULL,
+                        stdout=out,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,
+                    )
+                )
+            while not probes[name]():
+                if procs[-1].poll() is not None:
+                    raise BenchClusterError(f"{name} exited:\n{_tail(logs[name])}")
+                if time.monotonic() > deadline:
+                    raise BenchClusterError(f"{name} not ready in time:\n{_tail(logs[name])}")
+                time.sleep(0.1)
+        yield ApiServer(
+            server=server,
+            token=token,
+            ca_file=pki / "ca.crt",
+            kubeconfig=kubeconfig,
+            logs=logs,
+            start_seconds=time.monotonic() - started,
+        )
+    finally:
+        for proc in reversed(procs):
+            _stop(proc)
+        shutil.rmtree(root, ignore_errors=True)

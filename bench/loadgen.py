@@ -1,0 +1,110 @@
+"""The second process of measurement 3: POST signed (or wrongly signed) webhooks, time each.
+
+``python -m bench.loadgen --url http://127.0.0.1:PORT --secret S --count N --kind bad``
+prints one JSON object: per-request latencies in milliseconds, the status codes, and the
+window (first send to last answer). Each of ``--concurrency`` threads keeps one connection
+(keep-alive), as a busy Forgejo instance would.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import hmac
+import json
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Sequence
+
+import requests
+
+#: The shape and size of a Forgejo package event (about 2 KiB); its content is never parsed.
+BODY = json.dumps(
+    {
+        "action": "created",
+        "package": {
+            "id": 1,
+            "type": "container",
+            "name": "team/app",
+            "version": "latest",
+            "html_url": "https://forgejo.example/team/-/packages/container/app/latest",
+            "owner": {"login": "team", "full_name": "Team", "email": "team@example.invalid"},
+        },
+        "sender": {"login": "ci", "id": 7, "avatar_url": "https://forgejo.example/a/7"},
+        "padding": "x" * 1500,
+    }
+).encode()
+
+
+def signature(secret: str, body: bytes) -> str:
+    return hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.loadgen")
+    parser.add_argument("--url", required=True)
+    parser.add_argument("--secret", required=True)
+    parser.add_argument("--count", type=int, required=True)
+    parser.add_argument("--kind", choices=("good", "bad"), required=True)
+    parser.add_argument("--concurrency", type=int, default=4)
+    args = parser.parse_args(argv)
+
+    good = signature(args.secret, BODY)
+    wrong = signature(args.secret + "-not-the-secret", BODY)
+    headers = {
+        "Content-Type": "application/json",
+        "X-Forgejo-Event": "package",
+        "X-Forgejo-Signature": good if args.kind == "good" else wrong,
+    }
+    latencies: list[float] = []
+    statuses: Counter[int] = Counter()
+    errors: list[str] = []
+    lock = threading.Lock()
+    remaining = iter(range(args.count))
+
+    def worker() -> None:
+        session = requests.Session()
+        session.trust_env = False
+        while True:
+            with lock:
+                if next(remaining, None) is None:
+                    return
+            started = time.perf_counter()
+            try:
+                response = session.post(
+                    f"{args.url}/webhook", data=BODY, headers=headers, timeout=10
+                )
+            except requests.RequestException as exc:
+                with lock:
+                    errors.append(type(exc).__name__)
+                continue
+            elapsed_ms = (time.perf_counter() - started) * 1000
+            with lock:
+                latencies.append(elapsed_ms)
+                statuses[response.status_code] += 1
+
+    threads = [threading.Thread(target=worker) for _ in range(args.concurrency)]
+    window = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    window = time.perf_counter() - window
+    json.dump(
+        {
+            "kind": args.kind,
+            "latencies_ms": latencies,
+            "statuses": {str(k): v for k, v in sorted(statuses.items())},
+            "errors": errors,
+            "window_s": window,
+        },
+        sys.stdout,
+    )
+    sys.stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

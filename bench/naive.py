@@ -1,0 +1,107 @@
+"""The naive baseline: per enrolled Deployment, one pod list and one registry request.
+
+This is the loop many image watchers run: for each Deployment, list the pods its selector
+matches, ask the registry about its image, decide. No request is shared between two
+Deployments, so fifty Deployments on ``app:latest`` cost fifty HEADs and fifty pod lists.
+
+It makes the *same decisions* as autoroll (it calls the same pure ``decide`` on the same
+plain data, with the same registry client for one lookup at a time), so the two differ only
+in how they talk to the API server and the registry. It never deletes: it lives in
+``bench/`` only and exists to be measured next to ``autoroll.reconciler.Reconciler.tick``.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from kubernetes import client
+
+from autoroll.cluster import (
+    LIVE_PODS_FIELD_SELECTOR,
+    REQUEST_TIMEOUT,
+    LabelSelector,
+    Operator,
+    deployment_from_client,
+    pod_from_client,
+)
+from autoroll.decide import Decision, Sighting, decide, observe_targets, refs_to_resolve
+from autoroll.images import TagRef
+from autoroll.model import Digest, Unknown
+from autoroll.registry import RegistryClient
+
+
+def selector_text(selector: LabelSelector) -> str:
+    """A ``LabelSelector`` in the API's ``labelSelector`` query syntax."""
+    parts = [f"{key}={value}" for key, value in selector.match_labels]
+    for requirement in selector.requirements:
+        values = ",".join(sorted(requirement.values))
+        if requirement.operator is Operator.IN:
+            parts.append(f"{requirement.key} in ({values})")
+        elif requirement.operator is Operator.NOT_IN:
+            parts.append(f"{requirement.key} notin ({values})")
+        elif requirement.operator is Operator.EXISTS:
+            parts.append(requirement.key)
+        else:
+            parts.append(f"!{requirement.key}")
+    return ",".join(parts)
+
+
+class NaiveController:
+    """One pass = 1 Deployment list, then per Deployment: 1 pod list + 1 HEAD per container."""
+
+    def __init__(
+        self,
+        *,
+        api_client: Any,
+        registry: RegistryClient,
+        forgejo_host: str,
+        label_selector: str,
+    ) -> None:
+        self._apps = client.AppsV1Api(api_client)
+        self._core = client.CoreV1Api(api_client)
+        self._registry = registry
+        self._forgejo_host = forgejo_host
+        self._label_selector = label_selector
+        self._sightings: dict[TagRef, Sighting] = {}
+
+    def tick(self) -> list[Decision]:
+        now = datetime.now(UTC)
+        listed = self._apps.list_deployment_for_all_namespaces(
+            label_selector=self._label_selector, _request_timeout=REQUEST_TIMEOUT
+        )
+        decisions = []
+        for item in listed.items or ():
+            deployment, selector = deployment_from_client(item)
+            page = self._core.list_namespaced_pod(
+                deployment.namespace,
+                label_selector=selector_text(selector),
+                field_selector=LIVE_PODS_FIELD_SELECTOR,
+                _request_timeout=REQUEST_TIMEOUT,
+            )
+            pods = tuple(pod_from_client(p)[0] for p in page.items or ())
+            refs = refs_to_resolve([deployment], forgejo_host=self._forgejo_host)
+            # A fresh lookup per Deployment: nothing is shared with the previous one.
+            resolved: dict[TagRef, Digest | Unknown] = dict(self._registry.resolve(refs))
+            self._sightings.update(observe_targets(self._sightings, resolved, now=now))
+            children: dict[Digest, frozenset[Digest] | Unknown] = {}
+            decision = decide(
+                deployment=deployment,
+                pods=pods,
+                forgejo_host=self._forgejo_host,
+                resolved=resolved,
+                sightings=self._sightings,
+                children=children,
+            )
+            if decision.needs_children:
+                children.update(self._registry.fetch_children(decision.needs_children))
+                decision = decide(
+                    deployment=deployment,
+                    pods=pods,
+                    forgejo_host=self._forgejo_host,
+                    resolved=resolved,
+                    sightings=self._sightings,
+                    children=children,
+                )
+            decisions.append(decision)
+        return decisions

@@ -1,0 +1,296 @@
+"""``python -m bench.run [--quick]``: every benchmark of issue 8, one report.
+
+Starts a real docker-registry and, per image count, a fresh etcd + kube-apiserver on
+127.0.0.1; populates them (see ``bench.populate``); measures one pass of autoroll and of
+the naive baseline at each size (``bench.scale``), push-to-first-deletion and the webhook
+under load against a real ``autoroll serve`` (``bench.webhook``), and ``jobhash names``
+against ``helm template`` (``bench.jobhash``). The full run writes ``docs/performance.md``
+and ``bench/results.json``; ``--quick`` uses small sizes (the CI test runs it) and writes
+only where ``--out``/``--json`` say.
+
+Needs on PATH (``source .tools/env``): etcd, kube-apiserver, docker-registry, htpasswd, and
+helm for the jobhash comparison.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.controlplane import ApiServer, running_apiserver
+from bench.jobhash import measure_jobhash
+from bench.populate import (
+    ENROLL_LABEL,
+    ApiWriter,
+    Layout,
+    create_background,
+    create_namespace,
+    create_namespaces,
+)
+from bench.report import count_violations, render
+from bench.scale import REPO_ROOT, Cell, measure_scale
+from bench.webhook import (
+    LATENCY_LABEL,
+    LATENCY_NAMESPACE,
+    DeletionWatch,
+    create_latency_targets,
+    measure_push_latency,
+    measure_webhook_load,
+    running_serve,
+)
+from tests.support.registry import ImagePusher, RegistryServer, running_registry
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """How big each measurement is."""
+
+    namespaces: int
+    background_pods: int
+    deployments: tuple[int, ...]  # cumulative steps
+    images: tuple[int, ...]
+    ticks: int  # passes per strategy and size: the first is cold, the rest steady state
+    pushes: int  # push-to-deletion with a small enrolled set
+    pushes_large: int  # the same with the largest enrolled set
+    webhook_requests: int
+    jobs: tuple[int, ...]
+
+
+FULL = Sizes(
+    namespaces=20,
+    background_pods=5000,
+    deployments=(100, 500, 2000),
+    images=(50, 200),
+    ticks=3,
+    pushes=50,
+    pushes_large=8,
+    webhook_requests=2000,
+    jobs=(50, 500),
+)
+QUICK = Sizes(
+    namespaces=4,
+    background_pods=200,
+    deployments=(20, 60),
+    images=(10, 40),
+    ticks=2,
+    pushes=5,
+    pushes_large=3,
+    webhook_requests=200,
+    jobs=(10,),
+)
+
+
+def require(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        raise SystemExit(
+            f"bench: {name} is not on PATH; run `scripts/tools.sh all` and"
+            " `source .tools/env` first"
+        )
+    return path
+
+
+def push_images(registry: RegistryServer, count: int) -> dict[str, str]:
+    """``bench/img-<k>:latest`` for k < count; returns repository → digest."""
+    pusher = ImagePusher(registry)
+    pusher.session.trust_env = False
+    return {
+        f"bench/img-{k:03d}": pusher.push_image(f"bench/img-{k:03d}", "latest").digest
+        for k in range(count)
+    }
+
+
+def measure_webhooks(
+    *,
+    api: ApiServer,
+    registry: RegistryServer,
+    writer: ApiWriter,
+    sizes: Sizes,
+    workdir: Path,
+    say: Callable[[str], None],
+) -> dict[str, Any]:
+    """Measurements 2 and 3 on the populated cluster, against real ``autoroll serve``."""
+    pusher = ImagePusher(registry)
+    pusher.session.trust_env = False
+    create_namespace(writer, LATENCY_NAMESPACE)
+    small = create_latency_targets(writer, pusher, registry.host, group="small", count=sizes.pushes)
+    large = create_latency_targets(
+        writer, pusher, registry.host, group="large", count=sizes.pushes_large
+    )
+    watch = DeletionWatch(api, LATENCY_NAMESPACE)
+    results: dict[str, Any] = {}
+    try:
+        with running_serve(
+            api=api,
+            registry=registry,
+            selector=f"{LATENCY_LABEL}=small",
+            log=workdir / "serve-small.log",
+        ) as serve:
+            say(f"autoroll serve: {len(small)} enrolled Deployments; pushing")
+            results["push_small"] = measure_push_latency(
+                serve=serve, watch=watch, pusher=pusher, targets=small, group="small", say=say
+            )
+            results["push_small"]["enrolled"] = len(small)
+        with running_serve(
+            api=api,
+            registry=registry,
+            selector=f"{ENROLL_LABEL}=true",
+            log=workdir / "serve-large.log",
+        ) as serve:
+            enrolled = max(sizes.deployments) + len(small) + len(large)
+            say(f"autoroll serve: {enrolled} enrolled Deployments; pushing")
+            results["push_large"] = measure_push_latency(
+                serve=serve, watch=watch, pusher=pusher, targets=large, group="large", say=say
+            )
+            results["push_large"]["enrolled"] = enrolled
+            say(f"webhook load: {sizes.webhook_requests} requests during passes")
+            results["load"] = measure_webhook_load(
+                serve=serve, requests_total=sizes.webhook_requests, say=say
+            )
+            results["load"]["enrolled"] = enrolled
+    finally:
+        watch.close()
+    return results
+
+
+def run(sizes: Sizes, *, say: Callable[[str], None]) -> dict[str, Any]:
+    """Run every measurement; return the results as plain JSON-able data."""
+    etcd, apiserver = require("etcd"), require("kube-apiserver")
+    registry_binary = require("docker-registry")
+    require("htpasswd")
+    started = time.monotonic()
+    cells: list[Cell] = []
+    results: dict[str, Any] = {}
+    with (
+        tempfile.TemporaryDirectory(prefix="autoroll-bench-") as tmp,
+        running_registry(registry_binary, Path(tmp) / "registry") as registry,
+    ):
+        digests = push_images(registry, max(sizes.images))
+        say(f"registry {registry.host}: {len(digests)} images pushed")
+        for images in sizes.images:
+            with running_apiserver(etcd=etcd, kube_apiserver=apiserver) as api:
+                say(f"API server {api.server} up in {api.start_seconds:.1f}s ({images} images)")
+                writer = ApiWriter(api.server, api.token, str(api.ca_file))
+                layout = Layout(sizes.namespaces, registry.host, images)
+                t0 = time.monotonic()
+                create_namespaces(writer, layout)
+                create_background(writer, layout, sizes.background_pods)
+                say(f"  {sizes.background_pods} background pods: {time.monotonic() - t0:.1f}s")
+                cells += measure_scale(
+                    api=api,
+                    registry=registry,
+                    digests=digests,
+                    layout=layout,
+                    writer=writer,
+                    sizes=sizes.deployments,
+                    background_pods=sizes.background_pods,
+                    ticks=sizes.ticks,
+                    say=say,
+                )
+                if images == max(sizes.images):
+                    results.update(
+                        measure_webhooks(
+                            api=api,
+                            registry=registry,
+                            writer=writer,
+                            sizes=sizes,
+                            workdir=Path(tmp),
+                            say=say,
+                        )
+                    )
+    results["scale"] = [c.as_json() for c in cells]
+    results["sizes"] = asdict(sizes)
+    results["elapsed_s"] = time.monotonic() - started
+    return results
+
+
+def _first_line(argv: list[str]) -> str:
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+    return (done.stdout or done.stderr).strip().splitlines()[0] if done.returncode == 0 else "?"
+
+
+def machine_info() -> dict[str, Any]:
+    """What the numbers were measured on (Linux /proc; the machine may be shared)."""
+    cpu = "?"
+    with open("/proc/cpuinfo", encoding="utf-8") as info:
+        for line in info:
+            if line.startswith("model name"):
+                cpu = line.partition(":")[2].strip()
+                break
+    ram_kib = 0
+    with open("/proc/meminfo", encoding="utf-8") as info:
+        for line in info:
+            if line.startswith("MemTotal:"):
+                ram_kib = int(line.split()[1])
+    return {
+        "nproc": os.cpu_count(),
+        "cpu": cpu,
+        "ram_gb": ram_kib * 1024 / 1e9,
+        "python": platform.python_version(),
+        "kube_apiserver": _first_line([require("kube-apiserver"), "--version"]),
+        "registry": "docker-registry "
+        + _first_line([require("docker-registry"), "--version"]).split()[-1],
+        "load_before": _load(),
+    }
+
+
+def _load() -> str:
+    return " / ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="small sizes (under 2 minutes)")
+    parser.add_argument("--out", type=Path, help="markdown report (full run: docs/performance.md)")
+    parser.add_argument("--json", type=Path, help="raw results (full run: bench/results.json)")
+    args = parser.parse_args(argv)
+    # SIGTERM unwinds like Ctrl-C, so every server started here is stopped on the way out.
+    signal.signal(signal.SIGTERM, _terminate)
+    sizes = QUICK if args.quick else FULL
+    out = args.out or (None if args.quick else REPO_ROOT / "docs" / "performance.md")
+    raw = args.json or (None if args.quick else REPO_ROOT / "bench" / "results.json")
+
+    def say(line: str) -> None:
+        print(f"[bench] {line}", file=sys.stderr, flush=True)
+
+    machine = machine_info()
+    results = run(sizes, say=say)
+    machine["load_after"] = _load()
+    results["machine"] = machine
+    results["jobhash"] = measure_jobhash(sizes.jobs, say=say)
+    results["date"] = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+    results["command"] = "python -m bench.run" + (" --quick" if args.quick else "")
+    text = json.dumps(results, indent=2, sort_keys=True)
+    if raw is not None:
+        raw.write_text(text + "\n")
+    markdown = render(results)
+    if out is not None:
+        out.write_text(markdown)
+        say(f"wrote {out}")
+    else:
+        print(markdown)
+    violations = count_violations(results)
+    for violation in violations:
+        say(f"request-count target broken: {violation}")
+    return 1 if violations else 0
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise SystemExit(f"bench: stopped by signal {signum}")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,142 @@
+"""Measurement 1: the cost of one pass at cluster scale, autoroll next to the naive baseline.
+
+For each number of unique images, a fresh API server is populated in steps (background pods
+first, then enrolled Deployments up to each size); after each step both strategies run
+their passes in child processes (``bench.tick``) against the same objects, one after the
+other, so every ratio compares two measurements of one run on one cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.controlplane import ApiServer
+from bench.populate import ENROLL_LABEL, ApiWriter, Layout, create_enrolled
+from tests.support.registry import RegistryServer
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+STRATEGIES = ("autoroll", "naive", "floor")
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One measured configuration and what each strategy's child process reported."""
+
+    images: int
+    deployments: int
+    unique_refs: int
+    namespaces: int
+    pods: int  # every live pod in the cluster (enrolled + background)
+    results: Mapping[str, Mapping[str, Any]]  # strategy → bench.tick JSON
+    populate_s: float
+    profile: str = ""  # cProfile top functions of one autoroll pass (largest size only)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "images": self.images,
+            "deployments": self.deployments,
+            "unique_refs": self.unique_refs,
+            "namespaces": self.namespaces,
+            "pods": self.pods,
+            "populate_s": self.populate_s,
+            "profile": self.profile,
+            "results": dict(self.results),
+        }
+
+
+def run_tick_child(
+    strategy: str,
+    *,
+    api: ApiServer,
+    registry: RegistryServer,
+    selector: str,
+    ticks: int,
+    profile: bool = False,
+) -> dict[str, Any]:
+    """Start ``python -m bench.tick`` for one strategy; return its JSON (raise with its stderr)."""
+    argv = [
+        sys.executable,
+        "-m",
+        "bench.tick",
+        f"--strategy={strategy}",
+        f"--kubeconfig={api.kubeconfig}",
+        f"--registry-url={registry.url}",
+        f"--host={registry.host}",
+        f"--user={registry.user}",
+        f"--token={registry.password}",
+        f"--selector={selector}",
+        f"--ticks={ticks}",
+        *(["--profile"] if profile else []),
+    ]
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    done = subprocess.run(
+        argv, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600, check=False
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"bench.tick --strategy={strategy} failed:\n{done.stderr[-3000:]}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def measure_scale(
+    *,
+    api: ApiServer,
+    registry: RegistryServer,
+    digests: Mapping[str, str],
+    layout: Layout,
+    writer: ApiWriter,
+    sizes: Sequence[int],
+    background_pods: int,
+    ticks: int,
+    say: Callable[[str], None],
+) -> list[Cell]:
+    """Grow the enrolled set through ``sizes`` and measure both strategies at each size."""
+    cells = []
+    created = 0
+    for size in sizes:
+        started = time.monotonic()
+        create_enrolled(writer, layout, range(created, size), digests)
+        populate_s = time.monotonic() - started
+        created = size
+        say(
+            f"  {size} Deployments, {layout.unique_images} images: populated in"
+            f" {populate_s:.1f}s; measuring"
+        )
+        results = {
+            strategy: run_tick_child(
+                strategy, api=api, registry=registry, selector=f"{ENROLL_LABEL}=true", ticks=ticks
+            )
+            for strategy in STRATEGIES
+        }
+        profile = ""
+        if size == max(sizes):
+            # A separate, profiled run: profiling slows the pass, so it is not the one timed.
+            profile = run_tick_child(
+                "autoroll",
+                api=api,
+                registry=registry,
+                selector=f"{ENROLL_LABEL}=true",
+                ticks=2,
+                profile=True,
+            )["profile"]
+        cells.append(
+            Cell(
+                images=layout.unique_images,
+                deployments=size,
+                unique_refs=min(size, layout.unique_images),
+                namespaces=min(size, layout.namespaces),
+                pods=size * 3 + background_pods,
+                results=results,
+                populate_s=populate_s,
+                profile=profile,
+            )
+        )
+    return cells

@@ -1,0 +1,373 @@
+"""Measurements 2 and 3 against a real ``autoroll serve`` (gunicorn, one worker) on 127.0.0.1.
+
+2. Push-to-first-deletion: a new image is pushed to the registry under ``:latest``, the
+   signed webhook is sent as Forgejo would, and a pod watch (started before the first push)
+   timestamps the first deletion of a pod of that Deployment. Each push targets its own
+   settled Deployment (the previous one is rolling and, with no controller manager, never
+   gets its replacement). The controller is idle before each push; the poll timer is an
+   hour, so only webhooks start passes.
+3. The webhook under load: first a control with the controller idle (bad signatures, so
+   no pass starts); then one signed webhook starts a pass over the large enrolled set;
+   while it runs, a second process (``bench.loadgen``) sends the bad-signature half; after
+   the controller is idle again, the same with the good half. Passes are counted from
+   ``autoroll_ticks_total``: the bad half must add none beyond the pass it was sent during.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import json
+import os
+import queue
+import secrets
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import requests
+
+from bench.controlplane import ApiServer
+from bench.loadgen import BODY
+from bench.populate import ENROLL_LABEL, ApiWriter, create_running_pod, deployment_body
+from tests.support.registry import ImagePusher, RegistryServer, free_port
+
+LATENCY_NAMESPACE = "bench-latency"
+LATENCY_LABEL = "bench.autoroll/latency"
+
+
+@dataclass
+class Serve:
+    """A running ``autoroll serve``: URL, webhook secret, its log file."""
+
+    url: str
+    secret: str
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    def metrics(self) -> dict[str, float]:
+        """Every sample of ``/metrics`` as ``name{labels}`` → value."""
+        text = requests.get(f"{self.url}/metrics", timeout=10).text
+        samples = {}
+        for line in text.splitlines():
+            if line and not line.startswith("#"):
+                key, _, value = line.rpartition(" ")
+                samples[key] = float(value)
+        return samples
+
+    def ticks(self) -> int:
+        samples = self.metrics()
+        return int(sum(v for k, v in samples.items() if k.startswith("autoroll_ticks_total")))
+
+    def tick_seconds(self) -> float:
+        """Mean pass duration so far (``autoroll_tick_duration_seconds`` sum / count)."""
+        samples = self.metrics()
+        count = samples.get("autoroll_tick_duration_seconds_count", 0.0)
+        return samples.get("autoroll_tick_duration_seconds_sum", 0.0) / count if count else 0.0
+
+    def webhook(self, session: requests.Session) -> int:
+        digest = hmac.new(self.secret.encode(), BODY, hashlib.sha256).hexdigest()
+        response = session.post(
+            f"{self.url}/webhook",
+            data=BODY,
+            headers={"Content-Type": "application/json", "X-Forgejo-Signature": digest},
+            timeout=10,
+        )
+        return response.status_code
+
+    def wait_ticks(self, at_least: int, timeout: float) -> int:
+        """Wait until at least ``at_least`` passes have finished; return the count."""
+        deadline = time.monotonic() + timeout
+        while (ticks := self.ticks()) < at_least:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"autoroll ran {ticks} passes, expected {at_least} ({self.log})")
+            time.sleep(0.05)
+        return ticks
+
+
+@contextlib.contextmanager
+def running_serve(
+    *, api: ApiServer, registry: RegistryServer, selector: str, log: Path
+) -> Iterator[Serve]:
+    """``autoroll serve`` configured through its environment only; stopped with SIGTERM."""
+    port = free_port()
+    secret = secrets.token_hex(32)
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(log.parent),
+        "KUBECONFIG": str(api.kubeconfig),
+        "FORGEJO_HOST": registry.host,
+        "FORGEJO_USER": registry.user,
+        "FORGEJO_TOKEN": registry.password,
+        "WEBHOOK_SECRET": secret,
+        "REGISTRY_SCHEME": "http",
+        "LABEL_SELECTOR": selector,
+        "LISTEN_ADDR": f"127.0.0.1:{port}",
+        "POLL_INTERVAL_SECONDS": "3600",  # only the first pass and webhooks start passes
+        "LOG_LEVEL": "info",
+        "LOG_FORMAT": "text",
+    }
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "autoroll", "serve"],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    serve = Serve(f"http://127.0.0.1:{port}", secret, process, log)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"autoroll serve exited {process.returncode}; see {log}")
+            with contextlib.suppress(requests.RequestException):
+                if requests.get(f"{serve.url}/healthz", timeout=1).status_code == 200:
+                    break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"autoroll serve did not answer /healthz; see {log}")
+            time.sleep(0.1)
+        serve.wait_ticks(1, timeout=300)  # the start-up pass
+        yield serve
+    finally:
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(10)
+
+
+# --------------------------------------------------------------------------------------------
+# Measurement 2
+
+
+def create_latency_targets(
+    writer: ApiWriter, pusher: ImagePusher, registry_host: str, *, group: str, count: int
+) -> list[str]:
+    """``count`` settled Deployments, each on its own repository; returns their names."""
+    names = []
+    for k in range(count):
+        name = f"lat-{group}-{k:03d}"
+        repository = f"lat/{group}-{k:03d}"
+        digest = pusher.push_image(repository, "latest").digest
+        image = f"{registry_host}/{repository}:latest"
+        labels = {ENROLL_LABEL: "true", LATENCY_LABEL: group}
+        writer.send(
+            "POST",
+            f"/apis/apps/v1/namespaces/{LATENCY_NAMESPACE}/deployments",
+            deployment_body(name, image, labels),
+        )
+        for replica in range(3):
+            create_running_pod(
+                writer,
+                LATENCY_NAMESPACE,
+                f"{name}-{replica}",
+                app=name,
+                image=image,
+                image_id=f"{registry_host}/{repository}@{digest}",
+            )
+        names.append(name)
+    return names
+
+
+class DeletionWatch:
+    """A pod watch on one namespace in a thread: (monotonic time, pod name) per deletion.
+
+    A deletion is the first event that shows it: ``DELETED``, or ``MODIFIED`` with a
+    ``deletionTimestamp`` (a pod bound to a node would linger as Terminating). The watch is
+    read with a short read timeout and resumed from the last resourceVersion, so ``close``
+    never has to interrupt a blocked read from another thread.
+    """
+
+    def __init__(self, api: ApiServer, namespace: str) -> None:
+        self.events: queue.Queue[tuple[float, str]] = queue.Queue()
+        self._session = requests.Session()
+        self._session.trust_env = False
+        self._session.verify = str(api.ca_file)
+        self._session.headers["Authorization"] = f"Bearer {api.token}"
+        self._base = f"{api.server}/api/v1/namespaces/{namespace}/pods"
+        listed = self._session.get(self._base, timeout=30)
+        listed.raise_for_status()
+        self._version: str = listed.json()["metadata"]["resourceVersion"]
+        self._seen: set[str] = set()
+        self._stop = threading.Event()
+        self.error: str = ""
+        self._thread = threading.Thread(target=self._run, name="deletion-watch", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self._follow()
+            except (requests.ConnectionError, requests.Timeout):
+                continue  # idle for a second (read timeout): resume from the last version
+            except (requests.RequestException, ValueError, KeyError) as exc:
+                self.error = f"{type(exc).__name__}: {exc}"
+                return
+
+    def _follow(self) -> None:
+        with self._session.get(
+            self._base,
+            params={"watch": "1", "resourceVersion": self._version, "allowWatchBookmarks": "1"},
+            stream=True,
+            timeout=(5, 1.0),
+        ) as response:
+            response.raise_for_status()
+            for line in response.iter_lines():
+                now = time.monotonic()
+                if self._stop.is_set():
+                    return
+                if not line:
+                    continue
+                event = json.loads(line)
+                if event["type"] == "ERROR":
+                    raise ValueError(f"watch error: {event['object']}")
+                meta = event["object"]["metadata"]
+                self._version = meta.get("resourceVersion", self._version)
+                name = meta.get("name", "")
+                deleting = event["type"] == "DELETED" or (
+                    event["type"] == "MODIFIED" and meta.get("deletionTimestamp")
+                )
+                if deleting and name not in self._seen:
+                    self._seen.add(name)
+                    self.events.put((now, name))
+
+    def first_deletion(self, prefix: str, timeout: float) -> float:
+        """The time of the first deletion of a pod named ``prefix…`` (others are skipped)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or self.error:
+                raise RuntimeError(
+                    f"no pod {prefix}* was deleted within {timeout}s {self.error}".strip()
+                )
+            try:
+                when, name = self.events.get(timeout=min(left, 1.0))
+            except queue.Empty:
+                continue
+            if name.startswith(prefix):
+                return when
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+        self._session.close()
+
+
+def measure_push_latency(
+    *,
+    serve: Serve,
+    watch: DeletionWatch,
+    pusher: ImagePusher,
+    targets: list[str],
+    group: str,
+    say: Callable[[str], None],
+) -> dict[str, Any]:
+    """One push per target Deployment; seconds from tag moved to first pod deletion."""
+    session = requests.Session()
+    session.trust_env = False
+    latencies, webhook_ms, push_s = [], [], []
+    ticks = serve.ticks()
+    for k, name in enumerate(targets):
+        started = time.monotonic()
+        pusher.push_image(f"lat/{group}-{k:03d}", "latest")
+        moved = time.monotonic()  # the manifest PUT is acknowledged: the tag has moved
+        status = serve.webhook(session)
+        answered = time.monotonic()
+        if status != 202:
+            raise RuntimeError(f"signed webhook answered {status}")
+        deleted = watch.first_deletion(f"{name}-", timeout=120)
+        latencies.append(deleted - moved)
+        webhook_ms.append((answered - moved) * 1000)
+        push_s.append(moved - started)
+        ticks = serve.wait_ticks(ticks + 1, timeout=300)
+    extra = serve.ticks() - ticks
+    say(f"  {len(targets)} pushes done ({group}); passes beyond one per push: {extra}")
+    return {
+        "pushes": len(targets),
+        "latency_s": latencies,
+        "webhook_ms": webhook_ms,
+        "push_s": push_s,
+        "tick_s": serve.tick_seconds(),
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# Measurement 3
+
+
+def run_loadgen(serve: Serve, *, kind: str, count: int) -> dict[str, Any]:
+    argv = [
+        sys.executable,
+        "-m",
+        "bench.loadgen",
+        f"--url={serve.url}",
+        f"--secret={serve.secret}",
+        f"--count={count}",
+        f"--kind={kind}",
+    ]
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    done = subprocess.run(
+        argv, cwd=root, env=env, capture_output=True, text=True, timeout=600, check=False
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"bench.loadgen failed:\n{done.stderr[-3000:]}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def measure_webhook_load(
+    *, serve: Serve, requests_total: int, say: Callable[[str], None]
+) -> dict[str, Any]:
+    """An idle control, then half bad and half good, each half sent during a pass.
+
+    Each half's pass is started by one signed webhook just before the load; the load's own
+    passes are what the count shows beyond it.
+    """
+    session = requests.Session()
+    session.trust_env = False
+    phases = {}
+    # Control: the same requests while no pass runs (bad signatures, so none starts one).
+    before = serve.ticks()
+    idle = run_loadgen(serve, kind="bad", count=requests_total // 4)
+    time.sleep(1.0)
+    idle["ticks_caused"] = serve.ticks() - before
+    idle["tick_s"] = serve.tick_seconds()
+    phases["idle"] = idle
+    say(
+        f"  {requests_total // 4} bad-signature webhooks, controller idle:"
+        f" {idle['window_s']:.2f}s; passes caused: {idle['ticks_caused']}"
+    )
+    for kind in ("bad", "good"):
+        before = serve.ticks()
+        if serve.webhook(session) != 202:  # the pass the load runs against
+            raise RuntimeError("the signed trigger webhook was refused")
+        time.sleep(0.05)  # let the worker pick the nudge up and start listing
+        result = run_loadgen(serve, kind=kind, count=requests_total // 2)
+        # The trigger's pass, plus whatever the load caused; wait for all of it to end.
+        time.sleep(max(1.0, 2 * serve.tick_seconds()))
+        after = serve.wait_ticks(before + 1, timeout=300)
+        while True:
+            time.sleep(max(1.0, 1.5 * serve.tick_seconds()))
+            settled = serve.ticks()
+            if settled == after:
+                break
+            after = settled
+        result["ticks_caused"] = after - before - 1  # minus the trigger's own pass
+        result["tick_s"] = serve.tick_seconds()
+        phases[kind] = result
+        say(
+            f"  {requests_total // 2} {kind}-signature webhooks in {result['window_s']:.2f}s;"
+            f" passes caused: {result['ticks_caused']}"
+        )
+    return phases

@@ -1,0 +1,64 @@
+"""The benchmark's quick mode in CI: fails when a request-count target of issue 8 breaks.
+
+Counts, not times: on a shared CI machine wall times say little, but the number of
+registry HEADs and Kubernetes lists per pass is exact. The same run also shows that the
+counters count (the naive baseline's numbers grow with the Deployments) and that
+bad-signature webhooks start no pass.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from bench.report import count_violations, lists
+from bench.run import QUICK, run
+from tests.conftest import require_tool
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
+
+
+@pytest.fixture(scope="module")
+def results() -> dict[str, Any]:
+    for tool in ("etcd", "kube-apiserver", "docker-registry", "htpasswd"):
+        require_tool(tool)
+    return run(QUICK, say=print)
+
+
+def test_request_count_targets_hold(results: dict[str, Any]) -> None:
+    assert count_violations(results) == []
+
+
+def test_every_size_was_measured_for_both_strategies(results: dict[str, Any]) -> None:
+    cells = results["scale"]
+    assert [(c["images"], c["deployments"]) for c in cells] == [
+        (images, deployments) for images in QUICK.images for deployments in QUICK.deployments
+    ]
+    for cell in cells:
+        for strategy in ("autoroll", "naive"):
+            passes = cell["results"][strategy]["passes"]
+            assert len(passes) == QUICK.ticks
+            assert all(p["deployments"] == cell["deployments"] for p in passes)
+
+
+def test_the_naive_baseline_pays_per_deployment(results: dict[str, Any]) -> None:
+    """The counters see every request: the baseline's counts are one per Deployment."""
+    for cell in results["scale"]:
+        for p in cell["results"]["naive"]["passes"]:
+            assert p["registry"] == {"HEAD": cell["deployments"]}
+            assert lists(p["kube"]) == 1 + cell["deployments"]
+        autoroll = cell["results"]["autoroll"]["passes"][-1]["verdicts"]
+        naive = cell["results"]["naive"]["passes"][-1]["verdicts"]
+        assert autoroll == naive  # the same decisions, only the I/O differs
+
+
+def test_pushes_roll_and_bad_signatures_start_no_pass(results: dict[str, Any]) -> None:
+    assert len(results["push_small"]["latency_s"]) == QUICK.pushes
+    assert len(results["push_large"]["latency_s"]) == QUICK.pushes_large
+    load = results["load"]
+    assert load["idle"]["ticks_caused"] == 0
+    assert load["bad"]["ticks_caused"] == 0
+    assert load["bad"]["statuses"] == {"403": QUICK.webhook_requests // 2}
+    assert load["good"]["statuses"] == {"202": QUICK.webhook_requests // 2}
+    assert load["good"]["ticks_caused"] >= 1  # the good half did nudge

@@ -1,0 +1,176 @@
+"""The benchmark's target checks and tables, on hand-made results (no cluster needed)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from autoroll.cluster import LabelSelector, Operator, Requirement
+from bench.counting import kube_request_kind
+from bench.naive import selector_text
+from bench.report import count_violations, percentile, render, steady, targets
+
+
+def _pass(wall: float, *, heads: int, lists: int, gets: int = 0) -> dict[str, Any]:
+    registry = {"HEAD": heads, **({"GET": gets} if gets else {})}
+    return {
+        "wall_s": wall,
+        "cpu_s": wall / 2,
+        "kube": {"list deployments": 1, "list pods": lists - 1},
+        "registry": registry,
+        "deployments": 100,
+        "verdicts": {"actions": 0, "current/up-to-date": 100},
+    }
+
+
+def _results() -> dict[str, Any]:
+    autoroll = {
+        "passes": [_pass(0.9, heads=50, lists=21), _pass(0.3, heads=50, lists=21)],
+        "rss_setup_kib": 50_000,
+        "peak_rss_kib": 80_000,
+    }
+    naive = {
+        "passes": [_pass(2.0, heads=100, lists=101), _pass(1.5, heads=100, lists=101)],
+        "rss_setup_kib": 70_000,
+        "peak_rss_kib": 75_000,
+    }
+    return {
+        "command": "python -m bench.run --quick",
+        "date": "2026-01-01T00:00:00+00:00",
+        "elapsed_s": 60.0,
+        "machine": {
+            "nproc": 2,
+            "cpu": "test",
+            "ram_gb": 8.0,
+            "python": "3.11",
+            "kube_apiserver": "Kubernetes v1",
+            "registry": "docker-registry 2",
+            "load_before": "1.0",
+            "load_after": "1.0",
+        },
+        "sizes": {
+            "namespaces": 20,
+            "background_pods": 10,
+            "deployments": [100],
+            "images": [50],
+            "ticks": 2,
+            "webhook_requests": 4,
+        },
+        "scale": [
+            {
+                "images": 50,
+                "deployments": 100,
+                "unique_refs": 50,
+                "namespaces": 20,
+                "pods": 310,
+                "populate_s": 1.0,
+                "results": {"autoroll": autoroll, "naive": naive},
+            }
+        ],
+        "load": {
+            "enrolled": 100,
+            "bad": {
+                "latencies_ms": [1.0, 2.0],
+                "statuses": {"403": 2},
+                "window_s": 0.1,
+                "ticks_caused": 0,
+                "tick_s": 0.3,
+            },
+            "good": {
+                "latencies_ms": [1.0, 30.0],
+                "statuses": {"202": 2},
+                "window_s": 0.1,
+                "ticks_caused": 1,
+                "tick_s": 0.3,
+            },
+        },
+    }
+
+
+def test_targets_hold_on_exact_counts() -> None:
+    assert count_violations(_results()) == []
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "expected"),
+    [
+        (("registry", "HEAD"), 51, "51 registry HEADs, expected exactly 50"),
+        (("registry", "GET"), 1, "registry requests other than HEAD"),
+        (("kube", "list pods"), 21, "22 Kubernetes list requests, limit 21"),
+        (("kube", "get pods"), 1, "Kubernetes requests other than lists"),
+    ],
+)
+def test_a_broken_count_is_reported(path: tuple[str, str], value: int, expected: str) -> None:
+    results = copy.deepcopy(_results())
+    results["scale"][0]["results"]["autoroll"]["passes"][1][path[0]][path[1]] = value
+    found = count_violations(results)
+    assert len(found) == 1
+    assert expected in found[0]
+    assert "pass 2" in found[0]
+
+
+def test_a_tick_from_a_bad_signature_is_reported() -> None:
+    results = _results()
+    results["load"]["bad"]["ticks_caused"] = 1
+    assert count_violations(results) == ["bad-signature webhooks caused 1 pass(es)"]
+
+
+def test_missed_targets_say_by_how_much() -> None:
+    results = _results()
+    by_name = {t.name: t for t in targets(results)}
+    webhook = by_name["Webhook p95 under 20 ms with a pass in flight"]
+    assert webhook.met is False
+    assert "10.0 ms over" in webhook.detail
+    assert by_name["A 100-Deployment pass under 2 s wall"].met is True
+
+
+def test_steady_state_skips_the_cold_pass_and_percentiles_are_observed_values() -> None:
+    passes = [{"wall_s": 9.0}, {"wall_s": 2.0}, {"wall_s": 1.0}, {"wall_s": 3.0}]
+    assert steady(passes)["wall_s"] == 2.0
+    assert percentile([5.0, 1.0, 3.0, 2.0, 4.0], 50) == 3.0
+    assert percentile(list(map(float, range(1, 101))), 95) == 95.0
+
+
+def test_the_report_names_machine_command_and_ratios() -> None:
+    text = render(_results())
+    assert "`python -m bench.run --quick`" in text
+    assert "2 CPUs (test)" in text
+    assert "| 100 | 50 (50) | 310 | 0.30 / 1.50 (5.0x)" in text
+    assert "**missed**" in text
+
+
+@pytest.mark.parametrize(
+    ("method", "url", "kind"),
+    [
+        ("GET", "https://h/apis/apps/v1/deployments?labelSelector=a%3Db", "list deployments"),
+        ("GET", "https://h/api/v1/namespaces/ns/pods?fieldSelector=x", "list pods"),
+        ("GET", "https://h/api/v1/namespaces/ns/pods/p", "get pods"),
+        ("DELETE", "https://h/api/v1/namespaces/ns/pods/p", "delete pods"),
+        ("POST", "https://h/api/v1/namespaces/ns/pods/p/eviction", "create pods/eviction"),
+        ("GET", "https://h/api/v1/namespaces/ns/pods?watch=true", "watch pods"),
+        ("GET", "https://h/api/v1/namespaces/ns", "get namespaces"),
+    ],
+)
+def test_kubernetes_requests_are_classified_by_verb(method: str, url: str, kind: str) -> None:
+    assert kube_request_kind(method, url) == kind
+
+
+def test_the_naive_baseline_lists_with_the_deployments_own_selector() -> None:
+    selector = LabelSelector(
+        (("app", "web"),),
+        (
+            Requirement("tier", Operator.IN, frozenset({"b", "a"})),
+            Requirement("canary", Operator.DOES_NOT_EXIST),
+        ),
+    )
+    assert selector_text(selector) == "app=web,tier in (a,b),!canary"
+
+
+def test_a_tick_from_a_bad_signature_to_an_idle_controller_is_reported() -> None:
+    results = _results()
+    results["load"]["idle"] = {**results["load"]["bad"], "ticks_caused": 2}
+    assert count_violations(results) == [
+        "bad-signature webhooks to an idle controller caused 2 pass(es)"
+    ]
