@@ -50,7 +50,7 @@ def measure_jobhash(jobs: Sequence[int], *, say: Callable[[str], None]) -> dict[
                 [helm, "template", script.RELEASE, str(script.CHART), "-f", str(values)], RUNS
             )
             names = {row["name"] for row in json.loads(out)}
-            same = len(names) == count and all(f"name: \"{n}\"" in rendered for n in names)
+            same = len(names) == count and all(f'name: "{n}"' in rendered for n in names)
             rows.append(
                 {
                     "jobs": count,
