@@ -37,7 +37,7 @@ from tests.e2e.controlplane import (
     kubeconfig_document,
     token_file_line,
 )
-from tests.support.registry import free_port
+from tests.support.ports import free_port
 
 START_TIMEOUT_SECONDS = 120.0
 

@@ -36,7 +36,8 @@ import requests
 from bench.controlplane import ApiServer
 from bench.loadgen import BODY
 from bench.populate import ENROLL_LABEL, ApiWriter, create_running_pod, deployment_body
-from tests.support.registry import ImagePusher, RegistryServer, free_port
+from tests.support.ports import free_port
+from tests.support.registry import ImagePusher, RegistryServer
 
 LATENCY_NAMESPACE = "bench-latency"
 LATENCY_LABEL = "bench.autoroll/latency"

@@ -26,7 +26,8 @@ from pathlib import Path
 import requests
 
 from tests.e2e.controlplane import ControlPlane
-from tests.support.registry import RegistryServer, free_port
+from tests.support.ports import free_port
+from tests.support.registry import RegistryServer
 
 DEFAULT_COMMAND = (sys.executable, "-m", "autoroll", "serve")
 

@@ -36,7 +36,7 @@ from typing import Any
 
 import yaml
 
-from tests.support.registry import free_port
+from tests.support.ports import free_port
 
 # The controllers a cluster without nodes or a cloud needs for workloads, Jobs and RBAC tests.
 # Node lifecycle, IPAM, routes, volumes and cloud controllers stay off: there are no real nodes.

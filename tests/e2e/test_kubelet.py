@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from tests.e2e.kubelet import Behaviour, ImageRef, PodRecord, RegistryResolver, pod_status
-from tests.support.registry import ImagePusher, RegistryServer, free_port
+from tests.support.ports import free_port
+from tests.support.registry import ImagePusher, RegistryServer
 
 DIGEST = "sha256:" + "d" * 64
 POD: dict[str, Any] = {

@@ -17,7 +17,6 @@ import http.server
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -32,6 +31,7 @@ import pytest
 import requests
 
 from autoroll.cluster import DeleteOutcome, KubeCluster, connect
+from tests.support.ports import free_port
 from tests.support.registry import ImagePusher, RegistryServer
 
 pytestmark = pytest.mark.integration
@@ -160,13 +160,6 @@ class FakeApi:
                 self.pods[fresh] = self.pod(fresh, self.target, ready=False)
                 return 200, {"kind": "Status", "status": "Success"}
             return 404, {"kind": "Status", "code": 404, "reason": "NotFound"}
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def serve_api(api: FakeApi) -> tuple[http.server.ThreadingHTTPServer, str]:

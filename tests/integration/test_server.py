@@ -12,7 +12,6 @@ import hmac
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -23,18 +22,13 @@ from pathlib import Path
 import pytest
 import requests
 
+from tests.support.ports import free_port
+
 pytestmark = pytest.mark.integration
 
 SECRET = "integration-webhook-secret-0123456789"
 TOKEN = "integration-forgejo-token-abcdef"
 BODY = b'{"action":"published"}'
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def sign(body: bytes) -> str:

@@ -19,7 +19,6 @@ import http.server
 import json
 import secrets
 import shutil
-import socket
 import subprocess
 import threading
 import time
@@ -30,6 +29,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 import requests
+
+from tests.support.ports import free_port
 
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
@@ -45,14 +46,6 @@ START_TIMEOUT_SECONDS = 15.0
 
 class RegistryError(RuntimeError):
     """docker-registry could not start or stopped answering (the message says why)."""
-
-
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 right now (the usual small race is acceptable in tests)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def sha256_digest(data: bytes) -> str:

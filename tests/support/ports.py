@@ -1,0 +1,55 @@
+"""Listening ports for local test servers, chosen outside the kernel's ephemeral range.
+
+``bind(("127.0.0.1", 0))`` hands out a port from the ephemeral range, the same range the
+kernel draws source ports from for outgoing connections. That is fine for a server bound
+once, but a server that is stopped and started again on the same port (the registry that
+"goes offline", the kube-apiserver that restarts) leaves its port unbound for a while,
+and clients retrying during that window can take it: a retried ``connect`` to
+``127.0.0.1:P`` may get source port ``P`` and connect to itself (TCP simultaneous open).
+The restarted server then fails to bind with "address already in use". Ports below the
+ephemeral range are never used as source ports, so that cannot happen there.
+"""
+
+from __future__ import annotations
+
+import random
+import socket
+from pathlib import Path
+
+#: The lowest port handed out; below it live well-known and registered services.
+FLOOR = 20000
+ATTEMPTS = 200
+
+
+def ephemeral_range() -> tuple[int, int]:
+    """The kernel's source-port range (Linux default 32768-60999)."""
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now and never used as a source port.
+
+    Random within [FLOOR, start of the ephemeral range), checked by binding it; the small
+    race with another process binding the same port in between is acceptable in tests.
+    """
+    low, high = ephemeral_range()
+    candidates = range(FLOOR, low) if low - FLOOR >= 1000 else range(high + 1, 65536)
+    if len(candidates) < 1000:  # an unusual kernel setting: let the kernel choose
+        return _bind_and_report(0)
+    for _ in range(ATTEMPTS):
+        try:
+            return _bind_and_report(random.choice(candidates))
+        except OSError:
+            continue
+    raise RuntimeError(f"no free port on 127.0.0.1 in {candidates} after {ATTEMPTS} tries")
+
+
+def _bind_and_report(port: int) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", port))
+        bound: int = sock.getsockname()[1]
+        return bound

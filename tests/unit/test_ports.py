@@ -1,0 +1,22 @@
+"""Test servers listen outside the ephemeral range, so no client's source port can take
+their port while they restart (see ``tests/support/ports.py``)."""
+
+from __future__ import annotations
+
+import socket
+
+from tests.support.ports import FLOOR, ephemeral_range, free_port
+
+
+def test_free_ports_lie_below_the_ephemeral_range_and_can_be_bound() -> None:
+    low, _ = ephemeral_range()
+    for _ in range(20):
+        port = free_port()
+        assert FLOOR <= port < low
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", port))
+
+
+def test_the_kernel_source_port_range_is_read_from_proc() -> None:
+    low, high = ephemeral_range()
+    assert 0 < low < high <= 65535
