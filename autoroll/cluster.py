@@ -12,8 +12,9 @@ never deleted by a decision made about its predecessor. RBAC therefore needs exa
 the same call goes through the Eviction API instead, so PodDisruptionBudgets are honoured;
 that needs ``pods/eviction: create`` rather than ``pods: delete``.
 
-Conversion helpers (``*_from_client``, ``selector_matches``, ``group_pods``) are pure and
-tested without an API server; the I/O methods stay thin.
+Conversion helpers (``*_from_json``, ``selector_matches``, ``pod_list_selector``,
+``group_pods``) are pure and tested without an API server; the I/O methods stay thin. Lists
+are read as raw JSON, never as the client's model objects (see ``KubeCluster.snapshot``).
 
 Errors (raised ``from`` the client's exception)::
 
@@ -75,6 +76,10 @@ API_RETRIES: Final = Retry(
 
 #: Pods that finished for good are excluded server-side; the core would ignore them anyway.
 LIVE_PODS_FIELD_SELECTOR: Final = "status.phase!=Succeeded,status.phase!=Failed"
+
+#: A pod-list narrowing selector longer than this is not sent (the URL would get unwieldy);
+#: the namespace is then listed whole, which costs parsing, never correctness.
+MAX_NARROWING_SELECTOR: Final = 8192
 
 #: Stands in for a missing creationTimestamp (never seen from a real API server): "created
 #: in the future" makes the loop guard spare the pod, the safe direction.
@@ -190,22 +195,24 @@ def selector_matches(selector: LabelSelector, labels: Mapping[str, str]) -> bool
     return True
 
 
-def selector_from_client(selector: Any) -> LabelSelector:
-    """Convert a ``V1LabelSelector`` (or None). Unknown operators raise ``ValueError``."""
-    if selector is None:
+def selector_from_json(selector: Mapping[str, Any] | None) -> LabelSelector:
+    """Convert a ``LabelSelector`` as the API sends it. Unknown operators raise ``ValueError``."""
+    if not selector:
         return LabelSelector()
-    labels = tuple(sorted((selector.match_labels or {}).items()))
+    labels = tuple(sorted((selector.get("matchLabels") or {}).items()))
     requirements = []
-    for expression in selector.match_expressions or ():
+    for expression in selector.get("matchExpressions") or ():
         try:
-            operator = Operator(expression.operator)
+            operator = Operator(expression.get("operator"))
         except ValueError:
             raise ValueError(
-                f"unsupported label selector operator {expression.operator!r}"
+                f"unsupported label selector operator {expression.get('operator')!r}"
                 f" (expected one of {', '.join(o.value for o in Operator)})"
             ) from None
         requirements.append(
-            Requirement(expression.key, operator, frozenset(expression.values or ()))
+            Requirement(
+                expression.get("key", ""), operator, frozenset(expression.get("values") or ())
+            )
         )
     return LabelSelector(labels, tuple(requirements))
 
@@ -225,61 +232,106 @@ def default_pull_policy(image: str) -> str:
     return "IfNotPresent"
 
 
-def container_from_client(container: Any) -> ContainerView:
-    """Convert a ``V1Container`` (template or pod spec)."""
-    image = container.image or ""
-    policy = container.image_pull_policy or default_pull_policy(image)
-    return ContainerView(name=container.name, image=image, image_pull_policy=policy)
+def container_from_json(container: Mapping[str, Any]) -> ContainerView:
+    """Convert a ``Container`` (pod template or pod spec)."""
+    image = container.get("image") or ""
+    policy = container.get("imagePullPolicy") or default_pull_policy(image)
+    return ContainerView(name=container.get("name", ""), image=image, image_pull_policy=policy)
 
 
-def deployment_from_client(deployment: Any) -> tuple[DeploymentView, LabelSelector]:
-    """Convert a ``V1Deployment`` into the core's view plus the selector to match pods with."""
-    meta, spec = deployment.metadata, deployment.spec
-    replicas = spec.replicas if spec.replicas is not None else 1  # the API's default
+def deployment_from_json(deployment: Mapping[str, Any]) -> tuple[DeploymentView, LabelSelector]:
+    """Convert a ``Deployment`` into the core's view plus the selector to match pods with."""
+    meta = deployment.get("metadata") or {}
+    spec = deployment.get("spec") or {}
+    replicas = spec.get("replicas")
+    pod_spec = (spec.get("template") or {}).get("spec") or {}
     view = DeploymentView(
-        namespace=meta.namespace,
-        name=meta.name,
-        replicas=replicas,
-        containers=tuple(container_from_client(c) for c in spec.template.spec.containers or ()),
-        labels=tuple(sorted((meta.labels or {}).items())),
-        uid=meta.uid or "",
-        generation=meta.generation,
+        namespace=meta.get("namespace", ""),
+        name=meta.get("name", ""),
+        replicas=1 if replicas is None else int(replicas),  # the API's default
+        containers=tuple(container_from_json(c) for c in pod_spec.get("containers") or ()),
+        labels=tuple(sorted((meta.get("labels") or {}).items())),
+        uid=meta.get("uid") or "",
+        generation=meta.get("generation"),
     )
-    return view, selector_from_client(spec.selector)
+    return view, selector_from_json(spec.get("selector"))
 
 
-def pod_from_client(pod: Any) -> tuple[PodView, Mapping[str, str]]:
-    """Convert a ``V1Pod`` into the core's view plus its labels (for selector matching)."""
-    meta, spec, status = pod.metadata, pod.spec, pod.status
-    created = meta.creation_timestamp
-    if created is None:
-        created = _UNKNOWN_CREATION
-    elif created.tzinfo is None:
-        created = created.replace(tzinfo=UTC)  # API timestamps are UTC ("…Z")
-    conditions = (status.conditions if status is not None else None) or ()
-    ready = any(c.type == "Ready" and c.status == "True" for c in conditions)
-    statuses = (status.container_statuses if status is not None else None) or ()
+def pod_from_json(pod: Mapping[str, Any]) -> tuple[PodView, Mapping[str, str]]:
+    """Convert a ``Pod`` into the core's view plus its labels (for selector matching)."""
+    meta = pod.get("metadata") or {}
+    status = pod.get("status") or {}
+    conditions = status.get("conditions") or ()
     view = PodView(
-        namespace=meta.namespace,
-        name=meta.name,
-        uid=meta.uid or "",
-        created_at=created,
-        phase=(status.phase if status is not None else None) or "Pending",
-        deleting=meta.deletion_timestamp is not None,
-        ready=ready,
-        containers=tuple(container_from_client(c) for c in (spec.containers if spec else ()) or ()),
+        namespace=meta.get("namespace", ""),
+        name=meta.get("name", ""),
+        uid=meta.get("uid") or "",
+        created_at=_creation_time(meta.get("creationTimestamp")),
+        phase=status.get("phase") or "Pending",
+        deleting=meta.get("deletionTimestamp") is not None,
+        ready=any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions),
+        containers=tuple(
+            container_from_json(c) for c in (pod.get("spec") or {}).get("containers") or ()
+        ),
         statuses=tuple(
             ContainerStatusView(
-                name=s.name,
-                image=s.image or "",
-                image_id=s.image_id or "",
-                ready=bool(s.ready),
-                restart_count=s.restart_count or 0,
+                name=s.get("name", ""),
+                image=s.get("image") or "",
+                image_id=s.get("imageID") or "",
+                ready=bool(s.get("ready")),
+                restart_count=s.get("restartCount") or 0,
             )
-            for s in statuses
+            for s in status.get("containerStatuses") or ()
         ),
     )
-    return view, dict(meta.labels or {})
+    return view, meta.get("labels") or {}
+
+
+def _creation_time(raw: object) -> datetime:
+    """``creationTimestamp`` (RFC 3339, UTC); missing or unreadable reads as the far future,
+    so the loop guard spares the pod: the safe direction for data we never expect."""
+    if not isinstance(raw, str):
+        return _UNKNOWN_CREATION
+    try:
+        created = datetime.fromisoformat(raw)
+    except ValueError:
+        return _UNKNOWN_CREATION
+    return created if created.tzinfo is not None else created.replace(tzinfo=UTC)
+
+
+def pod_list_selector(selectors: Iterable[LabelSelector]) -> str | None:
+    """A label selector that narrows one namespace's pod list to pods that *may* match one
+    of ``selectors``, or None when no such selector is simple to write.
+
+    It takes a label key that every selector pins to a finite set of values (``matchLabels``
+    or ``In``) and asks for ``key in (union of values)``; with the usual chart selectors
+    (``app.kubernetes.io/instance``, ``app``) that leaves out every unenrolled workload.
+    Still one request per namespace; the exact match is done afterwards by
+    ``selector_matches``, so a loose narrowing can never adopt a wrong pod.
+    """
+    pinned: dict[str, set[str]] | None = None
+    for selector in selectors:
+        if selector.is_empty:
+            return None
+        values: dict[str, set[str]] = {k: {v} for k, v in selector.match_labels}
+        for requirement in selector.requirements:
+            if requirement.operator is Operator.IN:
+                values.setdefault(requirement.key, set(requirement.values)).intersection_update(
+                    requirement.values
+                )
+        if pinned is None:
+            pinned = values
+        else:
+            pinned = {k: pinned[k] | v for k, v in values.items() if k in pinned}
+        if not pinned:
+            return None
+    if not pinned:
+        return None
+    key, wanted = min(pinned.items(), key=lambda item: (len(item[1]), item[0]))
+    if not wanted or "" in wanted:  # nothing to narrow to, or a value the syntax cannot say
+        return None
+    rendered = f"{key} in ({','.join(sorted(wanted))})"
+    return rendered if len(rendered) <= MAX_NARROWING_SELECTOR else None
 
 
 def group_pods(
@@ -369,38 +421,82 @@ class KubeCluster:
         return self._apis
 
     def snapshot(self) -> tuple[Enrolled, ...]:
-        """Every enrolled Deployment with its live pods: ``1 + namespaces`` list requests."""
+        """Every enrolled Deployment with its live pods: ``1 + namespaces`` list requests.
+
+        Lists are read as plain JSON (``_preload_content=False``), never as the client's
+        model objects: building a validated model per pod cost several times the request
+        itself (docs/performance.md). Each namespace's pod list is narrowed server-side
+        where its enrolled selectors allow (``pod_list_selector``), converted, and dropped
+        before the next one is read, so memory follows the enrolled pods, not the cluster.
+        """
         apps, core = self._clients()
-        listed = self._call(
+        listed = self._list(
             "list deployments (all namespaces)",
-            lambda: apps.list_deployment_for_all_namespaces(
-                label_selector=self._label_selector, _request_timeout=self._timeout
+            functools.partial(
+                apps.list_deployment_for_all_namespaces,
+                label_selector=self._label_selector,
+                _request_timeout=self._timeout,
+                _preload_content=False,
             ),
         )
         deployments = []
-        for item in listed.items or ():
+        for item in listed:
             try:
-                deployments.append(deployment_from_client(item))
-            except ValueError as exc:
+                deployments.append(deployment_from_json(item))
+            except (ValueError, TypeError, AttributeError) as exc:
+                meta = item.get("metadata") or {}
                 log.warning(
                     "ignoring Deployment %s/%s: %s",
-                    item.metadata.namespace,
-                    item.metadata.name,
+                    meta.get("namespace", "?"),
+                    meta.get("name", "?"),
                     exc,
                 )
+        del listed
+        by_namespace: dict[str, list[LabelSelector]] = {}
+        for view, selector in deployments:
+            by_namespace.setdefault(view.namespace, []).append(selector)
         pods: list[tuple[PodView, Mapping[str, str]]] = []
-        for namespace in sorted({d.namespace for d, _ in deployments}):
-            page = self._call(
+        for namespace in sorted(by_namespace):
+            narrowing = pod_list_selector(by_namespace[namespace])
+            extra = {"label_selector": narrowing} if narrowing else {}
+            page = self._list(
                 f"list pods in namespace {namespace}",
                 functools.partial(
                     core.list_namespaced_pod,
                     namespace,
                     field_selector=LIVE_PODS_FIELD_SELECTOR,
                     _request_timeout=self._timeout,
+                    _preload_content=False,
+                    **extra,
                 ),
             )
-            pods.extend(pod_from_client(item) for item in page.items or ())
+            pods.extend(pod_from_json(item) for item in page)
         return group_pods(deployments, pods)
+
+    def _list(self, what: str, call: Callable[[], Any]) -> list[dict[str, Any]]:
+        """Send one list request and return its ``items`` as JSON objects."""
+
+        def read() -> list[dict[str, Any]]:
+            response = call()
+            try:
+                body = response.data
+            finally:
+                _discard(response)
+            try:
+                document = json.loads(body)
+            except ValueError as exc:
+                raise ClusterApiError(
+                    f"{what}: the API answered with a body that is not JSON ({exc})", status=0
+                ) from None
+            items = document.get("items") if isinstance(document, dict) else None
+            if items is None:
+                return []
+            if not isinstance(items, list):
+                raise ClusterApiError(f"{what}: the answer's items are not a list", status=0)
+            return [item for item in items if isinstance(item, dict)]
+
+        result: list[dict[str, Any]] = self._call(what, read)
+        return result
 
     def delete_pod(self, namespace: str, name: str, uid: str) -> DeleteOutcome:
         """Remove one pod, only if it is still the object with ``uid``.
@@ -846,13 +942,14 @@ __all__ = [
     "Requirement",
     "RollEvent",
     "connect",
-    "container_from_client",
-    "deployment_from_client",
+    "container_from_json",
+    "deployment_from_json",
     "event_json",
     "group_pods",
     "lease_from_json",
     "lease_spec_json",
-    "pod_from_client",
-    "selector_from_client",
+    "pod_from_json",
+    "pod_list_selector",
+    "selector_from_json",
     "selector_matches",
 ]

@@ -4,14 +4,16 @@ This is the loop many image watchers run: for each Deployment, list the pods its
 matches, ask the registry about its image, decide. No request is shared between two
 Deployments, so fifty Deployments on ``app:latest`` cost fifty HEADs and fifty pod lists.
 
-It makes the *same decisions* as autoroll (it calls the same pure ``decide`` on the same
-plain data, with the same registry client for one lookup at a time), so the two differ only
-in how they talk to the API server and the registry. It never deletes: it lives in
+It makes the *same decisions* as autoroll (it reads lists as the same plain JSON, converts
+them with the same functions and calls the same pure ``decide``, with the same registry
+client for one lookup at a time), so the two differ only in how they talk to the API server
+and the registry. It never deletes: it lives in
 ``bench/`` only and exists to be measured next to ``autoroll.reconciler.Reconciler.tick``.
 """
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,8 +24,8 @@ from autoroll.cluster import (
     REQUEST_TIMEOUT,
     LabelSelector,
     Operator,
-    deployment_from_client,
-    pod_from_client,
+    deployment_from_json,
+    pod_from_json,
 )
 from autoroll.decide import Decision, Sighting, decide, observe_targets, refs_to_resolve
 from autoroll.images import TagRef
@@ -47,6 +49,15 @@ def selector_text(selector: LabelSelector) -> str:
     return ",".join(parts)
 
 
+def _items(response: Any) -> list[dict[str, Any]]:
+    """A raw list answer's items, read as autoroll reads them (plain JSON, no models)."""
+    try:
+        items: list[dict[str, Any]] = json.loads(response.data).get("items") or []
+    finally:
+        response.release_conn()
+    return items
+
+
 class NaiveController:
     """One pass = 1 Deployment list, then per Deployment: 1 pod list + 1 HEAD per container."""
 
@@ -67,19 +78,26 @@ class NaiveController:
 
     def tick(self) -> list[Decision]:
         now = datetime.now(UTC)
-        listed = self._apps.list_deployment_for_all_namespaces(
-            label_selector=self._label_selector, _request_timeout=REQUEST_TIMEOUT
+        listed = _items(
+            self._apps.list_deployment_for_all_namespaces(
+                label_selector=self._label_selector,
+                _request_timeout=REQUEST_TIMEOUT,
+                _preload_content=False,
+            )
         )
         decisions = []
-        for item in listed.items or ():
-            deployment, selector = deployment_from_client(item)
-            page = self._core.list_namespaced_pod(
-                deployment.namespace,
-                label_selector=selector_text(selector),
-                field_selector=LIVE_PODS_FIELD_SELECTOR,
-                _request_timeout=REQUEST_TIMEOUT,
+        for item in listed:
+            deployment, selector = deployment_from_json(item)
+            page = _items(
+                self._core.list_namespaced_pod(
+                    deployment.namespace,
+                    label_selector=selector_text(selector),
+                    field_selector=LIVE_PODS_FIELD_SELECTOR,
+                    _request_timeout=REQUEST_TIMEOUT,
+                    _preload_content=False,
+                )
             )
-            pods = tuple(pod_from_client(p)[0] for p in page.items or ())
+            pods = tuple(pod_from_json(p)[0] for p in page)
             refs = refs_to_resolve([deployment], forgejo_host=self._forgejo_host)
             # A fresh lookup per Deployment: nothing is shared with the previous one.
             resolved: dict[TagRef, Digest | Unknown] = dict(self._registry.resolve(refs))

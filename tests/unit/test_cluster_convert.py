@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import MaxRetryError, NewConnectionError
@@ -23,15 +26,19 @@ from autoroll.cluster import (
     Requirement,
     connect,
     default_pull_policy,
-    deployment_from_client,
+    deployment_from_json,
     group_pods,
-    pod_from_client,
-    selector_from_client,
+    pod_from_json,
+    pod_list_selector,
+    selector_from_json,
     selector_matches,
 )
 from autoroll.model import ContainerStatusView, ContainerView
 
 T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+#: Turns the client's models into the JSON the API server sends (camelCase keys, RFC 3339
+#: times): the fixtures below are written with the models for readability only.
+SERIALIZER = client.ApiClient()
 IMAGE = "git.example.org/team/app:latest"
 DIGEST = "sha256:" + "a" * 64
 
@@ -111,6 +118,33 @@ def k8s_pod(
     )
 
 
+def as_json(model: Any) -> Any:
+    return json.loads(json.dumps(SERIALIZER.sanitize_for_serialization(model)))  # type: ignore[no-untyped-call]
+
+
+def deployment_of(model: client.V1Deployment) -> tuple[Any, LabelSelector]:
+    return deployment_from_json(as_json(model))
+
+
+def pod_of(model: client.V1Pod) -> tuple[Any, Any]:
+    return pod_from_json(as_json(model))
+
+
+def selector_of(model: client.V1LabelSelector) -> LabelSelector:
+    return selector_from_json(as_json(model))
+
+
+class RawResponse:
+    """What a ``_preload_content=False`` call returns: a body to read and a connection to free."""
+
+    def __init__(self, items: list[Any]) -> None:
+        self.data = json.dumps({"kind": "List", "items": [as_json(i) for i in items]}).encode()
+        self.released = False
+
+    def release_conn(self) -> None:
+        self.released = True
+
+
 # --- selector matching -----------------------------------------------------------------------
 
 
@@ -150,7 +184,7 @@ def test_selector_matches(selector: LabelSelector, labels: dict[str, str], expec
 
 
 def test_selector_from_client_reads_labels_and_expressions() -> None:
-    selector = selector_from_client(
+    selector = selector_of(
         client.V1LabelSelector(
             match_labels={"b": "2", "a": "1"},
             match_expressions=[
@@ -163,12 +197,12 @@ def test_selector_from_client_reads_labels_and_expressions() -> None:
         (("a", "1"), ("b", "2")),
         (req("env", "In", "x", "y"), req("gone", "DoesNotExist")),
     )
-    assert selector_from_client(None).is_empty
+    assert selector_from_json(None).is_empty
 
 
 def test_an_unknown_selector_operator_is_refused_by_name() -> None:
     with pytest.raises(ValueError, match="'Near'"):
-        selector_from_client(
+        selector_of(
             client.V1LabelSelector(
                 match_expressions=[
                     client.V1LabelSelectorRequirement(key="a", operator="Near", values=["b"])
@@ -181,7 +215,7 @@ def test_an_unknown_selector_operator_is_refused_by_name() -> None:
 
 
 def test_deployment_conversion_keeps_what_the_core_needs() -> None:
-    view, selector = deployment_from_client(
+    view, selector = deployment_of(
         k8s_deployment(
             containers=[
                 client.V1Container(name="app", image=IMAGE, image_pull_policy="Always"),
@@ -204,12 +238,12 @@ def test_deployment_conversion_keeps_what_the_core_needs() -> None:
 
 
 def test_replicas_default_to_one_as_the_api_does() -> None:
-    view, _ = deployment_from_client(k8s_deployment(replicas=None))
+    view, _ = deployment_of(k8s_deployment(replicas=None))
     assert view.replicas == 1
 
 
 def test_zero_replicas_stay_zero() -> None:
-    view, _ = deployment_from_client(k8s_deployment(replicas=0))
+    view, _ = deployment_of(k8s_deployment(replicas=0))
     assert view.replicas == 0
 
 
@@ -225,14 +259,14 @@ def test_zero_replicas_stay_zero() -> None:
 )
 def test_a_missing_pull_policy_gets_the_api_default(image: str, policy: str) -> None:
     assert default_pull_policy(image) == policy
-    view, _ = deployment_from_client(
+    view, _ = deployment_of(
         k8s_deployment(containers=[client.V1Container(name="app", image=image)])
     )
     assert view.containers[0].image_pull_policy == policy
 
 
 def test_pod_conversion_reads_status_and_conditions() -> None:
-    pod, labels = pod_from_client(k8s_pod("web-1"))
+    pod, labels = pod_of(k8s_pod("web-1"))
     assert (pod.namespace, pod.name, pod.uid) == ("shop", "web-1", "uid-web-1")
     assert pod.created_at == T0
     assert pod.phase == "Running"
@@ -248,12 +282,12 @@ def test_pod_conversion_reads_status_and_conditions() -> None:
 
 
 def test_pod_readiness_comes_from_the_ready_condition() -> None:
-    pod, _ = pod_from_client(k8s_pod("web-1", ready="False"))
+    pod, _ = pod_of(k8s_pod("web-1", ready="False"))
     assert pod.ready is False
 
 
 def test_a_pod_with_a_deletion_timestamp_is_deleting() -> None:
-    pod, _ = pod_from_client(k8s_pod("web-1", deleted=True))
+    pod, _ = pod_of(k8s_pod("web-1", deleted=True))
     assert pod.deleting is True
 
 
@@ -261,7 +295,7 @@ def test_a_pod_not_yet_reporting_has_empty_image_id_and_pending_phase() -> None:
     raw = k8s_pod("web-1", image_id="", phase=None)
     assert raw.status is not None
     raw.status.conditions = None
-    pod, _ = pod_from_client(raw)
+    pod, _ = pod_of(raw)
     assert pod.statuses[0].image_id == ""
     assert pod.phase == "Pending"
     assert pod.ready is False
@@ -270,32 +304,32 @@ def test_a_pod_not_yet_reporting_has_empty_image_id_and_pending_phase() -> None:
 def test_a_pod_without_status_converts() -> None:
     raw = k8s_pod("web-1")
     raw.status = None
-    pod, _ = pod_from_client(raw)
+    pod, _ = pod_of(raw)
     assert pod.statuses == ()
     assert pod.ready is False
 
 
 def test_a_naive_creation_time_is_read_as_utc() -> None:
-    pod, _ = pod_from_client(k8s_pod("web-1", created=datetime(2026, 1, 1, 8, 0)))
+    pod, _ = pod_of(k8s_pod("web-1", created=datetime(2026, 1, 1, 8, 0)))
     assert pod.created_at == datetime(2026, 1, 1, 8, 0, tzinfo=UTC)
 
 
 def test_a_missing_creation_time_reads_as_the_far_future() -> None:
     # The loop guard then spares the pod: the safe direction for data we never expect.
-    pod, _ = pod_from_client(k8s_pod("web-1", created=None))
+    pod, _ = pod_of(k8s_pod("web-1", created=None))
     assert pod.created_at > datetime(9000, 1, 1, tzinfo=UTC)
 
 
 def test_group_pods_matches_by_selector_within_the_namespace_only() -> None:
-    web = deployment_from_client(k8s_deployment("web"))
-    api = deployment_from_client(k8s_deployment("api"))
-    other_ns = deployment_from_client(k8s_deployment("web", namespace="blog"))
+    web = deployment_of(k8s_deployment("web"))
+    api = deployment_of(k8s_deployment("api"))
+    other_ns = deployment_of(k8s_deployment("web", namespace="blog"))
     pods = [
-        pod_from_client(k8s_pod("web-2")),
-        pod_from_client(k8s_pod("web-1")),
-        pod_from_client(k8s_pod("api-1", labels={"app": "api"})),
-        pod_from_client(k8s_pod("stray", labels={"app": "other"})),
-        pod_from_client(k8s_pod("web-x", namespace="blog")),
+        pod_of(k8s_pod("web-2")),
+        pod_of(k8s_pod("web-1")),
+        pod_of(k8s_pod("api-1", labels={"app": "api"})),
+        pod_of(k8s_pod("stray", labels={"app": "other"})),
+        pod_of(k8s_pod("web-x", namespace="blog")),
     ]
     enrolled = {
         e.deployment.key: [p.name for p in e.pods] for e in group_pods([web, api, other_ns], pods)
@@ -308,7 +342,7 @@ def test_group_pods_matches_by_selector_within_the_namespace_only() -> None:
 
 
 def test_a_deployment_without_pods_is_still_listed() -> None:
-    [only] = group_pods([deployment_from_client(k8s_deployment())], [])
+    [only] = group_pods([deployment_of(k8s_deployment())], [])
     assert only.pods == ()
 
 
@@ -319,10 +353,11 @@ class FakeApps:
     def __init__(self, deployments: list[client.V1Deployment]) -> None:
         self.deployments = deployments
         self.calls: list[dict[str, Any]] = []
+        self.responses: list[RawResponse] = []
 
-    def list_deployment_for_all_namespaces(self, **kwargs: Any) -> client.V1DeploymentList:
+    def list_deployment_for_all_namespaces(self, **kwargs: Any) -> RawResponse:
         self.calls.append(kwargs)
-        return client.V1DeploymentList(items=self.deployments)
+        return RawResponse(self.deployments)
 
 
 class FakeCore:
@@ -333,11 +368,11 @@ class FakeCore:
         self.deleted: list[tuple[str, str, str]] = []
         self.delete_error = delete_error
 
-    def list_namespaced_pod(self, namespace: str, **kwargs: Any) -> client.V1PodList:
+    def list_namespaced_pod(self, namespace: str, **kwargs: Any) -> RawResponse:
         self.list_calls.append(namespace)
         self.list_kwargs.append(kwargs)
-        return client.V1PodList(
-            items=[p for p in self.pods if p.metadata and p.metadata.namespace == namespace]
+        return RawResponse(
+            [p for p in self.pods if p.metadata and p.metadata.namespace == namespace]
         )
 
     def delete_namespaced_pod(
@@ -522,3 +557,109 @@ def test_a_forbidden_eviction_names_the_eviction_verb() -> None:
     cluster = KubeCluster(label_selector="x", apis=(FakeApps([]), core), evict=True)
     with pytest.raises(ClusterForbiddenError, match="pods/eviction: create"):
         cluster.delete_pod("shop", "web-1", "uid-1")
+
+
+# --- narrowing each namespace's pod list ---------------------------------------------------------
+
+
+def labels_selector(**labels: str) -> LabelSelector:
+    return LabelSelector(tuple(sorted(labels.items())))
+
+
+@pytest.mark.parametrize(
+    ("selectors", "expected"),
+    [
+        ([labels_selector(app="web")], "app in (web)"),
+        ([labels_selector(app="web"), labels_selector(app="api")], "app in (api,web)"),
+        # a key every selector pins; the others are ignored
+        ([labels_selector(app="web", tier="fe"), labels_selector(app="api")], "app in (api,web)"),
+        # two pinned keys: the one with fewer values
+        (
+            [labels_selector(app="shop", instance="a"), labels_selector(app="shop", instance="b")],
+            "app in (shop)",
+        ),
+        # In pins a key too, and unions with matchLabels
+        (
+            [LabelSelector((), (req("env", "In", "a", "b"),)), labels_selector(env="c")],
+            "env in (a,b,c)",
+        ),
+        # matchLabels and In on one key must both hold: their intersection
+        ([LabelSelector((("env", "a"),), (req("env", "In", "a", "b"),))], "env in (a)"),
+        # no key common to all: the namespace is listed whole
+        ([labels_selector(app="web"), labels_selector(name="api")], None),
+        # only Exists / NotIn / DoesNotExist: nothing finite to ask for
+        ([LabelSelector((), (req("app", "Exists"),))], None),
+        ([LabelSelector((), (req("app", "NotIn", "x"),))], None),
+        ([LabelSelector()], None),
+        ([], None),
+        # an empty value cannot be written in the set syntax
+        ([labels_selector(app="")], None),
+        # a selector that can match nothing (disjoint matchLabels and In) narrows to nothing
+        ([LabelSelector((("env", "a"),), (req("env", "In", "b"),))], None),
+        # too long for a URL: listed whole
+        ([labels_selector(app="x" * 60 + str(i)) for i in range(200)], None),
+    ],
+)
+def test_pod_list_selector(selectors: list[LabelSelector], expected: str | None) -> None:
+    assert pod_list_selector(selectors) == expected
+
+
+KEYS = st.sampled_from(["app", "tier", "env"])
+VALUES = st.sampled_from(["a", "b", "c"])
+REQUIREMENTS = st.builds(
+    Requirement, KEYS, st.sampled_from(list(Operator)), st.frozensets(VALUES, min_size=1)
+)
+SELECTORS = st.builds(
+    LabelSelector,
+    st.dictionaries(KEYS, VALUES, max_size=2).map(lambda d: tuple(sorted(d.items()))),
+    st.lists(REQUIREMENTS, max_size=2).map(tuple),
+)
+
+
+def narrowing_admits(narrowing: str, labels: dict[str, str]) -> bool:
+    key, _, rest = narrowing.partition(" in (")
+    return labels.get(key) in rest.rstrip(")").split(",")
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    selectors=st.lists(SELECTORS, min_size=1, max_size=4),
+    labels=st.dictionaries(KEYS, VALUES, max_size=3),
+)
+def test_narrowing_never_hides_a_pod_some_selector_matches(
+    selectors: list[LabelSelector], labels: dict[str, str]
+) -> None:
+    narrowing = pod_list_selector(selectors)
+    if narrowing is not None and any(selector_matches(s, labels) for s in selectors):
+        assert narrowing_admits(narrowing, labels), (narrowing, labels)
+
+
+def test_snapshot_narrows_each_namespace_by_its_enrolled_selectors() -> None:
+    deployments = [
+        k8s_deployment("web"),
+        k8s_deployment("api", match_labels={"app": "api"}),
+        k8s_deployment("odd", namespace="blog", match_labels={"name": "odd"}),
+        k8s_deployment("web", namespace="blog"),
+    ]
+    apps, core = FakeApps(deployments), FakeCore([])
+    KubeCluster(label_selector="x", apis=(apps, core)).snapshot()
+    narrowing = {
+        ns: k.get("label_selector") for ns, k in zip(core.list_calls, core.list_kwargs, strict=True)
+    }
+    assert narrowing == {"shop": "app in (api,web)", "blog": None}
+    assert all(k["_preload_content"] is False for k in [*apps.calls, *core.list_kwargs])
+
+
+def test_a_list_answer_that_is_not_json_is_a_clear_api_error() -> None:
+    class GarbledApps(FakeApps):
+        def list_deployment_for_all_namespaces(self, **kwargs: Any) -> RawResponse:
+            response = RawResponse([])
+            response.data = b"<html>proxy error</html>"
+            self.responses.append(response)
+            return response
+
+    apps = GarbledApps([])
+    cluster = KubeCluster(label_selector="x", apis=(apps, FakeCore([])))
+    with pytest.raises(ClusterApiError, match=r"list deployments .* not JSON"):
+        cluster.snapshot()
+    assert apps.responses[0].released  # the connection goes back to the pool either way
