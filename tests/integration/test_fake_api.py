@@ -13,199 +13,54 @@ from __future__ import annotations
 import functools
 import hashlib
 import hmac
-import http.server
-import json
 import os
-import signal
 import subprocess
 import sys
-import threading
-import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import requests
 
 from autoroll.cluster import DeleteOutcome, KubeCluster, connect
-from tests.support.ports import free_port
+from tests.support.fake_kube import SELECTOR, FaultyKubeApi, KubeApiServer
 from tests.support.registry import ImagePusher, RegistryServer
+from tests.support.serve import start_serve, wait_until
 
 pytestmark = pytest.mark.integration
 
-SELECTOR = "aethnet.se/autoroll=true"
 SECRET = "fake-api-webhook-secret-0123456789"
-CREATED = "2026-01-01T00:00:00Z"
-
-
-@dataclass
-class FakeApi:
-    """Deployments and pods as JSON; DELETE replaces a pod with an unready new one."""
-
-    image: str
-    running: str  # the digest the initial pods report
-    target: str  # the digest a replacement pod reports
-    pods: dict[str, dict[str, Any]] = field(default_factory=dict)
-    requests: list[tuple[str, str]] = field(default_factory=list)
-    deletes: list[tuple[str, str | None]] = field(default_factory=list)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    serial: int = 0
-
-    def __post_init__(self) -> None:
-        for name in ("web-1", "web-2"):
-            self.pods[name] = self.pod(name, self.running, ready=True)
-
-    def pod(self, name: str, digest: str, *, ready: bool) -> dict[str, Any]:
-        repo = self.image.rpartition(":")[0]
-        return {
-            "metadata": {
-                "name": name,
-                "namespace": "shop",
-                "uid": f"uid-{name}",
-                "labels": {"app": "web", "pod-template-hash": "abc"},
-                "creationTimestamp": CREATED,
-            },
-            "spec": {
-                "containers": [{"name": "app", "image": self.image, "imagePullPolicy": "Always"}]
-            },
-            "status": {
-                "phase": "Running",
-                "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
-                "containerStatuses": [
-                    {
-                        "name": "app",
-                        "image": self.image,
-                        "imageID": f"{repo}@{digest}",
-                        "ready": ready,
-                        "restartCount": 0,
-                    }
-                ],
-            },
-        }
-
-    def deployment(self) -> dict[str, Any]:
-        return {
-            "metadata": {
-                "name": "web",
-                "namespace": "shop",
-                "uid": "uid-deploy",
-                "generation": 1,
-                "labels": {"aethnet.se/autoroll": "true"},
-                "creationTimestamp": CREATED,
-            },
-            "spec": {
-                "replicas": 2,
-                "selector": {"matchLabels": {"app": "web"}},
-                "template": {
-                    "metadata": {"labels": {"app": "web"}},
-                    "spec": {
-                        "containers": [
-                            {"name": "app", "image": self.image, "imagePullPolicy": "Always"}
-                        ]
-                    },
-                },
-            },
-        }
-
-    def make_ready(self) -> None:
-        with self.lock:
-            for name, pod in self.pods.items():
-                self.pods[name] = self.pod(
-                    name,
-                    pod["status"]["containerStatuses"][0]["imageID"].rpartition("@")[2],
-                    ready=True,
-                )
-
-    # -- HTTP ---------------------------------------------------------------------------------
-
-    def handle(
-        self, method: str, path: str, query: dict[str, list[str]], body: bytes
-    ) -> tuple[int, Any]:
-        with self.lock:
-            self.requests.append((method, path))
-            if method == "GET" and path == "/apis/apps/v1/deployments":
-                items = [self.deployment()] if query.get("labelSelector") == [SELECTOR] else []
-                return 200, {
-                    "kind": "DeploymentList",
-                    "apiVersion": "apps/v1",
-                    "metadata": {},
-                    "items": items,
-                }
-            if method == "GET" and path == "/api/v1/namespaces/shop/pods":
-                assert query.get("fieldSelector") == [
-                    "status.phase!=Succeeded,status.phase!=Failed"
-                ]
-                return 200, {
-                    "kind": "PodList",
-                    "apiVersion": "v1",
-                    "metadata": {},
-                    "items": list(self.pods.values()),
-                }
-            prefix = "/api/v1/namespaces/shop/pods/"
-            if method == "DELETE" and path.startswith(prefix):
-                name = path[len(prefix) :]
-                uid = (json.loads(body or b"{}").get("preconditions") or {}).get("uid")
-                self.deletes.append((name, uid))
-                pod = self.pods.get(name)
-                if pod is None:
-                    return 404, {"kind": "Status", "code": 404, "reason": "NotFound"}
-                if uid is not None and uid != pod["metadata"]["uid"]:
-                    return 409, {"kind": "Status", "code": 409, "reason": "Conflict"}
-                del self.pods[name]
-                self.serial += 1
-                fresh = f"web-new-{self.serial}"
-                self.pods[fresh] = self.pod(fresh, self.target, ready=False)
-                return 200, {"kind": "Status", "status": "Success"}
-            return 404, {"kind": "Status", "code": 404, "reason": "NotFound"}
-
-
-def serve_api(api: FakeApi) -> tuple[http.server.ThreadingHTTPServer, str]:
-    class Handler(http.server.BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-        def _any(self) -> None:
-            parts = urlsplit(self.path)
-            length = int(self.headers.get("Content-Length") or 0)
-            body = self.rfile.read(length) if length else b""
-            status, document = api.handle(self.command, parts.path, parse_qs(parts.query), body)
-            data = json.dumps(document).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        do_GET = _any  # noqa: N815
-        do_DELETE = _any  # noqa: N815
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, f"http://127.0.0.1:{server.server_address[1]}"
-
-
-def write_kubeconfig(path: Path, url: str) -> Path:
-    path.write_text(
-        "apiVersion: v1\nkind: Config\n"
-        f'clusters: [{{name: c, cluster: {{server: "{url}"}}}}]\n'
-        "users: [{name: u, user: {token: fake}}]\n"
-        "contexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n"
-    )
-    return path
+#: What the client must ask for on every pod list: pods still running, not finished ones.
+LIVE_PODS = ["status.phase!=Succeeded,status.phase!=Failed"]
 
 
 @dataclass
 class World:
-    api: FakeApi
+    api: FaultyKubeApi
+    kube: KubeApiServer
     kubeconfig: Path
     registry: RegistryServer
     old: str
     new: str
+
+    def requests(self) -> list[tuple[str, str]]:
+        """(method, path without query) of every request the fake API received."""
+        return [(s.method, urlsplit(s.path).path) for s in self.kube.seen]
+
+    def pod_list_field_selectors(self) -> list[list[str] | None]:
+        """The ``fieldSelector`` values of every pod list request (None when absent)."""
+        return [
+            parse_qs(urlsplit(s.path).query).get("fieldSelector")
+            for s in self.kube.seen
+            if s.method == "GET" and urlsplit(s.path).path == "/api/v1/namespaces/shop/pods"
+        ]
+
+    def assert_pod_lists_ask_for_live_pods(self) -> None:
+        selectors = self.pod_list_field_selectors()
+        assert selectors, "no pod list request reached the fake API"
+        assert selectors == [LIVE_PODS] * len(selectors)
 
 
 @pytest.fixture
@@ -215,13 +70,10 @@ def world(
     """The tag has moved: pods run ``old``, the registry's tag now names ``new``."""
     old = pusher.push_image(repository, "latest").digest
     new = pusher.push_image(repository, "latest").digest
-    api = FakeApi(image=f"{registry.host}/{repository}:latest", running=old, target=new)
-    server, url = serve_api(api)
-    try:
-        yield World(api, write_kubeconfig(tmp_path / "kubeconfig", url), registry, old, new)
-    finally:
-        server.shutdown()
-        server.server_close()
+    api = FaultyKubeApi(image=f"{registry.host}/{repository}:latest", running=old, target=new)
+    with KubeApiServer(api) as kube:
+        kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig")
+        yield World(api, kube, kubeconfig, registry, old, new)
 
 
 def base_env(world: World, tmp: Path) -> dict[str, str]:
@@ -247,10 +99,11 @@ def test_the_real_client_reads_the_api_json_in_1_plus_namespaces_requests(world:
     assert [p.name for p in enrolled.pods] == ["web-1", "web-2"]
     assert enrolled.pods[0].ready and enrolled.pods[0].created_at.tzinfo is not None
     assert enrolled.pods[0].statuses[0].image_id.endswith(world.old)
-    assert world.api.requests == [
+    assert world.requests() == [
         ("GET", "/apis/apps/v1/deployments"),
         ("GET", "/api/v1/namespaces/shop/pods"),
     ]
+    world.assert_pod_lists_ask_for_live_pods()
 
 
 def test_the_real_client_deletes_with_the_uid_precondition(world: World) -> None:
@@ -283,60 +136,27 @@ def test_plan_prints_the_stale_pod_and_deletes_nothing(world: World, tmp_path: P
     assert world.old[:19] in row and world.new[:19] in row
     assert world.api.deletes == []
     assert world.registry.password not in result.stdout + result.stderr
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+    world.assert_pod_lists_ask_for_live_pods()
 
 
 def test_serve_rolls_one_pod_per_webhook_only_when_settled(world: World, tmp_path: Path) -> None:
-    port = free_port()
-    env = {
-        **base_env(world, tmp_path),
-        "WEBHOOK_SECRET": SECRET,
-        "LISTEN_ADDR": f"127.0.0.1:{port}",
-        "POLL_INTERVAL_SECONDS": "3600",
-    }
-    log_path = tmp_path / "serve.log"
-    with log_path.open("wb") as log_file:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "autoroll", "serve"],
-            env=env,
-            stdout=log_file,
-            stderr=subprocess.STDOUT,
-        )
-    url = f"http://127.0.0.1:{port}"
+    serve = start_serve(tmp_path, {**base_env(world, tmp_path), "WEBHOOK_SECRET": SECRET})
 
     def webhook() -> None:
         body = b"{}"
         signature = hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
         response = requests.post(
-            f"{url}/webhook", data=body, headers={"X-Forgejo-Signature": signature}, timeout=5
+            f"{serve.url}/webhook", data=body, headers={"X-Forgejo-Signature": signature}, timeout=5
         )
         assert response.status_code == 202
 
     def ticks() -> float:
-        for line in requests.get(f"{url}/metrics", timeout=5).text.splitlines():
-            if line.startswith('autoroll_ticks_total{outcome="ok"}'):
-                return float(line.rpartition(" ")[2])
-        return 0.0
+        return serve.metric("autoroll_ticks_total", outcome="ok")
 
     def ticks_above(value: float) -> bool:
         return ticks() > value
 
-    def up() -> bool:
-        try:
-            return requests.get(f"{url}/healthz", timeout=1).status_code == 200
-        except requests.ConnectionError:
-            return False
-
     try:
-        wait_until(up, 30, "/healthz")
         # The first pass (at start) deletes the oldest stale pod, with its UID.
         wait_until(lambda: len(world.api.deletes) == 1, 15, "the first deletion")
         assert world.api.deletes == [("web-1", "uid-web-1")]
@@ -354,13 +174,12 @@ def test_serve_rolls_one_pod_per_webhook_only_when_settled(world: World, tmp_pat
         wait_until(lambda: len(world.api.deletes) == 2, 15, "the second deletion")
         assert world.api.deletes[1] == ("web-2", "uid-web-2")
 
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(10) == 0
+        code, _ = serve.terminate(10)
+        assert code == 0
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(5)
-    log = log_path.read_text()
+        serve.kill()
+    log = serve.output()
     assert "deleted stale pod shop/web-1" in log
     assert world.registry.password not in log
     assert SECRET not in log
+    world.assert_pod_lists_ask_for_live_pods()

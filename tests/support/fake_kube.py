@@ -1,12 +1,14 @@
-"""A small fake Kubernetes API on 127.0.0.1 that fails on request, for the fault matrix.
+"""A small fake Kubernetes API on 127.0.0.1 that fails on request: the one fake API server.
 
 It serves what ``autoroll.cluster.KubeCluster`` reads and writes — the Deployment list, the
 pod list of one namespace, pod DELETE with a UID precondition — as real API JSON, so the
-real Kubernetes client sits between it and the controller. Faults are queued per route
-(``list-deployments``, ``list-pods``, ``delete``) and consumed one per request; a fault
-can answer an error status (with headers such as ``Retry-After``), answer late, hang
+real Kubernetes client sits between it and the controller. The fault matrix queues faults
+per route (``list-deployments``, ``list-pods``, ``delete``), consumed one per request; a
+fault can answer an error status (with headers such as ``Retry-After``), answer late, hang
 until released, or drop the connection. The server can be stopped and started again on
-the same port (an API server restart).
+the same port (an API server restart). Without faults it is the plain fake API of
+``tests/integration/test_fake_api.py``, which reads ``KubeApiServer.seen`` (method and
+path with query, of every request) to check what the client puts on the wire.
 
 The world: Deployment ``shop/web`` (2 replicas, enrolled) with two Ready pods running
 ``running``. A DELETE that succeeds removes the pod and adds an unready replacement
@@ -16,10 +18,7 @@ may be deleted until ``make_ready``.
 
 from __future__ import annotations
 
-import contextlib
-import http.server
 import json
-import socket
 import threading
 import time
 from collections import deque
@@ -27,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import parse_qs, urlsplit
+
+from tests.support.local_http import LocalHttpServer, Request, cut, reply
 
 SELECTOR = "aethnet.se/autoroll=true"
 NAMESPACE = "shop"
@@ -107,7 +108,7 @@ class FaultyKubeApi:
                 "name": name,
                 "namespace": NAMESPACE,
                 "uid": uid or f"uid-{name}",
-                "labels": {"app": "web"},
+                "labels": {"app": "web", "pod-template-hash": "abc"},
                 "creationTimestamp": CREATED,
             },
             "spec": {
@@ -220,51 +221,14 @@ def _status(code: int, reason: str) -> dict[str, Any]:
     }
 
 
-class KubeApiServer:
+class KubeApiServer(LocalHttpServer):
     """``FaultyKubeApi`` on 127.0.0.1; ``stop``/``start`` keep the port (a restart)."""
 
-    def __init__(self, api: FaultyKubeApi, port: int = 0) -> None:
+    methods = ("GET", "DELETE", "POST")
+
+    def __init__(self, api: FaultyKubeApi, port: int | None = None) -> None:
+        super().__init__(port)
         self.api = api
-        self.port = port
-        self._server: http.server.ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
-        self.connections: set[socket.socket] = set()
-        self._lock = threading.Lock()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self) -> None:
-        http.server.ThreadingHTTPServer.allow_reuse_address = True
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), _handler(self))
-        server.daemon_threads = True
-        self.port = int(server.server_address[1])
-        self._server = server
-        self._thread = threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
-
-    def stop(self) -> None:
-        """Stop listening and cut every open connection, as a dying API server does."""
-        self.stop_listening()
-
-    def stop_listening(self, keep: socket.socket | None = None) -> None:
-        """``stop``, except for ``keep`` (a handler finishing its answer first)."""
-        if self._server is None:
-            return
-        self._server.shutdown()
-        self._server.server_close()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout=10)
-        self._server = None
-        with self._lock:
-            cut = [c for c in self.connections if c is not keep]
-            self.connections = {c for c in self.connections if c is keep}
-        for connection in cut:
-            with contextlib.suppress(OSError):
-                connection.shutdown(socket.SHUT_RDWR)
 
     def write_kubeconfig(self, path: Path) -> Path:
         path.write_text(
@@ -275,73 +239,38 @@ class KubeApiServer:
         )
         return path
 
-
-def _handler(owner: KubeApiServer) -> type[http.server.BaseHTTPRequestHandler]:
-    api = owner.api
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-        def setup(self) -> None:
-            super().setup()
-            with owner._lock:
-                owner.connections.add(self.connection)
-
-        def finish(self) -> None:
-            with owner._lock:
-                owner.connections.discard(self.connection)
-            super().finish()
-
-        def _any(self) -> None:
-            parts = urlsplit(self.path)
-            length = int(self.headers.get("Content-Length") or 0)
-            body = self.rfile.read(length) if length else b""
-            route = api.route(self.command, parts.path)
-            if route is not None:
-                with api.lock:
-                    api.arrivals.append(route)
-                api.arrived[route].set()
-            fault = api.next_fault(route)
-            if fault is not None:
-                if fault.hang is not None:
-                    fault.hang.wait(60)
-                if fault.delay_seconds:
-                    time.sleep(fault.delay_seconds)
-                if fault.drop:
-                    with api.lock:
-                        api.log.append((route or self.path, 0))
-                    self.close_connection = True
-                    self.connection.shutdown(socket.SHUT_RDWR)
-                    return
-            if route == "delete":
-                with api.lock:
-                    api.deletes.append(removal(parts.path, body))
-            headers: tuple[tuple[str, str], ...] = ()
-            if fault is not None and fault.status:
-                status, document = fault.status, _status(fault.status, "Injected")
-            else:
-                status, document = api.answer(route, parts.path, parse_qs(parts.query), body)
-            if fault is not None and fault.go_down:
-                owner.stop_listening(keep=self.connection)
-                self.close_connection = True
-            if fault is not None:
-                headers = fault.headers
+    def handle(self, request: Request) -> None:
+        api = self.api
+        parts = urlsplit(request.path)
+        length = int(request.headers.get("Content-Length") or 0)
+        body = request.rfile.read(length) if length else b""
+        route = api.route(request.command, parts.path)
+        if route is not None:
             with api.lock:
-                api.log.append((route or self.path, status))
-            data = json.dumps(document).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            for key, value in headers:
-                self.send_header(key, value)
-            self.end_headers()
-            self.wfile.write(data)
-
-        do_GET = _any  # noqa: N815
-        do_DELETE = _any  # noqa: N815
-        do_POST = _any  # noqa: N815
-
-    return Handler
+                api.arrivals.append(route)
+            api.arrived[route].set()
+        fault = api.next_fault(route)
+        if fault is not None:
+            if fault.hang is not None:
+                fault.hang.wait(60)
+            if fault.delay_seconds:
+                time.sleep(fault.delay_seconds)
+            if fault.drop:
+                with api.lock:
+                    api.log.append((route or request.path, 0))
+                cut(request)
+                return
+        if route == "delete":
+            with api.lock:
+                api.deletes.append(removal(parts.path, body))
+        if fault is not None and fault.status:
+            status, document = fault.status, _status(fault.status, "Injected")
+        else:
+            status, document = api.answer(route, parts.path, parse_qs(parts.query), body)
+        if fault is not None and fault.go_down:
+            self.stop(keep=request.connection)
+            request.close_connection = True
+        with api.lock:
+            api.log.append((route or request.path, status))
+        headers = {"Content-Type": "application/json", **dict(fault.headers if fault else ())}
+        reply(request, status, headers, json.dumps(document).encode())

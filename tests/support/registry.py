@@ -8,19 +8,17 @@ same port with the same storage: "the registry is offline for a while".
 
 ``FaultyProxy`` sits in front of a registry on another 127.0.0.1 port and misbehaves on
 purpose: drops or mangles ``Docker-Content-Digest``, answers slowly, or demands a Bearer
-token from its own token endpoint.
+token from its own token endpoint (its server scaffolding is ``local_http.LocalHttpServer``).
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
-import http.server
 import json
 import secrets
 import shutil
 import subprocess
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -30,6 +28,7 @@ from typing import Any, Literal
 
 import requests
 
+from tests.support.local_http import LocalHttpServer, Request, forward, registry_headers, reply
 from tests.support.ports import free_port
 
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
@@ -335,7 +334,7 @@ ProxyMode = Literal[
 ]
 
 
-class FaultyProxy:
+class FaultyProxy(LocalHttpServer):
     """A threaded HTTP proxy on 127.0.0.1 in front of ``upstream``, misbehaving per ``mode``.
 
     ``bearer`` mode answers every ``/v2/`` request without a valid token with a 401 Bearer
@@ -352,60 +351,22 @@ class FaultyProxy:
         delay_seconds: float = 0.0,
         token_lifetime_seconds: int = 300,
     ) -> None:
+        super().__init__()
         self.upstream = upstream
         self.mode = mode
         self.delay_seconds = delay_seconds
         self.token_lifetime_seconds = token_lifetime_seconds
         self.tokens_issued = 0
-        self.requests: list[tuple[str, str, str]] = []  # (method, path, Authorization scheme)
         self._valid_tokens: set[str] = set()
-        self._lock = threading.Lock()
-        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property
-    def port(self) -> int:
-        return int(self._server.server_address[1])
-
-    @property
-    def host(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    @property
-    def url(self) -> str:
-        return f"http://{self.host}"
-
-    def __enter__(self) -> FaultyProxy:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=10)
-
-    def _handler(self) -> type[http.server.BaseHTTPRequestHandler]:
-        proxy = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def do_HEAD(self) -> None:
-                proxy._handle(self, "HEAD")
-
-            def do_GET(self) -> None:
-                proxy._handle(self, "GET")
-
-        return Handler
-
-    def _handle(self, handler: http.server.BaseHTTPRequestHandler, method: str) -> None:
-        auth = handler.headers.get("Authorization", "")
+    def requests(self) -> list[tuple[str, str, str]]:
+        """(method, path, Authorization scheme) of every request so far."""
         with self._lock:
-            self.requests.append((method, handler.path, auth.partition(" ")[0]))
+            return [(s.method, s.path, s.auth_scheme) for s in self.seen]
+
+    def handle(self, handler: Request) -> None:
+        auth = handler.headers.get("Authorization", "")
         if self.delay_seconds:
             time.sleep(self.delay_seconds)
         if handler.path.startswith("/token"):
@@ -420,61 +381,30 @@ class FaultyProxy:
                     f'Bearer realm="http://{host}:{self.port}/token",'
                     f'service="autoroll-test",scope="repository:{repository}:pull"'
                 )
-                self._reply(handler, 401, {"WWW-Authenticate": challenge}, b"{}")
+                reply(handler, 401, {"WWW-Authenticate": challenge}, b"{}")
                 return
-        upstream = requests.request(
-            method,
+        upstream = forward(
+            handler,
             f"{self.upstream.url}{handler.path}",
-            headers={
-                "Accept": handler.headers.get("Accept", ""),
-                "Authorization": self.upstream.authorization
-                if self.mode.startswith("bearer")
-                else auth,
-            },
-            timeout=10,
-            allow_redirects=False,
+            authorization=self.upstream.authorization if self.mode.startswith("bearer") else auth,
         )
-        headers = {
-            k: v
-            for k, v in upstream.headers.items()
-            if k.lower() in {"content-type", "docker-content-digest", "www-authenticate"}
-        }
+        headers = registry_headers(upstream)
         if self.mode == "drop-digest":
             headers.pop("Docker-Content-Digest", None)
         elif self.mode == "malformed-digest" and "Docker-Content-Digest" in headers:
             headers["Docker-Content-Digest"] = "sha256:not-a-digest"
-        body = upstream.content if method == "GET" else b""
-        length = (
-            len(upstream.content)
-            if method == "GET"
-            else int(upstream.headers.get("Content-Length", "0"))
-        )
-        self._reply(handler, upstream.status_code, headers, body, length=length)
+        get = handler.command == "GET"
+        body = upstream.content if get else b""
+        length = len(body) if get else int(upstream.headers.get("Content-Length", "0"))
+        reply(handler, upstream.status_code, headers, body, length=length)
 
-    def _issue_token(self, handler: http.server.BaseHTTPRequestHandler, auth: str) -> None:
+    def _issue_token(self, handler: Request, auth: str) -> None:
         if auth != self.upstream.authorization:
-            self._reply(handler, 401, {"WWW-Authenticate": 'Basic realm="token"'}, b"{}")
+            reply(handler, 401, {"WWW-Authenticate": 'Basic realm="token"'}, b"{}")
             return
         token = secrets.token_hex(16)
         with self._lock:
             self._valid_tokens.add(token)
             self.tokens_issued += 1
         body = json.dumps({"token": token, "expires_in": self.token_lifetime_seconds}).encode()
-        self._reply(handler, 200, {"Content-Type": "application/json"}, body)
-
-    @staticmethod
-    def _reply(
-        handler: http.server.BaseHTTPRequestHandler,
-        status: int,
-        headers: dict[str, str],
-        body: bytes,
-        *,
-        length: int | None = None,
-    ) -> None:
-        handler.send_response(status)
-        for key, value in headers.items():
-            handler.send_header(key, value)
-        handler.send_header("Content-Length", str(len(body) if length is None else length))
-        handler.end_headers()
-        if body and handler.command != "HEAD":
-            handler.wfile.write(body)
+        reply(handler, 200, {"Content-Type": "application/json"}, body)
