@@ -10,8 +10,8 @@ stay protected.
 A pass lists the cluster first, then reads the sighting clock, then asks the registry, and
 deletes only after that. So every pod in the listing predates any digest the pass sees for
 the first time (the sighting remembers their UIDs), and every replacement of a pod this or a
-later pass deletes is created after the sighting (its UID is not remembered, and its
-creationTimestamp is not older than the sighting).
+later pass deletes is created after the sighting (its UID is not remembered, and even
+rounded down to a whole second its creationTimestamp is less than a second before it).
 
 Dry-run is "don't execute the plan": ``decide`` returns the same actions either way; this
 module alone chooses between executing them and logging them.
