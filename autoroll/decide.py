@@ -4,8 +4,11 @@ API for the shell (stable; extended, never renamed)
 ---------------------------------------------------
 1. ``refs = refs_to_resolve(deployments, forgejo_host=cfg.forgejo_host)`` -> ``set[TagRef]``.
 2. ``resolved = registry.resolve(refs)`` -> ``dict[TagRef, Digest | Unknown]`` (one HEAD each).
-3. ``sightings = observe_targets(sightings, resolved, now=now)``: the loop-guard memory, a plain
-   ``dict[TagRef, Sighting]`` the shell keeps in memory between ticks (nothing on disk).
+3. ``sightings = observe_targets(sightings, resolved, now=now, listed=listed)``: the loop-guard
+   memory, a plain ``dict[TagRef, Sighting]`` the shell keeps in memory between ticks (nothing
+   on disk). ``listed = listed_uids(snapshot, forgejo_host=...)`` names, per ref, the pods the
+   shell listed *before* step 2 asked the registry, and ``now`` is read after that listing:
+   both are what lets a first sighting remember which pods are surely older than it.
 4. Per Deployment::
 
        decision = decide(deployment=d, pods=pods, forgejo_host=..., resolved=resolved,
@@ -24,7 +27,9 @@ Safety properties enforced here (see docs/adr/001-cluster-is-the-state.md):
 - a pod is stale only if both its digest and the registry's are known, they differ, and the
   pod's digest is not a child of the registry's index;
 - at most one deletion per Deployment per call, and only while the Deployment is settled;
-- a pod created after its target digest was first seen is never deleted (loop guard).
+- a pod created after its target digest was first seen is never deleted (loop guard): a pod
+  counts as older only if the sighting's own pass listed it, or if its creationTimestamp is
+  before the sighting by at least the timestamp's one-second resolution.
 """
 
 from __future__ import annotations
@@ -59,12 +64,14 @@ __all__ = [
     "Verdict",
     "decide",
     "is_settled",
+    "listed_uids",
     "observe_targets",
     "refs_to_resolve",
     "select_container",
 ]
 
-#: The API server stamps ``creationTimestamp`` in whole seconds (RFC 3339, no fraction).
+#: The API server stamps ``creationTimestamp`` in whole seconds (RFC 3339, no fraction). Only
+#: pods the sighting did not list itself are judged by their timestamp, rounded the safe way.
 CREATION_TIMESTAMP_RESOLUTION = timedelta(seconds=1)
 
 
@@ -149,10 +156,17 @@ class Settledness:
 
 @dataclass(frozen=True, slots=True)
 class Sighting:
-    """When the shell first saw ``digest`` as the registry's answer for a ref (loop guard)."""
+    """When the shell first saw ``digest`` as the registry's answer for a ref (loop guard).
+
+    ``older_uids`` are the UIDs of the pods (of Deployments using the ref) that the sighting's
+    own pass had listed before it asked the registry: each existed before the sighting,
+    whatever its whole-second ``creationTimestamp`` says. Fixed at the sighting and never
+    extended, so a replacement created later can never be in it.
+    """
 
     digest: Digest
     first_seen_at: datetime
+    older_uids: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -293,21 +307,47 @@ def refs_to_resolve(deployments: Iterable[DeploymentView], *, forgejo_host: str)
 # Loop-guard memory
 
 
+def listed_uids(
+    snapshot: Iterable[tuple[DeploymentView, Sequence[PodView]]], *, forgejo_host: str
+) -> dict[TagRef, frozenset[str]]:
+    """Per ref, the UIDs of the listed pods of every Deployment with a container using it.
+
+    Feeds ``observe_targets``: taken from a listing made before the registry is asked, these
+    pods all predate any digest that the registry's answers show for the first time.
+    """
+    uids: dict[TagRef, set[str]] = {}
+    for deployment, pods in snapshot:
+        pod_uids = {p.uid for p in pods if p.uid}
+        for container in deployment.containers:
+            ref = select_container(container, forgejo_host=forgejo_host).ref
+            if ref is not None:
+                uids.setdefault(ref, set()).update(pod_uids)
+    return {ref: frozenset(found) for ref, found in uids.items()}
+
+
 def observe_targets(
     previous: Mapping[TagRef, Sighting],
     resolved: Mapping[TagRef, Digest | Unknown],
     *,
     now: datetime,
+    listed: Mapping[TagRef, frozenset[str]] | None = None,
 ) -> dict[TagRef, Sighting]:
-    """The next loop-guard memory: when each ref's current digest was first seen.
+    """The next loop-guard memory: when each ref's current digest was first seen, and which
+    pods were listed before that.
 
     Keyed by ref, not by digest, so that a tag moving back to an older digest counts as a
     new sighting (otherwise pods of the intermediate digest could never be replaced). An
     unknown answer keeps the previous sighting; refs no longer resolved are forgotten, so
-    the memory is bounded by the number of enrolled refs.
+    the memory is bounded by the enrolled refs and, per ref, by the pods listed at its
+    sighting (a new digest replaces the set, an unchanged one keeps it as it was).
+
+    ``listed`` (see ``listed_uids``) must come from a listing finished before ``resolved``
+    was asked for, and ``now`` must be read after that listing: then every UID remembered
+    belongs to a pod created before ``now``. Without it only timestamps guard.
     """
     if now.tzinfo is None:
         raise ValueError("now must be timezone-aware")
+    listed = listed or {}
     memory: dict[TagRef, Sighting] = {}
     for ref, answer in resolved.items():
         before = previous.get(ref)
@@ -317,7 +357,7 @@ def observe_targets(
         elif before is not None and before.digest == answer:
             memory[ref] = before
         else:
-            memory[ref] = Sighting(answer, now)
+            memory[ref] = Sighting(answer, now, listed.get(ref, frozenset()))
     return memory
 
 
@@ -562,11 +602,15 @@ def _compare(
 
 def _guard(finding: PodFinding, pods: Sequence[PodView], sighting: Sighting) -> PodFinding:
     """Turn STALE into LOOP_GUARD for a pod that may have been created after the target was
-    first seen. ``creationTimestamp`` has whole-second resolution, so a pod stamped in the
+    first seen. A pod the sighting's own pass had listed is surely older. Any other pod is
+    judged by ``creationTimestamp``, which has whole-second resolution: one stamped in the
     same second as the sighting may be younger than it (a replacement created milliseconds
-    after the deletion that the sighting's tick made): it counts as created after.
+    after a deletion), so it counts as created after.
     """
     if finding.state is not PodState.STALE:
+        return finding
+    if finding.uid and finding.uid in sighting.older_uids:
+        # Listed before the registry was asked: older than the sighting, whatever its stamp.
         return finding
     pod = next(p for p in pods if p.name == finding.pod)
     if pod.created_at + CREATION_TIMESTAMP_RESOLUTION > sighting.first_seen_at:

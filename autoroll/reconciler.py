@@ -1,10 +1,17 @@
 """One reconcile pass: snapshot → resolve → decide → act, then count and log every decision.
 
 This is the imperative shell around ``autoroll.decide``. It owns the only state autoroll
-keeps, and keeps it in memory: the loop guard's "target digest first seen at" map (the
-registry client keeps the other memory, index children by digest). Restarting the process
-forgets it, which is safe: the next sighting is "now", so pods that existed before it stay
-eligible and pods created after it stay protected.
+keeps, and keeps it in memory: the loop guard's map of when each ref's target digest was
+first seen and which pods were listed by then (the registry client keeps the other memory,
+index children by digest). Restarting the process forgets it, which is safe: the next
+sighting is "now", so pods that existed before it stay eligible and pods created after it
+stay protected.
+
+A pass lists the cluster first, then reads the sighting clock, then asks the registry, and
+deletes only after that. So every pod in the listing predates any digest the pass sees for
+the first time (the sighting remembers their UIDs), and every replacement of a pod this or a
+later pass deletes is created after the sighting (its UID is not remembered, and even
+rounded down to a whole second its creationTimestamp is less than a second before it).
 
 Dry-run is "don't execute the plan": ``decide`` returns the same actions either way; this
 module alone chooses between executing them and logging them.
@@ -43,6 +50,7 @@ from autoroll.decide import (
     Sighting,
     Verdict,
     decide,
+    listed_uids,
     observe_targets,
     refs_to_resolve,
 )
@@ -162,8 +170,15 @@ class Reconciler:
         enrolled = tuple(self._cluster.snapshot())
         deployments = [e.deployment for e in enrolled]
         refs = refs_to_resolve(deployments, forgejo_host=self._forgejo_host)
+        # Order matters to the loop guard: listed, then the clock, then the registry. Every
+        # pod listed is older than the sighting time read after the listing, which is older
+        # than the registry's answer (module docstring).
+        listed = listed_uids(
+            ((e.deployment, e.pods) for e in enrolled), forgejo_host=self._forgejo_host
+        )
+        seen_at = self._clock()
         resolved = dict(self._registry.resolve(sorted(refs))) if refs else {}
-        self._sightings = observe_targets(self._sightings, resolved, now=now)
+        self._sightings = observe_targets(self._sightings, resolved, now=seen_at, listed=listed)
 
         decisions: list[Decision] = []
         executed: list[Executed] = []

@@ -23,6 +23,7 @@ from autoroll.decide import (
     Verdict,
     decide,
     is_settled,
+    listed_uids,
     observe_targets,
     refs_to_resolve,
 )
@@ -399,6 +400,58 @@ CASES = [
         Reason.CREATED_AFTER_TARGET,
         sightings={REF: Sighting(NEW, SEEN + timedelta(milliseconds=822))},
     ),
+    # Pods the sighting's own pass listed are older than it, whatever their stamp says.
+    Case(
+        "listed-at-sighting-same-second-deleted",
+        "loop guard (a pod listed before the registry was asked predates the sighting)",
+        [pod("a", created=SEEN), pod("b", digest=NEW, created=AFTER)],
+        Verdict.STALE,
+        Reason.STALE_POD,
+        deletes="a",
+        sightings={REF: Sighting(NEW, SEEN + timedelta(milliseconds=822), frozenset({"uid-a"}))},
+    ),
+    Case(
+        "not-listed-same-second-not-deleted",
+        "loop guard (a pod the sighting did not list is judged by its whole-second stamp)",
+        [pod("a", created=SEEN), pod("b", digest=NEW, created=AFTER)],
+        Verdict.LOOP_GUARD,
+        Reason.CREATED_AFTER_TARGET,
+        sightings={REF: Sighting(NEW, SEEN + timedelta(milliseconds=822), frozenset({"uid-b"}))},
+    ),
+    Case(
+        "not-listed-created-well-before-deleted",
+        "loop guard (timestamps still count for pods the sighting did not list)",
+        [pod("a", created=BEFORE), pod("b", digest=NEW, created=AFTER)],
+        Verdict.STALE,
+        Reason.STALE_POD,
+        deletes="a",
+        sightings={REF: Sighting(NEW, SEEN, frozenset({"uid-b"}))},
+    ),
+    Case(
+        "listed-at-sighting-deleted-despite-a-skewed-stamp",
+        "loop guard (the API server's clock ahead of ours does not spare a listed pod)",
+        [pod("a", created=SEEN + timedelta(seconds=3)), pod("b", digest=NEW, created=AFTER)],
+        Verdict.STALE,
+        Reason.STALE_POD,
+        deletes="a",
+        sightings={REF: Sighting(NEW, SEEN, frozenset({"uid-a"}))},
+    ),
+    Case(
+        "uid-less-pod-never-counts-as-listed",
+        "loop guard (an empty UID matches nothing remembered)",
+        [replace(pod("a", created=SEEN), uid=""), pod("b", digest=NEW, created=AFTER)],
+        Verdict.LOOP_GUARD,
+        Reason.CREATED_AFTER_TARGET,
+        sightings={REF: Sighting(NEW, SEEN, frozenset({""}))},
+    ),
+    Case(
+        "listed-for-another-digest-not-deleted",
+        "loop guard (a sighting of another digest guards nothing: no deletion without it)",
+        [pod("a", created=SEEN), pod("b", digest=NEW, created=AFTER)],
+        Verdict.SKIPPED,
+        Reason.SIGHTING_MISSING,
+        sightings={REF: Sighting(OLD, SEEN, frozenset({"uid-a"}))},
+    ),
     Case(
         "guard-picks-the-old-pod",
         "loop guard",
@@ -671,6 +724,102 @@ def test_observe_targets_unknown_keeps_previous_and_moves_reset() -> None:
 def test_observe_targets_forgets_unenrolled_refs() -> None:
     memory = {REF: Sighting(NEW, SEEN), SIDE_REF: Sighting(NEW, SEEN)}
     assert observe_targets(memory, {REF: NEW}, now=AFTER) == {REF: Sighting(NEW, SEEN)}
+
+
+def test_observe_targets_remembers_the_pods_listed_at_a_first_sighting_only() -> None:
+    listed = {REF: frozenset({"uid-a", "uid-b"}), SIDE_REF: frozenset({"uid-s"})}
+    memory = observe_targets({}, {REF: NEW}, now=SEEN, listed=listed)
+    assert memory == {REF: Sighting(NEW, SEEN, frozenset({"uid-a", "uid-b"}))}, "only refs asked"
+
+    # The same digest again: the set is the sighting's, never extended by later listings
+    # (a replacement listed now was created after the sighting).
+    later = observe_targets(
+        memory, {REF: NEW}, now=AFTER, listed={REF: frozenset({"uid-b", "uid-r"})}
+    )
+    assert later == memory
+    # Unknown keeps the sighting with its set.
+    assert observe_targets(later, {REF: Unknown("timeout")}, now=AFTER, listed={}) == memory
+
+
+def test_observe_targets_replaces_the_pods_when_the_digest_moves() -> None:
+    memory = {REF: Sighting(NEW, SEEN, frozenset({"uid-a", "uid-b"}))}
+    moved = observe_targets(
+        memory, {REF: OTHER}, now=AFTER, listed={REF: frozenset({"uid-b", "uid-r"})}
+    )
+    assert moved == {REF: Sighting(OTHER, AFTER, frozenset({"uid-b", "uid-r"}))}
+    # Nothing listed for the ref (say its only Deployment has no pods): an empty set.
+    assert observe_targets(memory, {REF: OTHER}, now=AFTER) == {REF: Sighting(OTHER, AFTER)}
+
+
+def test_observe_targets_forgets_the_pods_of_unenrolled_refs() -> None:
+    memory = {
+        REF: Sighting(NEW, SEEN, frozenset({"uid-a"})),
+        SIDE_REF: Sighting(NEW, SEEN, frozenset({"uid-s"})),
+    }
+    after = observe_targets(memory, {SIDE_REF: NEW}, now=AFTER, listed={REF: frozenset({"x"})})
+    assert after == {SIDE_REF: Sighting(NEW, SEEN, frozenset({"uid-s"}))}
+
+
+def test_listed_uids_groups_pod_uids_by_the_refs_their_deployment_uses() -> None:
+    both = deployment(
+        ContainerView("app", IMAGE, "Always"), ContainerView("side", SIDE_IMAGE, "Always")
+    )
+    app_only = deployment(name="other")
+    ignored = deployment(ContainerView("app", "nginx:latest", "Always"), name="hub")
+    snapshot = [
+        (both, [pod("a"), pod("b"), replace(pod("nameless"), uid="")]),
+        (app_only, [pod("c")]),
+        (ignored, [pod("h")]),
+        (deployment(name="empty"), []),
+    ]
+    assert listed_uids(snapshot, forgejo_host=HOST) == {
+        REF: frozenset({"uid-a", "uid-b", "uid-c"}),
+        SIDE_REF: frozenset({"uid-a", "uid-b"}),
+    }
+
+
+def test_loop_guard_memory_across_passes_closes_the_same_second_window() -> None:
+    """The shell's pure flow over three passes: list, observe, decide.
+
+    Pass 1 first sees NEW in the second pod "a" was created: "a" was listed, so it goes.
+    Pass 2: its replacement, stamped in that same second, still reports OLD (a runtime
+    quirk): it was not listed at the sighting, so the guard spares it. Pass 3: the tag moves
+    to OTHER; the replacement was listed at that sighting, so it is stale again, not guarded.
+    """
+    dep = deployment(replicas=2)
+    second = SEEN  # a whole second: what creationTimestamp can say
+    pods = [pod("a", created=second), pod("b", digest=NEW, created=BEFORE)]
+    memory: dict[TagRef, Sighting] = {}
+
+    def one_pass(now: datetime, target: Digest) -> Decision:
+        nonlocal memory
+        listed = listed_uids([(dep, pods)], forgejo_host=HOST)
+        memory = observe_targets(memory, {REF: target}, now=now, listed=listed)
+        return decide(
+            deployment=dep,
+            pods=pods,
+            forgejo_host=HOST,
+            resolved={REF: target},
+            sightings=memory,
+            children={target: frozenset()},
+        )
+
+    first = one_pass(second + timedelta(milliseconds=400), NEW)
+    assert [a.name for a in first.actions] == ["a"]
+    pods = [pod("a2", created=second), pods[1]]  # created at .600, stamped in the same second
+
+    spared = one_pass(second + timedelta(seconds=30), NEW)
+    assert spared.actions == ()
+    assert spared.containers[0].verdict is Verdict.LOOP_GUARD
+    assert memory[REF].older_uids == frozenset({"uid-a", "uid-b"})
+
+    moved = one_pass(second + timedelta(seconds=60), OTHER)
+    states = {f.pod: f.state for f in moved.containers[0].pods}
+    assert states == {"a2": PodState.STALE, "b": PodState.STALE}  # "b", the oldest, goes first
+    assert [a.name for a in moved.actions] == ["b"]
+    assert memory[REF] == Sighting(
+        OTHER, second + timedelta(seconds=60), frozenset({"uid-a2", "uid-b"})
+    )
 
 
 def test_observe_targets_requires_aware_time() -> None:

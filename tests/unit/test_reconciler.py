@@ -265,6 +265,58 @@ def test_a_new_digest_is_a_new_sighting() -> None:
     assert reconciler.sightings[REF].first_seen_at == T0 + timedelta(hours=2)
 
 
+def test_a_pod_created_in_the_sightings_second_is_rolled_and_its_replacement_is_guarded() -> None:
+    """The one-second window is closed: "web-1" is stamped in the very second the pass first
+    sees NEW, but that pass listed it before asking the registry, so it is replaced. Its
+    replacement, stamped in the same second and still reporting OLD, is spared every pass."""
+    second = T0  # whole seconds, as the API server stamps creationTimestamp
+    clock = Clock(second + timedelta(milliseconds=300))
+    cluster = FakeCluster([enrolled("web", [pod("web-1", OLD, created=second)])])
+    reconciler, metrics = make(cluster, FakeRegistry({REF: NEW}), clock=clock)
+    reconciler.tick()
+    assert cluster.deleted == [("shop", "web-1", "uid-web-1")]
+    assert reconciler.sightings[REF].older_uids == frozenset({"uid-web-1"})
+
+    cluster.items = [enrolled("web", [pod("web-2", OLD, created=second)])]  # created at .700
+    for minutes in (1, 2, 3):
+        clock.now = second + timedelta(minutes=minutes)
+        report = reconciler.tick()
+        assert report.decisions[0].containers[0].verdict.value == "loop-guard"
+    assert cluster.deleted == [("shop", "web-1", "uid-web-1")]
+    assert sample(metrics, "autoroll_loop_guard_hits_total") == 3
+    assert reconciler.sightings[REF].older_uids == frozenset({"uid-web-1"}), "never extended"
+
+
+def test_the_pass_lists_pods_then_reads_the_sighting_clock_then_asks_the_registry() -> None:
+    """The order the loop guard relies on: every pod remembered at a sighting was listed
+    before the sighting time was read, which was before the registry's answer."""
+    steps: list[str] = []
+
+    class Recording(FakeCluster):
+        def snapshot(self) -> Sequence[Enrolled]:
+            steps.append("list")
+            return super().snapshot()
+
+    class RecordingRegistry(FakeRegistry):
+        def resolve(self, refs: Iterable[TagRef]) -> Mapping[TagRef, Digest | Unknown]:
+            steps.append("registry")
+            return super().resolve(refs)
+
+    class Ticking(Clock):
+        def __call__(self) -> datetime:
+            self.now += timedelta(seconds=1)
+            steps.append(f"clock {self.now:%S}")
+            return self.now
+
+    cluster = Recording([enrolled("web", [pod("web-1", NEW), pod("web-2", NEW)])])
+    reconciler, _ = make(cluster, RecordingRegistry({REF: NEW}), clock=Ticking(T0))
+    reconciler.tick()
+    sighting = reconciler.sightings[REF]
+    read = f"clock {sighting.first_seen_at:%S}"
+    assert steps.index("list") < steps.index(read) < steps.index("registry"), steps
+    assert sighting.older_uids == frozenset({"uid-web-1", "uid-web-2"})
+
+
 def test_a_platform_child_digest_counts_as_current_and_children_are_cached() -> None:
     cluster = FakeCluster([enrolled("web", [pod("web-1", CHILD)])])
     registry = FakeRegistry({REF: NEW})
