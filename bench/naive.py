@@ -13,7 +13,6 @@ and the registry. It never deletes: it lives in
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -25,6 +24,7 @@ from autoroll.cluster import (
     LabelSelector,
     Operator,
     deployment_from_json,
+    list_items,
     pod_from_json,
 )
 from autoroll.decide import Decision, Sighting, decide, observe_targets, refs_to_resolve
@@ -52,10 +52,9 @@ def selector_text(selector: LabelSelector) -> str:
 def _items(response: Any) -> list[dict[str, Any]]:
     """A raw list answer's items, read as autoroll reads them (plain JSON, no models)."""
     try:
-        items: list[dict[str, Any]] = json.loads(response.data).get("items") or []
+        return list_items(response.data)
     finally:
         response.release_conn()
-    return items
 
 
 class NaiveController:

@@ -31,7 +31,16 @@ from kubernetes import client as kube_client
 from prometheus_client import CollectorRegistry
 
 from autoroll import logs
-from autoroll.cluster import LIVE_PODS_FIELD_SELECTOR, REQUEST_TIMEOUT, KubeCluster, connect
+from autoroll.cluster import (
+    LIVE_PODS_FIELD_SELECTOR,
+    REQUEST_TIMEOUT,
+    KubeCluster,
+    LabelSelector,
+    connect,
+    deployment_from_json,
+    list_items,
+    pod_list_selector,
+)
 from autoroll.decide import Decision
 from autoroll.metrics import Metrics
 from autoroll.reconciler import Reconciler
@@ -94,10 +103,11 @@ def build(
 
 
 def lists_only(api_client: Any, selector: str) -> Callable[[], Any]:
-    """The floor: autoroll's 1 + namespaces lists, read as plain JSON, nothing decided.
+    """The floor: autoroll's own 1 + namespaces lists (narrowed the same way), read as
+    JSON, nothing converted, asked of the registry or decided.
 
-    Not a strategy anyone runs: it shows how much of a pass is transport and JSON, and so
-    how much the Kubernetes client's model objects cost on top.
+    Not a strategy anyone runs: it shows how much of a pass is transport and JSON parsing,
+    and so how much conversion, registry lookups and decisions add on top.
     """
     # Any: with _preload_content=False the client returns the raw response, not the model.
     apps: Any = kube_client.AppsV1Api(api_client)
@@ -107,15 +117,20 @@ def lists_only(api_client: Any, selector: str) -> Callable[[], Any]:
         listed = apps.list_deployment_for_all_namespaces(
             label_selector=selector, _request_timeout=REQUEST_TIMEOUT, _preload_content=False
         )
-        items = json.loads(listed.data)["items"]
-        for namespace in sorted({item["metadata"]["namespace"] for item in items}):
+        selectors: dict[str, list[LabelSelector]] = {}
+        for item in list_items(listed.data):
+            view, pod_selector = deployment_from_json(item)
+            selectors.setdefault(view.namespace, []).append(pod_selector)
+        for namespace in sorted(selectors):
+            narrowing = pod_list_selector(selectors[namespace])
             page = core.list_namespaced_pod(
                 namespace,
                 field_selector=LIVE_PODS_FIELD_SELECTOR,
                 _request_timeout=REQUEST_TIMEOUT,
                 _preload_content=False,
+                **({"label_selector": narrowing} if narrowing else {}),
             )
-            json.loads(page.data)
+            list_items(page.data)
         return []
 
     return run

@@ -28,6 +28,7 @@ from autoroll.cluster import (
     default_pull_policy,
     deployment_from_json,
     group_pods,
+    list_items,
     pod_from_json,
     pod_list_selector,
     selector_from_json,
@@ -663,3 +664,26 @@ def test_a_list_answer_that_is_not_json_is_a_clear_api_error() -> None:
     with pytest.raises(ClusterApiError, match=r"list deployments .* not JSON"):
         cluster.snapshot()
     assert apps.responses[0].released  # the connection goes back to the pool either way
+
+
+def test_list_items_drops_managed_fields_and_keeps_the_rest() -> None:
+    body = json.dumps(
+        {
+            "kind": "PodList",
+            "items": [
+                {"metadata": {"name": "a", "managedFields": [{"manager": "kubelet"}]}, "spec": {}},
+                "not an object",
+            ],
+        }
+    )
+    assert list_items(body) == [{"metadata": {"name": "a"}, "spec": {}}]
+    assert list_items(b'{"kind": "PodList", "items": null}') == []
+
+
+@pytest.mark.parametrize(
+    ("body", "problem"),
+    [(b"<html>", "not JSON"), (b'{"items": {"a": 1}}', "items are not a list")],
+)
+def test_list_items_refuses_what_is_not_a_list_answer(body: bytes, problem: str) -> None:
+    with pytest.raises(ValueError, match=problem):
+        list_items(body)

@@ -303,9 +303,8 @@ def deploy_stale(cluster: Cluster, namespace: str, replicas: int = 2) -> tuple[s
         lambda: _all_ready(cluster, namespace, replicas, old), timeout=60, what="pods Ready on v1"
     )
     uids = {p.metadata.uid for p in cluster.core.list_namespaced_pod(namespace).items}
-    # creationTimestamp has whole seconds, so the loop guard spares pods stamped within a
-    # second of the moment the new digest is first seen (ADR 001); these pods are older.
-    time.sleep(1.5)
+    # No pause: pods stamped in the same second as the first sighting of v2 are still
+    # stale, because the pass that first sees v2 remembers the pods it listed (ADR 001).
     new = pusher.push_image(repository, "latest", content=f"v2 {namespace}".encode()).digest
     return old, new, uids
 
