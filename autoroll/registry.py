@@ -3,7 +3,8 @@
 Every answer is a ``Digest`` or an ``Unknown(reason)``. Failures never escape as exceptions
 and never read as "changed": the core skips an unknown image for the tick.
 
-- ``resolve(refs)``: one ``HEAD /v2/<repo>/manifests/<tag>`` per unique ref, with an Accept
+- ``resolve(refs)``: one ``HEAD /v2/<repo>/manifests/<tag>`` per unique ref (a few in
+  flight at once, ``Limits.lookup_concurrency``), with an Accept
   list naming the OCI index, OCI manifest, Docker manifest list and Docker v2 manifest types.
   Without the index types a registry answers a multi-arch tag with one platform's manifest
   (or 404), and that digest never equals the index digest containerd reports — so every pod
@@ -66,6 +67,7 @@ import re
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from typing import Final, Protocol, TypeVar
@@ -202,6 +204,7 @@ class Limits:
     children_cache_size: int = 1024  # index digests remembered (immutable, so never stale)
     max_backoff_seconds: float = 300.0  # longest Retry-After honoured: 2.5 poll intervals
     default_backoff_seconds: float = 10.0  # a 429 without a usable Retry-After
+    lookup_concurrency: int = 4  # HEADs in flight at once in resolve(); 1 sends them in turn
 
 
 @dataclass(slots=True)
@@ -231,8 +234,10 @@ class _Deadline:
 class RegistryClient:
     """Digests for tags on one registry. One instance per process; ``session`` is injected.
 
-    Not thread-safe (token and children caches are plain dicts): the one reconcile thread
-    owns it, and ``autoroll plan`` builds its own.
+    One caller at a time: the one reconcile thread owns it, and ``autoroll plan`` builds its
+    own. Inside ``resolve`` its own worker threads share it; what they share is safe for
+    that (single dict operations on the token cache, a quiet-period deadline that only
+    moves later, a thread-safe observer, and ``requests``' connection pool).
     """
 
     def __init__(
@@ -275,10 +280,19 @@ class RegistryClient:
         deadline = _Deadline(self._clock, self._limits.budget_seconds)
         self._tick = deadline
         self._failed_children.clear()
-        answers: dict[TagRef, Digest | Unknown] = {}
-        for ref in sorted(set(refs)):
-            answers[ref] = self._lookup(partial(self._head_digest, ref, deadline))
-        return answers
+        unique = sorted(set(refs))
+        workers = min(self._limits.lookup_concurrency, len(unique))
+        if workers <= 1:
+            return {ref: self._lookup(partial(self._head_digest, ref, deadline)) for ref in unique}
+        # A few HEADs in flight at once: against a remote registry each is a round trip, and
+        # a pass resolves every enrolled tag. Each lookup still checks the budget and any
+        # quiet period before it sends, so after a 429 only the requests already in flight
+        # (at most workers - 1) are answered; the rest are Unknown("backoff").
+        with ThreadPoolExecutor(workers, thread_name_prefix="autoroll-registry") as pool:
+            answers = pool.map(
+                lambda ref: self._lookup(partial(self._head_digest, ref, deadline)), unique
+            )
+            return dict(zip(unique, answers, strict=True))
 
     def known_children(self) -> Mapping[Digest, frozenset[Digest]]:
         """Every index expansion cached so far (pass it to ``decide`` as a start)."""

@@ -8,6 +8,7 @@ inside one Kubernetes call is not seen separately; none happen on 127.0.0.1.
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -61,14 +62,20 @@ def count_kubernetes(api_client: Any, counts: Counter[str]) -> Any:
 
 
 class CountingAdapter(HTTPAdapter):
-    """An ``HTTPAdapter`` that counts each request it sends, by HTTP method."""
+    """An ``HTTPAdapter`` that counts each request it sends, by HTTP method.
+
+    Locked: the registry client sends several HEADs at once, and ``counts[k] += 1`` is a
+    read-modify-write that two threads can interleave.
+    """
 
     def __init__(self, counts: Counter[str]) -> None:
         super().__init__()
         self.counts = counts
+        self._lock = threading.Lock()
 
     def send(self, request: requests.PreparedRequest, *args: Any, **kwargs: Any) -> Any:
-        self.counts[str(request.method)] += 1
+        with self._lock:
+            self.counts[str(request.method)] += 1
         return super().send(request, *args, **kwargs)
 
 

@@ -10,6 +10,8 @@ import base64
 import hashlib
 import io
 import json
+import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -77,6 +79,9 @@ def make(
     handler: Handler, *, base: str = f"https://{HOST}", clock: Clock | None = None, **limits: Any
 ) -> tuple[RegistryClient, FakeSession]:
     session = FakeSession(handler)
+    # One lookup at a time unless a test asks for more: these tests script answers and move
+    # a fake clock, which only has a meaning when requests go out in a known order.
+    limits.setdefault("lookup_concurrency", 1)
     client = RegistryClient(
         session=session,
         base_url=base,
@@ -371,3 +376,59 @@ def test_base_url_must_be_scheme_and_host() -> None:
 def test_repr_shows_no_credentials() -> None:
     client, _ = make(lambda *_: response(200))
     assert "s3cret" not in repr(client)
+
+
+# -- several HEADs in flight ---------------------------------------------------------------------
+
+
+def refs(count: int) -> list[TagRef]:
+    return [TagRef(HOST, f"team/app-{k}", "latest") for k in range(count)]
+
+
+def digest_for(url: str) -> str:
+    return "sha256:" + hashlib.sha256(url.encode()).hexdigest()
+
+
+def test_lookups_overlap_up_to_the_concurrency_limit() -> None:
+    # Every HEAD waits until four are in flight: sent one at a time, they would all time out.
+    together = threading.Barrier(4, timeout=5)
+
+    def handler(method: str, url: str, kwargs: Any) -> requests.Response:
+        together.wait()
+        return response(200, {"Docker-Content-Digest": digest_for(url)})
+
+    client, session = make(handler, lookup_concurrency=4)
+    wanted = refs(8)
+    answers = client.resolve(wanted)
+    assert answers == {
+        ref: Digest(digest_for(f"https://{HOST}/v2/{ref.repository}/manifests/latest"))
+        for ref in wanted
+    }
+    assert len(session.sent) == 8
+
+
+def test_after_a_429_only_the_requests_already_in_flight_are_sent() -> None:
+    client, session = make(lambda *_: response(429, {"Retry-After": "60"}), lookup_concurrency=2)
+    answers = client.resolve(refs(6))
+    reasons = sorted(reason(a) for a in answers.values())
+    sent = len(session.sent)
+    assert 1 <= sent <= 2
+    assert reasons == sorted(["rate-limited"] * sent + ["backoff"] * (6 - sent))
+
+
+def test_one_lookup_at_a_time_when_the_limit_is_one() -> None:
+    in_flight, most = [0], [0]
+    lock = threading.Lock()
+
+    def handler(method: str, url: str, kwargs: Any) -> requests.Response:
+        with lock:
+            in_flight[0] += 1
+            most[0] = max(most[0], in_flight[0])
+        time.sleep(0.01)
+        with lock:
+            in_flight[0] -= 1
+        return response(200, {"Docker-Content-Digest": D1})
+
+    client, _ = make(handler, lookup_concurrency=1)
+    client.resolve(refs(5))
+    assert most == [1]

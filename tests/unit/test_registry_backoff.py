@@ -64,7 +64,7 @@ def client(session: Scripted, now: list[float]) -> RegistryClient:
         base_url="https://registry.example",
         user="robot",
         token="s3cret",
-        limits=Limits(),
+        limits=Limits(lookup_concurrency=1),  # scripted answers: one request at a time
         clock=lambda: now[0],
         wall_clock=lambda: NOW + now[0],
     )
