@@ -531,10 +531,10 @@ def findings(results: Mapping[str, Any]) -> list[str]:
             left.append(
                 "Memory: about half of the peak is there before any work — the interpreter"
                 " and the imports, of which the Kubernetes client (used only for its"
-                " configuration loading and REST calls) is about 40 MB; the rest is the pass's own data:"
-                " the Deployment list, parsed in one piece, and the views of every enrolled"
-                " pod held until the pass decides. Paging the Deployment list would trade"
-                " memory for list requests, which the request target counts."
+                " configuration loading and REST calls) is about 40 MB; the rest is the"
+                " pass's own data: the Deployment list, parsed in one piece, and the views of"
+                " every enrolled pod, held until the pass decides. Paging the Deployment list"
+                " would trade memory for list requests, which the request target counts."
             )
         if any(t.met is False and "pass under" in name for name, t in found.items()):
             left.append(
