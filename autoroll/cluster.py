@@ -50,6 +50,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Final
+from urllib.parse import quote
 
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
@@ -416,6 +417,89 @@ def connect(env: Mapping[str, str] | None = None) -> Any:
     return client.ApiClient(configuration)
 
 
+class KubeRest:
+    """The four REST calls ``KubeCluster`` makes, sent through the client's ``ApiClient``
+    (its configuration, authentication, TLS and connection pool) but not through its
+    generated API classes: instantiating ``AppsV1Api``/``CoreV1Api`` imports a few hundred
+    model modules, about 26 MB that a pass never uses. Answers are raw JSON bytes; a
+    non-2xx answer raises ``ApiException`` with its status, as the generated calls do.
+    """
+
+    def __init__(self, api_client: Any) -> None:
+        self._client = api_client
+
+    def list_deployments(self, *, label_selector: str, timeout: tuple[float, float]) -> bytes:
+        return self._send(
+            "GET", "/apis/apps/v1/deployments", [("labelSelector", label_selector)], None, timeout
+        )
+
+    def list_pods(
+        self,
+        namespace: str,
+        *,
+        field_selector: str,
+        label_selector: str | None,
+        timeout: tuple[float, float],
+    ) -> bytes:
+        query = [("fieldSelector", field_selector)]
+        if label_selector:
+            query.append(("labelSelector", label_selector))
+        path = f"/api/v1/namespaces/{_segment(namespace)}/pods"
+        return self._send("GET", path, query, None, timeout)
+
+    def delete_pod(
+        self, namespace: str, name: str, *, uid: str, timeout: tuple[float, float]
+    ) -> None:
+        body = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": uid}}
+        path = f"/api/v1/namespaces/{_segment(namespace)}/pods/{_segment(name)}"
+        self._send("DELETE", path, [], body, timeout)
+
+    def evict_pod(
+        self, namespace: str, name: str, *, uid: str, timeout: tuple[float, float]
+    ) -> None:
+        body = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": name, "namespace": namespace},
+            "deleteOptions": {"preconditions": {"uid": uid}},
+        }
+        path = f"/api/v1/namespaces/{_segment(namespace)}/pods/{_segment(name)}/eviction"
+        self._send("POST", path, [], body, timeout)
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        query: list[tuple[str, str]],
+        body: Mapping[str, Any] | None,
+        timeout: tuple[float, float],
+    ) -> bytes:
+        headers = {"Accept": "application/json"}
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+        request = self._client.param_serialize(
+            method=method,
+            resource_path=path,
+            query_params=query,
+            header_params=headers,
+            body=body,
+            auth_settings=["BearerToken"],
+        )
+        response = self._client.call_api(*request, _request_timeout=timeout)
+        try:
+            data: bytes = response.read()
+        finally:
+            _discard(getattr(response, "response", None))
+        if not 200 <= response.status <= 299:
+            raise ApiException(status=response.status, reason=response.reason)
+        return data
+
+
+def _segment(value: str) -> str:
+    """One URL path segment (names and namespaces are DNS labels; quoted all the same)."""
+    return quote(value, safe="")
+
+
 class KubeCluster:
     """The live cluster. The ``ApiClient`` is built on first use and rebuilt after a config error.
 
@@ -428,7 +512,7 @@ class KubeCluster:
         *,
         label_selector: str,
         api_client_factory: Callable[[], Any] = connect,
-        apis: tuple[Any, Any] | None = None,
+        rest: Any = None,
         evict: bool = False,
         request_timeout: tuple[float, float] = REQUEST_TIMEOUT,
     ) -> None:
@@ -436,32 +520,29 @@ class KubeCluster:
         self._evict = evict
         self._timeout = request_timeout
         self._factory = api_client_factory
-        self._apis = apis  # (AppsV1Api, CoreV1Api), injectable for tests
+        self._rest = rest  # a KubeRest, injectable for tests
         self.requests = 0  # API requests sent, for benchmarks and tests
 
-    def _clients(self) -> tuple[Any, Any]:
-        if self._apis is None:
-            api_client = self._factory()
-            self._apis = (client.AppsV1Api(api_client), client.CoreV1Api(api_client))
-        return self._apis
+    def _api(self) -> Any:
+        if self._rest is None:
+            self._rest = KubeRest(self._factory())
+        return self._rest
 
     def snapshot(self) -> tuple[Enrolled, ...]:
         """Every enrolled Deployment with its live pods: ``1 + namespaces`` list requests.
 
-        Lists are read as plain JSON (``_preload_content=False``), never as the client's
-        model objects: building a validated model per pod cost several times the request
-        itself (docs/performance.md). Each namespace's pod list is narrowed server-side
-        where its enrolled selectors allow (``pod_list_selector``), converted, and dropped
-        before the next one is read, so memory follows the enrolled pods, not the cluster.
+        Lists are read as plain JSON, never as the client's model objects: building a
+        validated model per pod cost several times the request itself
+        (docs/adr/005-reading-the-cluster.md). Each namespace's pod list is narrowed
+        server-side where its enrolled selectors allow (``pod_list_selector``), converted,
+        and dropped before the next one is read, so memory follows the enrolled pods, not
+        the cluster.
         """
-        apps, core = self._clients()
+        rest = self._api()
         listed = self._list(
             "list deployments (all namespaces)",
             functools.partial(
-                apps.list_deployment_for_all_namespaces,
-                label_selector=self._label_selector,
-                _request_timeout=self._timeout,
-                _preload_content=False,
+                rest.list_deployments, label_selector=self._label_selector, timeout=self._timeout
             ),
         )
         deployments = []
@@ -482,33 +563,25 @@ class KubeCluster:
             by_namespace.setdefault(view.namespace, []).append(selector)
         pods: list[tuple[PodView, Mapping[str, str]]] = []
         for namespace in sorted(by_namespace):
-            narrowing = pod_list_selector(by_namespace[namespace])
-            extra = {"label_selector": narrowing} if narrowing else {}
             page = self._list(
                 f"list pods in namespace {namespace}",
                 functools.partial(
-                    core.list_namespaced_pod,
+                    rest.list_pods,
                     namespace,
                     field_selector=LIVE_PODS_FIELD_SELECTOR,
-                    _request_timeout=self._timeout,
-                    _preload_content=False,
-                    **extra,
+                    label_selector=pod_list_selector(by_namespace[namespace]),
+                    timeout=self._timeout,
                 ),
             )
             pods.extend(pod_from_json(item) for item in page)
         return group_pods(deployments, pods)
 
-    def _list(self, what: str, call: Callable[[], Any]) -> list[dict[str, Any]]:
+    def _list(self, what: str, call: Callable[[], bytes]) -> list[dict[str, Any]]:
         """Send one list request and return its ``items`` as JSON objects."""
 
         def read() -> list[dict[str, Any]]:
-            response = call()
             try:
-                body = response.data
-            finally:
-                _discard(response)
-            try:
-                return list_items(body)
+                return list_items(call())
             except ValueError as exc:
                 raise ClusterApiError(f"{what}: {exc}", status=0) from None
 
@@ -520,36 +593,17 @@ class KubeCluster:
 
         A plain DELETE, or an Eviction when built with ``evict=True``; both carry the UID
         precondition and both are a single API call, so a shutdown never leaves one half-done.
+        The answer (the Pod, or a Status) is not read beyond its status code.
         """
-        _, core = self._clients()
-        options = client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=uid))
+        rest = self._api()
         what = f"{'evict' if self._evict else 'delete'} pod {namespace}/{name}"
-        if self._evict:
-            eviction = client.V1Eviction(
-                metadata=client.V1ObjectMeta(name=name, namespace=namespace),
-                delete_options=options,
-            )
-            call = functools.partial(
-                core.create_namespaced_pod_eviction,
-                name,
-                namespace,
-                eviction,
-                _request_timeout=self._timeout,
-                _preload_content=False,
-            )
-        else:
-            call = functools.partial(
-                core.delete_namespaced_pod,
-                name,
-                namespace,
-                body=options,
-                _request_timeout=self._timeout,
-                _preload_content=False,
-            )
+        send = rest.evict_pod if self._evict else rest.delete_pod
         try:
-            # The answer body is not needed, and not deserialized: servers answer a delete
-            # with the Pod or with a Status, and the client would reject the latter as a Pod.
-            _discard(self._call(what, call, passthrough=(ApiException,)))
+            self._call(
+                what,
+                functools.partial(send, namespace, name, uid=uid, timeout=self._timeout),
+                passthrough=(ApiException,),
+            )
         except ApiException as exc:
             if exc.status == 404:
                 return DeleteOutcome.ALREADY_GONE
@@ -954,6 +1008,7 @@ __all__ = [
     "KubeCluster",
     "KubeEvents",
     "KubeLease",
+    "KubeRest",
     "LabelSelector",
     "Operator",
     "Requirement",

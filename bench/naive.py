@@ -16,11 +16,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from kubernetes import client
-
 from autoroll.cluster import (
     LIVE_PODS_FIELD_SELECTOR,
     REQUEST_TIMEOUT,
+    KubeRest,
     LabelSelector,
     Operator,
     deployment_from_json,
@@ -49,14 +48,6 @@ def selector_text(selector: LabelSelector) -> str:
     return ",".join(parts)
 
 
-def _items(response: Any) -> list[dict[str, Any]]:
-    """A raw list answer's items, read as autoroll reads them (plain JSON, no models)."""
-    try:
-        return list_items(response.data)
-    finally:
-        response.release_conn()
-
-
 class NaiveController:
     """One pass = 1 Deployment list, then per Deployment: 1 pod list + 1 HEAD per container."""
 
@@ -68,8 +59,7 @@ class NaiveController:
         forgejo_host: str,
         label_selector: str,
     ) -> None:
-        self._apps = client.AppsV1Api(api_client)
-        self._core = client.CoreV1Api(api_client)
+        self._rest = KubeRest(api_client)  # the same transport as autoroll's
         self._registry = registry
         self._forgejo_host = forgejo_host
         self._label_selector = label_selector
@@ -77,23 +67,19 @@ class NaiveController:
 
     def tick(self) -> list[Decision]:
         now = datetime.now(UTC)
-        listed = _items(
-            self._apps.list_deployment_for_all_namespaces(
-                label_selector=self._label_selector,
-                _request_timeout=REQUEST_TIMEOUT,
-                _preload_content=False,
-            )
+        answer = self._rest.list_deployments(
+            label_selector=self._label_selector, timeout=REQUEST_TIMEOUT
         )
+        listed = list_items(answer)
         decisions = []
         for item in listed:
             deployment, selector = deployment_from_json(item)
-            page = _items(
-                self._core.list_namespaced_pod(
+            page = list_items(
+                self._rest.list_pods(
                     deployment.namespace,
-                    label_selector=selector_text(selector),
                     field_selector=LIVE_PODS_FIELD_SELECTOR,
-                    _request_timeout=REQUEST_TIMEOUT,
-                    _preload_content=False,
+                    label_selector=selector_text(selector),
+                    timeout=REQUEST_TIMEOUT,
                 )
             )
             pods = tuple(pod_from_json(p)[0] for p in page)

@@ -484,7 +484,7 @@ def findings(results: Mapping[str, Any]) -> list[str]:
             " never built (at this size they used to cost 8.2 s CPU and 208 MB per pass)."
             f" The pass takes {a['wall_s']:.2f} s wall and {a['cpu_s']:.2f} s CPU, and the"
             f" process peaks at {rss:.0f} MB, of which {setup:.0f} MB is the interpreter and"
-            " the imports (the Kubernetes client alone is about 40 MB) before the first"
+            " the imports (the Kubernetes client package about 30 MB) before the first"
             " request."
         )
         if floor:
@@ -530,8 +530,8 @@ def findings(results: Mapping[str, Any]) -> list[str]:
         if any(t.met is False and "RSS" in name for name, t in found.items()):
             left.append(
                 "Memory: about half of the peak is there before any work — the interpreter"
-                " and the imports, of which the Kubernetes client (used only for its"
-                " configuration loading and REST calls) is about 40 MB; the rest is the"
+                " and the imports, of which the Kubernetes client package (used only for its"
+                " configuration loading and REST transport) is about 30 MB; the rest is the"
                 " pass's own data: the Deployment list, parsed in one piece, and the views of"
                 " every enrolled pod, held until the pass decides. Paging the Deployment list"
                 " would trade memory for list requests, which the request target counts."

@@ -27,7 +27,6 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from kubernetes import client as kube_client
 from prometheus_client import CollectorRegistry
 
 from autoroll import logs
@@ -35,6 +34,7 @@ from autoroll.cluster import (
     LIVE_PODS_FIELD_SELECTOR,
     REQUEST_TIMEOUT,
     KubeCluster,
+    KubeRest,
     LabelSelector,
     connect,
     deployment_from_json,
@@ -109,28 +109,23 @@ def lists_only(api_client: Any, selector: str) -> Callable[[], Any]:
     Not a strategy anyone runs: it shows how much of a pass is transport and JSON parsing,
     and so how much conversion, registry lookups and decisions add on top.
     """
-    # Any: with _preload_content=False the client returns the raw response, not the model.
-    apps: Any = kube_client.AppsV1Api(api_client)
-    core: Any = kube_client.CoreV1Api(api_client)
+    rest = KubeRest(api_client)
 
     def run() -> list[Decision]:
-        listed = apps.list_deployment_for_all_namespaces(
-            label_selector=selector, _request_timeout=REQUEST_TIMEOUT, _preload_content=False
-        )
+        listed = rest.list_deployments(label_selector=selector, timeout=REQUEST_TIMEOUT)
         selectors: dict[str, list[LabelSelector]] = {}
-        for item in list_items(listed.data):
+        for item in list_items(listed):
             view, pod_selector = deployment_from_json(item)
             selectors.setdefault(view.namespace, []).append(pod_selector)
         for namespace in sorted(selectors):
             narrowing = pod_list_selector(selectors[namespace])
-            page = core.list_namespaced_pod(
+            page = rest.list_pods(
                 namespace,
                 field_selector=LIVE_PODS_FIELD_SELECTOR,
-                _request_timeout=REQUEST_TIMEOUT,
-                _preload_content=False,
-                **({"label_selector": narrowing} if narrowing else {}),
+                label_selector=narrowing,
+                timeout=REQUEST_TIMEOUT,
             )
-            list_items(page.data)
+            list_items(page)
         return []
 
     return run

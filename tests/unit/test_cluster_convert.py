@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from datetime import UTC, datetime
 from typing import Any
 
@@ -15,12 +17,14 @@ from urllib3.exceptions import MaxRetryError, NewConnectionError
 
 from autoroll.cluster import (
     LIVE_PODS_FIELD_SELECTOR,
+    REQUEST_TIMEOUT,
     ClusterApiError,
     ClusterConfigError,
     ClusterForbiddenError,
     ClusterUnreachableError,
     DeleteOutcome,
     KubeCluster,
+    KubeRest,
     LabelSelector,
     Operator,
     Requirement,
@@ -133,17 +137,6 @@ def pod_of(model: client.V1Pod) -> tuple[Any, Any]:
 
 def selector_of(model: client.V1LabelSelector) -> LabelSelector:
     return selector_from_json(as_json(model))
-
-
-class RawResponse:
-    """What a ``_preload_content=False`` call returns: a body to read and a connection to free."""
-
-    def __init__(self, items: list[Any]) -> None:
-        self.data = json.dumps({"kind": "List", "items": [as_json(i) for i in items]}).encode()
-        self.released = False
-
-    def release_conn(self) -> None:
-        self.released = True
 
 
 # --- selector matching -----------------------------------------------------------------------
@@ -347,42 +340,56 @@ def test_a_deployment_without_pods_is_still_listed() -> None:
     assert only.pods == ()
 
 
-# --- thin I/O through hand-written fake APIs ---------------------------------------------------
+# --- thin I/O through a hand-written fake REST port ------------------------------------------
 
 
-class FakeApps:
-    def __init__(self, deployments: list[client.V1Deployment]) -> None:
-        self.deployments = deployments
+class FakeRest:
+    """Stands in for ``KubeRest``: answers lists from fixtures, records every call."""
+
+    def __init__(
+        self,
+        deployments: list[client.V1Deployment] | None = None,
+        pods: list[client.V1Pod] | None = None,
+        *,
+        error: Exception | None = None,
+        list_error: Exception | None = None,
+        body: bytes | None = None,
+    ) -> None:
+        self.deployments = deployments or []
+        self.pods = pods or []
+        self.error = error  # raised by delete and evict
+        self.list_error = list_error  # raised by the Deployment list
+        self.body = body  # replaces the Deployment list's answer
         self.calls: list[dict[str, Any]] = []
-        self.responses: list[RawResponse] = []
-
-    def list_deployment_for_all_namespaces(self, **kwargs: Any) -> RawResponse:
-        self.calls.append(kwargs)
-        return RawResponse(self.deployments)
-
-
-class FakeCore:
-    def __init__(self, pods: list[client.V1Pod], delete_error: Exception | None = None) -> None:
-        self.pods = pods
         self.list_calls: list[str] = []
         self.list_kwargs: list[dict[str, Any]] = []
         self.deleted: list[tuple[str, str, str]] = []
-        self.delete_error = delete_error
+        self.evicted: list[tuple[str, str, str]] = []
 
-    def list_namespaced_pod(self, namespace: str, **kwargs: Any) -> RawResponse:
+    def list_deployments(self, **kwargs: Any) -> bytes:
+        self.calls.append(kwargs)
+        if self.list_error is not None:
+            raise self.list_error
+        return self.body if self.body is not None else raw_list(self.deployments)
+
+    def list_pods(self, namespace: str, **kwargs: Any) -> bytes:
         self.list_calls.append(namespace)
         self.list_kwargs.append(kwargs)
-        return RawResponse(
-            [p for p in self.pods if p.metadata and p.metadata.namespace == namespace]
-        )
+        return raw_list([p for p in self.pods if p.metadata and p.metadata.namespace == namespace])
 
-    def delete_namespaced_pod(
-        self, name: str, namespace: str, *, body: client.V1DeleteOptions, **kwargs: Any
-    ) -> None:
-        if self.delete_error is not None:
-            raise self.delete_error
-        assert body.preconditions is not None and body.preconditions.uid is not None
-        self.deleted.append((namespace, name, body.preconditions.uid))
+    def delete_pod(self, namespace: str, name: str, *, uid: str, timeout: Any) -> None:
+        if self.error is not None:
+            raise self.error
+        self.deleted.append((namespace, name, uid))
+
+    def evict_pod(self, namespace: str, name: str, *, uid: str, timeout: Any) -> None:
+        if self.error is not None:
+            raise self.error
+        self.evicted.append((namespace, name, uid))
+
+
+def raw_list(items: list[Any]) -> bytes:
+    return json.dumps({"kind": "List", "items": [as_json(i) for i in items]}).encode()
 
 
 def test_snapshot_lists_deployments_once_and_pods_once_per_namespace() -> None:
@@ -396,16 +403,16 @@ def test_snapshot_lists_deployments_once_and_pods_once_per_namespace() -> None:
         k8s_pod("api-1", labels={"app": "api"}),
         k8s_pod("web-1", namespace="blog"),
     ]
-    apps, core = FakeApps(deployments), FakeCore(pods)
-    cluster = KubeCluster(label_selector="aethnet.se/autoroll=true", apis=(apps, core))
+    rest = FakeRest(deployments, pods)
+    cluster = KubeCluster(label_selector="aethnet.se/autoroll=true", rest=rest)
 
     snapshot = cluster.snapshot()
 
-    assert [c["label_selector"] for c in apps.calls] == ["aethnet.se/autoroll=true"]
-    assert core.list_calls == ["blog", "shop"]  # one per namespace, not per Deployment
+    assert [c["label_selector"] for c in rest.calls] == ["aethnet.se/autoroll=true"]
+    assert rest.list_calls == ["blog", "shop"]  # one per namespace, not per Deployment
     assert cluster.requests == 1 + 2
-    assert all(k["field_selector"] == LIVE_PODS_FIELD_SELECTOR for k in core.list_kwargs)
-    assert all("_request_timeout" in k for k in [*apps.calls, *core.list_kwargs])
+    assert all(k["field_selector"] == LIVE_PODS_FIELD_SELECTOR for k in rest.list_kwargs)
+    assert all(k["timeout"] == REQUEST_TIMEOUT for k in [*rest.calls, *rest.list_kwargs])
     assert [(e.deployment.key, len(e.pods)) for e in snapshot] == [
         ("blog/web", 1),
         ("shop/api", 1),
@@ -414,10 +421,10 @@ def test_snapshot_lists_deployments_once_and_pods_once_per_namespace() -> None:
 
 
 def test_snapshot_with_nothing_enrolled_lists_no_pods() -> None:
-    core = FakeCore([])
-    cluster = KubeCluster(label_selector="x=y", apis=(FakeApps([]), core))
+    rest = FakeRest()
+    cluster = KubeCluster(label_selector="x=y", rest=rest)
     assert cluster.snapshot() == ()
-    assert core.list_calls == []
+    assert rest.list_calls == []
 
 
 def test_a_deployment_with_a_bad_selector_is_skipped_not_fatal() -> None:
@@ -425,17 +432,16 @@ def test_a_deployment_with_a_bad_selector_is_skipped_not_fatal() -> None:
         "odd",
         expressions=[client.V1LabelSelectorRequirement(key="a", operator="Near", values=["b"])],
     )
-    cluster = KubeCluster(
-        label_selector="x", apis=(FakeApps([bad, k8s_deployment()]), FakeCore([]))
-    )
+    cluster = KubeCluster(label_selector="x", rest=FakeRest([bad, k8s_deployment()]))
     assert [e.deployment.name for e in cluster.snapshot()] == ["web"]
 
 
 def test_delete_sends_the_uid_precondition() -> None:
-    core = FakeCore([])
-    cluster = KubeCluster(label_selector="x", apis=(FakeApps([]), core))
+    rest = FakeRest()
+    cluster = KubeCluster(label_selector="x", rest=rest)
     assert cluster.delete_pod("shop", "web-1", "uid-1") is DeleteOutcome.DELETED
-    assert core.deleted == [("shop", "web-1", "uid-1")]
+    assert rest.deleted == [("shop", "web-1", "uid-1")]
+    assert cluster.requests == 1
 
 
 @pytest.mark.parametrize(
@@ -444,42 +450,36 @@ def test_delete_sends_the_uid_precondition() -> None:
 def test_delete_reports_gone_and_replaced_pods_without_raising(
     status: int, outcome: DeleteOutcome
 ) -> None:
-    core = FakeCore([], delete_error=ApiException(status=status, reason="x"))
-    cluster = KubeCluster(label_selector="x", apis=(FakeApps([]), core))
+    rest = FakeRest(error=ApiException(status=status, reason="x"))
+    cluster = KubeCluster(label_selector="x", rest=rest)
     assert cluster.delete_pod("shop", "web-1", "uid-1") is outcome
 
 
 def test_a_forbidden_delete_names_the_missing_verb() -> None:
-    core = FakeCore([], delete_error=ApiException(status=403, reason="Forbidden"))
-    cluster = KubeCluster(label_selector="x", apis=(FakeApps([]), core))
+    rest = FakeRest(error=ApiException(status=403, reason="Forbidden"))
+    cluster = KubeCluster(label_selector="x", rest=rest)
     with pytest.raises(ClusterForbiddenError, match="pods: delete"):
         cluster.delete_pod("shop", "web-1", "uid-1")
 
 
 def test_a_server_error_on_delete_is_a_cluster_api_error() -> None:
-    core = FakeCore([], delete_error=ApiException(status=500, reason="Internal"))
-    cluster = KubeCluster(label_selector="x", apis=(FakeApps([]), core))
+    rest = FakeRest(error=ApiException(status=500, reason="Internal"))
+    cluster = KubeCluster(label_selector="x", rest=rest)
     with pytest.raises(ClusterApiError, match="500") as info:
         cluster.delete_pod("shop", "web-1", "uid-1")
     assert info.value.status == 500
 
 
 def test_an_unreachable_api_is_reported_as_such() -> None:
-    class DownApps:
-        def list_deployment_for_all_namespaces(self, **kwargs: Any) -> None:
-            raise MaxRetryError(None, "/apis", NewConnectionError(None, "refused"))  # type: ignore[arg-type]
-
-    cluster = KubeCluster(label_selector="x", apis=(DownApps(), FakeCore([])))
+    down = MaxRetryError(None, "/apis", NewConnectionError(None, "refused"))  # type: ignore[arg-type]
+    cluster = KubeCluster(label_selector="x", rest=FakeRest(list_error=down))
     with pytest.raises(ClusterUnreachableError, match="cannot reach the Kubernetes API"):
         cluster.snapshot()
 
 
 def test_a_forbidden_list_names_the_missing_verb() -> None:
-    class DeniedApps:
-        def list_deployment_for_all_namespaces(self, **kwargs: Any) -> None:
-            raise ApiException(status=403, reason="Forbidden")
-
-    cluster = KubeCluster(label_selector="x", apis=(DeniedApps(), FakeCore([])))
+    denied = ApiException(status=403, reason="Forbidden")
+    cluster = KubeCluster(label_selector="x", rest=FakeRest(list_error=denied))
     with pytest.raises(ClusterForbiddenError, match="deployments: list"):
         cluster.snapshot()
 
@@ -522,40 +522,23 @@ def test_the_client_is_built_lazily_and_retried_after_a_config_error() -> None:
     assert len(attempts) == 2
 
 
-class FakeEvictingCore(FakeCore):
-    def __init__(self, error: Exception | None = None) -> None:
-        super().__init__([])
-        self.evicted: list[tuple[str, str, str]] = []
-        self.error = error
-
-    def create_namespaced_pod_eviction(
-        self, name: str, namespace: str, body: client.V1Eviction, **kwargs: Any
-    ) -> None:
-        if self.error is not None:
-            raise self.error
-        assert body.delete_options is not None and body.delete_options.preconditions is not None
-        uid = body.delete_options.preconditions.uid
-        assert uid is not None
-        self.evicted.append((namespace, name, uid))
-
-
 def test_evict_mode_uses_the_eviction_api_with_the_uid_precondition() -> None:
-    core = FakeEvictingCore()
-    cluster = KubeCluster(label_selector="x", apis=(FakeApps([]), core), evict=True)
+    rest = FakeRest()
+    cluster = KubeCluster(label_selector="x", rest=rest, evict=True)
     assert cluster.delete_pod("shop", "web-1", "uid-1") is DeleteOutcome.DELETED
-    assert core.evicted == [("shop", "web-1", "uid-1")]
-    assert core.deleted == []
+    assert rest.evicted == [("shop", "web-1", "uid-1")]
+    assert rest.deleted == []
 
 
 def test_an_eviction_refused_by_a_disruption_budget_is_blocked_not_an_error() -> None:
-    core = FakeEvictingCore(ApiException(status=429, reason="Too Many Requests"))
-    cluster = KubeCluster(label_selector="x", apis=(FakeApps([]), core), evict=True)
+    rest = FakeRest(error=ApiException(status=429, reason="Too Many Requests"))
+    cluster = KubeCluster(label_selector="x", rest=rest, evict=True)
     assert cluster.delete_pod("shop", "web-1", "uid-1") is DeleteOutcome.BLOCKED
 
 
 def test_a_forbidden_eviction_names_the_eviction_verb() -> None:
-    core = FakeEvictingCore(ApiException(status=403, reason="Forbidden"))
-    cluster = KubeCluster(label_selector="x", apis=(FakeApps([]), core), evict=True)
+    rest = FakeRest(error=ApiException(status=403, reason="Forbidden"))
+    cluster = KubeCluster(label_selector="x", rest=rest, evict=True)
     with pytest.raises(ClusterForbiddenError, match="pods/eviction: create"):
         cluster.delete_pod("shop", "web-1", "uid-1")
 
@@ -642,28 +625,134 @@ def test_snapshot_narrows_each_namespace_by_its_enrolled_selectors() -> None:
         k8s_deployment("odd", namespace="blog", match_labels={"name": "odd"}),
         k8s_deployment("web", namespace="blog"),
     ]
-    apps, core = FakeApps(deployments), FakeCore([])
-    KubeCluster(label_selector="x", apis=(apps, core)).snapshot()
+    rest = FakeRest(deployments)
+    KubeCluster(label_selector="x", rest=rest).snapshot()
     narrowing = {
-        ns: k.get("label_selector") for ns, k in zip(core.list_calls, core.list_kwargs, strict=True)
+        ns: k["label_selector"] for ns, k in zip(rest.list_calls, rest.list_kwargs, strict=True)
     }
     assert narrowing == {"shop": "app in (api,web)", "blog": None}
-    assert all(k["_preload_content"] is False for k in [*apps.calls, *core.list_kwargs])
 
 
 def test_a_list_answer_that_is_not_json_is_a_clear_api_error() -> None:
-    class GarbledApps(FakeApps):
-        def list_deployment_for_all_namespaces(self, **kwargs: Any) -> RawResponse:
-            response = RawResponse([])
-            response.data = b"<html>proxy error</html>"
-            self.responses.append(response)
-            return response
-
-    apps = GarbledApps([])
-    cluster = KubeCluster(label_selector="x", apis=(apps, FakeCore([])))
+    cluster = KubeCluster(label_selector="x", rest=FakeRest(body=b"<html>proxy error</html>"))
     with pytest.raises(ClusterApiError, match=r"list deployments .* not JSON"):
         cluster.snapshot()
-    assert apps.responses[0].released  # the connection goes back to the pool either way
+
+
+# --- KubeRest: the requests themselves, through a recording ApiClient ---------------------------
+
+
+class RecordedResponse:
+    """What ``ApiClient.call_api`` returns: status, reason, a body to read, a connection."""
+
+    def __init__(self, status: int, data: bytes) -> None:
+        self.status, self.reason, self._data = status, "Reason", data
+        self.response = self
+        self.released = False
+
+    def read(self) -> bytes:
+        return self._data
+
+    def release_conn(self) -> None:
+        self.released = True
+
+
+class RecordingApiClient:
+    def __init__(self, status: int = 200, data: bytes = b'{"items": []}') -> None:
+        self.serialized: list[dict[str, Any]] = []
+        self.timeouts: list[Any] = []
+        self.responses: list[RecordedResponse] = []
+        self.status, self.data = status, data
+
+    def param_serialize(self, **kwargs: Any) -> tuple[Any, ...]:
+        self.serialized.append(kwargs)
+        return (kwargs["method"], kwargs["resource_path"])
+
+    def call_api(self, method: str, path: str, *, _request_timeout: Any) -> RecordedResponse:
+        self.timeouts.append(_request_timeout)
+        self.responses.append(RecordedResponse(self.status, self.data))
+        return self.responses[-1]
+
+
+def test_rest_lists_send_the_selectors_as_query_parameters() -> None:
+    api = RecordingApiClient()
+    rest = KubeRest(api)
+    assert rest.list_deployments(label_selector="a=b", timeout=(1, 2)) == b'{"items": []}'
+    rest.list_pods("shop", field_selector="f!=x", label_selector="app in (web)", timeout=(1, 2))
+    rest.list_pods("blog", field_selector="f!=x", label_selector=None, timeout=(1, 2))
+    assert [(c["method"], c["resource_path"], c["query_params"]) for c in api.serialized] == [
+        ("GET", "/apis/apps/v1/deployments", [("labelSelector", "a=b")]),
+        (
+            "GET",
+            "/api/v1/namespaces/shop/pods",
+            [("fieldSelector", "f!=x"), ("labelSelector", "app in (web)")],
+        ),
+        ("GET", "/api/v1/namespaces/blog/pods", [("fieldSelector", "f!=x")]),
+    ]
+    assert all(c["auth_settings"] == ["BearerToken"] for c in api.serialized)
+    assert api.timeouts == [(1, 2)] * 3
+    assert all(r.released for r in api.responses)
+
+
+def test_rest_delete_and_evict_carry_the_uid_precondition() -> None:
+    api = RecordingApiClient(data=b"{}")
+    rest = KubeRest(api)
+    rest.delete_pod("shop", "web-1", uid="u1", timeout=(1, 2))
+    rest.evict_pod("shop", "web-1", uid="u1", timeout=(1, 2))
+    delete, evict = api.serialized
+    assert (delete["method"], delete["resource_path"]) == (
+        "DELETE",
+        "/api/v1/namespaces/shop/pods/web-1",
+    )
+    assert delete["body"]["preconditions"] == {"uid": "u1"}
+    assert (evict["method"], evict["resource_path"]) == (
+        "POST",
+        "/api/v1/namespaces/shop/pods/web-1/eviction",
+    )
+    assert evict["body"]["kind"] == "Eviction"
+    assert evict["body"]["metadata"] == {"name": "web-1", "namespace": "shop"}
+    assert evict["body"]["deleteOptions"] == {"preconditions": {"uid": "u1"}}
+    assert all(c["header_params"]["Content-Type"] == "application/json" for c in api.serialized)
+
+
+@pytest.mark.parametrize("status", [403, 404, 409, 429, 500])
+def test_rest_raises_the_answers_status_and_frees_the_connection(status: int) -> None:
+    api = RecordingApiClient(status=status, data=b'{"kind": "Status"}')
+    with pytest.raises(ApiException) as info:
+        KubeRest(api).delete_pod("shop", "web-1", uid="u1", timeout=(1, 2))
+    assert info.value.status == status
+    assert api.responses[0].released
+
+
+def test_a_pass_never_imports_the_generated_api_classes() -> None:
+    # They pull in a few hundred model modules (about 26 MB); a pass needs none of them.
+    probe = """
+import sys
+from autoroll.cluster import KubeCluster
+
+class Answer:
+    status, reason = 200, "OK"
+    def __init__(self, data): self.data = data; self.response = None
+    def read(self): return self.data
+
+class ApiClient:
+    def param_serialize(self, **kw): return (kw["resource_path"],)
+    def call_api(self, path, _request_timeout):
+        if path.endswith("/deployments"):
+            return Answer(b'{"items": [{"metadata": {"name": "web", "namespace": "shop"},'
+                          b' "spec": {"selector": {"matchLabels": {"app": "web"}}}}]}')
+        return Answer(b'{"items": []}')
+
+cluster = KubeCluster(label_selector="x", api_client_factory=ApiClient)
+assert [e.deployment.name for e in cluster.snapshot()] == ["web"]
+cluster.delete_pod("shop", "web-1", "uid-1")
+loaded = [m for m in sys.modules if m.startswith("kubernetes.client.api.")]
+assert not loaded, loaded
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
 
 
 def test_list_items_drops_managed_fields_and_keeps_the_rest() -> None:
