@@ -418,7 +418,7 @@ def connect(env: Mapping[str, str] | None = None) -> Any:
 
 
 class KubeRest:
-    """The four REST calls ``KubeCluster`` makes, sent through the client's ``ApiClient``
+    """The REST calls of a pass (and its Events), sent through the client's ``ApiClient``
     (its configuration, authentication, TLS and connection pool) but not through its
     generated API classes: instantiating ``AppsV1Api``/``CoreV1Api`` imports a few hundred
     model modules, about 26 MB that a pass never uses. Answers are raw JSON bytes; a
@@ -465,6 +465,11 @@ class KubeRest:
         }
         path = f"/api/v1/namespaces/{_segment(namespace)}/pods/{_segment(name)}/eviction"
         self._send("POST", path, [], body, timeout)
+
+    def create_event(
+        self, namespace: str, body: Mapping[str, Any], *, timeout: tuple[float, float]
+    ) -> None:
+        self._send("POST", f"/api/v1/namespaces/{_segment(namespace)}/events", [], body, timeout)
 
     def _send(
         self,
@@ -933,26 +938,21 @@ class KubeEvents:
         *,
         instance: str,
         api_client_factory: Callable[[], Any] = connect,
-        api: Any = None,
+        rest: Any = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self._instance = instance
         self._factory = api_client_factory
-        self._api = api  # CoreV1Api, injectable for tests
+        self._rest = rest  # a KubeRest, injectable for tests
         self._clock = clock
 
     def emit(self, event: RollEvent) -> None:
-        if self._api is None:
-            self._api = client.CoreV1Api(self._factory())
-        api = self._api
+        if self._rest is None:
+            self._rest = KubeRest(self._factory())
         body = event_json(event, now=self._clock(), instance=self._instance)
         what = f"create event for deployment {event.namespace}/{event.deployment}"
         try:
-            _discard(
-                api.create_namespaced_event(
-                    event.namespace, body, _preload_content=False, _request_timeout=LEASE_TIMEOUT
-                )
-            )
+            self._rest.create_event(event.namespace, body, timeout=LEASE_TIMEOUT)
         except ApiException as exc:
             raise _api_error(what, exc) from exc
         except (HTTPError, OSError) as exc:

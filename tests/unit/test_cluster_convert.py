@@ -724,11 +724,11 @@ def test_rest_raises_the_answers_status_and_frees_the_connection(status: int) ->
     assert api.responses[0].released
 
 
-def test_a_pass_never_imports_the_generated_api_classes() -> None:
+def test_a_pass_and_its_events_never_import_the_generated_api_classes() -> None:
     # They pull in a few hundred model modules (about 26 MB); a pass needs none of them.
     probe = """
 import sys
-from autoroll.cluster import KubeCluster
+from autoroll.cluster import KubeCluster, KubeEvents, RollEvent
 
 class Answer:
     status, reason = 200, "OK"
@@ -746,6 +746,9 @@ class ApiClient:
 cluster = KubeCluster(label_selector="x", api_client_factory=ApiClient)
 assert [e.deployment.name for e in cluster.snapshot()] == ["web"]
 cluster.delete_pod("shop", "web-1", "uid-1")
+KubeEvents(instance="a", api_client_factory=ApiClient).emit(
+    RollEvent("shop", "web", "uid-web", "StalePodDeleted", "deleted web-1")
+)
 loaded = [m for m in sys.modules if m.startswith("kubernetes.client.api.")]
 assert not loaded, loaded
 """

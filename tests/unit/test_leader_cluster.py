@@ -14,6 +14,7 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 
 from autoroll.cluster import (
+    LEASE_TIMEOUT,
     ClusterApiError,
     ClusterForbiddenError,
     KubeEvents,
@@ -185,27 +186,27 @@ def test_event_json_names_the_deployment_so_describe_shows_it() -> None:
     assert event_json(EVENT, now=T, instance="x")["metadata"]["name"] != body["metadata"]["name"]
 
 
-class FakeCore:
+class FakeRest:
+    """Stands in for ``KubeRest``'s Event call."""
+
     def __init__(self, error: ApiException | None = None) -> None:
         self.error = error
-        self.created: list[tuple[str, dict[str, Any]]] = []
+        self.created: list[tuple[str, dict[str, Any], Any]] = []
 
-    def create_namespaced_event(
-        self, namespace: str, body: dict[str, Any], **kwargs: Any
-    ) -> Response:
+    def create_event(self, namespace: str, body: dict[str, Any], *, timeout: Any) -> None:
         if self.error is not None:
             raise self.error
-        self.created.append((namespace, body))
-        return Response(body)
+        self.created.append((namespace, body, timeout))
 
 
 def test_kube_events_creates_one_core_event_in_the_deployments_namespace() -> None:
-    core = FakeCore()
-    KubeEvents(instance="a", api=core, clock=lambda: T).emit(EVENT)
-    assert [(ns, body["reason"]) for ns, body in core.created] == [("shop", "StalePodDeleted")]
+    rest = FakeRest()
+    KubeEvents(instance="a", rest=rest, clock=lambda: T).emit(EVENT)
+    assert [(ns, body["reason"]) for ns, body, _ in rest.created] == [("shop", "StalePodDeleted")]
+    assert rest.created[0][2] == LEASE_TIMEOUT  # small calls, short deadline
 
 
 def test_a_forbidden_event_names_the_rbac_rule_and_emit_events() -> None:
-    core = FakeCore(ApiException(status=403, reason="Forbidden"))
+    rest = FakeRest(ApiException(status=403, reason="Forbidden"))
     with pytest.raises(ClusterForbiddenError, match=r"events: create \(EMIT_EVENTS=true\)"):
-        KubeEvents(instance="a", api=core).emit(EVENT)
+        KubeEvents(instance="a", rest=rest).emit(EVENT)
