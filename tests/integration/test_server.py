@@ -15,7 +15,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +23,7 @@ import pytest
 import requests
 
 from tests.support.ports import free_port
+from tests.support.serve import dead_kubeconfig, scrape_metric, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -45,35 +46,12 @@ class Server:
         return self.log_path.read_text(errors="replace")
 
     def metric(self, name: str, **labels: str) -> float:
-        text = requests.get(f"{self.url}/metrics", timeout=5).text
-        wanted = name + (
-            "{" + ",".join(f'{k}="{v}"' for k, v in labels.items()) + "}" if labels else ""
-        )
-        for line in text.splitlines():
-            key, _, value = line.rpartition(" ")
-            if key == wanted:
-                return float(value)
-        return 0.0
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        return scrape_metric(self.url, name, **labels)
 
 
 def start_server(tmp: Path, **extra_env: str) -> Server:
-    dead_port = free_port()  # nothing listens here: the API and the registry are "down"
-    kubeconfig = tmp / "kubeconfig"
-    kubeconfig.write_text(
-        "apiVersion: v1\nkind: Config\n"
-        f'clusters: [{{name: c, cluster: {{server: "https://127.0.0.1:{dead_port}"}}}}]\n'
-        "users: [{name: u, user: {token: not-a-real-token}}]\n"
-        "contexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n"
-    )
+    dead_port = free_port()  # nothing listens here: the registry is "down", as is the API
+    kubeconfig = dead_kubeconfig(tmp / "kubeconfig")
     port = free_port()
     env = {
         "PATH": os.environ.get("PATH", ""),

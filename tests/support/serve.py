@@ -31,6 +31,19 @@ def wait_until(predicate: Callable[[], bool], timeout: float, what: str) -> None
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
+def scrape_metric(url: str, name: str, **labels: str) -> float:
+    """One sample from ``<url>/metrics`` (labels in the order given), 0 when absent."""
+    text = requests.get(f"{url}/metrics", timeout=5).text
+    wanted = name + (
+        "{" + ",".join(f'{k}="{v}"' for k, v in labels.items()) + "}" if labels else ""
+    )
+    for line in text.splitlines():
+        key, _, value = line.rpartition(" ")
+        if key == wanted:
+            return float(value)
+    return 0.0
+
+
 def dead_kubeconfig(path: Path) -> Path:
     """A kubeconfig whose API server is a closed port on 127.0.0.1."""
     path.write_text(
@@ -60,15 +73,7 @@ class Serve:
         )
 
     def metric(self, name: str, **labels: str) -> float:
-        text = requests.get(f"{self.url}/metrics", timeout=5).text
-        wanted = name + (
-            "{" + ",".join(f'{k}="{v}"' for k, v in labels.items()) + "}" if labels else ""
-        )
-        for line in text.splitlines():
-            key, _, value = line.rpartition(" ")
-            if key == wanted:
-                return float(value)
-        return 0.0
+        return scrape_metric(self.url, name, **labels)
 
     def ticks(self) -> float:
         return self.metric("autoroll_ticks_total", outcome="ok") + self.metric(
