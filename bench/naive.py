@@ -14,6 +14,7 @@ and the registry. It never deletes: it lives in
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from autoroll.cluster import (
@@ -88,23 +89,18 @@ class NaiveController:
             resolved: dict[TagRef, Digest | Unknown] = dict(self._registry.resolve(refs))
             self._sightings.update(observe_targets(self._sightings, resolved, now=now))
             children: dict[Digest, frozenset[Digest] | Unknown] = {}
-            decision = decide(
+            run = partial(
+                decide,
                 deployment=deployment,
                 pods=pods,
                 forgejo_host=self._forgejo_host,
                 resolved=resolved,
                 sightings=self._sightings,
-                children=children,
+                children=children,  # filled in place below; the second run sees it
             )
+            decision = run()
             if decision.needs_children:
                 children.update(self._registry.fetch_children(decision.needs_children))
-                decision = decide(
-                    deployment=deployment,
-                    pods=pods,
-                    forgejo_host=self._forgejo_host,
-                    resolved=resolved,
-                    sightings=self._sightings,
-                    children=children,
-                )
+                decision = run()
             decisions.append(decision)
         return decisions
