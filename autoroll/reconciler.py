@@ -29,21 +29,11 @@ counted, never allowed to fail the pass.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Protocol
 
-from autoroll.cluster import (
-    REASON_DELETED,
-    REASON_DRY_RUN,
-    REASON_EVICTED,
-    DeleteOutcome,
-    Enrolled,
-    RollEvent,
-)
 from autoroll.decide import (
-    ChildrenRequest,
     ContainerVerdict,
     Decision,
     DeletePod,
@@ -56,39 +46,19 @@ from autoroll.decide import (
 )
 from autoroll.images import TagRef
 from autoroll.metrics import Metrics
-from autoroll.model import Digest, Unknown
+from autoroll.model import (
+    REASON_DELETED,
+    REASON_DRY_RUN,
+    REASON_EVICTED,
+    DeleteOutcome,
+    Digest,
+    Enrolled,
+    RollEvent,
+    Unknown,
+)
+from autoroll.ports import ClusterPort, EventPort, RegistryPort
 
 log = logging.getLogger(__name__)
-
-
-class ClusterPort(Protocol):
-    """What a pass needs from Kubernetes (``autoroll.cluster.KubeCluster`` in production)."""
-
-    def snapshot(self) -> Sequence[Enrolled]: ...
-
-    def delete_pod(self, namespace: str, name: str, uid: str) -> DeleteOutcome: ...
-
-
-class RegistryPort(Protocol):
-    """What a pass needs from the registry (``autoroll.registry.RegistryClient``).
-
-    The client caches index children by digest (immutable); ``known_children`` seeds each
-    decision with that cache so an index is fetched once, not once per tick.
-    """
-
-    def resolve(self, refs: Iterable[TagRef]) -> Mapping[TagRef, Digest | Unknown]: ...
-
-    def known_children(self) -> Mapping[Digest, frozenset[Digest]]: ...
-
-    def fetch_children(
-        self, wanted: Iterable[ChildrenRequest]
-    ) -> Mapping[Digest, frozenset[Digest] | Unknown]: ...
-
-
-class EventPort(Protocol):
-    """Records a Kubernetes Event (``autoroll.cluster.KubeEvents`` in production)."""
-
-    def emit(self, event: RollEvent) -> None: ...
 
 
 #: ``Executed.outcome`` when the leadership check before a deletion failed.

@@ -44,18 +44,13 @@ from gunicorn.app.base import BaseApplication
 from gunicorn.glogging import Logger as GunicornLogger
 from prometheus_client import CollectorRegistry
 
-from autoroll.cluster import ClusterError, KubeCluster, KubeEvents, KubeLease
 from autoroll.config import Config, RolloutMethod
-from autoroll.leader import (
-    Elector,
-    HandOff,
-    LeasePort,
-    NudgeWatcher,
-    Timings,
-    default_identity,
-)
+from autoroll.election import Timings, default_identity
+from autoroll.kube import ClusterError, KubeCluster, KubeEvents, KubeLease
+from autoroll.leader import Elector, HandOff, NudgeWatcher
 from autoroll.metrics import Metrics
-from autoroll.reconciler import ClusterPort, EventPort, Reconciler, RegistryPort, TickReport
+from autoroll.ports import ClusterPort, EventPort, LeasePort, RegistryPort
+from autoroll.reconciler import Reconciler, TickReport
 from autoroll.registry import RegistryClient
 from autoroll.web import create_app
 from autoroll.worker import SKIPPED, Nudge, Worker, WorkerStopTimeoutError

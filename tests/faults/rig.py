@@ -23,7 +23,7 @@ import requests
 from flask import Flask
 from prometheus_client import CollectorRegistry
 
-from autoroll.cluster import ClusterError, KubeCluster, connect
+from autoroll.kube import ClusterError, KubeCluster, connect
 from autoroll.metrics import Metrics
 from autoroll.reconciler import Reconciler, TickReport
 from autoroll.registry import Limits, RegistryClient

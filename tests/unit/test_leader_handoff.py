@@ -13,10 +13,11 @@ from collections.abc import Callable, Iterator, Sequence
 import pytest
 from prometheus_client import CollectorRegistry
 
-from autoroll.cluster import DeleteOutcome, Enrolled
 from autoroll.config import Config
-from autoroll.leader import Elector, LeaseRecord, NudgeWatcher, Timings
+from autoroll.election import Timings
+from autoroll.leader import Elector, NudgeWatcher
 from autoroll.metrics import Metrics
+from autoroll.model import DeleteOutcome, Enrolled, LeaseRecord
 from autoroll.server import Runtime, build_runtime
 from tests.unit.test_leader import FakeLease
 from tests.unit.test_server_settings import NoRegistry

@@ -5,14 +5,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 
-from autoroll.cluster import DeleteOutcome, Enrolled
 from autoroll.decide import ChildrenRequest
 from autoroll.images import TagRef
 from autoroll.model import (
     ContainerStatusView,
     ContainerView,
+    DeleteOutcome,
     DeploymentView,
     Digest,
+    Enrolled,
     PodView,
     Unknown,
 )

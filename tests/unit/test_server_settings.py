@@ -6,11 +6,10 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from gunicorn.workers.gthread import ThreadWorker
 
-from autoroll.cluster import DeleteOutcome, Enrolled
 from autoroll.config import Config
 from autoroll.decide import ChildrenRequest
 from autoroll.images import TagRef
-from autoroll.model import Digest, Unknown
+from autoroll.model import DeleteOutcome, Digest, Enrolled, Unknown
 from autoroll.server import (
     GRACEFUL_TIMEOUT_SECONDS,
     RECONCILE_STOP_SECONDS,

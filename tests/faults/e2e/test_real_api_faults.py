@@ -27,8 +27,9 @@ import requests
 from flask import Flask
 from prometheus_client import CollectorRegistry
 
-from autoroll.cluster import ClusterError, DeleteOutcome, Enrolled, KubeCluster, connect
+from autoroll.kube import ClusterError, KubeCluster, connect
 from autoroll.metrics import Metrics
+from autoroll.model import DeleteOutcome, Enrolled
 from autoroll.reconciler import Reconciler, TickReport
 from autoroll.registry import RegistryClient
 from autoroll.web import create_app
