@@ -20,6 +20,7 @@ from autoroll.kube.errors import (
     ClusterApiError,
     ClusterConfigError,
     ClusterForbiddenError,
+    ClusterUnauthorizedError,
     ClusterUnreachableError,
 )
 from autoroll.kube.transport import (
@@ -365,3 +366,15 @@ assert not loaded, loaded
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=False
     )
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("status", [401])
+def test_a_401_is_rejected_credentials_not_a_missing_rbac_rule(status: int) -> None:
+    cluster = KubeCluster(label_selector="x", rest=FakeRest(list_error=status))
+    with pytest.raises(ClusterUnauthorizedError) as info:
+        cluster.snapshot()
+    assert not isinstance(info.value, ClusterForbiddenError)
+    message = str(info.value)
+    assert message.startswith("list deployments (all namespaces): 401")
+    assert "rejected the controller's credentials" in message
+    assert "ClusterRole" not in message and "must grant" not in message
