@@ -47,11 +47,12 @@ from prometheus_client import CollectorRegistry
 from autoroll.config import Config, RolloutMethod
 from autoroll.election import Timings, default_identity
 from autoroll.kube import ClusterError, KubeCluster, KubeEvents, KubeLease
+from autoroll.kube.transport import REQUEST_TIMEOUT, call_seconds
 from autoroll.leader import Elector, HandOff, NudgeWatcher
 from autoroll.metrics import Metrics
 from autoroll.ports import ClusterPort, EventPort, LeasePort, RegistryPort
 from autoroll.reconciler import Reconciler, TickReport
-from autoroll.registry import RegistryClient
+from autoroll.registry import Limits, RegistryClient
 from autoroll.web import create_app
 from autoroll.worker import SKIPPED, Nudge, Worker, WorkerStopTimeoutError
 
@@ -65,6 +66,9 @@ RECONCILE_STOP_SECONDS: Final = 10.0
 #: ``http_worker.REQUEST_READ_SECONDS``; 16 leave probes unaffected by 15 of them at once.
 REQUEST_THREADS: Final = 16
 
+
+#: The longest single step of a pass: one Kubernetes API call, or the registry's budget.
+STEP_SECONDS: Final = max(call_seconds(REQUEST_TIMEOUT), Limits().budget_seconds)
 
 #: Seconds each election thread gets to stop (they only wait on events or a short API call).
 ELECTION_STOP_SECONDS: Final = 3.0
@@ -208,9 +212,15 @@ def build_runtime(
         interval_seconds=config.poll_interval_seconds,
         metrics=metrics,
         expected_errors=(ClusterError,),
+        pass_timeout_seconds=config.pass_timeout_seconds,
+        step_seconds=STEP_SECONDS,
     )
     app = create_app(
-        webhook_secret=config.webhook_secret.reveal(), nudge=webhook_nudge, metrics=metrics
+        webhook_secret=config.webhook_secret.reveal(),
+        nudge=webhook_nudge,
+        metrics=metrics,
+        live=worker.liveness,
+        ready=worker.readiness,
     )
     return Runtime(metrics, nudge, reconciler, worker, app, election)
 

@@ -25,7 +25,8 @@ from tests.support.fake_kube import Fault, FaultyKubeApi, KubeApiServer
 from tests.support.fault_proxy import FaultProxy, ProxyFault
 from tests.support.ports import free_port
 from tests.support.registry import ImagePusher, RegistryServer
-from tests.support.serve import Serve, dead_kubeconfig, start_serve, wait_until
+from tests.support.serve import Serve, dead_kubeconfig, start_serve
+from tests.support.wait import wait_until
 
 pytestmark = pytest.mark.integration
 

@@ -19,7 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 
-from tests.support.serve import Serve, dead_kubeconfig, start_serve, wait_until
+from tests.support.serve import Serve, dead_kubeconfig, start_serve
+from tests.support.wait import wait_until
 
 pytestmark = pytest.mark.integration
 

@@ -28,7 +28,8 @@ from autoroll.kube import KubeCluster, connect
 from autoroll.model import DeleteOutcome
 from tests.support.fake_kube import SELECTOR, FaultyKubeApi, KubeApiServer
 from tests.support.registry import ImagePusher, RegistryServer
-from tests.support.serve import start_serve, wait_until
+from tests.support.serve import start_serve
+from tests.support.wait import wait_until
 
 pytestmark = pytest.mark.integration
 

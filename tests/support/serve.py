@@ -13,34 +13,27 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import requests
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.ports import free_port
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+from tests.support.wait import wait_until
 
 
 def scrape_metric(url: str, name: str, **labels: str) -> float:
-    """One sample from ``<url>/metrics`` (labels in the order given), 0 when absent."""
+    """One sample from ``<url>/metrics`` with exactly ``labels``, 0 when absent.
+
+    Parsed with ``prometheus_client``'s own text parser, so label order, escaping and
+    exposition details are the library's business, not a regex's.
+    """
     text = requests.get(f"{url}/metrics", timeout=5).text
-    wanted = name + (
-        "{" + ",".join(f'{k}="{v}"' for k, v in labels.items()) + "}" if labels else ""
-    )
-    for line in text.splitlines():
-        key, _, value = line.rpartition(" ")
-        if key == wanted:
-            return float(value)
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == name and dict(sample.labels) == labels:
+                return float(sample.value)
     return 0.0
 
 

@@ -78,7 +78,7 @@ def test_tag_ref_str() -> None:
         ("forgejo.example/team/app:vérsion", "malformed tag"),
         ("forgejo.example/team/app:été", "malformed tag"),
         ("forgejo.example/team/app:١٢", "malformed tag"),  # Arabic-Indic digits
-        ("forgejo.example/team/app:v1​", "malformed tag"),  # zero-width space
+        ("forgejo.example/team/app:v1\u200b", "malformed tag"),  # zero-width space
         ("forgejo.example/team/app@sha256:xyz", "malformed digest"),
         ("forge_jo.example/team/app", "malformed registry host"),
         ("app/", "component ''"),
