@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from autoroll.server import GRACEFUL_TIMEOUT_SECONDS
+from autoroll.server import GRACEFUL_TIMEOUT_SECONDS, STEP_SECONDS
 from tests.support.fake_kube import Fault, FaultyKubeApi, KubeApiServer
 from tests.support.fault_proxy import FaultProxy, ProxyFault
 from tests.support.ports import free_port
@@ -141,6 +141,48 @@ def test_sigterm_while_a_delete_is_in_flight_lets_it_finish(world: World) -> Non
     assert world.api.deletes == [("web-1", "uid-web-1")]
     assert world.api.deleted == ["web-1"]
     assert "deleted stale pod shop/web-1" in serve.output()
+
+
+# -- health ----------------------------------------------------------------------------------------
+
+
+def probe(serve: Serve, path: str) -> int:
+    return requests.get(f"{serve.url}{path}", timeout=5).status_code
+
+
+def test_a_hung_pass_fails_livez_within_its_bound_so_the_pod_is_restarted(world: World) -> None:
+    """A pass stuck in an API call that never times out: its answer drips a byte a second,
+    so every read gets data within the read timeout. /livez (the chart's livenessProbe)
+    turns 503 once no pass has finished for poll interval + pass timeout + one step, which
+    is what makes the kubelet restart the container; /readyz stays 200 meanwhile (the pod
+    still serves webhooks). The kubelet's restart itself needs a real node (not here yet).
+    """
+    release = threading.Event()
+    world.api.inject("list-deployments", Fault(0, drip=release))
+    started = time.monotonic()
+    serve = world.serve(POLL_INTERVAL_SECONDS="5", PASS_TIMEOUT_SECONDS="5")
+    bound = 5 + 5 + STEP_SECONDS
+    try:
+        assert world.api.arrived["list-deployments"].wait(15)
+        assert probe(serve, "/livez") == 200
+        wait_until(
+            lambda: probe(serve, "/livez") == 503, bound + 30, "/livez to fail", interval=0.5
+        )
+        failed_after = time.monotonic() - started
+        assert probe(serve, "/healthz") == 503  # the old path answers as /livez does
+        assert probe(serve, "/readyz") == 200
+        detail = requests.get(f"{serve.url}/livez", timeout=5).text
+        assert "no reconcile pass finished" in detail
+        release.set()  # the call ends (a cut body), the pass fails and finishes: live again
+        wait_until(lambda: probe(serve, "/livez") == 200, 30, "/livez to recover", interval=0.2)
+        code, _ = serve.terminate()
+    finally:
+        release.set()
+        serve.kill()
+    print(f"\nhung pass: /livez failed {failed_after:.1f}s after start (bound {bound:.0f}s)")
+    assert failed_after >= bound - 1  # not before the bound: a slow pass is not a dead one
+    assert code == 0
+    assert world.api.deletes == []
 
 
 def nudged_pass(serve: Serve) -> None:

@@ -49,6 +49,9 @@ class Fault:
     #: the server stops (listener closed, other connections cut) before this answer is
     #: sent, and this connection closes after it: the next request finds nobody there
     go_down: bool = False
+    #: answer 200 with headers, then send the body one byte a second until this is set (or
+    #: 300 s pass): each read gets a byte within its timeout, so the call never times out
+    drip: threading.Event | None = None
 
 
 @dataclass
@@ -250,6 +253,9 @@ class KubeApiServer(LocalHttpServer):
                 api.arrivals.append(route)
             api.arrived[route].set()
         fault = api.next_fault(route)
+        if fault is not None and fault.drip is not None:
+            self._drip(request, route, fault.drip)
+            return
         if fault is not None:
             if fault.hang is not None:
                 fault.hang.wait(60)
@@ -274,3 +280,21 @@ class KubeApiServer(LocalHttpServer):
             api.log.append((route or request.path, status))
         headers = {"Content-Type": "application/json", **dict(fault.headers if fault else ())}
         reply(request, status, headers, json.dumps(document).encode())
+
+    def _drip(self, request: Request, route: Route | None, release: threading.Event) -> None:
+        """A 200 whose body arrives a byte a second: a call that hangs past every timeout."""
+        request.send_response(200)
+        request.send_header("Content-Type", "application/json")
+        request.send_header("Content-Length", "1000000")
+        request.end_headers()
+        deadline = time.monotonic() + 300
+        try:
+            while not release.wait(1.0) and time.monotonic() < deadline:
+                request.wfile.write(b" ")
+                request.wfile.flush()
+        except OSError:
+            pass  # the client gave up (or was stopped)
+        with self.api.lock:
+            self.api.log.append((route or request.path, 200))
+        cut(request)
+
