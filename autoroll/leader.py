@@ -129,6 +129,10 @@ class Elector:
         self._metrics.leader.set(0)
         self._thread.start()
 
+    def request_stop(self) -> None:
+        """Stop campaigning after the current cycle, without waiting."""
+        self._stop.set()
+
     def stop(self, timeout: float, *, release: bool) -> None:
         """Stop campaigning; with ``release``, hand the lease back if we hold it.
 
@@ -309,9 +313,13 @@ class NudgeWatcher:
     def start(self) -> None:
         self._thread.start()
 
-    def stop(self, timeout: float) -> None:
+    def request_stop(self) -> None:
+        """End the watch now (it is aborted), without waiting for the thread."""
         self._stop.set()
         self._port.abort_watch()
+
+    def stop(self, timeout: float) -> None:
+        self.request_stop()
         if self._thread.ident is None:
             return
         self._thread.join(timeout)
@@ -388,9 +396,13 @@ class HandOff:
     def start(self) -> None:
         self._thread.start()
 
-    def stop(self, timeout: float) -> None:
+    def request_stop(self) -> None:
+        """Deliver nothing more, without waiting for the thread."""
         self._stop.set()
         self._wake.set()
+
+    def stop(self, timeout: float) -> None:
+        self.request_stop()
         if self._thread.ident is None:
             return
         self._thread.join(timeout)

@@ -202,6 +202,14 @@ class Worker:
         self._nudge._interrupt()
         self._thread.start()
 
+    def request_stop(self) -> None:
+        """Ask the thread to stop, without waiting (safe in a signal handler: two Event sets).
+
+        The pass in progress sees ``stopping()`` and ends before its next Deployment.
+        """
+        self._stop.set()
+        self._nudge._interrupt()
+
     def stop(self, timeout: float) -> None:
         """Ask the thread to stop, wait up to ``timeout`` seconds, raise if it is still alive.
 
@@ -209,8 +217,7 @@ class Worker:
         and returns early. Raising (rather than returning quietly) makes a stuck shutdown
         visible in the logs of the process that is about to exit anyway.
         """
-        self._stop.set()
-        self._nudge._interrupt()
+        self.request_stop()
         if self._thread.ident is None:
             return
         self._thread.join(timeout)

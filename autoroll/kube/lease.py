@@ -21,9 +21,9 @@ from autoroll.kube.errors import ClusterApiError
 from autoroll.kube.transport import (
     CREATE_LEASE,
     GET_LEASE,
+    LEASE_CALL_TIMEOUT,
     MERGE_PATCH,
     PATCH_LEASE,
-    SMALL_CALL_TIMEOUT,
     WATCH_LEASE,
     Answer,
     KubeRest,
@@ -45,7 +45,7 @@ class KubeLease:
         name: str,
         api_client_factory: Callable[[], Any] = connect,
         rest: KubeRest | None = None,
-        timeout: tuple[float, float] = SMALL_CALL_TIMEOUT,
+        timeout: tuple[float, float] = LEASE_CALL_TIMEOUT,
     ) -> None:
         self.namespace = namespace
         self.name = name

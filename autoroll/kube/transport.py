@@ -40,8 +40,11 @@ log = logging.getLogger(__name__)
 
 #: (connect, read) seconds for every call of a pass: a hung API server must not stall it.
 REQUEST_TIMEOUT: Final = (5.0, 30.0)
-#: Lease and Event calls are tiny; they must answer well within the renew deadline.
+#: Event calls are tiny; a slow one must not hold the pass long.
 SMALL_CALL_TIMEOUT: Final = (2.0, 4.0)
+#: Lease calls must answer well within the renew deadline, and the two of a release on
+#: shutdown fit the shutdown budget (``autoroll.server.ShutdownBudget``): 5 s each at most.
+LEASE_CALL_TIMEOUT: Final = (1.0, 3.0)
 #: Connection attempts per call: one immediate reconnect (``API_RETRIES``), then it fails.
 CONNECT_ATTEMPTS: Final = 2
 
@@ -344,6 +347,7 @@ def _release(response: Any) -> None:
 
 __all__ = [
     "API_RETRIES",
+    "LEASE_CALL_TIMEOUT",
     "LIVE_PODS_FIELD_SELECTOR",
     "MERGE_PATCH",
     "REQUEST_TIMEOUT",

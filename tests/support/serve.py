@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -116,3 +117,27 @@ def start_serve(tmp: Path, env: dict[str, str], *, timeout: float = 30) -> Serve
         serve.kill()
         raise
     return serve
+
+
+def drip(port: int, prefix: bytes, payload: bytes, cut: list[float]) -> None:
+    """Send ``prefix`` at once, then ``payload`` a byte a second, until the server is done.
+
+    Appends the seconds until the server answered or hung up; a server that lets a
+    dripping client finish would make this take ``len(payload)`` seconds.
+    """
+    started = time.monotonic()
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        if prefix:
+            sock.sendall(prefix)
+        sock.settimeout(1.0)  # the pace: one byte per second
+        for byte in payload:
+            try:
+                sock.sendall(bytes([byte]))
+                sock.recv(65536)
+            except TimeoutError:
+                continue  # the server is still waiting for us: keep dripping
+            except OSError:
+                pass  # reset: the server hung up
+            # An answer, EOF or a reset: the server is done with this connection.
+            cut.append(time.monotonic() - started)
+            return
