@@ -8,7 +8,7 @@ TOOLS_ENV := .tools/env
 # Every recipe sees the pinned tools (helm v4, helm-unittest, actionlint, ...).
 WITH_TOOLS = source $(TOOLS_ENV) &&
 
-.PHONY: help tools tools-core venv test lint typecheck pytest chart-lint chart-test names demo bench clean
+.PHONY: help tools tools-core venv test lint typecheck pytest chart-lint chart-test docs names demo bench clean
 
 help:
 	@echo "make demo    - watch autoroll roll a 3-replica app on a local control plane"
@@ -16,14 +16,16 @@ help:
 	@echo "make names   - preview the Job names for examples/jobs-values.yaml (jobhash)"
 	@echo "make bench   - run the benchmarks (about 10 min) and rewrite docs/performance.md"
 	@echo "make test    - install the tools and run every suite (what CI runs)"
-	@echo "make tools   - build/install helm, helm-unittest, actionlint, docker-registry"
+	@echo "make tools   - build/install helm, helm-unittest, actionlint, helm-docs, docker-registry"
+	@echo "make docs    - regenerate the chart README's values table (helm-docs)"
 
 # Everything the suites need, including the local control plane (etcd, kube-apiserver,
 # kube-controller-manager) that the end-to-end tests and the demo run.
 tools $(TOOLS_ENV): scripts/tools.sh scripts/versions.env
 	scripts/tools.sh all
 
-# Only what the chart and unit suites need (helm, helm-unittest, actionlint, docker-registry).
+# Only what the chart and unit suites need (helm, helm-unittest, actionlint, helm-docs,
+# docker-registry).
 tools-core:
 	scripts/tools.sh core
 
@@ -51,6 +53,10 @@ chart-lint: $(TOOLS_ENV)
 
 chart-test: $(TOOLS_ENV)
 	$(WITH_TOOLS) helm unittest --strict charts/autoroll
+
+# The values table in charts/autoroll/README.md, from the `# --` comments in values.yaml.
+docs: $(TOOLS_ENV)
+	$(WITH_TOOLS) scripts/chart_docs.sh
 
 workflow-lint: $(TOOLS_ENV)
 	$(WITH_TOOLS) if compgen -G '.forgejo/workflows/*.y*ml' >/dev/null; then actionlint .forgejo/workflows/*.y*ml; fi

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Tool bootstrap for autoroll: makes helm (v4), the helm-unittest plugin, actionlint,
-# docker-registry and htpasswd available, and (with `kube`) etcd, kube-apiserver and
+# helm-docs, docker-registry and htpasswd available, and (with `kube`) etcd, kube-apiserver and
 # kube-controller-manager.
 #
 # Everything is built from Go modules or installed from Debian packages; nothing is
@@ -9,7 +9,7 @@
 # A binary already on PATH is preferred when it has the pinned major version.
 #
 # Usage: scripts/tools.sh [core|kube|all|env]
-#   core  helm, helm-unittest, actionlint, apt packages (default)
+#   core  helm, helm-unittest, actionlint, helm-docs, apt packages (default)
 #   kube  etcd, kube-apiserver, kube-controller-manager (first build: about 10-20 min)
 #   all   both
 # On success it writes .tools/env (sourced by the Makefile) with PATH and HELM_PLUGINS.
@@ -126,6 +126,24 @@ ensure_actionlint() {
   add_path "$dir"
 }
 
+# --- helm-docs ----------------------------------------------------------------
+# The chart README's values table (make docs; tests/integration/test_chart_docs.py).
+ensure_helm_docs() {
+  local dir="$cache/helm-docs/$HELM_DOCS_VERSION"
+  if [ ! -x "$dir/helm-docs" ]; then
+    need_go helm-docs
+    say "helm-docs: building $HELM_DOCS_VERSION from its Go module (first run only, ~1 min)"
+    local tmp; tmp=$(mktemp -d)
+    (cd /tmp && GOBIN="$tmp" gobuild go install -trimpath -ldflags "-s -w" "github.com/norwoodj/helm-docs/cmd/helm-docs@$HELM_DOCS_VERSION") \
+      || { rm -rf "$tmp"; die "building helm-docs failed (see above)"; }
+    # Another worktree may have finished the same build meanwhile: keep the first one.
+    mkdir -p "$(dirname "$dir")"
+    if [ -x "$dir/helm-docs" ]; then rm -rf "$tmp"; else mv "$tmp" "$dir"; fi
+  fi
+  add_path "$dir"
+  say "helm-docs: $HELM_DOCS_VERSION ($dir/helm-docs)"
+}
+
 # --- Debian packages --------------------------------------------------------
 ensure_apt() {
   local missing=()
@@ -226,11 +244,11 @@ write_env() {
 main() {
   local what=${1:-core}
   case "$what" in
-    core) ensure_apt; ensure_helm; ensure_unittest; ensure_actionlint
+    core) ensure_apt; ensure_helm; ensure_unittest; ensure_actionlint; ensure_helm_docs
           add_cached "$cache/etcd/$ETCD_VERSION" etcd
           add_cached "$cache/kubernetes/$KUBERNETES_VERSION" kube-apiserver ;;
-    kube) ensure_helm; ensure_unittest; ensure_actionlint; ensure_etcd; ensure_kube ;;
-    all)  ensure_apt; ensure_helm; ensure_unittest; ensure_actionlint; ensure_etcd; ensure_kube ;;
+    kube) ensure_helm; ensure_unittest; ensure_actionlint; ensure_helm_docs; ensure_etcd; ensure_kube ;;
+    all)  ensure_apt; ensure_helm; ensure_unittest; ensure_actionlint; ensure_helm_docs; ensure_etcd; ensure_kube ;;
     *) die "unknown target '$what' (expected core, kube or all)" ;;
   esac
   write_env
