@@ -132,6 +132,12 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _add_value_options(diff)
+    _add_diff_options(diff)
+    return parser
+
+
+def _add_diff_options(diff: argparse.ArgumentParser) -> None:
+    """``diff``'s own options: values, --set and --set-string for each side, and output."""
     for side, label in (("from", "A (before)"), ("to", "B (after)")):
         short = "-a" if side == "from" else "-b"
         diff.add_argument(
@@ -164,7 +170,6 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument(
         "--all", action="store_true", help="also list entries that do not change at all"
     )
-    return parser
 
 
 # ---------------------------------------------------------------------------------------------
