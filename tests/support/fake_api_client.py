@@ -25,6 +25,7 @@ class Stream:
     def __init__(self, chunks: list[bytes]) -> None:
         self.chunks = list(chunks)
         self.stopped = False
+        self.released = False
 
     def stream(self, amt: Any = None, decode_content: bool = False) -> Any:
         for chunk in self.chunks:
@@ -34,6 +35,9 @@ class Stream:
 
     def shutdown(self) -> None:
         self.stopped = True
+
+    def release_conn(self) -> None:
+        self.released = True
 
 
 class Answer:

@@ -20,7 +20,7 @@ from autoroll.kube.lease import KubeLease
 from autoroll.kube.transport import SMALL_CALL_TIMEOUT, KubeRest
 from autoroll.model import LeaseRecord, RollEvent
 from autoroll.ports import LeaseConflictError
-from tests.support.fake_api_client import FakeApiClient, Reply, status_body
+from tests.support.fake_api_client import FakeApiClient, Reply, Stream, status_body
 
 LEASE_TIMEOUT = SMALL_CALL_TIMEOUT
 
@@ -200,3 +200,52 @@ def test_a_forbidden_event_names_the_rbac_rule_and_emit_events() -> None:
     rest = FakeRest(403)
     with pytest.raises(ClusterForbiddenError, match=r"events: create \(EMIT_EVENTS=true\)"):
         KubeEvents(instance="a", rest=rest).emit(EVENT)
+
+
+def watch_lease(api: FakeApiClient, *chunks: bytes) -> KubeLease:
+    api.streams["/apis/coordination.k8s.io/v1/namespaces/autoroll/leases"] = Stream(list(chunks))
+    return KubeLease(namespace="autoroll", name="rel-autoroll", rest=KubeRest(api))
+
+
+def test_the_watch_goes_through_kube_rest_with_the_name_selector_and_yields_records() -> None:
+    api = FakeApiClient()
+    event = json.dumps({"type": "MODIFIED", "object": LEASE_JSON}).encode()
+    # one event split across chunks, then a bookmark-like event of another type
+    lease = watch_lease(
+        api, event[:10], event[10:] + b"\n", b'{"type": "BOOKMARK", "object": {}}\n'
+    )
+    records = list(lease.watch("41", 30))
+    assert [r.resource_version for r in records] == ["42"]
+    [request] = api.serialized
+    assert request["method"] == "GET"
+    assert ("fieldSelector", "metadata.name=rel-autoroll") in request["query_params"]
+    assert ("watch", "true") in request["query_params"]
+    assert ("resourceVersion", "41") in request["query_params"]
+    assert api.timeouts == [(1.0, 33.0)]  # the server's watch timeout plus the read timeout
+    assert api.streams["/apis/coordination.k8s.io/v1/namespaces/autoroll/leases"].released
+
+
+def test_an_error_event_in_the_watch_is_an_api_error_with_its_code() -> None:
+    error = {"type": "ERROR", "object": {"kind": "Status", "code": 410, "message": "too old"}}
+    lease = watch_lease(FakeApiClient(), json.dumps(error).encode() + b"\n")
+    with pytest.raises(ClusterApiError, match=r"watch lease autoroll/rel-autoroll: 410") as info:
+        list(lease.watch("1", 30))
+    assert info.value.status == 410
+
+
+def test_a_forbidden_watch_names_the_watch_verb() -> None:
+    api = FakeCoordination(403)
+    lease = KubeLease(namespace="autoroll", name="rel-autoroll", rest=KubeRest(api))
+    with pytest.raises(ClusterForbiddenError, match=r"leases: watch"):
+        list(lease.watch("1", 30))
+
+
+def test_abort_watch_ends_a_watch_in_progress() -> None:
+    api = FakeApiClient()
+    event = json.dumps({"type": "MODIFIED", "object": LEASE_JSON}).encode() + b"\n"
+    lease = watch_lease(api, event, event, event)
+    seen = []
+    for record in lease.watch("1", 30):
+        seen.append(record)
+        lease.abort_watch()
+    assert len(seen) == 1
