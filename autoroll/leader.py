@@ -67,6 +67,15 @@ def _wall() -> datetime:
     return datetime.now(UTC)
 
 
+def _join(thread: threading.Thread, timeout: float, what: str) -> None:
+    """Wait up to ``timeout`` for a started ``thread``; raise if it is still running."""
+    if thread.ident is None:
+        return
+    thread.join(timeout)
+    if thread.is_alive():
+        raise RuntimeError(f"{what} still running after {timeout:g}s")
+
+
 class Elector:
     """Runs the election loop in a thread and answers ``may_act()`` for the worker.
 
@@ -320,11 +329,7 @@ class NudgeWatcher:
 
     def stop(self, timeout: float) -> None:
         self.request_stop()
-        if self._thread.ident is None:
-            return
-        self._thread.join(timeout)
-        if self._thread.is_alive():
-            raise RuntimeError(f"nudge watcher still running after {timeout:g}s")
+        _join(self._thread, timeout, "nudge watcher")
 
     def _deliver(self) -> None:
         self._metrics.handoffs.labels(outcome="received").inc()
@@ -403,11 +408,7 @@ class HandOff:
 
     def stop(self, timeout: float) -> None:
         self.request_stop()
-        if self._thread.ident is None:
-            return
-        self._thread.join(timeout)
-        if self._thread.is_alive():
-            raise RuntimeError(f"hand-off thread still running after {timeout:g}s")
+        _join(self._thread, timeout, "hand-off thread")
 
     def _run(self) -> None:
         while not self._stop.is_set():

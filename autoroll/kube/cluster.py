@@ -36,6 +36,7 @@ from autoroll.kube.transport import (
     LIVE_PODS_FIELD_SELECTOR,
     REQUEST_TIMEOUT,
     KubeRest,
+    LazyRest,
     connect,
 )
 from autoroll.model import DeleteOutcome, DeploymentView, Enrolled, PodView
@@ -50,9 +51,7 @@ _OUTCOMES: dict[int, DeleteOutcome] = {
 
 
 class KubeCluster:
-    """The live cluster. The ``ApiClient`` is built on first use, and again after a config
-    error: lazy, so the server starts (and answers its probes) while the API is unreachable,
-    and every pass reports the problem and tries again."""
+    """The live cluster, through a ``KubeRest`` built on first use (``LazyRest``)."""
 
     def __init__(
         self,
@@ -66,14 +65,8 @@ class KubeCluster:
         self._label_selector = label_selector
         self._evict = evict
         self._timeout = request_timeout
-        self._factory = api_client_factory
-        self._rest = rest
+        self._api = LazyRest(api_client_factory, rest)
         self.requests = 0  # API requests sent, for benchmarks and tests
-
-    def _api(self) -> KubeRest:
-        if self._rest is None:
-            self._rest = KubeRest(self._factory())
-        return self._rest
 
     def snapshot(self) -> tuple[Enrolled, ...]:
         """Every enrolled Deployment with its live pods: ``1 + namespaces`` list requests.

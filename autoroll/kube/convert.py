@@ -202,13 +202,7 @@ def pod_from_json(pod: Mapping[str, Any]) -> tuple[PodView, Mapping[str, str]]:
 def _creation_time(raw: object) -> datetime:
     """``creationTimestamp`` (RFC 3339, UTC); missing or unreadable reads as the far future,
     so the loop guard spares the pod: the safe direction for data we never expect."""
-    if not isinstance(raw, str):
-        return _UNKNOWN_CREATION
-    try:
-        created = datetime.fromisoformat(raw)
-    except ValueError:
-        return _UNKNOWN_CREATION
-    return created if created.tzinfo is not None else created.replace(tzinfo=UTC)
+    return _parse_time(raw) or _UNKNOWN_CREATION
 
 
 def pod_list_selector(selectors: Iterable[LabelSelector]) -> str | None:
@@ -306,6 +300,7 @@ def _micro_time(value: datetime) -> str:
 
 
 def _parse_time(raw: object) -> datetime | None:
+    """An RFC 3339 time as the API writes it (naive read as UTC), or None."""
     if not isinstance(raw, str) or not raw:
         return None
     try:

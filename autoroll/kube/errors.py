@@ -98,17 +98,3 @@ def unreachable(operation: Operation, target: str, exc: BaseException) -> Cluste
     return ClusterUnreachableError(
         f"{what}: cannot reach the Kubernetes API ({type(cause).__name__}: {cause})"
     )
-
-
-__all__ = [
-    "ClusterApiError",
-    "ClusterConfigError",
-    "ClusterError",
-    "ClusterForbiddenError",
-    "ClusterUnauthorizedError",
-    "ClusterUnreachableError",
-    "Grant",
-    "Operation",
-    "api_error",
-    "unreachable",
-]

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from autoroll.kube.convert import event_json
-from autoroll.kube.transport import SMALL_CALL_TIMEOUT, KubeRest, connect
+from autoroll.kube.transport import SMALL_CALL_TIMEOUT, KubeRest, LazyRest, connect
 from autoroll.model import RollEvent
 
 
@@ -29,15 +29,12 @@ class KubeEvents:
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self._instance = instance
-        self._factory = api_client_factory
-        self._rest = rest
+        self._api = LazyRest(api_client_factory, rest)
         self._clock = clock
 
     def emit(self, event: RollEvent) -> None:
-        if self._rest is None:
-            self._rest = KubeRest(self._factory())
         body = event_json(event, now=self._clock(), instance=self._instance)
-        self._rest.create_event(event.namespace, body, timeout=SMALL_CALL_TIMEOUT)
+        self._api().create_event(event.namespace, body, timeout=SMALL_CALL_TIMEOUT)
 
 
 __all__ = ["KubeEvents"]

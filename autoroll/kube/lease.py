@@ -27,6 +27,7 @@ from autoroll.kube.transport import (
     WATCH_LEASE,
     Answer,
     KubeRest,
+    LazyRest,
     WatchStream,
     connect,
     segment,
@@ -49,19 +50,13 @@ class KubeLease:
     ) -> None:
         self.namespace = namespace
         self.name = name
-        self._factory = api_client_factory
-        self._rest = rest
+        self._api = LazyRest(api_client_factory, rest)
         self._timeout = timeout
         self._watch_lock = threading.Lock()
         self._stream: WatchStream | None = None
         self._collection = f"/apis/coordination.k8s.io/v1/namespaces/{segment(namespace)}/leases"
         self._path = f"{self._collection}/{segment(name)}"
         self._target = f"{namespace}/{name}"
-
-    def _api(self) -> KubeRest:
-        if self._rest is None:
-            self._rest = KubeRest(self._factory())
-        return self._rest
 
     def get(self) -> LeaseRecord | None:
         answer = self._api().send(GET_LEASE, self._target, "GET", self._path, timeout=self._timeout)

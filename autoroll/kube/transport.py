@@ -17,7 +17,7 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import quote
@@ -287,6 +287,23 @@ class KubeRest:
             raise unreachable(operation, target, exc) from exc
 
 
+class LazyRest:
+    """A ``KubeRest`` built on first use, and again after building it failed.
+
+    Lazy so that the server starts (and answers its probes) while the API or its
+    configuration is unusable; every pass then reports the problem and tries again.
+    """
+
+    def __init__(self, factory: Callable[[], Any], rest: KubeRest | None = None) -> None:
+        self._factory = factory
+        self._rest = rest
+
+    def __call__(self) -> KubeRest:
+        if self._rest is None:
+            self._rest = KubeRest(self._factory())
+        return self._rest
+
+
 class WatchStream:
     """The events of one open watch; ``abort`` ends it from another thread."""
 
@@ -354,6 +371,7 @@ __all__ = [
     "SMALL_CALL_TIMEOUT",
     "Answer",
     "KubeRest",
+    "LazyRest",
     "WatchStream",
     "call_seconds",
     "connect",

@@ -25,7 +25,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 from urllib.parse import parse_qs, urlsplit
 
 from tests.support.local_http import LocalHttpServer, Request, cut, reply
@@ -45,15 +45,7 @@ Route = Literal[
     "patch-lease",
     "watch-lease",
 ]
-ROUTES: tuple[Route, ...] = (
-    "list-deployments",
-    "list-pods",
-    "delete",
-    "get-lease",
-    "create-lease",
-    "patch-lease",
-    "watch-lease",
-)
+ROUTES: tuple[Route, ...] = get_args(Route)
 LEASE_NAMESPACE = "autoroll"
 LEASE_NAME = "rel-autoroll"
 _LEASES = f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NAMESPACE}/leases"

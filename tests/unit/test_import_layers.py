@@ -29,10 +29,15 @@ def lint_copy(tmp_path: Path, module: str = "", line: str = "") -> subprocess.Co
     if module:
         path = tmp_path / (module.replace(".", "/") + ".py")
         path.write_text(path.read_text() + f"\n{line}\n")
+    return lint(tmp_path)
+
+
+def lint(tree: Path) -> subprocess.CompletedProcess[str]:
+    """``lint-imports`` with the copied pyproject.toml, importing from ``tree`` only."""
     return subprocess.run(
-        [str(LINT_IMPORTS), "--config", str(tmp_path / "pyproject.toml"), "--no-cache"],
-        cwd=tmp_path,
-        env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
+        [str(LINT_IMPORTS), "--config", str(tree / "pyproject.toml"), "--no-cache"],
+        cwd=tree,
+        env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin"},
         capture_output=True,
         text=True,
         timeout=120,
@@ -72,14 +77,6 @@ def test_a_new_module_must_be_placed_in_a_layer(tmp_path: Path) -> None:
     done = lint_copy(tmp_path)
     assert done.returncode == 0
     (tmp_path / "autoroll" / "stray.py").write_text('"""Not in any layer."""\n')
-    again = subprocess.run(
-        [str(LINT_IMPORTS), "--config", str(tmp_path / "pyproject.toml"), "--no-cache"],
-        cwd=tmp_path,
-        env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    again = lint(tmp_path)
     assert again.returncode != 0
     assert "autoroll.stray" in again.stdout
