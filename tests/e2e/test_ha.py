@@ -18,7 +18,6 @@ import functools
 import os
 import secrets
 import signal
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -28,24 +27,21 @@ from typing import Any
 
 import pytest
 import requests
-import yaml
 from kubernetes import client, watch
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import require_tool
 from tests.e2e.controller import Autoroll, running_autoroll
-from tests.e2e.controlplane import ControlPlane, kubeconfig_document
+from tests.e2e.controlplane import ControlPlane
 from tests.e2e.helpers import apps_api, core_api, deployment, is_ready, rbac_api
 from tests.e2e.kubelet import Behaviour, RegistryResolver, SimulatedKubelet
+from tests.e2e.rbac import LEASE, service_account_kubeconfig
 from tests.support.registry import ImagePusher, RegistryServer, running_registry
 from tests.support.serve import scrape_metric
 from tests.support.wait import eventually, wait_until
 
 pytestmark = pytest.mark.e2e
 
-CHART = Path(__file__).resolve().parents[2] / "charts" / "autoroll"
-RELEASE = "rel"
-LEASE = f"{RELEASE}-autoroll"  # the chart's fullname: the Role names this Lease only
 REPLICAS = 4
 READY_AFTER = 2.0  # a replacement pod needs this long to become Ready: the settle window
 APP = "web"
@@ -132,74 +128,6 @@ def watching(kube: Any, namespace: str, ledger: Ledger) -> Iterator[Ledger]:
 
 # --------------------------------------------------------------------------------------------
 # Setup: the chart's RBAC for a ServiceAccount, the registry, the app
-
-
-def chart_rules(template: str) -> list[dict[str, Any]]:
-    """The rules the chart renders for two replicas with events on."""
-    helm = require_tool("helm")
-    rendered = subprocess.run(
-        [
-            helm,
-            "template",
-            RELEASE,
-            str(CHART),
-            "-f",
-            str(CHART / "tests" / "values" / "required.yaml"),
-            "--set",
-            "replicaCount=2",
-            "--set",
-            "emitEvents=true",
-            "--show-only",
-            f"templates/{template}",
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    document = yaml.safe_load(rendered)
-    rules: list[dict[str, Any]] = document["rules"]
-    return rules
-
-
-def service_account_kubeconfig(plane: ControlPlane, kube: Any, namespace: str, path: Path) -> Path:
-    """A kubeconfig for ServiceAccount ``autoroll`` bound to the chart's rules only."""
-    core, rbac = core_api(kube), rbac_api(kube)
-    core.create_namespaced_service_account(namespace, {"metadata": {"name": "autoroll"}})
-    subject = [{"kind": "ServiceAccount", "name": "autoroll", "namespace": namespace}]
-    cluster_role = f"autoroll-{namespace}"
-    rbac.create_cluster_role(
-        {"metadata": {"name": cluster_role}, "rules": chart_rules("clusterrole.yaml")}
-    )
-    rbac.create_cluster_role_binding(
-        {
-            "metadata": {"name": cluster_role},
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "ClusterRole",
-                "name": cluster_role,
-            },
-            "subjects": subject,
-        }
-    )
-    rbac.create_namespaced_role(
-        namespace, {"metadata": {"name": LEASE}, "rules": chart_rules("role.yaml")}
-    )
-    rbac.create_namespaced_role_binding(
-        namespace,
-        {
-            "metadata": {"name": LEASE},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": LEASE},
-            "subjects": subject,
-        },
-    )
-    token = core.create_namespaced_service_account_token(
-        "autoroll", namespace, {"spec": {"expirationSeconds": 3600}}
-    ).status.token
-    document = kubeconfig_document(
-        server=plane.server, ca_pem=plane.ca_file.read_bytes(), user="autoroll", token=token
-    )
-    path.write_text(yaml.safe_dump(document))
-    return path
 
 
 @dataclass
