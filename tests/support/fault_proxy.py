@@ -42,7 +42,7 @@ class ProxyFault:
     status: int = 0
     headers: tuple[tuple[str, str], ...] = ()
     seconds: float = 0.0  # delay
-    location: str = ""  # redirect target
+    location: str = ""  # redirect target ("" = the same path, marked: a same-origin move)
     digest: str = ""  # replacement Docker-Content-Digest
     method: str = ""  # only requests with this method ("" = any)
     raw: bytes = b"HTTP/1.1 200 OK\r\nDocker-Content-Digest: sha256:0123"  # truncate-headers
@@ -71,7 +71,8 @@ class FaultProxy(LocalHttpServer):
             time.sleep(fault.seconds)
             self._forward(handler)
         elif fault.kind == "redirect":
-            reply(handler, fault.status or 307, {"Location": fault.location}, b"")
+            location = fault.location or f"{handler.path}?hop=1"
+            reply(handler, fault.status or 307, {"Location": location}, b"")
         elif fault.kind == "truncate-headers":
             # The start of an answer (``raw``), then the connection is gone.
             handler.wfile.write(fault.raw)
