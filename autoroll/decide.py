@@ -12,7 +12,7 @@ API for the shell (stable; extended, never renamed)
 4. Per Deployment::
 
        decision = decide(deployment=d, pods=pods, forgejo_host=..., resolved=resolved,
-                         sightings=sightings, children=children_cache)
+                         sightings=sightings, children=children_cache, contents=contents)
 
    If ``decision.needs_children`` is not empty, fetch each ``ChildrenRequest`` (GET the index
    by digest; cache forever, digests are immutable), put ``frozenset[Digest] | Unknown`` into
@@ -31,11 +31,11 @@ Safety properties enforced here (see docs/adr/001-cluster-is-the-state.md):
 
 - a pod is stale only if it runs other content than the target: its digest is neither the
   registry's nor a child of the registry's index, and the image configs its reference
-  stands for (or the bare config it reports) are known and none is among the target's. The
-  name the runtime reports is not evidence (containerd names the alphabetically first
-  reference recorded for the config, possibly another repository's). Content that cannot be
-  resolved, and a reference sharing only some platforms' configs with the target, is
-  unknown, never stale;
+  stands for (or the bare config it reports) are known and none is among the target's (or,
+  given the pod's platform, that platform's configs differ). The name the runtime reports is
+  not evidence (containerd names the alphabetically first reference recorded for the
+  config, possibly another repository's). Content that cannot be resolved, and a reference
+  sharing only some platforms' configs with the target, is unknown, never stale;
 - at most one deletion per Deployment per call, and only while the Deployment is settled;
 - a pod created after its target digest was first seen is never deleted (loop guard): a pod
   counts as older only if the sighting's own pass listed it, or if its creationTimestamp is

@@ -45,6 +45,7 @@ class ProxyFault:
     location: str = ""  # redirect target ("" = the same path, marked: a same-origin move)
     digest: str = ""  # replacement Docker-Content-Digest
     method: str = ""  # only requests with this method ("" = any)
+    path: str = ""  # only requests whose path contains this ("" = any)
     raw: bytes = b"HTTP/1.1 200 OK\r\nDocker-Content-Digest: sha256:0123"  # truncate-headers
 
 
@@ -59,6 +60,8 @@ class FaultProxy(LocalHttpServer):
     def handle(self, handler: Request) -> None:
         fault = self.fault
         if fault is not None and fault.method and fault.method != handler.command:
+            fault = None
+        if fault is not None and fault.path and fault.path not in handler.path:
             fault = None
         # A redirected request comes back marked, and is forwarded as it is.
         if fault is not None and "hop=" in handler.path and fault.kind == "redirect":
