@@ -17,9 +17,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Protocol
 
-from autoroll.decide import ChildrenRequest
+from autoroll.decide import ChildrenRequest, ContentRequest
 from autoroll.images import TagRef
-from autoroll.model import DeleteOutcome, Digest, Enrolled, LeaseRecord, RollEvent, Unknown
+from autoroll.model import (
+    DeleteOutcome,
+    Digest,
+    Enrolled,
+    ImageContent,
+    LeaseRecord,
+    RollEvent,
+    Unknown,
+)
 
 
 class ClusterPort(Protocol):
@@ -33,8 +41,9 @@ class ClusterPort(Protocol):
 class RegistryPort(Protocol):
     """What a pass needs from the registry.
 
-    The client caches index children by digest (immutable); ``known_children`` seeds each
-    decision with that cache so an index is fetched once, not once per pass.
+    The client caches index children and manifests' image configs by digest (immutable);
+    ``known_children`` and ``known_content`` seed each pass's decisions with those caches,
+    so a manifest is fetched once, not once per pass.
     """
 
     def resolve(self, refs: Iterable[TagRef]) -> Mapping[TagRef, Digest | Unknown]: ...
@@ -44,6 +53,12 @@ class RegistryPort(Protocol):
     def fetch_children(
         self, wanted: Iterable[ChildrenRequest]
     ) -> Mapping[Digest, frozenset[Digest] | Unknown]: ...
+
+    def known_content(self) -> Mapping[Digest, ImageContent]: ...
+
+    def fetch_content(
+        self, wanted: Iterable[ContentRequest]
+    ) -> Mapping[Digest, ImageContent | Unknown]: ...
 
 
 class EventPort(Protocol):

@@ -9,11 +9,11 @@ import yaml
 from gunicorn.workers.gthread import ThreadWorker
 
 from autoroll.config import Config
-from autoroll.decide import ChildrenRequest
+from autoroll.decide import ChildrenRequest, ContentRequest
 from autoroll.http_worker import REQUEST_READ_SECONDS
 from autoroll.images import TagRef
 from autoroll.kube.transport import CONNECT_ATTEMPTS, LEASE_CALL_TIMEOUT, call_seconds
-from autoroll.model import DeleteOutcome, Digest, Enrolled, Unknown
+from autoroll.model import DeleteOutcome, Digest, Enrolled, ImageContent, Unknown
 from autoroll.server import (
     ELECTION_STOP_SECONDS,
     GRACEFUL_TIMEOUT_SECONDS,
@@ -53,6 +53,14 @@ class NoRegistry:
     def fetch_children(
         self, wanted: Iterable[ChildrenRequest]
     ) -> Mapping[Digest, frozenset[Digest] | Unknown]:
+        return {}
+
+    def known_content(self) -> Mapping[Digest, ImageContent]:
+        return {}
+
+    def fetch_content(
+        self, wanted: Iterable[ContentRequest]
+    ) -> Mapping[Digest, ImageContent | Unknown]:
         return {}
 
 
