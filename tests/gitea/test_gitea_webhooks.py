@@ -56,7 +56,7 @@ def delivered(gitea: GiteaServer, hook: int, count: int) -> list[Delivery]:
     """Wait until Gitea has delivered ``count`` tasks of ``hook``; exactly those, in order."""
 
     def done() -> bool:
-        return sum(d.delivered for d in gitea.deliveries(hook)) >= count
+        return sum(d.finished for d in gitea.deliveries(hook)) >= count
 
     wait_until(done, DELIVERY_TIMEOUT, f"{count} deliveries of hook {hook}")
     tasks = gitea.deliveries(hook)
