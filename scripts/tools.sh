@@ -11,8 +11,9 @@
 # Usage: scripts/tools.sh [core|kube|all|env]
 #   core  helm, helm-unittest, actionlint, apt packages (default)
 #   kube  etcd, kube-apiserver, kube-controller-manager (first build: about 10-20 min)
-#   gitea core, plus Gitea (first build: about 8-15 min) and skopeo
-#   all   all of the above
+#   all   core and kube (what the demo needs)
+#   gitea core, plus Gitea and skopeo for tests/gitea (first build: about 5 min of 2 idle
+#         cores, 550 CPU-seconds); run after `all` it keeps the kube paths in .tools/env
 # On success it writes .tools/env (sourced by the Makefile) with PATH and HELM_PLUGINS.
 set -euo pipefail
 
@@ -229,7 +230,7 @@ ensure_gitea() {
   local dir="$cache/gitea/$GITEA_VERSION"
   if [ ! -x "$dir/gitea" ] || [ ! -d "$dir/static/options" ]; then
     need_go gitea
-    say "gitea: building $GITEA_VERSION from the Go module code.gitea.io/gitea (first run only, ~8-15 min on 2 cores)"
+    say "gitea: building $GITEA_VERSION from the Go module code.gitea.io/gitea (first run only: ~550 CPU-seconds, ~5 min on 2 idle cores)"
     local src
     src=$(cd /tmp && go mod download -json "code.gitea.io/gitea@$GITEA_VERSION" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
     [ -d "$src" ] || die "could not download code.gitea.io/gitea@$GITEA_VERSION"
@@ -284,7 +285,7 @@ main() {
           add_cached "$cache/kubernetes/$KUBERNETES_VERSION" kube-apiserver
           ensure_gitea_apt; ensure_gitea ;;
     all)  ensure_apt; ensure_helm; ensure_unittest; ensure_actionlint; ensure_etcd; ensure_kube
-          ensure_gitea_apt; ensure_gitea ;;
+          add_cached "$cache/gitea/$GITEA_VERSION" gitea ;;
     *) die "unknown target '$what' (expected core, kube, gitea or all)" ;;
   esac
   write_env

@@ -99,14 +99,14 @@ def unknown(answer: object) -> Unknown:
 )
 def test_a_tag_resolves_to_the_digest_gitea_stores_with_basic_straight_away(
     gitea: GiteaServer,
-    pusher: Pusher,
+    gitea_pusher: Pusher,
     owner: Account,
     session: requests.Session,
     kind: tuple[Flavour, tuple[str, ...]],
 ) -> None:
     flavour, architectures = kind
     image = "app"  # the owner is this test's own
-    pushed = pusher.push(owner, image, "latest", flavour=flavour, architectures=architectures)
+    pushed = gitea_pusher.push(owner, image, "latest", flavour=flavour, architectures=architectures)
     assert gitea.stored_digest(owner.name, image, "latest") == pushed.digest
     recorder = Recorder()
     registry = client(session, gitea.url, owner.user, reader(gitea, owner), observer=recorder)
@@ -124,21 +124,21 @@ def test_a_tag_resolves_to_the_digest_gitea_stores_with_basic_straight_away(
 
 
 def test_a_moved_tag_resolves_to_the_new_digest(
-    gitea: GiteaServer, pusher: Pusher, owner: Account, image: str, session: requests.Session
+    gitea: GiteaServer, gitea_pusher: Pusher, owner: Account, image: str, session: requests.Session
 ) -> None:
     registry = client(session, gitea.url, owner.user, reader(gitea, owner))
     ref = TagRef(gitea.host, f"{owner.name}/{image}", "latest")
-    first = pusher.push(owner, image, "latest", architectures=("amd64", "arm64"))
+    first = gitea_pusher.push(owner, image, "latest", architectures=("amd64", "arm64"))
     assert registry.resolve([ref]) == {ref: Digest(first.digest)}
-    second = pusher.push(owner, image, "latest", architectures=("amd64", "arm64"))
+    second = gitea_pusher.push(owner, image, "latest", architectures=("amd64", "arm64"))
     assert second.digest != first.digest
     assert registry.resolve([ref]) == {ref: Digest(second.digest)}
 
 
 def test_a_missing_tag_is_not_found(
-    gitea: GiteaServer, pusher: Pusher, owner: Account, image: str, session: requests.Session
+    gitea: GiteaServer, gitea_pusher: Pusher, owner: Account, image: str, session: requests.Session
 ) -> None:
-    pusher.push(owner, image, "latest")
+    gitea_pusher.push(owner, image, "latest")
     registry = client(session, gitea.url, owner.user, reader(gitea, owner))
     ref = TagRef(gitea.host, f"{owner.name}/{image}", "no-such-tag")
     assert unknown(registry.resolve([ref])[ref]).reason == "not-found"
@@ -181,10 +181,10 @@ def running(name: str, image: str, image_id: str) -> Enrolled:
 
 
 def test_a_pod_on_a_child_of_the_index_is_current_and_one_on_an_older_index_is_stale(
-    gitea: GiteaServer, pusher: Pusher, owner: Account, image: str, session: requests.Session
+    gitea: GiteaServer, gitea_pusher: Pusher, owner: Account, image: str, session: requests.Session
 ) -> None:
-    old = pusher.push(owner, image, "latest", architectures=("amd64", "arm64"))
-    new = pusher.push(owner, image, "latest", architectures=("amd64", "arm64"))
+    old = gitea_pusher.push(owner, image, "latest", architectures=("amd64", "arm64"))
+    new = gitea_pusher.push(owner, image, "latest", architectures=("amd64", "arm64"))
     repository = f"{gitea.host}/{owner.name}/{image}"
     cluster = OneNamespace(
         [
@@ -214,9 +214,9 @@ def test_a_pod_on_a_child_of_the_index_is_current_and_one_on_an_older_index_is_s
 
 
 def test_a_wrong_token_is_unauthorized_and_names_the_token(
-    gitea: GiteaServer, pusher: Pusher, owner: Account, image: str, session: requests.Session
+    gitea: GiteaServer, gitea_pusher: Pusher, owner: Account, image: str, session: requests.Session
 ) -> None:
-    pusher.push(owner, image, "latest")
+    gitea_pusher.push(owner, image, "latest")
     registry = client(session, gitea.url, owner.user, "0" * 40)
     ref = TagRef(gitea.host, f"{owner.name}/{image}", "latest")
     answer = unknown(registry.resolve([ref])[ref])
@@ -225,9 +225,9 @@ def test_a_wrong_token_is_unauthorized_and_names_the_token(
 
 
 def test_a_token_without_read_package_is_unauthorized_and_names_the_scope(
-    gitea: GiteaServer, pusher: Pusher, owner: Account, image: str, session: requests.Session
+    gitea: GiteaServer, gitea_pusher: Pusher, owner: Account, image: str, session: requests.Session
 ) -> None:
-    pusher.push(owner, image, "latest")
+    gitea_pusher.push(owner, image, "latest")
     token = reader(gitea, owner, scopes=("read:user",))
     registry = client(session, gitea.url, owner.user, token)
     ref = TagRef(gitea.host, f"{owner.name}/{image}", "latest")
@@ -247,14 +247,14 @@ def private_owner(request: pytest.FixtureRequest, gitea: GiteaServer, owner: Acc
 
 def test_a_wrong_token_for_a_private_owner_is_unauthorized_not_a_bad_challenge(
     gitea: GiteaServer,
-    pusher: Pusher,
+    gitea_pusher: Pusher,
     private_owner: Account,
     image: str,
     session: requests.Session,
 ) -> None:
     # Gitea answers with two challenges here (Bearer and Basic in one 401); the realm is
     # the Bearer one's, whatever stands after it.
-    pusher.push(private_owner, image, "latest")
+    gitea_pusher.push(private_owner, image, "latest")
     registry = client(session, gitea.url, private_owner.user, "0" * 40)
     ref = TagRef(gitea.host, f"{private_owner.name}/{image}", "latest")
     answer = unknown(registry.resolve([ref])[ref])
@@ -264,10 +264,10 @@ def test_a_wrong_token_for_a_private_owner_is_unauthorized_not_a_bad_challenge(
 
 
 def test_a_user_outside_a_private_org_is_unauthorized_and_told_about_membership(
-    gitea: GiteaServer, pusher: Pusher, owner: Account, image: str, session: requests.Session
+    gitea: GiteaServer, gitea_pusher: Pusher, owner: Account, image: str, session: requests.Session
 ) -> None:
     org = gitea.create_org(f"o-{owner.name}", owner=owner, visibility="private")
-    pusher.push(org, image, "latest")
+    gitea_pusher.push(org, image, "latest")
     outsider = gitea.create_user(f"x-{owner.name}")
     registry = client(session, gitea.url, outsider.user, reader(gitea, outsider))
     ref = TagRef(gitea.host, f"{org.name}/{image}", "latest")
@@ -279,10 +279,10 @@ def test_a_user_outside_a_private_org_is_unauthorized_and_told_about_membership(
 
 
 def test_a_public_only_token_on_a_private_org_is_forbidden_and_says_why(
-    gitea: GiteaServer, pusher: Pusher, owner: Account, image: str, session: requests.Session
+    gitea: GiteaServer, gitea_pusher: Pusher, owner: Account, image: str, session: requests.Session
 ) -> None:
     org = gitea.create_org(f"o-{owner.name}", owner=owner, visibility="private")
-    pusher.push(org, image, "latest")
+    gitea_pusher.push(org, image, "latest")
     token = reader(gitea, owner, scopes=("read:package", "public-only"))
     registry = client(session, gitea.url, owner.user, token)
     ref = TagRef(gitea.host, f"{org.name}/{image}", "latest")
@@ -307,13 +307,13 @@ def any_owner(request: pytest.FixtureRequest, gitea: GiteaServer, owner: Account
 
 def test_stand_in_bearer_only_registry_gets_a_token_from_gitea_and_caches_it(
     gitea: GiteaServer,
-    pusher: Pusher,
+    gitea_pusher: Pusher,
     owner: Account,
     any_owner: Account,
     session: requests.Session,
 ) -> None:
     image = "app"
-    pushed = pusher.push(any_owner, image, "latest", architectures=("amd64", "arm64"))
+    pushed = gitea_pusher.push(any_owner, image, "latest", architectures=("amd64", "arm64"))
     with BasicWithholdingProxy(gitea) as proxy:
         recorder = Recorder()
         registry = client(
@@ -345,13 +345,13 @@ def test_stand_in_bearer_only_registry_gets_a_token_from_gitea_and_caches_it(
 
 def test_stand_in_lookups_at_once_fetch_one_token_per_scope(
     gitea: GiteaServer,
-    pusher: Pusher,
+    gitea_pusher: Pusher,
     any_owner: Account,
     image: str,
     session: requests.Session,
 ) -> None:
     for tag in ("latest", "stable"):
-        pusher.push(any_owner, image, tag)
+        gitea_pusher.push(any_owner, image, tag)
     # Both HEADs are refused before either lookup can ask for a token.
     with BasicWithholdingProxy(gitea, hold=2) as proxy:
         registry = client(
@@ -365,12 +365,12 @@ def test_stand_in_lookups_at_once_fetch_one_token_per_scope(
 
 def test_stand_in_a_wrong_token_through_the_bearer_flow_is_unauthorized(
     gitea: GiteaServer,
-    pusher: Pusher,
+    gitea_pusher: Pusher,
     any_owner: Account,
     image: str,
     session: requests.Session,
 ) -> None:
-    pusher.push(any_owner, image, "latest")
+    gitea_pusher.push(any_owner, image, "latest")
     with BasicWithholdingProxy(gitea) as proxy:
         registry = client(session, proxy.url, any_owner.user, "0" * 40)
         ref = TagRef(proxy.host, f"{any_owner.name}/{image}", "latest")

@@ -93,11 +93,11 @@ class Outcomes:
 
 
 def test_a_user_hook_delivers_a_push_and_gitea_records_202(
-    gitea: GiteaServer, serve: Serve, pusher: Pusher, owner: Account, image: str
+    gitea: GiteaServer, serve: Serve, gitea_pusher: Pusher, owner: Account, image: str
 ) -> None:
     hook = gitea.create_hook(owner, url=f"{serve.url}/webhook", secret=SECRET)
     before = Outcomes.of(serve)
-    pusher.push(owner, image, "latest")
+    gitea_pusher.push(owner, image, "latest")
 
     (task,) = delivered(gitea, hook, 1)
 
@@ -112,11 +112,11 @@ def test_a_user_hook_delivers_a_push_and_gitea_records_202(
 
 
 def test_an_org_hook_delivers_a_push_to_the_org_and_gitea_records_202(
-    gitea: GiteaServer, serve: Serve, pusher: Pusher, owner: Account, image: str
+    gitea: GiteaServer, serve: Serve, gitea_pusher: Pusher, owner: Account, image: str
 ) -> None:
     org = gitea.create_org(f"o-{owner.name}", owner=owner, visibility="public")
     hook = gitea.create_hook(org, url=f"{serve.url}/webhook", secret=SECRET, org=True)
-    pusher.push(org, image, "latest")
+    gitea_pusher.push(org, image, "latest")
 
     (task,) = delivered(gitea, hook, 1)
 
@@ -125,12 +125,12 @@ def test_an_org_hook_delivers_a_push_to_the_org_and_gitea_records_202(
 
 
 def test_a_multi_arch_push_delivers_once_per_child_and_once_for_the_tag_and_passes_once(
-    gitea: GiteaServer, serve: Serve, pusher: Pusher, owner: Account, image: str
+    gitea: GiteaServer, serve: Serve, gitea_pusher: Pusher, owner: Account, image: str
 ) -> None:
     hook = gitea.create_hook(owner, url=f"{serve.url}/webhook", secret=SECRET)
     ticks = serve.ticks()
     before = Outcomes.of(serve)
-    pushed = pusher.push(owner, image, "latest", architectures=("amd64", "arm64", "s390x"))
+    pushed = gitea_pusher.push(owner, image, "latest", architectures=("amd64", "arm64", "s390x"))
 
     tasks = delivered(gitea, hook, len(pushed.children) + 1)
 
@@ -159,11 +159,11 @@ def _package_version(task: Delivery) -> str:
 
 
 def test_a_hook_with_another_secret_is_403_bad_signature(
-    gitea: GiteaServer, serve: Serve, pusher: Pusher, owner: Account, image: str
+    gitea: GiteaServer, serve: Serve, gitea_pusher: Pusher, owner: Account, image: str
 ) -> None:
     hook = gitea.create_hook(owner, url=f"{serve.url}/webhook", secret=SECRET + "-not")
     before = Outcomes.of(serve)
-    pusher.push(owner, image, "latest")
+    gitea_pusher.push(owner, image, "latest")
 
     (task,) = delivered(gitea, hook, 1)
 
@@ -172,11 +172,11 @@ def test_a_hook_with_another_secret_is_403_bad_signature(
 
 
 def test_a_hook_without_a_secret_is_403_missing_signature(
-    gitea: GiteaServer, serve: Serve, pusher: Pusher, owner: Account, image: str
+    gitea: GiteaServer, serve: Serve, gitea_pusher: Pusher, owner: Account, image: str
 ) -> None:
     hook = gitea.create_hook(owner, url=f"{serve.url}/webhook", secret="")
     before = Outcomes.of(serve)
-    pusher.push(owner, image, "latest")
+    gitea_pusher.push(owner, image, "latest")
 
     (task,) = delivered(gitea, hook, 1)
 
@@ -188,11 +188,11 @@ def test_a_hook_without_a_secret_is_403_missing_signature(
 
 
 def test_a_form_encoded_hook_is_403_with_a_body_and_log_line_that_say_to_use_json(
-    gitea: GiteaServer, serve: Serve, pusher: Pusher, owner: Account, image: str
+    gitea: GiteaServer, serve: Serve, gitea_pusher: Pusher, owner: Account, image: str
 ) -> None:
     hook = gitea.create_hook(owner, url=f"{serve.url}/webhook", secret=SECRET, content_type="form")
     before = Outcomes.of(serve)
-    pusher.push(owner, image, "latest")
+    gitea_pusher.push(owner, image, "latest")
 
     (task,) = delivered(gitea, hook, 1)
 
@@ -225,12 +225,12 @@ class Tamperer(LocalHttpServer):
 
 
 def test_a_delivery_changed_on_the_way_is_403_bad_signature(
-    gitea: GiteaServer, serve: Serve, pusher: Pusher, owner: Account, image: str
+    gitea: GiteaServer, serve: Serve, gitea_pusher: Pusher, owner: Account, image: str
 ) -> None:
     with Tamperer(f"{serve.url}/webhook") as tamperer:
         hook = gitea.create_hook(owner, url=f"{tamperer.url}/webhook", secret=SECRET)
         before = Outcomes.of(serve)
-        pusher.push(owner, image, "latest")
+        gitea_pusher.push(owner, image, "latest")
 
         (task,) = delivered(gitea, hook, 1)
 

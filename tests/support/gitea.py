@@ -9,7 +9,9 @@ delivery code are the code Forgejo forked. So the live-server tier runs against 
 free port of 127.0.0.1 and nothing else), the schema made with ``gitea migrate``, a site
 admin created with Gitea's own CLI, then ``gitea web``. Owners, tokens, organisations and
 hooks are made through its API (``GiteaServer`` methods); images are pushed with skopeo
-(``push_image``), built here as OCI layouts of small random layers.
+(``Pusher``), built here from small random layers as an OCI layout (``oci:``), or as a
+``dir:`` directory for Docker media types, which skopeo's ``oci:`` transport does not read.
+The fixtures are in ``gitea_fixtures``.
 
 Gitea 1.27 has no API for a hook's delivery history (the web UI's "Recent deliveries"), so
 ``deliveries`` reads Gitea's own ``hook_task`` table, read-only, from its SQLite file: the
