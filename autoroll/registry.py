@@ -507,11 +507,17 @@ class RegistryClient:
         params = challenge.params  # names lower-cased by the parser
         realm = params.get("realm", "")
         self._check_realm(realm)
-        with self._token_lock(scope):
+        lock = self._token_lock(scope)
+        # The wait counts against the tick's budget like any request would.
+        if not lock.acquire(timeout=deadline.remaining()):
+            raise BudgetError("the per-tick registry budget ran out waiting for a token")
+        try:
             cached = self._fresh_token(scope)
             if cached is not None and cached is not refused:
                 return cached.value
             return self._fetch_token(realm, params, scope, deadline)
+        finally:
+            lock.release()
 
     def _fetch_token(
         self, realm: str, params: Mapping[str, str], scope: str, deadline: _Deadline
