@@ -12,6 +12,7 @@ import threading
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 import requests
@@ -31,7 +32,15 @@ from autoroll.model import (
 )
 from autoroll.reconciler import Reconciler
 from autoroll.registry import Limits, RegistryClient
-from tests.support.gitea import Account, BasicWithholdingProxy, Flavour, GiteaServer, Pusher
+from tests.conftest import require_tool
+from tests.support.gitea import (
+    Account,
+    BasicWithholdingProxy,
+    Flavour,
+    GiteaServer,
+    Pusher,
+    running_gitea,
+)
 
 pytestmark = pytest.mark.gitea
 
@@ -377,4 +386,35 @@ def test_stand_in_a_wrong_token_through_the_bearer_flow_is_unauthorized(
         answer = unknown(registry.resolve([ref])[ref])
         assert answer.reason == "unauthorized"
         assert "token endpoint refused" in answer.detail
+        assert proxy.token_requests == 1
+
+
+# --------------------------------------------------------------------------------------------
+# REQUIRE_SIGNIN_VIEW: every owner answers with both challenges
+
+
+@pytest.fixture(scope="module")
+def signin_gitea() -> Iterator[GiteaServer]:
+    """A second Gitea with ``[service] REQUIRE_SIGNIN_VIEW = true``."""
+    with running_gitea(require_tool("gitea"), require_signin=True) as server:
+        yield server
+
+
+def test_under_require_signin_view_a_public_owner_gets_both_challenges_and_both_flows_work(
+    signin_gitea: GiteaServer, skopeo: str, tmp_path: Path, session: requests.Session
+) -> None:
+    public = signin_gitea.create_user("signin-user")
+    pushed = Pusher(signin_gitea, skopeo, tmp_path).push(public, "app", "latest")
+    token = reader(signin_gitea, public)
+
+    wrong = client(session, signin_gitea.url, public.user, "0" * 40)
+    ref = TagRef(signin_gitea.host, "signin-user/app", "latest")
+    assert unknown(wrong.resolve([ref])[ref]).reason == "unauthorized"
+    basic = client(session, signin_gitea.url, public.user, token)
+    assert basic.resolve([ref]) == {ref: Digest(pushed.digest)}
+    with BasicWithholdingProxy(signin_gitea) as proxy:
+        bearer = client(session, proxy.url, public.user, token)
+        via = TagRef(proxy.host, "signin-user/app", "latest")
+        assert bearer.resolve([via]) == {via: Digest(pushed.digest)}
+        assert 'Basic realm="Gitea Container Registry"' in proxy.challenges[0]
         assert proxy.token_requests == 1
