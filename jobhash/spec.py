@@ -18,6 +18,7 @@ message, verbatim.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -399,10 +400,32 @@ def valid_key(key: GoValue) -> bool:
     return isinstance(key, str) and bool(KEY_PATTERN.fullmatch(key)) and len(key.encode()) <= 63
 
 
+def job_group_pod_labels(group: str, job: str) -> GoMap:
+    """``autoroll.jobGroupPodLabels``: the pod template's identity labels, part of the hash input.
+
+    Only the group and job keys: labels that vary with the chart version, appVersion, release or
+    controller values would change an existing Job's immutable pod template under the same name
+    (ADR 012). Keep in sync with ``_jobs.tpl`` autoroll.jobGroupPodLabels.
+    """
+    return {"autoroll.aethnet.se/job-group": group, "autoroll.aethnet.se/job": job}
+
+
+def job_group_template_labels(group: str, job: str, hash_hex: str) -> GoMap:
+    """``autoroll.jobGroupTemplateLabels``: the pod labels plus ``spec-hash`` (the sha8).
+
+    The labels of a pod template and of a CronJob's ``jobTemplate``. Keep in sync with
+    ``_jobs.tpl`` autoroll.jobGroupTemplateLabels.
+    """
+    labels = job_group_pod_labels(group, job)
+    labels["autoroll.aethnet.se/spec-hash"] = hash_hex[:8]
+    return labels
+
+
 def job_group_spec(values: GoMap, group: str, job: str) -> str:
     """``autoroll.jobGroupSpec``: the hash input, the Job ``.spec`` as ``mustToJson`` writes it.
 
-    Keep in sync with ``_jobs.tpl`` autoroll.jobGroupSpec.
+    Everything the pod template carries is in it but the spec-hash label (the hash itself) and
+    opted-out pod annotations. Keep in sync with ``_jobs.tpl`` autoroll.jobGroupSpec.
     """
     path = f"jobGroups.{group}.jobs.{job}"
     image = go_default(go_get(values, "image"), {})
@@ -473,14 +496,34 @@ def job_group_spec(values: GoMap, group: str, job: str) -> str:
         "topologySpreadConstraints",
     ):
         set_if_set(pod, key, go_get(values, key))
-    template: GoMap = {"spec": pod}
+    meta: GoMap = {"labels": job_group_pod_labels(group, job)}
     pod_annotations = go_get(values, "podAnnotations")
     if not go_empty(go_get(values, "hashIncludePodAnnotations")) and is_set(pod_annotations):
-        template["metadata"] = {"annotations": clone(pod_annotations)}
+        meta["annotations"] = clone(pod_annotations)
+    template: GoMap = {"metadata": meta, "spec": pod}
     spec: GoMap = {"template": template}
     for key in ("backoffLimit", "activeDeadlineSeconds", "ttlSecondsAfterFinished"):
         set_if_set(spec, key, go_get(values, key))
     return marshal(spec)
+
+
+def job_group_job_spec(
+    *, spec_json: str, hash_hex: str, values: GoMap, group: str, job: str
+) -> Any:
+    """``autoroll.jobGroupJobSpec``: the rendered Job ``.spec`` (a CronJob's jobTemplate.spec).
+
+    The hashed spec parsed back (every number a float64), plus the spec-hash pod label and,
+    under ``hashIncludePodAnnotations: false``, the pod annotations: the only parts of a Job's
+    immutable pod template that can differ under one name are those annotations (and, with
+    ``hashSuffix: false``, anything). Keep in sync with ``_jobs.tpl`` autoroll.jobGroupJobSpec.
+    """
+    spec = json_round_trip(json.loads(spec_json))
+    meta = spec["template"]["metadata"]
+    meta["labels"] = job_group_template_labels(group, job, hash_hex)
+    pod_annotations = go_get(values, "podAnnotations")
+    if go_empty(go_get(values, "hashIncludePodAnnotations")) and is_set(pod_annotations):
+        meta["annotations"] = clone(pod_annotations)
+    return spec
 
 
 # ---------------------------------------------------------------------------------------------

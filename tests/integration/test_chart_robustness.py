@@ -170,7 +170,7 @@ def test_odd_overrides_are_refused_by_both_naming_the_key(
 def test_name_label_that_yaml_would_retype_stays_a_string(tmp_path: Path) -> None:
     helm, ours = both(tmp_path, {**base_values(), "nameOverride": "on", "fullnameOverride": "0"})
     assert helm.ok and ours.ok, (helm.error, ours.error)
-    assert helm.names == ours.names == {("Job", "0-db-migrate-eeed7204")}
+    assert helm.names == ours.names == {("Job", "0-db-migrate-b2147093")}
     (job,) = [d for d in yaml.safe_load_all(helm.stdout) if d]
     assert job["metadata"]["labels"]["app.kubernetes.io/name"] == "on"
 

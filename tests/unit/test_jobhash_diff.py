@@ -83,7 +83,7 @@ def test_cli_names_json_has_the_stable_keys() -> None:
     assert code == 0
     rows = json.loads(out)
     assert [r["name"] for r in rows] == [
-        "demo-autoroll-db-migrate-eeed7204",
+        "demo-autoroll-db-migrate-b2147093",
         rows[1]["name"],
     ]
     assert set(rows[0]) == {"group", "job", "kind", "name", "hash", "sha8"}
@@ -117,8 +117,8 @@ def test_cli_names_and_check_fail_on_two_entries_with_the_same_name(
     values = tmp_path / "dup.yaml"
     values.write_text(
         "controller: {enabled: false}\njobGroups:\n"
-        "  database-a: {image: {repository: r}, jobs: {migrate: {}}}\n"
-        "  database-b: {image: {repository: r}, jobs: {migrate: {}}}\n",
+        "  database-a: {image: {repository: r}, hashSuffix: false, jobs: {migrate: {}}}\n"
+        "  database-b: {image: {repository: r}, hashSuffix: false, jobs: {migrate: {}}}\n",
         encoding="utf-8",
     )
     for command in ("names", "check"):  # the chart's plan fails, so both commands do
@@ -126,7 +126,7 @@ def test_cli_names_and_check_fail_on_two_entries_with_the_same_name(
         err = capsys.readouterr().err
         assert (
             f"{values}: jobGroups.database-b.jobs.migrate: its Job name "
-            '"demo-autoroll-database-migrate-'
+            '"demo-autoroll-database-migrate" is also'
         ) in err
         assert "is also the name of jobGroups.database-a.jobs.migrate" in err
         assert "first 8 characters differ" in err

@@ -35,8 +35,9 @@ WORKED: dict[str, Any] = {
     }
 }
 WORKED_JSON = (
-    '{"template":{"spec":{"containers":[{"command":["./migrate.sh"],"image":"my/migrator:v1",'
-    '"name":"main"}],"restartPolicy":"Never"}}}'
+    '{"template":{"metadata":{"labels":{"autoroll.aethnet.se/job":"migrate",'
+    '"autoroll.aethnet.se/job-group":"db"}},"spec":{"containers":[{"command":["./migrate.sh"],'
+    '"image":"my/migrator:v1","name":"main"}],"restartPolicy":"Never"}}}'
 )
 
 
@@ -176,9 +177,9 @@ def test_pod_annotations_enter_the_hash_unless_opted_out() -> None:
         "jobGroups": {"db": {"image": {"repository": "r"}, "jobs": {"m": {}}}},
     }
     values["jobGroups"]["db"]["podAnnotations"] = {"a": "<b>"}
-    assert '"metadata":{"annotations":{"a":"\\u003cb\\u003e"}}' in spec_of(values, job="m")
+    assert '"metadata":{"annotations":{"a":"\\u003cb\\u003e"},"labels":' in spec_of(values, job="m")
     values["jobGroups"]["db"]["hashIncludePodAnnotations"] = False
-    assert "metadata" not in spec_of(values, job="m")
+    assert "annotations" not in spec_of(values, job="m")
 
 
 def test_tasks_become_init_containers_with_merged_image_and_env() -> None:
