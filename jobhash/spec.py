@@ -32,8 +32,8 @@ KEY_PATTERN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 GoMap = dict[str, GoValue]
 
 # unicode.IsSpace: Latin-1 spaces plus the White_Space property (not U+001C..U+001F).
-_GO_SPACE = "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
-_GO_SPACE += "\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+GO_SPACE = "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
+GO_SPACE += "\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -80,7 +80,7 @@ def go_kind(value: object) -> str:
 
 def go_trim_space(text: str) -> str:
     """Sprig ``trim`` (``strings.TrimSpace``)."""
-    return text.strip(_GO_SPACE)
+    return text.strip(GO_SPACE)
 
 
 def json_round_trip(value: GoValue) -> Any:
