@@ -599,11 +599,12 @@ def job_group_guard(values: GoMap, group: str, job: str) -> None:
 # ---------------------------------------------------------------------------------------------
 # Characters Helm cannot write
 
-UNWRITABLE = re.compile("[\x7f-\x84\x86-\x9f\ufffe\uffff]")
-"""``autoroll.jobs.unwritablePattern``: DEL, C1 controls but U+0085, U+FFFE and U+FFFF.
+UNWRITABLE = re.compile("[\x7f-\x9f\ufffe\uffff]")
+"""``autoroll.jobs.unwritablePattern``: DEL, the C1 controls, U+FFFE and U+FFFF.
 
-Helm's ``toYaml`` renders ``""`` for a value holding one (its YAML parser refuses them), so
-the chart fails instead of rendering an empty Job spec.
+Helm's ``toYaml`` renders ``""`` for a value holding one but U+0085 (its YAML parser refuses
+them), and folds U+0085 (a YAML 1.1 line break, left raw by Go's JSON) into a space, so the
+chart fails instead of rendering an empty Job spec or one that is not the hashed spec.
 """
 
 
@@ -644,7 +645,8 @@ def check_writable(values: Mapping[str, GoValue]) -> None:
     )
     if path:
         raise _fail(
-            f"{path}: contains DEL (U+007F), a C1 control character (U+0080-U+009F other than "
-            "U+0085) or U+FFFE/U+FFFF, which Helm cannot write into the rendered YAML; remove "
-            "that character (an escape such as \\x7f in a values file is the same character)"
+            f"{path}: contains DEL (U+007F), a C1 control character (U+0080-U+009F) or "
+            "U+FFFE/U+FFFF, which Helm cannot write into the rendered YAML as given (toYaml "
+            "drops the value, or folds U+0085 into a space or line break); remove that "
+            "character (an escape such as \\x7f in a values file is the same character)"
         )

@@ -496,7 +496,12 @@ def decode_json_prefix(text: str, start: int) -> tuple[GoValue, int]:
         # has already committed to it and fails ("1.", "1e", "1.5e+").
         number, following = text[index:end].lower(), text[end].lower()
         if "e" not in number and (following == "e" or (following == "." and "." not in number)):
-            raise _StrvalsError(f"invalid character {text[end + 1 : end + 2]!r} in numeric literal")
+            after = text[end + 1 : end + 2]
+            raise _StrvalsError(
+                f"invalid character {after!r} in numeric literal"
+                if after
+                else "unexpected end of JSON input"
+            )
     return value, end
 
 

@@ -27,12 +27,14 @@ def groups(**jobs: Any) -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize("char", ["\x7f", "\x80", "\x84", "\x86", "\x9f", "\ufffe", "\uffff"])
+@pytest.mark.parametrize(
+    "char", ["\x7f", "\x80", "\x84", "\x85", "\x86", "\x9f", "\ufffe", "\uffff"]
+)
 def test_every_unwritable_character_is_found(char: str) -> None:
     assert find_unwritable({"a": ["ok", f"x{char}"]}, "root") == "root.a[1]"
 
 
-@pytest.mark.parametrize("char", ["\x85", "\x01", "\t", "\xa0", "\u2028", "\ufeff", "😀"])
+@pytest.mark.parametrize("char", ["\x01", "\t", "\xa0", "\u2028", "\ufeff", "😀"])
 def test_characters_toyaml_can_write_pass(char: str) -> None:
     assert find_unwritable({"a": [f"x{char}"], f"k{char}": "v"}, "root") == ""
 

@@ -58,6 +58,8 @@ ROWS: list[tuple[list[tuple[str, str]], str]] = [
     ([(J, '{"a":1} x')], "ERROR"),
     ([(J, "a=1.5e,b=2")], "ERROR"),
     ([(J, "a=1.,b=2")], "ERROR"),
+    ([(J, "a=2,b=1.")], "ERROR"),  # Python's decoder alone would stop before the "."
+    ([(J, "a=1e.b=2")], "ERROR"),
     ([(J, "a=1e5e")], "ERROR"),
     ([(J, "a=01")], "ERROR"),
     ([(J, "a=truex")], "ERROR"),

@@ -519,13 +519,15 @@ autoroll.aethnet.se/spec-hash with the full hash. None of these are in the hash.
 {{- end -}}
 
 {{/*
-autoroll.jobs.unwritablePattern: the characters Helm's toYaml cannot write (its YAML parser
-refuses them): DEL (U+007F), the C1 controls U+0080-U+009F except U+0085, and the
-noncharacters U+FFFE and U+FFFF. toYaml would render "" for a value holding one (an empty Job
-spec, a dropped annotations block), so the plan refuses them (autoroll.jobs.checkWritable).
+autoroll.jobs.unwritablePattern: the characters Helm's toYaml cannot write as given: DEL
+(U+007F), the C1 controls U+0080-U+009F and the noncharacters U+FFFE and U+FFFF. For all but
+U+0085 toYaml renders "" (its YAML parser refuses them: an empty Job spec, a dropped
+annotations block); U+0085 (NEL) is a YAML 1.1 line break, which toYaml's JSON-to-YAML step
+folds into a space (or a line break), so the Job would not run the spec that was hashed. The
+plan refuses them all (autoroll.jobs.checkWritable).
 */}}
 {{- define "autoroll.jobs.unwritablePattern" -}}
-[\x{7f}-\x{84}\x{86}-\x{9f}\x{fffe}\x{ffff}]
+[\x{7f}-\x{9f}\x{fffe}\x{ffff}]
 {{- end -}}
 
 {{/*
@@ -566,7 +568,7 @@ autoroll.jobs.unwritableMessage: the fail message for a character toYaml cannot 
 Takes the values path. jobhash/spec.py check_writable repeats it verbatim.
 */}}
 {{- define "autoroll.jobs.unwritableMessage" -}}
-{{- printf "%s: contains DEL (U+007F), a C1 control character (U+0080-U+009F other than U+0085) or U+FFFE/U+FFFF, which Helm cannot write into the rendered YAML; remove that character (an escape such as \\x7f in a values file is the same character)" . -}}
+{{- printf "%s: contains DEL (U+007F), a C1 control character (U+0080-U+009F) or U+FFFE/U+FFFF, which Helm cannot write into the rendered YAML as given (toYaml drops the value, or folds U+0085 into a space or line break); remove that character (an escape such as \\x7f in a values file is the same character)" . -}}
 {{- end -}}
 
 {{/*
