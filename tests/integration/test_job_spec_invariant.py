@@ -14,7 +14,7 @@ call any of them refused.
 
 The one documented exception, pod annotations under hashIncludePodAnnotations: false, is shown
 separately: there the spec does change under the same name, and `jobhash diff` says so.
-Example count: JOBHASH_INVARIANT_EXAMPLES (default 30: about 15 s idle, 35 s on a loaded 2-core machine).
+Example count: JOBHASH_INVARIANT_EXAMPLES (default 30; two helm renders each).
 """
 
 from __future__ import annotations
