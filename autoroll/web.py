@@ -148,23 +148,7 @@ def create_app(
     # Werkzeug enforces this on any stream it wraps; the handler also checks explicitly.
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
 
-    @app.get("/livez")
-    @app.get("/healthz")
-    def livez() -> Response:
-        return _probe(live())
-
-    @app.get("/readyz")
-    def readyz() -> Response:
-        return _probe(ready())
-
-    @app.get("/metrics")
-    def metrics_text() -> Response:
-        return Response(
-            generate_latest(metrics.registry),
-            status=200,
-            mimetype=None,
-            content_type=CONTENT_TYPE_LATEST,
-        )
+    _add_probes_and_metrics(app, metrics=metrics, live=live, ready=ready)
 
     @app.post("/webhook")
     def webhook() -> Response:
@@ -196,6 +180,30 @@ def create_app(
         return _answer(202, "reconcile requested")
 
     return app
+
+
+def _add_probes_and_metrics(
+    app: Flask, *, metrics: Metrics, live: Callable[[], Health], ready: Callable[[], Health]
+) -> None:
+    """``/livez`` (and its old name ``/healthz``), ``/readyz`` and ``/metrics``."""
+
+    @app.get("/livez")
+    @app.get("/healthz")
+    def livez() -> Response:
+        return _probe(live())
+
+    @app.get("/readyz")
+    def readyz() -> Response:
+        return _probe(ready())
+
+    @app.get("/metrics")
+    def metrics_text() -> Response:
+        return Response(
+            generate_latest(metrics.registry),
+            status=200,
+            mimetype=None,
+            content_type=CONTENT_TYPE_LATEST,
+        )
 
 
 def _read_capped_body() -> bytes | None:
