@@ -57,10 +57,10 @@ from autoroll.kube.transport import LEASE_CALL_TIMEOUT, REQUEST_TIMEOUT, call_se
 from autoroll.leader import Elector, HandOff, NudgeWatcher
 from autoroll.metrics import Metrics
 from autoroll.ports import ClusterPort, EventPort, LeasePort, RegistryPort
-from autoroll.reconciler import Reconciler, TickReport
+from autoroll.reconciler import Reconciler
 from autoroll.registry import Limits, RegistryClient
 from autoroll.web import create_app
-from autoroll.worker import SKIPPED, Nudge, Worker, WorkerStopTimeoutError
+from autoroll.worker import Nudge, Worker, WorkerStopTimeoutError
 
 log = logging.getLogger(__name__)
 
@@ -221,19 +221,13 @@ def build_runtime(
         metrics=metrics,
         forgejo_host=config.forgejo_host,
         dry_run=config.dry_run,
-        may_act=may_act,
+        may_act=may_act,  # before every deletion
+        leading=may_act,  # followers skip whole passes
         events=events or (KubeEvents(instance=identity) if config.emit_events else None),
         evicting=evicting,
     )
-
-    def tick(stopping: Callable[[], bool]) -> TickReport | str:
-        # Followers skip whole passes; the reconciler re-checks before every deletion.
-        if not may_act():
-            return SKIPPED
-        return reconciler.tick(stopping)
-
     worker = Worker(
-        tick,
+        reconciler.tick,
         nudge=nudge,
         interval_seconds=config.poll_interval_seconds,
         metrics=metrics,

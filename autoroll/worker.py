@@ -11,8 +11,9 @@ so any nudge during the pass sets it again, and any number of further nudges fin
 already set. After the pass the worker sees one set flag and runs exactly one follow-up
 pass. A nudge never queues work, so a flood of webhooks costs at most one extra pass.
 
-A tick may return ``SKIPPED`` (a replica that is not the leader): the pass is counted as
-``autoroll_ticks{outcome="skipped"}`` and kept out of the duration histogram.
+A tick may report that it was skipped (``PassReport.skipped``: a replica that is not the
+leader): the pass is counted as ``autoroll_ticks{outcome="skipped"}`` and kept out of the
+duration histogram.
 
 Every pass is wrapped: an exception is logged with its traceback, counted as
 ``autoroll_ticks{outcome="error"}`` and survived; the next pass comes on the next wake-up.
@@ -34,7 +35,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Protocol
 
 from autoroll import logs
 from autoroll.metrics import Metrics
@@ -42,8 +43,15 @@ from autoroll.metrics import Metrics
 log = logging.getLogger(__name__)
 
 
-#: What a tick returns when it chose not to run (this replica does not lead).
+#: The ``outcome`` label of a pass that was skipped (this replica does not lead).
 SKIPPED: Final = "skipped"
+
+
+class PassReport(Protocol):
+    """What the worker reads from a tick's result (``reconciler.TickReport`` has it)."""
+
+    @property
+    def skipped(self) -> bool: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +137,7 @@ class Worker:
 
     def __init__(
         self,
-        tick: Callable[[Callable[[], bool]], object],
+        tick: Callable[[Callable[[], bool]], PassReport | None],
         *,
         nudge: Nudge,
         interval_seconds: float,
@@ -266,7 +274,8 @@ class Worker:
     def _attempt(self) -> str:
         """Run the tick once; its outcome as counted (``ok``, ``skipped`` or ``error``)."""
         try:
-            return SKIPPED if self._tick(self.stopping) == SKIPPED else "ok"
+            report = self._tick(self.stopping)
+            return SKIPPED if report is not None and report.skipped else "ok"
         except self._expected as exc:
             # Known adapter failures (API unreachable, RBAC) carry a clear message already.
             log.error("reconcile pass failed: %s; will retry on the next wake-up", exc)
