@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Tool bootstrap for autoroll: makes helm (v4), the helm-unittest plugin, actionlint,
-# docker-registry and htpasswd available, and (with `kube`) etcd, kube-apiserver and
-# kube-controller-manager.
+# docker-registry and htpasswd available, (with `kube`) etcd, kube-apiserver and
+# kube-controller-manager, and (with `gitea`) Gitea and skopeo for the live-server tier.
 #
 # Everything is built from Go modules or installed from Debian packages; nothing is
 # downloaded from any other URL. Builds are cached by version under
@@ -11,7 +11,9 @@
 # Usage: scripts/tools.sh [core|kube|all|env]
 #   core  helm, helm-unittest, actionlint, apt packages (default)
 #   kube  etcd, kube-apiserver, kube-controller-manager (first build: about 10-20 min)
-#   all   both
+#   all   core and kube (what the demo needs)
+#   gitea core, plus Gitea and skopeo for tests/gitea (first build: about 5 min of 2 idle
+#         cores, 550 CPU-seconds); run after `all` it keeps the kube paths in .tools/env
 # On success it writes .tools/env (sourced by the Makefile) with PATH and HELM_PLUGINS.
 set -euo pipefail
 
@@ -132,12 +134,19 @@ ensure_apt() {
   command -v htpasswd >/dev/null || missing+=(apache2-utils)
   command -v docker-registry >/dev/null || [ -x /usr/bin/docker-registry ] || missing+=(docker-registry)
   [ ${#missing[@]} -eq 0 ] && { say "apt: docker-registry and htpasswd present"; return; }
-  command -v apt-get >/dev/null || die "missing ${missing[*]} and no apt-get to install them; install them by hand"
+  apt_install "${missing[@]}"
+}
+
+# Install Debian packages by name. Other worktrees may run apt at the same time, so wait
+# up to 10 min for dpkg's lock instead of failing at once.
+apt_install() {
+  command -v apt-get >/dev/null || die "missing $* and no apt-get to install them; install them by hand"
   local sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  say "apt: installing ${missing[*]}"
-  $sudo apt-get update -qq >/dev/null
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null \
-    || die "apt-get install ${missing[*]} failed"
+  local wait=(-o DPkg::Lock::Timeout=600)
+  say "apt: installing $*"
+  $sudo apt-get "${wait[@]}" update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get "${wait[@]}" install -y -qq --no-install-recommends "$@" >/dev/null \
+    || die "apt-get install $* failed"
 }
 
 # --- etcd -------------------------------------------------------------------
@@ -208,6 +217,46 @@ ensure_kube() {
   say "kubernetes: $("$dir/kube-apiserver" --version) ($dir)"
 }
 
+# --- Gitea (the live Forgejo-family server of the gitea test tier) ----------------
+# Forgejo cannot be fetched here; its upstream Gitea can, and the container registry and
+# webhook code are the code Forgejo forked. The Go module (published as
+# code.gitea.io/gitea, declaring itself gitea.dev) is built as the main module in a copy.
+# Its default SQLite driver (modernc) is pure Go, so no cgo and no build tags are needed:
+# the old `sqlite sqlite_unlock_notify` tags select nothing in this version (the cgo driver
+# wants `sqlite_mattn`). Without the `bindata` tag Gitea reads its locales, templates and
+# public files from STATIC_ROOT_PATH; the three directories it needs are copied next to
+# the binary, so the cache does not depend on GOMODCACHE (which `go clean` may empty).
+ensure_gitea() {
+  local dir="$cache/gitea/$GITEA_VERSION"
+  if [ ! -x "$dir/gitea" ] || [ ! -d "$dir/static/options" ]; then
+    need_go gitea
+    say "gitea: building $GITEA_VERSION from the Go module code.gitea.io/gitea (first run only: ~550 CPU-seconds, ~5 min on 2 idle cores)"
+    local src
+    src=$(cd /tmp && go mod download -json "code.gitea.io/gitea@$GITEA_VERSION" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+    [ -d "$src" ] || die "could not download code.gitea.io/gitea@$GITEA_VERSION"
+    local work; work=$(mktemp -d)
+    cp -r "$src/." "$work/" && chmod -R u+w "$work"
+    local ver=${GITEA_VERSION#v}
+    mkdir -p "$dir.partial/static"
+    (cd "$work" && CGO_ENABLED=0 gobuild go build -trimpath \
+        -ldflags "-s -w -X main.Version=$ver" -o "$dir.partial/gitea" .) \
+      || { rm -rf "$work" "$dir.partial"; die "building gitea $GITEA_VERSION failed (see above)"; }
+    cp -r "$work/options" "$work/templates" "$work/public" "$dir.partial/static/"
+    rm -rf "$work" "$dir" && mv "$dir.partial" "$dir"
+  fi
+  add_path "$dir"
+  say "gitea: $("$dir/gitea" --version) ($dir)"
+}
+
+# skopeo pushes images into Gitea's registry; Gitea itself runs git. Both from Debian.
+ensure_gitea_apt() {
+  local missing=()
+  command -v skopeo >/dev/null || missing+=(skopeo)
+  command -v git >/dev/null || missing+=(git)
+  [ ${#missing[@]} -eq 0 ] && { say "apt: skopeo and git present"; return; }
+  apt_install "${missing[@]}"
+}
+
 # Record an already-built cached tool without building it (so `core` keeps the kube paths).
 add_cached() { [ -x "$1/$2" ] && add_path "$1"; return 0; }
 
@@ -228,10 +277,16 @@ main() {
   case "$what" in
     core) ensure_apt; ensure_helm; ensure_unittest; ensure_actionlint
           add_cached "$cache/etcd/$ETCD_VERSION" etcd
-          add_cached "$cache/kubernetes/$KUBERNETES_VERSION" kube-apiserver ;;
+          add_cached "$cache/kubernetes/$KUBERNETES_VERSION" kube-apiserver
+          add_cached "$cache/gitea/$GITEA_VERSION" gitea ;;
     kube) ensure_helm; ensure_unittest; ensure_actionlint; ensure_etcd; ensure_kube ;;
-    all)  ensure_apt; ensure_helm; ensure_unittest; ensure_actionlint; ensure_etcd; ensure_kube ;;
-    *) die "unknown target '$what' (expected core, kube or all)" ;;
+    gitea) ensure_apt; ensure_helm; ensure_unittest; ensure_actionlint
+          add_cached "$cache/etcd/$ETCD_VERSION" etcd
+          add_cached "$cache/kubernetes/$KUBERNETES_VERSION" kube-apiserver
+          ensure_gitea_apt; ensure_gitea ;;
+    all)  ensure_apt; ensure_helm; ensure_unittest; ensure_actionlint; ensure_etcd; ensure_kube
+          add_cached "$cache/gitea/$GITEA_VERSION" gitea ;;
+    *) die "unknown target '$what' (expected core, kube, gitea or all)" ;;
   esac
   write_env
   say "ready: source $envfile"
