@@ -114,7 +114,13 @@ def _compare_content(
         hint = (
             f"give autoroll's registry user read access to {running.repository},"
             " or delete the pod by hand"
-            if mine.reason in _ACCESS_REASONS
+            if mine.reason in _ACCESS_REASONS - {"not-found"}
+            else (
+                "the registry no longer holds it: Gitea and Forgejo drop a tag's previous"
+                " manifest when the tag is pushed again, and autoroll knows its content"
+                " only if it saw it as the target before; delete the pod by hand"
+            )
+            if mine.reason == "not-found"
             else "asked again next pass"
         )
         return found(

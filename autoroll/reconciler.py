@@ -14,7 +14,8 @@ Per Deployment, ``decide`` may ask twice before it decides: for the children of 
 index (a pod reporting a platform child), then for the image configs both sides stand for (a
 pod reporting another manifest, possibly in another repository). Every request is answered,
 ``Unknown`` when the registry cannot, so a request is never repeated; the answers are shared
-by the pass's later Deployments.
+by the pass's later Deployments. At the end of a pass each target's configs are resolved
+once, while the registry still holds the manifest (``_remember_targets``).
 
 A pass lists the cluster first, then reads the sighting clock, then asks the registry, and
 deletes only after that. So every pod in the listing predates any digest the pass sees for
@@ -41,6 +42,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from autoroll.decide import (
+    ContentRequest,
     Decision,
     Sighting,
     decide,
@@ -160,6 +162,8 @@ class Reconciler:
             if abandoned:
                 break
         self._observer.pass_ended(enrolled)
+        if not abandoned:
+            self._remember_targets(resolved, contents)
         return TickReport(now, enrolled, resolved, tuple(decisions), tuple(executed), abandoned)
 
     # -- steps ------------------------------------------------------------------------------
@@ -228,3 +232,25 @@ class Reconciler:
                 contents[wanted.digest] = resolved.get(
                     wanted.digest, Unknown("not-fetched", "the registry client gave no answer")
                 )
+
+    def _remember_targets(
+        self,
+        resolved: Mapping[TagRef, Digest | Unknown],
+        contents: Mapping[Digest, ImageContent | Unknown],
+    ) -> None:
+        """Resolve each target's image configs while it is still the target.
+
+        Gitea (and Forgejo, which forked its registry) drops a tag's previous manifest when
+        the tag is pushed again: once the tag has moved, the pods still running the old
+        build name a manifest the registry answers 404 for, and their content is known only
+        if it was fetched before (the client keeps it by digest, in memory). So at the end
+        of a pass, with what is left of its registry budget, every target not yet resolved
+        is: once per target digest; a failure is simply asked again next pass.
+        """
+        wanted = {
+            ContentRequest(ref.host, ref.repository, digest)
+            for ref, digest in resolved.items()
+            if isinstance(digest, Digest) and digest not in contents  # not asked this pass
+        }
+        if wanted:
+            self._registry.fetch_content(wanted)

@@ -1,6 +1,6 @@
 """A small fake Kubernetes API on 127.0.0.1 that fails on request: the one fake API server.
 
-It serves what ``autoroll.cluster.KubeCluster`` reads and writes — the Deployment list, the
+It serves what ``autoroll.kube.KubeCluster`` reads and writes — the Deployment list, the
 pod list of one namespace, pod DELETE with a UID precondition — as real API JSON, so the
 real Kubernetes client sits between it and the controller. The fault matrix queues faults
 per route (``list-deployments``, ``list-pods``, ``delete``), consumed one per request; a

@@ -485,6 +485,43 @@ def test_a_target_whose_configs_cannot_be_resolved_warns_every_pass(
     assert [c.digest for c in registry.content_calls].count(NEW) == 2
 
 
+def test_a_targets_configs_are_remembered_so_a_push_rolls_when_the_registry_drops_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Gitea and Forgejo answer 404 for a tag's previous manifest once it is pushed again.
+    A controller that saw it as the target resolved its configs then, and rolls; one that
+    starts after the push cannot tell what the pods run, and says so once."""
+    caplog.set_level(logging.INFO)
+    cluster = FakeCluster([enrolled("web", [pod("web-1"), pod("web-2")])])
+    registry = FakeRegistry({REF: OLD})
+    registry.content_answers = {OLD: OLD_CONFIG, NEW: NEW_CONFIG}
+    clock = Clock()
+    reconciler, _ = make(cluster, registry, clock=clock)
+    reconciler.tick()  # steady state: every pod runs the target
+    assert registry.content_calls == [ContentRequest(HOST, "team/app", OLD)]
+
+    registry.answers[REF] = NEW  # the push; the registry drops OLD's manifest
+    registry.content_answers[OLD] = Unknown("not-found", "HTTP 404")
+    clock.now += timedelta(minutes=2)
+    reconciler.tick()
+    assert cluster.deleted == [("shop", "web-1", "uid-web-1")]
+
+    started_after_the_push, _ = make(
+        FakeCluster([enrolled("web", [pod("web-2")])]), registry_without_cache(registry)
+    )
+    verdict = started_after_the_push.tick().decisions[0].containers[0]
+    assert (verdict.verdict.value, verdict.reason.value) == ("skipped", "content-unknown")
+    [line] = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert "no longer holds it" in line and "delete the pod by hand" in line
+
+
+def registry_without_cache(registry: FakeRegistry) -> FakeRegistry:
+    """The same registry as a freshly started process's client sees it."""
+    fresh = FakeRegistry(registry.answers)
+    fresh.content_answers = dict(registry.content_answers)
+    return fresh
+
+
 def test_a_failed_deletion_is_logged_and_the_pass_goes_on(caplog: pytest.LogCaptureFixture) -> None:
     cluster = FakeCluster(
         [enrolled("web", [pod("web-1")]), enrolled("api", [pod("api-1")], namespace="blog")]
