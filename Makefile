@@ -71,7 +71,7 @@ LOWEST := .venv-lowest
 test-lowest: $(TOOLS_ENV)
 	$(WITH_TOOLS) uv venv --quiet --seed --clear --python $(PYTHON) $(LOWEST)
 	$(WITH_TOOLS) uv pip install --quiet --python $(LOWEST)/bin/python --resolution lowest-direct -e '.[test]'
-	$(WITH_TOOLS) AUTOROLL_EXPECT_LOWEST=1 $(LOWEST)/bin/python -m pytest $(LOWEST_PYTEST_ARGS) tests/unit tests/integration
+	$(WITH_TOOLS) AUTOROLL_EXPECT_LOWEST=1 $(LOWEST)/bin/python -m pytest -q $(LOWEST_PYTEST_ARGS) tests/unit tests/integration
 
 # The hashed lock from pyproject.toml: runtime.txt (the image), dev.txt (the dev venv and
 # CI: runtime pins + test + lint), build.txt (the Dockerfile's build backend). `make lock`
