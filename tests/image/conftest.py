@@ -16,6 +16,9 @@ import pytest
 
 from tests.conftest import IN_CI, require_tool
 from tests.support.image import ControllerImage, Podman, build_controller_image
+from tests.support.registry_fixtures import registry
+
+__all__ = ["controller_image", "podman", "registry"]
 
 _timings: dict[str, str] = {}
 

@@ -18,8 +18,9 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.support.image import ControllerImage, Podman, base_image
+from tests.support.image import ControllerImage, Podman, base_image, push_image
 from tests.support.ports import free_port
+from tests.support.registry import RegistryServer
 from tests.support.serve import dead_kubeconfig, scrape_metric, wait_until
 
 REPO = Path(__file__).resolve().parents[2]
@@ -301,3 +302,36 @@ def test_the_build_time_ca_bundle_does_not_ship(
     in_image = run(podman, controller_image, bundle, flags=("--entrypoint=cat",))
     assert in_image.returncode == in_base.returncode
     assert in_image.stdout == in_base.stdout
+
+
+def test_push_image_puts_the_image_on_a_local_registry_in_both_manifest_formats(
+    controller_image: ControllerImage, registry: RegistryServer
+) -> None:
+    # The real-node tests push this way before `helm install`; a Docker-format copy has the
+    # same config under another manifest digest (what containerd may report instead).
+    oci = push_image(
+        controller_image, registry.url, "forgejo/autoroll", "latest",
+        user=registry.user, password=registry.password,
+    )  # fmt: skip
+    docker = push_image(
+        controller_image, registry.url, "mirror/autoroll", "latest",
+        user=registry.user, password=registry.password, manifest_format="v2s2",
+    )  # fmt: skip
+    assert oci.reference == f"{registry.host}/forgejo/autoroll:latest"
+    configs = []
+    for pushed, repository, media_type in (
+        (oci, "forgejo/autoroll", "application/vnd.oci.image.manifest.v1+json"),
+        (docker, "mirror/autoroll", "application/vnd.docker.distribution.manifest.v2+json"),
+    ):
+        answer = requests.get(
+            f"{registry.url}/v2/{repository}/manifests/latest",
+            headers={"Accept": media_type},
+            auth=registry.auth,
+            timeout=10,
+        )
+        assert answer.status_code == 200, answer.text
+        assert answer.headers["Docker-Content-Digest"] == pushed.digest
+        assert answer.headers["Content-Type"] == media_type
+        configs.append(answer.json()["config"]["digest"])
+    assert oci.digest != docker.digest
+    assert configs[0] == configs[1]
