@@ -64,8 +64,10 @@ REPO: Final = Path(__file__).resolve().parents[2]
 CACHE: Final = Path(os.environ.get("AUTOROLL_TOOLS", Path.home() / ".cache/autoroll-tools"))
 #: The name of the built image in every store and archive (the tag is the context hash).
 REPOSITORY: Final = "localhost/autoroll"
-#: Archives kept in the cache (one per recently built context); older ones are deleted.
+#: Archives kept in the cache (one per recently built context): older ones go once they
+#: have not been used for a while (another checkout may be pushing one right now).
 KEEP_ARCHIVES: Final = 3
+PRUNE_UNUSED_SECONDS: Final = 6 * 3600
 #: Seconds a build may take (cold: every wheel downloaded, on a loaded 2-core machine).
 BUILD_TIMEOUT: Final = 1200
 HOST_CA_BUNDLE: Final = Path("/etc/ssl/certs/ca-certificates.crt")
@@ -410,8 +412,11 @@ def build_controller_image(
 
 def _prune(cache: Path) -> None:
     archives = sorted(cache.glob("*.oci.tar"), key=lambda p: p.stat().st_mtime, reverse=True)
+    cutoff = time.time() - PRUNE_UNUSED_SECONDS
     for old in archives[KEEP_ARCHIVES:]:
-        old.unlink(missing_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            if old.stat().st_mtime < cutoff:
+                old.unlink()
 
 
 def push_image(
