@@ -15,7 +15,8 @@ where it matters, on kube-apiserver + kube-controller-manager + the simulated ku
   then a server-side apply with field manager argocd-controller and force, plus a prune of
   what left the manifest): no error, a server-side dry run of the second render over the first
   changes no Job spec (no OutOfSync), no Job is replaced; a changed job gets exactly one new Job.
-- `helm upgrade` from the previous release's chart (0.1.0, at PREVIOUS_RELEASE) to this one
+- `helm upgrade` from the previous release's chart (0.1.0, packaged from
+  PREVIOUS_RELEASE in tests/e2e/releases) to this one
   succeeds: every hashed Job is renamed once and runs once more, as documented.
 - The documented exception is real: an edit of podAnnotations under
   hashIncludePodAnnotations: false is refused by the API server, and `jobhash diff --strict`
@@ -35,7 +36,6 @@ import sys
 import tarfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from io import BytesIO
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +53,7 @@ REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "autoroll"
 # The last commit of chart 0.1.0, the release before the pod-template fix (issue 12).
 PREVIOUS_RELEASE = "f5f6d11"
+PREVIOUS_PACKAGE = Path(__file__).parent / "releases" / "autoroll-0.1.0.tgz"
 ARGO_MANAGER = "argocd-controller"
 # A release per test (the chart's ClusterRole is named after it), readable in the report.
 RELEASES = {
@@ -110,31 +111,13 @@ def chart_release(directory: Path, version: str, app_version: str) -> Path:
 
 
 def previous_release_chart(directory: Path) -> Path:
-    """charts/autoroll as of PREVIOUS_RELEASE, from git (needs the history: no shallow clone)."""
-    git = shutil.which("git")
-    found = git and subprocess.run(
-        [git, "-C", str(REPO), "cat-file", "-e", f"{PREVIOUS_RELEASE}^{{commit}}"],
-        capture_output=True,
-        check=False,
-    )
-    if not found or found.returncode != 0:
-        message = (
-            f"commit {PREVIOUS_RELEASE} (chart 0.1.0) is not in this clone; clone with the "
-            "full history (no --depth) to run the upgrade-from-the-previous-release test"
-        )
-        if IN_CI:
-            pytest.fail(message)
-        pytest.skip(message)
-    assert git is not None
-    archive = subprocess.run(
-        [git, "-C", str(REPO), "archive", "--format=tar", PREVIOUS_RELEASE, "charts/autoroll"],
-        capture_output=True,
-        check=True,
-        timeout=60,
-    )
-    with tarfile.open(fileobj=BytesIO(archive.stdout)) as tar:
+    """The previous release as users got it: ``helm package`` of charts/autoroll at
+    PREVIOUS_RELEASE, committed under tests/e2e/releases (so a shallow clone has it too),
+    unpacked into ``directory``."""
+    assert PREVIOUS_PACKAGE.is_file(), f"{PREVIOUS_PACKAGE} is missing (tests/e2e/releases)"
+    with tarfile.open(PREVIOUS_PACKAGE) as tar:
         tar.extractall(directory / "previous", filter="data")
-    return directory / "previous" / "charts" / "autoroll"
+    return directory / "previous" / "autoroll"
 
 
 @dataclass
