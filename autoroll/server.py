@@ -120,8 +120,6 @@ def worker_tmp_dir(candidate: str = WORKER_TMP_DIR) -> str | None:
     return None
 
 
-
-
 @dataclass(frozen=True, slots=True)
 class Election:
     """The leader-election threads of one replica (``LEADER_ELECTION=true`` only)."""

@@ -42,7 +42,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import IN_CI, require_tool
+from tests.conftest import require_tool
 from tests.e2e.helpers import batch_api, core_api
 from tests.e2e.kubelet import SimulatedKubelet, StaticResolver
 from tests.support.wait import eventually
