@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -104,6 +105,19 @@ SHUTDOWN_BUDGET: Final = ShutdownBudget()
 #: case with leader election, rounded up, plus a second for the process to exit. The pod's
 #: terminationGracePeriodSeconds (30 s by default) must be larger (a test checks the chart).
 GRACEFUL_TIMEOUT_SECONDS: Final = math.ceil(SHUTDOWN_BUDGET.worst_case(electing=True)) + 1
+
+#: Where the worker's heartbeat file lives. gunicorn's default is the temp dir, and with a
+#: read-only root filesystem and no /tmp mounted there is none: the worker would not boot.
+#: /dev/shm is a tmpfs in every container (Docker, podman, containerd pods).
+WORKER_TMP_DIR: Final = "/dev/shm"
+
+
+def worker_tmp_dir(candidate: str = WORKER_TMP_DIR) -> str | None:
+    """``candidate`` when it is a writable directory, else None (gunicorn's default: the
+    temp dir), so a host without /dev/shm (macOS) still runs ``autoroll serve``."""
+    if os.path.isdir(candidate) and os.access(candidate, os.W_OK | os.X_OK):
+        return candidate
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,8 +308,11 @@ def _election(
     )
 
 
-def gunicorn_settings(config: Config) -> dict[str, object]:
-    """The gunicorn settings autoroll runs with (pure, so a test can pin them)."""
+def gunicorn_settings(config: Config, *, tmp_dir: str | None = None) -> dict[str, object]:
+    """The gunicorn settings autoroll runs with (pure, so a test can pin them).
+
+    ``tmp_dir`` is the worker heartbeat's directory (``worker_tmp_dir()``; None: gunicorn's).
+    """
     return {
         "bind": [config.listen_addr],
         "workers": 1,  # see the module docstring: one process owns all state
@@ -312,6 +329,7 @@ def gunicorn_settings(config: Config) -> dict[str, object]:
         "loglevel": str(config.log_level),
         "proc_name": "autoroll",
         "control_socket_disable": True,  # no management socket in $HOME inside a pod
+        "worker_tmp_dir": tmp_dir,  # /dev/shm: a missing /tmp is not fatal
         "post_worker_init": _post_worker_init,
         "worker_exit": _worker_exit,
     }
@@ -343,7 +361,7 @@ class AutorollServer(BaseApplication):  # type: ignore[misc]
         super().__init__()
 
     def load_config(self) -> None:
-        for name, value in gunicorn_settings(self._config).items():
+        for name, value in gunicorn_settings(self._config, tmp_dir=worker_tmp_dir()).items():
             # Settings newer than the oldest supported gunicorn are applied when known.
             if name in self.cfg.settings:
                 self.cfg.set(name, value)

@@ -7,8 +7,9 @@ nothing else decide what exists.
 The probes answer from the reconcile loop, not from the HTTP server being up: ``/livez`` is
 503 once no pass has finished within the worker's liveness bound (a hung loop: the kubelet
 restarts the container), ``/readyz`` is 503 while shutting down or when the reconcile thread
-is not running. ``/healthz`` is kept for probes configured before they existed and answers
-as ``/livez`` does. Each answer's body says why, for the kubelet's event.
+is not running. ``/healthz`` is kept for probes configured before they existed: the same check
+as ``/livez``, and ``ok`` as its healthy answer, as before. Each failing answer's body says
+why, for the kubelet's event.
 
 The webhook is a doorbell, not a message: the body is authenticated and then ignored, but
 for one question. A valid signature only nudges the worker (the same full pass the poll
@@ -188,9 +189,14 @@ def _add_probes_and_metrics(
     """``/livez`` (and its old name ``/healthz``), ``/readyz`` and ``/metrics``."""
 
     @app.get("/livez")
-    @app.get("/healthz")
     def livez() -> Response:
         return _probe(live())
+
+    @app.get("/healthz")
+    def healthz() -> Response:
+        # The old probe's answer ("ok") kept for what reads it; the check is /livez's.
+        health = live()
+        return _answer(200, "ok") if health.ok else _probe(health)
 
     @app.get("/readyz")
     def readyz() -> Response:

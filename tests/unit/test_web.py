@@ -429,6 +429,7 @@ def test_a_body_arriving_in_short_reads_is_read_whole(app: Flask, nudge: Countin
 def test_healthz_is_200(client: FlaskClient) -> None:
     response = client.get("/healthz")
     assert response.status_code == 200
+    assert response.data == b"ok\n"  # the old probe's answer, for what reads it
 
 
 @pytest.mark.parametrize("path", ["/livez", "/healthz"])

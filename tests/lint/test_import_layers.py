@@ -2,7 +2,9 @@
 
 ``make lint`` runs ``lint-imports`` on the tree; these tests run it on a copy of the package
 with one import added, to show the contracts would catch it (a contract that can never fail
-proves nothing).
+proves nothing). They live in tests/lint, not tests/unit, because they need the lint tools,
+which the lowest-versions tier (``make test-lowest``: tests/unit and tests/integration)
+does not install.
 """
 
 from __future__ import annotations
