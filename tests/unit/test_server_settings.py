@@ -9,9 +9,9 @@ from gunicorn.workers.gthread import ThreadWorker
 
 from autoroll.cluster import DeleteOutcome, Enrolled
 from autoroll.config import Config
-from autoroll.decide import ChildrenRequest
+from autoroll.decide import ChildrenRequest, ContentRequest
 from autoroll.images import TagRef
-from autoroll.model import Digest, Unknown
+from autoroll.model import Digest, ImageContent, Unknown
 from autoroll.server import (
     GRACEFUL_TIMEOUT_SECONDS,
     RECONCILE_STOP_SECONDS,
@@ -50,6 +50,14 @@ class NoRegistry:
     def fetch_children(
         self, wanted: Iterable[ChildrenRequest]
     ) -> Mapping[Digest, frozenset[Digest] | Unknown]:
+        return {}
+
+    def known_content(self) -> Mapping[Digest, ImageContent]:
+        return {}
+
+    def fetch_content(
+        self, wanted: Iterable[ContentRequest]
+    ) -> Mapping[Digest, ImageContent | Unknown]:
         return {}
 
 
