@@ -203,7 +203,7 @@ class Runtime:
         for name, stop in steps:
             try:
                 stop(max(0.05, deadline - self._clock()))
-            except RuntimeError as exc:
+            except Exception as exc:  # one failing must not keep the others from stopping
                 log.error("stopping the %s: %s", name, exc)
 
 

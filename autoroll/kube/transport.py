@@ -13,6 +13,7 @@ answer becomes the error for that status, with the operation's RBAC rule as the 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -333,11 +334,16 @@ class WatchStream:
             _release(self._response)
 
     def abort(self) -> None:
-        """Unblock a reader waiting in another thread (urllib3 >= 2.3 ``shutdown``)."""
+        """Unblock a reader waiting in another thread (urllib3 >= 2.3 ``shutdown``).
+
+        Never raises: a stream whose connection is already gone (ended, released, or not yet
+        open) has nothing to unblock, and urllib3 says so with a ValueError.
+        """
         raw = getattr(self._response, "response", self._response)
         shutdown = getattr(raw, "shutdown", None)
         if callable(shutdown):
-            shutdown()
+            with contextlib.suppress(ValueError, OSError):
+                shutdown()
 
 
 def _lines(response: Any) -> Iterator[bytes]:

@@ -249,3 +249,17 @@ def test_abort_watch_ends_a_watch_in_progress() -> None:
         seen.append(record)
         lease.abort_watch()
     assert len(seen) == 1
+
+
+def test_abort_watch_never_raises_when_the_connection_is_already_gone() -> None:
+    class Gone(Stream):
+        def shutdown(self) -> None:  # what urllib3 says once the socket is released
+            raise ValueError("Cannot shutdown socket as self._sock_shutdown is not set")
+
+    api = FakeApiClient()
+    event = json.dumps({"type": "MODIFIED", "object": LEASE_JSON}).encode() + b"\n"
+    api.streams["/apis/coordination.k8s.io/v1/namespaces/autoroll/leases"] = Gone([event, event])
+    lease = KubeLease(namespace="autoroll", name="rel-autoroll", rest=KubeRest(api))
+    for _ in lease.watch("1", 30):
+        lease.abort_watch()  # must not raise
+        break
