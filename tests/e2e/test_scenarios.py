@@ -20,7 +20,7 @@ import pytest
 
 from tests.e2e.controller import Autoroll, running_autoroll
 from tests.e2e.controlplane import ControlPlane
-from tests.e2e.helpers import core_api, eventually
+from tests.e2e.helpers import core_api
 from tests.e2e.kubelet import Behaviour, RegistryResolver, SimulatedKubelet
 from tests.e2e.scenario import (
     App,
@@ -33,6 +33,7 @@ from tests.e2e.scenario import (
     unsettled_deletions,
 )
 from tests.support.registry import ImagePusher, RegistryServer
+from tests.support.wait import eventually
 
 pytestmark = pytest.mark.e2e
 

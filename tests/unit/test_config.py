@@ -144,6 +144,17 @@ def test_poll_interval_bounds(value: str) -> None:
     assert "POLL_INTERVAL_SECONDS" in problems(BASE | {"POLL_INTERVAL_SECONDS": value})
 
 
+@pytest.mark.parametrize("value", ["0", "4", "3601", "-1", "1.5", "5m"])
+def test_pass_timeout_bounds(value: str) -> None:
+    message = problems(BASE | {"PASS_TIMEOUT_SECONDS": value})["PASS_TIMEOUT_SECONDS"]
+    assert "5 to 3600" in message
+
+
+def test_pass_timeout_defaults_to_five_minutes() -> None:
+    assert Config.from_env(BASE).pass_timeout_seconds == 300
+    assert Config.from_env(BASE | {"PASS_TIMEOUT_SECONDS": "60"}).pass_timeout_seconds == 60
+
+
 def test_set_but_empty_optional_is_an_error_not_a_default() -> None:
     message = problems(BASE | {"DRY_RUN": ""})["DRY_RUN"]
     assert "empty" in message
@@ -186,7 +197,8 @@ def test_redacted_names_every_variable() -> None:
     assert view["FORGEJO_HOST"] == "forgejo.example:3000"
     assert view["LISTEN_ADDR"] == "0.0.0.0:8080"
     assert view["DRY_RUN"] == "false"
-    assert len(view) == 14  # LEADER_ELECTION=false; its details only when on
+    assert len(view) == 15  # LEADER_ELECTION=false; its details only when on
+    assert view["PASS_TIMEOUT_SECONDS"] == "300"
 
 
 def test_config_is_frozen() -> None:

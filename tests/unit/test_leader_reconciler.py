@@ -9,8 +9,8 @@ from collections.abc import Callable
 import pytest
 from prometheus_client import CollectorRegistry
 
-from autoroll.cluster import DeleteOutcome, RollEvent
 from autoroll.metrics import Metrics
+from autoroll.model import DeleteOutcome, RollEvent
 from autoroll.reconciler import NOT_LEADER, Reconciler
 from tests.unit.test_reconciler import (
     NEW,
