@@ -42,8 +42,9 @@ def match_content(
     reference it recorded for that child's config. So the pod's config is one of
     ``running.configs``: all among the target's is the target's content, none is other
     content. Some but not all (a multi-arch push that left some platforms unchanged) can be
-    told only from the node's ``platform``, and only where both indexes name it exactly;
-    otherwise it stays ``PARTIAL``, which the core treats as unknown, never stale.
+    told only from the node's ``platform``, and only where both indexes give it one config
+    (``ImageContent.config_for``); otherwise it stays ``PARTIAL``, which the core treats as
+    unknown, never stale.
     """
     if running.configs <= target.configs:
         return ContentMatch.SAME
@@ -128,6 +129,13 @@ def _compare_content(
             f"{reference} could not be resolved: {mine}; not rolled, not counted current ({hint})",
         )
     match match_content(mine, theirs, platform=pod.platform):
+        case ContentMatch.SAME if not mine.configs <= theirs.configs:
+            # Decided by the node's platform: its child is unchanged, other platforms moved.
+            return found(
+                PodState.SAME_CONTENT,
+                f"its node's platform {pod.platform} runs the same image in {reference} and"
+                " in the target (only other platforms changed)",
+            )
         case ContentMatch.SAME:
             return found(
                 PodState.SAME_CONTENT, f"runs the target's content under another name: {reference}"
@@ -135,12 +143,18 @@ def _compare_content(
         case ContentMatch.OTHER:
             return found(PodState.STALE)
         case ContentMatch.PARTIAL:
+            why = (
+                "its node's platform, which autoroll reads only with PLATFORM_AWARE=true"
+                if pod.platform is None
+                else f"its node's platform {pod.platform}, which one of the two indexes does"
+                " not name (or names twice)"
+            )
             return found(
                 PodState.PLATFORM_UNKNOWN,
                 f"{reference} shares only some platforms' image configs with the target (a"
-                " multi-arch push that left some platforms unchanged): which one the pod runs"
-                " depends on its node's platform, which autoroll does not read; not rolled,"
-                " not counted current (delete the pod by hand to replace it)",
+                f" multi-arch push that left some platforms unchanged): which one the pod runs"
+                f" depends on {why}; not rolled, not counted current (delete the pod by hand"
+                " to replace it)",
             )
 
 

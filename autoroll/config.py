@@ -14,9 +14,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import timedelta
 from enum import StrEnum
 from typing import Final, TypeVar
+
+from autoroll.policy import ALWAYS, MAX_MIN_AGE, Guardrails, format_duration
+from autoroll.windows import Windows, parse_windows
 
 T = TypeVar("T")
 
@@ -156,6 +160,12 @@ class Config:
     emit_events: bool = False  # Kubernetes Events need another RBAC verb: opt in
     registry_scheme: RegistryScheme = RegistryScheme.HTTPS  # http only for local registries
     leader_election: LeaderElection | None = None  # None: one replica, reconciles alone
+    #: the cluster-wide budget, min-age, window and pause (autoroll.policy; defaults and why
+    #: in docs/adr/015-guardrails.md)
+    guardrails: Guardrails = field(default_factory=Guardrails)
+    #: read each pod's node platform (nodes: list), so a multi-arch push that leaves a
+    #: platform unchanged restarts none of its pods; off: such pods are platform-unknown
+    platform_aware: bool = False
 
     @property
     def listen_addr(self) -> str:
@@ -189,6 +199,8 @@ class Config:
             "REGISTRY_SCHEME", RegistryScheme.HTTPS, _enum_parser(RegistryScheme)
         )
         election = _read_leader_election(reader)
+        guardrails = _read_guardrails(reader)
+        platform_aware = reader.optional("PLATFORM_AWARE", False, _parse_bool)
         if reader.problems:
             raise ConfigError(reader.problems)
         assert host is not None and user is not None and token is not None and secret is not None
@@ -209,6 +221,8 @@ class Config:
             emit_events=events,
             registry_scheme=scheme,
             leader_election=election,
+            guardrails=guardrails,
+            platform_aware=platform_aware,
         )
 
     def redacted(self) -> dict[str, str]:
@@ -229,7 +243,43 @@ class Config:
             "EMIT_EVENTS": str(self.emit_events).lower(),
             "REGISTRY_SCHEME": str(self.registry_scheme),
             **_redacted_election(self.leader_election),
+            **_redacted_guardrails(self.guardrails),
+            "PLATFORM_AWARE": str(self.platform_aware).lower(),
         }
+
+
+def _read_guardrails(reader: _Reader) -> Guardrails:
+    """The ``ROLL_*`` variables: the cluster-wide budget, min-age, window and pause."""
+    default = Guardrails()
+    deletions = reader.optional("ROLL_BUDGET_DELETIONS", default.deletions_per_period, _parse_count)
+    period = reader.optional(
+        "ROLL_BUDGET_PERIOD_SECONDS", int(default.period.total_seconds()), _parse_period
+    )
+    in_flight = reader.optional("ROLL_BUDGET_IN_FLIGHT", default.in_flight, _parse_count)
+    min_age = reader.optional(
+        "ROLL_MIN_AGE_SECONDS", int(default.min_age.total_seconds()), _parse_min_age
+    )
+    windows = reader.optional("ROLL_WINDOW", default.windows, _parse_window)
+    paused = reader.optional("ROLL_PAUSED", default.paused, _parse_bool)
+    return Guardrails(
+        deletions_per_period=deletions,
+        period=timedelta(seconds=period),
+        in_flight=in_flight,
+        min_age=timedelta(seconds=min_age),
+        windows=windows,
+        paused=paused,
+    )
+
+
+def _redacted_guardrails(guardrails: Guardrails) -> dict[str, str]:
+    return {
+        "ROLL_BUDGET_DELETIONS": str(guardrails.deletions_per_period),
+        "ROLL_BUDGET_PERIOD_SECONDS": str(int(guardrails.period.total_seconds())),
+        "ROLL_BUDGET_IN_FLIGHT": str(guardrails.in_flight),
+        "ROLL_MIN_AGE_SECONDS": str(int(guardrails.min_age.total_seconds())),
+        "ROLL_WINDOW": str(guardrails.windows) if guardrails.windows else ALWAYS,
+        "ROLL_PAUSED": str(guardrails.paused).lower(),
+    }
 
 
 def _read_leader_election(reader: _Reader) -> LeaderElection | None:
@@ -405,6 +455,44 @@ def _parse_pass_timeout(raw: str) -> int:
     if not 5 <= value <= 3600:
         raise ValueError("expected a whole number of seconds, 5 to 3600")
     return value
+
+
+def _parse_count(raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError("expected a whole number, 0 (unlimited) to 100000") from None
+    if not 0 <= value <= 100000:
+        raise ValueError("expected a whole number, 0 (unlimited) to 100000")
+    return value
+
+
+def _parse_period(raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError("expected a whole number of seconds, 1 to 3600") from None
+    if not 1 <= value <= 3600:
+        raise ValueError("expected a whole number of seconds, 1 to 3600")
+    return value
+
+
+def _parse_min_age(raw: str) -> int:
+    limit = int(MAX_MIN_AGE.total_seconds())
+    form = f"expected a whole number of seconds, 0 to {limit} ({format_duration(MAX_MIN_AGE)})"
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(form) from None
+    if not 0 <= value <= limit:
+        raise ValueError(form)
+    return value
+
+
+def _parse_window(raw: str) -> Windows | None:
+    if raw.strip().lower() == ALWAYS:
+        return None
+    return parse_windows(raw)  # WindowError is a ValueError naming the part and the form
 
 
 def _parse_seconds(raw: str) -> float:

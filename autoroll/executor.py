@@ -35,6 +35,13 @@ class Outcome(StrEnum):
         return cls(outcome.value)
 
     @property
+    def spends_budget(self) -> bool:
+        """Does this count against the roll budget? A deletion, a dry-run's would-be one (so
+        a dry run shows what the budget would allow), and a failed call, which may have
+        reached the API server before it failed."""
+        return self in {Outcome.DELETED, Outcome.DRY_RUN, Outcome.ERROR}
+
+    @property
     def ends_pass(self) -> bool:
         """Must the pass stop here (this replica may no longer act)?"""
         return self is Outcome.NOT_LEADER

@@ -22,6 +22,7 @@ class Metrics:
     def __init__(self, registry: CollectorRegistry) -> None:
         self.registry = registry
         self._passes(registry)
+        self._guardrails(registry)
         self._registry_lookups(registry)
         self._webhooks(registry)
         self._election(registry)
@@ -69,6 +70,44 @@ class Metrics:
             f"{PREFIX}_kubernetes_events",
             "Kubernetes Events about rolls (EMIT_EVENTS=true), by outcome (created, error).",
             ["outcome"],
+            registry=registry,
+        )
+
+    def _guardrails(self, registry: CollectorRegistry) -> None:
+        """What the guardrails held back, and the budget as the last pass left it."""
+        self.deletions_held = Counter(
+            f"{PREFIX}_deletions_held",
+            "Deletions decided but held by a guardrail this pass, by reason (budget, maturing,"
+            " outside-window, paused, invalid-policy); counted again every pass they wait.",
+            ["reason"],
+            registry=registry,
+        )
+        self.budget_used = Gauge(
+            f"{PREFIX}_roll_budget_used",
+            "Deletions counted against ROLL_BUDGET_DELETIONS in the last"
+            " ROLL_BUDGET_PERIOD_SECONDS, the last pass's included.",
+            registry=registry,
+        )
+        self.mid_roll = Gauge(
+            f"{PREFIX}_workloads_mid_roll",
+            "Enrolled workloads mid-roll as the last pass began (ROLL_BUDGET_IN_FLIGHT bounds"
+            " how many may be).",
+            registry=registry,
+        )
+        self.paused = Gauge(
+            f"{PREFIX}_paused",
+            "1 while rolling is paused cluster-wide (ROLL_PAUSED=true), else 0.",
+            registry=registry,
+        )
+        self.workloads_paused = Gauge(
+            f"{PREFIX}_workloads_paused",
+            "Enrolled workloads paused by their autoroll.aethnet.se/paused annotation.",
+            registry=registry,
+        )
+        self.workloads_invalid_policy = Gauge(
+            f"{PREFIX}_workloads_invalid_policy",
+            "Enrolled workloads not rolled because an autoroll.aethnet.se/ annotation cannot"
+            " be read.",
             registry=registry,
         )
 

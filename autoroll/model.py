@@ -92,8 +92,21 @@ class ImageContent:
             raise ValueError(f"platform configs not among the configs: {sorted(map(str, stray))}")
 
     def config_for(self, platform: str) -> Digest | None:
-        """The one config this index gives ``platform``, or None when it names none or two."""
+        """The one config this index gives ``platform``, or None when it names none or two.
+
+        A node says only ``os/arch`` (its ``kubernetes.io/os`` and ``kubernetes.io/arch``
+        labels), while an index may name a variant (``linux/arm64/v8``). Without an exact
+        match, an ``os/arch`` matches every variant of it, and only if they all share one
+        config: two variants with different images (``arm/v6`` and ``arm/v7``) stay unknown,
+        because which one the runtime picks depends on the CPU.
+        """
         found = {config for name, config in self.platforms if name == platform}
+        if not found and platform.count("/") == 1:
+            found = {
+                config
+                for name, config in self.platforms
+                if name.rsplit("/", 1)[0] == platform and name.count("/") == 2
+            }
         return next(iter(found)) if len(found) == 1 else None
 
 
@@ -126,7 +139,9 @@ class DeploymentView:
     """An enrolled Deployment: its desired replica count and its pod template containers.
 
     The adapter lists Deployments by label, so enrollment is already decided when one of
-    these exists; ``labels`` are carried for logs and tables only.
+    these exists; ``labels`` are carried for logs and tables only. ``annotations`` are the
+    object's own (not its pod template's) under ``autoroll.aethnet.se/``: the guardrail
+    overrides (``autoroll.policy``).
     """
 
     namespace: str
@@ -136,6 +151,7 @@ class DeploymentView:
     labels: tuple[tuple[str, str], ...] = ()
     uid: str = ""
     generation: int | None = None
+    annotations: tuple[tuple[str, str], ...] = ()
 
     @property
     def key(self) -> str:

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 
 from autoroll.decide import ContainerVerdict, Decision, DeletePod, PodState, Reason, Verdict
 from autoroll.executor import Executed, Outcome
+from autoroll.guardrails import Hold, RollPlan
 from autoroll.metrics import Metrics
 from autoroll.model import DeploymentView, Digest, Enrolled, EventReason, RollEvent, Unknown
 from autoroll.ports import EventPort
@@ -89,6 +90,57 @@ class PassObserver:
                         "reason": finding.state.value,
                     },
                 )
+
+    # -- the guardrails ---------------------------------------------------------------------
+
+    def planned(self, plan: RollPlan) -> None:
+        """Metrics and one log line per held deletion; pauses and unreadable annotations are
+        said every pass, at WARNING, whether or not anything waits on them."""
+        budget = plan.budget
+        self._metrics.budget_used.set(budget.used + budget.granted)
+        self._metrics.mid_roll.set(len(budget.mid_roll))
+        self._metrics.paused.set(1 if plan.paused_globally else 0)
+        self._metrics.workloads_paused.set(len(plan.paused))
+        self._metrics.workloads_invalid_policy.set(len(plan.invalid))
+        for hold in plan.holds:
+            self._metrics.deletions_held.labels(reason=hold.reason.value).inc()
+            self._held(hold)
+        if plan.paused_globally:
+            log.warning(
+                "rolling is paused cluster-wide (ROLL_PAUSED=true): %d deletion(s) held",
+                len(plan.holds),
+                extra={"event": "paused", "scope": "cluster", "held": len(plan.holds)},
+            )
+        held = {h.workload for h in plan.holds}
+        for key in plan.invalid:
+            if key in held:
+                continue  # its hold line already says so
+            problems = "; ".join(str(p) for p in plan.policies[key].problems)
+            log.warning(
+                "%s: %s; not rolled until fixed",
+                key,
+                problems,
+                extra={"event": "invalid-policy", "deployment": key, "reason": "invalid-policy"},
+            )
+
+    def _held(self, hold: Hold) -> None:
+        action = hold.action
+        level = logging.WARNING if hold.reason.is_warning else logging.INFO
+        log.log(
+            level,
+            "%s: not deleting stale pod %s yet: held (%s): %s",
+            hold.workload,
+            action.name,
+            hold.reason.value,
+            hold.detail,
+            extra={
+                **_action_fields(action),
+                "deployment": hold.workload,
+                "event": "hold",
+                "reason": hold.reason.value,
+                "until": hold.until.isoformat() if hold.until else "-",
+            },
+        )
 
     def pass_ended(self, enrolled: Iterable[Enrolled]) -> None:
         """Keep warned keys only for pods still listed: bounded by the pods enrolled."""

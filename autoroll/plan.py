@@ -14,8 +14,10 @@ from datetime import UTC, datetime
 from prometheus_client import CollectorRegistry
 
 from autoroll.decide import ContainerVerdict, Decision, Verdict
+from autoroll.guardrails import Hold, RollPlan
 from autoroll.metrics import Metrics
 from autoroll.model import Digest, Unknown
+from autoroll.policy import Guardrails, format_duration
 from autoroll.ports import ClusterPort, RegistryPort
 from autoroll.reconciler import Reconciler, TickReport
 
@@ -23,9 +25,19 @@ HEADERS = ("DEPLOYMENT", "CONTAINER", "IMAGE", "RUNNING", "REGISTRY", "VERDICT")
 
 
 def run_plan(
-    *, cluster: ClusterPort, registry: RegistryPort, forgejo_host: str, now: datetime | None = None
+    *,
+    cluster: ClusterPort,
+    registry: RegistryPort,
+    forgejo_host: str,
+    now: datetime | None = None,
+    guardrails: Guardrails | None = None,
 ) -> TickReport:
-    """One dry pass: decide everything, delete nothing."""
+    """One dry pass: decide everything, plan it with the guardrails, delete nothing.
+
+    It is the view of a controller starting now: its min-age clock starts at this pass's
+    sighting (a running controller's may be older), and its budget counts the pods the
+    cluster shows created in the last period (the running one also knows its own deletions).
+    """
     reconciler = Reconciler(
         cluster=cluster,
         registry=registry,
@@ -33,17 +45,20 @@ def run_plan(
         forgejo_host=forgejo_host,
         dry_run=True,
         clock=(lambda: now) if now is not None else (lambda: datetime.now(UTC)),
+        guardrails=guardrails,
     )
     return reconciler.tick()
 
 
-def verdict_text(verdict: ContainerVerdict) -> str:
+def verdict_text(verdict: ContainerVerdict, hold: Hold | None = None) -> str:
     """The VERDICT column: what would happen, and why, in a few words."""
     detail = f" ({verdict.detail})" if verdict.detail else ""
     match verdict.verdict:
         case Verdict.CURRENT:
             # The detail names pods running the target's content under another name.
             return f"current{detail}"
+        case Verdict.STALE if hold is not None and hold.action.name == verdict.pod:
+            return f"stale → pod {verdict.pod} held ({hold.reason.value}): {hold.detail}"
         case Verdict.STALE:
             return f"stale → would delete pod {verdict.pod}"
         case Verdict.WAITING:
@@ -63,10 +78,11 @@ def _short(value: Digest | Unknown | None) -> str:
     return f"unknown ({value.reason})"
 
 
-def rows(decisions: Sequence[Decision]) -> list[tuple[str, ...]]:
+def rows(decisions: Sequence[Decision], plan: RollPlan | None = None) -> list[tuple[str, ...]]:
     """One row per enrolled Deployment and container, in the report's order."""
     table: list[tuple[str, ...]] = []
     for decision in decisions:
+        hold = plan.hold_for(decision.key) if plan is not None else None
         for verdict in decision.containers:
             running = ",".join(d.short for d in verdict.running_digests) or "-"
             table.append(
@@ -76,7 +92,7 @@ def rows(decisions: Sequence[Decision]) -> list[tuple[str, ...]]:
                     verdict.image,
                     running,
                     _short(verdict.registry_digest),
-                    verdict_text(verdict),
+                    verdict_text(verdict, hold),
                 )
             )
     return table
@@ -87,13 +103,47 @@ def render(report: TickReport, *, label_selector: str = "") -> str:
     if not report.decisions:
         where = f" LABEL_SELECTOR={label_selector}" if label_selector else " the label selector"
         return f"No Deployment matches{where}; nothing to roll.\n"
-    body = rows(report.decisions)
+    body = rows(report.decisions, report.plan)
     widths = [max(len(row[i]) for row in [HEADERS, *body]) for i in range(len(HEADERS))]
     lines = [
         "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
         for row in [HEADERS, *body]
     ]
-    deletions = sum(1 for d in report.decisions for _ in d.actions)
+    plan = report.plan
+    deletions = len(plan.go) if plan is not None else sum(len(d.actions) for d in report.decisions)
+    held = f"; {len(plan.holds)} held by the guardrails" if plan is not None and plan.holds else ""
     lines.append("")
-    lines.append(f"{len(report.decisions)} Deployment(s); {deletions} pod(s) would be deleted now.")
+    lines.append(
+        f"{len(report.decisions)} Deployment(s); {deletions} pod(s) would be deleted now{held}."
+    )
+    if plan is not None:
+        lines.extend(guardrail_lines(plan))
     return "\n".join(lines) + "\n"
+
+
+def guardrail_lines(plan: RollPlan) -> list[str]:
+    """The footer about the guardrails: the budget, and every pause or unreadable annotation
+    (said even when nothing waits on it, so a forgotten pause is seen)."""
+    budget = plan.budget
+    period = format_duration(budget.period)
+    rate = (
+        f"{budget.used + budget.granted} of {budget.limit} deletions in the last {period}"
+        if budget.limit
+        else "deletions unlimited"
+    )
+    if budget.limit and budget.remaining == 0 and budget.frees_at is not None:
+        rate += f" (the next at {budget.frees_at.isoformat(timespec='seconds')})"
+    flight = (
+        f"{len(budget.mid_roll)} of {budget.in_flight_limit} workloads mid-roll"
+        if budget.in_flight_limit
+        else f"{len(budget.mid_roll)} workload(s) mid-roll (unlimited)"
+    )
+    lines = [f"Budget: {rate}; {flight}."]
+    if plan.paused_globally:
+        lines.append("PAUSED: rolling is paused cluster-wide (ROLL_PAUSED=true).")
+    if plan.paused:
+        lines.append(f"Paused by annotation: {', '.join(plan.paused)}.")
+    for key in plan.invalid:
+        problems = "; ".join(str(p) for p in plan.policies[key].problems)
+        lines.append(f"NOT ROLLED, fix the annotation: {key}: {problems}.")
+    return lines

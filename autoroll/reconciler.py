@@ -23,6 +23,12 @@ the first time (the sighting remembers their UIDs), and every replacement of a p
 later pass deletes is created after the sighting (its UID is not remembered, and even
 rounded down to a whole second its creationTimestamp is less than a second before it).
 
+Every Deployment is decided first; then the guardrails (``autoroll.guardrails``) choose which
+of the decided deletions go now and in which order (the cluster-wide budget, pauses,
+windows, the min-age), and only those are executed. The shell keeps the budget's one memory,
+when this process deleted pods in the last period, which a restart may lose (the planner
+also counts recently created pods, which it cannot).
+
 The pass only orders the steps. Carrying out a deletion (or, in dry-run, not; and not at
 all once leadership lapsed) is the ``Executor``'s (``autoroll.executor``), with a typed
 ``Outcome``; metrics, log lines and Events about decisions and actions are the
@@ -37,7 +43,7 @@ import contracts in pyproject.toml enforce it).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -51,10 +57,12 @@ from autoroll.decide import (
     refs_to_resolve,
 )
 from autoroll.executor import Executed, Executor, Outcome
+from autoroll.guardrails import RollPlan, plan_rolls
 from autoroll.images import TagRef
 from autoroll.metrics import Metrics
 from autoroll.model import Digest, Enrolled, ImageContent, Unknown
 from autoroll.observer import PassObserver
+from autoroll.policy import Guardrails
 from autoroll.ports import ClusterPort, EventPort, RegistryPort
 
 log = logging.getLogger(__name__)
@@ -79,6 +87,7 @@ class TickReport:
     executed: tuple[Executed, ...] = ()
     abandoned: bool = False  # stop was requested before every Deployment was decided
     skipped: bool = False  # this replica does not lead: nothing was read or decided
+    plan: RollPlan | None = None  # the guardrails' plan (None when the pass ended before it)
 
 
 def _never() -> bool:
@@ -113,6 +122,7 @@ class Reconciler:
         leading: Callable[[], bool] = _always,
         events: EventPort | None = None,
         evicting: bool = False,
+        guardrails: Guardrails | None = None,
     ) -> None:
         self._cluster = cluster
         self._registry = registry
@@ -122,6 +132,10 @@ class Reconciler:
         self._executor = Executor(cluster=cluster, dry_run=dry_run, may_act=may_act)
         self._observer = PassObserver(metrics=metrics, events=events, evicting=evicting)
         self._sightings: dict[TagRef, Sighting] = {}
+        self._guardrails = guardrails or Guardrails()
+        # When this process deleted (or, in dry-run, would have deleted) a pod: the budget's
+        # exact count while the process lives (autoroll.guardrails); pruned to one period.
+        self._deleted_at: list[datetime] = []
 
     @property
     def sightings(self) -> Mapping[TagRef, Sighting]:
@@ -131,9 +145,10 @@ class Reconciler:
     def tick(self, stopping: Callable[[], bool] = _never) -> TickReport:
         """One full pass. Cluster errors propagate (the worker logs and counts them).
 
-        ``stopping`` is polled before each Deployment: on shutdown (or past the pass
-        timeout) the pass ends between Deployments, never inside a deletion (which is a
-        single API call anyway).
+        ``stopping`` is polled before each Deployment is decided and before each deletion:
+        on shutdown (or past the pass timeout) the pass ends between them, never inside a
+        deletion (which is a single API call anyway). A pass stopped while deciding deletes
+        nothing: the guardrails plan over the whole pass, so a part of it is never acted on.
         """
         now = self._clock()
         if not self._leading():
@@ -142,8 +157,7 @@ class Reconciler:
         # The caches as this pass starts, plus every answer it gets (Unknown included).
         children: Children = dict(self._registry.known_children())
         contents: Contents = dict(self._registry.known_content())
-        decisions: list[Decision] = []
-        executed: list[Executed] = []
+        items: list[tuple[Enrolled, Decision]] = []
         abandoned = False
         for item in enrolled:
             if stopping():
@@ -151,22 +165,58 @@ class Reconciler:
                 log.info("stop requested; leaving the rest of this pass undone")
                 break
             decision = self._decide(item, resolved, children, contents)
-            decisions.append(decision)
+            items.append((item, decision))
             self._observer.decided(decision)
-            # decide() emits at most one action; slicing keeps that true even if it did not.
-            for action in decision.actions[:1]:
-                done = self._executor.execute(action)
-                executed.append(done)
-                self._observer.executed(item.deployment, done)
-                abandoned = done.outcome.ends_pass
-            if abandoned:
-                break
+        plan: RollPlan | None = None
+        executed: list[Executed] = []
+        if not abandoned:
+            # The one point where decisions become actions: the guardrails choose which of
+            # the decided deletions go now, and in which order (autoroll.guardrails).
+            plan = self._plan(items)
+            self._observer.planned(plan)
+            abandoned = self._execute(plan, items, executed, stopping)
         self._observer.pass_ended(enrolled)
         if not abandoned:
             self._remember_targets(resolved, contents)
-        return TickReport(now, enrolled, resolved, tuple(decisions), tuple(executed), abandoned)
+        decisions = tuple(d for _, d in items)
+        return TickReport(now, enrolled, resolved, decisions, tuple(executed), abandoned, plan=plan)
 
     # -- steps ------------------------------------------------------------------------------
+
+    def _plan(self, items: Sequence[tuple[Enrolled, Decision]]) -> RollPlan:
+        """The guardrails over the whole pass; the deletion memory is pruned to its period."""
+        now = self._clock()
+        period = self._guardrails.period
+        self._deleted_at = [t for t in self._deleted_at if t > now - period]
+        return plan_rolls(
+            items=items,
+            sightings=self._sightings,
+            guardrails=self._guardrails,
+            deleted_at=self._deleted_at,
+            now=now,
+        )
+
+    def _execute(
+        self,
+        plan: RollPlan,
+        items: Sequence[tuple[Enrolled, Decision]],
+        executed: list[Executed],
+        stopping: Callable[[], bool],
+    ) -> bool:
+        """Carry out the plan's deletions in its order; True if the pass must end early."""
+        owners = {d.actions[0]: e.deployment for e, d in items if d.actions}
+        for action in plan.go:
+            if stopping():
+                log.info("stop requested; leaving the rest of this pass's deletions undone")
+                return True
+            done = self._executor.execute(action)
+            executed.append(done)
+            if done.outcome.spends_budget:
+                self._deleted_at.append(self._clock())
+            self._observer.executed(owners[action], done)
+            if done.outcome.ends_pass:
+                return True
+        return False
 
     def _read(self) -> tuple[tuple[Enrolled, ...], dict[TagRef, Digest | Unknown]]:
         """The listing, then the sighting clock, then the registry (module docstring)."""

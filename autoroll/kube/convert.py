@@ -30,6 +30,7 @@ from autoroll.model import (
     PodView,
     RollEvent,
 )
+from autoroll.policy import PREFIX as ANNOTATION_PREFIX
 
 #: A pod-list narrowing selector longer than this is not sent (the URL would get unwieldy);
 #: the namespace is then listed whole, which costs parsing, never correctness.
@@ -165,8 +166,23 @@ def deployment_from_json(deployment: Mapping[str, Any]) -> tuple[DeploymentView,
         labels=tuple(sorted((meta.get("labels") or {}).items())),
         uid=meta.get("uid") or "",
         generation=meta.get("generation"),
+        annotations=_autoroll_annotations(meta.get("annotations")),
     )
     return view, selector_from_json(spec.get("selector"))
+
+
+def _autoroll_annotations(annotations: object) -> tuple[tuple[str, str], ...]:
+    """The object's annotations under autoroll's prefix only: the guardrail overrides. Others
+    (``last-applied-configuration`` can be the size of the object) are not kept."""
+    if not isinstance(annotations, Mapping):
+        return ()
+    return tuple(
+        sorted(
+            (key, str(value))
+            for key, value in annotations.items()
+            if isinstance(key, str) and key.startswith(ANNOTATION_PREFIX)
+        )
+    )
 
 
 def pod_from_json(pod: Mapping[str, Any]) -> tuple[PodView, Mapping[str, str]]:

@@ -197,7 +197,7 @@ def test_redacted_names_every_variable() -> None:
     assert view["FORGEJO_HOST"] == "forgejo.example:3000"
     assert view["LISTEN_ADDR"] == "0.0.0.0:8080"
     assert view["DRY_RUN"] == "false"
-    assert len(view) == 15  # LEADER_ELECTION=false; its details only when on
+    assert len(view) == 22  # LEADER_ELECTION=false (its details only when on), 6 ROLL_*, PLATFORM_AWARE
     assert view["PASS_TIMEOUT_SECONDS"] == "300"
 
 

@@ -543,14 +543,27 @@ def test_a_pod_already_gone_is_not_counted_as_a_deletion(outcome: DeleteOutcome)
     assert sample(metrics, "autoroll_pod_deletions_not_done_total", reason=outcome.value) == 1
 
 
-def test_stopping_abandons_the_pass_between_deployments() -> None:
+def test_stopping_while_deciding_abandons_the_pass_and_deletes_nothing() -> None:
+    # The guardrails plan over the whole pass: a pass cut short is never acted on in part.
     cluster = FakeCluster([enrolled("a", [pod("a-1")]), enrolled("b", [pod("b-1")])])
     reconciler, _ = make(cluster, FakeRegistry({REF: NEW}))
     answers = iter([False, True])
     report = reconciler.tick(lambda: next(answers))
     assert report.abandoned
     assert [d.name for d in report.decisions] == ["a"]
-    assert [name for _, name, _ in cluster.deleted] == ["a-1"]
+    assert report.plan is None
+    assert cluster.deleted == []
+
+
+def test_stopping_between_deletions_leaves_the_rest_undone() -> None:
+    cluster = FakeCluster([enrolled("a", [pod("a-1")]), enrolled("b", [pod("b-1")])])
+    reconciler, _ = make(cluster, FakeRegistry({REF: NEW}))
+    answers = iter([False, False, False, True])  # two decisions, one deletion, then stop
+    report = reconciler.tick(lambda: next(answers))
+    assert report.abandoned
+    assert report.plan is not None and len(report.plan.go) == 2
+    first = report.plan.go[0]
+    assert cluster.deleted == [("shop", first.name, first.uid)]
 
 
 def test_one_log_line_per_decision_names_deployment_pod_image_and_both_digests(

@@ -1,0 +1,187 @@
+"""The guardrails' settings: cluster-wide ones from the environment, per-workload overrides
+from annotations on the workload *object* (pure).
+
+An annotation on the object, never on the pod template: changing the template is itself a
+rollout (a new ReplicaSet), and pausing a workload must not restart it. The annotations::
+
+    autoroll.aethnet.se/paused:  "true" | "false"      stop (or resume) rolling this workload
+    autoroll.aethnet.se/min-age: 90s | 10m | 1h30m | 2d | 0
+                                 roll a new digest only once it has been the tag's for this long
+    autoroll.aethnet.se/window:  "<days> <HH:MM>-<HH:MM> <zone>[; ...]" | always
+                                 roll only inside these windows (autoroll.windows)
+
+An annotation replaces the cluster-wide setting for its workload (``always`` lifts a
+cluster-wide window, ``0`` a cluster-wide min-age; a workload cannot unpause a global
+pause). A value that cannot be read, or an unknown annotation under the prefix (a typo of a
+guardrail), is a ``PolicyProblem`` naming the workload and the annotation, and that
+workload is not rolled until it is fixed: a guardrail misspelt must not roll anything.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Final
+
+from autoroll.windows import WindowError, Windows, parse_windows
+
+PREFIX: Final = "autoroll.aethnet.se/"
+PAUSED: Final = f"{PREFIX}paused"
+MIN_AGE: Final = f"{PREFIX}min-age"
+WINDOW: Final = f"{PREFIX}window"
+KNOWN: Final = (PAUSED, MIN_AGE, WINDOW)
+#: The ``window`` value that lifts a cluster-wide window for one workload.
+ALWAYS: Final = "always"
+#: The longest min-age accepted: beyond a month a tag is not "maturing", it is frozen
+#: (pause the workload instead).
+MAX_MIN_AGE: Final = timedelta(days=30)
+
+_DURATION: Final = re.compile(r"(?:([0-9]+)d)?(?:([0-9]+)h)?(?:([0-9]+)m)?(?:([0-9]+)s)?")
+_TRUE: Final = frozenset({"true", "yes", "on", "1"})
+_FALSE: Final = frozenset({"false", "no", "off", "0"})
+
+
+@dataclass(frozen=True, slots=True)
+class Guardrails:
+    """The cluster-wide guardrails (``Config.guardrails``). 0 means unlimited for the budget.
+
+    Defaults are argued in docs/adr/015-guardrails.md: a pass may delete at most 30 pods a
+    minute across the cluster, and at most 10 workloads may be mid-roll at once (so a broken
+    base image halts after 10 workloads, not 500); no min-age, no window, not paused.
+    """
+
+    deletions_per_period: int = 30
+    period: timedelta = timedelta(seconds=60)
+    in_flight: int = 10
+    min_age: timedelta = timedelta(0)
+    windows: Windows | None = None  # None: always
+    paused: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyProblem:
+    """One annotation that cannot be read: which, its value, and what would be right."""
+
+    annotation: str
+    value: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"annotation {self.annotation}={self.value!r}: {self.message}"
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """One workload's effective guardrails: the cluster-wide ones with its annotations.
+
+    ``paused`` is the workload's own pause (the global one is ``Guardrails.paused``);
+    ``problems`` non-empty means the workload is not rolled at all.
+    """
+
+    paused: bool = False
+    min_age: timedelta = timedelta(0)
+    windows: Windows | None = None
+    problems: tuple[PolicyProblem, ...] = ()
+    overridden: frozenset[str] = frozenset()  # annotations that set a value
+
+    @property
+    def is_valid(self) -> bool:
+        return not self.problems
+
+
+def workload_policy(annotations: Mapping[str, str], *, defaults: Guardrails) -> Policy:
+    """The guardrails of a workload with ``annotations`` (its object's, not its pods')."""
+    problems: list[PolicyProblem] = []
+    paused, min_age, windows = False, defaults.min_age, defaults.windows
+    overridden: set[str] = set()
+    for key in sorted(annotations):
+        if not key.startswith(PREFIX) or key in KNOWN:
+            continue
+        problems.append(
+            PolicyProblem(
+                key,
+                annotations[key],
+                f"unknown autoroll annotation; expected one of {', '.join(KNOWN)}",
+            )
+        )
+    if PAUSED in annotations:
+        try:
+            paused = parse_bool(annotations[PAUSED])
+            overridden.add(PAUSED)
+        except ValueError as exc:
+            problems.append(PolicyProblem(PAUSED, annotations[PAUSED], str(exc)))
+    if MIN_AGE in annotations:
+        try:
+            min_age = parse_duration(annotations[MIN_AGE])
+            overridden.add(MIN_AGE)
+        except ValueError as exc:
+            problems.append(PolicyProblem(MIN_AGE, annotations[MIN_AGE], str(exc)))
+    if WINDOW in annotations:
+        raw = annotations[WINDOW]
+        try:
+            windows = None if raw.strip().lower() == ALWAYS else parse_windows(raw)
+            overridden.add(WINDOW)
+        except WindowError as exc:
+            problems.append(PolicyProblem(WINDOW, raw, f"{exc} (or '{ALWAYS}' for no window)"))
+    return Policy(paused, min_age, windows, tuple(problems), frozenset(overridden))
+
+
+def parse_bool(raw: str) -> bool:
+    lowered = raw.strip().lower()
+    if lowered in _TRUE:
+        return True
+    if lowered in _FALSE:
+        return False
+    raise ValueError("expected true or false")
+
+
+def parse_duration(raw: str) -> timedelta:
+    """``90s``, ``10m``, ``1h30m``, ``2d``, or a whole number of seconds (``0``)."""
+    text = raw.strip().lower()
+    if text.isdigit():
+        value = timedelta(seconds=int(text))
+    else:
+        match = _DURATION.fullmatch(text)
+        if not text or match is None:
+            raise ValueError(
+                "expected a duration such as 90s, 10m, 1h30m or 2d (units d, h, m, s, in that"
+                " order), or a whole number of seconds"
+            )
+        days, hours, minutes, seconds = (int(g) if g else 0 for g in match.groups())
+        value = timedelta(days=days, hours=hours, minutes=minutes, seconds=seconds)
+    if value > MAX_MIN_AGE:
+        raise ValueError(
+            f"is longer than {MAX_MIN_AGE.days} days; pause the workload instead ({PAUSED}: 'true')"
+        )
+    return value
+
+
+def format_duration(value: timedelta) -> str:
+    """A duration the way people read it: ``1h30m``, ``45s``, ``0s``."""
+    total = int(value.total_seconds())
+    days, rest = divmod(total, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, seconds = divmod(rest, 60)
+    parts = [f"{n}{unit}" for n, unit in ((days, "d"), (hours, "h"), (minutes, "m")) if n]
+    if seconds or not parts:
+        parts.append(f"{seconds}s")
+    return "".join(parts)
+
+
+__all__ = [
+    "ALWAYS",
+    "KNOWN",
+    "MIN_AGE",
+    "PAUSED",
+    "PREFIX",
+    "WINDOW",
+    "Guardrails",
+    "Policy",
+    "PolicyProblem",
+    "format_duration",
+    "parse_bool",
+    "parse_duration",
+    "workload_policy",
+]
