@@ -42,8 +42,10 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Configuration comes from the environment: FORGEJO_HOST, FORGEJO_USER,"
         " FORGEJO_TOKEN, WEBHOOK_SECRET (required), POLL_INTERVAL_SECONDS, PASS_TIMEOUT_SECONDS,"
         " LABEL_SELECTOR, LISTEN_ADDR, DRY_RUN, LOG_LEVEL, LOG_FORMAT, ROLLOUT_METHOD,"
-        " EMIT_EVENTS; with several replicas LEADER_ELECTION, LEADER_ELECTION_NAMESPACE,"
-        " LEADER_ELECTION_LEASE, POD_NAME and"
+        " EMIT_EVENTS, PLATFORM_AWARE; the guardrails ROLL_BUDGET_DELETIONS,"
+        " ROLL_BUDGET_PERIOD_SECONDS, ROLL_BUDGET_IN_FLIGHT, ROLL_MIN_AGE_SECONDS, ROLL_WINDOW,"
+        " ROLL_PAUSED (docs/adr/015-guardrails.md); with several replicas LEADER_ELECTION,"
+        " LEADER_ELECTION_NAMESPACE, LEADER_ELECTION_LEASE, POD_NAME and"
         " LEADER_ELECTION_{LEASE_DURATION,RENEW_DEADLINE,RETRY_PERIOD}_SECONDS"
         " (docs/adr/004-leader-election-and-webhook-handoff.md).",
     )
@@ -116,6 +118,8 @@ def _serve(env: Mapping[str, str]) -> int:
     log.info("autoroll %s starting: %s", __version__, settings)
     if config.dry_run:
         log.warning("DRY_RUN=true: stale pods are logged, never deleted")
+    if config.guardrails.paused:
+        log.warning("ROLL_PAUSED=true: rolling is paused cluster-wide; nothing is deleted")
     return serve(config)
 
 
@@ -134,7 +138,9 @@ def _plan(env: Mapping[str, str], *, kubeconfig: str | None, verbose: bool) -> i
     )
 
     cluster = KubeCluster(
-        label_selector=config.label_selector, api_client_factory=lambda: connect(plan_env)
+        label_selector=config.label_selector,
+        api_client_factory=lambda: connect(plan_env),
+        platform_aware=config.platform_aware,
     )
     registry = RegistryClient(
         session=requests.Session(),
@@ -143,7 +149,12 @@ def _plan(env: Mapping[str, str], *, kubeconfig: str | None, verbose: bool) -> i
         token=config.forgejo_token.reveal(),
     )
     try:
-        report = run_plan(cluster=cluster, registry=registry, forgejo_host=config.forgejo_host)
+        report = run_plan(
+            cluster=cluster,
+            registry=registry,
+            forgejo_host=config.forgejo_host,
+            guardrails=config.guardrails,
+        )
     except ClusterConfigError as exc:
         print(f"autoroll plan: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -230,7 +230,12 @@ def build_runtime(
         metrics.leader.set(1)  # alone, so always the leader
     evicting = config.rollout_method is RolloutMethod.EVICT
     reconciler = Reconciler(
-        cluster=cluster or KubeCluster(label_selector=config.label_selector, evict=evicting),
+        cluster=cluster
+        or KubeCluster(
+            label_selector=config.label_selector,
+            evict=evicting,
+            platform_aware=config.platform_aware,
+        ),
         registry=registry or _registry(config, metrics),
         metrics=metrics,
         forgejo_host=config.forgejo_host,
@@ -239,6 +244,7 @@ def build_runtime(
         leading=may_act,  # followers skip whole passes
         events=events or (KubeEvents(instance=identity) if config.emit_events else None),
         evicting=evicting,
+        guardrails=config.guardrails,
     )
     worker = Worker(
         reconciler.tick,

@@ -12,6 +12,10 @@ predecessor. RBAC: ``deployments: list``, ``pods: list`` and ``pods: delete``; w
 ``evict=True`` (ROLLOUT_METHOD=evict) the same call is an Eviction, so PodDisruptionBudgets
 are honoured, and ``pods/eviction: create`` replaces ``pods: delete``.
 
+With ``platform_aware=True`` (PLATFORM_AWARE) a pass also lists the Nodes' metadata (one
+request, labels only; RBAC ``nodes: list``) and gives each pod its node's ``os/arch``, so
+the core can tell which child of a multi-arch index the pod runs.
+
 A 404 (already gone), a 409 from the UID precondition (the name is a newer pod) and a 429 on
 eviction (a disruption budget says not now) are answers, reported as ``DeleteOutcome``;
 every other failure is one of ``autoroll.kube.errors``.
@@ -28,6 +32,7 @@ from autoroll.kube.convert import (
     deployment_from_json,
     group_pods,
     list_items,
+    node_platforms,
     pod_from_json,
     pod_list_selector,
 )
@@ -60,16 +65,19 @@ class KubeCluster:
         api_client_factory: Callable[[], Any] = connect,
         rest: KubeRest | None = None,
         evict: bool = False,
+        platform_aware: bool = False,
         request_timeout: tuple[float, float] = REQUEST_TIMEOUT,
     ) -> None:
         self._label_selector = label_selector
         self._evict = evict
+        self._platform_aware = platform_aware
         self._timeout = request_timeout
         self._api = LazyRest(api_client_factory, rest)
         self.requests = 0  # API requests sent, for benchmarks and tests
 
     def snapshot(self) -> tuple[Enrolled, ...]:
-        """Every enrolled Deployment with its live pods: ``1 + namespaces`` list requests.
+        """Every enrolled Deployment with its live pods: ``1 + namespaces`` list requests
+        (and the Nodes' metadata when platform-aware).
 
         Each namespace's list is converted and dropped before the next one is read, so
         memory follows the enrolled pods, not the cluster (docs/adr/005-reading-the-cluster.md).
@@ -81,6 +89,11 @@ class KubeCluster:
         by_namespace: dict[str, list[LabelSelector]] = {}
         for view, selector in deployments:
             by_namespace.setdefault(view.namespace, []).append(selector)
+        platforms: dict[str, str] | None = None
+        if self._platform_aware and by_namespace:
+            self.requests += 1
+            nodes = rest.list_node_metadata(timeout=self._timeout)
+            platforms = node_platforms(_items("list nodes", nodes))
         pods: list[tuple[PodView, Mapping[str, str]]] = []
         for namespace in sorted(by_namespace):
             self.requests += 1
@@ -91,7 +104,7 @@ class KubeCluster:
                 timeout=self._timeout,
             )
             items = _items(f"list pods in namespace {namespace}", page)
-            pods.extend(pod_from_json(item) for item in items)
+            pods.extend(pod_from_json(item, platforms=platforms) for item in items)
         return group_pods(deployments, pods)
 
     def delete_pod(self, namespace: str, name: str, uid: str) -> DeleteOutcome:

@@ -185,11 +185,40 @@ def _autoroll_annotations(annotations: object) -> tuple[tuple[str, str], ...]:
     )
 
 
-def pod_from_json(pod: Mapping[str, Any]) -> tuple[PodView, Mapping[str, str]]:
-    """Convert a ``Pod`` into the core's view plus its labels (for selector matching)."""
+#: The well-known labels the kubelet puts on its Node (``GOOS``/``GOARCH`` of the kubelet).
+NODE_OS_LABEL: Final = "kubernetes.io/os"
+NODE_ARCH_LABEL: Final = "kubernetes.io/arch"
+
+
+def node_platforms(items: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """Node name → ``os/arch`` from the Nodes' well-known labels; a Node without both is left
+    out (its pods' platform stays unknown)."""
+    platforms: dict[str, str] = {}
+    for item in items:
+        meta = item.get("metadata") or {}
+        labels = meta.get("labels") or {}
+        name, os_name, arch = (
+            meta.get("name"),
+            labels.get(NODE_OS_LABEL),
+            labels.get(NODE_ARCH_LABEL),
+        )
+        if all(isinstance(v, str) and v and "/" not in v for v in (name, os_name, arch)):
+            platforms[str(name)] = f"{os_name}/{arch}"
+    return platforms
+
+
+def pod_from_json(
+    pod: Mapping[str, Any], *, platforms: Mapping[str, str] | None = None
+) -> tuple[PodView, Mapping[str, str]]:
+    """Convert a ``Pod`` into the core's view plus its labels (for selector matching).
+
+    ``platforms`` (``node_platforms``, with PLATFORM_AWARE) gives the pod the platform of
+    the node it is bound to; without it, or unbound, the platform is unknown (None).
+    """
     meta = pod.get("metadata") or {}
     status = pod.get("status") or {}
     conditions = status.get("conditions") or ()
+    node = (pod.get("spec") or {}).get("nodeName")
     view = PodView(
         namespace=meta.get("namespace", ""),
         name=meta.get("name", ""),
@@ -211,6 +240,7 @@ def pod_from_json(pod: Mapping[str, Any]) -> tuple[PodView, Mapping[str, str]]:
             )
             for s in status.get("containerStatuses") or ()
         ),
+        platform=(platforms or {}).get(node) if isinstance(node, str) else None,
     )
     return view, meta.get("labels") or {}
 
@@ -397,6 +427,7 @@ __all__ = [
     "lease_from_json",
     "lease_spec_json",
     "list_items",
+    "node_platforms",
     "pod_from_json",
     "pod_list_selector",
     "selector_from_json",

@@ -67,11 +67,15 @@ API_RETRIES: Final = Retry(
 LIVE_PODS_FIELD_SELECTOR: Final = "status.phase!=Succeeded,status.phase!=Failed"
 
 _JSON: Final = "application/json"
+#: Objects' metadata only (labels), never their spec and status: a Node's status lists every
+#: image on it and can be hundreds of KB; the platform labels are all a pass reads.
+METADATA_ONLY: Final = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 MERGE_PATCH: Final = "application/merge-patch+json"
 
 # -- the operations, with the RBAC rule each needs and the statuses it answers with ----------
 LIST_DEPLOYMENTS: Final = Operation("list deployments", "deployments: list")
 LIST_PODS: Final = Operation("list pods", "pods: list")
+LIST_NODES: Final = Operation("list nodes", "nodes: list", Grant.NODES)
 DELETE_POD: Final = Operation("delete pod", "pods: delete", answers=frozenset({404, 409}))
 EVICT_POD: Final = Operation(
     "evict pod", "pods/eviction: create", answers=frozenset({404, 409, 429})
@@ -171,6 +175,12 @@ class KubeRest:
         target = f"in namespace {namespace}"
         return self.send(LIST_PODS, target, "GET", path, query=query, timeout=timeout).body
 
+    def list_node_metadata(self, *, timeout: tuple[float, float]) -> bytes:
+        """Every Node's metadata (``PartialObjectMetadataList``): names and labels only."""
+        return self.send(
+            LIST_NODES, "", "GET", "/api/v1/nodes", accept=METADATA_ONLY, timeout=timeout
+        ).body
+
     def delete_pod(
         self, namespace: str, name: str, *, uid: str, timeout: tuple[float, float]
     ) -> int:
@@ -214,6 +224,7 @@ class KubeRest:
         query: Sequence[tuple[str, str]] = (),
         body: Mapping[str, Any] | None = None,
         content_type: str = _JSON,
+        accept: str = _JSON,
         timeout: tuple[float, float],
     ) -> Answer:
         """One request, read in full and released; errors mapped (module docstring)."""
@@ -225,6 +236,7 @@ class KubeRest:
             query=query,
             body=body,
             content_type=content_type,
+            accept=accept,
             timeout=timeout,
         )
         try:
@@ -267,9 +279,10 @@ class KubeRest:
         query: Sequence[tuple[str, str]],
         body: Mapping[str, Any] | None = None,
         content_type: str = _JSON,
+        accept: str = _JSON,
         timeout: tuple[float, float],
     ) -> Any:
-        headers = {"Accept": _JSON}
+        headers = {"Accept": accept}
         if body is not None:
             headers["Content-Type"] = content_type
         request = self._client.param_serialize(
@@ -373,6 +386,7 @@ __all__ = [
     "LEASE_CALL_TIMEOUT",
     "LIVE_PODS_FIELD_SELECTOR",
     "MERGE_PATCH",
+    "METADATA_ONLY",
     "REQUEST_TIMEOUT",
     "SMALL_CALL_TIMEOUT",
     "Answer",
