@@ -1,0 +1,314 @@
+"""The guardrails' safety rules over any sequence of passes, pushes, clock steps and
+controller restarts (hypothesis), through the real shell (``Reconciler``) on a fake clock.
+
+The world is a few enrolled workloads on two tags. A deletion's replacement is created at
+once (as a ReplicaSet does), stamped in whole seconds as the API server stamps
+``creationTimestamp``, pulls the tag's digest of that moment and becomes Ready after a
+delay. Checked over every deletion the cluster received:
+
+1. no window of one budget period holds more deletions than the budget, across restarts
+   (a restarted controller has forgotten its deletions; the replacements it lists remain);
+2. no workload loses a pod outside its window, or while it (or the cluster) is paused;
+3. no deletion starts an image before its min-age: every tag a deleted pod's replacement
+   pulls has had that digest for at least the workload's min-age (counted from the push:
+   the controller's sighting can only be later);
+4. workloads mid-roll never exceed the in-flight budget because of a deletion.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
+from prometheus_client import CollectorRegistry
+
+from autoroll.decide import ChildrenRequest, ContentRequest, decide
+from autoroll.guardrails import is_mid_roll
+from autoroll.images import TagRef
+from autoroll.metrics import Metrics
+from autoroll.model import (
+    ContainerStatusView,
+    ContainerView,
+    DeleteOutcome,
+    DeploymentView,
+    Digest,
+    Enrolled,
+    ImageContent,
+    PodView,
+    Unknown,
+)
+from autoroll.policy import MIN_AGE, PAUSED, WINDOW, Guardrails, workload_policy
+from autoroll.reconciler import Reconciler
+
+HOST = "forgejo.example"
+TAGS = (TagRef(HOST, "team/base", "latest"), TagRef(HOST, "team/side", "v1"))
+T0 = datetime(2026, 12, 7, 8, 58, tzinfo=UTC)  # Monday 08:58 UTC
+#: Windows that open and close within the minutes and hours a sequence of steps covers.
+WINDOWS = ("Mon-Fri 09:00-17:00 UTC", "* 09:01-09:03 UTC", "Mon 08:00-09:00 UTC", "always")
+MIN_AGES = ("0", "90s", "10m")
+
+
+def digest(n: int) -> Digest:
+    return Digest(f"sha256:{n:064x}")
+
+
+def config_of(d: Digest) -> ImageContent:
+    """Every manifest its own config: a new digest is new content."""
+    return ImageContent(frozenset({Digest("sha256:f" + d.value[8:])}))
+
+
+@dataclass
+class FakePod:
+    uid: str
+    digests: dict[TagRef, Digest]
+    created_at: datetime  # whole seconds, as creationTimestamp
+    ready_at: datetime
+
+
+@dataclass
+class Workload:
+    name: str
+    tags: tuple[TagRef, ...]
+    replicas: int
+    annotations: dict[str, str]
+    pods: list[FakePod] = field(default_factory=list)
+
+    def view(self) -> DeploymentView:
+        return DeploymentView(
+            namespace="shop",
+            name=self.name,
+            replicas=self.replicas,
+            containers=tuple(ContainerView(t.repository, image(t)) for t in self.tags),
+            annotations=tuple(sorted(self.annotations.items())),
+        )
+
+
+def image(tag: TagRef) -> str:
+    return f"{tag.host}/{tag.repository}:{tag.tag}"
+
+
+@dataclass
+class Deletion:
+    at: datetime
+    workload: str
+    pulls: dict[TagRef, Digest]  # what the replacement pulled
+
+
+class World:
+    """The cluster, the registry and the clock; a ``ClusterPort`` and a ``RegistryPort``."""
+
+    def __init__(self, workloads: list[Workload], ready_seconds: float) -> None:
+        self.now = T0
+        self.serial = 0
+        self.ready = timedelta(seconds=ready_seconds)
+        self.tags: dict[TagRef, Digest] = {}
+        self.pushed_at: dict[Digest, datetime] = {}
+        for tag in TAGS:
+            self.push(tag, at=T0 - timedelta(days=1))
+        self.workloads = workloads
+        for w in workloads:
+            w.pods = [self.new_pod(w, created=T0 - timedelta(days=1)) for _ in range(w.replicas)]
+        self.deletions: list[Deletion] = []
+        for tag in TAGS:
+            self.push(tag)  # both tags move as the sequence starts
+
+    # -- the world's own moves ------------------------------------------------------------
+
+    def push(self, tag: TagRef, *, at: datetime | None = None) -> None:
+        self.serial += 1
+        new = digest(self.serial)
+        self.tags[tag] = new
+        self.pushed_at[new] = at or self.now
+
+    def new_pod(self, workload: Workload, *, created: datetime) -> FakePod:
+        self.serial += 1
+        stamp = created.replace(microsecond=0)
+        return FakePod(
+            f"uid-{self.serial}",
+            {t: self.tags[t] for t in workload.tags},
+            stamp,
+            created + self.ready,
+        )
+
+    # -- ClusterPort -------------------------------------------------------------------------
+
+    def snapshot(self) -> Sequence[Enrolled]:
+        return [
+            Enrolled(w.view(), tuple(self.pod_view(w, p) for p in w.pods)) for w in self.workloads
+        ]
+
+    def pod_view(self, workload: Workload, pod: FakePod) -> PodView:
+        return PodView(
+            namespace="shop",
+            name=pod.uid,
+            uid=pod.uid,
+            created_at=pod.created_at,
+            ready=self.now >= pod.ready_at,
+            containers=tuple(ContainerView(t.repository, image(t)) for t in workload.tags),
+            statuses=tuple(
+                ContainerStatusView(t.repository, image_id=f"{t.host}/{t.repository}@{d}")
+                for t, d in pod.digests.items()
+            ),
+        )
+
+    def delete_pod(self, namespace: str, name: str, uid: str) -> DeleteOutcome:
+        for w in self.workloads:
+            for p in w.pods:
+                if p.uid == uid:
+                    w.pods.remove(p)
+                    replacement = self.new_pod(w, created=self.now)
+                    w.pods.append(replacement)
+                    self.deletions.append(Deletion(self.now, w.name, dict(replacement.digests)))
+                    return DeleteOutcome.DELETED
+        return DeleteOutcome.ALREADY_GONE
+
+    # -- RegistryPort ------------------------------------------------------------------------
+
+    def resolve(self, refs: Iterable[TagRef]) -> Mapping[TagRef, Digest | Unknown]:
+        return {r: self.tags[r] for r in refs}
+
+    def known_children(self) -> Mapping[Digest, frozenset[Digest]]:
+        return {d: frozenset() for d in self.pushed_at}
+
+    def fetch_children(
+        self, wanted: Iterable[ChildrenRequest]
+    ) -> Mapping[Digest, frozenset[Digest] | Unknown]:
+        return {w.digest: frozenset() for w in wanted}
+
+    def known_content(self) -> Mapping[Digest, ImageContent]:
+        return {d: config_of(d) for d in self.pushed_at}
+
+    def fetch_content(
+        self, wanted: Iterable[ContentRequest]
+    ) -> Mapping[Digest, ImageContent | Unknown]:
+        return {w.digest: config_of(w.digest) for w in wanted}
+
+
+@st.composite
+def worlds(draw: st.DrawFn) -> tuple[World, Guardrails, list[tuple[str, object]]]:
+    count = draw(st.integers(1, 5))
+    workloads = []
+    for i in range(count):
+        annotations: dict[str, str] = {}
+        if draw(st.booleans()):
+            annotations[WINDOW] = draw(st.sampled_from(WINDOWS))
+        if draw(st.booleans()):
+            annotations[MIN_AGE] = draw(st.sampled_from(MIN_AGES))
+        if draw(st.integers(0, 5)) == 0:
+            annotations[PAUSED] = "true"
+        tags = draw(st.sampled_from([TAGS[:1], TAGS[1:], TAGS]))
+        workloads.append(Workload(f"w{i}", tags, draw(st.integers(1, 3)), annotations))
+    guardrails = Guardrails(
+        deletions_per_period=draw(st.integers(0, 4)),
+        period=timedelta(seconds=draw(st.sampled_from([5, 60]))),
+        in_flight=draw(st.integers(0, 3)),
+        min_age=timedelta(seconds=draw(st.sampled_from([0, 0, 120]))),
+        paused=draw(st.integers(0, 19)) == 0,
+    )
+    kinds = st.sampled_from(["pass"] * 8 + ["wait"] * 6 + ["push"] * 2 + ["restart"])
+    waits = st.sampled_from([0.4, 1.0, 2.5, 5.0, 30.0, 90.0, 900.0])
+    steps = [
+        (
+            kind,
+            draw(waits)
+            if kind == "wait"
+            else draw(st.sampled_from(TAGS))
+            if kind == "push"
+            else None,
+        )
+        for kind in draw(st.lists(kinds, min_size=10, max_size=60))
+    ]
+    world = World(workloads, ready_seconds=draw(st.sampled_from([0.0, 3.0])))
+    return world, guardrails, steps
+
+
+def controller(world: World, guardrails: Guardrails) -> Reconciler:
+    return Reconciler(
+        cluster=world,
+        registry=world,
+        metrics=Metrics(CollectorRegistry()),
+        forgejo_host=HOST,
+        dry_run=False,
+        clock=lambda: world.now,
+        guardrails=guardrails,
+    )
+
+
+def mid_roll_count(world: World) -> int:
+    """Workloads mid-roll right now, judged as the planner judges (``is_mid_roll``)."""
+    resolved = dict(world.tags)
+    count = 0
+    for enrolled in world.snapshot():
+        decision = decide(
+            deployment=enrolled.deployment,
+            pods=enrolled.pods,
+            forgejo_host=HOST,
+            resolved=resolved,
+            sightings={},
+            children=world.known_children(),
+            contents=world.known_content(),
+        )
+        count += is_mid_roll(decision, enrolled.pods)
+    return count
+
+
+@settings(max_examples=300, deadline=None)
+@given(worlds())
+def test_no_sequence_of_passes_and_pushes_breaks_a_guardrail(
+    case: tuple[World, Guardrails, list[tuple[str, object]]],
+) -> None:
+    world, guardrails, steps = case
+    reconciler = controller(world, guardrails)
+    for kind, arg in steps:
+        if kind == "pass":
+            before = len(world.deletions)
+            mid_before = mid_roll_count(world)
+            reconciler.tick()
+            if guardrails.in_flight and len(world.deletions) > before:
+                # A pass may finish rolls and start others, never start past the budget.
+                assert mid_roll_count(world) <= max(guardrails.in_flight, mid_before)
+        elif kind == "wait":
+            assert isinstance(arg, float)
+            world.now += timedelta(seconds=arg)
+        elif kind == "push":
+            assert isinstance(arg, TagRef)
+            world.push(arg)
+        else:
+            reconciler = controller(world, guardrails)  # every memory lost
+    event(f"deletions: {min(len(world.deletions), 10)}{'+' if len(world.deletions) >= 10 else ''}")
+    by_name = {w.name: w for w in world.workloads}
+    for deletion in world.deletions:
+        # 1. the budget, in every period that ends at a deletion
+        if guardrails.deletions_per_period:
+            window = [
+                d for d in world.deletions if deletion.at - guardrails.period < d.at <= deletion.at
+            ]
+            assert len(window) <= guardrails.deletions_per_period, (deletion.at, len(window))
+        # 2. the window and the pauses
+        workload = by_name[deletion.workload]
+        policy = workload_policy(workload.annotations, defaults=guardrails)
+        assert policy.is_valid
+        assert not guardrails.paused and not policy.paused
+        if policy.windows is not None:
+            assert policy.windows.is_open(deletion.at), (deletion.at, policy.windows)
+        # 3. the min-age of everything the replacement pulled
+        for tag, pulled in deletion.pulls.items():
+            age = deletion.at - world.pushed_at[pulled]
+            assert age >= policy.min_age, (tag, age, policy.min_age)
+
+
+def test_the_world_rolls_when_nothing_holds_it() -> None:
+    """The property is not vacuous: the same world, unhindered, deletes."""
+    workload = Workload("w0", TAGS[:1], 2, {})
+    world = World([workload], ready_seconds=0.0)
+    world.push(TAGS[0])
+    reconciler = controller(world, Guardrails(deletions_per_period=1, period=timedelta(seconds=5)))
+    for _ in range(4):
+        reconciler.tick()
+        world.now += timedelta(seconds=5)
+    assert len(world.deletions) == 2
+    # A period apart, and a second more: the replacement's whole-second stamp is rounded up.
+    assert (world.deletions[1].at - world.deletions[0].at).total_seconds() == 10.0

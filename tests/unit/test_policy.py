@@ -1,0 +1,111 @@
+"""Per-workload guardrails from annotations (autoroll.policy): one row per rule."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from autoroll.policy import (
+    MIN_AGE,
+    PAUSED,
+    WINDOW,
+    Guardrails,
+    format_duration,
+    parse_duration,
+    workload_policy,
+)
+from autoroll.windows import parse_windows
+
+GLOBAL = Guardrails(min_age=timedelta(minutes=5), windows=parse_windows("Sat 01:00-05:00 UTC"))
+
+
+def test_no_annotation_takes_the_cluster_wide_settings() -> None:
+    policy = workload_policy({}, defaults=GLOBAL)
+    assert policy.is_valid and not policy.paused
+    assert policy.min_age == timedelta(minutes=5)
+    assert policy.windows == GLOBAL.windows
+    assert policy.overridden == frozenset()
+
+
+def test_other_annotations_are_not_ours() -> None:
+    policy = workload_policy(
+        {"kubectl.kubernetes.io/last-applied-configuration": "{}", "aethnet.se/autoroll": "x"},
+        defaults=GLOBAL,
+    )
+    assert policy.is_valid
+
+
+@pytest.mark.parametrize(
+    ("value", "paused"),
+    [("true", True), ("True", True), ("yes", True), ("1", True), ("false", False), ("off", False)],
+)
+def test_paused(value: str, paused: bool) -> None:
+    assert workload_policy({PAUSED: value}, defaults=GLOBAL).paused is paused
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("0", timedelta(0)),  # lifts a cluster-wide min-age
+        ("90", timedelta(seconds=90)),
+        ("90s", timedelta(seconds=90)),
+        ("10m", timedelta(minutes=10)),
+        ("1h30m", timedelta(hours=1, minutes=30)),
+        ("2d", timedelta(days=2)),
+        ("1d2h3m4s", timedelta(days=1, hours=2, minutes=3, seconds=4)),
+        (" 10M ", timedelta(minutes=10)),
+    ],
+)
+def test_min_age_replaces_the_cluster_wide_one(value: str, expected: timedelta) -> None:
+    policy = workload_policy({MIN_AGE: value}, defaults=GLOBAL)
+    assert policy.is_valid and policy.min_age == expected
+    assert MIN_AGE in policy.overridden
+
+
+def test_window_replaces_the_cluster_wide_one_and_always_lifts_it() -> None:
+    own = workload_policy({WINDOW: "Mon 10:00-11:00 UTC"}, defaults=GLOBAL)
+    assert own.windows == parse_windows("Mon 10:00-11:00 UTC")
+    assert workload_policy({WINDOW: "always"}, defaults=GLOBAL).windows is None
+    assert workload_policy({WINDOW: "Always"}, defaults=GLOBAL).windows is None
+
+
+@pytest.mark.parametrize(
+    ("annotations", "annotation", "says"),
+    [
+        ({PAUSED: "maybe"}, PAUSED, "true or false"),
+        ({PAUSED: ""}, PAUSED, "true or false"),
+        ({MIN_AGE: "10 minutes"}, MIN_AGE, "such as 90s"),
+        ({MIN_AGE: "30m1h"}, MIN_AGE, "in that order"),
+        ({MIN_AGE: ""}, MIN_AGE, "such as 90s"),
+        ({MIN_AGE: "-5"}, MIN_AGE, "such as 90s"),
+        ({MIN_AGE: "31d"}, MIN_AGE, "pause the workload instead"),
+        ({WINDOW: "Mon 10:00-12:00"}, WINDOW, "three fields"),
+        ({WINDOW: "weekends"}, WINDOW, "or 'always'"),
+        ({"autoroll.aethnet.se/pause": "true"}, "autoroll.aethnet.se/pause", "unknown"),
+        ({"autoroll.aethnet.se/windows": "x"}, "autoroll.aethnet.se/windows", "expected one of"),
+    ],
+)
+def test_a_bad_annotation_is_a_problem_naming_it(
+    annotations: dict[str, str], annotation: str, says: str
+) -> None:
+    policy = workload_policy(annotations, defaults=GLOBAL)
+    assert not policy.is_valid
+    [problem] = policy.problems
+    assert problem.annotation == annotation
+    assert says in str(problem)
+    assert annotation in str(problem)
+
+
+def test_every_bad_annotation_is_reported_at_once() -> None:
+    policy = workload_policy({PAUSED: "x", MIN_AGE: "y", WINDOW: "z"}, defaults=GLOBAL)
+    assert [p.annotation for p in policy.problems] == [PAUSED, MIN_AGE, WINDOW]
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [(timedelta(0), "0s"), (timedelta(seconds=45), "45s"), (timedelta(minutes=90), "1h30m")],
+)
+def test_format_duration_reads_back(value: timedelta, text: str) -> None:
+    assert format_duration(value) == text
+    assert parse_duration(text) == value
