@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from datetime import timedelta
 
 import pytest
 
@@ -197,7 +198,9 @@ def test_redacted_names_every_variable() -> None:
     assert view["FORGEJO_HOST"] == "forgejo.example:3000"
     assert view["LISTEN_ADDR"] == "0.0.0.0:8080"
     assert view["DRY_RUN"] == "false"
-    assert len(view) == 22  # LEADER_ELECTION=false (its details only when on), 6 ROLL_*, PLATFORM_AWARE
+    assert (
+        len(view) == 22
+    )  # LEADER_ELECTION=false (its details only when on), 6 ROLL_*, PLATFORM_AWARE
     assert view["PASS_TIMEOUT_SECONDS"] == "300"
 
 
@@ -205,3 +208,80 @@ def test_config_is_frozen() -> None:
     cfg = Config.from_env(BASE)
     with pytest.raises(dataclasses.FrozenInstanceError):
         cfg.dry_run = True  # type: ignore[misc]
+
+
+# --- the guardrails (ROLL_*) and PLATFORM_AWARE ------------------------------------------------
+
+
+def test_guardrail_defaults_are_the_adrs() -> None:
+    guardrails = Config.from_env(BASE).guardrails
+    assert guardrails.deletions_per_period == 30
+    assert guardrails.period == timedelta(seconds=60)
+    assert guardrails.in_flight == 10
+    assert guardrails.min_age == timedelta(0)
+    assert guardrails.windows is None
+    assert guardrails.paused is False
+    assert Config.from_env(BASE).platform_aware is False
+
+
+def test_every_guardrail_variable_parsed() -> None:
+    cfg = Config.from_env(
+        BASE
+        | {
+            "ROLL_BUDGET_DELETIONS": "0",
+            "ROLL_BUDGET_PERIOD_SECONDS": "5",
+            "ROLL_BUDGET_IN_FLIGHT": "3",
+            "ROLL_MIN_AGE_SECONDS": "600",
+            "ROLL_WINDOW": "Mon-Fri 22:00-06:00 Europe/Stockholm; Sat 00:00-24:00 UTC",
+            "ROLL_PAUSED": "true",
+            "PLATFORM_AWARE": "yes",
+        }
+    )
+    g = cfg.guardrails
+    assert (g.deletions_per_period, g.period, g.in_flight) == (0, timedelta(seconds=5), 3)
+    assert g.min_age == timedelta(minutes=10)
+    assert g.windows is not None and len(g.windows.windows) == 2
+    assert g.paused is True and cfg.platform_aware is True
+    view = cfg.redacted()
+    assert view["ROLL_WINDOW"] == "Mon-Fri 22:00-06:00 Europe/Stockholm; Sat 00:00-24:00 UTC"
+    assert view["ROLL_PAUSED"] == "true" and view["PLATFORM_AWARE"] == "true"
+
+
+def test_roll_window_always_means_no_window() -> None:
+    cfg = Config.from_env(BASE | {"ROLL_WINDOW": "always"})
+    assert cfg.guardrails.windows is None
+    assert cfg.redacted()["ROLL_WINDOW"] == "always"
+
+
+def test_bad_guardrail_values_are_reported_at_once_with_the_form() -> None:
+    found = problems(
+        BASE
+        | {
+            "ROLL_BUDGET_DELETIONS": "-1",
+            "ROLL_BUDGET_PERIOD_SECONDS": "0",
+            "ROLL_BUDGET_IN_FLIGHT": "many",
+            "ROLL_MIN_AGE_SECONDS": "10m",
+            "ROLL_WINDOW": "weekends",
+            "ROLL_PAUSED": "maybe",
+            "PLATFORM_AWARE": "2",
+        }
+    )
+    assert set(found) == {
+        "ROLL_BUDGET_DELETIONS",
+        "ROLL_BUDGET_PERIOD_SECONDS",
+        "ROLL_BUDGET_IN_FLIGHT",
+        "ROLL_MIN_AGE_SECONDS",
+        "ROLL_WINDOW",
+        "ROLL_PAUSED",
+        "PLATFORM_AWARE",
+    }
+    assert "0 (unlimited) to 100000" in found["ROLL_BUDGET_DELETIONS"]
+    assert "1 to 3600" in found["ROLL_BUDGET_PERIOD_SECONDS"]
+    assert "'10m'" in found["ROLL_MIN_AGE_SECONDS"] and "seconds" in found["ROLL_MIN_AGE_SECONDS"]
+    assert "Europe/Stockholm" in found["ROLL_WINDOW"]  # the form, with an example
+    assert "true or false" in found["ROLL_PAUSED"]
+
+
+def test_an_unknown_zone_in_roll_window_names_the_zone() -> None:
+    found = problems(BASE | {"ROLL_WINDOW": "Mon 01:00-02:00 Mars/Olympus"})
+    assert "'Mars/Olympus' is not an IANA time zone" in found["ROLL_WINDOW"]

@@ -1199,3 +1199,44 @@ def test_loop_guard_memory_across_passes_closes_the_same_second_window() -> None
 def test_observe_targets_requires_aware_time() -> None:
     with pytest.raises(ValueError, match="timezone-aware"):
         observe_targets({}, {}, now=datetime(2026, 1, 1))
+
+
+VARIANTS = ImageContent(
+    frozenset({AMD_CFG, ARM_CFG, ARM_OLD_CFG}),
+    (("linux/amd64", AMD_CFG), ("linux/arm64/v8", ARM_CFG), ("linux/arm/v7", ARM_OLD_CFG)),
+)
+
+
+@pytest.mark.parametrize(
+    ("content", "platform", "expected"),
+    [
+        # A node's labels say os/arch only; an index may name a variant.
+        (VARIANTS, "linux/arm64", ARM_CFG),
+        (VARIANTS, "linux/arm64/v8", ARM_CFG),  # exact
+        (VARIANTS, "linux/arm", ARM_OLD_CFG),  # one variant of arm: its config
+        (VARIANTS, "linux/amd64", AMD_CFG),
+        (VARIANTS, "linux/s390x", None),
+        (VARIANTS, "linux", None),
+        # two variants of one os/arch with different images: which one runs is the CPU's call
+        (
+            ImageContent(
+                frozenset({ARM_CFG, ARM_OLD_CFG}),
+                (("linux/arm/v6", ARM_CFG), ("linux/arm/v7", ARM_OLD_CFG)),
+            ),
+            "linux/arm",
+            None,
+        ),
+        # two variants with one image: no doubt
+        (
+            ImageContent(
+                frozenset({ARM_CFG}), (("linux/arm/v6", ARM_CFG), ("linux/arm/v7", ARM_CFG))
+            ),
+            "linux/arm",
+            ARM_CFG,
+        ),
+    ],
+)
+def test_a_nodes_os_arch_matches_an_indexs_variants_only_without_doubt(
+    content: ImageContent, platform: str, expected: Digest | None
+) -> None:
+    assert content.config_for(platform) == expected

@@ -274,7 +274,7 @@ def test_a_tag_the_pod_already_runs_does_not_count_toward_its_age() -> None:
 
 def test_a_tag_whose_digest_is_unknown_has_no_known_age() -> None:
     two = workload("a", [pod("a-1", OLD, side=SIDE_OLD)], side=True)
-    unknown_side = {REF: NEW, SIDE: Unknown("offline")}
+    unknown_side: dict[TagRef, Digest | Unknown] = {REF: NEW, SIDE: Unknown("offline")}
     result = plan([two], replace(OPEN, min_age=timedelta(minutes=10)), resolved=unknown_side)
     [hold] = result.holds
     assert hold.reason is HoldReason.MATURING and hold.until is None

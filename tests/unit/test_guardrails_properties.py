@@ -210,7 +210,7 @@ def worlds(draw: st.DrawFn) -> tuple[World, Guardrails, list[tuple[str, object]]
     )
     kinds = st.sampled_from(["pass"] * 8 + ["wait"] * 6 + ["push"] * 2 + ["restart"])
     waits = st.sampled_from([0.4, 1.0, 2.5, 5.0, 30.0, 90.0, 900.0])
-    steps = [
+    steps: list[tuple[str, object]] = [
         (
             kind,
             draw(waits)

@@ -378,3 +378,83 @@ def test_a_401_is_rejected_credentials_not_a_missing_rbac_rule(status: int) -> N
     assert message.startswith("list deployments (all namespaces): 401")
     assert "rejected the controller's credentials" in message
     assert "ClusterRole" not in message and "must grant" not in message
+
+
+# --- platform awareness: the Nodes' metadata, once per pass -----------------------------------
+
+
+class NodesRest(FakeRest):
+    """``FakeRest`` that also answers the Node metadata list (or fails it with ``nodes``)."""
+
+    def __init__(self, *args: Any, nodes: int | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.node_status = nodes
+        self.node_requests: list[dict[str, Any]] = []
+        original = self._route
+
+        def route(method: str, path: str, request: dict[str, Any]) -> Reply:
+            if path != "/api/v1/nodes":
+                return original(method, path, request)
+            self.node_requests.append(request)
+            if self.node_status is not None:
+                return self.node_status, status_body(self.node_status)
+            items = [
+                {
+                    "metadata": {
+                        "name": "amd",
+                        "labels": {"kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"},
+                    }
+                },
+                {
+                    "metadata": {
+                        "name": "arm",
+                        "labels": {"kubernetes.io/os": "linux", "kubernetes.io/arch": "arm64"},
+                    }
+                },
+            ]
+            return 200, json.dumps({"kind": "PartialObjectMetadataList", "items": items}).encode()
+
+        self._client.router = route
+
+
+def bound(name: str, node_name: str) -> client.V1Pod:
+    pod = k8s_pod(name)
+    assert pod.spec is not None
+    pod.spec.node_name = node_name
+    return pod
+
+
+def test_platform_aware_lists_node_metadata_once_and_gives_pods_their_platform() -> None:
+    rest = NodesRest([k8s_deployment("web")], [bound("web-1", "amd"), bound("web-2", "arm")])
+    cluster = KubeCluster(label_selector="x", rest=rest, platform_aware=True)
+    [enrolled] = cluster.snapshot()
+    assert {p.name: p.platform for p in enrolled.pods} == {
+        "web-1": "linux/amd64",
+        "web-2": "linux/arm64",
+    }
+    [request] = rest.node_requests
+    # metadata only: a Node's status lists every image on it; labels are all a pass reads
+    assert request["header_params"]["Accept"].startswith(
+        "application/json;as=PartialObjectMetadataList"
+    )
+    assert request["method"] == "GET"
+    assert cluster.requests == 1 + 1 + 1
+
+
+def test_without_platform_awareness_no_node_is_listed() -> None:
+    rest = NodesRest([k8s_deployment("web")], [bound("web-1", "amd")])
+    [enrolled] = KubeCluster(label_selector="x", rest=rest).snapshot()
+    assert rest.node_requests == []
+    assert enrolled.pods[0].platform is None
+
+
+def test_nothing_enrolled_lists_no_nodes() -> None:
+    rest = NodesRest()
+    assert KubeCluster(label_selector="x", rest=rest, platform_aware=True).snapshot() == ()
+    assert rest.node_requests == []
+
+
+def test_a_forbidden_node_list_names_the_rule_and_the_setting() -> None:
+    rest = NodesRest([k8s_deployment("web")], [bound("web-1", "amd")], nodes=403)
+    with pytest.raises(ClusterForbiddenError, match=r"nodes: list \(PLATFORM_AWARE=true\)"):
+        KubeCluster(label_selector="x", rest=rest, platform_aware=True).snapshot()

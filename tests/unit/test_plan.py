@@ -20,6 +20,7 @@ from autoroll.model import (
     Unknown,
 )
 from autoroll.plan import HEADERS, render, rows, run_plan
+from autoroll.policy import Guardrails
 
 HOST = "git.example.org"
 IMAGE = f"{HOST}/team/app:latest"
@@ -186,3 +187,66 @@ def test_plan_with_nothing_enrolled_says_so() -> None:
     assert render(report, label_selector="aethnet.se/autoroll=true") == (
         "No Deployment matches LABEL_SELECTOR=aethnet.se/autoroll=true; nothing to roll.\n"
     )
+
+
+# --- the guardrails in the plan ------------------------------------------------------------
+
+
+def annotated(name: str, annotations: Mapping[str, str], pods: Sequence[PodView]) -> Enrolled:
+    enrolled = deployment(name, IMAGE, pods)
+    view = replace(enrolled.deployment, annotations=tuple(sorted(annotations.items())))
+    return replace(enrolled, deployment=view)
+
+
+def test_plan_shows_a_closed_window_and_when_the_next_one_opens() -> None:
+    # NOW is Sunday 2026-11-29 12:00 UTC; the window opens on Monday at 22:00 Stockholm.
+    window = {"autoroll.aethnet.se/window": "Mon-Fri 22:00-06:00 Europe/Stockholm"}
+    cluster = Cluster([annotated("web", window, [pod("web-1", OLD)])])
+    report = run_plan(cluster=cluster, registry=Registry({REF: NEW}), forgejo_host=HOST, now=NOW)
+    [row] = rows(report.decisions, report.plan)
+    assert row[5].startswith("stale → pod web-1 held (outside-window): outside its window")
+    assert "next opens Mon 2026-11-30 22:00 Europe/Stockholm" in row[5]
+    assert "2026-11-30T21:00:00+00:00 (in 1d9h)" in row[5]
+    text = render(report)
+    assert "1 Deployment(s); 0 pod(s) would be deleted now; 1 held by the guardrails." in text
+    assert cluster.deleted == []
+
+
+def test_plan_footer_shows_the_budget_and_every_pause_and_bad_annotation() -> None:
+    cluster = Cluster(
+        [
+            annotated("a", {}, [pod("a-1", OLD)]),
+            annotated("b", {}, [pod("b-1", OLD)]),
+            annotated("p", {"autoroll.aethnet.se/paused": "true"}, [pod("p-1", NEW)]),
+            annotated("x", {"autoroll.aethnet.se/min-age": "soon"}, [pod("x-1", NEW)]),
+        ]
+    )
+    report = run_plan(
+        cluster=cluster,
+        registry=Registry({REF: NEW}),
+        forgejo_host=HOST,
+        now=NOW,
+        guardrails=Guardrails(deletions_per_period=1, in_flight=5),
+    )
+    text = render(report)
+    assert (
+        "Budget: 1 of 1 deletions in the last 1m (the next at 2026-11-29T12:01:00+00:00);" in text
+    )
+    assert "0 of 5 workloads mid-roll." in text
+    assert "Paused by annotation: shop/p." in text  # said though it has nothing to roll
+    assert "NOT ROLLED, fix the annotation: shop/x: annotation autoroll.aethnet.se/min-age" in text
+    assert "held (budget): 1 of 1 deletions in the last 1m" in text
+
+
+def test_plan_says_loudly_that_rolling_is_paused_cluster_wide() -> None:
+    cluster = Cluster([annotated("a", {}, [pod("a-1", OLD)])])
+    report = run_plan(
+        cluster=cluster,
+        registry=Registry({REF: NEW}),
+        forgejo_host=HOST,
+        now=NOW,
+        guardrails=Guardrails(paused=True),
+    )
+    text = render(report)
+    assert "PAUSED: rolling is paused cluster-wide (ROLL_PAUSED=true)." in text
+    assert "held (paused): paused cluster-wide" in text

@@ -1,0 +1,145 @@
+"""The guardrails in a full pass: the budget's memory across passes, what a dry run counts,
+and what the pass says about every held deletion, pause and unreadable annotation."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from datetime import timedelta
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from autoroll.metrics import Metrics
+from autoroll.model import Enrolled
+from autoroll.policy import Guardrails
+from autoroll.reconciler import Reconciler
+from tests.unit.test_reconciler import (
+    NEW,
+    REF,
+    T0,
+    Clock,
+    FakeCluster,
+    FakeRegistry,
+    enrolled,
+    pod,
+    sample,
+)
+
+HOST = "git.example.org"
+
+
+def build(
+    cluster: FakeCluster, guardrails: Guardrails, *, clock: Clock, dry_run: bool = False
+) -> tuple[Reconciler, Metrics]:
+    metrics = Metrics(CollectorRegistry())
+    reconciler = Reconciler(
+        cluster=cluster,
+        registry=FakeRegistry({REF: NEW}),
+        metrics=metrics,
+        forgejo_host=HOST,
+        dry_run=dry_run,
+        clock=clock,
+        guardrails=guardrails,
+    )
+    return reconciler, metrics
+
+
+def with_annotations(item: Enrolled, **annotations: str) -> Enrolled:
+    pairs = tuple(
+        sorted((f"autoroll.aethnet.se/{k.replace('_', '-')}", v) for k, v in annotations.items())
+    )
+    return replace(item, deployment=replace(item.deployment, annotations=pairs))
+
+
+def stale(*names: str) -> FakeCluster:
+    return FakeCluster([enrolled(n, [pod(f"{n}-1")]) for n in names])
+
+
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_the_budget_remembers_this_process_s_deletions_across_passes(dry_run: bool) -> None:
+    # A dry run counts its would-be deletions too: it shows what the budget would allow.
+    clock = Clock()
+    cluster = stale("a", "b", "c")
+    one_a_minute = Guardrails(deletions_per_period=1, period=timedelta(minutes=1), in_flight=0)
+    reconciler, metrics = build(cluster, one_a_minute, clock=clock, dry_run=dry_run)
+    done = []
+    for seconds in (0, 10, 59, 61, 62):
+        clock.now = T0 + timedelta(seconds=seconds)
+        report = reconciler.tick()
+        done.append(len(report.executed))
+    assert done == [1, 0, 0, 1, 0]
+    assert sample(metrics, "autoroll_roll_budget_used") == 1
+    # The fake cluster keeps its pods: three stale every pass, one let go in the first and fourth.
+    assert sample(metrics, "autoroll_deletions_held_total", reason="budget") == 2 + 3 + 3 + 2 + 3
+
+
+def test_a_restarted_controller_forgets_its_deletions_but_the_listing_does_not() -> None:
+    clock = Clock()
+    replaced = enrolled("r", [pod("r-1", NEW, created=T0)])  # the replacement of a deletion
+    cluster = FakeCluster([replaced, enrolled("a", [pod("a-1")])])
+    reconciler, _ = build(cluster, Guardrails(deletions_per_period=1), clock=clock)
+    clock.now = T0 + timedelta(seconds=30)
+    assert reconciler.tick().executed == ()
+
+
+def test_held_deletions_are_logged_with_their_reason_and_counted(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO)
+    cluster = FakeCluster(
+        [
+            with_annotations(enrolled("p", [pod("p-1")]), paused="true"),
+            with_annotations(enrolled("w", [pod("w-1")]), window="Sat 02:00-04:00 UTC"),
+            enrolled("a", [pod("a-1")]),
+        ]
+    )
+    reconciler, metrics = build(cluster, Guardrails(), clock=Clock())
+    reconciler.tick()
+    holds = [r for r in caplog.records if getattr(r, "event", "") == "hold"]
+    by_pod = {r.pod: r for r in holds}  # type: ignore[attr-defined]
+    assert set(by_pod) == {"p-1", "w-1"}
+    assert by_pod["p-1"].levelno == logging.WARNING  # a pause is loud
+    assert by_pod["w-1"].levelno == logging.INFO  # a window is the guardrail working
+    assert by_pod["w-1"].until == "2026-12-05T02:00:00+00:00"  # type: ignore[attr-defined]
+    assert "held (outside-window)" in by_pod["w-1"].getMessage()
+    assert [name for _, name, _ in cluster.deleted] == ["a-1"]
+    assert sample(metrics, "autoroll_deletions_held_total", reason="paused") == 1
+    assert sample(metrics, "autoroll_deletions_held_total", reason="outside-window") == 1
+    assert sample(metrics, "autoroll_workloads_paused") == 1
+
+
+def test_a_global_pause_is_said_every_pass_even_with_nothing_to_roll(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    cluster = FakeCluster([enrolled("a", [pod("a-1", NEW)])])
+    reconciler, metrics = build(cluster, Guardrails(paused=True), clock=Clock())
+    reconciler.tick()
+    reconciler.tick()
+    lines = [r for r in caplog.records if "paused cluster-wide" in r.getMessage()]
+    assert len(lines) == 2 and all(r.levelno == logging.WARNING for r in lines)
+    assert sample(metrics, "autoroll_paused") == 1
+
+
+def test_an_unreadable_annotation_is_warned_about_every_pass_and_names_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    bad = with_annotations(enrolled("x", [pod("x-1", NEW)]), min_age="soon")
+    reconciler, metrics = build(FakeCluster([bad]), Guardrails(), clock=Clock())
+    reconciler.tick()
+    reconciler.tick()
+    lines = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(lines) == 2
+    assert "shop/x" in lines[0] and "autoroll.aethnet.se/min-age='soon'" in lines[0]
+    assert sample(metrics, "autoroll_workloads_invalid_policy") == 1
+
+
+def test_the_min_age_counts_from_the_controllers_own_sighting() -> None:
+    clock = Clock()
+    cluster = stale("a")
+    reconciler, _ = build(cluster, Guardrails(min_age=timedelta(minutes=5)), clock=clock)
+    reconciler.tick()  # first sighting of NEW: now
+    clock.now = T0 + timedelta(minutes=4, seconds=59)
+    assert reconciler.tick().executed == ()
+    clock.now = T0 + timedelta(minutes=5)
+    assert len(reconciler.tick().executed) == 1
