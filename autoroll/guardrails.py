@@ -19,13 +19,14 @@ wins:
                        ``in_flight`` workloads mid-roll, of which a workload already
                        mid-roll needs no new slot.
 
-What has been deleted in the last period is counted twice, and the larger count is used:
-this process's own deletions (``deleted_at``, kept in memory by the shell), and the pods of
-enrolled workloads created in that period (from the listing; a deleted pod's replacement is
-one of them, and so is anything else that started pods there). The first is exact while the
-process lives; the second survives a restart or a change of leader, so neither can make the
-budget larger than it is. Mid-roll is read from the pods alone (``is_mid_roll``), so it
-survives restarts too. See docs/adr/015-guardrails.md.
+What has been deleted in the last period is the shell's memory (``deleted_at``): this
+process's deletions, and, from the moment it starts leading, the creation times of the
+enrolled pods created in the period before (``pods_started``), which stand for the
+deletions a previous leader made (each left its replacement). The evidence is taken once,
+at the start of the term, so rolling one of those pods again cannot erase it. Exact within
+a term; across a restart or a change of leader it misses only a pod the previous leader
+rolled twice in that period (its first replacement is gone). Mid-roll is read from the pods
+alone (``is_mid_roll``), so it survives restarts. See docs/adr/015-guardrails.md.
 """
 
 from __future__ import annotations
@@ -129,7 +130,8 @@ def plan_rolls(
     now: datetime,
 ) -> RollPlan:
     """Which of ``items``' decided deletions go now (``RollPlan.go``, in order) and which
-    wait (``RollPlan.holds``). ``deleted_at``: this process's deletions (any age)."""
+    wait (``RollPlan.holds``). ``deleted_at``: the deletions the shell knows of, any age
+    (its own, and the evidence of a previous leader's: ``pods_started``)."""
     if now.tzinfo is None:
         raise ValueError("now must be timezone-aware")
     policies = {
@@ -151,14 +153,13 @@ def plan_rolls(
             continue
         candidates.append((_priority(decision, action, sightings, now), key, action))
 
-    own = [t for t in deleted_at if t > now - guardrails.period]
-    started = _pods_started(items, now=now, period=guardrails.period)
-    used = max(len(own), len(started)) if guardrails.deletions_per_period else 0
+    own = [t for t in deleted_at if now - guardrails.period < t <= now + guardrails.period]
+    used = len(own) if guardrails.deletions_per_period else 0
     go: list[DeletePod] = []
     slots_taken = set(mid_roll)
     for _, key, action in sorted(candidates):
         if guardrails.deletions_per_period and used + len(go) >= guardrails.deletions_per_period:
-            frees = _frees_at(own + [now] * len(go), started, guardrails)
+            frees = _frees_at(own + [now] * len(go), guardrails)
             holds.append(
                 Hold(
                     key,
@@ -196,7 +197,7 @@ def plan_rolls(
         granted=len(go),
         in_flight_limit=guardrails.in_flight,
         mid_roll=tuple(sorted(mid_roll)),
-        frees_at=_frees_at(own + [now] * len(go), started, guardrails),
+        frees_at=_frees_at(own + [now] * len(go), guardrails),
     )
     return RollPlan(tuple(go), tuple(holds), budget, guardrails.paused, policies)
 
@@ -321,35 +322,30 @@ def is_mid_roll(decision: Decision, pods: Sequence[PodView]) -> bool:
     return False
 
 
-def _pods_started(
-    items: Sequence[tuple[Enrolled, Decision]], *, now: datetime, period: timedelta
-) -> list[datetime]:
-    """Creation times of the enrolled workloads' pods created in the last ``period`` (each
-    pod once, whole-second timestamps rounded up: a pod stamped in the period's first second
-    may have been created after its start)."""
+def pods_started(items: Sequence[Enrolled], *, now: datetime, period: timedelta) -> list[datetime]:
+    """When the enrolled workloads' pods created in the last ``period`` were created: the
+    evidence of deletions this process cannot remember (a deleted pod's replacement is one
+    of them; so is anything else that started a pod). Each pod once; whole-second
+    timestamps rounded up, since a pod stamped in the period's first second may have been
+    created after the period began; a stamp beyond a period ahead is unreadable, not recent.
+    """
     start = now - period
     created: dict[str, datetime] = {}
-    for enrolled, _ in items:
+    for enrolled in items:
         for pod in enrolled.pods:
             stamp = pod.created_at + CREATION_TIMESTAMP_RESOLUTION
-            # A stamp far in the future is unreadable data, not a recent start.
             if start < stamp <= now + period:
                 created[pod.uid or f"{pod.namespace}/{pod.name}"] = stamp
     return sorted(created.values())
 
 
-def _frees_at(
-    own: Sequence[datetime], started: Sequence[datetime], guardrails: Guardrails
-) -> datetime | None:
+def _frees_at(known: Sequence[datetime], guardrails: Guardrails) -> datetime | None:
     """When the period's count drops below the limit again, if it is at the limit now."""
     limit = guardrails.deletions_per_period
-    if not limit:
+    times = sorted(known)
+    if not limit or len(times) < limit:
         return None
-    frees: list[datetime] = []
-    for times in (sorted(own), sorted(started)):
-        if len(times) >= limit:
-            frees.append(times[len(times) - limit] + guardrails.period)
-    return max(frees) if frees else None
+    return times[len(times) - limit] + guardrails.period
 
 
 def _priority(
@@ -379,4 +375,5 @@ __all__ = [
     "RollPlan",
     "is_mid_roll",
     "plan_rolls",
+    "pods_started",
 ]

@@ -26,8 +26,9 @@ rounded down to a whole second its creationTimestamp is less than a second befor
 Every Deployment is decided first; then the guardrails (``autoroll.guardrails``) choose which
 of the decided deletions go now and in which order (the cluster-wide budget, pauses,
 windows, the min-age), and only those are executed. The shell keeps the budget's one memory,
-when this process deleted pods in the last period, which a restart may lose (the planner
-also counts recently created pods, which it cannot).
+when pods were deleted in the last period: its own deletions, and, taken as it starts to
+lead, the creation times of the pods created in the period before, which stand for a
+previous leader's deletions (a restart forgets the first; the second is in the cluster).
 
 The pass only orders the steps. Carrying out a deletion (or, in dry-run, not; and not at
 all once leadership lapsed) is the ``Executor``'s (``autoroll.executor``), with a typed
@@ -57,7 +58,7 @@ from autoroll.decide import (
     refs_to_resolve,
 )
 from autoroll.executor import Executed, Executor, Outcome
-from autoroll.guardrails import RollPlan, plan_rolls
+from autoroll.guardrails import RollPlan, plan_rolls, pods_started
 from autoroll.images import TagRef
 from autoroll.metrics import Metrics
 from autoroll.model import Digest, Enrolled, ImageContent, Unknown
@@ -133,9 +134,11 @@ class Reconciler:
         self._observer = PassObserver(metrics=metrics, events=events, evicting=evicting)
         self._sightings: dict[TagRef, Sighting] = {}
         self._guardrails = guardrails or Guardrails()
-        # When this process deleted (or, in dry-run, would have deleted) a pod: the budget's
-        # exact count while the process lives (autoroll.guardrails); pruned to one period.
+        # When this process deleted (or, in dry-run, would have deleted) a pod, and the
+        # evidence of a previous leader's deletions taken as its term began: the budget's
+        # count (autoroll.guardrails); pruned to one period.
         self._deleted_at: list[datetime] = []
+        self._term_started = False
 
     @property
     def sightings(self) -> Mapping[TagRef, Sighting]:
@@ -152,6 +155,9 @@ class Reconciler:
         """
         now = self._clock()
         if not self._leading():
+            # Another replica may delete now: its deletions will have to be read from the
+            # cluster when this one leads again (``_plan``).
+            self._term_started = False
             return TickReport(now, skipped=True)
         enrolled, resolved = self._read()
         # The caches as this pass starts, plus every answer it gets (Unknown included).
@@ -184,9 +190,18 @@ class Reconciler:
     # -- steps ------------------------------------------------------------------------------
 
     def _plan(self, items: Sequence[tuple[Enrolled, Decision]]) -> RollPlan:
-        """The guardrails over the whole pass; the deletion memory is pruned to its period."""
+        """The guardrails over the whole pass; the deletion memory is pruned to its period.
+
+        The first pass of a term (this process's first, or the first after leading again)
+        adds the creation times of the enrolled pods created in the last period: a previous
+        leader's deletions, which this process cannot remember, left those replacements.
+        Taken once, so that rolling one of them again cannot erase the evidence.
+        """
         now = self._clock()
         period = self._guardrails.period
+        if not self._term_started:
+            self._term_started = True
+            self._deleted_at.extend(pods_started([e for e, _ in items], now=now, period=period))
         self._deleted_at = [t for t in self._deleted_at if t > now - period]
         return plan_rolls(
             items=items,

@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from autoroll.decide import Decision, Sighting, decide, observe_targets
-from autoroll.guardrails import HoldReason, RollPlan, is_mid_roll, plan_rolls
+from autoroll.guardrails import HoldReason, RollPlan, is_mid_roll, plan_rolls, pods_started
 from autoroll.images import TagRef
 from autoroll.model import (
     ContainerStatusView,
@@ -334,27 +334,28 @@ def test_deletions_older_than_the_period_do_not_count() -> None:
     assert len(plan([workload(n) for n in "ab"], budget(deletions=2), deleted_at=old).go) == 2
 
 
-def test_pods_created_in_the_period_count_so_a_restart_cannot_widen_the_budget() -> None:
-    # A restarted controller has no memory of its deletions; their replacements are listed.
-    fresh = workload("r", [pod("r-1", NEW, created=NOW - timedelta(seconds=30))])
-    result = plan([fresh, *(workload(n) for n in "abc")], budget(deletions=3))
-    assert result.budget.used == 1
-    assert len(result.go) == 2
+def test_deletions_a_period_ahead_are_unreadable_not_recent() -> None:
+    # A clock far ahead, or a stamp that is not one, must not stop rolling for ever.
+    later = [NOW + timedelta(days=1)]
+    assert len(plan([workload("a")], budget(deletions=1), deleted_at=later).go) == 1
 
 
-def test_a_pod_stamped_in_the_periods_first_second_still_counts() -> None:
-    # creationTimestamp has whole seconds: a pod stamped 60 s ago may be 59.5 s old.
-    edge = workload("r", [pod("r-1", NEW, created=NOW - timedelta(seconds=60))])
-    assert plan([edge, workload("a")], budget(deletions=1)).go == ()
+def test_the_evidence_of_a_previous_leader_is_the_pods_created_in_the_period() -> None:
+    items = [
+        workload("r", [pod("r-1", NEW, created=NOW - timedelta(seconds=30))]),
+        workload("s", [pod("s-1", NEW, created=NOW - timedelta(seconds=60))]),  # the edge
+        workload("o", [pod("o-1", created=NOW - timedelta(seconds=61))]),  # before the period
+        workload("f", [pod("f-1", created=NOW + timedelta(days=3))]),  # unreadable
+    ]
+    found = pods_started(items, now=NOW, period=timedelta(seconds=60))
+    # Whole-second stamps rounded up: a pod stamped 60 s ago may be 59.5 s old.
+    assert found == [NOW - timedelta(seconds=59), NOW - timedelta(seconds=29)]
 
 
-def test_a_deletion_and_its_replacement_count_once() -> None:
-    replaced = workload("r", [pod("r-1", NEW, created=NOW - timedelta(seconds=20))])
-    result = plan(
-        [replaced, workload("a")], budget(deletions=2), deleted_at=[NOW - timedelta(seconds=20)]
-    )
-    assert result.budget.used == 1  # the larger count, not the sum
-    assert going(result) == ["a"]
+def test_a_pod_listed_twice_is_one_start() -> None:
+    shared = pod("x-1", NEW, created=NOW - timedelta(seconds=5))
+    items = [workload("a", [shared]), workload("b", [shared])]  # overlapping selectors
+    assert len(pods_started(items, now=NOW, period=timedelta(seconds=60))) == 1
 
 
 def test_zero_means_unlimited() -> None:

@@ -143,3 +143,43 @@ def test_the_min_age_counts_from_the_controllers_own_sighting() -> None:
     assert reconciler.tick().executed == ()
     clock.now = T0 + timedelta(minutes=5)
     assert len(reconciler.tick().executed) == 1
+
+
+def test_pods_started_during_the_term_by_others_do_not_spend_the_budget() -> None:
+    # Evidence is taken as the term begins; later starts (a scale-up, a user's rollout)
+    # are not autoroll's deletions, and this process knows its own.
+    clock = Clock()
+    cluster = stale("a", "b")
+    reconciler, _ = build(cluster, Guardrails(deletions_per_period=1), clock=clock)
+    cluster.items = [*cluster.items[:1]]  # a first pass over "a" alone starts the term
+    assert len(reconciler.tick().executed) == 1
+    clock.now = T0 + timedelta(seconds=61)
+    scaled = enrolled("s", [pod("s-1", NEW, created=T0 + timedelta(seconds=60))])
+    cluster.items = [scaled, *stale("b").items]
+    assert len(reconciler.tick().executed) == 1
+
+
+def test_a_replica_that_leads_again_takes_the_evidence_again() -> None:
+    clock = Clock()
+    leading = iter([True, False, True])
+    cluster = FakeCluster([enrolled("a", [pod("a-1")])])
+    metrics = Metrics(CollectorRegistry())
+    reconciler = Reconciler(
+        cluster=cluster,
+        registry=FakeRegistry({REF: NEW}),
+        metrics=metrics,
+        forgejo_host=HOST,
+        dry_run=False,
+        clock=clock,
+        leading=lambda: next(leading),
+        guardrails=Guardrails(deletions_per_period=1),
+    )
+    assert len(reconciler.tick().executed) == 1
+    clock.now = T0 + timedelta(seconds=61)
+    assert reconciler.tick().skipped
+    # Meanwhile the other leader rolled a pod: its replacement was created 5 s ago.
+    cluster.items = [
+        enrolled("x", [pod("x-1", NEW, created=clock.now - timedelta(seconds=5))]),
+        enrolled("a", [pod("a-1")]),
+    ]
+    assert reconciler.tick().executed == ()
