@@ -132,8 +132,8 @@ def _compare_content(
         case ContentMatch.SAME if not mine.configs <= theirs.configs:
             # Decided by the node's platform: its child is unchanged, other platforms moved.
             return found(
-                PodState.SAME_CONTENT,
-                f"its node's platform {pod.platform} runs the same image in {reference} and"
+                PodState.SAME_PLATFORM,
+                f"its node's platform {pod.platform} has the same image in {reference} and"
                 " in the target (only other platforms changed)",
             )
         case ContentMatch.SAME:

@@ -76,6 +76,7 @@ class PodState(StrEnum):
     CURRENT = "current"  # digest equals the registry's digest
     CURRENT_CHILD = "current-child"  # digest is a child of the registry's index
     SAME_CONTENT = "same-content"  # another name for the target's content (configs among its)
+    SAME_PLATFORM = "same-platform"  # its node's platform has the same image in both indexes
     STALE = "stale"  # runs other content: no config its reference stands for is the target's
     LOOP_GUARD = "loop-guard"  # would be stale, but created after the target was first seen
     MISMATCH = "mismatch"  # known and different; children not known yet

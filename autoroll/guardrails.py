@@ -45,7 +45,9 @@ from autoroll.model import Digest, Enrolled, PodView
 from autoroll.policy import Guardrails, Policy, format_duration, workload_policy
 
 #: Pods in these states run the target's content.
-RUNS_TARGET: Final = frozenset({PodState.CURRENT, PodState.CURRENT_CHILD, PodState.SAME_CONTENT})
+RUNS_TARGET: Final = frozenset(
+    {PodState.CURRENT, PodState.CURRENT_CHILD, PodState.SAME_CONTENT, PodState.SAME_PLATFORM}
+)
 #: Mid-roll workloads named in a budget hold's detail, at most.
 _NAMED: Final = 3
 

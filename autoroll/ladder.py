@@ -41,7 +41,9 @@ class Needs:
 _NOTHING = Needs()
 #: Pods in these states are neither rolled nor counted as current.
 _UNRESOLVED = frozenset({PodState.CONTENT_UNKNOWN, PodState.PLATFORM_UNKNOWN})
-_RUNS_TARGET = frozenset({PodState.CURRENT, PodState.CURRENT_CHILD, PodState.SAME_CONTENT})
+_RUNS_TARGET = frozenset(
+    {PodState.CURRENT, PodState.CURRENT_CHILD, PodState.SAME_CONTENT, PodState.SAME_PLATFORM}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,10 +222,17 @@ class Ladder:
 
 
 def _same_content_text(findings: Sequence[PodFinding]) -> str:
-    """Names the pods that run the target's content under another name, and those names."""
+    """Names the pods that run the target's content under another name, and those names;
+    and the pods whose node's platform has the same image in the target (only other
+    platforms changed)."""
+    parts = []
     same = [f for f in findings if f.state is PodState.SAME_CONTENT and f.running is not None]
-    if not same:
-        return ""
-    pods = ", ".join(f.pod for f in same)
-    names = ", ".join(sorted({f.running.reference for f in same if f.running is not None}))
-    return f"{pods}: the target's content under another name ({names})"
+    if same:
+        pods = ", ".join(f.pod for f in same)
+        names = ", ".join(sorted({f.running.reference for f in same if f.running is not None}))
+        parts.append(f"{pods}: the target's content under another name ({names})")
+    platform = [f for f in findings if f.state is PodState.SAME_PLATFORM]
+    if platform:
+        pods = ", ".join(f.pod for f in platform)
+        parts.append(f"{pods}: only other platforms changed (their node's image is the same)")
+    return "; ".join(parts)

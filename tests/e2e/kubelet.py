@@ -446,12 +446,19 @@ class SimulatedKubelet:
         resolve_child: Resolve | None = None,
         node_name: str = NODE_NAME,
         interval: float = 0.2,
+        arch: str = "amd64",
+        bind_unselected: bool = True,
     ) -> None:
+        """``arch`` is the Node's ``kubernetes.io/arch``. Only pods whose ``nodeSelector``
+        matches the Node's labels are bound to it; ``bind_unselected=False`` also leaves pods
+        without a ``nodeSelector`` alone (a second node that takes only the pods sent to it)."""
         from kubernetes import client
 
         self.core: Any = client.CoreV1Api(api_client)
         self.node_name = node_name
         self.interval = interval
+        self.arch = arch
+        self.bind_unselected = bind_unselected
         self.errors: list[str] = []
         self._resolve = resolve
         self._resolve_child = resolve_child
@@ -526,11 +533,7 @@ class SimulatedKubelet:
             "kind": "Node",
             "metadata": {
                 "name": self.node_name,
-                "labels": {
-                    "kubernetes.io/hostname": self.node_name,
-                    "kubernetes.io/os": "linux",
-                    "kubernetes.io/arch": "amd64",
-                },
+                "labels": self.node_labels,
             },
             "status": {
                 "conditions": [
@@ -550,7 +553,7 @@ class SimulatedKubelet:
                 "capacity": {"cpu": "16", "memory": "64Gi", "pods": "250"},
                 "allocatable": {"cpu": "16", "memory": "64Gi", "pods": "250"},
                 "nodeInfo": {
-                    "architecture": "amd64",
+                    "architecture": self.arch,
                     "operatingSystem": "linux",
                     "containerRuntimeVersion": "containerd://simulated",
                     "kubeletVersion": "simulated",
@@ -574,6 +577,22 @@ class SimulatedKubelet:
             _preload_content=False,
         )
 
+    @property
+    def node_labels(self) -> dict[str, str]:
+        return {
+            "kubernetes.io/hostname": self.node_name,
+            "kubernetes.io/os": "linux",
+            "kubernetes.io/arch": self.arch,
+        }
+
+    def takes(self, pod: Mapping[str, Any]) -> bool:
+        """Would a scheduler put this unscheduled pod here? Its ``nodeSelector`` decides."""
+        selector = pod["spec"].get("nodeSelector") or {}
+        if not selector:
+            return self.bind_unselected
+        labels = self.node_labels
+        return all(labels.get(key) == value for key, value in selector.items())
+
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
@@ -596,7 +615,7 @@ class SimulatedKubelet:
             live.add(uid)
             node = pod["spec"].get("nodeName")
             if not node:
-                if not pod["metadata"].get("deletionTimestamp"):
+                if not pod["metadata"].get("deletionTimestamp") and self.takes(pod):
                     self._bind(pod)
                 continue
             if node != self.node_name:

@@ -1240,3 +1240,13 @@ def test_a_nodes_os_arch_matches_an_indexs_variants_only_without_doubt(
     content: ImageContent, platform: str, expected: Digest | None
 ) -> None:
     assert content.config_for(platform) == expected
+
+
+def test_a_pod_current_by_its_nodes_platform_says_so() -> None:
+    decision = run(case("index-sharing-some-platforms-on-an-unchanged-platform-is-current"))
+    [verdict] = decision.containers
+    states = {f.pod: f.state for f in verdict.pods}
+    assert states["a"] is PodState.SAME_PLATFORM
+    assert "a: only other platforms changed" in verdict.detail
+    [note] = [f.note for f in verdict.pods if f.pod == "a"]
+    assert "its node's platform linux/amd64 has the same image" in note
