@@ -571,9 +571,10 @@ class SimulatedKubelet:
         self.core.create_node(body, _preload_content=False)
         # Nodes keep status on create, but write it through the status subresource as well so
         # the Node is Ready whatever the API server version does on create.
+        # The labels go with it: a status write replaces the metadata it is sent with.
         self.core.replace_node_status(
             self.node_name,
-            {**body, "metadata": {"name": self.node_name}},
+            {**body, "metadata": {"name": self.node_name, "labels": self.node_labels}},
             _preload_content=False,
         )
 

@@ -11,7 +11,14 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.kubelet import Behaviour, ImageRef, PodRecord, RegistryResolver, pod_status
+from tests.e2e.kubelet import (
+    Behaviour,
+    ImageRef,
+    PodRecord,
+    RegistryResolver,
+    SimulatedKubelet,
+    pod_status,
+)
 from tests.support.ports import free_port
 from tests.support.registry import ImagePusher, RegistryServer
 
@@ -139,3 +146,11 @@ def test_bad_behaviour_annotations_are_rejected_naming_the_problem() -> None:
         Behaviour.from_annotation("crash")
     with pytest.raises(ValueError, match="expected a JSON object"):
         Behaviour.from_annotation("[1]")
+
+
+def test_the_node_keeps_its_platform_labels(kube: Any, kubelet: SimulatedKubelet) -> None:
+    from tests.e2e.helpers import core_api
+
+    labels = core_api(kube).read_node(kubelet.node_name).metadata.labels
+    assert labels["kubernetes.io/os"] == "linux"
+    assert labels["kubernetes.io/arch"] == "amd64"
