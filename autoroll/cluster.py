@@ -75,8 +75,11 @@ API_RETRIES: Final = Retry(
     total=1, connect=1, read=0, redirect=0, status=0, other=0, respect_retry_after_header=False
 )
 
-#: Pods that finished for good are excluded server-side; the core would ignore them anyway.
-LIVE_PODS_FIELD_SELECTOR: Final = "status.phase!=Succeeded,status.phase!=Failed"
+#: No phase filter (empty: no fieldSelector is sent). A deleted pod whose containers have
+#: exited shows Succeeded or Failed while it is still terminating, and the core must count it
+#: as terminating; a field selector cannot say "terminal and not being deleted". The label
+#: selector still narrows each list, and the core ignores pods that finished for good.
+LIVE_PODS_FIELD_SELECTOR: Final = ""
 
 #: A pod-list narrowing selector longer than this is not sent (the URL would get unwieldy);
 #: the namespace is then listed whole, which costs parsing, never correctness.
@@ -271,6 +274,7 @@ def pod_from_json(pod: Mapping[str, Any]) -> tuple[PodView, Mapping[str, str]]:
         phase=status.get("phase") or "Pending",
         deleting=meta.get("deletionTimestamp") is not None,
         ready=any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions),
+        ready_changed_at=_ready_changed_at(conditions),
         containers=tuple(
             container_from_json(c) for c in (pod.get("spec") or {}).get("containers") or ()
         ),
@@ -286,6 +290,16 @@ def pod_from_json(pod: Mapping[str, Any]) -> tuple[PodView, Mapping[str, str]]:
         ),
     )
     return view, meta.get("labels") or {}
+
+
+def _ready_changed_at(conditions: Any) -> datetime | None:
+    """``lastTransitionTime`` of the Ready condition; None when absent or unreadable."""
+    for condition in conditions:
+        if isinstance(condition, Mapping) and condition.get("type") == "Ready":
+            raw = condition.get("lastTransitionTime")
+            stamp = _creation_time(raw)
+            return None if stamp is _UNKNOWN_CREATION else stamp
+    return None
 
 
 def _creation_time(raw: object) -> datetime:
@@ -441,7 +455,7 @@ class KubeRest:
         label_selector: str | None,
         timeout: tuple[float, float],
     ) -> bytes:
-        query = [("fieldSelector", field_selector)]
+        query = [("fieldSelector", field_selector)] if field_selector else []
         if label_selector:
             query.append(("labelSelector", label_selector))
         path = f"/api/v1/namespaces/{_segment(namespace)}/pods"
@@ -887,6 +901,7 @@ def _lines(response: Any) -> Iterator[bytes]:
 REASON_DELETED: Final = "StalePodDeleted"
 REASON_EVICTED: Final = "StalePodEvicted"
 REASON_DRY_RUN: Final = "WouldDeletePod"
+REASON_HALTED: Final = "RolloutHalted"
 
 
 @dataclass(frozen=True, slots=True)
@@ -898,6 +913,7 @@ class RollEvent:
     deployment_uid: str
     reason: str
     message: str
+    type: str = "Normal"  # or "Warning" (a halted rollout)
 
 
 def event_json(event: RollEvent, *, now: datetime, instance: str) -> dict[str, Any]:
@@ -920,7 +936,7 @@ def event_json(event: RollEvent, *, now: datetime, instance: str) -> dict[str, A
         },
         "reason": event.reason,
         "message": event.message[:1024],
-        "type": "Normal",
+        "type": event.type,
         "source": {"component": "autoroll"},
         "reportingComponent": "aethnet.se/autoroll",
         "reportingInstance": instance[:128],

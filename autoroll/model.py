@@ -119,7 +119,8 @@ class PodView:
 
     ``containers`` is the pod *spec* (the image string asked for); ``statuses`` is what the
     runtime reports. ``deleting`` is true once ``metadata.deletionTimestamp`` is set.
-    ``ready`` is the pod's ``Ready`` condition.
+    ``ready`` is the pod's ``Ready`` condition, ``ready_changed_at`` when it last changed
+    (its ``lastTransitionTime``; None when not reported).
     """
 
     namespace: str
@@ -131,6 +132,7 @@ class PodView:
     ready: bool = True
     containers: tuple[ContainerView, ...] = ()
     statuses: tuple[ContainerStatusView, ...] = field(default=())
+    ready_changed_at: datetime | None = None
 
     def __post_init__(self) -> None:
         if self.created_at.tzinfo is None:

@@ -31,13 +31,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from autoroll.cluster import (
     REASON_DELETED,
     REASON_DRY_RUN,
     REASON_EVICTED,
+    REASON_HALTED,
     DeleteOutcome,
     Enrolled,
     RollEvent,
@@ -47,12 +48,14 @@ from autoroll.decide import (
     ContainerVerdict,
     Decision,
     DeletePod,
+    RolloutHalt,
     Sighting,
     Verdict,
     decide,
     listed_uids,
     observe_targets,
     refs_to_resolve,
+    rollout_halt,
 )
 from autoroll.images import TagRef
 from autoroll.metrics import Metrics
@@ -143,8 +146,13 @@ class Reconciler:
         may_act: Callable[[], bool] = _always,
         events: EventPort | None = None,
         evicting: bool = False,
+        halted_after: timedelta = timedelta(minutes=10),
     ) -> None:
         self._cluster = cluster
+        self._halted_after = halted_after
+        # (Deployment UID, pod) already announced with an Event: one Event per halt, while
+        # the warning line repeats every pass.
+        self._halts_announced: set[tuple[str, str]] = set()
         self._may_act = may_act
         self._events = events
         self._evicting = evicting
@@ -182,6 +190,7 @@ class Reconciler:
 
         decisions: list[Decision] = []
         executed: list[Executed] = []
+        halted: set[tuple[str, str]] = set()
         abandoned = False
         for item in enrolled:
             if stopping():
@@ -191,6 +200,12 @@ class Reconciler:
             decision = self._decide(item, resolved)
             decisions.append(decision)
             self._record(decision)
+            halt = rollout_halt(
+                decision=decision, pods=item.pods, now=now, after=self._halted_after
+            )
+            if halt is not None:
+                halted.add((item.deployment.uid, halt.pod))
+                self._report_halt(item, halt)
             # decide() emits at most one action; slicing keeps that true even if it did not.
             for action in decision.actions[:1]:
                 # Asked right before the call: the renew deadline may have passed mid-pass.
@@ -204,6 +219,9 @@ class Reconciler:
             if abandoned:
                 break
 
+        self._metrics.rollouts_halted.set(len(halted))
+        if not abandoned:
+            self._halts_announced &= halted  # a halt that ended may be announced again later
         log.debug(
             "pass done: %d Deployment(s), %d ref(s), %d action(s)",
             len(decisions),
@@ -331,6 +349,42 @@ class Reconciler:
                 f" image {action.image} runs {action.from_digest}, the registry has"
                 f" {action.to_digest}"
             ),
+        )
+        try:
+            self._events.emit(event)
+        except Exception as exc:
+            self._metrics.events.labels(outcome="error").inc()
+            log.warning(
+                "could not record an Event on %s: %s",
+                item.deployment.key,
+                exc,
+                extra={"event": "event-failed", "deployment": item.deployment.key},
+            )
+            return
+        self._metrics.events.labels(outcome="created").inc()
+
+    def _report_halt(self, item: Enrolled, halt: RolloutHalt) -> None:
+        """A WARNING every pass while halted; one Warning Event per halt (EMIT_EVENTS)."""
+        log.warning(
+            halt.message(),
+            extra={
+                "event": "rollout-halted",
+                "deployment": halt.deployment,
+                "pod": halt.pod,
+                "reason": "rollout-halted",
+            },
+        )
+        key = (item.deployment.uid, halt.pod)
+        if self._events is None or key in self._halts_announced:
+            return
+        self._halts_announced.add(key)
+        event = RollEvent(
+            namespace=item.deployment.namespace,
+            deployment=item.deployment.name,
+            deployment_uid=item.deployment.uid,
+            reason=REASON_HALTED,
+            message=f"autoroll: {halt.message()}",
+            type="Warning",
         )
         try:
             self._events.emit(event)

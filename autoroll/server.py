@@ -36,6 +36,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, Final
 
 import requests
@@ -199,6 +200,7 @@ def build_runtime(
         may_act=may_act,
         events=events,
         evicting=config.rollout_method is RolloutMethod.EVICT,
+        halted_after=timedelta(seconds=config.rollout_halted_after_seconds),
     )
 
     def tick(stopping: Callable[[], bool]) -> TickReport | str:

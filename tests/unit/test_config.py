@@ -144,6 +144,18 @@ def test_poll_interval_bounds(value: str) -> None:
     assert "POLL_INTERVAL_SECONDS" in problems(BASE | {"POLL_INTERVAL_SECONDS": value})
 
 
+def test_rollout_halted_after_defaults_to_ten_minutes_and_is_bounded() -> None:
+    assert Config.from_env(BASE).rollout_halted_after_seconds == 600
+    assert (
+        Config.from_env(BASE | {"ROLLOUT_HALTED_AFTER_SECONDS": "30"}).rollout_halted_after_seconds
+        == 30
+    )
+    message = problems(BASE | {"ROLLOUT_HALTED_AFTER_SECONDS": "2m"})[
+        "ROLLOUT_HALTED_AFTER_SECONDS"
+    ]
+    assert "'2m'" in message and "5 to 86400" in message
+
+
 def test_set_but_empty_optional_is_an_error_not_a_default() -> None:
     message = problems(BASE | {"DRY_RUN": ""})["DRY_RUN"]
     assert "empty" in message
@@ -186,7 +198,7 @@ def test_redacted_names_every_variable() -> None:
     assert view["FORGEJO_HOST"] == "forgejo.example:3000"
     assert view["LISTEN_ADDR"] == "0.0.0.0:8080"
     assert view["DRY_RUN"] == "false"
-    assert len(view) == 14  # LEADER_ELECTION=false; its details only when on
+    assert len(view) == 15  # LEADER_ELECTION=false; its details only when on
 
 
 def test_config_is_frozen() -> None:
