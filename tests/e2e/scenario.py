@@ -22,7 +22,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.e2e.controller import Autoroll
 from tests.e2e.helpers import apps_api, core_api, deployment, eventually
-from tests.support.registry import ImagePusher, Pushed
+from tests.e2e.images import APP_PORT, Image, push_app, push_index
+from tests.support.registry import ImagePusher
 
 ENROLL_LABEL = "aethnet.se/autoroll"
 # Each test's controller only sees its own Deployments: namespaces of earlier tests may still
@@ -194,7 +195,12 @@ class Recorder:
 
 @dataclass
 class App:
-    """An enrolled Deployment of ``image`` (``<registry>/<repository>:latest``) in ``namespace``."""
+    """An enrolled Deployment of ``image`` (``<registry>/<repository>:latest``) in ``namespace``.
+
+    Its images are real (``images.py``): containers serve HTTP on ``APP_PORT`` and get a
+    readiness probe first asked ``ready_after`` seconds after they start, so on the real node
+    "Ready" is the kubelet's verdict; the simulated kubelet ignores the probe.
+    """
 
     kube: Any
     namespace: str
@@ -203,21 +209,25 @@ class App:
     pusher: ImagePusher
     test: str
     pushes: int = 0
+    ready_after: float = 1.0
 
     @property
     def image(self) -> str:
         return f"{self.pusher.server.host}/{self.repository}:latest"
 
-    def push(self) -> str:
-        """Push a new single-arch ``:latest`` (distinct content each time); its digest."""
-        self.pushes += 1
-        content = f"{self.repository} build {self.pushes}".encode()
-        return self.pusher.push_image(self.repository, "latest", content=content).digest
+    def push(self, *, crash: bool = False) -> str:
+        """Push a new single-arch ``:latest`` (distinct config each time); its digest."""
+        return self.push_image(crash=crash).digest
 
-    def push_index(self) -> Pushed:
+    def push_image(self, *, crash: bool = False) -> Image:
+        self.pushes += 1
+        build = f"{self.repository} build {self.pushes}"
+        return push_app(self.pusher, self.repository, build=build, crash=crash)
+
+    def push_index(self) -> Image:
         """Push a new multi-arch (amd64, arm64) index as ``:latest``."""
         self.pushes += 1
-        return self.pusher.push_index(self.repository, "latest")
+        return push_index(self.pusher, self.repository, build=f"{self.repository} {self.pushes}")
 
     def deploy(self, *, replicas: int = 3, pull_policy: str = "Always") -> dict[str, Any]:
         """Create the enrolled Deployment; returns it as the API server stored it."""
@@ -227,6 +237,8 @@ class App:
             replicas=replicas,
             labels={ENROLL_LABEL: "true", TEST_LABEL: self.test},
             pull_policy=pull_policy,
+            http_port=APP_PORT,
+            ready_after=self.ready_after,
         )
         apps_api(self.kube).create_namespaced_deployment(self.namespace, manifest)
         return self.deployment()
