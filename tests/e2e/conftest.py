@@ -35,7 +35,7 @@ from tests.e2e.node import (
     Node,
     NodeBinaries,
     leftovers,
-    node_processes,
+    processes_after_teardown,
     running_node,
 )
 from tests.support.registry import ImagePusher, RegistryServer
@@ -135,7 +135,7 @@ def node(
         _timings.update({f"node: {k}": v for k, v in real_node.timings.items()})
         yield real_node
     assert not binder.errors, f"the binder failed: {binder.errors[:3]}"
-    left = leftovers(before, HostState.now()) + node_processes(real_node)
+    left = processes_after_teardown(real_node) + leftovers(before, HostState.now())
     assert left == [], f"the node left things behind: {left}"
 
 

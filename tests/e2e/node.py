@@ -779,8 +779,8 @@ class HostState:
 
 
 def node_processes(node: Node) -> list[str]:
-    """Live processes of ``node``: a command line naming its directory (containerd, kubelet)
-    or membership of its cgroups (shims, containers)."""
+    """Processes of ``node`` still on the machine: a command line naming its directory
+    (containerd, kubelet) or membership of its cgroups (shims, containers)."""
     found: list[str] = []
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
@@ -788,15 +788,26 @@ def node_processes(node: Node) -> list[str]:
         try:
             argv = (proc / "cmdline").read_bytes().split(b"\0")
             cgroups = (proc / "cgroup").read_text()
-        except OSError:
+            status = dict(
+                line.split(":\t", 1) for line in (proc / "status").read_text().splitlines()
+            )
+        except (OSError, ValueError):
             continue
         text = " ".join(a.decode(errors="replace") for a in argv if a)
-        if (
-            str(node.workdir) in text
-            or f"/{node.cgroup}/" in cgroups
-            or f"/{node.cgroup}\n" in cgroups
-        ):
-            found.append(f"{proc.name}: {text}")
+        ours = f"/{node.cgroup}/" in cgroups or f"/{node.cgroup}\n" in cgroups
+        if str(node.workdir) in text or ours:
+            state, ppid = status.get("State", "?"), status.get("PPid", "?")
+            name = status.get("Name", "?")
+            found.append(f"{proc.name} ({name}, {state}, parent {ppid}): {text}")
+    return found
+
+
+def processes_after_teardown(node: Node, timeout: float = 15.0) -> list[str]:
+    """``node_processes`` once the killed ones have been reaped: the shims and containers
+    were reparented to PID 1, which reaps its zombies in its own time."""
+    deadline = time.monotonic() + timeout
+    while (found := node_processes(node)) and time.monotonic() < deadline:
+        time.sleep(0.2)
     return found
 
 

@@ -8,7 +8,6 @@ the session's node, except the teardown test, which starts and stops a node of i
 from __future__ import annotations
 
 import json
-import time
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from tests.e2e.node import (
     kubelet_config,
     leftovers,
     node_processes,
+    processes_after_teardown,
     running_node,
 )
 from tests.support.registry import ImagePusher, RegistryServer
@@ -230,9 +230,6 @@ def test_a_node_with_running_pods_leaves_nothing_behind(
         during = HostState.now()
         assert during.cgroups - before.cgroups, "the node's cgroups exist while it runs"
         assert len(node_processes(own)) >= 4, "kubelet, containerd, shims and containers run"
-    deadline = time.monotonic() + 10
-    while node_processes(own) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert node_processes(own) == []
+    assert processes_after_teardown(own) == []
     assert not own.workdir.exists()
     assert leftovers(before, HostState.now()) == []
