@@ -527,6 +527,7 @@ _HOLDER_SCRIPT = """set -e
 mount --make-rprivate /
 mount --bind "$NODE_DIR/var" /var
 mount --bind "$NODE_DIR/run" /run
+mount --bind "$NODE_DIR/etc/resolv.conf" /etc/resolv.conf
 ip link set lo up
 ip link add node0 type veth peer name node0-peer
 ip addr add "$NODE_IP/32" dev node0
@@ -569,6 +570,10 @@ def running_node(
     logs = {n: root / "logs" / f"{n}.log" for n in ("holder", "containerd", "kubelet")}
     timings: dict[str, float] = {}
     try:
+        # No nameserver, for containerd and the kubelet (over /etc/resolv.conf) and for pods
+        # (the kubelet's resolvConf): nothing on the node even tries to resolve a name.
+        resolv = root / "etc" / "resolv.conf"
+        resolv.write_text("# no nameserver: nothing on the node resolves names\n")
         cgroups.create("runtime")
         env = {
             "PATH": ":".join(
@@ -633,8 +638,6 @@ def running_node(
                 sandbox_image=sandbox_image,
             )
         )
-        resolv = root / "etc" / "resolv.conf"
-        resolv.write_text("# no nameserver: nothing on the node resolves names\n")
         (root / "etc" / "kubelet.yaml").write_text(
             yaml.safe_dump(
                 kubelet_config(cgroup_root=f"/{cgroups.name}", node_ip=NODE_IP, resolv_conf=resolv)

@@ -190,6 +190,11 @@ def test_the_node_has_no_route_out_of_its_network_namespace(node: Node) -> None:
     assert not {"node0", "node0-peer", "cni0"} & {p.name for p in host_links.iterdir()}
 
 
+def test_nothing_on_the_node_has_a_nameserver_to_ask(node: Node) -> None:
+    resolv = node.run("cat", "/etc/resolv.conf")
+    assert resolv.returncode == 0 and "nameserver" not in resolv.stdout, resolv.stdout
+
+
 def test_host_paths_of_the_node_exist_only_inside_its_mount_namespace(node: Node) -> None:
     assert node.run("test", "-d", "/var/lib/kubelet/pods").returncode == 0
     assert node.run("test", "-S", "/run/containerd/containerd.sock").returncode == 0
