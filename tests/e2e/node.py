@@ -751,7 +751,9 @@ def _wait(
 
 @dataclass(frozen=True)
 class HostState:
-    """What of the machine a node could leave behind, taken before and after."""
+    """What of the machine a node could leave behind, taken before and after: the host paths
+    a kubelet or containerd writes, mounts under them or a node directory, named network
+    namespaces, and node cgroups."""
 
     paths: frozenset[str]
     mounts: frozenset[str]
@@ -761,7 +763,12 @@ class HostState:
     @classmethod
     def now(cls) -> HostState:
         mountinfo = Path("/proc/self/mountinfo").read_text()
-        mounts = frozenset(line.split(" ")[4] for line in mountinfo.splitlines())
+        # Only mounts a node could make: others come and go on a shared machine.
+        mounts = frozenset(
+            point
+            for point in (line.split(" ")[4] for line in mountinfo.splitlines())
+            if "/autoroll-node-" in point or point.startswith(HOST_PATHS)
+        )
         roots = cgroup_mounts(mountinfo)
         cgroups = frozenset(
             str(p)
