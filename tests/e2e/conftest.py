@@ -8,6 +8,7 @@ plane's and the node's directories (logs, kubeconfig) after the session.
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import time
 import uuid
@@ -45,6 +46,11 @@ __all__ = ["fresh_registry"]  # a fixture, re-exported for the e2e tests
 
 _timings: dict[str, float] = {}
 _node_problems: list[str] = []
+
+# The in-cluster tests need the controller image build (tests/support/image.py, from branch
+# `image`). Until that module is in the tree they are not collected at all (neither run nor
+# skipped); once it is, CI runs them like every other e2e test.
+collect_ignore = [] if importlib.util.find_spec("tests.support.image") else ["test_incluster.py"]
 
 
 @pytest.fixture(scope="session")
@@ -150,6 +156,29 @@ def docker_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Regist
     """
     with registry_for_tests(tmp_path_factory.mktemp("registry")) as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def controller_image(docker_registry: RegistryServer) -> str:
+    """The controller image built from the Dockerfile (``tests/support/image.py``: podman,
+    cached by its build context), pushed to the session's registry as
+    ``<registry>/forgejo/autoroll:latest``, where the node pulls it from."""
+    from tests.support.image import build_controller_image, push_image
+
+    for tool in ("podman", "skopeo"):
+        require_tool(tool)
+    started = time.monotonic()
+    image = build_controller_image()
+    pushed = push_image(
+        image,
+        docker_registry.url,
+        "forgejo/autoroll",
+        "latest",
+        user=docker_registry.user,
+        password=docker_registry.password,
+    )
+    _timings["controller image (build or cache, push)"] = time.monotonic() - started
+    return pushed.reference
 
 
 @pytest.fixture

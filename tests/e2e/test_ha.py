@@ -328,6 +328,7 @@ def wait_for(predicate: Any, *, timeout: float, interval: float = 0.05, what: st
 
 def kill_hard(autoroll: Autoroll) -> None:
     """SIGKILL the whole process group (gunicorn master and its worker): a crashed pod."""
+    assert autoroll.process is not None  # the HA tests run local processes
     os.killpg(autoroll.process.pid, signal.SIGKILL)
     autoroll.process.wait(10)
 
@@ -431,6 +432,7 @@ def test_a_webhook_at_the_follower_makes_the_leader_tick_within_two_seconds(
 
             # A clean shutdown releases the lease: the follower leads well before 15 s.
             stopped = time.monotonic()
+            assert a.process is not None
             a.process.send_signal(signal.SIGTERM)
             a.process.wait(20)
             assert a.process.returncode == 0

@@ -479,6 +479,7 @@ def _no_deletion_across_restarts(
     )
     if restart_controller:
         # Every self-roll and leader failover is a restart: the loop-guard memory is gone.
+        assert autoroll.process is not None
         autoroll.process.terminate()
         autoroll.process.wait(20)
         again = start_autoroll()
