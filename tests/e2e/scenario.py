@@ -135,16 +135,18 @@ class Recorder:
     ``events`` holds ``(time.monotonic(), type, object)``; ``errors`` what broke the watch.
     """
 
-    def __init__(self, list_function: Callable[..., Any], namespace: str) -> None:
+    def __init__(self, list_function: Callable[..., Any], namespace: str, **selectors: str) -> None:
+        """``selectors``: ``label_selector``/``field_selector`` for the list and the watch."""
         self.list_function = list_function
         self.namespace = namespace
+        self.selectors = selectors
         self.events: list[tuple[float, str, dict[str, Any]]] = []
         self.errors: list[str] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def __enter__(self) -> Recorder:
-        listed = self.list_function(self.namespace, _preload_content=False)
+        listed = self.list_function(self.namespace, _preload_content=False, **self.selectors)
         body = json.loads(listed.data)
         now = time.monotonic()
         for item in body["items"]:
@@ -173,6 +175,7 @@ class Recorder:
                     self.namespace,
                     resource_version=version,
                     timeout_seconds=1,
+                    **self.selectors,
                 ):
                     raw = event["raw_object"]
                     if event["type"] == "ERROR":

@@ -17,14 +17,18 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
 
+from tests.conftest import require_tool
+from tests.e2e.conftest import IMAGE_BUILD_AVAILABLE
 from tests.e2e.controller import Autoroll, running_autoroll
 from tests.e2e.controlplane import ControlPlane
 from tests.e2e.helpers import core_api, eventually
 from tests.e2e.images import push_app, push_config
+from tests.e2e.incluster import installed_autoroll
 from tests.e2e.node import Node
 from tests.e2e.scenario import (
     App,
@@ -44,6 +48,7 @@ POLL = 5  # POLL_INTERVAL_SECONDS: the controller's minimum
 SLACK = 4.0  # seconds a busy machine may add to one tick + one kubelet sync
 WEBHOOK_BOUND = 2.0  # issue 7, scenario 3
 START_TIMEOUT = 90.0  # a fresh Deployment on the real node: sandboxes, pulls, probes
+APP_NAME = "web"  # every scenario's app; its pods are labelled app=web
 
 
 StartAutoroll = Callable[..., Autoroll]
@@ -52,12 +57,19 @@ T = TypeVar("T")
 
 @pytest.fixture
 def start_autoroll(
-    control_plane: ControlPlane, docker_registry: RegistryServer, namespace: str
+    request: pytest.FixtureRequest,
+    control_plane: ControlPlane,
+    docker_registry: RegistryServer,
+    namespace: str,
+    tmp_path: Path,
 ) -> Iterator[StartAutoroll]:
-    """Start ``autoroll serve`` (seeing only this test's Deployments); stopped afterwards.
+    """Start the controller (seeing only this test's Deployments); stopped afterwards.
 
-    ``start(poll=..., registry=..., **env)``; the controller's output is printed at teardown,
-    so a failing test shows it.
+    The user's install: ``helm install`` of the chart with the controller image, the
+    controller a pod on the node (``incluster.py``). While the image build
+    (``tests/support/image.py``) is not in the tree, a local ``autoroll serve`` instead (the
+    session's summary says so). ``start(poll=..., registry=..., **env)``, ``env`` being the
+    controller's variables; the output is printed at teardown, so a failing test shows it.
     """
     started: list[Autoroll] = []
     with contextlib.ExitStack() as stack:
@@ -65,14 +77,29 @@ def start_autoroll(
         def start(
             *, poll: int = POLL, registry: RegistryServer = docker_registry, **env: str
         ) -> Autoroll:
-            autoroll = stack.enter_context(
-                running_autoroll(
-                    plane=control_plane,
-                    registry=registry,
-                    poll_seconds=poll,
-                    extra_env={"LABEL_SELECTOR": label_selector(namespace), **env},
+            env = {"LABEL_SELECTOR": label_selector(namespace), **env}
+            if IMAGE_BUILD_AVAILABLE:
+                autoroll = stack.enter_context(
+                    installed_autoroll(
+                        helm=require_tool("helm"),
+                        kubeconfig=control_plane.kubeconfig,
+                        kube=request.getfixturevalue("kube"),
+                        plane=control_plane,
+                        node=request.getfixturevalue("node"),
+                        registry=registry,
+                        image=request.getfixturevalue("controller_image"),
+                        namespace=namespace,
+                        workdir=tmp_path,
+                        poll_seconds=poll,
+                        env=env,
+                    )
                 )
-            )
+            else:
+                autoroll = stack.enter_context(
+                    running_autoroll(
+                        plane=control_plane, registry=registry, poll_seconds=poll, extra_env=env
+                    )
+                )
             started.append(autoroll)
             return autoroll
 
@@ -87,7 +114,7 @@ def make_app(kube: Any, namespace: str, registry: RegistryServer, node: Node) ->
     return App(
         kube=kube,
         namespace=namespace,
-        name="web",
+        name=APP_NAME,
         repository=f"e2e/{namespace}",
         pusher=ImagePusher(registry),
         test=namespace,
@@ -101,8 +128,11 @@ def app(kube: Any, namespace: str, docker_registry: RegistryServer, node: Node) 
 
 @pytest.fixture
 def pods(kube: Any, namespace: str) -> Iterator[Recorder]:
-    """Every pod event in the test's namespace, from before the app exists."""
-    with Recorder(core_api(kube).list_namespaced_pod, namespace) as recorder:
+    """Every event of the app's pods (``app=web``), from before the app exists; the
+    controller's own pod and unrelated pods are not part of the history."""
+    with Recorder(
+        core_api(kube).list_namespaced_pod, namespace, label_selector=f"app={APP_NAME}"
+    ) as recorder:
         yield recorder
     assert not recorder.errors, f"the pod watch failed: {recorder.errors}"
 
@@ -189,7 +219,11 @@ def test_new_latest_rolls_every_pod_one_at_a_time_without_touching_the_deploymen
     app.deploy(replicas=3)
     app.wait_rolled(old, replicas=3, timeout=START_TIMEOUT)
     original = app.deployment()
-    with Recorder(apps_api(kube).list_namespaced_deployment, app.namespace) as deployments:
+    with Recorder(
+        apps_api(kube).list_namespaced_deployment,
+        app.namespace,
+        field_selector=f"metadata.name={app.name}",
+    ) as deployments:
         autoroll = start_autoroll()
         first_pass_done(autoroll, app)
         pushed_at = time.monotonic()
@@ -479,15 +513,19 @@ def _no_deletion_across_restarts(
     )
     if restart_controller:
         # Every self-roll and leader failover is a restart: the loop-guard memory is gone.
-        assert autoroll.process is not None
-        autoroll.process.terminate()
-        autoroll.process.wait(20)
-        again = start_autoroll()
-        first_pass_done(again, app)
+        if autoroll.restart is not None:  # the chart's pod: delete it, the Deployment replaces it
+            before = len(decision_lines(autoroll, app))
+            autoroll.restart()
+            again = autoroll
+        else:
+            assert autoroll.process is not None
+            autoroll.process.terminate()
+            autoroll.process.wait(20)
+            again, before = start_autoroll(), 0
         at_least(
-            3,
+            before + 3,
             lambda: decision_lines(again, app),
-            timeout=3 * POLL + 2 * SLACK,
+            timeout=4 * POLL + 2 * SLACK,
             what="three passes of the restarted controller",
         )
     assert deletions(pods.pods()) == [], app.live_pods()
