@@ -8,7 +8,7 @@ TOOLS_ENV := .tools/env
 # Every recipe sees the pinned tools (helm v4, helm-unittest, actionlint, ...).
 WITH_TOOLS = source $(TOOLS_ENV) &&
 
-.PHONY: help tools tools-core venv test lint typecheck pytest chart-lint chart-test names demo bench clean
+.PHONY: help tools tools-core tools-gitea venv test lint typecheck pytest chart-lint chart-test names demo bench clean
 
 help:
 	@echo "make demo    - watch autoroll roll a 3-replica app on a local control plane"
@@ -16,7 +16,8 @@ help:
 	@echo "make names   - preview the Job names for examples/jobs-values.yaml (jobhash)"
 	@echo "make bench   - run the benchmarks (about 10 min) and rewrite docs/performance.md"
 	@echo "make test    - install the tools and run every suite (what CI runs)"
-	@echo "make tools   - build/install helm, helm-unittest, actionlint, docker-registry"
+	@echo "make tools   - build/install helm, helm-unittest, actionlint, docker-registry, the control plane"
+	@echo "make tools-gitea - also build Gitea and install skopeo (the tests/gitea tier)"
 
 # Everything the suites need, including the local control plane (etcd, kube-apiserver,
 # kube-controller-manager) that the end-to-end tests and the demo run.
@@ -26,6 +27,11 @@ tools $(TOOLS_ENV): scripts/tools.sh scripts/versions.env
 # Only what the chart and unit suites need (helm, helm-unittest, actionlint, docker-registry).
 tools-core:
 	scripts/tools.sh core
+
+# The live Forgejo-family server tier (tests/gitea): Gitea and skopeo, on top of `tools`.
+# Kept out of `tools` so `make demo` never waits for the Gitea build.
+tools-gitea: tools
+	scripts/tools.sh gitea
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -56,7 +62,7 @@ workflow-lint: $(TOOLS_ENV)
 	$(WITH_TOOLS) if compgen -G '.forgejo/workflows/*.y*ml' >/dev/null; then actionlint .forgejo/workflows/*.y*ml; fi
 
 # The README's test command: tools first, then every suite. Stops at the first failure.
-test: tools venv lint typecheck chart-lint chart-test workflow-lint pytest
+test: tools tools-gitea venv lint typecheck chart-lint chart-test workflow-lint pytest
 
 # The README's first command: a local control plane, a registry, a 3-replica enrolled app, a
 # new :latest pushed, and autoroll rolling it pod by pod, live. Enter pushes again; Ctrl-C

@@ -16,7 +16,12 @@ Authentication: HTTP Basic (user + token) is sent up front. A 401 carrying a Bea
 (``realm``, ``service``, ``scope``) gets a token from the realm with the same credentials; the
 token is cached per scope until it expires and the request is retried once. The realm must be
 on the registry's own host and may not downgrade https to http, so the credentials are never
-sent anywhere else.
+sent anywhere else. ``WWW-Authenticate`` may offer several challenges in one answer (Gitea and
+Forgejo send ``Bearer …`` and ``Basic realm="…"`` for a private owner); it is parsed with
+``authchallenge`` (RFC 9110), and the Bearer one is used wherever it stands. Lookups that run
+at once and need a token for the same scope fetch it once: the first fetches, the others wait
+for it (one lock per scope). A refused request says what to fix (``FORGEJO_USER``,
+``FORGEJO_TOKEN`` and its ``read:package`` scope) in its ``Unknown`` detail.
 
 Time is bounded twice: each request has connect and read timeouts, and each tick (one
 ``resolve`` and the ``fetch_children`` calls after it) has an overall budget; lookups left
@@ -63,7 +68,7 @@ import base64
 import email.utils
 import hashlib
 import json
-import re
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
@@ -74,6 +79,7 @@ from typing import Final, Protocol, TypeVar
 from urllib.parse import urljoin, urlsplit
 
 import requests
+from authchallenge import Challenge, parse_challenges
 
 from autoroll.images import TagRef, host_matches
 from autoroll.model import Digest, Unknown, is_digest
@@ -91,7 +97,6 @@ MAX_MANIFEST_BYTES: Final = 4 * 1024 * 1024
 #: Same-origin redirects followed per request; registries that redirect use one hop.
 MAX_REDIRECTS: Final = 3
 _REDIRECT_STATUSES: Final = frozenset({301, 302, 303, 307, 308})
-_CHALLENGE_PARAM: Final = re.compile(r'([A-Za-z_]+)\s*=\s*"([^"]*)"')
 _T = TypeVar("_T")
 
 
@@ -133,8 +138,8 @@ class RedirectError(RegistryError):
 
 
 class StatusError(RegistryError):
-    def __init__(self, status: int, url: str) -> None:
-        super().__init__(f"HTTP {status} from {url}")
+    def __init__(self, status: int, url: str, hint: str = "") -> None:
+        super().__init__(f"HTTP {status} from {url}" + (f": {hint}" if hint else ""))
         self.status = status
         self.reason = _status_reason(status)
 
@@ -236,8 +241,9 @@ class RegistryClient:
 
     One caller at a time: the one reconcile thread owns it, and ``autoroll plan`` builds its
     own. Inside ``resolve`` its own worker threads share it; what they share is safe for
-    that (single dict operations on the token cache, a quiet-period deadline that only
-    moves later, a thread-safe observer, and ``requests``' connection pool).
+    that (single dict operations on the token cache, a lock per token scope around each
+    token fetch, a quiet-period deadline that only moves later, a thread-safe observer,
+    and ``requests``' connection pool).
     """
 
     def __init__(
@@ -259,6 +265,7 @@ class RegistryClient:
         self._base = f"{parts.scheme}://{parts.netloc}"
         self._scheme = parts.scheme
         self._host = parts.netloc
+        self._user = user
         self._basic = "Basic " + base64.b64encode(f"{user}:{token}".encode()).decode("ascii")
         self._observer: RegistryObserver = observer or NullObserver()
         self._limits = limits or Limits()
@@ -266,6 +273,8 @@ class RegistryClient:
         self._wall_clock = wall_clock
         self._quiet_until = float("-inf")  # monotonic time before which nothing is sent
         self._tokens: dict[str, _Token] = {}
+        self._token_locks: dict[str, threading.Lock] = {}
+        self._token_locks_guard = threading.Lock()
         self._children: OrderedDict[Digest, frozenset[Digest]] = OrderedDict()
         self._failed_children: dict[Digest, Unknown] = {}
         self._tick: _Deadline | None = None
@@ -385,17 +394,57 @@ class RegistryClient:
     ) -> requests.Response:
         """One request with the best credentials we have; on a Bearer challenge, retry once."""
         scope = f"repository:{repository}:pull"
-        token = self._tokens.get(scope)
-        auth = (
-            f"Bearer {token.value}" if token and token.expires_at > self._clock() else self._basic
-        )
+        token = self._fresh_token(scope)
+        auth = f"Bearer {token.value}" if token else self._basic
         response = self._request(method, url, deadline, auth, kind=kind)
         if response.status_code == 401:
-            challenge = response.headers.get("WWW-Authenticate", "")
+            header = response.headers.get("WWW-Authenticate", "")
             response.close()
-            bearer = self._token_for(challenge, scope, deadline)
-            response = self._request(method, url, deadline, f"Bearer {bearer}", kind=kind)
+            challenges = parse_challenges(header)
+            bearer = next((c for c in challenges if c.scheme.lower() == "bearer"), None)
+            if bearer is None:
+                # Gitea and Forgejo answer a token without the read:package scope, and a
+                # user who may not see the owner's packages, with ``Basic realm="…"`` only.
+                raise StatusError(401, url, self._refused_hint(header, repository))
+            value = self._token_for(bearer, scope, deadline, refused=token)
+            response = self._request(method, url, deadline, f"Bearer {value}", kind=kind)
+            if response.status_code == 401:
+                response.close()
+                raise StatusError(
+                    401, url, "the Bearer token was refused; " + self._access_hint(repository)
+                )
+        if response.status_code == 403:
+            response.close()
+            raise StatusError(
+                403,
+                url,
+                f"user {self._user!r} may not read {repository!r}: FORGEJO_TOKEN lacks access"
+                " to it (a token limited to public packages cannot read a private owner's;"
+                " grant read:package on all packages)",
+            )
         return response
+
+    def _refused_hint(self, header: str, repository: str) -> str:
+        offered = f" ({header.strip()[:80]})" if header.strip() else ""
+        return f"the registry refused user {self._user!r} and its token{offered}; " + (
+            self._access_hint(repository)
+        )
+
+    def _access_hint(self, repository: str) -> str:
+        owner = repository.partition("/")[0]
+        return (
+            "FORGEJO_TOKEN must be a valid token of FORGEJO_USER with the read:package"
+            f" scope, and {self._user!r} must see {owner!r}'s packages (a private owner's"
+            " only as itself or as a member of its organisation)"
+        )
+
+    def _fresh_token(self, scope: str) -> _Token | None:
+        token = self._tokens.get(scope)
+        return token if token is not None and token.expires_at > self._clock() else None
+
+    def _token_lock(self, scope: str) -> threading.Lock:
+        with self._token_locks_guard:
+            return self._token_locks.setdefault(scope, threading.Lock())
 
     def _redirect_target(self, url: str, location: str) -> str:
         """The absolute redirect target, only if it is on the registry's own origin."""
@@ -446,14 +495,34 @@ class RegistryClient:
         except requests.RequestException as exc:
             raise TransportError(f"{method} {url}: {type(exc).__name__}") from exc
 
-    def _token_for(self, challenge: str, scope: str, deadline: _Deadline) -> str:
-        """Get (and cache) a Bearer token for ``scope`` from the challenge's realm."""
-        scheme, _, params_text = challenge.strip().partition(" ")
-        if scheme.lower() != "bearer":
-            raise StatusError(401, "credentials refused (no Bearer challenge)")
-        params = dict(_CHALLENGE_PARAM.findall(params_text))
+    def _token_for(
+        self, challenge: Challenge, scope: str, deadline: _Deadline, *, refused: _Token | None
+    ) -> str:
+        """A Bearer token for ``scope``: fetched once per scope however many lookups ask.
+
+        ``refused`` is the token the registry just refused (None when Basic was sent). A
+        lookup that waited for the lock while another fetched takes that token instead of
+        fetching its own; only a token that was itself refused is fetched anew.
+        """
+        params = challenge.params  # names lower-cased by the parser
         realm = params.get("realm", "")
         self._check_realm(realm)
+        lock = self._token_lock(scope)
+        # The wait counts against the tick's budget like any request would.
+        if not lock.acquire(timeout=deadline.remaining()):
+            raise BudgetError("the per-tick registry budget ran out waiting for a token")
+        try:
+            cached = self._fresh_token(scope)
+            if cached is not None and cached is not refused:
+                return cached.value
+            return self._fetch_token(realm, params, scope, deadline)
+        finally:
+            lock.release()
+
+    def _fetch_token(
+        self, realm: str, params: Mapping[str, str], scope: str, deadline: _Deadline
+    ) -> str:
+        """GET a token from ``realm`` with the Basic credentials, and cache it for ``scope``."""
         query = {k: params[k] for k in ("service", "scope") if params.get(k)}
         self._check_quiet()
         self._observer.request_sent("token")
@@ -475,7 +544,12 @@ class RegistryClient:
             raise TransportError(f"token request to {realm}: {type(exc).__name__}") from exc
         if response.status_code == 401:
             response.close()
-            raise StatusError(401, realm)
+            raise StatusError(
+                401,
+                realm,
+                f"the token endpoint refused user {self._user!r}; FORGEJO_TOKEN is wrong or"
+                " expired, or lacks the read:package scope (check FORGEJO_USER too)",
+            )
         if response.status_code != 200:
             self._note_retry_after(response)
             response.close()

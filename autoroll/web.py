@@ -4,30 +4,46 @@ Nothing is built at import time; ``create_app`` receives everything it serves (t
 the metrics, the secret), so the gunicorn worker, the tests and nothing else decide what
 exists.
 
-The webhook is a doorbell, not a message: the body is authenticated and then ignored. A
-valid signature only nudges the worker (the same full pass the poll timer runs), so the
-worst a holder of the secret can do is cause one extra no-op pass. The handler never waits
+The webhook is a doorbell, not a message: the body is authenticated and then ignored, but
+for one question. A valid signature only nudges the worker (the same full pass the poll
+timer runs), so the worst a holder of the secret can do is cause one extra no-op pass. The
+question: a multi-arch push makes Forgejo and Gitea deliver one ``container`` package event
+per platform manifest (its version a digest, ``sha256:…``) before the one for the tag, all
+within a few hundred milliseconds. A digest version moves no tag, so such a delivery is
+answered 202 without a nudge (``digest-version``); the tag's delivery starts the one pass
+that push needs. A body that cannot be read that way nudges as before. The handler never waits
 on the reconciler, so it answers in milliseconds whatever a pass is doing (Forgejo gives up
 after 5 s and does not retry).
 
 Signature headers accepted, each the lowercase hex HMAC-SHA256 of the raw body:
 ``X-Forgejo-Signature``, ``X-Gitea-Signature`` and ``X-Hub-Signature-256`` (``sha256=<hex>``).
 A request is accepted when any non-empty one of them matches; every comparison is
-constant-time.
+constant-time. A header with nothing after its prefix carries no signature: a hook saved
+without a secret still sends ``X-Gitea-Signature: ""`` and ``X-Hub-Signature-256: sha256=``,
+and that delivery is unsigned (``missing-signature``), not wrongly signed.
+
+Forgejo and Gitea sign the JSON payload, also when a hook posts it form-encoded
+(``payload=<json>``), so such a delivery can never match the raw body. When its ``payload``
+field carries a valid signature, the 403 says so (``form-encoded``) and a warning tells the
+user to choose the JSON content type; the body is still not acted on.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Callable
+import json
+import logging
+from collections.abc import Callable, Mapping
 from typing import Final
+from urllib.parse import parse_qs
 
 from flask import Flask, Response, request
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from autoroll.metrics import Metrics
+from autoroll.model import is_digest
 
 #: Largest webhook body read, in bytes. Forgejo package events are a few KiB.
 MAX_BODY_BYTES: Final = 1024 * 1024
@@ -35,9 +51,25 @@ MAX_BODY_BYTES: Final = 1024 * 1024
 _PLAIN_HEADERS: Final = ("X-Forgejo-Signature", "X-Gitea-Signature")
 _HUB_HEADER: Final = "X-Hub-Signature-256"
 _HUB_PREFIX: Final = "sha256="
+_FORM_TYPE: Final = "application/x-www-form-urlencoded"
+#: What a form-encoded delivery is told (the 403 body and the warning).
+FORM_ENCODED_HINT: Final = (
+    "form-encoded delivery: Forgejo and Gitea sign the JSON payload, not the form body;"
+    " set the webhook's POST content type to application/json"
+)
+
+log = logging.getLogger(__name__)
 
 
-def signature_valid(secret: bytes, body: bytes, headers: dict[str, str]) -> bool:
+def is_signed(headers: Mapping[str, str]) -> bool:
+    """Does any signature header carry something? ``sha256=`` alone carries nothing."""
+    if any(headers.get(name, "").strip() for name in _PLAIN_HEADERS):
+        return True
+    hub = headers.get(_HUB_HEADER, "").strip()
+    return bool(hub) and hub.lower() != _HUB_PREFIX
+
+
+def signature_valid(secret: bytes, body: bytes, headers: Mapping[str, str]) -> bool:
     """Does any provided signature header carry HMAC-SHA256(secret, body) in hex?
 
     Pure, so the whole policy is testable without a request. ``headers`` maps the header
@@ -47,7 +79,7 @@ def signature_valid(secret: bytes, body: bytes, headers: dict[str, str]) -> bool
     candidates: list[str] = [headers.get(name, "").strip() for name in _PLAIN_HEADERS]
     hub = headers.get(_HUB_HEADER, "").strip()
     if hub[: len(_HUB_PREFIX)].lower() == _HUB_PREFIX:
-        candidates.append(hub[len(_HUB_PREFIX) :])
+        candidates.append(hub[len(_HUB_PREFIX) :].strip())
     valid = False
     for candidate in candidates:
         if not candidate:
@@ -56,6 +88,39 @@ def signature_valid(secret: bytes, body: bytes, headers: dict[str, str]) -> bool
         # No early exit: every provided header is compared, in constant time.
         valid = hmac.compare_digest(expected, given) or valid
     return valid
+
+
+def names_a_digest_version(body: bytes) -> bool:
+    """Is ``body`` a container package event for a digest version (a platform manifest)?
+
+    Pure and read only after the signature checked out. Anything else, unreadable
+    bodies included, is False: the caller then nudges, and a pass too many costs little.
+    """
+    try:
+        document = json.loads(body)
+    except ValueError:
+        return False
+    package = document.get("package") if isinstance(document, dict) else None
+    if not isinstance(package, dict) or package.get("type") != "container":
+        return False
+    version = package.get("version")
+    return isinstance(version, str) and is_digest(version)
+
+
+def form_payload(content_type: str, body: bytes) -> bytes | None:
+    """The ``payload`` field of a form-encoded body (what Forgejo signs), else None.
+
+    Only read to explain a refusal: a form delivery whose field verifies was sent by a
+    hook with the right secret and the wrong content type.
+    """
+    if content_type.partition(";")[0].strip().lower() != _FORM_TYPE:
+        return None
+    try:
+        fields = parse_qs(body.decode("ascii"), strict_parsing=True, max_num_fields=16)
+    except (UnicodeDecodeError, ValueError):
+        return None
+    values = fields.get("payload", [])
+    return values[0].encode("utf-8") if len(values) == 1 else None
 
 
 def create_app(
@@ -94,12 +159,24 @@ def create_app(
             metrics.webhook_requests.labels(outcome="too-large").inc()
             return _answer(413, f"body larger than {MAX_BODY_BYTES} bytes")
         headers = {name: request.headers.get(name, "") for name in (*_PLAIN_HEADERS, _HUB_HEADER)}
-        if not any(value.strip() for value in headers.values()):
+        if not is_signed(headers):
             metrics.webhook_requests.labels(outcome="missing-signature").inc()
             return _answer(403, "missing signature")
         if not signature_valid(secret, body, headers):
+            payload = form_payload(request.headers.get("Content-Type", ""), body)
+            if payload is not None and signature_valid(secret, payload, headers):
+                metrics.webhook_requests.labels(outcome="form-encoded").inc()
+                log.warning(
+                    "webhook refused: %s",
+                    FORM_ENCODED_HINT,
+                    extra={"event": "webhook", "reason": "form-encoded"},
+                )
+                return _answer(403, FORM_ENCODED_HINT)
             metrics.webhook_requests.labels(outcome="bad-signature").inc()
             return _answer(403, "bad signature")
+        if names_a_digest_version(body):
+            metrics.webhook_requests.labels(outcome="digest-version").inc()
+            return _answer(202, "a digest version moves no tag; no pass")
         nudge()
         metrics.webhook_requests.labels(outcome="accepted").inc()
         return _answer(202, "reconcile requested")

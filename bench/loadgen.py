@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 import requests
 
-#: The shape and size of a Forgejo package event (about 2 KiB); its content is never parsed.
+#: The shape and size of a Forgejo package event (about 2 KiB); a tag, so each one nudges.
 BODY = json.dumps(
     {
         "action": "created",

@@ -572,8 +572,9 @@ def findings(results: Mapping[str, Any]) -> list[str]:
                 if load.get("idle")
                 else ""
             )
-            + ". A shorter pass shortens the window; answering before parsing is already"
-            " the case (the body is never parsed)."
+            + ". A shorter pass shortens the window; the answer never waits for a pass"
+            " (after its signature checks out the body is read only for whether it names a"
+            " digest version)."
             f" Coalescing holds: {len(load['good']['latencies_ms'])} valid webhooks during a"
             f" pass caused {load['good']['ticks_caused']} follow-up pass(es)."
         )

@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
 # Tool bootstrap for autoroll: makes helm (v4), the helm-unittest plugin, actionlint,
 # docker-registry and htpasswd available, (with `kube`) etcd, kube-apiserver and
-# kube-controller-manager, and (with `node`) kubelet, containerd, runc and the CNI plugins.
+# kube-controller-manager, (with `node`) kubelet, containerd, runc and the CNI plugins, and
+# (with `gitea`) Gitea and skopeo for the live-server tier.
 #
 # Everything is built from Go modules or installed from Debian packages; nothing is
 # downloaded from any other URL. Builds are cached by version under
 # ${AUTOROLL_TOOLS:-~/.cache/autoroll-tools}, so only the first run is slow.
 # A binary already on PATH is preferred when it has the pinned major version.
 #
-# Usage: scripts/tools.sh [core|kube|node|all]
+# Usage: scripts/tools.sh [core|kube|node|all|gitea]
 #   core  helm, helm-unittest, actionlint, apt packages (default)
 #   kube  etcd, kube-apiserver, kube-controller-manager (first build: about 10-20 min)
 #   node  kube, plus the e2e node: kubelet (after kube: ~3 min), containerd + runc shim
 #         (~3-5 min), runc, CNI plugins, busybox-static and iproute2 from Debian
-#   all   all of them
+#   all   core, kube and node (what the demo needs)
+#   gitea core, plus Gitea and skopeo for tests/gitea (first build: about 5 min of 2 idle
+#         cores, 550 CPU-seconds); run after `all` it keeps the kube and node paths in .tools/env
 # On success it writes .tools/env (sourced by the Makefile) with PATH and HELM_PLUGINS.
 set -euo pipefail
 
@@ -134,12 +137,19 @@ ensure_apt() {
   command -v htpasswd >/dev/null || missing+=(apache2-utils)
   command -v docker-registry >/dev/null || [ -x /usr/bin/docker-registry ] || missing+=(docker-registry)
   [ ${#missing[@]} -eq 0 ] && { say "apt: docker-registry and htpasswd present"; return; }
-  command -v apt-get >/dev/null || die "missing ${missing[*]} and no apt-get to install them; install them by hand"
+  apt_install "${missing[@]}"
+}
+
+# Install Debian packages by name. Other worktrees may run apt at the same time, so wait
+# up to 10 min for dpkg's lock instead of failing at once.
+apt_install() {
+  command -v apt-get >/dev/null || die "missing $* and no apt-get to install them; install them by hand"
   local sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  say "apt: installing ${missing[*]}"
-  $sudo apt-get update -qq >/dev/null
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null \
-    || die "apt-get install ${missing[*]} failed"
+  local wait=(-o DPkg::Lock::Timeout=600)
+  say "apt: installing $*"
+  $sudo apt-get "${wait[@]}" update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get "${wait[@]}" install -y -qq --no-install-recommends "$@" >/dev/null \
+    || die "apt-get install $* failed"
 }
 
 # --- etcd -------------------------------------------------------------------
@@ -265,15 +275,48 @@ ensure_node_apt() {
   dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed' \
     || missing+=(busybox-static)
   command -v ip >/dev/null || missing+=(iproute2)
-  if [ ${#missing[@]} -gt 0 ]; then
-    command -v apt-get >/dev/null || die "missing ${missing[*]} and no apt-get to install them; install them by hand"
-    local sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
-    say "apt: installing ${missing[*]} (for the e2e node)"
-    $sudo apt-get -o DPkg::Lock::Timeout=600 update -qq >/dev/null
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
-      --no-install-recommends "${missing[@]}" >/dev/null || die "apt-get install ${missing[*]} failed"
-  fi
+  [ ${#missing[@]} -eq 0 ] || apt_install "${missing[@]}"
   say "node packages: runc $(runc --version | sed -n 's/^runc version //p'), CNI plugins in /usr/lib/cni, busybox"
+}
+
+# --- Gitea (the live Forgejo-family server of the gitea test tier) ----------------
+# Forgejo cannot be fetched here; its upstream Gitea can, and the container registry and
+# webhook code are the code Forgejo forked. The Go module (published as
+# code.gitea.io/gitea, declaring itself gitea.dev) is built as the main module in a copy.
+# Its default SQLite driver (modernc) is pure Go, so no cgo and no build tags are needed:
+# the old `sqlite sqlite_unlock_notify` tags select nothing in this version (the cgo driver
+# wants `sqlite_mattn`). Without the `bindata` tag Gitea reads its locales, templates and
+# public files from STATIC_ROOT_PATH; the three directories it needs are copied next to
+# the binary, so the cache does not depend on GOMODCACHE (which `go clean` may empty).
+ensure_gitea() {
+  local dir="$cache/gitea/$GITEA_VERSION"
+  if [ ! -x "$dir/gitea" ] || [ ! -d "$dir/static/options" ]; then
+    need_go gitea
+    say "gitea: building $GITEA_VERSION from the Go module code.gitea.io/gitea (first run only: ~550 CPU-seconds, ~5 min on 2 idle cores)"
+    local src
+    src=$(cd /tmp && go mod download -json "code.gitea.io/gitea@$GITEA_VERSION" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+    [ -d "$src" ] || die "could not download code.gitea.io/gitea@$GITEA_VERSION"
+    local work; work=$(mktemp -d)
+    cp -r "$src/." "$work/" && chmod -R u+w "$work"
+    local ver=${GITEA_VERSION#v}
+    mkdir -p "$dir.partial/static"
+    (cd "$work" && CGO_ENABLED=0 gobuild go build -trimpath \
+        -ldflags "-s -w -X main.Version=$ver" -o "$dir.partial/gitea" .) \
+      || { rm -rf "$work" "$dir.partial"; die "building gitea $GITEA_VERSION failed (see above)"; }
+    cp -r "$work/options" "$work/templates" "$work/public" "$dir.partial/static/"
+    rm -rf "$work" "$dir" && mv "$dir.partial" "$dir"
+  fi
+  add_path "$dir"
+  say "gitea: $("$dir/gitea" --version) ($dir)"
+}
+
+# skopeo pushes images into Gitea's registry; Gitea itself runs git. Both from Debian.
+ensure_gitea_apt() {
+  local missing=()
+  command -v skopeo >/dev/null || missing+=(skopeo)
+  command -v git >/dev/null || missing+=(git)
+  [ ${#missing[@]} -eq 0 ] && { say "apt: skopeo and git present"; return; }
+  apt_install "${missing[@]}"
 }
 
 # Record an already-built cached tool without building it (so `core` keeps the kube paths).
@@ -298,13 +341,22 @@ main() {
           add_cached "$cache/etcd/$ETCD_VERSION" etcd
           add_cached "$cache/kubernetes/$KUBERNETES_VERSION" kube-apiserver
           add_cached "$cache/kubernetes-node/$KUBERNETES_VERSION" kubelet
-          add_cached "$cache/containerd/$CONTAINERD_VERSION" containerd ;;
+          add_cached "$cache/containerd/$CONTAINERD_VERSION" containerd
+          add_cached "$cache/gitea/$GITEA_VERSION" gitea ;;
     kube) ensure_helm; ensure_unittest; ensure_actionlint; ensure_etcd; ensure_kube ;;
     node) ensure_helm; ensure_unittest; ensure_actionlint; ensure_etcd; ensure_kube
-          ensure_node_apt; ensure_containerd; ensure_kubelet ;;
+          ensure_node_apt; ensure_containerd; ensure_kubelet
+          add_cached "$cache/gitea/$GITEA_VERSION" gitea ;;
+    gitea) ensure_apt; ensure_helm; ensure_unittest; ensure_actionlint
+          add_cached "$cache/etcd/$ETCD_VERSION" etcd
+          add_cached "$cache/kubernetes/$KUBERNETES_VERSION" kube-apiserver
+          add_cached "$cache/kubernetes-node/$KUBERNETES_VERSION" kubelet
+          add_cached "$cache/containerd/$CONTAINERD_VERSION" containerd
+          ensure_gitea_apt; ensure_gitea ;;
     all)  ensure_apt; ensure_helm; ensure_unittest; ensure_actionlint; ensure_etcd; ensure_kube
-          ensure_node_apt; ensure_containerd; ensure_kubelet ;;
-    *) die "unknown target '$what' (expected core, kube, node or all)" ;;
+          ensure_node_apt; ensure_containerd; ensure_kubelet
+          add_cached "$cache/gitea/$GITEA_VERSION" gitea ;;
+    *) die "unknown target '$what' (expected core, kube, node, gitea or all)" ;;
   esac
   write_env
   say "ready: source $envfile"

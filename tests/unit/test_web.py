@@ -5,9 +5,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 import io
+import json
 import threading
 import time
 from collections.abc import Callable, Iterator
+from urllib.parse import urlencode
 
 import pytest
 from flask import Flask
@@ -15,7 +17,15 @@ from flask.testing import FlaskClient
 from prometheus_client import CollectorRegistry
 
 from autoroll.metrics import Metrics
-from autoroll.web import MAX_BODY_BYTES, create_app, signature_valid
+from autoroll.web import (
+    FORM_ENCODED_HINT,
+    MAX_BODY_BYTES,
+    create_app,
+    form_payload,
+    is_signed,
+    names_a_digest_version,
+    signature_valid,
+)
 from autoroll.worker import Nudge, Worker
 
 SECRET = "s3cret-webhook-key"
@@ -92,7 +102,19 @@ def test_a_valid_signature_is_accepted_and_nudges_once(
         # The hub header without its sha256= form is not accepted.
         ({"X-Hub-Signature-256": sign(BODY)}, "bad-signature"),
         ({"X-Hub-Signature-256": f"sha1={sign(BODY)}"}, "bad-signature"),
-        ({"X-Hub-Signature-256": "sha256="}, "bad-signature"),
+        ({"X-Hub-Signature-256": "sha256= "}, "missing-signature"),
+        ({"X-Hub-Signature-256": "SHA256="}, "missing-signature"),
+        # What Gitea (and Forgejo) send for a hook saved without a secret.
+        (
+            {
+                "X-Gitea-Signature": "",
+                "X-Gogs-Signature": "",
+                "X-Hub-Signature": "sha1=",
+                "X-Hub-Signature-256": "sha256=",
+            },
+            "missing-signature",
+        ),
+        ({"X-Hub-Signature-256": "sha256=", "X-Gitea-Signature": "00"}, "bad-signature"),
         # A signature in an unrecognised header does not count.
         ({"X-Signature": sign(BODY)}, "missing-signature"),
     ],
@@ -124,7 +146,161 @@ def test_the_signature_covers_the_raw_bytes_not_parsed_json(
     assert nudge.count == 0
 
 
-def test_the_payload_is_never_parsed(client: FlaskClient, nudge: CountingNudge) -> None:
+DIGEST = "sha256:" + "ab" * 32
+
+
+def package_event(version: object, kind: object = "container") -> bytes:
+    return json.dumps(
+        {"action": "created", "package": {"type": kind, "name": "app", "version": version}}
+    ).encode()
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (package_event(DIGEST), True),
+        (package_event("latest"), False),
+        (package_event("v1.2.3"), False),
+        (package_event(DIGEST.upper()), False),
+        (package_event(DIGEST[:-1]), False),
+        (package_event("sha512:" + "ab" * 64), False),
+        (package_event(DIGEST, kind="generic"), False),
+        (package_event(DIGEST, kind=None), False),
+        (package_event(7), False),
+        (b'{"package": "sha256:x"}', False),
+        (b'{"version": "' + DIGEST.encode() + b'"}', False),
+        (b"[]", False),
+        (b"", False),
+        (b"\xff not json", False),
+    ],
+)
+def test_names_a_digest_version(body: bytes, expected: bool) -> None:
+    assert names_a_digest_version(body) is expected
+
+
+def test_a_signed_digest_version_event_is_202_without_a_nudge(
+    client: FlaskClient, nudge: CountingNudge, metrics: Metrics
+) -> None:
+    body = package_event(DIGEST)
+    response = client.post("/webhook", data=body, headers={"X-Gitea-Signature": sign(body)})
+    assert response.status_code == 202
+    assert nudge.count == 0
+    assert outcome(metrics, "digest-version") == 1
+    assert outcome(metrics, "accepted") == 0
+
+
+def test_an_unsigned_digest_version_event_is_still_403(
+    client: FlaskClient, nudge: CountingNudge, metrics: Metrics
+) -> None:
+    body = package_event(DIGEST)
+    response = client.post("/webhook", data=body, headers={"X-Gitea-Signature": "00" * 32})
+    assert response.status_code == 403
+    assert outcome(metrics, "digest-version") == 0
+
+
+FORM = "application/x-www-form-urlencoded"
+
+
+def form_body(payload: bytes) -> bytes:
+    """What Gitea posts for a form hook: ``payload=<the JSON, url-encoded>``."""
+    return urlencode({"payload": payload.decode()}).encode()
+
+
+def test_a_form_delivery_signed_over_its_payload_field_is_told_to_use_json(
+    client: FlaskClient,
+    nudge: CountingNudge,
+    metrics: Metrics,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    response = client.post(
+        "/webhook",
+        data=form_body(BODY),
+        headers={"X-Gitea-Signature": sign(BODY), "Content-Type": FORM},
+    )
+    assert response.status_code == 403
+    assert response.get_data(as_text=True) == FORM_ENCODED_HINT + "\n"
+    assert "application/json" in FORM_ENCODED_HINT
+    assert nudge.count == 0
+    assert outcome(metrics, "form-encoded") == 1
+    assert outcome(metrics, "bad-signature") == 0
+    (record,) = [r for r in caplog.records if r.name == "autoroll.web"]
+    assert record.levelname == "WARNING"
+    assert "set the webhook's POST content type to application/json" in record.getMessage()
+
+
+@pytest.mark.parametrize(
+    ("content_type", "body", "signed_over"),
+    [
+        # The wrong secret: a plain bad signature, whatever the content type.
+        (FORM, form_body(BODY), b"other"),
+        # Signed over the payload, but not declared as a form.
+        ("application/json", form_body(BODY), BODY),
+        ("text/plain", form_body(BODY), BODY),
+    ],
+)
+def test_other_failed_signatures_stay_bad_signature(
+    client: FlaskClient, metrics: Metrics, content_type: str, body: bytes, signed_over: bytes
+) -> None:
+    response = client.post(
+        "/webhook",
+        data=body,
+        headers={"X-Gitea-Signature": sign(signed_over), "Content-Type": content_type},
+    )
+    assert response.status_code == 403
+    assert response.get_data(as_text=True) == "bad signature\n"
+    assert outcome(metrics, "bad-signature") == 1
+
+
+def test_a_form_body_signed_over_its_raw_bytes_is_accepted(
+    client: FlaskClient, nudge: CountingNudge
+) -> None:
+    # curl --data sends this content type; a signature over the raw body is what counts.
+    body = form_body(BODY)
+    response = client.post(
+        "/webhook", data=body, headers={"X-Forgejo-Signature": sign(body), "Content-Type": FORM}
+    )
+    assert response.status_code == 202
+    assert nudge.count == 1
+
+
+@pytest.mark.parametrize(
+    ("content_type", "body", "expected"),
+    [
+        (FORM, b"payload=%7B%7D", b"{}"),
+        (f"{FORM}; charset=utf-8", b"payload=%7B%7D", b"{}"),
+        ("APPLICATION/X-WWW-FORM-URLENCODED", b"payload=%7B%7D", b"{}"),
+        (FORM, b"payload=%E2%9C%93", "\u2713".encode()),
+        ("application/json", b"payload=%7B%7D", None),
+        (FORM, b"payload=a&payload=b", None),  # two payloads: which was signed?
+        (FORM, b"other=x", None),
+        (FORM, b"&&&not a form", None),
+        (FORM, "payload=\u2713".encode(), None),  # not url-encoded
+        (FORM, b"&".join(b"k%d=v" % k for k in range(17)) + b"&payload=x", None),
+    ],
+)
+def test_form_payload_reads_one_payload_field_of_a_form_only(
+    content_type: str, body: bytes, expected: bytes | None
+) -> None:
+    assert form_payload(content_type, body) == expected
+
+
+@pytest.mark.parametrize(
+    ("headers", "expected"),
+    [
+        ({}, False),
+        ({"X-Gitea-Signature": " "}, False),
+        ({"X-Hub-Signature-256": "sha256="}, False),
+        ({"X-Hub-Signature-256": "sha1=ab"}, True),
+        ({"X-Hub-Signature-256": "sha256=ab"}, True),
+        ({"X-Forgejo-Signature": "ab"}, True),
+        ({"X-Gitea-Signature": "ab"}, True),
+    ],
+)
+def test_is_signed(headers: dict[str, str], expected: bool) -> None:
+    assert is_signed(headers) is expected
+
+
+def test_an_unreadable_payload_still_nudges(client: FlaskClient, nudge: CountingNudge) -> None:
     junk = b"\xff\xfe not json at all {{{"
     response = client.post(
         "/webhook",

@@ -1,0 +1,7 @@
+"""The live Forgejo-family server tier: one real Gitea for the session, torn down after."""
+
+from __future__ import annotations
+
+from tests.support.gitea_fixtures import gitea, gitea_pusher, image, owner, skopeo
+
+__all__ = ["gitea", "gitea_pusher", "image", "owner", "skopeo"]
