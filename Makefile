@@ -11,7 +11,7 @@ WITH_TOOLS = source $(TOOLS_ENV) &&
 .PHONY: help tools tools-core tools-gitea venv test lint typecheck pytest chart-lint chart-test names demo bench clean
 
 help:
-	@echo "make demo    - watch autoroll roll a 3-replica app on a local control plane"
+	@echo "make demo    - watch autoroll replace 3 real containers one at a time on a local cluster"
 	@echo "               (DEMO_ARGS=--once: one roll, then tear down and exit)"
 	@echo "make names   - preview the Job names for examples/jobs-values.yaml (jobhash)"
 	@echo "make bench   - run the benchmarks (about 10 min) and rewrite docs/performance.md"
@@ -20,7 +20,8 @@ help:
 	@echo "make tools-gitea - also build Gitea and install skopeo (the tests/gitea tier)"
 
 # Everything the suites need, including the local control plane (etcd, kube-apiserver,
-# kube-controller-manager) that the end-to-end tests and the demo run.
+# kube-controller-manager) and the node (kubelet, containerd, runc, CNI plugins, busybox) that
+# the end-to-end tests and the demo run.
 tools $(TOOLS_ENV): scripts/tools.sh scripts/versions.env
 	scripts/tools.sh all
 
@@ -64,7 +65,7 @@ workflow-lint: $(TOOLS_ENV)
 # The README's test command: tools first, then every suite. Stops at the first failure.
 test: tools tools-gitea venv lint typecheck chart-lint chart-test workflow-lint pytest
 
-# The README's first command: a local control plane, a registry, a 3-replica enrolled app, a
+# The README's first command: a local control plane and node, a registry, a 3-replica enrolled app, a
 # new :latest pushed, and autoroll rolling it pod by pod, live. Enter pushes again; Ctrl-C
 # tears everything down. `make demo DEMO_ARGS=--once` rolls once and exits (0: roll complete).
 demo: tools venv
