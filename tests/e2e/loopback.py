@@ -59,7 +59,8 @@ def in_netns(path: str | None) -> Iterator[None]:
         os.close(home)
 
 
-def _pump(source: socket.socket, sink: socket.socket) -> None:
+def _pump(source: socket.socket, sink: socket.socket, done: threading.Barrier) -> None:
+    """Copy until EOF, then half-close; the second of a pair to finish closes both."""
     try:
         while data := source.recv(65536):
             sink.sendall(data)
@@ -68,6 +69,10 @@ def _pump(source: socket.socket, sink: socket.socket) -> None:
     finally:
         with contextlib.suppress(OSError):
             sink.shutdown(socket.SHUT_WR)
+        with contextlib.suppress(threading.BrokenBarrierError):
+            if done.wait() == 0:
+                source.close()
+                sink.close()
 
 
 @dataclass
@@ -143,9 +148,11 @@ class LoopbackBridge:
                     client.close()
                     upstream.close()
                     return
+                forward.connections -= {c for c in forward.connections if c.fileno() == -1}
                 forward.connections.update((client, upstream))
+            done = threading.Barrier(2)
             for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=_pump, args=(a, b), daemon=True).start()
+                threading.Thread(target=_pump, args=(a, b, done), daemon=True).start()
 
     def close(self) -> None:
         """Stop listening and cut every bridged connection."""
