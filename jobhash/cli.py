@@ -1,8 +1,10 @@
 """Command-line entry point: preview, compare and check the chart's spec-hashed Job names.
 
 Exit codes: 0 ok, 1 invalid values (Helm would refuse them, the chart would fail, or jobhash
-cannot mirror them exactly), 2 usage (bad arguments, unreadable files). Errors go to stderr,
-name the file, the key path and the fix, and never show a traceback.
+cannot mirror them exactly), 2 usage (bad arguments, unreadable files), 3 ``diff --strict``
+found a Job that keeps its name while its pod template changes (Kubernetes would refuse the
+update). Errors go to stderr, name the file, the key path and the fix, and never show a
+traceback.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from jobhash import __version__
 from jobhash.errors import JobhashError, RenderError, UnmirrorableError, UsageError, ValuesError
@@ -32,6 +34,7 @@ from jobhash.values import (
 EXIT_OK = 0
 EXIT_INVALID = 1
 EXIT_USAGE = 2
+EXIT_REFUSED = 3
 
 DESCRIPTION = """\
 Preview the Job and CronJob names the autoroll chart renders from jobGroups, byte-exact with
@@ -40,17 +43,49 @@ assembled and serialised as _jobs.tpl does, and named after its sha256.
 """
 
 DIFF_EPILOG = """\
-Both sides start from the shared -f/--set/--set-string options; the --from-*/--to-* options
-are added on top of them, for side A and side B. Helm's precedence applies per side: files,
-then every --set, then every --set-string. Examples:
+Both sides start from the shared -f/--set* options; the --from-*/--to-* options are added on
+top of them, for side A and side B. Helm's precedence applies per side: files, then every
+--set-json, --set, --set-string, --set-file, --set-literal (in that order). Examples:
 
   jobhash diff --release demo -f values.yaml --from-values old.yaml --to-values new.yaml
   jobhash diff --release demo -f values.yaml --to-set jobGroups.db.image.tag=v2
+  jobhash diff --strict --release demo -f values.yaml --to-values new.yaml   # in CI
 
 Each line says what happens to one group/job: "re-runs" (its spec hash changed: a new Job
 name, with the hashed fields that changed), "renamed" (same spec, new name), "unchanged",
-"new" or "no longer rendered".
+"updated" (a CronJob keeps its name, its job template changes in place), "new", "no longer
+rendered", or REFUSED: a Job keeps its name but its pod template changes (today only
+podAnnotations under hashIncludePodAnnotations: false, or any change under hashSuffix: false),
+which Kubernetes refuses, so helm upgrade and an Argo CD sync fail. The line says how to get
+out of it. --strict makes a REFUSED entry exit 3.
 """
+
+# Every value flag helm template takes, as (flag, ValueSources field, help); jobhash applies
+# them in Helm's order (jobhash.values.FLAGS), wherever they stand on the command line.
+VALUE_FLAGS = (
+    ("--set", "sets", "like helm --set: 3 is an integer, 1.5 a string, true/false/null typed"),
+    (
+        "--set-string",
+        "set_strings",
+        "like helm --set-string: always a string; applied after every --set",
+    ),
+    (
+        "--set-json",
+        "set_jsons",
+        'like helm --set-json: key=<JSON> pairs (a=[1,2],b="s"), or one JSON object; '
+        "applied before every --set",
+    ),
+    (
+        "--set-file",
+        "set_files",
+        "like helm --set-file: key=path, the file's content as a string; after --set-string",
+    ),
+    (
+        "--set-literal",
+        "set_literals",
+        "like helm --set-literal: key=value, the value verbatim (commas too); applied last",
+    ),
+)
 
 
 def _add_value_options(parser: argparse.ArgumentParser) -> None:
@@ -73,22 +108,8 @@ def _add_value_options(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="a values file, like helm -f (repeatable, later files win)",
     )
-    parser.add_argument(
-        "--set",
-        dest="sets",
-        action="append",
-        default=[],
-        metavar="K=V",
-        help="like helm --set: 3 is an integer, 1.5 a string, true/false/null typed",
-    )
-    parser.add_argument(
-        "--set-string",
-        dest="set_strings",
-        action="append",
-        default=[],
-        metavar="K=V",
-        help="like helm --set-string: always a string; applied after every --set",
-    )
+    for flag, dest, text in VALUE_FLAGS:
+        parser.add_argument(flag, dest=dest, action="append", default=[], metavar="K=V", help=text)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -144,25 +165,24 @@ def build_parser() -> argparse.ArgumentParser:
             metavar="FILE",
             help=f"a values file for side {label} only",
         )
-        diff.add_argument(
-            f"--{side}-set",
-            dest=f"{side}_sets",
-            action="append",
-            default=[],
-            metavar="K=V",
-            help=f"--set for side {label} only",
-        )
-        diff.add_argument(
-            f"--{side}-set-string",
-            dest=f"{side}_set_strings",
-            action="append",
-            default=[],
-            metavar="K=V",
-            help=f"--set-string for side {label} only",
-        )
+        for flag, dest, _ in VALUE_FLAGS:
+            diff.add_argument(
+                f"--{side}-{flag.removeprefix('--')}",
+                dest=f"{side}_{dest}",
+                action="append",
+                default=[],
+                metavar="K=V",
+                help=f"{flag} for side {label} only",
+            )
     diff.add_argument("-o", "--output", choices=("text", "json"), default="text")
     diff.add_argument(
         "--all", action="store_true", help="also list entries that do not change at all"
+    )
+    diff.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit 3 when a Job keeps its name but its pod template changes (Kubernetes "
+        "would refuse the update); for CI",
     )
     return parser
 
@@ -204,14 +224,14 @@ def _plan_loaded(chart: Chart, release: str, loaded: LoadedValues) -> list[PlanI
 
 
 def _sources(args: argparse.Namespace, side: str = "") -> ValueSources:
-    files = list(args.files)
-    sets = list(args.sets)
-    set_strings = list(args.set_strings)
+    fields: dict[str, list[Any]] = {"files": list(args.files)}
     if side:
-        files += getattr(args, f"{side}_files")
-        sets += getattr(args, f"{side}_sets")
-        set_strings += getattr(args, f"{side}_set_strings")
-    return ValueSources(files=files, sets=sets, set_strings=set_strings)
+        fields["files"] += getattr(args, f"{side}_files")
+    for _, dest, _ in VALUE_FLAGS:
+        fields[dest] = list(getattr(args, dest))
+        if side:
+            fields[dest] += getattr(args, f"{side}_{dest}")
+    return ValueSources(**fields)
 
 
 def _item_json(item: PlanItem) -> dict[str, str]:
@@ -327,6 +347,7 @@ def cmd_diff(args: argparse.Namespace, out: TextIO) -> int:
     before = _plan(chart, release, _sources(args, "from"))
     after = _plan(chart, release, _sources(args, "to"))
     changes = compare(before, after)
+    refused = [c for c in changes if c.outcome is Outcome.REFUSED]
     if args.output == "json":
         rows = [
             {
@@ -339,16 +360,26 @@ def cmd_diff(args: argparse.Namespace, out: TextIO) -> int:
                     {"path": f.path, "before": f.before, "after": f.after, "hashed": f.hashed}
                     for f in c.fields
                 ],
+                "template": [
+                    {"path": f.path, "before": f.before, "after": f.after} for f in c.template
+                ],
             }
             for c in changes
         ]
         out.write(json.dumps(rows, indent=2, ensure_ascii=False) + "\n")
-        return EXIT_OK
-    shown = [c for c in changes if args.all or c.outcome is not Outcome.UNCHANGED or c.fields]
-    if not shown:
-        out.write("no differences: every Job keeps its name and none runs again\n")
-    for change in shown:
-        out.write(describe(change) + "\n")
+    else:
+        shown = [c for c in changes if args.all or c.outcome is not Outcome.UNCHANGED or c.fields]
+        if not shown:
+            out.write("no differences: every Job keeps its name and none runs again\n")
+        for change in shown:
+            out.write(describe(change) + "\n")
+    if refused and args.strict:
+        entries = ", ".join(c.key for c in refused)
+        sys.stderr.write(
+            f"jobhash: --strict: {len(refused)} Job(s) keep their name but change their pod "
+            f"template ({entries}); Kubernetes would refuse the update (see the REFUSED lines)\n"
+        )
+        return EXIT_REFUSED
     return EXIT_OK
 
 

@@ -21,6 +21,7 @@ from jobhash.spec import (
     go_kind,
     job_group_guard,
     job_group_hash,
+    job_group_job_spec,
     job_group_spec,
     job_group_values,
     valid_key,
@@ -42,6 +43,17 @@ class PlanItem:
     @property
     def sha8(self) -> str:
         return self.hash[:8]
+
+    def job_spec(self) -> GoMap:
+        """The Job ``.spec`` (or the CronJob's ``jobTemplate.spec``) exactly as rendered."""
+        spec: GoMap = job_group_job_spec(
+            spec_json=self.spec,
+            hash_hex=self.hash,
+            values=self.values,
+            group=self.group,
+            job=self.job,
+        )
+        return spec
 
 
 def _sorted_keys(mapping: Mapping[str, GoValue]) -> list[str]:

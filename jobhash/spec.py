@@ -18,6 +18,7 @@ message, verbatim.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -31,8 +32,8 @@ KEY_PATTERN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 GoMap = dict[str, GoValue]
 
 # unicode.IsSpace: Latin-1 spaces plus the White_Space property (not U+001C..U+001F).
-_GO_SPACE = "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
-_GO_SPACE += "\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+GO_SPACE = "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
+GO_SPACE += "\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -79,7 +80,7 @@ def go_kind(value: object) -> str:
 
 def go_trim_space(text: str) -> str:
     """Sprig ``trim`` (``strings.TrimSpace``)."""
-    return text.strip(_GO_SPACE)
+    return text.strip(GO_SPACE)
 
 
 def json_round_trip(value: GoValue) -> Any:
@@ -399,10 +400,32 @@ def valid_key(key: GoValue) -> bool:
     return isinstance(key, str) and bool(KEY_PATTERN.fullmatch(key)) and len(key.encode()) <= 63
 
 
+def job_group_pod_labels(group: str, job: str) -> GoMap:
+    """``autoroll.jobGroupPodLabels``: the pod template's identity labels, part of the hash input.
+
+    Only the group and job keys: labels that vary with the chart version, appVersion, release or
+    controller values would change an existing Job's immutable pod template under the same name
+    (ADR 012). Keep in sync with ``_jobs.tpl`` autoroll.jobGroupPodLabels.
+    """
+    return {"autoroll.aethnet.se/job-group": group, "autoroll.aethnet.se/job": job}
+
+
+def job_group_template_labels(group: str, job: str, hash_hex: str) -> GoMap:
+    """``autoroll.jobGroupTemplateLabels``: the pod labels plus ``spec-hash`` (the sha8).
+
+    The labels of a pod template and of a CronJob's ``jobTemplate``. Keep in sync with
+    ``_jobs.tpl`` autoroll.jobGroupTemplateLabels.
+    """
+    labels = job_group_pod_labels(group, job)
+    labels["autoroll.aethnet.se/spec-hash"] = hash_hex[:8]
+    return labels
+
+
 def job_group_spec(values: GoMap, group: str, job: str) -> str:
     """``autoroll.jobGroupSpec``: the hash input, the Job ``.spec`` as ``mustToJson`` writes it.
 
-    Keep in sync with ``_jobs.tpl`` autoroll.jobGroupSpec.
+    Everything the pod template carries is in it but the spec-hash label (the hash itself) and
+    opted-out pod annotations. Keep in sync with ``_jobs.tpl`` autoroll.jobGroupSpec.
     """
     path = f"jobGroups.{group}.jobs.{job}"
     image = go_default(go_get(values, "image"), {})
@@ -473,14 +496,34 @@ def job_group_spec(values: GoMap, group: str, job: str) -> str:
         "topologySpreadConstraints",
     ):
         set_if_set(pod, key, go_get(values, key))
-    template: GoMap = {"spec": pod}
+    meta: GoMap = {"labels": job_group_pod_labels(group, job)}
     pod_annotations = go_get(values, "podAnnotations")
     if not go_empty(go_get(values, "hashIncludePodAnnotations")) and is_set(pod_annotations):
-        template["metadata"] = {"annotations": clone(pod_annotations)}
+        meta["annotations"] = clone(pod_annotations)
+    template: GoMap = {"metadata": meta, "spec": pod}
     spec: GoMap = {"template": template}
     for key in ("backoffLimit", "activeDeadlineSeconds", "ttlSecondsAfterFinished"):
         set_if_set(spec, key, go_get(values, key))
     return marshal(spec)
+
+
+def job_group_job_spec(
+    *, spec_json: str, hash_hex: str, values: GoMap, group: str, job: str
+) -> Any:
+    """``autoroll.jobGroupJobSpec``: the rendered Job ``.spec`` (a CronJob's jobTemplate.spec).
+
+    The hashed spec parsed back (every number a float64), plus the spec-hash pod label and,
+    under ``hashIncludePodAnnotations: false``, the pod annotations: the only parts of a Job's
+    immutable pod template that can differ under one name are those annotations (and, with
+    ``hashSuffix: false``, anything). Keep in sync with ``_jobs.tpl`` autoroll.jobGroupJobSpec.
+    """
+    spec = json_round_trip(json.loads(spec_json))
+    meta = spec["template"]["metadata"]
+    meta["labels"] = job_group_template_labels(group, job, hash_hex)
+    pod_annotations = go_get(values, "podAnnotations")
+    if go_empty(go_get(values, "hashIncludePodAnnotations")) and is_set(pod_annotations):
+        meta["annotations"] = clone(pod_annotations)
+    return spec
 
 
 # ---------------------------------------------------------------------------------------------
@@ -556,11 +599,12 @@ def job_group_guard(values: GoMap, group: str, job: str) -> None:
 # ---------------------------------------------------------------------------------------------
 # Characters Helm cannot write
 
-UNWRITABLE = re.compile("[\x7f-\x84\x86-\x9f\ufffe\uffff]")
-"""``autoroll.jobs.unwritablePattern``: DEL, C1 controls but U+0085, U+FFFE and U+FFFF.
+UNWRITABLE = re.compile("[\x7f-\x9f\ufffe\uffff]")
+"""``autoroll.jobs.unwritablePattern``: DEL, the C1 controls, U+FFFE and U+FFFF.
 
-Helm's ``toYaml`` renders ``""`` for a value holding one (its YAML parser refuses them), so
-the chart fails instead of rendering an empty Job spec.
+Helm's ``toYaml`` renders ``""`` for a value holding one but U+0085 (its YAML parser refuses
+them), and folds U+0085 (a YAML 1.1 line break, left raw by Go's JSON) into a space, so the
+chart fails instead of rendering an empty Job spec or one that is not the hashed spec.
 """
 
 
@@ -601,7 +645,8 @@ def check_writable(values: Mapping[str, GoValue]) -> None:
     )
     if path:
         raise _fail(
-            f"{path}: contains DEL (U+007F), a C1 control character (U+0080-U+009F other than "
-            "U+0085) or U+FFFE/U+FFFF, which Helm cannot write into the rendered YAML; remove "
-            "that character (an escape such as \\x7f in a values file is the same character)"
+            f"{path}: contains DEL (U+007F), a C1 control character (U+0080-U+009F) or "
+            "U+FFFE/U+FFFF, which Helm cannot write into the rendered YAML as given (toYaml "
+            "drops the value, or folds U+0085 into a space or line break); remove that "
+            "character (an escape such as \\x7f in a values file is the same character)"
         )

@@ -1,13 +1,18 @@
-"""Helm's value loading: chart defaults, ``-f`` files, ``--set``/``--set-string``, schema.
+"""Helm's value loading: chart defaults, ``-f`` files, every ``--set*`` flag, schema.
 
 Mirrors Helm v4.3.1:
 
 * ``pkg/cli/values.Options.MergeValues``: ``-f`` files in order (``loader.MergeMaps``: maps
-  merge, anything else replaces), then every ``--set`` in order, then every ``--set-string``
-  (all ``--set`` before all ``--set-string``, wherever they stand on the command line);
+  merge, anything else replaces), then every ``--set-json``, every ``--set``, every
+  ``--set-string``, every ``--set-file``, every ``--set-literal``, each flag's occurrences in
+  order (so all ``--set`` come before all ``--set-string``, wherever they stand on the command
+  line);
 * ``pkg/strvals`` for the ``--set`` syntax and typing (``3`` is an int64, ``1.5`` a string,
   ``true``/``false``/``null`` typed in any case, ``a.b=1``, ``a[0]=x``, ``a={x,y}``, ``\\``
-  escapes, ``,`` between pairs);
+  escapes, ``,`` between pairs); ``--set-json`` values are JSON (numbers float64, an empty
+  value null, or a whole ``{...}`` object merged like a values file); ``--set-file`` values
+  are paths whose content becomes a string; ``--set-literal`` (``literal_parser.go``) takes
+  everything after the first ``=`` verbatim, with no escapes, commas or lists;
 * ``pkg/chart/common/util.CoalesceValues``: user values over the chart's ``values.yaml``;
   ``null`` deletes a chart default;
 * ``ValidateAgainstSchema``: the coalesced values against ``values.schema.json`` (draft 7,
@@ -18,16 +23,18 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from jobhash import schemacheck
-from jobhash.errors import UsageError, ValuesError
+from jobhash.errors import UnmirrorableError, UsageError, ValuesError
 from jobhash.gojson import GoValue, clone
 from jobhash.goyaml import load_values, merge_maps
+from jobhash.spec import GO_SPACE
 
 if TYPE_CHECKING:
     import jsonschema.exceptions
@@ -172,20 +179,42 @@ def _set_index(items: list[GoValue], index: int, value: GoValue) -> list[GoValue
     return items
 
 
+Reader = Callable[[str], GoValue]
+"""strvals ``RunesValueReader``: turns one value's text into the value (typing, or a file)."""
+
+
 class _StrvalsParser:
-    """strvals ``parser`` with the string reader (``--set``) or forced strings (``--set-string``).
+    """strvals ``parser``: typed (``--set``), forced strings (``--set-string``), file contents
+    (``--set-file``: ``reader`` reads the path) or JSON values (``--set-json``).
 
     Methods return True where the Go code returns ``io.EOF`` (which ends parsing silently) and
     raise :class:`_StrvalsError` for every other error.
     """
 
-    def __init__(self, text: str, data: dict[str, GoValue], *, as_string: bool) -> None:
+    def __init__(
+        self, text: str, data: dict[str, GoValue], *, reader: Reader, json_values: bool = False
+    ) -> None:
         self.sc = _Runes(text)
         self.data = data
-        self.as_string = as_string
+        self.reader = reader
+        self.json_values = json_values
 
-    def reader(self, text: str) -> GoValue:
-        return typed_value(text, as_string=self.as_string)
+    def empty_val(self) -> bool:
+        """``emptyVal``: skip spaces; True at EOF or a ``,`` (both consumed), else False."""
+        while True:
+            char = self.sc.read()
+            if char is None or char == ",":
+                return True
+            if char not in GO_SPACE:
+                self.sc.unread()
+                return False
+
+    def json_val(self) -> GoValue:
+        """A ``json.Decoder.Decode`` of the rest, consuming only the value, then ``emptyVal``."""
+        value, end = decode_json_prefix(self.sc.text, self.sc.pos)
+        self.sc.pos = end
+        self.empty_val()
+        return value
 
     def parse(self) -> None:
         while not self.key(self.data, 0):
@@ -206,6 +235,9 @@ class _StrvalsParser:
             _set(data, key, items)
             return eof
         if last == "=":
+            if self.json_values:
+                _set(data, key, None if self.empty_val() else self.json_val())
+                return False
             try:
                 values = self.val_list()
             except EOFError:
@@ -253,6 +285,10 @@ class _StrvalsParser:
         if eof:
             return items, True
         if last == "=":
+            if self.json_values:
+                if self.empty_val():
+                    return _set_index(items, index, None), False
+                return _set_index(items, index, self.json_val()), False
             try:
                 values = self.val_list()
             except EOFError:
@@ -312,19 +348,291 @@ def _go_quote(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
-def parse_set(expression: str, dest: dict[str, GoValue], *, as_string: bool = False) -> None:
-    """``strvals.ParseInto`` (or ``ParseIntoString``): apply one ``--set`` to ``dest``."""
-    flag = "--set-string" if as_string else "--set"
+class _LiteralParser:
+    """strvals ``literalParser`` (``--set-literal``): keys as for ``--set`` but without ``\\``
+    escapes or ``,``; the value is the rest of the argument, verbatim (one pair per flag)."""
+
+    def __init__(self, text: str, data: dict[str, GoValue]) -> None:
+        self.sc = _Runes(text)
+        self.data = data
+
+    def until(self, stop: frozenset[str]) -> tuple[str, str | None, bool]:
+        """``runesUntilLiteral``: like ``runesUntil`` without escapes."""
+        start = self.sc.pos
+        while True:
+            char = self.sc.read()
+            if char is None:
+                return self.sc.text[start:], None, True
+            if char in stop:
+                return self.sc.text[start : self.sc.pos - 1], char, False
+
+    def parse(self) -> None:
+        while not self.key(self.data, 0):
+            pass
+
+    def rest(self) -> str:
+        text = self.sc.text[self.sc.pos :]
+        self.sc.pos = len(self.sc.text)
+        return text
+
+    def key(self, data: dict[str, GoValue], level: int) -> bool:
+        key, last, eof = self.until(_LITERAL_KEY_STOP)
+        if eof:
+            if not key:
+                return True
+            raise _StrvalsError(f"key {_go_quote(key)} has no value")
+        if last == "=":
+            _set(data, key, self.rest())
+            return False
+        if last == ".":
+            level += 1
+            if level > MAX_NESTED_NAME_LEVEL:
+                raise _StrvalsError(
+                    "value name nested level is greater than maximum supported nested level of "
+                    f"{MAX_NESTED_NAME_LEVEL}"
+                )
+            inner: dict[str, GoValue] = _want_map(data[key]) if key in data else {}
+            eof = self.key(inner, level)
+            if not eof and not inner:
+                raise _StrvalsError(f"key map {_go_quote(key)} has no value")
+            if inner:
+                _set(data, key, inner)
+            return eof
+        # last == "["
+        index = self.key_index()
+        if index is None:
+            return True
+        items: list[GoValue] = _want_list(data[key]) if key in data else []
+        items, eof = self.list_item(items, index, level)
+        _set(data, key, items)
+        return eof
+
+    def key_index(self) -> int | None:
+        text, _, eof = self.until(frozenset("]"))
+        if eof:
+            return None
+        if not _INT_RE.fullmatch(text) or not -(2**63) <= int(text) < 2**63:
+            raise _StrvalsError(
+                f'error parsing index: strconv.Atoi: parsing "{text}": invalid syntax'
+            )
+        return int(text)
+
+    def list_item(self, items: list[GoValue], index: int, level: int) -> tuple[list[GoValue], bool]:
+        if index < 0:
+            raise _StrvalsError(f"negative {index} index not allowed")
+        rest, last, eof = self.until(_LIST_ITEM_STOP)
+        if rest:
+            raise _StrvalsError(f"unexpected data at end of array index: {_go_quote(rest)}")
+        if eof:
+            return items, True
+        if last == "=":
+            return _set_index(items, index, self.rest()), False
+        if last == ".":
+            inner: dict[str, GoValue] = {}
+            if len(items) > index:
+                existing = items[index]
+                if isinstance(existing, dict):
+                    inner = existing
+                else:
+                    items[index] = inner  # indices out of order: Go starts an empty map in place
+            if self.key(inner, level):
+                return items, True
+            return _set_index(items, index, inner), False
+        # last == "["
+        next_index = self.key_index()
+        if next_index is None:
+            return items, True
+        current: list[GoValue] = []
+        if len(items) > index and items[index] is not None:
+            current = _want_list(items[index])
+        nested, eof = self.list_item(current, next_index, level)
+        if eof:
+            return items, True
+        return _set_index(items, index, nested), False
+
+
+_LITERAL_KEY_STOP = frozenset("=[.")
+
+
+def _reject_constant(name: str) -> GoValue:
+    raise ValueError(f"invalid character {name[0]!r} looking for beginning of value")
+
+
+_JSON = json.JSONDecoder(parse_int=float, parse_constant=_reject_constant)
+
+
+def _go_json_value(value: Any) -> GoValue:
+    """What ``encoding/json`` gives where Python's decoder differs: a lone surrogate escape is
+    U+FFFD, and a number beyond float64 is an error (Python would give inf)."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, float):
+        if math.isinf(value):
+            raise ValueError("a number does not fit a float64")
+        return value
+    if isinstance(value, list):
+        return [_go_json_value(item) for item in value]
+    if isinstance(value, dict):
+        return {_SURROGATE.sub("\ufffd", key): _go_json_value(item) for key, item in value.items()}
+    return value  # type: ignore[no-any-return]
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def decode_json_prefix(text: str, start: int) -> tuple[GoValue, int]:
+    """``json.Decoder.Decode`` on ``text[start:]``: one JSON value (numbers are float64) and the
+    index just after it; whatever follows is left for the caller, as ``InputOffset`` does."""
+    index = start
+    while index < len(text) and text[index] in " \t\n\r":
+        index += 1
+    try:
+        value, end = _JSON.raw_decode(text, index)
+        value = _go_json_value(value)
+    except ValueError as err:
+        raise _StrvalsError(str(err)) from err
+    if isinstance(value, float) and end < len(text):
+        # Python stops before a "." or "e" that does not continue the number; Go's scanner
+        # has already committed to it and fails ("1.", "1e", "1.5e+").
+        number, following = text[index:end].lower(), text[end].lower()
+        if "e" not in number and (following == "e" or (following == "." and "." not in number)):
+            after = text[end + 1 : end + 2]
+            raise _StrvalsError(
+                f"invalid character {after!r} in numeric literal"
+                if after
+                else "unexpected end of JSON input"
+            )
+    return value, end
+
+
+def decode_json_object(text: str) -> dict[str, GoValue]:
+    """``json.Unmarshal`` into ``map[string]any``: exactly one JSON object, nothing after it."""
+    try:
+        value = _go_json_value(_JSON.decode(text))
+    except ValueError as err:
+        raise _StrvalsError(str(err)) from err
+    if not isinstance(value, dict):
+        raise _StrvalsError("json: cannot unmarshal into Go value of type map[string]interface {}")
+    return value
+
+
+FLAGS = ("--set-json", "--set", "--set-string", "--set-file", "--set-literal")
+"""Every value flag, in the order ``MergeValues`` applies them (after all ``-f`` files)."""
+
+_SYNTAX_FIX = (
+    "use key=value pairs separated by commas: a.b=1,list[0]=x,c={x,y}; escape a literal , . [ = "
+    "with a backslash"
+)
+_FIXES = {
+    "--set": _SYNTAX_FIX,
+    "--set-string": _SYNTAX_FIX,
+    "--set-file": "use key=path pairs separated by commas: a.b=config.txt; escape a literal "
+    ", . [ = with a backslash",
+    "--set-json": 'use key=<JSON> pairs separated by commas (a.b=[1,2],c={"d":true},e="text") '
+    'or one JSON object ({"a":{"b":1}}); quote strings as JSON does',
+    "--set-literal": "use one key=value per flag; everything after the first = is the value",
+}
+
+
+def parse_flag(
+    flag: str, expression: str, dest: dict[str, GoValue], *, read_file: Reader | None = None
+) -> dict[str, GoValue]:
+    """Apply one occurrence of ``flag`` to ``dest`` as ``MergeValues`` does; returns the values
+    (a new map for a ``--set-json`` object, which is merged like a values file, else ``dest``).
+
+    ``read_file`` gives a ``--set-file`` path's content (see :func:`read_set_file`).
+    """
     if any(0xD800 <= ord(char) <= 0xDFFF for char in expression):
         raise UsageError(f"{flag} {expression!r}: the argument is not valid UTF-8")
     try:
-        _StrvalsParser(expression, dest, as_string=as_string).parse()
+        if flag == "--set-json":
+            trimmed = expression.strip(GO_SPACE)
+            if trimmed.startswith("{"):
+                return merge_maps(dest, decode_json_object(trimmed))
+            _StrvalsParser(expression, dest, reader=_typed, json_values=True).parse()
+        elif flag == "--set-literal":
+            _LiteralParser(expression, dest).parse()
+        elif flag == "--set-file":
+            _StrvalsParser(expression, dest, reader=read_file or read_set_file).parse()
+        else:
+            reader = _as_string if flag == "--set-string" else _typed
+            _StrvalsParser(expression, dest, reader=reader).parse()
     except _StrvalsError as err:
         raise ValuesError(
-            f"failed parsing {flag} data: {err}",
-            source=f"{flag} {expression}",
-            fix="use key=value pairs separated by commas: a.b=1,list[0]=x,c={x,y}; "
-            "escape a literal , . [ = with a backslash",
+            f"failed parsing {flag} data: {err}", source=f"{flag} {expression}", fix=_FIXES[flag]
+        ) from err
+    return dest
+
+
+def _typed(text: str) -> GoValue:
+    return typed_value(text, as_string=False)
+
+
+def _as_string(text: str) -> GoValue:
+    return text
+
+
+def parse_set(expression: str, dest: dict[str, GoValue], *, as_string: bool = False) -> None:
+    """``strvals.ParseInto`` (or ``ParseIntoString``): apply one ``--set`` to ``dest``."""
+    parse_flag("--set-string" if as_string else "--set", expression, dest)
+
+
+_GETTER_SCHEMES = ("http", "https", "oci")  # Helm v4's built-in getters (plugins add more)
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
+_BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
+
+
+def helm_path_problem(path: str) -> str | None:
+    """Why Helm's ``readFile`` would not read ``path`` as a local file, or None.
+
+    Helm parses the path as a URL first (``net/url.Parse``) and fails on what that refuses:
+    control characters, a leading ``:``, a colon in the first segment of a relative path, a
+    ``%`` not followed by two hex digits (outside the query); a scheme with a getter (http,
+    https, oci) is downloaded instead. ``-`` is stdin. Not mirrored: the host checks of a
+    ``//host/...`` path (such a path is refused by neither side here).
+    """
+    if path.strip(GO_SPACE) == "-":
+        return "- means standard input to Helm; jobhash does not read it, so write it to a file"
+    if any(ord(char) < 0x20 or ord(char) == 0x7F for char in path):
+        return "Helm refuses it: net/url: invalid control character in URL"
+    url, _, fragment = path.partition("#")
+    if url.startswith(":"):
+        return "Helm refuses it: missing protocol scheme"
+    scheme = _SCHEME.match(url)
+    rest = url[scheme.end() :] if scheme else url
+    if scheme and scheme.group(1).lower() in _GETTER_SCHEMES:
+        return (
+            f"Helm downloads {scheme.group(1).lower()}:// paths; jobhash reads only local files, "
+            "so download it and pass the local path"
+        )
+    rest = rest.split("?", 1)[0]
+    if scheme and not rest.startswith("/"):
+        return None  # an opaque URL: Helm reads the file of that name
+    if not scheme and not rest.startswith("/") and ":" in rest.split("/", 1)[0]:
+        return "Helm refuses it: first path segment in URL cannot contain colon"
+    if _BAD_ESCAPE.search(rest) or _BAD_ESCAPE.search(fragment):
+        return "Helm refuses it: invalid URL escape (a % must start %XX)"
+    return None
+
+
+def read_set_file(path: str) -> GoValue:
+    """Helm's ``--set-file`` reader: the file's bytes as a string (relative to the working dir)."""
+    problem = helm_path_problem(path)
+    if problem:
+        raise UsageError(f"--set-file: cannot read {path!r}: {problem}")
+    try:
+        data = Path(path).read_bytes()
+    except OSError as err:
+        raise UsageError(
+            f"--set-file: cannot read {path!r} ({err.strerror}); check the path after the ="
+        ) from err
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise UnmirrorableError(
+            f"--set-file {path}: the file is not valid UTF-8 (byte {err.start}); Helm would "
+            "pass the raw bytes on, which jobhash cannot reproduce",
+            fix="store text files as UTF-8 (or base64-encode binary content)",
         ) from err
 
 
@@ -334,11 +642,25 @@ def parse_set(expression: str, dest: dict[str, GoValue], *, as_string: bool = Fa
 
 @dataclass(frozen=True)
 class ValueSources:
-    """Everything the user passes, in Helm's terms."""
+    """Everything the user passes, in Helm's terms (each flag's occurrences in order)."""
 
     files: Sequence[Path] = ()
     sets: Sequence[str] = ()
     set_strings: Sequence[str] = ()
+    set_jsons: Sequence[str] = ()
+    set_files: Sequence[str] = ()
+    set_literals: Sequence[str] = ()
+
+    def flags(self) -> list[tuple[str, str]]:
+        """``(flag, expression)`` pairs in the order Helm applies them (:data:`FLAGS`)."""
+        by_flag = {
+            "--set-json": self.set_jsons,
+            "--set": self.sets,
+            "--set-string": self.set_strings,
+            "--set-file": self.set_files,
+            "--set-literal": self.set_literals,
+        }
+        return [(flag, expression) for flag in FLAGS for expression in by_flag[flag]]
 
 
 @dataclass
@@ -389,30 +711,29 @@ def _read_file(path: Path) -> bytes:
         ) from err
 
 
-def user_values(sources: ValueSources) -> tuple[Values, _Origin]:
-    """``Options.MergeValues``: files, then every --set, then every --set-string."""
+def user_values(
+    sources: ValueSources, *, read_file: Reader | None = None
+) -> tuple[Values, _Origin]:
+    """``Options.MergeValues``: files, then each ``--set*`` flag in Helm's order (:data:`FLAGS`)."""
     base: Values = {}
     origin = _Origin()
     for path in sources.files:
         current = load_values(_read_file(path), str(path))
         origin.layers.append((str(path), current))
         base = merge_maps(base, current)
-    for flag, expressions in (("--set", sources.sets), ("--set-string", sources.set_strings)):
-        as_string = flag == "--set-string"
-        for expression in expressions:
-            parse_set(expression, base, as_string=as_string)
-            origin.layers.append((f"{flag} {expression}", _probe(expression, as_string)))
+    for flag, expression in sources.flags():
+        base = parse_flag(flag, expression, base, read_file=read_file)
+        origin.layers.append((f"{flag} {expression}", _probe(flag, expression)))
     return base, origin
 
 
-def _probe(expression: str, as_string: bool) -> Values:
-    """What one --set sets on its own (for error messages only; {} if it needs context)."""
+def _probe(flag: str, expression: str) -> Values:
+    """What one flag sets on its own (for error messages only; {} if it needs context)."""
     probe: Values = {}
     try:
-        parse_set(expression, probe, as_string=as_string)
+        return parse_flag(flag, expression, probe, read_file=lambda _path: "")
     except ValuesError:
         return {}
-    return probe
 
 
 def _clean_nil(values: dict[str, GoValue]) -> None:

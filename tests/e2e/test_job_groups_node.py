@@ -130,12 +130,6 @@ def test_a_migration_job_runs_once_same_values_rerun_nothing_and_a_tag_bump_runs
     assert not pods.errors, pods.errors
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known bug: the Job's pod template carries the chart version, so an upgrade to a new"
-    " chart version changes an immutable field; fixed on branch `chartjobs` - remove this marker"
-    " when it lands",
-)
 @pytest.mark.usefixtures("node")
 def test_an_upgrade_to_a_new_chart_version_runs_nothing_again(
     helm: Helm, kube: Any, namespace: str, docker_registry: RegistryServer, tmp_path: Path

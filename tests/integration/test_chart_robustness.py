@@ -127,10 +127,19 @@ def test_unwritable_characters_fail_in_helm_and_jobhash_naming_the_path(
     assert ours.error in helm.error
 
 
-def test_nel_and_c0_controls_still_render(tmp_path: Path) -> None:
-    helm, ours = both(tmp_path, base_values(podAnnotations={"a": "x\x85\x01\ty"}))
+def test_c0_controls_still_render(tmp_path: Path) -> None:
+    helm, ours = both(tmp_path, base_values(podAnnotations={"a": "x\x01\ty\u2028"}))
     assert helm.ok and ours.ok, (helm.error, ours.error)
     assert helm.names == ours.names
+
+
+def test_nel_fails_because_toyaml_would_fold_it_into_a_space(tmp_path: Path) -> None:
+    """U+0085 is left raw by Go's JSON and read back by toYaml as a YAML 1.1 line break."""
+    helm, ours = both(tmp_path, base_values(env={"A": "x\x85y"}))
+    assert not helm.ok and not ours.ok
+    assert ours.error.startswith(f"jobGroups.db.jobs.migrate.env.A: {UNWRITABLE}")
+    assert "folds U+0085 into a space" in ours.error
+    assert ours.error in helm.error
 
 
 def test_controller_values_with_del_fail_instead_of_vanishing(tmp_path: Path) -> None:
@@ -170,7 +179,7 @@ def test_odd_overrides_are_refused_by_both_naming_the_key(
 def test_name_label_that_yaml_would_retype_stays_a_string(tmp_path: Path) -> None:
     helm, ours = both(tmp_path, {**base_values(), "nameOverride": "on", "fullnameOverride": "0"})
     assert helm.ok and ours.ok, (helm.error, ours.error)
-    assert helm.names == ours.names == {("Job", "0-db-migrate-eeed7204")}
+    assert helm.names == ours.names == {("Job", "0-db-migrate-b2147093")}
     (job,) = [d for d in yaml.safe_load_all(helm.stdout) if d]
     assert job["metadata"]["labels"]["app.kubernetes.io/name"] == "on"
 
@@ -179,7 +188,11 @@ def test_name_label_that_yaml_would_retype_stays_a_string(tmp_path: Path) -> Non
 
 
 def test_duplicate_names_fail_in_both_naming_both_entries(tmp_path: Path) -> None:
-    group = {"image": {"repository": "my/migrator", "tag": "v1"}, "jobs": {"migrate": {}}}
+    group = {
+        "image": {"repository": "my/migrator", "tag": "v1"},
+        "hashSuffix": False,
+        "jobs": {"migrate": {}},
+    }
     values = {
         "controller": {"enabled": False},
         "jobGroups": {"database1": group, "database2": group},
@@ -189,6 +202,19 @@ def test_duplicate_names_fail_in_both_naming_both_entries(tmp_path: Path) -> Non
     assert ours.error.startswith("jobGroups.database2.jobs.migrate: its Job name ")
     assert "is also the name of jobGroups.database1.jobs.migrate" in ours.error
     assert ours.error in helm.error
+
+
+def test_hashed_groups_sharing_8_characters_render_in_both(tmp_path: Path) -> None:
+    """The whole group key is a pod label, so it is hashed: the names differ."""
+    group = {"image": {"repository": "my/migrator", "tag": "v1"}, "jobs": {"migrate": {}}}
+    values = {
+        "controller": {"enabled": False},
+        "jobGroups": {"database1": group, "database2": group},
+    }
+    helm, ours = both(tmp_path, values)
+    assert helm.ok and ours.ok, (helm.error, ours.error)
+    assert helm.names == ours.names
+    assert len(helm.names) == 2
 
 
 # --- 4. release names with dots ----------------------------------------------------------------

@@ -1,10 +1,14 @@
 """Parity: for generated jobGroups, every Job/CronJob name jobhash predicts is the one
-the real `helm template` renders (and the full spec hash matches too).
+the real `helm template` renders, the full spec hash matches too, and so does the whole
+rendered Job spec (a CronJob's whole jobTemplate), labels and annotations of the pod template
+included: that is what `jobhash diff` compares to tell a refused update.
 
 The real Helm is the oracle. Each example is one values file written as YAML text (raw YAML
 1.1 scalars such as `y`, `on`, `0o17`, `1e3`, `2001-12-14` included, strings with `<>&`,
-U+2028, control characters, emoji and other non-ASCII), plus `--set`/`--set-string`
-overrides and a release name (long ones included). Many groups and jobs go into one helm call.
+U+2028, control characters, emoji and other non-ASCII), plus `--set`, `--set-string`,
+`--set-json`, `--set-file` and `--set-literal` overrides (given to helm interleaved; both
+apply them in Helm's order) and a release name (long ones included). Many groups and jobs go
+into one helm call.
 
 When Helm refuses the input (schema, a chart `fail`, a YAML error), jobhash must refuse it too,
 and a chart `fail` message jobhash reports must appear in Helm's error. jobhash may refuse
@@ -14,6 +18,7 @@ they stay rare. Example count: JOBHASH_PARITY_EXAMPLES (default 300).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -26,7 +31,10 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 from jobhash.errors import RenderError, UnmirrorableError, ValuesError
-from jobhash.plan import plan
+from jobhash.gojson import marshal
+from jobhash.goyaml import unmarshal_document
+from jobhash.plan import PlanItem, plan
+from jobhash.spec import job_group_template_labels
 from jobhash.values import ValueSources, load, load_chart
 from tests.conftest import require_tool
 
@@ -310,30 +318,48 @@ def key_escape(key: str) -> str:
     return "".join(out)
 
 
+# --set-file contents (named @N in an expression, replaced by the file's path per example).
+FILE_CONTENTS = ["v3", "with,comma", "line\n", "", "é😀 <>&", "true", "3", "1.5"]
+JSON_VALUES = ['"v4"', "7", "1.5", "true", "null", '"a,b"', '["x","y"]', '"<>&\\u2028"',
+               "1e21", "-0", '{"k":"v"}', "[]"]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Overrides:
+    sets: list[str] = field(default_factory=list)
+    set_strings: list[str] = field(default_factory=list)
+    set_jsons: list[str] = field(default_factory=list)
+    set_files: list[str] = field(default_factory=list)
+    set_literals: list[str] = field(default_factory=list)
+
+
 @st.composite
-def overrides(draw: st.DrawFn, jobgroups: dict[str, Any]) -> tuple[list[str], list[str]]:
-    sets: list[str] = []
-    strings: list[str] = []
+def overrides(draw: st.DrawFn, jobgroups: dict[str, Any]) -> Overrides:
+    out = Overrides()
     entries = [(g, j) for g, body in jobgroups.items() for j in body["jobs"]]
-    for _ in range(draw(st.integers(0, 3))):
+    for _ in range(draw(st.integers(0, 4))):
         group, job = draw(st.sampled_from(entries))
-        target = draw(
-            st.sampled_from(
-                [
-                    f"jobGroups.{group}.image.tag",
-                    f"jobGroups.{group}.jobs.{job}.env.{{name}}",
-                    "jobDefaults.env.{name}",
-                    f"jobGroups.{group}.jobs.{job}.backoffLimit",
-                    f"jobGroups.{group}.jobs.{job}.command",
-                    f"jobGroups.{group}.jobs.{job}.args[0]",
-                    f"jobGroups.{group}.hashSuffix",
-                    "fullnameOverride",
-                    "nameOverride",
-                ]
-            )
-        )
+        flag = draw(st.integers(0, 9))
+        # --set-file and --set-literal give strings: aim them mostly at string fields, so
+        # most examples still render (a string backoffLimit only tests the schema again).
+        text_targets = [
+            f"jobGroups.{group}.image.tag",
+            f"jobGroups.{group}.jobs.{job}.env.{{name}}",
+            "jobDefaults.env.{name}",
+            f"jobGroups.{group}.jobs.{job}.command",
+            f"jobGroups.{group}.jobs.{job}.args[0]",
+            f"jobGroups.{group}.jobs.{job}.podAnnotations.{{name}}",
+        ]
+        targets = [
+            *text_targets,
+            f"jobGroups.{group}.jobs.{job}.backoffLimit",
+            f"jobGroups.{group}.hashSuffix",
+            "fullnameOverride",
+            "nameOverride",
+        ]
+        target = draw(st.sampled_from(text_targets if flag >= 7 else targets))
         key = target.replace("{name}", key_escape(draw(env_name)))
-        if draw(st.booleans()):
+        if flag < 3:
             value = draw(
                 st.one_of(
                     st.sampled_from(
@@ -355,20 +381,47 @@ def overrides(draw: st.DrawFn, jobgroups: dict[str, Any]) -> tuple[list[str], li
                     set_text.map(set_escape),
                 )
             )
-            sets.append(f"{key}={value}")
-        else:
-            strings.append(f"{key}={set_escape(draw(set_text))}")
-    return sets, strings
+            out.sets.append(f"{key}={value}")
+        elif flag < 5:
+            out.set_strings.append(f"{key}={set_escape(draw(set_text))}")
+        elif flag < 7:
+            if draw(st.integers(0, 4)) == 0:  # the whole-object form, merged like a file
+                whole = {"jobGroups": {group: {"image": {"tag": "j1"}}}}
+                out.set_jsons.append(json.dumps(whole))
+            else:
+                out.set_jsons.append(f"{key}={draw(st.sampled_from(JSON_VALUES))}")
+        elif flag < 9:
+            index = draw(st.integers(0, len(FILE_CONTENTS) - 1))
+            out.set_files.append(f"{key}=@{index}")
+        elif "\\" not in key:  # a literal key has no escapes: only keys without a backslash
+            out.set_literals.append(f"{key}={draw(set_text)}")
+    return out
 
 
 @dataclass
 class Case:
     release: str
     values: dict[str, Any]
-    sets: list[str] = field(default_factory=list)
-    set_strings: list[str] = field(default_factory=list)
+    flags: Overrides = field(default_factory=Overrides)
     extra: list[dict[str, Any]] = field(default_factory=list)  # later -f files
     documents: int = 1  # the first file split into this many YAML documents
+
+    def sources(self, directory: Path, files: list[Path]) -> ValueSources:
+        """The value sources, with every --set-file placeholder turned into a written file."""
+        for index, content in enumerate(FILE_CONTENTS):
+            (directory / f"file-{index}").write_text(content, encoding="utf-8")
+        set_files = [
+            re.sub(r"@(\d)", lambda m: str(directory / f"file-{m.group(1)}"), expression)
+            for expression in self.flags.set_files
+        ]
+        return ValueSources(
+            files=files,
+            sets=self.flags.sets,
+            set_strings=self.flags.set_strings,
+            set_jsons=self.flags.set_jsons,
+            set_files=set_files,
+            set_literals=self.flags.set_literals,
+        )
 
     def files(self, directory: Path) -> list[Path]:
         """Write the values files; the first may be split into several documents."""
@@ -406,10 +459,10 @@ def cases(draw: st.DrawFn) -> Case:
         values["nameOverride"] = draw(st.one_of(dns_label, odd))
     if draw(st.integers(0, 4)) == 0:
         share_anchors(draw, jobgroups)
-    sets, strings = draw(overrides(jobgroups))
+    flags = draw(overrides(jobgroups))
     extra = draw(st.lists(extra_file(jobgroups), max_size=2))
     documents = draw(st.sampled_from([1, 1, 2]))
-    return Case(draw(release_names), values, sets, strings, extra, documents)
+    return Case(draw(release_names), values, flags, extra, documents)
 
 
 def share_anchors(draw: st.DrawFn, jobgroups: dict[str, Any]) -> None:
@@ -461,20 +514,32 @@ class Rendered:
     error: str
     unmirrorable: bool = False
     template_fail: bool = False
+    # (kind, name) -> the JSON of the Job .spec, or of the CronJob's whole jobTemplate
+    specs: dict[tuple[str, str], str] = field(default_factory=dict)
 
 
-def render_helm(helm: str, case: Case, files: list[Path]) -> Rendered:
+FLAG_FIELDS = (
+    ("--set-literal", "set_literals"),
+    ("--set-file", "set_files"),
+    ("--set-string", "set_strings"),
+    ("--set", "sets"),
+    ("--set-json", "set_jsons"),
+)  # reversed: Helm must sort them itself
+
+
+def render_helm(helm: str, case: Case, sources: ValueSources) -> Rendered:
     command = [helm, "template", case.release, str(CHART_DIR)]
-    for path in files:
+    for path in sources.files:
         command += ["-f", str(path)]
-    for expression in case.sets:
-        command += ["--set", expression]
-    for expression in case.set_strings:
-        command += ["--set-string", expression]
+    for flag, name in FLAG_FIELDS:
+        for expression in getattr(sources, name):
+            command += [flag, expression]
     result = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
     if result.returncode != 0:
         return Rendered(False, frozenset(), result.stderr)
-    return Rendered(True, frozenset(manifest_names(result.stdout)), "")
+    return Rendered(
+        True, frozenset(manifest_names(result.stdout)), "", specs=manifest_specs(result.stdout)
+    )
 
 
 _KIND = re.compile(r"^kind: (Job|CronJob)$", re.MULTILINE)
@@ -488,9 +553,9 @@ _SHORT_HASH = re.compile(r"^    autoroll\.aethnet\.se/spec-hash: \"([0-9a-f]{8})
 def manifest_names(stream: str) -> set[tuple[str, str, str]]:
     """(kind, name, hash) of every Job/CronJob in `helm template` output.
 
-    Read with regular expressions, not a YAML parser: the chart's `toYaml` silently renders
-    nothing for strings go-yaml refuses (DEL, C1 controls), which can leave a manifest's
-    annotations empty; the full hash is then taken as its 8-character label.
+    Read with regular expressions, not a YAML parser, so a document the YAML side would read
+    differently cannot hide a wrong name; the full hash is taken as its 8-character label when
+    the annotations are missing.
     """
     found = set()
     for document in re.split(r"^---$", stream, flags=re.MULTILINE):
@@ -506,12 +571,36 @@ def manifest_names(stream: str) -> set[tuple[str, str, str]]:
     return found
 
 
+def manifest_specs(stream: str) -> dict[tuple[str, str], str]:
+    """(kind, name) -> Go JSON of the Job's spec / the CronJob's jobTemplate, read back the way
+    Helm and Kubernetes read YAML (go-yaml, numbers as float64: jobhash.goyaml)."""
+    found = {}
+    for document in re.split(r"^---$", stream, flags=re.MULTILINE):
+        if _KIND.search(document) is None:
+            continue
+        body = document.split("\n", 1)[1] if document.startswith("\n#") else document
+        doc = unmarshal_document(body.encode("utf-8"), "helm output")
+        meta = doc["metadata"]
+        assert isinstance(meta, dict) and isinstance(doc["spec"], dict), doc
+        part = doc["spec"] if doc["kind"] == "Job" else doc["spec"]["jobTemplate"]
+        found[(str(doc["kind"]), str(meta["name"]))] = marshal(part)
+    return found
+
+
+def rendered_part(item: PlanItem) -> str:
+    """jobhash's Job spec, or the CronJob's jobTemplate (its labels, then the Job spec)."""
+    spec = item.job_spec()
+    if item.kind == "Job":
+        return marshal(spec)
+    labels = job_group_template_labels(item.group, item.job, item.hash)
+    return marshal({"metadata": {"labels": labels}, "spec": spec})
+
+
 CHART = load_chart(CHART_DIR)
 STATS = {"examples": 0, "rendered": 0, "refused": 0, "unmirrorable": 0, "entries": 0}
 
 
-def render_jobhash(case: Case, files: list[Path]) -> Rendered:
-    sources = ValueSources(files=files, sets=case.sets, set_strings=case.set_strings)
+def render_jobhash(case: Case, sources: ValueSources) -> Rendered:
     try:
         items = plan(load(CHART, sources).values, release=case.release, chart_name=CHART.name)
     except UnmirrorableError as err:
@@ -520,7 +609,12 @@ def render_jobhash(case: Case, files: list[Path]) -> Rendered:
         return Rendered(False, frozenset(), err.message, template_fail=True)
     except ValuesError as err:
         return Rendered(False, frozenset(), str(err))
-    return Rendered(True, frozenset((i.kind, i.name, i.hash) for i in items), "")
+    return Rendered(
+        True,
+        frozenset((i.kind, i.name, i.hash) for i in items),
+        "",
+        specs={(i.kind, i.name): rendered_part(i) for i in items},
+    )
 
 
 @pytest.fixture(scope="module")
@@ -541,12 +635,14 @@ def test_jobhash_names_equal_helm_template(helm: str, tmp_path: Path, case: Case
     files = case.files(tmp_path)
     for path in files:
         note(f"{path.name}:\n{path.read_text(encoding='utf-8')}")
-    ours = render_jobhash(case, files)
+    sources = case.sources(tmp_path, files)
+    note(f"flags: {case.flags}")
+    ours = render_jobhash(case, sources)
     STATS["examples"] += 1
     if ours.unmirrorable:
         STATS["unmirrorable"] += 1
         return
-    theirs = render_helm(helm, case, files)
+    theirs = render_helm(helm, case, sources)
     assert ours.ok == theirs.ok, (
         f"helm {'rendered' if theirs.ok else 'failed'} but jobhash "
         f"{'rendered' if ours.ok else 'failed'}:\njobhash: {ours.error}\nhelm: {theirs.error}"
@@ -561,6 +657,7 @@ def test_jobhash_names_equal_helm_template(helm: str, tmp_path: Path, case: Case
             for kind, name, digest in [entry]
         }
         assert ours_comparable == theirs.names
+        assert ours.specs == theirs.specs
     else:
         STATS["refused"] += 1
         if ours.template_fail:

@@ -3,8 +3,10 @@
 A throw-away chart whose only template prints `mustToJson .Values` (base64, so the bytes
 survive) is the oracle for jobhash.goyaml + jobhash.values + jobhash.gojson together: YAML 1.1
 scalars and keys, anchors and merge keys, multi-document files, `-f` merging, `--set` and
-`--set-string` typing and syntax, and null deleting a chart default. The chart's defaults hold
-nested maps, lists and nulls. Example count: JOBHASH_VALUES_PARITY_EXAMPLES (default 200).
+`--set-string` typing and syntax, `--set-json` (key=JSON pairs and whole JSON objects),
+`--set-file` (files with commas, braces, non-ASCII, no trailing newline), `--set-literal`,
+the order Helm applies the flags in, and null deleting a chart default. The chart's defaults
+hold nested maps, lists and nulls. Example count: JOBHASH_VALUES_PARITY_EXAMPLES (default 200).
 """
 
 from __future__ import annotations
@@ -101,14 +103,53 @@ SET_VALUES = ["1", "0", "-5", "+5", "007", "1.5", "true", "TRUE", "False", "null
 
 
 @st.composite
-def set_expression(draw: st.DrawFn) -> str:
+def set_expression(draw: st.DrawFn, values: list[str] = SET_VALUES) -> str:
     parts = []
     for _ in range(draw(st.integers(1, 3))):
         key = draw(st.sampled_from(SET_KEYS))
         parts.append(
-            key if draw(st.integers(0, 19)) == 0 else f"{key}={draw(st.sampled_from(SET_VALUES))}"
+            key if draw(st.integers(0, 19)) == 0 else f"{key}={draw(st.sampled_from(values))}"
         )
     return ",".join(parts)
+
+
+JSON_VALUES = ["1", "1.5", "-0", "1e21", "100000000000000000000000", '"s"', '"a,b"',
+               '[1,"x",null]', '{"k":{"n":1}}', '{"p":2,"q":null}', "null", "", " 2 ", "true",
+               '"\\u2028<>&é"', '"\\ud800"', "[]", "{}", "1e-7", "-1.5E+3"]  # fmt: skip
+# Helm refuses these: Go's scanner fails where Python's decoder would stop early or go on.
+BAD_JSON_VALUES = ["1e400", "tru", "1.", "1e", "1.5e+", "01", '"x"y', '{"bad"', "NaN", "-"]
+JSON_OBJECTS = ['{"a":{"x":2,"w":{"p":null}}}', '{"e":[1]}', ' {"b":{"c":1}} ', '{"bad"',
+                '{"a":1} x', '{"s":"\\u00e9"}']  # fmt: skip
+# File contents for --set-file; the expression names them by index.
+FILE_CONTENTS = ["plain", "with,comma", "line\n", "", "{x,y}", "é😀 <>&", "true", "3"]
+LITERAL_VALUES = ["x,y=z", "{a,b}", "true", "3", "", "a\\,b", " sp ", "é"]
+
+
+@st.composite
+def json_expression(draw: st.DrawFn) -> str:
+    if draw(st.integers(0, 3)) == 0:
+        return draw(st.sampled_from(JSON_OBJECTS))
+    bad = draw(st.integers(0, 5)) == 0
+    return draw(set_expression(BAD_JSON_VALUES if bad else JSON_VALUES))
+
+
+@st.composite
+def file_expression(draw: st.DrawFn) -> str:
+    """key=<placeholder>: ``@N`` stands for the N-th file's absolute path (set per example)."""
+    parts = []
+    for _ in range(draw(st.integers(1, 2))):
+        key = draw(st.sampled_from(SET_KEYS))
+        indexes = draw(st.lists(st.integers(0, len(FILE_CONTENTS) - 1), min_size=1, max_size=2))
+        paths = [f"@{index}" for index in indexes]
+        value = paths[0] if len(paths) == 1 and draw(st.booleans()) else "{" + ",".join(paths) + "}"
+        parts.append(f"{key}={value}")
+    return ",".join(parts)
+
+
+@st.composite
+def literal_expression(draw: st.DrawFn) -> str:
+    key = draw(st.sampled_from([k for k in SET_KEYS if "\\" not in k]))
+    return f"{key}={draw(st.sampled_from(LITERAL_VALUES))}"
 
 
 @pytest.fixture(scope="module")
@@ -126,16 +167,23 @@ def helm() -> str:
     return require_tool("helm")
 
 
-def helm_values(
-    helm: str, chart: Path, files: list[Path], sets: list[str], strings: list[str]
-) -> str:
+FLAG_FIELDS = (
+    ("--set", "sets"),
+    ("--set-string", "set_strings"),
+    ("--set-json", "set_jsons"),
+    ("--set-file", "set_files"),
+    ("--set-literal", "set_literals"),
+)
+
+
+def helm_values(helm: str, chart: Path, sources: ValueSources) -> str:
     command = [helm, "template", "r", str(chart)]
-    for path in files:
+    for path in sources.files:
         command += ["-f", str(path)]
-    for expression in sets:
-        command += ["--set", expression]
-    for expression in strings:
-        command += ["--set-string", expression]
+    # Interleaved on purpose: Helm applies them by kind, not by position.
+    for flag, field in reversed(FLAG_FIELDS):
+        for expression in getattr(sources, field):
+            command += [flag, expression]
     result = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
     if result.returncode != 0:
         return "ERROR " + result.stderr
@@ -156,12 +204,18 @@ def helm_values(
         st.lists(st.lists(document(), min_size=1, max_size=2), max_size=2),
         st.lists(set_expression(), max_size=2),
         st.lists(set_expression(), max_size=1),
+        st.lists(json_expression(), max_size=2),
+        st.lists(file_expression(), max_size=1),
+        st.lists(literal_expression(), max_size=1),
     )
 )
 def test_values_equal_helms_to_json(
-    helm: str, oracle: Path, tmp_path: Path, case: tuple[list[list[str]], list[str], list[str]]
+    helm: str,
+    oracle: Path,
+    tmp_path: Path,
+    case: tuple[list[list[str]], list[str], list[str], list[str], list[str], list[str]],
 ) -> None:
-    documents, sets, strings = case
+    documents, sets, strings, jsons, set_files, literals = case
     STATS["examples"] += 1
     files = []
     for index, docs in enumerate(documents):
@@ -169,19 +223,37 @@ def test_values_equal_helms_to_json(
         path.write_text("---\n".join(docs), encoding="utf-8")
         note(f"{path.name}:\n{path.read_text(encoding='utf-8')}")
         files.append(path)
+    for index, content in enumerate(FILE_CONTENTS):
+        (tmp_path / f"file-{index}").write_text(content, encoding="utf-8")
+    set_files = [
+        re.sub(r"@(\d)", lambda m: str(tmp_path / f"file-{m.group(1)}"), expression)
+        for expression in set_files
+    ]
+    note(f"flags: {sets=} {strings=} {jsons=} {set_files=} {literals=}")
+    sources = ValueSources(
+        files=files,
+        sets=sets,
+        set_strings=strings,
+        set_jsons=jsons,
+        set_files=set_files,
+        set_literals=literals,
+    )
     chart = load_chart(oracle)
     try:
-        user, _ = user_values(ValueSources(files=files, sets=sets, set_strings=strings))
+        user, _ = user_values(sources)
         ours = marshal(coalesce(chart.values, user))
     except UnmirrorableError:
         STATS["unmirrorable"] += 1
         return  # refused on purpose (documented limit)
     except JobhashError as err:
         ours = f"ERROR {err}"
-    theirs = helm_values(helm, oracle, files, sets, strings)
+    theirs = helm_values(helm, oracle, sources)
     if ours.startswith("ERROR") or theirs.startswith("ERROR"):
         assert ours.startswith("ERROR") and theirs.startswith("ERROR"), (ours, theirs)
         STATS["refused"] += 1
+        for flag, _ in FLAG_FIELDS:  # the error names the flag Helm names
+            if f"failed parsing {flag} data" in theirs:
+                assert f"failed parsing {flag} data" in ours, (ours, theirs)
     else:
         assert ours == theirs
         STATS["equal"] += 1

@@ -27,12 +27,14 @@ def groups(**jobs: Any) -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize("char", ["\x7f", "\x80", "\x84", "\x86", "\x9f", "\ufffe", "\uffff"])
+@pytest.mark.parametrize(
+    "char", ["\x7f", "\x80", "\x84", "\x85", "\x86", "\x9f", "\ufffe", "\uffff"]
+)
 def test_every_unwritable_character_is_found(char: str) -> None:
     assert find_unwritable({"a": ["ok", f"x{char}"]}, "root") == "root.a[1]"
 
 
-@pytest.mark.parametrize("char", ["\x85", "\x01", "\t", "\xa0", "\u2028", "\ufeff", "😀"])
+@pytest.mark.parametrize("char", ["\x01", "\t", "\xa0", "\u2028", "\ufeff", "😀"])
 def test_characters_toyaml_can_write_pass(char: str) -> None:
     assert find_unwritable({"a": [f"x{char}"], f"k{char}": "v"}, "root") == ""
 
@@ -70,18 +72,30 @@ def test_cli_names_exits_1_naming_file_path_and_fix(
     assert "Traceback" not in err
 
 
-def test_two_groups_with_the_same_first_8_characters_fail_naming_both() -> None:
-    job = {"image": {"repository": "r"}}
+def test_two_unhashed_groups_with_the_same_first_8_characters_fail_naming_both() -> None:
+    job = {"image": {"repository": "r"}, "hashSuffix": False}
     values: dict[str, Any] = {
         "jobGroups": {"database1": {"jobs": {"m": job}}, "database2": {"jobs": {"m": job}}}
     }
     with pytest.raises(RenderError) as caught:
         plan(values, release="rel", chart_name="autoroll")
     assert caught.value.message.startswith(
-        'jobGroups.database2.jobs.m: its Job name "rel-autoroll-database-m-'
+        'jobGroups.database2.jobs.m: its Job name "rel-autoroll-database-m" is also'
     )
     assert "is also the name of jobGroups.database1.jobs.m" in caught.value.message
     assert "rename one of the two groups" in caught.value.fix
+
+
+def test_hashed_groups_with_the_same_first_8_characters_get_different_names() -> None:
+    """The whole group key is a pod label, so it is in the hash input."""
+    job = {"image": {"repository": "r"}}
+    values: dict[str, Any] = {
+        "jobGroups": {"database1": {"jobs": {"m": job}}, "database2": {"jobs": {"m": job}}}
+    }
+    first, second = plan(values, release="rel", chart_name="autoroll")
+    assert first.name.startswith("rel-autoroll-database-m-")
+    assert second.name.startswith("rel-autoroll-database-m-")
+    assert first.name != second.name
 
 
 def test_group_and_job_keys_that_join_to_the_same_name_fail() -> None:
@@ -97,9 +111,12 @@ def test_same_prefix_with_different_hashes_or_kinds_is_fine() -> None:
     image = {"repository": "r"}
     values: dict[str, Any] = {
         "jobGroups": {
-            "database1": {"jobs": {"m": {"image": image, "args": "1"}}},
+            "database1": {"hashSuffix": False, "jobs": {"m": {"image": image, "args": "1"}}},
             "database2": {"jobs": {"m": {"image": image, "args": "2"}}},
-            "database3": {"jobs": {"m": {"image": image, "args": "1", "schedule": "@daily"}}},
+            "database3": {
+                "hashSuffix": False,
+                "jobs": {"m": {"image": image, "args": "1", "schedule": "@daily"}},
+            },
         }
     }
     names = [item.name for item in plan(values, release="rel", chart_name="autoroll")]

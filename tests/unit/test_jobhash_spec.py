@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from jobhash.errors import RenderError
-from jobhash.gojson import GoValue
+from jobhash.gojson import GoValue, marshal
 from jobhash.spec import (
     apply_layer,
     delete_policies,
@@ -19,6 +19,8 @@ from jobhash.spec import (
     image_ref,
     job_group_guard,
     job_group_hash,
+    job_group_job_spec,
+    job_group_pod_labels,
     job_group_spec,
     job_group_values,
     json_round_trip,
@@ -35,8 +37,9 @@ WORKED: dict[str, Any] = {
     }
 }
 WORKED_JSON = (
-    '{"template":{"spec":{"containers":[{"command":["./migrate.sh"],"image":"my/migrator:v1",'
-    '"name":"main"}],"restartPolicy":"Never"}}}'
+    '{"template":{"metadata":{"labels":{"autoroll.aethnet.se/job":"migrate",'
+    '"autoroll.aethnet.se/job-group":"db"}},"spec":{"containers":[{"command":["./migrate.sh"],'
+    '"image":"my/migrator:v1","name":"main"}],"restartPolicy":"Never"}}}'
 )
 
 
@@ -171,14 +174,61 @@ def test_excluded_fields_do_not_change_the_spec() -> None:
     assert spec_of(changed) == WORKED_JSON
 
 
+def test_pod_labels_are_the_group_and_job_keys_only() -> None:
+    assert job_group_pod_labels("db", "migrate") == {
+        "autoroll.aethnet.se/job-group": "db",
+        "autoroll.aethnet.se/job": "migrate",
+    }
+
+
+def test_the_whole_group_key_enters_the_hash_though_only_8_characters_enter_the_name() -> None:
+    job = {"image": {"repository": "r"}}
+    values: dict[str, Any] = {
+        "jobGroups": {"database1": {"jobs": {"m": job}}, "database2": {"jobs": {"m": job}}}
+    }
+    first, second = spec_of(values, "database1", "m"), spec_of(values, "database2", "m")
+    assert first.replace("database1", "database2") == second
+    assert job_group_hash(first) != job_group_hash(second)
+
+
+def test_the_rendered_job_spec_is_the_hashed_spec_plus_the_spec_hash_label() -> None:
+    values = job_group_values(WORKED, "db", "migrate")
+    spec = job_group_spec(values, "db", "migrate")
+    rendered = job_group_job_spec(
+        spec_json=spec, hash_hex="f" * 64, values=values, group="db", job="migrate"
+    )
+    assert rendered["template"]["metadata"] == {
+        "labels": {
+            "autoroll.aethnet.se/job-group": "db",
+            "autoroll.aethnet.se/job": "migrate",
+            "autoroll.aethnet.se/spec-hash": "ffffffff",
+        }
+    }
+    del rendered["template"]["metadata"]["labels"]["autoroll.aethnet.se/spec-hash"]
+    assert marshal(rendered) == spec
+
+
+def test_the_rendered_job_spec_carries_opted_out_pod_annotations() -> None:
+    values = job_group_values(WORKED, "db", "migrate")
+    values["podAnnotations"] = {"a": "1"}
+    for included, hashed in ((True, True), (False, False)):
+        values["hashIncludePodAnnotations"] = included
+        spec = job_group_spec(values, "db", "migrate")
+        assert ('"annotations"' in spec) is hashed
+        rendered = job_group_job_spec(
+            spec_json=spec, hash_hex="0" * 64, values=values, group="db", job="migrate"
+        )
+        assert rendered["template"]["metadata"]["annotations"] == {"a": "1"}
+
+
 def test_pod_annotations_enter_the_hash_unless_opted_out() -> None:
     values: dict[str, Any] = {
         "jobGroups": {"db": {"image": {"repository": "r"}, "jobs": {"m": {}}}},
     }
     values["jobGroups"]["db"]["podAnnotations"] = {"a": "<b>"}
-    assert '"metadata":{"annotations":{"a":"\\u003cb\\u003e"}}' in spec_of(values, job="m")
+    assert '"metadata":{"annotations":{"a":"\\u003cb\\u003e"},"labels":' in spec_of(values, job="m")
     values["jobGroups"]["db"]["hashIncludePodAnnotations"] = False
-    assert "metadata" not in spec_of(values, job="m")
+    assert "annotations" not in spec_of(values, job="m")
 
 
 def test_tasks_become_init_containers_with_merged_image_and_env() -> None:

@@ -188,7 +188,7 @@ values path, instead of rendering "" (an empty Job spec, a dropped annotations b
 Takes dict "value", "path" (the values path of value, for the message). Returns YAML.
 toYaml returns "" only on error (an empty map is "{}", an empty string '""'); it cannot write
 DEL, C1 controls but U+0085, U+FFFE and U+FFFF (its YAML parser refuses them; see
-autoroll.jobs.unwritablePattern). Helm's mustToYaml would fail too, but not every engine that
+autoroll.jobs.unwritablePattern, which also names U+0085: toYaml folds it into a space). Helm's mustToYaml would fail too, but not every engine that
 renders this chart has it (helm-unittest does not), and its error names no value.
 */}}
 {{- define "autoroll.toYaml" -}}

@@ -12,6 +12,13 @@ The pipeline, one define per step:
 autoroll.jobGroupPlan runs the pipeline for every entry; job-groups.yaml, cronjob-groups.yaml
 and NOTES.txt render from the plan, and the Job renders the very spec string that was hashed.
 
+The invariant (ADR 012): two renders that give a Job the same name give it the same .spec (and a
+CronJob the same jobTemplate), whatever the chart version, appVersion, controller values or
+release-level labels. It holds by construction: everything in the pod template is in the hash
+input (its labels are autoroll.jobGroupPodLabels, a function of the group and job keys only),
+except the spec-hash label, which is the hash itself, and podAnnotations under
+hashIncludePodAnnotations: false, the one documented exception (jobhash diff flags it).
+
 jobhash/ (Python) mirrors every helper here; a change to any of them changes Job names and is
 a breaking change of the chart: the golden vectors in tests/golden/ must fail first.
 */}}
@@ -289,10 +296,11 @@ Keys whose value is unset (autoroll.jobs.isSet) are left out.
 
 {{/*
 autoroll.jobGroupSpec: step 2, the hash input: the Job's .spec as it will be rendered, minus the
-pod template labels (they carry the hash). Returns JSON (Helm's mustToJson, keys sorted).
+spec-hash pod label (it is the hash). Returns JSON (Helm's mustToJson, keys sorted).
 Takes dict "values" (the effective values map from autoroll.jobGroupValues), "group", "job".
   {activeDeadlineSeconds, backoffLimit, ttlSecondsAfterFinished,
-   template: {metadata: {annotations: podAnnotations}, spec: <PodSpec>}}
+   template: {metadata: {labels: <autoroll.jobGroupPodLabels>, annotations: podAnnotations},
+              spec: <PodSpec>}}
 metadata.annotations is present only when hashIncludePodAnnotations is true and they are
 non-empty. The PodSpec: containers [main], initContainers (tasks, in order), volumes,
 serviceAccountName, restartPolicy, securityContext (from podSecurityContext), nodeSelector,
@@ -342,10 +350,11 @@ command/args after every task has succeeded.
 {{- range $k := list "volumes" "serviceAccountName" "restartPolicy" "nodeSelector" "affinity" "tolerations" "topologySpreadConstraints" -}}
 {{- include "autoroll.jobs.setIfSet" (dict "dst" $pod "key" $k "value" (get $v $k)) -}}
 {{- end -}}
-{{- $template := dict "spec" $pod -}}
+{{- $meta := dict "labels" (include "autoroll.jobGroupPodLabels" (dict "group" .group "job" .job) | mustFromJson) -}}
 {{- if and (get $v "hashIncludePodAnnotations") (include "autoroll.jobs.isSet" (get $v "podAnnotations")) -}}
-{{- $_ := set $template "metadata" (dict "annotations" (deepCopy (get $v "podAnnotations"))) -}}
+{{- $_ := set $meta "annotations" (deepCopy (get $v "podAnnotations")) -}}
 {{- end -}}
+{{- $template := dict "metadata" $meta "spec" $pod -}}
 {{- $spec := dict "template" $template -}}
 {{- range $k := list "backoffLimit" "activeDeadlineSeconds" "ttlSecondsAfterFinished" -}}
 {{- include "autoroll.jobs.setIfSet" (dict "dst" $spec "key" $k "value" (get $v $k)) -}}
@@ -436,16 +445,45 @@ containing hook-succeeded, would re-run the Job on every sync; the render fails 
 {{- end -}}
 
 {{/*
-autoroll.jobGroupLabels: the labels of a Job/CronJob and its pods. Returns YAML.
-Takes dict "root", "group", "job", "hash". autoroll.labels plus autoroll.aethnet.se/job-group,
-autoroll.aethnet.se/job and autoroll.aethnet.se/spec-hash (the 8-character hash), so
-`kubectl get jobs -l autoroll.aethnet.se/job-group=db` finds them.
+autoroll.jobGroupPodLabels: the identity labels of an entry's pods, part of the hash input.
+Returns JSON {"autoroll.aethnet.se/job-group": <group>, "autoroll.aethnet.se/job": <job>}.
+Takes dict "group", "job" (the keys: DNS-1123 labels, so valid label values). Deliberately
+nothing else: helm.sh/chart and app.kubernetes.io/version change with every chart release,
+app.kubernetes.io/name and instance with nameOverride and the release (and they are the
+controller's selector labels, so its Service and NetworkPolicy would select these pods), and a
+label that changes while the Job name stays makes Kubernetes refuse the update of the Job's
+immutable pod template. Only these two keys are hashed; changing this helper renames every Job.
+*/}}
+{{- define "autoroll.jobGroupPodLabels" -}}
+{{- if not (and (kindIs "string" .group) (kindIs "string" .job)) -}}
+{{- fail "autoroll.jobGroupPodLabels: takes dict \"group\" <key> \"job\" <key>" -}}
+{{- end -}}
+{{- dict "autoroll.aethnet.se/job-group" .group "autoroll.aethnet.se/job" .job | mustToJson -}}
+{{- end -}}
+
+{{/*
+autoroll.jobGroupTemplateLabels: the labels of a pod template and of a CronJob's jobTemplate.
+Returns JSON: autoroll.jobGroupPodLabels plus autoroll.aethnet.se/spec-hash (the 8-character
+hash). Takes dict "group", "job", "hash". With a hashed name all three are fixed by the name.
+*/}}
+{{- define "autoroll.jobGroupTemplateLabels" -}}
+{{- $labels := include "autoroll.jobGroupPodLabels" . | mustFromJson -}}
+{{- $_ := set $labels "autoroll.aethnet.se/spec-hash" (trunc 8 .hash) -}}
+{{- mustToJson $labels -}}
+{{- end -}}
+
+{{/*
+autoroll.jobGroupLabels: the labels of the Job/CronJob object itself. Returns YAML.
+Takes dict "root", "group", "job", "hash". autoroll.labels (helm.sh/chart, app.kubernetes.io/*)
+plus autoroll.jobGroupTemplateLabels, so `kubectl get jobs -l autoroll.aethnet.se/job-group=db`
+finds them. Object metadata is mutable, so these may change with the chart version; they never
+reach the pod template (autoroll.jobGroupJobSpec).
 */}}
 {{- define "autoroll.jobGroupLabels" -}}
 {{ include "autoroll.labels" .root }}
-autoroll.aethnet.se/job-group: {{ .group | quote }}
-autoroll.aethnet.se/job: {{ .job | quote }}
-autoroll.aethnet.se/spec-hash: {{ trunc 8 .hash | quote }}
+{{- range $k, $v := include "autoroll.jobGroupTemplateLabels" . | mustFromJson }}
+{{ $k }}: {{ $v | quote }}
+{{- end }}
 {{- end -}}
 
 {{/*
@@ -481,13 +519,15 @@ autoroll.aethnet.se/spec-hash with the full hash. None of these are in the hash.
 {{- end -}}
 
 {{/*
-autoroll.jobs.unwritablePattern: the characters Helm's toYaml cannot write (its YAML parser
-refuses them): DEL (U+007F), the C1 controls U+0080-U+009F except U+0085, and the
-noncharacters U+FFFE and U+FFFF. toYaml would render "" for a value holding one (an empty Job
-spec, a dropped annotations block), so the plan refuses them (autoroll.jobs.checkWritable).
+autoroll.jobs.unwritablePattern: the characters Helm's toYaml cannot write as given: DEL
+(U+007F), the C1 controls U+0080-U+009F and the noncharacters U+FFFE and U+FFFF. For all but
+U+0085 toYaml renders "" (its YAML parser refuses them: an empty Job spec, a dropped
+annotations block); U+0085 (NEL) is a YAML 1.1 line break, which toYaml's JSON-to-YAML step
+folds into a space (or a line break), so the Job would not run the spec that was hashed. The
+plan refuses them all (autoroll.jobs.checkWritable).
 */}}
 {{- define "autoroll.jobs.unwritablePattern" -}}
-[\x{7f}-\x{84}\x{86}-\x{9f}\x{fffe}\x{ffff}]
+[\x{7f}-\x{9f}\x{fffe}\x{ffff}]
 {{- end -}}
 
 {{/*
@@ -528,7 +568,7 @@ autoroll.jobs.unwritableMessage: the fail message for a character toYaml cannot 
 Takes the values path. jobhash/spec.py check_writable repeats it verbatim.
 */}}
 {{- define "autoroll.jobs.unwritableMessage" -}}
-{{- printf "%s: contains DEL (U+007F), a C1 control character (U+0080-U+009F other than U+0085) or U+FFFE/U+FFFF, which Helm cannot write into the rendered YAML; remove that character (an escape such as \\x7f in a values file is the same character)" . -}}
+{{- printf "%s: contains DEL (U+007F), a C1 control character (U+0080-U+009F) or U+FFFE/U+FFFF, which Helm cannot write into the rendered YAML as given (toYaml drops the value, or folds U+0085 into a space or line break); remove that character (an escape such as \\x7f in a values file is the same character)" . -}}
 {{- end -}}
 
 {{/*
@@ -603,20 +643,21 @@ entries with enabled: false are left out before the per-entry checks.
 
 {{/*
 autoroll.jobGroupJobSpec: the rendered .spec of a Job (or a CronJob's jobTemplate.spec). Returns
-YAML. Takes dict "root", "item" (a plan item). Parses the very spec string that was hashed, and
-adds only what is not hashed: the pod labels, and the pod annotations when
-hashIncludePodAnnotations is false.
+YAML. Takes dict "item" (a plan item). Parses the very spec string that was hashed, and adds only
+the spec-hash pod label (autoroll.jobGroupTemplateLabels: the hash itself) and, when
+hashIncludePodAnnotations is false, the pod annotations. Nothing from the chart context (.Chart,
+.Release, controller values) reaches it, so a chart upgrade cannot change an existing Job's pod
+template, which Kubernetes refuses to update.
 */}}
 {{- define "autoroll.jobGroupJobSpec" -}}
 {{- $item := .item -}}
 {{- $spec := $item.spec | mustFromJson -}}
 {{- $template := $spec.template -}}
-{{- $meta := get $template "metadata" | default dict -}}
-{{- $_ := set $meta "labels" (include "autoroll.jobGroupLabels" (dict "root" .root "group" $item.group "job" $item.job "hash" $item.hash) | fromYaml) -}}
+{{- $meta := $template.metadata -}}
+{{- $_ := set $meta "labels" (include "autoroll.jobGroupTemplateLabels" (dict "group" $item.group "job" $item.job "hash" $item.hash) | mustFromJson) -}}
 {{- if and (not $item.values.hashIncludePodAnnotations) (include "autoroll.jobs.isSet" (get $item.values "podAnnotations")) -}}
 {{- $_ := set $meta "annotations" (get $item.values "podAnnotations") -}}
 {{- end -}}
-{{- $_ := set $template "metadata" $meta -}}
 {{- include "autoroll.toYaml" (dict "value" $spec "path" (printf "jobGroups.%s.jobs.%s (Job spec)" $item.group $item.job)) -}}
 {{- end -}}
 
