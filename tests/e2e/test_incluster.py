@@ -33,7 +33,10 @@ from tests.e2e.scenario import (
 )
 from tests.support.registry import ImagePusher, RegistryServer
 
-pytestmark = pytest.mark.e2e
+# The first test here may build the controller image cold (tests/support/image.py allows
+# 1200 s): a session fixture's setup counts against the test that first asks for it, and this
+# file is collected before test_scenarios.py, whose tests then reuse the image.
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1500)]
 
 POLL = 5
 SLACK = 4.0
