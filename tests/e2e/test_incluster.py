@@ -82,7 +82,12 @@ def _controller_pod(kube: Any, namespace: str) -> dict[str, Any]:
 def test_the_chart_runs_the_controller_image_as_a_restricted_pod_on_the_node(
     in_cluster: Autoroll, kube: Any, namespace: str, node: Node, controller_image: str
 ) -> None:
-    pod = _controller_pod(kube, namespace)
+    def ready() -> dict[str, Any]:
+        pod = _controller_pod(kube, namespace)
+        assert pod["status"]["containerStatuses"][0]["ready"], "the chart's probe every 10 s"
+        return pod
+
+    pod = eventually(ready, timeout=30, what="the controller pod Ready")
     spec = pod["spec"]
     assert spec["nodeName"] == node.name
     assert spec["serviceAccountName"] == "autoroll"
@@ -92,7 +97,7 @@ def test_the_chart_runs_the_controller_image_as_a_restricted_pod_on_the_node(
     assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
     assert spec["securityContext"]["runAsUser"] == 10001
     status = pod["status"]["containerStatuses"][0]
-    assert status["ready"] and status["imageID"].startswith(controller_image.rpartition(":")[0])
+    assert status["imageID"].startswith(controller_image.rpartition(":")[0])
     # In-cluster configuration: the ServiceAccount token, not a kubeconfig, reached the API.
     assert in_cluster.lines(r"autoroll|gunicorn"), "no output from the pod"
     assert metric(in_cluster, "autoroll_ticks_total", {"outcome": "ok"}) >= 1
