@@ -8,7 +8,8 @@ TOOLS_ENV := .tools/env
 # Every recipe sees the pinned tools (helm v4, helm-unittest, actionlint, ...).
 WITH_TOOLS = source $(TOOLS_ENV) &&
 
-.PHONY: help tools tools-core tools-gitea venv test lint typecheck pytest chart-lint chart-test names demo bench clean
+.PHONY: help tools tools-core tools-gitea venv test lint typecheck pytest chart-lint chart-test names demo bench clean \
+	lock lock-upgrade test-lowest image
 
 help:
 	@echo "make demo    - watch autoroll replace 3 real containers one at a time on a local cluster"
@@ -18,6 +19,8 @@ help:
 	@echo "make test    - install the tools and run every suite (what CI runs)"
 	@echo "make tools   - build/install helm, helm-unittest, actionlint, docker-registry, the control plane"
 	@echo "make tools-gitea - also build Gitea and install skopeo (the tests/gitea tier)"
+	@echo "make image   - build the controller image with podman, as CI does (scripts/tools.sh image)"
+	@echo "make lock    - re-resolve requirements/*.txt after a dependency change (lock-upgrade: newest)"
 
 # Everything the suites need, including the local control plane (etcd, kube-apiserver,
 # kube-controller-manager) and the node (kubelet, containerd, runc, CNI plugins, busybox) that
@@ -34,10 +37,13 @@ tools-core:
 tools-gitea: tools
 	scripts/tools.sh gitea
 
-$(VENV)/.installed: pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+# The dev venv installs the hashed lock (the runtime pins are the image's own), exactly as
+# the Dockerfile does (--no-deps: the lock is the whole set, LOCK_OMIT left out on purpose;
+# tests/unit/test_dependencies.py checks nothing else is missing), then the project itself.
+$(VENV)/.installed: pyproject.toml requirements/dev.txt
+	$(PYTHON) -m venv --clear $(VENV)
+	$(BIN)/python -m pip install --quiet --require-hashes --no-deps -r requirements/dev.txt
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $@
 
 venv: $(VENV)/.installed
@@ -63,7 +69,44 @@ workflow-lint: $(TOOLS_ENV)
 	$(WITH_TOOLS) if compgen -G '.forgejo/workflows/*.y*ml' >/dev/null; then actionlint .forgejo/workflows/*.y*ml; fi
 
 # The README's test command: tools first, then every suite. Stops at the first failure.
-test: tools tools-gitea venv lint typecheck chart-lint chart-test workflow-lint pytest
+test: tools tools-gitea venv lint typecheck chart-lint chart-test workflow-lint pytest test-lowest
+
+# The declared lower bounds, tested: a second venv with the lowest version pyproject.toml
+# allows of every direct dependency (transitive ones newest), and the unit and integration
+# tiers run against it. tests/unit/test_dependencies.py checks they really are the floors.
+# The jobhash/helm parity property runs 100 examples here (300 in the locked tier): it is the
+# YAML and schema libraries at their floors that this tier is about.
+LOWEST := .venv-lowest
+test-lowest: export JOBHASH_PARITY_EXAMPLES = 100
+test-lowest: $(TOOLS_ENV)
+	$(WITH_TOOLS) uv venv --quiet --seed --clear --python $(PYTHON) $(LOWEST)
+	@# --seed brings pip (the wheel test runs `pip wheel`); the newest setuptools, wheel and
+	@# packaging it brings along must go, or they would stand in for the floors.
+	$(WITH_TOOLS) uv pip uninstall --quiet --python $(LOWEST)/bin/python setuptools wheel packaging
+	$(WITH_TOOLS) uv pip install --quiet --python $(LOWEST)/bin/python --resolution lowest-direct -e '.[test]'
+	$(WITH_TOOLS) AUTOROLL_EXPECT_LOWEST=1 $(LOWEST)/bin/python -m pytest -q $(LOWEST_PYTEST_ARGS) tests/unit tests/integration
+
+# The hashed lock from pyproject.toml: runtime.txt (the image), dev.txt (the dev venv and
+# CI: runtime pins + test + lint), build.txt (the Dockerfile's build backend). `make lock`
+# keeps every pin it can; `make lock-upgrade` moves each to the newest allowed.
+# LOCK_OMIT: what kubernetes >= 36 requires for kubernetes.aio only, which autoroll never
+# imports (the image deletes it): left out, so no venv of ours has it and an import of
+# kubernetes.aio fails every suite (docs/adr/013-image-and-dependencies.md).
+LOCK_OMIT = aiohttp aiohttp-retry aiohappyeyeballs aiosignal frozenlist multidict propcache yarl
+LOCK_FLAGS = --quiet --universal --python-version 3.11 --generate-hashes --custom-compile-command 'make lock' \
+	$(addprefix --no-emit-package ,$(LOCK_OMIT))
+lock lock-upgrade: $(TOOLS_ENV)
+	$(WITH_TOOLS) uv pip compile $(LOCK_FLAGS) $(LOCK_UPGRADE) pyproject.toml -o requirements/runtime.txt
+	$(WITH_TOOLS) uv pip compile $(LOCK_FLAGS) $(LOCK_UPGRADE) --extra test --extra lint \
+	  --constraint requirements/runtime.txt pyproject.toml -o requirements/dev.txt
+	$(WITH_TOOLS) uv pip compile $(LOCK_FLAGS) $(LOCK_UPGRADE) \
+	  --constraint requirements/dev.txt requirements/build.in -o requirements/build.txt
+lock-upgrade: LOCK_UPGRADE = --upgrade
+
+# The controller image as CI builds it: podman, the Debian base from scripts/tools.sh image,
+# the committed Dockerfile. Prints the image name and the OCI archive (cached by content).
+image: $(TOOLS_ENV) venv
+	$(WITH_TOOLS) $(BIN)/python -m tests.support.image
 
 # The README's first command: a local control plane and node, a registry, a 3-replica enrolled app, a
 # new :latest pushed, and autoroll rolling it pod by pod, live. Enter pushes again; Ctrl-C
@@ -80,4 +123,4 @@ bench: tools venv
 	$(WITH_TOOLS) $(BIN)/python -m bench.run $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) .tools .mypy_cache .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(LOWEST) .tools .mypy_cache .pytest_cache .ruff_cache .hypothesis

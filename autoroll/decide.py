@@ -12,11 +12,16 @@ API for the shell (stable; extended, never renamed)
 4. Per Deployment::
 
        decision = decide(deployment=d, pods=pods, forgejo_host=..., resolved=resolved,
-                         sightings=sightings, children=children_cache)
+                         sightings=sightings, children=children_cache, contents=contents)
 
    If ``decision.needs_children`` is not empty, fetch each ``ChildrenRequest`` (GET the index
    by digest; cache forever, digests are immutable), put ``frozenset[Digest] | Unknown`` into
    ``children_cache[request.digest]`` and call ``decide`` again with the same inputs.
+   Likewise, if ``decision.needs_content`` is not empty, resolve each ``ContentRequest`` (GET
+   the manifest or index by digest from the repository it names, and an index's children),
+   put ``ImageContent | Unknown`` into ``contents[request.digest]`` and decide again. Every
+   request gets an answer, so a request is never repeated: children first, then content,
+   and the third call decides.
 5. ``decision.actions`` is a tuple of at most one ``DeletePod``; executing it is the shell's
    job, and dry-run means "log it, don't execute it". ``decision.containers`` holds one
    ``ContainerVerdict`` per template container (verdict, reason, detail, both digests,
@@ -24,8 +29,13 @@ API for the shell (stable; extended, never renamed)
 
 Safety properties enforced here (see docs/adr/001-cluster-is-the-state.md):
 
-- a pod is stale only if both its digest and the registry's are known, they differ, and the
-  pod's digest is not a child of the registry's index;
+- a pod is stale only if it runs other content than the target: its digest is neither the
+  registry's nor a child of the registry's index, and the image configs its reference
+  stands for (or the bare config it reports) are known and none is among the target's (or,
+  given the pod's platform, that platform's configs differ). The name the runtime reports is
+  not evidence (containerd names the alphabetically first reference recorded for the
+  config, possibly another repository's). Content that cannot be resolved, and a reference
+  sharing only some platforms' configs with the target, is unknown, never stale;
 - at most one deletion per Deployment per call, and only while the Deployment is settled;
 - a pod created after its target digest was first seen is never deleted (loop guard): a pod
   counts as older only if the sighting's own pass listed it, or if its creationTimestamp is
@@ -42,16 +52,27 @@ from enum import StrEnum
 from autoroll.images import (
     ImageRef,
     ImageRefError,
+    RunningImage,
     TagRef,
     host_matches,
     parse_image,
-    parse_image_id,
+    parse_running_image,
 )
-from autoroll.model import PULL_ALWAYS, ContainerView, DeploymentView, Digest, PodView, Unknown
+from autoroll.model import (
+    PULL_ALWAYS,
+    ContainerView,
+    DeploymentView,
+    Digest,
+    ImageContent,
+    PodView,
+    Unknown,
+)
 
 __all__ = [
     "ChildrenRequest",
     "ContainerVerdict",
+    "ContentMatch",
+    "ContentRequest",
     "Decision",
     "DeletePod",
     "PodFinding",
@@ -65,6 +86,7 @@ __all__ = [
     "decide",
     "is_settled",
     "listed_uids",
+    "match_content",
     "observe_targets",
     "refs_to_resolve",
     "select_container",
@@ -88,6 +110,7 @@ class Verdict(StrEnum):
     SKIPPED = "skipped"  # not rolled: ignored image, or something is unknown
     LOOP_GUARD = "loop-guard"  # mismatch only on pods created after the target was first seen
     NEEDS_CHILDREN = "needs-children"  # mismatch; the index's child digests must be fetched
+    NEEDS_CONTENT = "needs-content"  # not a child either; the configs must be resolved
 
 
 class Reason(StrEnum):
@@ -107,18 +130,25 @@ class Reason(StrEnum):
     ONE_PER_TICK = "one-deletion-per-tick"
     CREATED_AFTER_TARGET = "created-after-target"
     CHILDREN_NEEDED = "children-needed"
+    CONTENT_NEEDED = "content-needed"
+    TARGET_CONTENT_UNKNOWN = "target-content-unknown"
+    CONTENT_UNKNOWN = "content-unknown"
+    PLATFORM_UNKNOWN = "platform-unknown"
 
     @property
     def is_warning(self) -> bool:
         """Should the shell log this loudly (every tick)? Yes for what an operator must fix or
         know: a pull policy that defeats rolling, the loop guard, and a registry that cannot
         be asked (offline, refusing the token, answering garbage), which silently stops
-        rolling until it is fixed."""
+        rolling until it is fixed. Not for one pod's unresolvable reference
+        (``CONTENT_UNKNOWN``, ``PLATFORM_UNKNOWN``): that can last as long as the pod, so the
+        shell warns once per pod and reference instead."""
         return self in {
             Reason.PULL_POLICY_NOT_ALWAYS,
             Reason.CREATED_AFTER_TARGET,
             Reason.REGISTRY_UNKNOWN,
             Reason.CHILDREN_UNKNOWN,
+            Reason.TARGET_CONTENT_UNKNOWN,
         }
 
 
@@ -127,9 +157,13 @@ class PodState(StrEnum):
 
     CURRENT = "current"  # digest equals the registry's digest
     CURRENT_CHILD = "current-child"  # digest is a child of the registry's index
-    STALE = "stale"  # known and different, and not a child
+    SAME_CONTENT = "same-content"  # another name for the target's content (configs among its)
+    STALE = "stale"  # runs other content: no config its reference stands for is the target's
     LOOP_GUARD = "loop-guard"  # would be stale, but created after the target was first seen
     MISMATCH = "mismatch"  # known and different; children not known yet
+    NEEDS_CONTENT = "needs-content"  # not the target nor a child; configs not resolved yet
+    CONTENT_UNKNOWN = "content-unknown"  # its reference (or the target) cannot be resolved
+    PLATFORM_UNKNOWN = "platform-unknown"  # shares only some platforms' configs with the target
     OLD_TEMPLATE = "old-template"  # pod spec image string differs from the template's
     NO_DIGEST = "no-digest"  # imageID missing, a config ID, or malformed
     TERMINATING = "terminating"  # deletionTimestamp set
@@ -178,6 +212,16 @@ class ChildrenRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class ContentRequest:
+    """The shell must resolve this manifest or index (by digest, from ``repository`` on
+    ``host``) to the image configs it stands for."""
+
+    host: str
+    repository: str
+    digest: Digest
+
+
+@dataclass(frozen=True, slots=True)
 class DeletePod:
     """The one write autoroll performs. ``uid`` lets the shell delete with a precondition."""
 
@@ -194,12 +238,19 @@ class DeletePod:
 
 @dataclass(frozen=True, slots=True)
 class PodFinding:
-    """One pod's comparison for one container."""
+    """One pod's comparison for one container.
+
+    ``running`` is what the runtime named (None when not inspected or not parsable);
+    ``note`` says, for a person, why a pod is current under another name or unresolved,
+    and what to do about the latter.
+    """
 
     pod: str
     uid: str
     state: PodState
     digest: Digest | Unknown | None = None  # None: not inspected (old template, terminating)
+    running: RunningImage | None = None
+    note: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,6 +287,7 @@ class Decision:
     containers: tuple[ContainerVerdict, ...]
     actions: tuple[DeletePod, ...] = ()
     needs_children: frozenset[ChildrenRequest] = frozenset()
+    needs_content: frozenset[ContentRequest] = frozenset()
 
     @property
     def key(self) -> str:
@@ -388,7 +440,58 @@ def is_settled(*, pods: Sequence[PodView], replicas: int) -> Settledness:
 
 
 # --------------------------------------------------------------------------------------------
+# Same content?
+
+
+class ContentMatch(StrEnum):
+    """How the configs a pod's reference stands for compare with the target's."""
+
+    SAME = "same"  # every one is among the target's: the pod runs the target's content
+    OTHER = "other"  # none is: the pod runs other content, whatever its node's platform
+    PARTIAL = "partial"  # some are: which one the pod runs depends on its node's platform
+
+
+def match_content(
+    running: ImageContent, target: ImageContent, *, platform: str | None = None
+) -> ContentMatch:
+    """Does a pod whose reference stands for ``running`` run the target's content?
+
+    containerd runs, of an index, the child for its node's platform, and names it by any
+    reference it recorded for that child's config. So the pod's config is one of
+    ``running.configs``: all among the target's is the target's content, none is other
+    content. Some but not all (a multi-arch push that left some platforms unchanged) can be
+    told only from the node's ``platform``, and only where both indexes name it exactly;
+    otherwise it stays ``PARTIAL``, which the core treats as unknown, never stale.
+    """
+    if running.configs <= target.configs:
+        return ContentMatch.SAME
+    if running.configs.isdisjoint(target.configs):
+        return ContentMatch.OTHER
+    if platform is not None:
+        mine, theirs = running.config_for(platform), target.config_for(platform)
+        if mine is not None and theirs is not None:
+            return ContentMatch.SAME if mine == theirs else ContentMatch.OTHER
+    return ContentMatch.PARTIAL
+
+
+# --------------------------------------------------------------------------------------------
 # The decision
+
+
+@dataclass(frozen=True, slots=True)
+class _Needs:
+    """What one container's ladder asks the shell to fetch before it can decide."""
+
+    children: frozenset[ChildrenRequest] = frozenset()
+    content: frozenset[ContentRequest] = frozenset()
+
+
+_NOTHING = _Needs()
+#: Pods in these states are neither rolled nor counted as current.
+_UNRESOLVED = frozenset({PodState.CONTENT_UNKNOWN, PodState.PLATFORM_UNKNOWN})
+_RUNS_TARGET = frozenset({PodState.CURRENT, PodState.CURRENT_CHILD, PodState.SAME_CONTENT})
+#: Registry answers a person can fix by granting the registry user read access.
+_ACCESS_REASONS = frozenset({"unauthorized", "forbidden", "not-found"})
 
 
 def decide(
@@ -399,19 +502,22 @@ def decide(
     resolved: Mapping[TagRef, Digest | Unknown],
     sightings: Mapping[TagRef, Sighting],
     children: Mapping[Digest, frozenset[Digest] | Unknown],
+    contents: Mapping[Digest, ImageContent | Unknown] | None = None,
 ) -> Decision:
     """Decide one Deployment: a verdict per template container and at most one deletion.
 
     ``pods`` are the Deployment's pods as listed; ``resolved`` the registry's answers;
     ``sightings`` the loop-guard memory (see ``observe_targets``); ``children`` the known
-    child digests of index digests (an empty set for a plain manifest).
+    child digests of index digests (an empty set for a plain manifest); ``contents`` the
+    known image configs of manifest and index digests (``ImageContent``).
     """
     settledness = is_settled(pods=pods, replicas=deployment.replicas)
     verdicts: list[ContainerVerdict] = []
     actions: list[DeletePod] = []
-    requests: set[ChildrenRequest] = set()
+    wanted_children: set[ChildrenRequest] = set()
+    wanted_content: set[ContentRequest] = set()
     for container in deployment.containers:
-        verdict, action, request = _decide_container(
+        verdict, action, needs = _decide_container(
             deployment=deployment,
             container=container,
             pods=pods,
@@ -419,21 +525,23 @@ def decide(
             resolved=resolved,
             sightings=sightings,
             children=children,
+            contents=contents if contents is not None else {},
             settledness=settledness,
             already=actions[0] if actions else None,
         )
         verdicts.append(verdict)
         if action is not None:
             actions.append(action)
-        if request is not None:
-            requests.add(request)
+        wanted_children |= needs.children
+        wanted_content |= needs.content
     return Decision(
         namespace=deployment.namespace,
         name=deployment.name,
         settledness=settledness,
         containers=tuple(verdicts),
         actions=tuple(actions),
-        needs_children=frozenset(requests),
+        needs_children=frozenset(wanted_children),
+        needs_content=frozenset(wanted_content),
     )
 
 
@@ -446,9 +554,10 @@ def _decide_container(
     resolved: Mapping[TagRef, Digest | Unknown],
     sightings: Mapping[TagRef, Sighting],
     children: Mapping[Digest, frozenset[Digest] | Unknown],
+    contents: Mapping[Digest, ImageContent | Unknown],
     settledness: Settledness,
     already: DeletePod | None,
-) -> tuple[ContainerVerdict, DeletePod | None, ChildrenRequest | None]:
+) -> tuple[ContainerVerdict, DeletePod | None, _Needs]:
     """One container's ladder; ``already`` is the deletion chosen for an earlier container."""
     name, image = container.name, container.image
     selection = select_container(container, forgejo_host=forgejo_host)
@@ -457,7 +566,7 @@ def _decide_container(
         return (
             ContainerVerdict(name, image, Verdict.SKIPPED, selection.reason, selection.detail),
             None,
-            None,
+            _NOTHING,
         )
     ref = selection.ref
 
@@ -469,12 +578,22 @@ def _decide_container(
                 name, image, Verdict.SKIPPED, Reason.REGISTRY_UNKNOWN, str(target), ref, target
             ),
             None,
-            None,
+            _NOTHING,
         )
 
     index_children = children.get(target)
+    target_content = contents.get(target)
     findings = [
-        _compare(pod, container, target, index_children) for pod in pods if not pod.is_terminal
+        _compare(
+            pod,
+            container,
+            target=target,
+            index_children=index_children,
+            contents=contents,
+            forgejo_host=forgejo_host,
+        )
+        for pod in pods
+        if not pod.is_terminal
     ]
 
     def verdict(
@@ -490,13 +609,49 @@ def _decide_container(
             return (
                 verdict(Verdict.SKIPPED, Reason.CHILDREN_UNKNOWN, str(index_children)),
                 None,
-                None,
+                _NOTHING,
             )
         # Only now is the index worth a GET; the shell fetches and asks again.
         return (
             verdict(Verdict.NEEDS_CHILDREN, Reason.CHILDREN_NEEDED, f"fetch children of {target}"),
             None,
-            ChildrenRequest(ref, target),
+            _Needs(children=frozenset({ChildrenRequest(ref, target)})),
+        )
+
+    needing = [f for f in findings if f.state is PodState.NEEDS_CONTENT]
+    if needing:
+        # Neither the target nor a child by name: only the configs tell what the pod runs.
+        wanted = (
+            {ContentRequest(ref.host, ref.repository, target)} if target_content is None else set()
+        )
+        for finding in needing:
+            running = finding.running
+            assert running is not None
+            if running.is_config or running.digest in contents:
+                continue
+            # Only a reference named on the configured host is ever left needing content.
+            assert running.host is not None and running.repository is not None
+            wanted.add(ContentRequest(running.host, running.repository, running.digest))
+        return (
+            verdict(
+                Verdict.NEEDS_CONTENT,
+                Reason.CONTENT_NEEDED,
+                f"resolve {len(wanted)} manifest(s) to their image configs",
+            ),
+            None,
+            _Needs(content=frozenset(wanted)),
+        )
+
+    if isinstance(target_content, Unknown) and any(f.state in _UNRESOLVED for f in findings):
+        # Same content or other content cannot be told without the target's: skip, never delete.
+        return (
+            verdict(
+                Verdict.SKIPPED,
+                Reason.TARGET_CONTENT_UNKNOWN,
+                f"the image configs of {target.short} could not be resolved: {target_content}",
+            ),
+            None,
+            _NOTHING,
         )
 
     sighting = sightings.get(ref)
@@ -506,7 +661,7 @@ def _decide_container(
             return (
                 verdict(Verdict.SKIPPED, Reason.SIGHTING_MISSING, f"no sighting of {target}"),
                 None,
-                None,
+                _NOTHING,
             )
     else:
         findings = [_guard(f, pods, sighting) for f in findings]
@@ -524,12 +679,12 @@ def _decide_container(
                     Verdict.WAITING, Reason.NOT_SETTLED, settledness.detail, candidates[0].name
                 ),
                 None,
-                None,
+                _NOTHING,
             )
         if already is not None:
             if already.name in stale_names:
                 # The pod chosen for another container is stale here too: one deletion serves both.
-                return verdict(Verdict.STALE, Reason.STALE_POD, "", already.name), None, None
+                return verdict(Verdict.STALE, Reason.STALE_POD, "", already.name), None, _NOTHING
             # At most one deletion per Deployment per tick.
             return (
                 verdict(
@@ -539,7 +694,7 @@ def _decide_container(
                     candidates[0].name,
                 ),
                 None,
-                None,
+                _NOTHING,
             )
         victim = candidates[0]
         from_digest = next(f.digest for f in stale if f.pod == victim.name)
@@ -555,7 +710,7 @@ def _decide_container(
             deployment=deployment.name,
             container=name,
         )
-        return verdict(Verdict.STALE, Reason.STALE_POD, "", victim.name), action, None
+        return verdict(Verdict.STALE, Reason.STALE_POD, "", victim.name), action, _NOTHING
 
     guarded = [f for f in findings if f.state is PodState.LOOP_GUARD]
     if guarded:
@@ -564,26 +719,54 @@ def _decide_container(
         return (
             verdict(Verdict.LOOP_GUARD, Reason.CREATED_AFTER_TARGET, f"not deleting {pods_text}"),
             None,
-            None,
+            _NOTHING,
         )
 
-    if any(f.state in {PodState.CURRENT, PodState.CURRENT_CHILD} for f in findings):
+    unresolved = [f for f in findings if f.state in _UNRESOLVED]
+    if unresolved:
+        # What these pods run cannot be told: not rolled, and not counted as current either.
+        reason = (
+            Reason.CONTENT_UNKNOWN
+            if any(f.state is PodState.CONTENT_UNKNOWN for f in unresolved)
+            else Reason.PLATFORM_UNKNOWN
+        )
+        detail = "; ".join(f"{f.pod}: {f.note}" for f in unresolved)
+        return verdict(Verdict.SKIPPED, reason, detail), None, _NOTHING
+
+    if any(f.state in _RUNS_TARGET for f in findings):
         # Includes a new image that crash-loops: it matches, so it is never deleted again.
-        return verdict(Verdict.CURRENT, Reason.UP_TO_DATE), None, None
+        return (
+            verdict(Verdict.CURRENT, Reason.UP_TO_DATE, _same_content_text(findings)),
+            None,
+            _NOTHING,
+        )
 
     # Nothing comparable yet: pods still pulling, or only pods of an older template.
     return (
         verdict(Verdict.SKIPPED, Reason.NO_COMPARABLE_POD, "no pod of this template has a digest"),
         None,
-        None,
+        _NOTHING,
     )
+
+
+def _same_content_text(findings: Sequence[PodFinding]) -> str:
+    """Names the pods that run the target's content under another name, and those names."""
+    same = [f for f in findings if f.state is PodState.SAME_CONTENT and f.running is not None]
+    if not same:
+        return ""
+    pods = ", ".join(f.pod for f in same)
+    names = ", ".join(sorted({f.running.reference for f in same if f.running is not None}))
+    return f"{pods}: the target's content under another name ({names})"
 
 
 def _compare(
     pod: PodView,
     container: ContainerView,
+    *,
     target: Digest,
     index_children: frozenset[Digest] | Unknown | None,
+    contents: Mapping[Digest, ImageContent | Unknown],
+    forgejo_host: str,
 ) -> PodFinding:
     """Compare one pod's container with the registry's digest (no loop guard yet)."""
     if pod.deleting:
@@ -592,15 +775,92 @@ def _compare(
         # Pods of an older template are the Deployment controller's business.
         return PodFinding(pod.name, pod.uid, PodState.OLD_TEMPLATE)
     status = pod.status_of(container.name)
-    running = parse_image_id(status.image_id) if status is not None else Unknown("no-status")
+    running = parse_running_image(status.image_id) if status is not None else Unknown("no-status")
     if isinstance(running, Unknown):
         return PodFinding(pod.name, pod.uid, PodState.NO_DIGEST, running)
-    if running == target:
-        return PodFinding(pod.name, pod.uid, PodState.CURRENT, running)
-    if isinstance(index_children, frozenset):
-        state = PodState.CURRENT_CHILD if running in index_children else PodState.STALE
-        return PodFinding(pod.name, pod.uid, state, running)
-    return PodFinding(pod.name, pod.uid, PodState.MISMATCH, running)
+    if running.digest == target:
+        return PodFinding(pod.name, pod.uid, PodState.CURRENT, running.digest, running)
+    if not running.is_config:
+        if not isinstance(index_children, frozenset):
+            # Children first: a platform child (CRI-O reports one) needs no further GET.
+            return PodFinding(pod.name, pod.uid, PodState.MISMATCH, running.digest, running)
+        if running.digest in index_children:
+            return PodFinding(pod.name, pod.uid, PodState.CURRENT_CHILD, running.digest, running)
+    return _compare_content(
+        pod, running, target=target, contents=contents, forgejo_host=forgejo_host
+    )
+
+
+def _compare_content(
+    pod: PodView,
+    running: RunningImage,
+    *,
+    target: Digest,
+    contents: Mapping[Digest, ImageContent | Unknown],
+    forgejo_host: str,
+) -> PodFinding:
+    """The name is not the target's: compare the image configs both stand for."""
+
+    def found(state: PodState, note: str = "") -> PodFinding:
+        return PodFinding(pod.name, pod.uid, state, running.digest, running, note)
+
+    reference = running.reference
+    if running.is_config:
+        # A bare config ID is exactly what the container runs.
+        mine: ImageContent | Unknown | None = ImageContent(frozenset({running.digest}))
+    elif running.host is None or running.repository is None:
+        return found(
+            PodState.CONTENT_UNKNOWN,
+            f"{reference} names no repository autoroll can read; not rolled, not counted"
+            " current (delete the pod by hand to replace it)",
+        )
+    elif not host_matches(running.host, forgejo_host):
+        # Only the configured registry is asked; another host's copy cannot be resolved.
+        return found(
+            PodState.CONTENT_UNKNOWN,
+            f"{reference} is on another registry host than {forgejo_host}, which autoroll"
+            " does not ask; not rolled, not counted current (delete the pod by hand to"
+            " replace it)",
+        )
+    else:
+        mine = contents.get(running.digest)
+    theirs = contents.get(target)
+    if mine is None or theirs is None:
+        return found(PodState.NEEDS_CONTENT)
+    if isinstance(theirs, Unknown):
+        return found(PodState.CONTENT_UNKNOWN, f"the target's image configs are {theirs}")
+    if isinstance(mine, Unknown):
+        hint = (
+            f"give autoroll's registry user read access to {running.repository},"
+            " or delete the pod by hand"
+            if mine.reason in _ACCESS_REASONS - {"not-found"}
+            else (
+                "the registry no longer holds it: Gitea and Forgejo drop a tag's previous"
+                " manifest when the tag is pushed again, and autoroll knows its content"
+                " only if it saw it as the target before; delete the pod by hand"
+            )
+            if mine.reason == "not-found"
+            else "asked again next pass"
+        )
+        return found(
+            PodState.CONTENT_UNKNOWN,
+            f"{reference} could not be resolved: {mine}; not rolled, not counted current ({hint})",
+        )
+    match match_content(mine, theirs, platform=pod.platform):
+        case ContentMatch.SAME:
+            return found(
+                PodState.SAME_CONTENT, f"runs the target's content under another name: {reference}"
+            )
+        case ContentMatch.OTHER:
+            return found(PodState.STALE)
+        case ContentMatch.PARTIAL:
+            return found(
+                PodState.PLATFORM_UNKNOWN,
+                f"{reference} shares only some platforms' image configs with the target (a"
+                " multi-arch push that left some platforms unchanged): which one the pod runs"
+                " depends on its node's platform, which autoroll does not read; not rolled,"
+                " not counted current (delete the pod by hand to replace it)",
+            )
 
 
 def _guard(finding: PodFinding, pods: Sequence[PodView], sighting: Sighting) -> PodFinding:

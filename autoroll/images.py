@@ -8,9 +8,17 @@ digest the tag is ``latest``, as every runtime assumes.
 imageID forms seen in the wild (``pod.status.containerStatuses[].imageID``):
 
 - ``docker-pullable://host/repo@sha256:…`` (dockershim) and ``docker://…``: strip the scheme.
-- ``host/repo@sha256:…`` (containerd, CRI-O): the digest after ``@`` is the manifest
-  (or index) digest the image was pulled by — comparable with the registry's answer.
-- bare ``sha256:…``: an image *config* ID, not a manifest digest — not comparable, unknown.
+- ``host/repo@sha256:…`` (containerd, CRI-O): a manifest (or index) digest under a
+  repository name. containerd names, for every container of an image, the alphabetically
+  first of all ``repo@digest`` references it has recorded for that image's *config*, so the
+  name may be another repository's (or another manifest of the same build): the digest says
+  which manifest, not necessarily which pull (``RunningImage``; ``autoroll.decide`` resolves
+  it to the configs it stands for before calling a pod stale).
+- bare ``sha256:…``: containerd's image ID when it has recorded no repo digest: the digest of
+  the image *config* the container runs (``RunningImage.is_config``).
+- ``docker://sha256:…`` (cri-dockerd): Docker's image ID — a config digest with Docker's
+  classic store, but an index digest with its containerd store, so neither kind can be
+  assumed: unknown.
 - empty: the runtime has not resolved the image yet — unknown.
 """
 
@@ -120,27 +128,69 @@ def _split_host(name: str) -> tuple[str | None, str]:
     return None, name
 
 
+@dataclass(frozen=True, slots=True)
+class RunningImage:
+    """What a runtime's imageID names: a manifest or index under a repository name, or (bare
+    ``sha256:…``) the image config itself.
+
+    ``host`` and ``repository`` are None for a config ID, and for a ``name@digest`` whose
+    name does not parse (its digest is still known, the repository to ask is not).
+    """
+
+    digest: Digest
+    host: str | None = None
+    repository: str | None = None
+    is_config: bool = False
+
+    @property
+    def reference(self) -> str:
+        """``host/repository@digest`` as the runtime named it, or the bare digest."""
+        if self.host is None or self.repository is None:
+            return str(self.digest)
+        return f"{self.host}/{self.repository}@{self.digest}"
+
+
+def parse_running_image(image_id: str) -> RunningImage | Unknown:
+    """What a runtime reports a container runs, or Unknown with the reason (module docstring)."""
+    text = image_id.strip()
+    scheme = next((s for s in _IMAGE_ID_SCHEMES if text.startswith(s)), "")
+    text = text[len(scheme) :]
+    if not text:
+        return Unknown("no-image-id", "the runtime has not resolved the image yet")
+    if "@" in text:
+        name, _, candidate = text.rpartition("@")
+        if not is_digest(candidate):
+            return Unknown("malformed-image-id", image_id)
+        try:
+            named = parse_image(name)
+        except ImageRefError:
+            return RunningImage(Digest(candidate))
+        if named.tag is not None or named.digest is not None:
+            return RunningImage(Digest(candidate))
+        return RunningImage(Digest(candidate), named.host, named.repository)
+    if is_digest(text):
+        if scheme:
+            return Unknown(
+                "image-config-id",
+                "Docker's image ID is a config or an index digest, depending on its image store",
+            )
+        return RunningImage(Digest(text), is_config=True)
+    return Unknown("malformed-image-id", image_id)
+
+
 def parse_image_id(image_id: str) -> Digest | Unknown:
     """The manifest digest a runtime reports for a container, or Unknown with the reason.
 
     A bare ``sha256:…`` is an image config ID; it never equals a manifest digest, so
-    comparing it would make every pod look stale — it is unknown, never a digest.
+    comparing it with one would make every pod look stale — it is unknown here, never a
+    digest (``parse_running_image`` keeps it, for comparing with the target's configs).
     """
-    text = image_id.strip()
-    for scheme in _IMAGE_ID_SCHEMES:
-        if text.startswith(scheme):
-            text = text[len(scheme) :]
-            break
-    if not text:
-        return Unknown("no-image-id", "the runtime has not resolved the image yet")
-    if "@" in text:
-        candidate = text.rpartition("@")[2]
-        if is_digest(candidate):
-            return Digest(candidate)
-        return Unknown("malformed-image-id", image_id)
-    if is_digest(text):
+    running = parse_running_image(image_id)
+    if isinstance(running, Unknown):
+        return running
+    if running.is_config:
         return Unknown("image-config-id", "a bare sha256 is an image config ID, not a manifest")
-    return Unknown("malformed-image-id", image_id)
+    return running.digest
 
 
 def host_matches(host: str, forgejo_host: str) -> bool:

@@ -68,6 +68,33 @@ class Unknown:
 
 
 @dataclass(frozen=True, slots=True)
+class ImageContent:
+    """The image configs a manifest or index digest stands for: what a container runs.
+
+    A manifest stands for its one config; an index for its runnable children's configs
+    (attestations left out). ``platforms`` pairs ``os/arch[/variant]`` with a child's config
+    where the index names the platform (empty for a plain manifest, whose platform is only
+    in its config). Content-addressed like the digest it was read from, so never stale.
+    """
+
+    configs: frozenset[Digest]
+    platforms: tuple[tuple[str, Digest], ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.configs:
+            # Empty would be "disjoint from everything": every pod stale. Never allowed.
+            raise ValueError("an image content names at least one config")
+        stray = {config for _, config in self.platforms} - self.configs
+        if stray:
+            raise ValueError(f"platform configs not among the configs: {sorted(map(str, stray))}")
+
+    def config_for(self, platform: str) -> Digest | None:
+        """The one config this index gives ``platform``, or None when it names none or two."""
+        found = {config for name, config in self.platforms if name == platform}
+        return next(iter(found)) if len(found) == 1 else None
+
+
+@dataclass(frozen=True, slots=True)
 class ContainerView:
     """A container of a pod template or of a pod spec: what was asked for."""
 
@@ -120,7 +147,9 @@ class PodView:
     ``containers`` is the pod *spec* (the image string asked for); ``statuses`` is what the
     runtime reports. ``deleting`` is true once ``metadata.deletionTimestamp`` is set.
     ``ready`` is the pod's ``Ready`` condition, ``ready_changed_at`` when it last changed
-    (its ``lastTransitionTime``; None when not reported).
+    (its ``lastTransitionTime``; None when not reported). ``platform`` is its node's
+    ``os/arch[/variant]``: None until platform awareness (issue 18) fills it; the core then
+    cannot tell which child of a multi-arch index the pod runs.
     """
 
     namespace: str
@@ -132,6 +161,7 @@ class PodView:
     ready: bool = True
     containers: tuple[ContainerView, ...] = ()
     statuses: tuple[ContainerStatusView, ...] = field(default=())
+    platform: str | None = None
     ready_changed_at: datetime | None = None
 
     def __post_init__(self) -> None:

@@ -41,7 +41,8 @@ def verdict_text(verdict: ContainerVerdict) -> str:
     detail = f" ({verdict.detail})" if verdict.detail else ""
     match verdict.verdict:
         case Verdict.CURRENT:
-            return "current"
+            # The detail names pods running the target's content under another name.
+            return f"current{detail}"
         case Verdict.STALE:
             return f"stale → would delete pod {verdict.pod}"
         case Verdict.WAITING:

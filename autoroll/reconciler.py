@@ -3,9 +3,19 @@
 This is the imperative shell around ``autoroll.decide``. It owns the only state autoroll
 keeps, and keeps it in memory: the loop guard's map of when each ref's target digest was
 first seen and which pods were listed by then (the registry client keeps the other memory,
-index children by digest). Restarting the process forgets it, which is safe: the next
-sighting is "now", so pods that existed before it stay eligible and pods created after it
-stay protected.
+index children and manifests' image configs by digest), and which pods it has already
+warned about because what they run cannot be told. Restarting the process forgets it,
+which is safe: the next sighting is "now", so pods that existed before it stay eligible and
+pods created after it stay protected; a pod running the target's content under another
+repository's name is current whatever the sighting, because staleness is decided on
+content, never on the name.
+
+Per Deployment, ``decide`` may ask twice before it decides: for the children of the target
+index (a pod reporting a platform child), then for the image configs both sides stand for (a
+pod reporting another manifest, possibly in another repository). Every request is answered,
+``Unknown`` when the registry cannot, so a request is never repeated; the answers are shared
+by the pass's later Deployments. At the end of a pass each target's configs are resolved
+once, while the registry still holds the manifest (``_remember_targets``).
 
 A pass lists the cluster first, then reads the sighting clock, then asks the registry, and
 deletes only after that. So every pod in the listing predates any digest the pass sees for
@@ -46,8 +56,11 @@ from autoroll.cluster import (
 from autoroll.decide import (
     ChildrenRequest,
     ContainerVerdict,
+    ContentRequest,
     Decision,
     DeletePod,
+    PodState,
+    Reason,
     RolloutHalt,
     Sighting,
     Verdict,
@@ -59,7 +72,7 @@ from autoroll.decide import (
 )
 from autoroll.images import TagRef
 from autoroll.metrics import Metrics
-from autoroll.model import Digest, Unknown
+from autoroll.model import Digest, ImageContent, Unknown
 
 log = logging.getLogger(__name__)
 
@@ -75,8 +88,9 @@ class ClusterPort(Protocol):
 class RegistryPort(Protocol):
     """What a pass needs from the registry (``autoroll.registry.RegistryClient``).
 
-    The client caches index children by digest (immutable); ``known_children`` seeds each
-    decision with that cache so an index is fetched once, not once per tick.
+    The client caches index children and manifests' image configs by digest (immutable);
+    ``known_children`` and ``known_content`` seed each pass's decisions with those caches,
+    so a manifest is fetched once, not once per tick.
     """
 
     def resolve(self, refs: Iterable[TagRef]) -> Mapping[TagRef, Digest | Unknown]: ...
@@ -87,6 +101,12 @@ class RegistryPort(Protocol):
         self, wanted: Iterable[ChildrenRequest]
     ) -> Mapping[Digest, frozenset[Digest] | Unknown]: ...
 
+    def known_content(self) -> Mapping[Digest, ImageContent]: ...
+
+    def fetch_content(
+        self, wanted: Iterable[ContentRequest]
+    ) -> Mapping[Digest, ImageContent | Unknown]: ...
+
 
 class EventPort(Protocol):
     """Records a Kubernetes Event (``autoroll.cluster.KubeEvents`` in production)."""
@@ -96,6 +116,10 @@ class EventPort(Protocol):
 
 #: ``Executed.outcome`` when the leadership check before a deletion failed.
 NOT_LEADER = "not-leader"
+#: ``decide`` asks for an index's children, then for image configs: two fetches at most.
+FETCH_ROUNDS = 2
+#: Pods whose content cannot be told; each is warned about once, not every pass.
+_UNRESOLVED = frozenset({PodState.CONTENT_UNKNOWN, PodState.PLATFORM_UNKNOWN})
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +186,8 @@ class Reconciler:
         self._dry_run = dry_run
         self._clock = clock
         self._sightings: dict[TagRef, Sighting] = {}
+        # (namespace, pod, uid, container, reference) already warned as unresolved.
+        self._warned: set[tuple[str, str, str, str, str]] = set()
 
     @property
     def sightings(self) -> Mapping[TagRef, Sighting]:
@@ -192,12 +218,15 @@ class Reconciler:
         executed: list[Executed] = []
         halted: set[tuple[str, str]] = set()
         abandoned = False
+        # The caches as this pass starts, plus every answer it gets (Unknown included).
+        children: dict[Digest, frozenset[Digest] | Unknown] = dict(self._registry.known_children())
+        contents: dict[Digest, ImageContent | Unknown] = dict(self._registry.known_content())
         for item in enrolled:
             if stopping():
                 abandoned = True
                 log.info("stop requested; leaving the rest of this pass undone")
                 break
-            decision = self._decide(item, resolved)
+            decision = self._decide(item, resolved, children, contents)
             decisions.append(decision)
             self._record(decision)
             halt = rollout_halt(
@@ -218,6 +247,9 @@ class Reconciler:
                 self._emit(item, done)
             if abandoned:
                 break
+        self._forget_warnings(enrolled)
+        if not abandoned:
+            self._remember_targets(resolved, contents)
 
         self._metrics.rollouts_halted.set(len(halted))
         if not abandoned:
@@ -232,8 +264,14 @@ class Reconciler:
 
     # -- steps ------------------------------------------------------------------------------
 
-    def _decide(self, item: Enrolled, resolved: Mapping[TagRef, Digest | Unknown]) -> Decision:
-        children: dict[Digest, frozenset[Digest] | Unknown] = dict(self._registry.known_children())
+    def _decide(
+        self,
+        item: Enrolled,
+        resolved: Mapping[TagRef, Digest | Unknown],
+        children: dict[Digest, frozenset[Digest] | Unknown],
+        contents: dict[Digest, ImageContent | Unknown],
+    ) -> Decision:
+        """Decide, fetching what ``decide`` asks for (children, then content) in between."""
 
         def run() -> Decision:
             return decide(
@@ -243,19 +281,61 @@ class Reconciler:
                 resolved=resolved,
                 sightings=self._sightings,
                 children=children,
+                contents=contents,
             )
 
         decision = run()
-        if not decision.needs_children:
-            return decision
-        # Only on a mismatch: GET the index; every requested digest gets an answer (or
-        # Unknown), so the second decide cannot ask again — it skips on Unknown instead.
-        answers = self._registry.fetch_children(decision.needs_children)
-        for request in decision.needs_children:
-            children[request.digest] = answers.get(
-                request.digest, Unknown("not-fetched", "the registry client gave no answer")
-            )
-        return run()
+        for _ in range(FETCH_ROUNDS):
+            if not decision.needs_children and not decision.needs_content:
+                break
+            self._fetch(decision, children, contents)
+            decision = run()
+        # Still asking after both rounds cannot happen (every request got an answer); if it
+        # did, the containers that ask carry no action, so nothing is deleted on a guess.
+        return decision
+
+    def _fetch(
+        self,
+        decision: Decision,
+        children: dict[Digest, frozenset[Digest] | Unknown],
+        contents: dict[Digest, ImageContent | Unknown],
+    ) -> None:
+        """Only on a mismatch: GET what ``decide`` asked for. Every request gets an answer
+        (Unknown if the client gave none), so the next ``decide`` cannot ask it again."""
+        if decision.needs_children:
+            found = self._registry.fetch_children(decision.needs_children)
+            for request in decision.needs_children:
+                children[request.digest] = found.get(
+                    request.digest, Unknown("not-fetched", "the registry client gave no answer")
+                )
+        if decision.needs_content:
+            resolved = self._registry.fetch_content(decision.needs_content)
+            for wanted in decision.needs_content:
+                contents[wanted.digest] = resolved.get(
+                    wanted.digest, Unknown("not-fetched", "the registry client gave no answer")
+                )
+
+    def _remember_targets(
+        self,
+        resolved: Mapping[TagRef, Digest | Unknown],
+        contents: Mapping[Digest, ImageContent | Unknown],
+    ) -> None:
+        """Resolve each target's image configs while it is still the target.
+
+        Gitea (and Forgejo, which forked its registry) drops a tag's previous manifest when
+        the tag is pushed again: once the tag has moved, the pods still running the old
+        build name a manifest the registry answers 404 for, and their content is known only
+        if it was fetched before (the client keeps it by digest, in memory). So at the end
+        of a pass, with what is left of its registry budget, every target not yet resolved
+        is: once per target digest; a failure is simply asked again next pass.
+        """
+        wanted = {
+            ContentRequest(ref.host, ref.repository, digest)
+            for ref, digest in resolved.items()
+            if isinstance(digest, Digest) and digest not in contents  # not asked this pass
+        }
+        if wanted:
+            self._registry.fetch_content(wanted)
 
     def _execute(self, action: DeletePod) -> Executed:
         fields = _action_fields(action)
@@ -399,8 +479,43 @@ class Reconciler:
             return
         self._metrics.events.labels(outcome="created").inc()
 
+    def _warn_unresolved(self, decision: Decision) -> None:
+        """One warning per pod and reference whose content cannot be told, not one per pass:
+        a foreign reference can last as long as the pod (docs/adr/001, point 3)."""
+        for verdict in decision.containers:
+            if verdict.reason is Reason.TARGET_CONTENT_UNKNOWN:
+                continue  # the registry's fault, warned every pass as the verdict itself
+            for finding in verdict.pods:
+                if finding.state not in _UNRESOLVED or finding.running is None:
+                    continue
+                reference = finding.running.reference
+                key = (decision.namespace, finding.pod, finding.uid, verdict.container, reference)
+                if key in self._warned:
+                    continue
+                self._warned.add(key)
+                log.warning(
+                    "%s %s: cannot tell what pod %s runs: %s",
+                    decision.key,
+                    verdict.container,
+                    finding.pod,
+                    finding.note,
+                    extra={
+                        **decision_fields(decision, verdict),
+                        "event": "content-unknown",
+                        "pod": finding.pod,
+                        "running_digest": reference,
+                        "reason": finding.state.value,
+                    },
+                )
+
+    def _forget_warnings(self, enrolled: Iterable[Enrolled]) -> None:
+        """Keep warned keys only for pods still listed: bounded by the pods enrolled."""
+        listed = {(p.namespace, p.name, p.uid) for e in enrolled for p in e.pods}
+        self._warned = {k for k in self._warned if (k[0], k[1], k[2]) in listed}
+
     def _record(self, decision: Decision) -> None:
         """Metrics and one log line per container decision."""
+        self._warn_unresolved(decision)
         if decision.loop_guard_hits:
             self._metrics.loop_guard_hits.inc(decision.loop_guard_hits)
         for verdict in decision.containers:

@@ -11,6 +11,13 @@ and never read as "changed": the core skips an unknown image for the tick.
   would look stale forever.
 - ``fetch_children(requests)``: ``GET`` an index by digest, only when a pod's digest did not
   match; the child digests are cached by index digest (content-addressed, so immutable).
+- ``fetch_content(requests)``: the image configs a manifest or index stands for, only when a
+  pod's digest is neither the target nor one of its children: ``GET`` the digest from the
+  repository the request names (a pod's imageID may name another repository than the
+  enrolled one: containerd reports the alphabetically first reference of the config), and
+  for an index each runnable child from the same repository (attestations are skipped).
+  Every body must hash to the digest it was asked by. Cached by digest, bounded
+  (``Limits.content_cache_size``), like the children.
 
 Authentication: HTTP Basic (user + token) is sent up front. A 401 carrying a Bearer challenge
 (``realm``, ``service``, ``scope``) gets a token from the realm with the same credentials; the
@@ -24,9 +31,9 @@ for it (one lock per scope). A refused request says what to fix (``FORGEJO_USER`
 ``FORGEJO_TOKEN`` and its ``read:package`` scope) in its ``Unknown`` detail.
 
 Time is bounded twice: each request has connect and read timeouts, and each tick (one
-``resolve`` and the ``fetch_children`` calls after it) has an overall budget; lookups left
-when it runs out are ``Unknown("budget-exhausted")``, so one slow registry cannot stall a
-tick.
+``resolve`` and the ``fetch_children`` and ``fetch_content`` calls after it) has an overall
+budget; lookups left when it runs out are ``Unknown("budget-exhausted")``, so one slow
+registry cannot stall a tick.
 
 Back-off: a 429 (or a 503 carrying ``Retry-After``) makes the client send nothing more to
 this registry until the time it names has passed — lookups meanwhile are
@@ -48,7 +55,7 @@ Error tree (raised internally ``from`` the cause, turned into ``Unknown(reason)`
     ├── TransportError            network           connection refused/reset, DNS, TLS
     │   └── RequestTimeoutError   timeout           connect or read timeout
     ├── BudgetError               budget-exhausted  the call's overall budget is spent
-    ├── WrongHostError            other-host        a ref not on this registry's host
+    ├── WrongHostError            other-host        a ref or manifest not on this registry's host
     ├── BackoffError              backoff           a Retry-After from this registry is running
     ├── StatusError               unauthorized | forbidden | not-found | rate-limited
     │                             | http-3xx | http-4xx | http-5xx
@@ -59,7 +66,9 @@ Error tree (raised internally ``from`` the cause, turned into ``Unknown(reason)`
                                   | bad-manifest | too-large
 
 A digest of another algorithm (``sha512:…``) is ``malformed-digest``: pods record sha256
-digests, so it could only ever compare unequal — unknown, never "changed".
+digests, so it could only ever compare unequal — unknown, never "changed". A manifest
+without a config digest, an index inside an index, or an index with no runnable child is
+``bad-manifest``: its content is unknown, never empty (empty would make every pod stale).
 """
 
 from __future__ import annotations
@@ -82,7 +91,7 @@ import requests
 from authchallenge import Challenge, parse_challenges
 
 from autoroll.images import TagRef, host_matches
-from autoroll.model import Digest, Unknown, is_digest
+from autoroll.model import Digest, ImageContent, Unknown, is_digest
 
 OCI_INDEX: Final = "application/vnd.oci.image.index.v1+json"
 OCI_MANIFEST: Final = "application/vnd.oci.image.manifest.v1+json"
@@ -91,6 +100,9 @@ DOCKER_MANIFEST: Final = "application/vnd.docker.distribution.manifest.v2+json"
 #: Index types first: a multi-arch tag must answer with the index digest runtimes record.
 MANIFEST_ACCEPT: Final = ", ".join((OCI_INDEX, DOCKER_LIST, OCI_MANIFEST, DOCKER_MANIFEST))
 INDEX_TYPES: Final = frozenset({OCI_INDEX, DOCKER_LIST})
+#: buildx stores provenance and SBOMs as index entries with this annotation (and platform
+#: ``unknown/unknown``); no runtime ever runs one, so they stand for no content.
+ATTESTATION_ANNOTATION: Final = "vnd.docker.reference.type"
 
 #: The OCI distribution spec lets registries refuse manifests over 4 MiB; we do the same.
 MAX_MANIFEST_BYTES: Final = 4 * 1024 * 1024
@@ -199,6 +211,19 @@ class ChildrenWanted(Protocol):
     def digest(self) -> Digest: ...
 
 
+class ContentWanted(Protocol):
+    """Anything naming a manifest to resolve (``autoroll.decide.ContentRequest`` fits)."""
+
+    @property
+    def host(self) -> str: ...
+
+    @property
+    def repository(self) -> str: ...
+
+    @property
+    def digest(self) -> Digest: ...
+
+
 @dataclass(frozen=True, slots=True)
 class Limits:
     """Time and size bounds. Defaults fit a 120 s poll interval with room to spare."""
@@ -207,6 +232,7 @@ class Limits:
     read_seconds: float = 5.0  # between bytes; a HEAD answer is a few hundred bytes
     budget_seconds: float = 20.0  # per tick: one resolve() and the fetch_children() after it
     children_cache_size: int = 1024  # index digests remembered (immutable, so never stale)
+    content_cache_size: int = 4096  # manifest and index digests' configs (children count too)
     max_backoff_seconds: float = 300.0  # longest Retry-After honoured: 2.5 poll intervals
     default_backoff_seconds: float = 10.0  # a 429 without a usable Retry-After
     lookup_concurrency: int = 4  # HEADs in flight at once in resolve(); 1 sends them in turn
@@ -277,6 +303,8 @@ class RegistryClient:
         self._token_locks_guard = threading.Lock()
         self._children: OrderedDict[Digest, frozenset[Digest]] = OrderedDict()
         self._failed_children: dict[Digest, Unknown] = {}
+        self._content: OrderedDict[Digest, ImageContent] = OrderedDict()
+        self._failed_content: dict[tuple[str, Digest], Unknown] = {}
         self._tick: _Deadline | None = None
 
     def __repr__(self) -> str:
@@ -289,6 +317,7 @@ class RegistryClient:
         deadline = _Deadline(self._clock, self._limits.budget_seconds)
         self._tick = deadline
         self._failed_children.clear()
+        self._failed_content.clear()
         unique = sorted(set(refs))
         workers = min(self._limits.lookup_concurrency, len(unique))
         if workers <= 1:
@@ -337,6 +366,36 @@ class RegistryClient:
             answers[item.digest] = answer
         return answers
 
+    def known_content(self) -> Mapping[Digest, ImageContent]:
+        """Every manifest's and index's configs resolved so far (pass it to ``decide``)."""
+        return dict(self._content)
+
+    def fetch_content(
+        self, wanted: Iterable[ContentWanted]
+    ) -> dict[Digest, ImageContent | Unknown]:
+        """The image configs each wanted manifest or index stands for; cached by digest.
+
+        Shares the budget of the last ``resolve`` (one tick). Content is the digest's, in
+        whichever repository: a digest that failed in one repository may still come from
+        another, but is not asked again from the same one until the next ``resolve``.
+        """
+        deadline = self._tick or _Deadline(self._clock, self._limits.budget_seconds)
+        answers: dict[Digest, ImageContent | Unknown] = {}
+        for item in sorted(wanted, key=lambda w: (w.digest, w.host, w.repository)):
+            if isinstance(answers.get(item.digest), ImageContent):
+                continue
+            failed = self._failed_content.get((item.repository, item.digest))
+            if failed is not None:
+                answers[item.digest] = failed
+                continue
+            answer = self._lookup(
+                partial(self._content_of, item.host, item.repository, item.digest, deadline)
+            )
+            if isinstance(answer, Unknown):
+                self._failed_content[(item.repository, item.digest)] = answer
+            answers[item.digest] = answer
+        return answers
+
     # -- lookups ------------------------------------------------------------------------------
 
     def _lookup(self, call: Callable[[], _T]) -> _T | Unknown:
@@ -348,24 +407,72 @@ class RegistryClient:
             return exc.to_unknown()
 
     def _head_digest(self, ref: TagRef, deadline: _Deadline) -> Digest:
-        self._check_host(ref)
+        self._check_host(ref.host, str(ref))
         url = f"{self._base}/v2/{ref.repository}/manifests/{ref.tag}"
         response = self._send("HEAD", url, ref.repository, deadline, kind="manifest-head")
         response.close()
         return _digest_header(response)
 
     def _get_children(self, ref: TagRef, digest: Digest, deadline: _Deadline) -> frozenset[Digest]:
-        self._check_host(ref)
-        url = f"{self._base}/v2/{ref.repository}/manifests/{digest}"
-        response = self._send("GET", url, ref.repository, deadline, kind="manifest-get")
+        self._check_host(ref.host, str(ref))
+        document, url = self._get_manifest(ref.repository, digest, deadline)
+        if not _is_index(document):
+            return frozenset()
+        return frozenset(entry.digest for entry in _index_entries(document, url))
+
+    def _content_of(
+        self, host: str, repository: str, digest: Digest, deadline: _Deadline, *, depth: int = 0
+    ) -> ImageContent:
+        """The configs ``digest`` stands for: its config, or its runnable children's."""
+        self._check_host(host, f"{host}/{repository}@{digest}")
+        cached = self._content.get(digest)
+        if cached is not None:
+            self._content.move_to_end(digest)
+            return cached
+        document, url = self._get_manifest(repository, digest, deadline)
+        if not _is_index(document):
+            content = ImageContent(frozenset({_config_digest(document, url)}))
+        elif depth > 0:
+            # Runtimes resolve one level for a platform; deeper nesting is not worth guessing.
+            raise BadResponseError("bad-manifest", f"{url}: an index inside an index")
+        else:
+            entries = _index_entries(document, url)
+            self._remember(digest, frozenset(entry.digest for entry in entries))
+            configs: set[Digest] = set()
+            platforms: set[tuple[str, Digest]] = set()
+            for entry in entries:
+                if entry.is_attestation:
+                    continue
+                child = self._content_of(host, repository, entry.digest, deadline, depth=1)
+                configs |= child.configs
+                if entry.platform is not None:
+                    platforms.update((entry.platform, config) for config in child.configs)
+            if not configs:
+                raise BadResponseError("bad-manifest", f"{url}: an index without a runnable image")
+            content = ImageContent(frozenset(configs), tuple(sorted(platforms)))
+        self._remember_content(digest, content)
+        return content
+
+    def _get_manifest(
+        self, repository: str, digest: Digest, deadline: _Deadline
+    ) -> tuple[dict[str, object], str]:
+        """GET a manifest or index by digest: its JSON object, verified against the digest."""
+        url = f"{self._base}/v2/{repository}/manifests/{digest}"
+        response = self._send("GET", url, repository, deadline, kind="manifest-get")
         body = _read_capped(response, deadline)
         if hashlib.sha256(body).hexdigest() != digest.value.removeprefix("sha256:"):
             raise BadResponseError("digest-mismatch", f"{url}: body does not hash to {digest}")
-        return _parse_children(body, url)
+        try:
+            document = json.loads(body)
+        except ValueError as exc:
+            raise BadResponseError("bad-manifest", f"{url}: not JSON") from exc
+        if not isinstance(document, dict):
+            raise BadResponseError("bad-manifest", f"{url}: not a JSON object")
+        return document, url
 
-    def _check_host(self, ref: TagRef) -> None:
-        if not host_matches(ref.host, self._host):
-            raise WrongHostError(f"{ref} is not on {self._host}")
+    def _check_host(self, host: str, what: str) -> None:
+        if not host_matches(host, self._host):
+            raise WrongHostError(f"{what} is not on {self._host}")
 
     # -- HTTP ---------------------------------------------------------------------------------
 
@@ -584,6 +691,12 @@ class RegistryClient:
         while len(self._children) > self._limits.children_cache_size:
             self._children.popitem(last=False)
 
+    def _remember_content(self, digest: Digest, content: ImageContent) -> None:
+        self._content[digest] = content
+        self._content.move_to_end(digest)
+        while len(self._content) > self._limits.content_cache_size:
+            self._content.popitem(last=False)
+
 
 # --------------------------------------------------------------------------------------------
 # Response parsing (pure)
@@ -643,23 +756,49 @@ def _read_capped(response: requests.Response, deadline: _Deadline) -> bytes:
     return b"".join(chunks)
 
 
-def _parse_children(body: bytes, url: str) -> frozenset[Digest]:
-    """Child manifest digests of an index; an empty set for a single-platform manifest."""
-    try:
-        document = json.loads(body)
-    except ValueError as exc:
-        raise BadResponseError("bad-manifest", f"{url}: not JSON") from exc
-    if not isinstance(document, dict):
-        raise BadResponseError("bad-manifest", f"{url}: not a JSON object")
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    """One ``manifests[]`` entry of an index."""
+
+    digest: Digest
+    platform: str | None  # os/arch[/variant], when the index names it
+    is_attestation: bool  # buildx provenance or SBOM: never run
+
+
+def _is_index(document: Mapping[str, object]) -> bool:
+    return document.get("mediaType") in INDEX_TYPES or document.get("manifests") is not None
+
+
+def _index_entries(document: Mapping[str, object], url: str) -> list[_Entry]:
+    """The entries of an index, each with a valid digest (else ``bad-manifest``)."""
     manifests = document.get("manifests")
-    if document.get("mediaType") not in INDEX_TYPES and manifests is None:
-        return frozenset()
     if not isinstance(manifests, list):
         raise BadResponseError("bad-manifest", f"{url}: index without a manifests list")
-    children: set[Digest] = set()
+    entries: list[_Entry] = []
     for entry in manifests:
         digest = entry.get("digest") if isinstance(entry, dict) else None
         if not isinstance(digest, str) or not is_digest(digest):
             raise BadResponseError("bad-manifest", f"{url}: index entry with a malformed digest")
-        children.add(Digest(digest))
-    return frozenset(children)
+        assert isinstance(entry, dict)
+        platform = entry.get("platform")
+        os_name = platform.get("os") if isinstance(platform, dict) else None
+        arch = platform.get("architecture") if isinstance(platform, dict) else None
+        variant = platform.get("variant") if isinstance(platform, dict) else None
+        annotations = entry.get("annotations")
+        attested = isinstance(annotations, dict) and ATTESTATION_ANNOTATION in annotations
+        name: str | None = None
+        if isinstance(os_name, str) and isinstance(arch, str) and os_name and arch:
+            name = f"{os_name}/{arch}" + (
+                f"/{variant}" if isinstance(variant, str) and variant else ""
+            )
+        entries.append(_Entry(Digest(digest), name, attested or "unknown" in {os_name, arch}))
+    return entries
+
+
+def _config_digest(document: Mapping[str, object], url: str) -> Digest:
+    """The config digest of an image manifest (schema 2 or OCI); else ``bad-manifest``."""
+    config = document.get("config")
+    digest = config.get("digest") if isinstance(config, dict) else None
+    if not isinstance(digest, str) or not is_digest(digest):
+        raise BadResponseError("bad-manifest", f"{url}: a manifest without a config digest")
+    return Digest(digest)

@@ -34,6 +34,7 @@ of it fits in ``GRACEFUL_TIMEOUT_SECONDS``, below the pod's default 30 s grace p
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -70,6 +71,20 @@ RECONCILE_STOP_SECONDS: Final = 10.0
 #: Request threads: webhooks and probes are tiny, but a slow client holds one for up to
 #: ``http_worker.REQUEST_READ_SECONDS``; 16 leave probes unaffected by 15 of them at once.
 REQUEST_THREADS: Final = 16
+
+
+#: Where the worker's heartbeat file lives. gunicorn's default is the temp dir, and with a
+#: read-only root filesystem and no /tmp mounted there is none: the worker would not boot.
+#: /dev/shm is a tmpfs in every container (Docker, podman, containerd pods).
+WORKER_TMP_DIR: Final = "/dev/shm"
+
+
+def worker_tmp_dir(candidate: str = WORKER_TMP_DIR) -> str | None:
+    """``candidate`` when it is a writable directory, else None (gunicorn's default: the
+    temp dir), so a host without /dev/shm (macOS) still runs ``autoroll serve``."""
+    if os.path.isdir(candidate) and os.access(candidate, os.W_OK | os.X_OK):
+        return candidate
+    return None
 
 
 #: Seconds each election thread gets to stop (they only wait on events or a short API call).
@@ -222,8 +237,11 @@ def build_runtime(
     return Runtime(metrics, nudge, reconciler, worker, app, election)
 
 
-def gunicorn_settings(config: Config) -> dict[str, object]:
-    """The gunicorn settings autoroll runs with (pure, so a test can pin them)."""
+def gunicorn_settings(config: Config, *, tmp_dir: str | None = None) -> dict[str, object]:
+    """The gunicorn settings autoroll runs with (pure, so a test can pin them).
+
+    ``tmp_dir`` is the worker heartbeat's directory (``worker_tmp_dir()``; None: gunicorn's).
+    """
     return {
         "bind": [config.listen_addr],
         "workers": 1,  # see the module docstring: one process owns all state
@@ -240,6 +258,7 @@ def gunicorn_settings(config: Config) -> dict[str, object]:
         "loglevel": str(config.log_level),
         "proc_name": "autoroll",
         "control_socket_disable": True,  # no management socket in $HOME inside a pod
+        "worker_tmp_dir": tmp_dir,  # /dev/shm: a missing /tmp is not fatal
         "post_worker_init": _post_worker_init,
         "worker_exit": _worker_exit,
     }
@@ -271,7 +290,7 @@ class AutorollServer(BaseApplication):  # type: ignore[misc]
         super().__init__()
 
     def load_config(self) -> None:
-        for name, value in gunicorn_settings(self._config).items():
+        for name, value in gunicorn_settings(self._config, tmp_dir=worker_tmp_dir()).items():
             # Settings newer than the oldest supported gunicorn are applied when known.
             if name in self.cfg.settings:
                 self.cfg.set(name, value)

@@ -29,7 +29,7 @@ from autoroll.cluster import (
 )
 from autoroll.decide import Decision, Sighting, decide, observe_targets, refs_to_resolve
 from autoroll.images import TagRef
-from autoroll.model import Digest, Unknown
+from autoroll.model import Digest, ImageContent, Unknown
 from autoroll.registry import RegistryClient
 
 
@@ -89,6 +89,7 @@ class NaiveController:
             resolved: dict[TagRef, Digest | Unknown] = dict(self._registry.resolve(refs))
             self._sightings.update(observe_targets(self._sightings, resolved, now=now))
             children: dict[Digest, frozenset[Digest] | Unknown] = {}
+            contents: dict[Digest, ImageContent | Unknown] = {}
             run = partial(
                 decide,
                 deployment=deployment,
@@ -96,11 +97,15 @@ class NaiveController:
                 forgejo_host=self._forgejo_host,
                 resolved=resolved,
                 sightings=self._sightings,
-                children=children,  # filled in place below; the second run sees it
+                children=children,  # filled in place below; the next run sees them
+                contents=contents,
             )
             decision = run()
             if decision.needs_children:
                 children.update(self._registry.fetch_children(decision.needs_children))
+                decision = run()
+            if decision.needs_content:
+                contents.update(self._registry.fetch_content(decision.needs_content))
                 decision = run()
             decisions.append(decision)
         return decisions

@@ -55,8 +55,10 @@ def ratio(naive: float, autoroll: float) -> str:
 def count_violations(results: Mapping[str, Any]) -> list[str]:
     """Every broken request-count target, as a sentence; empty when all hold.
 
-    - registry: HEADs per pass == unique repository:tags, GETs == 0 (steady state: nothing
-      changed, so no index is ever fetched), no other request;
+    - registry: HEADs per pass == unique repository:tags, no other request but, in the
+      first (cold) pass only, at most one GET per unique tag: each target's manifest is
+      resolved to its image config once, while the registry still holds it (the bench's
+      images are single-platform); steady state: nothing changed, so no GET at all;
     - Kubernetes: list requests per pass <= 1 + namespaces holding enrolled Deployments,
       and no other request (nothing is stale, so nothing is deleted);
     - webhooks: bad signatures cause zero passes.
@@ -71,7 +73,13 @@ def count_violations(results: Mapping[str, Any]) -> list[str]:
                     f"{where}, pass {n}: {registry.get('HEAD', 0)} registry HEADs,"
                     f" expected exactly {cell['unique_refs']} (unique repository:tags)"
                 )
-            if total(registry) != registry.get("HEAD", 0):
+            gets = registry.get("GET", 0) if n == 1 else 0
+            if gets > cell["unique_refs"]:
+                found.append(
+                    f"{where}, pass {n}: {gets} registry GETs, at most {cell['unique_refs']}"
+                    " (one per target manifest, cold pass only)"
+                )
+            if total(registry) != registry.get("HEAD", 0) + gets:
                 found.append(f"{where}, pass {n}: registry requests other than HEAD: {registry}")
             limit = 1 + cell["namespaces"]
             if lists(kube) > limit:
@@ -113,7 +121,7 @@ def targets(results: Mapping[str, Any]) -> list[Target]:
     head = [v for v in violations if "registry" in v]
     out.append(
         Target(
-            "Registry HEADs per pass = unique repository:tags; zero GETs",
+            "Registry HEADs per pass = unique repository:tags; GETs only in the cold pass",
             not head,
             "exact in every pass of every size" if not head else "; ".join(head[:3]),
         )

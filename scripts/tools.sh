@@ -9,14 +9,16 @@
 # ${AUTOROLL_TOOLS:-~/.cache/autoroll-tools}, so only the first run is slow.
 # A binary already on PATH is preferred when it has the pinned major version.
 #
-# Usage: scripts/tools.sh [core|kube|node|all|gitea]
+# Usage: scripts/tools.sh [core|kube|node|gitea|image|all]
 #   core  helm, helm-unittest, actionlint, apt packages (default)
 #   kube  etcd, kube-apiserver, kube-controller-manager (first build: about 10-20 min)
 #   node  kube, plus the e2e node: kubelet (after kube: ~3 min), containerd + runc shim
 #         (~3-5 min), runc, CNI plugins, busybox-static and iproute2 from Debian
-#   all   core, kube and node (what the demo needs)
 #   gitea core, plus Gitea and skopeo for tests/gitea (first build: about 5 min of 2 idle
 #         cores, 550 CPU-seconds); run after `all` it keeps the kube and node paths in .tools/env
+#   image podman, runc, skopeo, mmdebstrap (apt), the Debian base image of the controller
+#         image (mmdebstrap, first run ~3 min) and uv (PyPI; the lock and the lowest tier)
+#   all   core, kube, node and image (what the demo and every suite but tests/gitea need)
 # On success it writes .tools/env (sourced by the Makefile) with PATH and HELM_PLUGINS.
 set -euo pipefail
 
@@ -47,6 +49,8 @@ gobuild() {
 
 path_dirs=()
 add_path() { path_dirs+=("$1"); }
+# Extra `export` lines for .tools/env (e.g. where the base image tarball is).
+env_lines=()
 
 # --- helm -------------------------------------------------------------------
 helm_bin=""
@@ -319,6 +323,82 @@ ensure_gitea_apt() {
   apt_install "${missing[@]}"
 }
 
+# --- the controller image: podman and friends, the Debian base, uv ---------------------
+# Debian packages that build, run and push the controller image (tests/image/, make image).
+ensure_image_apt() {
+  local missing=() pkg
+  for pkg in $IMAGE_APT_PACKAGES; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
+  done
+  [ ${#missing[@]} -eq 0 ] && { say "apt: $IMAGE_APT_PACKAGES present"; return; }
+  apt_install "${missing[@]}"
+}
+
+# The base of every stage of the controller image when CI builds it: a minimal Debian made
+# by mmdebstrap (no registry can be pulled from), as a root filesystem tarball that
+# tests/support/image.py imports into its private podman storage. Cached by suite, variant
+# and package list; docs, man pages and locales are left out as in Debian's slim images.
+base_image_key() {
+  # shellcheck disable=SC2086  # one line per package
+  printf '%s\n' "$BASE_IMAGE_SUITE" "$BASE_IMAGE_VARIANT" $BASE_IMAGE_PACKAGES | sha256sum | cut -c1-12
+}
+
+# Point .tools/env at the base image tarball (AUTOROLL_BASE_ROOTFS) and name its image.
+record_base_image() {
+  local key; key=$(base_image_key)
+  local dir="$cache/base-image/$BASE_IMAGE_SUITE-$key"
+  [ -f "$dir/rootfs.tar" ] || return 0
+  env_lines+=("export AUTOROLL_BASE_ROOTFS=\"$dir/rootfs.tar\"")
+  env_lines+=("export AUTOROLL_BASE_IMAGE=\"localhost/autoroll-base:$BASE_IMAGE_SUITE-$key\"")
+}
+
+ensure_base_image() {
+  command -v mmdebstrap >/dev/null || die "mmdebstrap is missing (scripts/tools.sh image installs it)"
+  local key; key=$(base_image_key)
+  local dir="$cache/base-image/$BASE_IMAGE_SUITE-$key"
+  mkdir -p "$cache/base-image"
+  (
+    # One build at a time across checkouts; the loser of the race finds it done.
+    flock 9
+    if [ ! -f "$dir/rootfs.tar" ]; then
+      say "base image: mmdebstrap $BASE_IMAGE_SUITE ($BASE_IMAGE_VARIANT + $BASE_IMAGE_PACKAGES), first run only (~3 min)"
+      local tmp; tmp=$(mktemp -d "$cache/base-image/.build.XXXXXX")
+      local log="$tmp/mmdebstrap.log"
+      if ! mmdebstrap --variant="$BASE_IMAGE_VARIANT" --include="${BASE_IMAGE_PACKAGES// /,}" \
+          --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/info/*' \
+          --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-exclude=/usr/share/doc/*' \
+          --dpkgopt='path-include=/usr/share/doc/*/copyright' \
+          --customize-hook="chroot \"\$1\" dpkg-query -W -f='\${Package} \${Version}\n' > '$tmp/packages.txt'" \
+          "$BASE_IMAGE_SUITE" "$tmp/rootfs.tar" >"$log" 2>&1; then
+        cat "$log" >&2; rm -rf "$tmp"; die "mmdebstrap $BASE_IMAGE_SUITE failed (see above)"
+      fi
+      rm -f "$log"
+      printf '%s\n' "suite=$BASE_IMAGE_SUITE" "variant=$BASE_IMAGE_VARIANT" "packages=$BASE_IMAGE_PACKAGES" >"$tmp/base-image.txt"
+      rm -rf "$dir" && mv "$tmp" "$dir"
+    fi
+  ) 9>"$cache/base-image/.lock"
+  [ -f "$dir/rootfs.tar" ] || die "base image $dir/rootfs.tar is missing"
+  record_base_image
+  say "base image: $BASE_IMAGE_SUITE-$key ($dir/rootfs.tar, $(wc -l <"$dir/packages.txt") packages)"
+}
+
+# uv, from its PyPI wheel (a static binary): compiles the lock and installs lowest bounds.
+ensure_uv() {
+  local dir="$cache/uv/$UV_VERSION"
+  if [ ! -x "$dir/uv" ]; then
+    say "uv: installing $UV_VERSION from PyPI (first run only)"
+    local tmp; tmp=$(mktemp -d)
+    python3 -m venv "$tmp/venv" && "$tmp/venv/bin/pip" install --quiet --disable-pip-version-check \
+      --only-binary :all: "uv==$UV_VERSION" || { rm -rf "$tmp"; die "pip install uv==$UV_VERSION failed"; }
+    mkdir -p "$dir.partial.$$" && cp "$tmp/venv/bin/uv" "$dir.partial.$$/uv" && rm -rf "$tmp"
+    rm -rf "$dir" && mv "$dir.partial.$$" "$dir"
+  fi
+  add_path "$dir"
+  say "uv: $("$dir/uv" --version) ($dir/uv)"
+}
+
+ensure_image_tools() { ensure_image_apt; ensure_base_image; ensure_uv; }
+
 # Record an already-built cached tool without building it (so `core` keeps the kube paths).
 add_cached() { [ -x "$1/$2" ] && add_path "$1"; return 0; }
 
@@ -329,6 +409,7 @@ write_env() {
     echo "# written by scripts/tools.sh; source it to use the pinned tools"
     echo "export PATH=\"$p\$PATH\""
     [ -n "$plugins_dir" ] && echo "export HELM_PLUGINS=\"$plugins_dir\""
+    for line in "${env_lines[@]}"; do echo "$line"; done
   } >"$envfile.new"
   mv "$envfile.new" "$envfile"
 }
@@ -342,21 +423,30 @@ main() {
           add_cached "$cache/kubernetes/$KUBERNETES_VERSION" kube-apiserver
           add_cached "$cache/kubernetes-node/$KUBERNETES_VERSION" kubelet
           add_cached "$cache/containerd/$CONTAINERD_VERSION" containerd
-          add_cached "$cache/gitea/$GITEA_VERSION" gitea ;;
+          add_cached "$cache/gitea/$GITEA_VERSION" gitea
+          add_cached "$cache/uv/$UV_VERSION" uv; record_base_image ;;
     kube) ensure_helm; ensure_unittest; ensure_actionlint; ensure_etcd; ensure_kube ;;
     node) ensure_helm; ensure_unittest; ensure_actionlint; ensure_etcd; ensure_kube
           ensure_node_apt; ensure_containerd; ensure_kubelet
-          add_cached "$cache/gitea/$GITEA_VERSION" gitea ;;
+          add_cached "$cache/gitea/$GITEA_VERSION" gitea
+          add_cached "$cache/uv/$UV_VERSION" uv; record_base_image ;;
     gitea) ensure_apt; ensure_helm; ensure_unittest; ensure_actionlint
           add_cached "$cache/etcd/$ETCD_VERSION" etcd
           add_cached "$cache/kubernetes/$KUBERNETES_VERSION" kube-apiserver
           add_cached "$cache/kubernetes-node/$KUBERNETES_VERSION" kubelet
           add_cached "$cache/containerd/$CONTAINERD_VERSION" containerd
+          add_cached "$cache/uv/$UV_VERSION" uv; record_base_image
           ensure_gitea_apt; ensure_gitea ;;
-    all)  ensure_apt; ensure_helm; ensure_unittest; ensure_actionlint; ensure_etcd; ensure_kube
-          ensure_node_apt; ensure_containerd; ensure_kubelet
+    image) ensure_helm; ensure_unittest; ensure_actionlint; ensure_image_tools
+          add_cached "$cache/etcd/$ETCD_VERSION" etcd
+          add_cached "$cache/kubernetes/$KUBERNETES_VERSION" kube-apiserver
+          add_cached "$cache/kubernetes-node/$KUBERNETES_VERSION" kubelet
+          add_cached "$cache/containerd/$CONTAINERD_VERSION" containerd
           add_cached "$cache/gitea/$GITEA_VERSION" gitea ;;
-    *) die "unknown target '$what' (expected core, kube, node, gitea or all)" ;;
+    all)  ensure_apt; ensure_helm; ensure_unittest; ensure_actionlint; ensure_etcd; ensure_kube
+          ensure_node_apt; ensure_containerd; ensure_kubelet; ensure_image_tools
+          add_cached "$cache/gitea/$GITEA_VERSION" gitea ;;
+    *) die "unknown target '$what' (expected core, kube, node, gitea, image or all)" ;;
   esac
   write_env
   say "ready: source $envfile"

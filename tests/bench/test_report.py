@@ -111,6 +111,17 @@ def test_a_broken_count_is_reported(path: tuple[str, str], value: int, expected:
     assert "pass 2" in found[0]
 
 
+def test_the_cold_pass_may_get_each_target_manifest_once() -> None:
+    """The first pass resolves each target's image config while the registry holds it."""
+    results = copy.deepcopy(_results())
+    cold = results["scale"][0]["results"]["autoroll"]["passes"][0]["registry"]
+    cold["GET"] = 50
+    assert count_violations(results) == []
+    cold["GET"] = 51
+    (found,) = count_violations(results)
+    assert "51 registry GETs, at most 50" in found and "pass 1" in found
+
+
 def test_a_tick_from_a_bad_signature_is_reported() -> None:
     results = _results()
     results["load"]["bad"]["ticks_caused"] = 1

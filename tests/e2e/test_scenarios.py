@@ -554,12 +554,6 @@ def test_a_platform_child_digest_under_another_repository_causes_no_deletion(
     _no_deletion_across_restarts(app, pods, node, autoroll, start_autoroll, restart_controller=True)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known bug: another manifest digest of the same config reads as stale after a"
-    " controller restart; the fix is on branch `core` (release blockers) - remove this marker"
-    " when it lands",
-)
 def test_another_manifest_digest_of_the_same_config_causes_no_deletion_even_after_a_restart(
     kube: Any, app: App, pods: Recorder, node: Node, start_autoroll: StartAutoroll
 ) -> None:

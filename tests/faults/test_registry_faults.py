@@ -157,6 +157,27 @@ def test_an_index_body_cut_short_leaves_the_children_unknown(index_rig: Rig) -> 
 
 
 @pytest.mark.parametrize(
+    "fault",
+    [ProxyFault("status", status=500), ProxyFault("truncate-body")],
+    ids=["500", "body-cut-short"],
+)
+def test_a_failed_get_of_the_pods_manifest_leaves_its_content_unknown(
+    rig: Rig, fault: ProxyFault
+) -> None:
+    """The pod runs ``old``: after the HEAD and the target's GETs, the pod's own manifest is
+    fetched to compare image configs. That GET failing makes the pod unknown, never stale."""
+    rig.proxy.fault = ProxyFault(fault.kind, status=fault.status, method="GET", path=rig.old)
+    rig.start()
+    assert only_answer(rig) == Digest(rig.new)
+    (verdict,) = rig.last.decisions[0].containers
+    assert (verdict.verdict, verdict.reason) == (Verdict.SKIPPED, Reason.CONTENT_UNKNOWN)
+    assert rig.api.deletes == []
+    rig.assert_survived()
+    # Not cached: the next pass fetches it, finds the old config, and rolls.
+    rig.assert_recovers()
+
+
+@pytest.mark.parametrize(
     "header",
     ["sha512:" + "ab" * 64, "sha256:" + "A" * 64, "md5:" + "0" * 32, "sha256:" + "0" * 63],
     ids=["sha512", "sha256-uppercase", "md5", "sha256-short"],
@@ -175,8 +196,8 @@ def test_a_digest_header_of_another_algorithm_or_form_is_unknown(rig: Rig, heade
 
 @pytest.mark.parametrize("status", [301, 302, 307, 308])
 def test_a_redirect_on_the_registrys_own_origin_is_followed(rig: Rig, status: int) -> None:
-    path = f"/v2/{rig.repository}/manifests/latest?hop=1"
-    rig.proxy.fault = ProxyFault("redirect", status=status, location=path)
+    # Every request (the HEAD, then the GETs by digest) is sent to its own path, marked.
+    rig.proxy.fault = ProxyFault("redirect", status=status)
     rig.start()
     assert only_answer(rig) == Digest(rig.new)
     assert rig.api.deleted == ["web-1"]

@@ -192,16 +192,13 @@ def running(name: str, image: str, image_id: str) -> Enrolled:
 def test_a_pod_on_a_child_of_the_index_is_current_and_one_on_an_older_index_is_stale(
     gitea: GiteaServer, gitea_pusher: Pusher, owner: Account, image: str, session: requests.Session
 ) -> None:
+    """Gitea drops a tag's previous manifest when the tag is pushed again (GET by its digest
+    answers 404), so a pod on the older index is known to run other content only because
+    the controller resolved that index's configs while it was the target."""
     old = gitea_pusher.push(owner, image, "latest", architectures=("amd64", "arm64"))
-    new = gitea_pusher.push(owner, image, "latest", architectures=("amd64", "arm64"))
     repository = f"{gitea.host}/{owner.name}/{image}"
-    cluster = OneNamespace(
-        [
-            # The runtime names the platform manifest it pulled (a child of the new index).
-            running("child", f"{repository}:latest", f"{repository}@{new.children[1]}"),
-            running("stale", f"{repository}:latest", f"{repository}@{old.digest}"),
-        ]
-    )
+    stale = running("stale", f"{repository}:latest", f"{repository}@{old.digest}")
+    cluster = OneNamespace([stale])
     metrics = Metrics(CollectorRegistry())
     reconciler = Reconciler(
         cluster=cluster,
@@ -210,12 +207,30 @@ def test_a_pod_on_a_child_of_the_index_is_current_and_one_on_an_older_index_is_s
         forgejo_host=gitea.host,
         dry_run=False,
     )
+    assert reconciler.tick().decisions[0].containers[0].verdict.value == "current"
 
+    new = gitea_pusher.push(owner, image, "latest", architectures=("amd64", "arm64"))
+    # The runtime names the platform manifest it pulled (a child of the new index).
+    cluster.items.append(
+        running("child", f"{repository}:latest", f"{repository}@{new.children[1]}")
+    )
     report = reconciler.tick()
 
     verdicts = {d.name: d.containers[0].verdict.value for d in report.decisions}
     assert verdicts == {"child": "current", "stale": "stale"}
     assert cluster.deleted == ["stale-1"]
+
+    # A controller started only after the push cannot resolve the dropped index: unknown.
+    late = Reconciler(
+        cluster=OneNamespace([stale]),
+        registry=client(session, gitea.url, owner.user, reader(gitea, owner)),
+        metrics=Metrics(CollectorRegistry()),
+        forgejo_host=gitea.host,
+        dry_run=False,
+    )
+    verdict = late.tick().decisions[0].containers[0]
+    assert (verdict.verdict.value, verdict.reason.value) == ("skipped", "content-unknown")
+    assert "not-found" in verdict.detail and "no longer holds it" in verdict.detail
 
 
 # --------------------------------------------------------------------------------------------

@@ -42,9 +42,10 @@ class ProxyFault:
     status: int = 0
     headers: tuple[tuple[str, str], ...] = ()
     seconds: float = 0.0  # delay
-    location: str = ""  # redirect target
+    location: str = ""  # redirect target ("" = the same path, marked: a same-origin move)
     digest: str = ""  # replacement Docker-Content-Digest
     method: str = ""  # only requests with this method ("" = any)
+    path: str = ""  # only requests whose path contains this ("" = any)
     raw: bytes = b"HTTP/1.1 200 OK\r\nDocker-Content-Digest: sha256:0123"  # truncate-headers
 
 
@@ -60,6 +61,8 @@ class FaultProxy(LocalHttpServer):
         fault = self.fault
         if fault is not None and fault.method and fault.method != handler.command:
             fault = None
+        if fault is not None and fault.path and fault.path not in handler.path:
+            fault = None
         # A redirected request comes back marked, and is forwarded as it is.
         if fault is not None and "hop=" in handler.path and fault.kind == "redirect":
             fault = None
@@ -71,7 +74,8 @@ class FaultProxy(LocalHttpServer):
             time.sleep(fault.seconds)
             self._forward(handler)
         elif fault.kind == "redirect":
-            reply(handler, fault.status or 307, {"Location": fault.location}, b"")
+            location = fault.location or f"{handler.path}?hop=1"
+            reply(handler, fault.status or 307, {"Location": location}, b"")
         elif fault.kind == "truncate-headers":
             # The start of an answer (``raw``), then the connection is gone.
             handler.wfile.write(fault.raw)

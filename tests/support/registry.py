@@ -20,7 +20,7 @@ import secrets
 import shutil
 import subprocess
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -298,16 +298,25 @@ class ImagePusher:
     def push_index(
         self,
         repository: str,
-        tag: str,
+        tag: str | None,
         *,
         architectures: Sequence[str] = ("amd64", "arm64"),
         flavour: Literal["oci", "docker"] = "oci",
+        contents: Mapping[str, bytes] | None = None,
     ) -> Pushed:
-        """A multi-platform index: children pushed by digest first, then the index as ``tag``."""
+        """A multi-platform index: children pushed by digest first, then the index as ``tag``
+        (``tag`` None pushes it by digest). ``contents`` gives an architecture's layer; the
+        same layer and architecture make the same image config, in either flavour."""
         entries: list[dict[str, Any]] = []
         children: list[str] = []
         for arch in architectures:
-            child = self.push_image(repository, None, architecture=arch, flavour=flavour)
+            child = self.push_image(
+                repository,
+                None,
+                architecture=arch,
+                flavour=flavour,
+                content=(contents or {}).get(arch),
+            )
             children.append(child.digest)
             entries.append(
                 {
@@ -321,7 +330,7 @@ class ImagePusher:
         body = json.dumps(
             {"schemaVersion": 2, "mediaType": media_type, "manifests": entries}, sort_keys=True
         ).encode()
-        digest = self.push_manifest(repository, tag, body, media_type)
+        digest = self.push_manifest(repository, tag or sha256_digest(body), body, media_type)
         return Pushed(digest, media_type, body, tuple(children))
 
 

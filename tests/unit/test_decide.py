@@ -10,11 +10,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from functools import partial
 
 import pytest
 
 from autoroll.decide import (
     ChildrenRequest,
+    ContentMatch,
+    ContentRequest,
     Decision,
     PodState,
     Reason,
@@ -24,6 +27,7 @@ from autoroll.decide import (
     decide,
     is_settled,
     listed_uids,
+    match_content,
     observe_targets,
     refs_to_resolve,
 )
@@ -33,6 +37,7 @@ from autoroll.model import (
     ContainerView,
     DeploymentView,
     Digest,
+    ImageContent,
     PodView,
     Unknown,
 )
@@ -47,6 +52,36 @@ OLD = Digest("sha256:" + "0" * 64)
 NEW = Digest("sha256:" + "1" * 64)
 CHILD = Digest("sha256:" + "2" * 64)
 OTHER = Digest("sha256:" + "3" * 64)
+
+
+def config(n: int) -> Digest:
+    """An image config digest (``c`` + the number), distinct from every manifest digest here."""
+    return Digest(f"sha256:c{n:063x}")
+
+
+# The foreign-reference rows: a mirror repository that sorts before team/app holds NEW's
+# config under a Docker-format manifest; a multi-arch build is an OCI index (NEW) and a
+# Docker list of the same children's configs (DLIST).
+FOREIGN = Digest("sha256:" + "4" * 64)
+MIRROR_ID = f"{HOST}/aaa/mirror@{FOREIGN}"
+DLIST = Digest("sha256:" + "5" * 64)
+AMD, ARM = Digest("sha256:" + "6" * 64), Digest("sha256:" + "7" * 64)
+AMD_CFG, ARM_CFG, ARM_OLD_CFG = config(0xA), config(0xB), config(0xC)
+BUILD = ImageContent(
+    frozenset({AMD_CFG, ARM_CFG}), (("linux/amd64", AMD_CFG), ("linux/arm64", ARM_CFG))
+)
+BUILD_AS_LIST = ImageContent(frozenset({AMD_CFG, ARM_CFG}))
+#: An older build whose amd64 image was left unchanged by the multi-arch push.
+HALF_OLD = ImageContent(
+    frozenset({AMD_CFG, ARM_OLD_CFG}), (("linux/amd64", AMD_CFG), ("linux/arm64", ARM_OLD_CFG))
+)
+
+#: Outside the foreign-reference rows every manifest stands for its own config: digests
+#: that differ are different content, as they were before content was compared.
+OWN_CONTENT: dict[Digest, ImageContent | Unknown] = {
+    d: ImageContent(frozenset({config(i)})) for i, d in enumerate([OLD, NEW, CHILD, OTHER])
+}
+FOREIGN_SAME: dict[Digest, ImageContent | Unknown] = {**OWN_CONTENT, FOREIGN: OWN_CONTENT[NEW]}
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 SEEN = T0 + timedelta(hours=1)  # when NEW was first seen for REF
@@ -111,6 +146,9 @@ class Case:
     sightings: Mapping[TagRef, Sighting] = field(default_factory=lambda: {REF: Sighting(NEW, SEEN)})
     children: Mapping[Digest, frozenset[Digest] | Unknown] = field(
         default_factory=lambda: {NEW: frozenset()}
+    )
+    contents: Mapping[Digest, ImageContent | Unknown] = field(
+        default_factory=lambda: dict(OWN_CONTENT)
     )
     container: int = 0
 
@@ -295,18 +333,190 @@ CASES = [
         Reason.NO_COMPARABLE_POD,
     ),
     Case(
-        "config-id-never-deleted",
-        "bare sha256 imageID is unknown",
-        [pod("a", digest=str(OTHER)), pod("b", digest=NEW)],
-        Verdict.CURRENT,
-        Reason.UP_TO_DATE,
-    ),
-    Case(
         "docker-scheme-config-id-never-deleted",
-        "bare sha256 imageID is unknown",
+        "docker:// bare image ID is unknown (a config or an index digest, by Docker's store)",
         [pod("a", digest=f"docker://{OTHER}"), pod("b", digest=NEW)],
         Verdict.CURRENT,
         Reason.UP_TO_DATE,
+    ),
+    # --- stale means "runs other content" (issue 12) ---------------------------------------
+    # containerd names the alphabetically first reference it recorded for the pod's config.
+    Case(
+        "foreign-reference-to-the-same-config-is-current",
+        "same config under another repository's manifest: current, never stale",
+        [pod("a", digest=MIRROR_ID), pod("b", digest=NEW)],
+        Verdict.CURRENT,
+        Reason.UP_TO_DATE,
+        contents=FOREIGN_SAME,
+    ),
+    Case(
+        "foreign-reference-only-pods-are-current-after-a-restart",
+        "same config: current whoever listed the pods (a restarted controller's sighting)",
+        [
+            pod("a", digest=MIRROR_ID),
+            pod("b", digest=MIRROR_ID, created=BEFORE + timedelta(seconds=1)),
+        ],
+        Verdict.CURRENT,
+        Reason.UP_TO_DATE,
+        sightings={REF: Sighting(NEW, SEEN, frozenset({"uid-a", "uid-b"}))},
+        contents=FOREIGN_SAME,
+    ),
+    Case(
+        "foreign-reference-of-replacements-is-not-a-loop",
+        "same config on pods created after the sighting: current, not the loop guard",
+        [pod("a", digest=MIRROR_ID, created=AFTER), pod("b", digest=MIRROR_ID, created=AFTER)],
+        Verdict.CURRENT,
+        Reason.UP_TO_DATE,
+        contents=FOREIGN_SAME,
+    ),
+    Case(
+        "foreign-reference-needs-no-sighting",
+        "same config is never stale, so the missing sighting does not matter",
+        [pod("a", digest=MIRROR_ID), pod("b", digest=NEW)],
+        Verdict.CURRENT,
+        Reason.UP_TO_DATE,
+        sightings={},
+        contents=FOREIGN_SAME,
+    ),
+    Case(
+        "foreign-reference-to-the-old-config-is-stale",
+        "a real push still rolls: the foreign name stands for the old config",
+        [pod("a", digest=MIRROR_ID), pod("b", digest=NEW)],
+        Verdict.STALE,
+        Reason.STALE_POD,
+        deletes="a",
+        contents={**OWN_CONTENT, FOREIGN: ImageContent(frozenset({config(0)}))},
+    ),
+    Case(
+        "docker-list-of-the-same-build-is-current",
+        "an OCI index and a Docker list of one build in the same repository: current",
+        [pod("a", digest=f"{HOST}/team/app@{DLIST}"), pod("b", digest=NEW)],
+        Verdict.CURRENT,
+        Reason.UP_TO_DATE,
+        children={NEW: frozenset({AMD, ARM})},
+        contents={NEW: BUILD, DLIST: BUILD_AS_LIST},
+    ),
+    Case(
+        "index-sharing-some-platforms-is-platform-unknown",
+        "partial overlap without the node's platform: unknown, never stale",
+        [pod("a", digest=MIRROR_ID), pod("b", digest=NEW)],
+        Verdict.SKIPPED,
+        Reason.PLATFORM_UNKNOWN,
+        children={NEW: frozenset({AMD, ARM})},
+        contents={NEW: BUILD, FOREIGN: HALF_OLD},
+    ),
+    Case(
+        "index-sharing-some-platforms-on-a-changed-platform-is-stale",
+        "partial overlap with the node's platform (issue 18's seam): its config decides",
+        [replace(pod("a", digest=MIRROR_ID), platform="linux/arm64"), pod("b", digest=NEW)],
+        Verdict.STALE,
+        Reason.STALE_POD,
+        deletes="a",
+        children={NEW: frozenset({AMD, ARM})},
+        contents={NEW: BUILD, FOREIGN: HALF_OLD},
+    ),
+    Case(
+        "index-sharing-some-platforms-on-an-unchanged-platform-is-current",
+        "partial overlap with the node's platform (issue 18's seam): its config decides",
+        [replace(pod("a", digest=MIRROR_ID), platform="linux/amd64"), pod("b", digest=NEW)],
+        Verdict.CURRENT,
+        Reason.UP_TO_DATE,
+        children={NEW: frozenset({AMD, ARM})},
+        contents={NEW: BUILD, FOREIGN: HALF_OLD},
+    ),
+    Case(
+        "index-sharing-some-platforms-on-an-unnamed-platform-is-platform-unknown",
+        "partial overlap, a platform neither index names: unknown, never stale",
+        [replace(pod("a", digest=MIRROR_ID), platform="linux/s390x"), pod("b", digest=NEW)],
+        Verdict.SKIPPED,
+        Reason.PLATFORM_UNKNOWN,
+        children={NEW: frozenset({AMD, ARM})},
+        contents={NEW: BUILD, FOREIGN: HALF_OLD},
+    ),
+    Case(
+        "foreign-reference-on-another-host-is-content-unknown",
+        "a reference on another host cannot be resolved: unknown, never stale",
+        [pod("a", digest=f"docker.io/team/app@{FOREIGN}"), pod("b", digest=NEW)],
+        Verdict.SKIPPED,
+        Reason.CONTENT_UNKNOWN,
+        contents={},
+    ),
+    Case(
+        "foreign-reference-without-a-readable-name-is-content-unknown",
+        "a reference whose repository does not parse cannot be resolved: unknown",
+        [pod("a", digest=f"{HOST}/Team/App@{FOREIGN}"), pod("b", digest=NEW)],
+        Verdict.SKIPPED,
+        Reason.CONTENT_UNKNOWN,
+        contents={},
+    ),
+    Case(
+        "foreign-reference-that-cannot-be-resolved-is-content-unknown",
+        "the registry could not resolve the pod's reference: unknown, never stale",
+        [pod("a", digest=MIRROR_ID), pod("b", digest=NEW)],
+        Verdict.SKIPPED,
+        Reason.CONTENT_UNKNOWN,
+        contents={**OWN_CONTENT, FOREIGN: Unknown("forbidden", "HTTP 403")},
+    ),
+    Case(
+        "target-content-unknown-skips",
+        "the target's configs unknown: nothing can be called stale",
+        [pod("a"), pod("b", digest=NEW)],
+        Verdict.SKIPPED,
+        Reason.TARGET_CONTENT_UNKNOWN,
+        contents={**OWN_CONTENT, NEW: Unknown("timeout")},
+    ),
+    Case(
+        "content-not-known-yet-is-asked-for",
+        "resolve configs only when neither the target nor a child matches by digest",
+        [pod("a", digest=MIRROR_ID), pod("b", digest=NEW)],
+        Verdict.NEEDS_CONTENT,
+        Reason.CONTENT_NEEDED,
+        contents={},
+    ),
+    Case(
+        "stale-pod-rolls-beside-an-unresolvable-one",
+        "an unknown pod is skipped, not a reason to spare a pod proven stale",
+        [
+            pod("a", digest=f"docker.io/team/app@{FOREIGN}", created=BEFORE),
+            pod("b", created=BEFORE + timedelta(seconds=1)),
+        ],
+        Verdict.STALE,
+        Reason.STALE_POD,
+        deletes="b",
+    ),
+    Case(
+        "bare-config-of-the-target-is-current",
+        "a bare sha256 imageID is the config the pod runs: compared with the target's",
+        [pod("a", digest=str(config(1)))],
+        Verdict.CURRENT,
+        Reason.UP_TO_DATE,
+        deployment=deployment(replicas=1),
+    ),
+    Case(
+        "bare-config-of-other-content-is-stale",
+        "a bare sha256 imageID is the config the pod runs: compared with the target's",
+        [pod("a", digest=str(config(0))), pod("b", digest=NEW)],
+        Verdict.STALE,
+        Reason.STALE_POD,
+        deletes="a",
+    ),
+    Case(
+        "bare-config-among-the-index-configs-is-current",
+        "a bare sha256 imageID is the config the pod runs: compared with the target's",
+        [pod("a", digest=str(ARM_CFG))],
+        Verdict.CURRENT,
+        Reason.UP_TO_DATE,
+        deployment=deployment(replicas=1),
+        children={NEW: frozenset({AMD, ARM})},
+        contents={NEW: BUILD},
+    ),
+    Case(
+        "bare-config-with-the-target-content-unknown-never-deleted",
+        "the target's configs unknown: nothing can be called stale",
+        [pod("a", digest=str(config(0))), pod("b", digest=NEW)],
+        Verdict.SKIPPED,
+        Reason.TARGET_CONTENT_UNKNOWN,
+        contents={NEW: Unknown("not-found")},
     ),
     # --- settled ----------------------------------------------------------------------------
     Case(
@@ -487,6 +697,7 @@ def run(case: Case) -> Decision:
         resolved=case.resolved,
         sightings=case.sightings,
         children=case.children,
+        contents=case.contents,
     )
 
 
@@ -522,6 +733,7 @@ def test_no_children_request_without_a_mismatch() -> None:
         resolved={REF: NEW},
         sightings={REF: Sighting(NEW, SEEN)},
         children={},
+        contents=OWN_CONTENT,
     )
     assert decision.needs_children == frozenset()
     assert decision.containers[0].verdict is Verdict.CURRENT
@@ -537,12 +749,164 @@ def test_decide_again_with_children_then_deletes() -> None:
         "resolved": {REF: NEW},
         "sightings": {REF: Sighting(NEW, SEEN)},
     }
-    first = decide(**inputs, children={})  # type: ignore[arg-type]
+    first = decide(**inputs, children={}, contents=OWN_CONTENT)  # type: ignore[arg-type]
     assert first.actions == () and first.needs_children
-    second = decide(**inputs, children={NEW: frozenset({CHILD})})  # type: ignore[arg-type]
+    second = decide(**inputs, children={NEW: frozenset({CHILD})}, contents=OWN_CONTENT)  # type: ignore[arg-type]
     assert [a.name for a in second.actions] == ["a"]
     states = {f.pod: f.state for f in second.containers[0].pods}
     assert states == {"a": PodState.STALE, "b": PodState.CURRENT_CHILD}
+
+
+def case(case_id: str) -> Case:
+    return CASES[[c.id for c in CASES].index(case_id)]
+
+
+def test_content_is_asked_of_the_repository_each_side_names() -> None:
+    """The target from the enrolled repository, the pod's reference from its own; a bare
+    config needs only the target's, and a reference on another host is never asked for."""
+    pods = [
+        pod("a", digest=MIRROR_ID),
+        pod("b", digest=str(config(0))),
+        pod("c", digest=f"docker.io/aaa/mirror@{OTHER}"),
+        pod("d", digest=NEW),
+    ]
+    decision = decide(
+        deployment=deployment(replicas=4),
+        pods=pods,
+        forgejo_host=HOST,
+        resolved={REF: NEW},
+        sightings={REF: Sighting(NEW, SEEN)},
+        children={NEW: frozenset()},
+        contents={},
+    )
+    assert decision.actions == ()
+    assert decision.needs_children == frozenset()
+    assert decision.needs_content == frozenset(
+        {ContentRequest(HOST, "team/app", NEW), ContentRequest(HOST, "aaa/mirror", FOREIGN)}
+    )
+    states = {f.pod: f.state for f in decision.containers[0].pods}
+    assert states == {
+        "a": PodState.NEEDS_CONTENT,
+        "b": PodState.NEEDS_CONTENT,
+        "c": PodState.CONTENT_UNKNOWN,
+        "d": PodState.CURRENT,
+    }
+
+
+def test_a_known_side_is_not_asked_for_again() -> None:
+    decision = decide(
+        deployment=deployment(),
+        pods=[pod("a", digest=MIRROR_ID), pod("b", digest=NEW)],
+        forgejo_host=HOST,
+        resolved={REF: NEW},
+        sightings={REF: Sighting(NEW, SEEN)},
+        children={NEW: frozenset()},
+        contents={NEW: OWN_CONTENT[NEW]},
+    )
+    assert decision.needs_content == frozenset({ContentRequest(HOST, "aaa/mirror", FOREIGN)})
+
+
+def test_children_then_content_then_the_decision() -> None:
+    """The shell's flow: a mismatch asks for the index's children; not a child, it asks
+    for both sides' configs; then it decides (here: the old build, under a mirror's name)."""
+    run_once = partial(
+        decide,
+        deployment=deployment(),
+        pods=[pod("a", digest=MIRROR_ID), pod("b", digest=NEW)],
+        forgejo_host=HOST,
+        resolved={REF: NEW},
+        sightings={REF: Sighting(NEW, SEEN)},
+    )
+    first = run_once(children={}, contents={})
+    assert first.needs_children == frozenset({ChildrenRequest(REF, NEW)})
+    assert first.needs_content == frozenset()
+    second = run_once(children={NEW: frozenset()}, contents={})
+    assert second.needs_content and second.actions == ()
+    contents: dict[Digest, ImageContent | Unknown] = {
+        NEW: OWN_CONTENT[NEW],
+        FOREIGN: OWN_CONTENT[OLD],
+    }
+    third = run_once(children={NEW: frozenset()}, contents=contents)
+    assert not third.needs_children and not third.needs_content
+    assert [a.name for a in third.actions] == ["a"]
+    assert third.actions[0].from_digest == FOREIGN
+
+
+def test_same_content_says_why_the_pod_is_current() -> None:
+    verdict = run(case("foreign-reference-to-the-same-config-is-current")).containers[0]
+    assert verdict.detail == f"a: the target's content under another name ({MIRROR_ID})"
+    (finding,) = [f for f in verdict.pods if f.pod == "a"]
+    assert finding.state is PodState.SAME_CONTENT
+    assert finding.running is not None and finding.running.reference == MIRROR_ID
+    assert "under another name" in finding.note
+
+
+@pytest.mark.parametrize(
+    ("case_id", "fragments"),
+    [
+        ("foreign-reference-on-another-host-is-content-unknown", ["another registry host", HOST]),
+        ("foreign-reference-without-a-readable-name-is-content-unknown", ["no repository"]),
+        (
+            "foreign-reference-that-cannot-be-resolved-is-content-unknown",
+            ["forbidden", "read access to aaa/mirror"],
+        ),
+        ("index-sharing-some-platforms-is-platform-unknown", ["some platforms", "node's platform"]),
+    ],
+)
+def test_an_unresolved_pod_says_why_and_what_to_do(case_id: str, fragments: list[str]) -> None:
+    verdict = run(case(case_id)).containers[0]
+    (finding,) = [f for f in verdict.pods if f.pod == "a"]
+    assert finding.state in {PodState.CONTENT_UNKNOWN, PodState.PLATFORM_UNKNOWN}
+    for fragment in [*fragments, "not rolled", "delete the pod by hand"]:
+        assert fragment in finding.note
+    assert verdict.detail == f"a: {finding.note}"
+
+
+def test_a_transient_failure_is_asked_again_not_blamed_on_access() -> None:
+    decision = decide(
+        deployment=deployment(),
+        pods=[pod("a", digest=MIRROR_ID), pod("b", digest=NEW)],
+        forgejo_host=HOST,
+        resolved={REF: NEW},
+        sightings={REF: Sighting(NEW, SEEN)},
+        children={NEW: frozenset()},
+        contents={**OWN_CONTENT, FOREIGN: Unknown("timeout")},
+    )
+    (finding,) = [f for f in decision.containers[0].pods if f.pod == "a"]
+    assert "asked again next pass" in finding.note and "read access" not in finding.note
+
+
+@pytest.mark.parametrize(
+    ("running", "target", "platform", "expected"),
+    [
+        (BUILD_AS_LIST, BUILD, None, ContentMatch.SAME),
+        (ImageContent(frozenset({AMD_CFG})), BUILD, None, ContentMatch.SAME),
+        (BUILD, ImageContent(frozenset({AMD_CFG})), None, ContentMatch.PARTIAL),
+        (ImageContent(frozenset({ARM_OLD_CFG})), BUILD, None, ContentMatch.OTHER),
+        (HALF_OLD, BUILD, None, ContentMatch.PARTIAL),
+        (HALF_OLD, BUILD, "linux/amd64", ContentMatch.SAME),
+        (HALF_OLD, BUILD, "linux/arm64", ContentMatch.OTHER),
+        (HALF_OLD, BUILD, "linux/riscv64", ContentMatch.PARTIAL),
+        # A Docker list of the half-old build names no platforms: still partial.
+        (ImageContent(HALF_OLD.configs), BUILD, "linux/arm64", ContentMatch.PARTIAL),
+    ],
+)
+def test_match_content(
+    running: ImageContent, target: ImageContent, platform: str | None, expected: ContentMatch
+) -> None:
+    assert match_content(running, target, platform=platform) is expected
+
+
+def test_image_content_is_never_empty_and_its_platforms_are_its_configs() -> None:
+    with pytest.raises(ValueError, match="at least one config"):
+        ImageContent(frozenset())
+    with pytest.raises(ValueError, match="not among the configs"):
+        ImageContent(frozenset({AMD_CFG}), (("linux/arm64", ARM_CFG),))
+    twice = ImageContent(
+        frozenset({AMD_CFG, ARM_CFG}), (("linux/amd64", AMD_CFG), ("linux/amd64", ARM_CFG))
+    )
+    assert twice.config_for("linux/amd64") is None  # two answers are no answer
+    assert BUILD.config_for("linux/arm64") == ARM_CFG
 
 
 def test_one_deletion_per_deployment_across_containers() -> None:
@@ -561,6 +925,7 @@ def test_one_deletion_per_deployment_across_containers() -> None:
         resolved={REF: NEW, SIDE_REF: NEW},
         sightings={REF: Sighting(NEW, SEEN), SIDE_REF: Sighting(NEW, SEEN)},
         children={NEW: frozenset()},
+        contents=OWN_CONTENT,
     )
     assert [a.name for a in decision.actions] == ["a"]
     assert [(c.verdict, c.reason) for c in decision.containers] == [
@@ -584,6 +949,7 @@ def test_same_pod_stale_in_two_containers_is_one_deletion() -> None:
         resolved={REF: NEW, SIDE_REF: NEW},
         sightings={REF: Sighting(NEW, SEEN), SIDE_REF: Sighting(NEW, SEEN)},
         children={NEW: frozenset()},
+        contents=OWN_CONTENT,
     )
     assert [a.name for a in decision.actions] == ["a"]
     assert [c.verdict for c in decision.containers] == [Verdict.STALE, Verdict.STALE]
@@ -599,6 +965,7 @@ def test_all_pods_stale_still_one_deletion() -> None:
         resolved={REF: NEW},
         sightings={REF: Sighting(NEW, SEEN)},
         children={NEW: frozenset()},
+        contents=OWN_CONTENT,
     )
     assert [a.name for a in decision.actions] == ["p0"]
 
@@ -616,6 +983,7 @@ def test_rollout_simulation_replaces_every_pod_once() -> None:
             resolved={REF: NEW},
             sightings={REF: Sighting(NEW, SEEN)},
             children={NEW: frozenset()},
+            contents=OWN_CONTENT,
         )
         if decision.actions:
             (action,) = decision.actions
@@ -643,6 +1011,7 @@ def test_loop_guard_bounds_deletions_when_runtime_reports_old_digest() -> None:
             resolved={REF: NEW},
             sightings={REF: Sighting(NEW, SEEN)},
             children={NEW: frozenset()},
+            contents=OWN_CONTENT,
         )
         for action in decision.actions:
             deletions += 1
@@ -667,6 +1036,10 @@ def test_warnings_are_flagged() -> None:
     assert Reason.CREATED_AFTER_TARGET.is_warning
     assert Reason.REGISTRY_UNKNOWN.is_warning  # the registry is offline: rolling has stopped
     assert Reason.CHILDREN_UNKNOWN.is_warning
+    assert Reason.TARGET_CONTENT_UNKNOWN.is_warning  # no pod of the image can roll
+    # One pod's unresolvable reference can last as long as the pod: the shell warns once.
+    assert not Reason.CONTENT_UNKNOWN.is_warning
+    assert not Reason.PLATFORM_UNKNOWN.is_warning
     assert not Reason.UP_TO_DATE.is_warning
     assert not Reason.NOT_SETTLED.is_warning  # waiting for readiness is normal
 
@@ -813,6 +1186,7 @@ def test_loop_guard_memory_across_passes_closes_the_same_second_window() -> None
             resolved={REF: target},
             sightings=memory,
             children={target: frozenset()},
+            contents=OWN_CONTENT,
         )
 
     first = one_pass(second + timedelta(milliseconds=400), NEW)

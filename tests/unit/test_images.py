@@ -7,10 +7,12 @@ import pytest
 from autoroll.images import (
     ImageRef,
     ImageRefError,
+    RunningImage,
     TagRef,
     host_matches,
     parse_image,
     parse_image_id,
+    parse_running_image,
 )
 from autoroll.model import Digest, Unknown, is_digest
 
@@ -135,3 +137,40 @@ def test_digest_short_and_order() -> None:
 def test_host_matches_ignores_case_but_not_port() -> None:
     assert host_matches("forgejo.example:3000", "Forgejo.Example:3000")
     assert not host_matches("forgejo.example", "forgejo.example:3000")
+
+
+@pytest.mark.parametrize(
+    ("image_id", "expected"),
+    [
+        (
+            f"forgejo.example:3000/team/app@{D}",
+            RunningImage(Digest(D), "forgejo.example:3000", "team/app"),
+        ),
+        (
+            f"docker-pullable://Forgejo.Example/aaa/mirror@{D}",
+            RunningImage(Digest(D), "forgejo.example", "aaa/mirror"),
+        ),
+        # containerd names images fully; a short name is read as the runtimes read it.
+        (f"nginx@{D}", RunningImage(Digest(D), "docker.io", "library/nginx")),
+        # The digest is known, the repository to ask is not.
+        (f"forgejo.example/Team/App@{D}", RunningImage(Digest(D))),
+        (f"forgejo.example/team/app:v1@{D}", RunningImage(Digest(D))),
+        (D, RunningImage(Digest(D), is_config=True)),
+        (f"docker://{D}", Unknown("image-config-id")),
+        (f"docker-pullable://{D}", Unknown("image-config-id")),
+        ("", Unknown("no-image-id")),
+        ("forgejo.example/team/app@sha256:short", Unknown("malformed-image-id")),
+    ],
+)
+def test_parse_running_image(image_id: str, expected: RunningImage | Unknown) -> None:
+    got = parse_running_image(image_id)
+    if isinstance(expected, Unknown):
+        assert isinstance(got, Unknown) and got.reason == expected.reason
+    else:
+        assert got == expected
+
+
+def test_running_image_reference_is_the_name_the_runtime_gave() -> None:
+    named = RunningImage(Digest(D), "forgejo.example", "aaa/mirror")
+    assert named.reference == f"forgejo.example/aaa/mirror@{D}"
+    assert RunningImage(Digest(D), is_config=True).reference == D

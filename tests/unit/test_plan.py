@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from autoroll.cluster import DeleteOutcome, Enrolled
-from autoroll.decide import ChildrenRequest
+from autoroll.decide import ChildrenRequest, ContentRequest
 from autoroll.images import TagRef
 from autoroll.model import (
     ContainerStatusView,
     ContainerView,
     DeploymentView,
     Digest,
+    ImageContent,
     PodView,
     Unknown,
 )
@@ -61,8 +63,13 @@ class Cluster:
 
 
 class Registry:
-    def __init__(self, answers: Mapping[TagRef, Digest | Unknown]) -> None:
+    def __init__(
+        self,
+        answers: Mapping[TagRef, Digest | Unknown],
+        contents: Mapping[Digest, ImageContent | Unknown] | None = None,
+    ) -> None:
         self.answers = answers
+        self.contents = contents or {}
 
     def resolve(self, refs: Iterable[TagRef]) -> Mapping[TagRef, Digest | Unknown]:
         return {r: self.answers[r] for r in refs}
@@ -74,6 +81,18 @@ class Registry:
         self, wanted: Iterable[ChildrenRequest]
     ) -> Mapping[Digest, frozenset[Digest] | Unknown]:
         return {w.digest: frozenset() for w in wanted}
+
+    def known_content(self) -> Mapping[Digest, ImageContent]:
+        return {}
+
+    def fetch_content(
+        self, wanted: Iterable[ContentRequest]
+    ) -> Mapping[Digest, ImageContent | Unknown]:
+        # Unless told otherwise, each manifest stands for its own config.
+        return {
+            w.digest: self.contents.get(w.digest, ImageContent(frozenset({w.digest})))
+            for w in wanted
+        }
 
 
 def test_plan_shows_every_deployment_and_container_and_deletes_nothing() -> None:
@@ -130,6 +149,34 @@ def test_plan_shows_an_unknown_registry_digest_as_skipped() -> None:
     [row] = rows(report.decisions)
     assert row[4] == "unknown (unauthorized)"
     assert row[5].startswith("skipped: registry-unknown")
+    assert cluster.deleted == []
+
+
+def test_plan_says_why_a_pod_under_another_name_is_current_or_not_rolled() -> None:
+    """containerd may name another repository's manifest of the config a pod runs."""
+    mirror, elsewhere = Digest("sha256:" + "c" * 64), Digest("sha256:" + "d" * 64)
+    config = ImageContent(frozenset({Digest("sha256:" + "e" * 64)}))
+
+    def mirrored(name: str, image_id: str) -> PodView:
+        status = ContainerStatusView("app", IMAGE, image_id, True)
+        return replace(pod(name, NEW), statuses=(status,))
+
+    cluster = Cluster(
+        [
+            deployment("web", IMAGE, [mirrored("web-1", f"{HOST}/aaa/mirror@{mirror}")]),
+            deployment("api", IMAGE, [mirrored("api-1", f"docker.io/aaa/app@{elsewhere}")]),
+        ]
+    )
+    registry = Registry({REF: NEW}, {NEW: config, mirror: config})
+    report = run_plan(cluster=cluster, registry=registry, forgejo_host=HOST, now=NOW)
+    table = {row[0]: row for row in rows(report.decisions)}
+    assert table["shop/web"][3:] == (
+        mirror.short,
+        NEW.short,
+        f"current (web-1: the target's content under another name ({HOST}/aaa/mirror@{mirror}))",
+    )
+    assert table["shop/api"][5].startswith("skipped: content-unknown (api-1: docker.io/aaa/app@")
+    assert "delete the pod by hand" in table["shop/api"][5]
     assert cluster.deleted == []
 
 

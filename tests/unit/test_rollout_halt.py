@@ -15,7 +15,17 @@ import pytest
 
 from autoroll.decide import RolloutHalt, Sighting, decide, rollout_halt
 from autoroll.model import ContainerStatusView, PodView
-from tests.unit.test_decide import AFTER, HOST, NEW, OLD, REF, SEEN, deployment, pod
+from tests.unit.test_decide import (
+    AFTER,
+    HOST,
+    NEW,
+    OLD,
+    OWN_CONTENT,
+    REF,
+    SEEN,
+    deployment,
+    pod,
+)
 
 BOUND = timedelta(minutes=10)
 NOW = AFTER + timedelta(minutes=30)
@@ -44,6 +54,7 @@ def halt(pods: list[PodView], *, replicas: int = 3) -> RolloutHalt | None:
         resolved={REF: NEW},
         sightings={REF: Sighting(NEW, SEEN)},
         children={NEW: frozenset()},
+        contents=OWN_CONTENT,
     )
     return rollout_halt(decision=decision, pods=pods, now=NOW, after=BOUND)
 

@@ -3,21 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 
 from gunicorn.workers.gthread import ThreadWorker
 
 from autoroll.cluster import DeleteOutcome, Enrolled
 from autoroll.config import Config
-from autoroll.decide import ChildrenRequest
+from autoroll.decide import ChildrenRequest, ContentRequest
 from autoroll.images import TagRef
-from autoroll.model import Digest, Unknown
+from autoroll.model import Digest, ImageContent, Unknown
 from autoroll.server import (
     GRACEFUL_TIMEOUT_SECONDS,
     RECONCILE_STOP_SECONDS,
+    WORKER_TMP_DIR,
     AutorollServer,
     Runtime,
     build_runtime,
     gunicorn_settings,
+    worker_tmp_dir,
 )
 
 ENV = {
@@ -49,6 +52,14 @@ class NoRegistry:
     ) -> Mapping[Digest, frozenset[Digest] | Unknown]:
         return {}
 
+    def known_content(self) -> Mapping[Digest, ImageContent]:
+        return {}
+
+    def fetch_content(
+        self, wanted: Iterable[ContentRequest]
+    ) -> Mapping[Digest, ImageContent | Unknown]:
+        return {}
+
 
 def test_one_gthread_worker_process_without_preloading() -> None:
     settings = gunicorn_settings(Config.from_env(ENV))
@@ -56,6 +67,28 @@ def test_one_gthread_worker_process_without_preloading() -> None:
     assert settings["worker_class"] == "autoroll.http_worker.DeadlineThreadWorker"
     assert settings["preload_app"] is False
     assert settings["bind"] == ["127.0.0.1:9090"]
+
+
+def test_the_worker_heartbeat_goes_where_it_is_told() -> None:
+    config = Config.from_env(ENV)
+    assert gunicorn_settings(config, tmp_dir="/dev/shm")["worker_tmp_dir"] == "/dev/shm"
+    assert gunicorn_settings(config)["worker_tmp_dir"] is None  # gunicorn's own default
+
+
+def test_the_heartbeat_dir_is_dev_shm_when_writable_else_gunicorns_default(tmp_path: Path) -> None:
+    assert WORKER_TMP_DIR == "/dev/shm"
+    assert worker_tmp_dir(str(tmp_path)) == str(tmp_path)
+    assert worker_tmp_dir(str(tmp_path / "missing")) is None
+    (tmp_path / "file").write_text("")
+    assert worker_tmp_dir(str(tmp_path / "file")) is None
+
+
+def test_the_server_puts_the_heartbeat_in_dev_shm_on_linux() -> None:
+    # The image's read-only root without /tmp relies on this (tests/image: "without /tmp").
+    server = AutorollServer(Config.from_env(ENV))
+    assert server.cfg.worker_tmp_dir == worker_tmp_dir()
+    if Path(WORKER_TMP_DIR).is_dir():
+        assert server.cfg.worker_tmp_dir == WORKER_TMP_DIR
 
 
 def test_shutdown_fits_in_the_default_pod_grace_period() -> None:

@@ -1,0 +1,1 @@
+"""The image tier: the controller image built from the committed Dockerfile, run with podman."""
