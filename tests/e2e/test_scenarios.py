@@ -66,10 +66,11 @@ def start_autoroll(
     """Start the controller (seeing only this test's Deployments); stopped afterwards.
 
     The user's install: ``helm install`` of the chart with the controller image, the
-    controller a pod on the node (``incluster.py``). While the image build
-    (``tests/support/image.py``) is not in the tree, a local ``autoroll serve`` instead (the
-    session's summary says so). ``start(poll=..., registry=..., **env)``, ``env`` being the
-    controller's variables; the output is printed at teardown, so a failing test shows it.
+    controller a pod on the node (``incluster.py``). A local ``autoroll serve`` instead for
+    tests on the simulated kubelet (no container runs there), and while the image build
+    (``tests/support/image.py``) is not in the tree (the session's summary says so).
+    ``start(poll=..., registry=..., **env)``, ``env`` being the controller's variables; the
+    output is printed at teardown, so a failing test shows it.
     """
     started: list[Autoroll] = []
     with contextlib.ExitStack() as stack:
@@ -78,7 +79,9 @@ def start_autoroll(
             *, poll: int = POLL, registry: RegistryServer = docker_registry, **env: str
         ) -> Autoroll:
             env = {"LABEL_SELECTOR": label_selector(namespace), **env}
-            if IMAGE_BUILD_AVAILABLE:
+            # A namespace on the simulated kubelet cannot run the controller's pod (nothing
+            # would): those tests keep the local process.
+            if IMAGE_BUILD_AVAILABLE and "kubelet" not in request.fixturenames:
                 autoroll = stack.enter_context(
                     installed_autoroll(
                         helm=require_tool("helm"),
