@@ -8,7 +8,6 @@ plane's and the node's directories (logs, kubeconfig) after the session.
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import time
 import uuid
@@ -46,12 +45,6 @@ __all__ = ["fresh_registry"]  # a fixture, re-exported for the e2e tests
 
 _timings: dict[str, float] = {}
 _node_problems: list[str] = []
-
-# The in-cluster tests need the controller image build (tests/support/image.py, from branch
-# `image`). Until that module is in the tree they are not collected at all (neither run nor
-# skipped); once it is, CI runs them like every other e2e test.
-IMAGE_BUILD_AVAILABLE = importlib.util.find_spec("tests.support.image") is not None
-collect_ignore = [] if IMAGE_BUILD_AVAILABLE else ["test_incluster.py"]
 
 
 @pytest.fixture(scope="session")
@@ -232,11 +225,6 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    if not IMAGE_BUILD_AVAILABLE:
-        terminalreporter.write_line(
-            "e2e: tests/support/image.py is not in the tree: the scenarios ran against a local"
-            " `autoroll serve`, not the chart's pod, and test_incluster.py was not collected"
-        )
     for problem in _node_problems:
         terminalreporter.write_line(f"e2e node teardown: {problem}", red=True)
     if _timings:

@@ -23,7 +23,6 @@ from typing import Any, TypeVar
 import pytest
 
 from tests.conftest import require_tool
-from tests.e2e.conftest import IMAGE_BUILD_AVAILABLE
 from tests.e2e.controller import Autoroll, running_autoroll
 from tests.e2e.controlplane import ControlPlane
 from tests.e2e.helpers import core_api, eventually
@@ -66,9 +65,8 @@ def start_autoroll(
     """Start the controller (seeing only this test's Deployments); stopped afterwards.
 
     The user's install: ``helm install`` of the chart with the controller image, the
-    controller a pod on the node (``incluster.py``). A local ``autoroll serve`` instead for
-    tests on the simulated kubelet (no container runs there), and while the image build
-    (``tests/support/image.py``) is not in the tree (the session's summary says so).
+    controller a pod on the node (``incluster.py``); a local ``autoroll serve`` instead for
+    tests on the simulated kubelet (no container runs there).
     ``start(poll=..., registry=..., **env)``, ``env`` being the controller's variables; the
     output is printed at teardown, so a failing test shows it.
     """
@@ -81,7 +79,7 @@ def start_autoroll(
             env = {"LABEL_SELECTOR": label_selector(namespace), **env}
             # A namespace on the simulated kubelet cannot run the controller's pod (nothing
             # would): those tests keep the local process.
-            if IMAGE_BUILD_AVAILABLE and "kubelet" not in request.fixturenames:
+            if "kubelet" not in request.fixturenames:
                 autoroll = stack.enter_context(
                     installed_autoroll(
                         helm=require_tool("helm"),
