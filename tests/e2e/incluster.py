@@ -131,9 +131,12 @@ class PodLogs:
         self._read()
 
     def _run(self) -> None:
+        rounds = 0
         while not self._stop.is_set():
-            with contextlib.suppress(Exception):  # the next round tries again
-                self._discover()
+            if rounds % 10 == 0:  # new pods are rare: ask the API once a second
+                with contextlib.suppress(Exception):  # the next round tries again
+                    self._discover()
+            rounds += 1
             self._read()
             self._stop.wait(0.1)
 
@@ -141,9 +144,11 @@ class PodLogs:
         listed = self.core.list_namespaced_pod(
             self.namespace, label_selector=POD_SELECTOR, _preload_content=False
         )
-        items = sorted(
-            json.loads(listed.data)["items"], key=lambda p: p["metadata"]["creationTimestamp"]
-        )
+        try:
+            body = listed.data
+        finally:
+            listed.release_conn()  # unreleased raw responses leak one socket each
+        items = sorted(json.loads(body)["items"], key=lambda p: p["metadata"]["creationTimestamp"])
         for pod in items:
             key = (pod["metadata"]["name"], pod["metadata"]["uid"])
             if key not in self._pods:
