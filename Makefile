@@ -8,7 +8,7 @@ TOOLS_ENV := .tools/env
 # Every recipe sees the pinned tools (helm v4, helm-unittest, actionlint, ...).
 WITH_TOOLS = source $(TOOLS_ENV) &&
 
-.PHONY: help tools tools-core tools-gitea venv test lint typecheck pytest chart-lint chart-test names demo bench clean \
+.PHONY: help tools tools-core tools-gitea venv test lint typecheck pytest chart-lint chart-test docs names demo bench clean \
 	lock lock-upgrade test-lowest image
 
 help:
@@ -17,8 +17,9 @@ help:
 	@echo "make names   - preview the Job names for examples/jobs-values.yaml (jobhash)"
 	@echo "make bench   - run the benchmarks (about 10 min) and rewrite docs/performance.md"
 	@echo "make test    - install the tools and run every suite (what CI runs)"
-	@echo "make tools   - build/install helm, helm-unittest, actionlint, docker-registry, the control plane"
+	@echo "make tools   - build/install helm, helm-unittest, actionlint, helm-docs, docker-registry, the control plane"
 	@echo "make tools-gitea - also build Gitea and install skopeo (the tests/gitea tier)"
+	@echo "make docs    - regenerate the chart README's values table (helm-docs)"
 	@echo "make image   - build the controller image with podman, as CI does (scripts/tools.sh image)"
 	@echo "make lock    - re-resolve requirements/*.txt after a dependency change (lock-upgrade: newest)"
 
@@ -28,7 +29,8 @@ help:
 tools $(TOOLS_ENV): scripts/tools.sh scripts/versions.env
 	scripts/tools.sh all
 
-# Only what the chart and unit suites need (helm, helm-unittest, actionlint, docker-registry).
+# Only what the chart and unit suites need (helm, helm-unittest, actionlint, helm-docs,
+# docker-registry).
 tools-core:
 	scripts/tools.sh core
 
@@ -64,6 +66,10 @@ chart-lint: $(TOOLS_ENV)
 
 chart-test: $(TOOLS_ENV)
 	$(WITH_TOOLS) helm unittest --strict charts/autoroll
+
+# The values table in charts/autoroll/README.md, from the `# --` comments in values.yaml.
+docs: $(TOOLS_ENV)
+	$(WITH_TOOLS) scripts/chart_docs.sh
 
 workflow-lint: $(TOOLS_ENV)
 	$(WITH_TOOLS) if compgen -G '.forgejo/workflows/*.y*ml' >/dev/null; then actionlint .forgejo/workflows/*.y*ml; fi

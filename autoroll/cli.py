@@ -18,8 +18,8 @@ from collections.abc import Mapping, Sequence
 import requests
 
 from autoroll import __version__, logs
-from autoroll.cluster import ClusterConfigError, ClusterError, KubeCluster, connect
 from autoroll.config import Config, ConfigError
+from autoroll.kube import ClusterConfigError, ClusterError, KubeCluster, connect
 from autoroll.plan import render, run_plan
 from autoroll.registry import RegistryClient
 from autoroll.server import serve
@@ -40,9 +40,10 @@ def build_parser() -> argparse.ArgumentParser:
         prog="autoroll",
         description="Roll enrolled Deployments when a mutable image tag moves.",
         epilog="Configuration comes from the environment: FORGEJO_HOST, FORGEJO_USER,"
-        " FORGEJO_TOKEN, WEBHOOK_SECRET (required), POLL_INTERVAL_SECONDS, LABEL_SELECTOR,"
-        " LISTEN_ADDR, DRY_RUN, LOG_LEVEL, LOG_FORMAT, ROLLOUT_METHOD, EMIT_EVENTS; with several"
-        " replicas LEADER_ELECTION, LEADER_ELECTION_NAMESPACE, LEADER_ELECTION_LEASE, POD_NAME and"
+        " FORGEJO_TOKEN, WEBHOOK_SECRET (required), POLL_INTERVAL_SECONDS, PASS_TIMEOUT_SECONDS,"
+        " LABEL_SELECTOR, LISTEN_ADDR, DRY_RUN, LOG_LEVEL, LOG_FORMAT, ROLLOUT_METHOD,"
+        " EMIT_EVENTS; with several replicas LEADER_ELECTION, LEADER_ELECTION_NAMESPACE,"
+        " LEADER_ELECTION_LEASE, POD_NAME and"
         " LEADER_ELECTION_{LEASE_DURATION,RENEW_DEADLINE,RETRY_PERIOD}_SECONDS"
         " (docs/adr/004-leader-election-and-webhook-handoff.md).",
     )

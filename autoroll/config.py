@@ -143,6 +143,9 @@ class Config:
     forgejo_token: Secret  # read:package token (HTTP Basic password)
     webhook_secret: Secret  # HMAC-SHA256 key for POST /webhook
     poll_interval_seconds: int = 120  # a missed webhook is noticed within two minutes
+    #: a pass still running after this is told to stop between Deployments, and /livez fails
+    #: once no pass finished for poll interval + this + one API call: a stuck loop restarts
+    pass_timeout_seconds: int = 300
     label_selector: str = "aethnet.se/autoroll=true"  # on the Deployment object, not the pods
     listen_host: str = "0.0.0.0"  # all interfaces: probes and webhooks arrive via the pod IP
     listen_port: int = 8080
@@ -176,6 +179,7 @@ class Config:
         token = reader.required_secret("FORGEJO_TOKEN", _check_nonblank)
         secret = reader.required_secret("WEBHOOK_SECRET", _check_webhook_secret)
         poll = reader.optional("POLL_INTERVAL_SECONDS", 120, _parse_interval)
+        pass_timeout = reader.optional("PASS_TIMEOUT_SECONDS", 300, _parse_pass_timeout)
         selector = reader.optional("LABEL_SELECTOR", "aethnet.se/autoroll=true", _parse_selector)
         listen = reader.optional("LISTEN_ADDR", ("0.0.0.0", 8080), _parse_listen_addr)
         dry_run = reader.optional("DRY_RUN", False, _parse_bool)
@@ -199,6 +203,7 @@ class Config:
             forgejo_token=token,
             webhook_secret=secret,
             poll_interval_seconds=poll,
+            pass_timeout_seconds=pass_timeout,
             label_selector=selector,
             listen_host=listen[0],
             listen_port=listen[1],
@@ -220,6 +225,7 @@ class Config:
             "FORGEJO_TOKEN": "<redacted>",
             "WEBHOOK_SECRET": "<redacted>",
             "POLL_INTERVAL_SECONDS": str(self.poll_interval_seconds),
+            "PASS_TIMEOUT_SECONDS": str(self.pass_timeout_seconds),
             "LABEL_SELECTOR": self.label_selector,
             "LISTEN_ADDR": self.listen_addr,
             "DRY_RUN": str(self.dry_run).lower(),
@@ -395,6 +401,16 @@ def _parse_interval(raw: str) -> int:
         raise ValueError("expected a whole number of seconds, 5 to 86400") from None
     if not 5 <= value <= 86400:
         raise ValueError("expected a whole number of seconds, 5 to 86400")
+    return value
+
+
+def _parse_pass_timeout(raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError("expected a whole number of seconds, 5 to 3600") from None
+    if not 5 <= value <= 3600:
+        raise ValueError("expected a whole number of seconds, 5 to 3600")
     return value
 
 

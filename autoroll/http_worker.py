@@ -85,7 +85,17 @@ class DeadlineSocket:
 
 
 class DeadlineThreadWorker(ThreadWorker):  # type: ignore[misc]
-    """``gthread`` with ``REQUEST_READ_SECONDS`` per request (see the module docstring)."""
+    """``gthread`` with ``REQUEST_READ_SECONDS`` per request (see the module docstring).
+
+    On SIGTERM it also tells the app's runtime to begin stopping (``begin_stop``, if the
+    loaded app has one), so the reconcile pass winds down while requests drain.
+    """
+
+    def handle_exit(self, sig: int, frame: Any) -> None:
+        super().handle_exit(sig, frame)
+        begin_stop = getattr(getattr(self.app, "runtime", None), "begin_stop", None)
+        if callable(begin_stop):
+            begin_stop()
 
     def handle(self, conn: Any) -> Any:
         if not self.cfg.is_ssl:

@@ -34,7 +34,9 @@ DEFAULT_HOST: Final = "docker.io"
 DEFAULT_TAG: Final = "latest"
 
 _COMPONENT: Final = re.compile(r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*")
-_TAG: Final = re.compile(r"[\w][\w.-]{0,127}")
+#: The reference grammar's tag, ``[\w][\w.-]{0,127}`` with ``\w`` meaning ASCII
+#: ``[A-Za-z0-9_]`` (Python's ``\w`` alone would accept any Unicode letter or digit).
+_TAG: Final = re.compile(r"[\w][\w.-]{0,127}", re.ASCII)
 _HOST: Final = re.compile(
     r"(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*"
     r"(?::[0-9]{1,5})?|\[[0-9a-fA-F:.]+\](?::[0-9]{1,5})?"

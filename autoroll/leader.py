@@ -23,30 +23,39 @@ annotation; the leader watches its Lease and nudges its own worker when that val
 Both ends coalesce, so a burst of webhooks costs at most one follow-up pass.
 
 The decisions (``decide_lease``, ``has_authority``, ``next_record``, ``released_record``) are
-pure and table-tested; ``Elector``, ``NudgeWatcher`` and ``HandOff`` are thin threads over a
-``LeasePort`` (``autoroll.cluster.KubeLease`` in production, a fake in unit tests).
+pure and table-tested in ``autoroll.election``; ``Elector``, ``NudgeWatcher`` and ``HandOff``
+here are thin threads over a ``LeasePort`` (``autoroll.kube.KubeLease`` in production, a
+fake in unit tests).
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
-import os
-import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from collections.abc import Callable
 from datetime import UTC, datetime
-from enum import StrEnum
-from typing import Final, Protocol
+from typing import Final
 
+from autoroll.election import (
+    LeaseDecision,
+    Observation,
+    Step,
+    Timings,
+    decide_lease,
+    default_identity,
+    has_authority,
+    next_record,
+    observe,
+    released_record,
+)
 from autoroll.metrics import Metrics
+from autoroll.model import LeaseRecord
+from autoroll.ports import LeaseConflictError, LeasePort
 
 log = logging.getLogger(__name__)
 
-#: The Lease annotation a follower bumps to hand a verified webhook to the leader.
-NUDGE_ANNOTATION: Final = "autoroll.aethnet.se/nudge"
 #: Attempts per cycle when a write meets a newer resourceVersion (a nudge patch, usually).
 WRITE_ATTEMPTS: Final = 3
 #: Least seconds between two nudge publications by one follower: a burst of webhooks must
@@ -54,202 +63,17 @@ WRITE_ATTEMPTS: Final = 3
 PUBLISH_INTERVAL_SECONDS: Final = 0.5
 
 
-# --------------------------------------------------------------------------------------------
-# Plain data
-
-
-@dataclass(frozen=True, slots=True)
-class LeaseRecord:
-    """The parts of a Lease that election reads and writes.
-
-    ``holder`` is empty when the lease was released. ``resource_version`` is what a write
-    must name to succeed (optimistic concurrency); it is empty in a record about to be sent.
-    """
-
-    holder: str
-    duration_seconds: int
-    acquired_at: datetime | None = None
-    renewed_at: datetime | None = None
-    transitions: int = 0
-    resource_version: str = ""
-    nudge: str = ""
-
-    @property
-    def election_fields(self) -> tuple[object, ...]:
-        """What counts as "the holder renewed": not the resourceVersion, not the nudge.
-
-        A nudge patch changes the resourceVersion; if that reset a contender's timer, a
-        stream of webhooks could keep a dead leader's lease alive forever.
-        """
-        return (
-            self.holder,
-            self.duration_seconds,
-            self.acquired_at,
-            self.renewed_at,
-            self.transitions,
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class Observation:
-    """A holder record and when this replica first saw it, on its own monotonic clock."""
-
-    fields: tuple[object, ...]
-    seen_at: float
-
-
-class Step(StrEnum):
-    CREATE = "create"  # no Lease object yet: create it naming us
-    ACQUIRE = "acquire"  # free or expired: take it over
-    RENEW = "renew"  # ours: extend it
-    WAIT = "wait"  # another replica holds it and is within its duration
-    STEP_DOWN = "step-down"  # we thought we led, but the Lease names someone else
-
-
-@dataclass(frozen=True, slots=True)
-class LeaseDecision:
-    step: Step
-    reason: str
-    observation: Observation | None
-    expires_in: float | None = None  # WAIT only: seconds until we may try to acquire
-
-
-@dataclass(frozen=True, slots=True)
-class Timings:
-    """Election timings in seconds; ``Config`` has validated their order."""
-
-    lease_duration: float = 15.0
-    renew_deadline: float = 10.0
-    retry_period: float = 2.0
-
-
-# --------------------------------------------------------------------------------------------
-# Pure decisions
-
-
-def observe(
-    lease: LeaseRecord | None, previous: Observation | None, now: float
-) -> Observation | None:
-    """Keep the first-seen time while the holder record is unchanged; restart it on change."""
-    if lease is None:
-        return None
-    fields = lease.election_fields
-    if previous is not None and previous.fields == fields:
-        return previous
-    return Observation(fields, now)
-
-
-def decide_lease(
-    *,
-    lease: LeaseRecord | None,
-    observed: Observation | None,
-    identity: str,
-    now: float,
-    leading: bool,
-    lease_duration: float,
-) -> LeaseDecision:
-    """What to do with the Lease as just read. ``now`` is this replica's monotonic clock."""
-    observation = observe(lease, observed, now)
-    if lease is None:
-        # Nobody has ever led (or the Lease was deleted): creating is atomic, one wins.
-        return LeaseDecision(Step.CREATE, "no lease yet", None)
-    if lease.holder == identity:
-        # Ours, whether we lead right now or stepped down after missing the deadline: a
-        # renew that succeeds proves nobody took it meanwhile (the resourceVersion matched).
-        return LeaseDecision(Step.RENEW, "we hold the lease", observation)
-    if leading:
-        # Someone else holds it although we believed we led: stop acting at once.
-        return LeaseDecision(Step.STEP_DOWN, f"the lease names {lease.holder!r}", observation)
-    if not lease.holder:
-        # Released on a clean shutdown: no need to wait out a duration.
-        return LeaseDecision(Step.ACQUIRE, "the lease was released", observation)
-    assert observation is not None
-    # The holder's own declared duration wins over ours (replicas mid-upgrade may differ).
-    duration = lease.duration_seconds if lease.duration_seconds > 0 else lease_duration
-    unchanged_for = now - observation.seen_at
-    if unchanged_for >= duration:
-        return LeaseDecision(
-            Step.ACQUIRE,
-            f"{lease.holder!r} has not renewed for {unchanged_for:.1f}s (duration {duration}s)",
-            observation,
-        )
-    return LeaseDecision(
-        Step.WAIT,
-        f"held by {lease.holder!r}, unchanged for {unchanged_for:.1f}s of {duration}s",
-        observation,
-        expires_in=duration - unchanged_for,
-    )
-
-
-def has_authority(*, renewed_at: float | None, now: float, renew_deadline: float) -> bool:
-    """May the leader still act? Only until ``renew_deadline`` after its last renew was sent.
-
-    ``renewed_at`` is the monotonic time taken *before* the renew request went out, so it
-    precedes the moment any other replica could first see that renewal.
-    """
-    return renewed_at is not None and now < renewed_at + renew_deadline
-
-
-def next_record(
-    step: Step, lease: LeaseRecord | None, *, identity: str, now: datetime, duration: float
-) -> LeaseRecord:
-    """The record to write for CREATE, ACQUIRE or RENEW (resourceVersion and nudge kept)."""
-    seconds = max(1, round(duration))
-    if step is Step.RENEW and lease is not None:
-        return replace(lease, holder=identity, duration_seconds=seconds, renewed_at=now)
-    if step is Step.ACQUIRE and lease is not None:
-        return replace(
-            lease,
-            holder=identity,
-            duration_seconds=seconds,
-            acquired_at=now,
-            renewed_at=now,
-            transitions=lease.transitions + 1,
-        )
-    if step is Step.CREATE:
-        return LeaseRecord(identity, seconds, acquired_at=now, renewed_at=now, transitions=0)
-    raise ValueError(f"no record to write for {step} with lease {lease!r}")
-
-
-def released_record(lease: LeaseRecord, *, now: datetime) -> LeaseRecord:
-    """Our lease, handed back: no holder, so the next replica acquires without waiting."""
-    return replace(lease, holder="", duration_seconds=1, renewed_at=now)
-
-
-def default_identity() -> str:
-    """``hostname-pid`` when POD_NAME is not set: unique per process on one host."""
-    return f"{socket.gethostname()}-{os.getpid()}"
-
-
-# --------------------------------------------------------------------------------------------
-# The thin shell
-
-
-class LeaseConflictError(Exception):
-    """A write named a resourceVersion that is no longer current (or the Lease exists)."""
-
-
-class LeasePort(Protocol):
-    """The Lease calls election needs; ``autoroll.cluster.KubeLease`` in production.
-
-    Every method raises ``LeaseConflictError`` on 409 and anything else on other failures.
-    """
-
-    def get(self) -> LeaseRecord | None: ...
-
-    def create(self, record: LeaseRecord) -> LeaseRecord: ...
-
-    def update(self, record: LeaseRecord) -> LeaseRecord: ...
-
-    def publish_nudge(self, value: str) -> None: ...
-
-    def watch(self, resource_version: str, timeout_seconds: int) -> Iterator[LeaseRecord]: ...
-
-    def abort_watch(self) -> None: ...
-
-
 def _wall() -> datetime:
     return datetime.now(UTC)
+
+
+def _join(thread: threading.Thread, timeout: float, what: str) -> None:
+    """Wait up to ``timeout`` for a started ``thread``; raise if it is still running."""
+    if thread.ident is None:
+        return
+    thread.join(timeout)
+    if thread.is_alive():
+        raise RuntimeError(f"{what} still running after {timeout:g}s")
 
 
 class Elector:
@@ -313,6 +137,10 @@ class Elector:
     def start(self) -> None:
         self._metrics.leader.set(0)
         self._thread.start()
+
+    def request_stop(self) -> None:
+        """Stop campaigning after the current cycle, without waiting."""
+        self._stop.set()
 
     def stop(self, timeout: float, *, release: bool) -> None:
         """Stop campaigning; with ``release``, hand the lease back if we hold it.
@@ -494,14 +322,14 @@ class NudgeWatcher:
     def start(self) -> None:
         self._thread.start()
 
-    def stop(self, timeout: float) -> None:
+    def request_stop(self) -> None:
+        """End the watch now (it is aborted), without waiting for the thread."""
         self._stop.set()
         self._port.abort_watch()
-        if self._thread.ident is None:
-            return
-        self._thread.join(timeout)
-        if self._thread.is_alive():
-            raise RuntimeError(f"nudge watcher still running after {timeout:g}s")
+
+    def stop(self, timeout: float) -> None:
+        self.request_stop()
+        _join(self._thread, timeout, "nudge watcher")
 
     def _deliver(self) -> None:
         self._metrics.handoffs.labels(outcome="received").inc()
@@ -573,14 +401,14 @@ class HandOff:
     def start(self) -> None:
         self._thread.start()
 
-    def stop(self, timeout: float) -> None:
+    def request_stop(self) -> None:
+        """Deliver nothing more, without waiting for the thread."""
         self._stop.set()
         self._wake.set()
-        if self._thread.ident is None:
-            return
-        self._thread.join(timeout)
-        if self._thread.is_alive():
-            raise RuntimeError(f"hand-off thread still running after {timeout:g}s")
+
+    def stop(self, timeout: float) -> None:
+        self.request_stop()
+        _join(self._thread, timeout, "hand-off thread")
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -607,3 +435,18 @@ class HandOff:
             return
         self._metrics.handoffs.labels(outcome="published").inc()
         log.info("webhook handed to the leader through the lease", extra={"event": "handoff"})
+
+
+__all__ = [
+    "PUBLISH_INTERVAL_SECONDS",
+    "WRITE_ATTEMPTS",
+    "Elector",
+    "HandOff",
+    "LeaseConflictError",
+    "LeasePort",
+    "LeaseRecord",
+    "NudgeWatcher",
+    "Step",
+    "Timings",
+    "default_identity",
+]

@@ -1,38 +1,34 @@
 """Logging for the controller: text for people, JSON for log pipelines, secrets never shown.
 
-``configure`` is called once per process (the CLI does it before gunicorn forks, so the one
-worker inherits it). Structured fields travel in ``extra=`` (see ``FIELDS``): the text format
-appends them as ``key=value``, the JSON format emits them as keys, so one log call serves both.
+Every module logs with the standard library (``logging.getLogger(__name__)``) and passes
+structured fields with ``extra=``. ``configure`` (once per process; the CLI does it before
+gunicorn forks, so the one worker inherits it) routes every record through one handler whose
+formatter is structlog's ``ProcessorFormatter``:
+
+    record ─► message ─► every ``extra=`` field (ExtraAdder) ─► context (``pass_id``) ─►
+              level, logger, ts ─► exception text ─► secrets redacted ─► text or JSON
+
+So each field a call site attaches reaches both formats, whatever its name; there is no
+allow-list to forget. ``pass_context`` binds a pass id for the duration of one reconcile
+pass, and every line logged in that thread meanwhile carries it.
 
 Secrets are kept out of messages by construction (the config is logged redacted, the token
-only lives in the registry session). ``SecretRedactor`` is the belt to those braces: every
-record passing through a handler has any known secret value replaced by ``***``, whether it
-sits in the message, its arguments, a structured field or an exception's text.
+only lives in the registry session); the redaction step is the belt to those braces: any
+known secret value in the message, a field or an exception's text becomes ``***``.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
-from collections.abc import Iterable
-from datetime import UTC, datetime
-from typing import Final, TextIO
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any, Final, TextIO
 
-#: Structured fields the controller attaches with ``extra=``; rendered by both formats.
-FIELDS: Final = (
-    "event",
-    "deployment",
-    "container",
-    "pod",
-    "image",
-    "running_digest",
-    "registry_digest",
-    "verdict",
-    "reason",
-    "dry_run",
-    "duration_seconds",
-)
+import structlog
+from structlog.contextvars import bound_contextvars, merge_contextvars
+from structlog.stdlib import ExtraAdder, ProcessorFormatter
+from structlog.typing import EventDict, Processor, WrappedLogger
 
 LEVELS: Final = {
     "debug": logging.DEBUG,
@@ -43,17 +39,17 @@ LEVELS: Final = {
 FORMATS: Final = ("text", "json")
 REDACTED: Final = "***"
 
+#: Keys of the text format's head (``ts LEVEL logger message``); the rest follow as key=value.
+_HEAD: Final = ("ts", "level", "logger", "message")
 
-class SecretRedactor(logging.Filter):
-    """Replace every known secret value in a record with ``***`` before it is formatted.
 
-    Installed on handlers (not loggers) so records from every logger, including libraries
-    that propagate to the root, pass through it. Empty secrets are ignored: replacing ``""``
-    would mangle every message.
+class SecretRedactor:
+    """A processor that replaces every known secret value in an event with ``***``.
+
+    Empty secrets are ignored: replacing ``""`` would mangle every message.
     """
 
     def __init__(self, secrets: Iterable[str]) -> None:
-        super().__init__()
         # Longest first, so a secret that contains another is replaced whole.
         self._secrets = tuple(sorted({s for s in secrets if s}, key=len, reverse=True))
 
@@ -62,76 +58,79 @@ class SecretRedactor(logging.Filter):
             text = text.replace(secret, REDACTED)
         return text
 
-    def filter(self, record: logging.LogRecord) -> bool:
+    def __call__(self, logger: WrappedLogger, name: str, event: EventDict) -> EventDict:
         if not self._secrets:
-            return True
-        # Render once, then freeze the result: args may hold secrets in any type.
-        record.msg = self.redact(record.getMessage())
-        record.args = None
-        for name in FIELDS:
-            value = record.__dict__.get(name)
+            return event
+        for key, value in list(event.items()):
             if isinstance(value, str):
-                record.__dict__[name] = self.redact(value)
-        if record.exc_info and record.exc_info[0] is not None:
-            record.exc_text = self.redact(logging.Formatter().formatException(record.exc_info))
-            record.exc_info = None
-        return True
+                event[key] = self.redact(value)
+            elif not isinstance(value, int | float | bool | type(None)):
+                event[key] = self.redact(str(value))
+        return event
 
 
-class TextFormatter(logging.Formatter):
-    """``time level logger message key=value…``: one line per event, grep-friendly."""
+def _message_key(logger: WrappedLogger, name: str, event: EventDict) -> EventDict:
+    """The record's text goes to ``message``: ``event`` is a field of ours (``extra=``)."""
+    event["message"] = event.pop("event")
+    return event
+
+
+def _drop_formatting_leftovers(logger: WrappedLogger, name: str, event: EventDict) -> EventDict:
+    """Another handler that formatted the record first leaves ``asctime`` behind."""
+    event.pop("asctime", None)
+    return event
+
+
+class TextRenderer:
+    """``ts LEVEL logger message key=value…`` on one line (the exception, if any, below)."""
 
     def __init__(self) -> None:
-        super().__init__("%(asctime)s %(levelname)s %(name)s %(message)s")
+        self._pairs = structlog.processors.LogfmtRenderer(bool_as_flag=False)
 
-    def format(self, record: logging.LogRecord) -> str:
-        line = super().format(record)
-        pairs = [
-            f"{name}={_text_value(record.__dict__[name])}"
-            for name in FIELDS
-            if record.__dict__.get(name) is not None
-        ]
-        if not pairs:
-            return line
-        head, newline, tail = line.partition("\n")
-        return f"{head} {' '.join(pairs)}{newline}{tail}"
+    def __call__(self, logger: WrappedLogger, name: str, event: EventDict) -> str:
+        head = " ".join(
+            [str(event.pop("ts", "")), str(event.pop("level", "")).upper()]
+            + [str(event.pop(key, "")) for key in _HEAD[2:]]
+        )
+        exception = event.pop("exception", None)
+        fields = {k: v for k, v in event.items() if v is not None}
+        line = f"{head} {self._pairs(logger, name, fields)}" if fields else head
+        return f"{line}\n{exception}" if exception else line
 
 
-class JsonFormatter(logging.Formatter):
-    """One JSON object per line: ``ts``, ``level``, ``logger``, ``message`` and the fields."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        entry: dict[str, object] = {
-            "ts": datetime.fromtimestamp(record.created, tz=UTC).isoformat(),
-            "level": record.levelname.lower(),
-            "logger": record.name,
-            "message": record.getMessage(),
-        }
-        for name in FIELDS:
-            value = record.__dict__.get(name)
-            if value is not None:
-                entry[name] = value
-        if record.exc_info and record.exc_info[0] is not None:
-            entry["exception"] = self.formatException(record.exc_info)
-        elif record.exc_text:
-            entry["exception"] = record.exc_text
-        return json.dumps(entry, default=str)
-
-
-def _text_value(value: object) -> str:
-    text = str(value)
-    return json.dumps(text) if (not text or any(c in text for c in ' "=')) else text
+def make_formatter(*, log_format: str, secrets: Iterable[str] = ()) -> ProcessorFormatter:
+    """The formatter for ``log_format`` (``text`` or ``json``), redacting ``secrets``."""
+    if log_format not in FORMATS:
+        raise ValueError(f"LOG_FORMAT={log_format!r}: expected one of {', '.join(FORMATS)}")
+    pre_chain: list[Processor] = [
+        _message_key,
+        ExtraAdder(),
+        _drop_formatting_leftovers,
+        merge_contextvars,
+        structlog.stdlib.add_log_level,
+        structlog.stdlib.add_logger_name,
+        structlog.processors.TimeStamper(fmt="iso", utc=True, key="ts"),
+    ]
+    renderer: Processor = (
+        structlog.processors.JSONRenderer(default=str) if log_format == "json" else TextRenderer()
+    )
+    return ProcessorFormatter(
+        foreign_pre_chain=pre_chain,
+        processors=[
+            ProcessorFormatter.remove_processors_meta,
+            structlog.processors.format_exc_info,
+            SecretRedactor(secrets),
+            renderer,
+        ],
+    )
 
 
 def make_handler(
     *, log_format: str, secrets: Iterable[str] = (), stream: TextIO | None = None
 ) -> logging.Handler:
-    """A stream handler with the chosen format and the secret redactor installed."""
-    if log_format not in FORMATS:
-        raise ValueError(f"LOG_FORMAT={log_format!r}: expected one of {', '.join(FORMATS)}")
+    """A stream handler with the chosen format and the secret redaction installed."""
     handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
-    handler.setFormatter(JsonFormatter() if log_format == "json" else TextFormatter())
-    handler.addFilter(SecretRedactor(secrets))
+    handler.setFormatter(make_formatter(log_format=log_format, secrets=secrets))
     return handler
 
 
@@ -151,11 +150,32 @@ def configure(
         raise ValueError(f"LOG_LEVEL={level!r}: expected one of {', '.join(LEVELS)}")
     numeric = LEVELS[level.lower()]
     root = logging.getLogger()
+    handler = make_handler(log_format=log_format, secrets=secrets, stream=stream)
     for old in list(root.handlers):
         root.removeHandler(old)
-    root.addHandler(make_handler(log_format=log_format, secrets=secrets, stream=stream))
+    root.addHandler(handler)
     root.setLevel(numeric)
     # urllib3 warns on every retry; the adapter's one error line per failure says it better.
     quiet = numeric if numeric == logging.DEBUG else logging.ERROR
     for noisy in ("urllib3", "kubernetes", "werkzeug"):
         logging.getLogger(noisy).setLevel(quiet)
+
+
+@contextmanager
+def pass_context(pass_id: str, **fields: Any) -> Iterator[None]:
+    """Every line logged in this thread until the block ends carries ``pass_id``."""
+    with bound_contextvars(pass_id=pass_id, **fields):
+        yield
+
+
+__all__ = [
+    "FORMATS",
+    "LEVELS",
+    "REDACTED",
+    "SecretRedactor",
+    "TextRenderer",
+    "configure",
+    "make_formatter",
+    "make_handler",
+    "pass_context",
+]

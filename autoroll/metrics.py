@@ -21,6 +21,13 @@ class Metrics:
 
     def __init__(self, registry: CollectorRegistry) -> None:
         self.registry = registry
+        self._passes(registry)
+        self._registry_lookups(registry)
+        self._webhooks(registry)
+        self._election(registry)
+
+    def _passes(self, registry: CollectorRegistry) -> None:
+        """Reconcile passes and what they decided and did."""
         self.ticks = Counter(
             f"{PREFIX}_ticks",
             "Reconcile passes, by outcome (ok: completed; error: failed and was survived).",
@@ -46,18 +53,6 @@ class Metrics:
             ["reason"],
             registry=registry,
         )
-        self.registry_requests = Counter(
-            f"{PREFIX}_registry_requests",
-            "HTTP requests sent to the image registry, by kind (manifest HEAD, index GET, token).",
-            ["kind"],
-            registry=registry,
-        )
-        self.registry_errors = Counter(
-            f"{PREFIX}_registry_errors",
-            "Registry lookups that ended unknown, by reason; an unknown digest never rolls.",
-            ["reason"],
-            registry=registry,
-        )
         self.containers_skipped = Counter(
             f"{PREFIX}_containers_skipped",
             "Container decisions that were skipped this tick, by reason.",
@@ -70,6 +65,36 @@ class Metrics:
             " first seen (the runtime reports an old digest for a fresh pull).",
             registry=registry,
         )
+        self.rollouts_halted = Gauge(
+            f"{PREFIX}_rollouts_halted",
+            "Deployments whose rollout the last pass found halted: stale pods wait behind a"
+            " pod that has not been Ready for ROLLOUT_HALTED_AFTER_SECONDS.",
+            registry=registry,
+        )
+        self.events = Counter(
+            f"{PREFIX}_kubernetes_events",
+            "Kubernetes Events about rolls (EMIT_EVENTS=true), by outcome (created, error).",
+            ["outcome"],
+            registry=registry,
+        )
+
+    def _registry_lookups(self, registry: CollectorRegistry) -> None:
+        """What the registry client sent and what stayed unknown."""
+        self.registry_requests = Counter(
+            f"{PREFIX}_registry_requests",
+            "HTTP requests sent to the image registry, by kind (manifest HEAD, index GET, token).",
+            ["kind"],
+            registry=registry,
+        )
+        self.registry_errors = Counter(
+            f"{PREFIX}_registry_errors",
+            "Registry lookups that ended unknown, by reason; an unknown digest never rolls.",
+            ["reason"],
+            registry=registry,
+        )
+
+    def _webhooks(self, registry: CollectorRegistry) -> None:
+        """POST /webhook and the nudges it causes."""
         self.webhook_requests = Counter(
             f"{PREFIX}_webhook_requests",
             "POST /webhook requests, by outcome.",
@@ -87,7 +112,8 @@ class Metrics:
             registry=registry,
         )
 
-        # -- leader election and the webhook hand-off (LEADER_ELECTION=true) --------------
+    def _election(self, registry: CollectorRegistry) -> None:
+        """Leader election and the webhook hand-off (LEADER_ELECTION=true)."""
         self.leader = Gauge(
             f"{PREFIX}_leader",
             "1 while this replica is the leader and may delete pods, else 0 (always 1 when"
@@ -110,18 +136,6 @@ class Metrics:
             f"{PREFIX}_webhook_handoffs",
             "Verified webhooks routed by leader election: local (this replica leads), published"
             " (on the Lease for the leader), received (by the leader, from the Lease), error.",
-            ["outcome"],
-            registry=registry,
-        )
-        self.rollouts_halted = Gauge(
-            f"{PREFIX}_rollouts_halted",
-            "Deployments whose rollout the last pass found halted: stale pods wait behind a"
-            " pod that has not been Ready for ROLLOUT_HALTED_AFTER_SECONDS.",
-            registry=registry,
-        )
-        self.events = Counter(
-            f"{PREFIX}_kubernetes_events",
-            "Kubernetes Events about rolls (EMIT_EVENTS=true), by outcome (created, error).",
             ["outcome"],
             registry=registry,
         )

@@ -1,8 +1,10 @@
-"""Plain data that crosses the boundary between the adapters and the pure core.
+"""Plain data that crosses the boundary between the adapters and the rest of the controller.
 
-The Kubernetes adapter turns client models into these frozen dataclasses and the registry
-client answers with ``Digest`` or ``Unknown``; nothing from a client library reaches
-``decide``. Every type here is immutable, hashable and cheap to build in a test table.
+The Kubernetes adapter (``autoroll.kube``) turns API JSON into these frozen dataclasses, the
+registry client answers with ``Digest`` or ``Unknown``, and what the shell hands back to an
+adapter (a ``RollEvent``, a ``LeaseRecord`` to write) is plain data too. So nothing from a
+client library reaches ``decide``, and the adapters depend on this module, never the other
+way round. Every type here is immutable, hashable and cheap to build in a test table.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
+from enum import StrEnum
 from typing import Final
 
 _SHA256: Final = re.compile(r"sha256:[0-9a-f]{64}")
@@ -186,3 +189,133 @@ class PodView:
             if status.name == container:
                 return status
         return None
+
+
+@dataclass(frozen=True, slots=True)
+class Enrolled:
+    """One enrolled Deployment with the live pods its selector matches (a pass's input)."""
+
+    deployment: DeploymentView
+    pods: tuple[PodView, ...]
+
+
+class DeleteOutcome(StrEnum):
+    """What a delete (or eviction) call found. Only DELETED means this call removed the pod."""
+
+    DELETED = "deleted"
+    ALREADY_GONE = "already-gone"  # 404: someone (or the last pass) got there first
+    REPLACED = "replaced"  # 409 on the UID precondition: the name is a newer pod now
+    BLOCKED = "blocked-by-disruption-budget"  # 429 on eviction: try again next pass
+
+
+class EventReason(StrEnum):
+    """The reason of a roll's Kubernetes Event (``kubectl describe deploy`` shows it), and
+    the verb its message uses."""
+
+    DELETED = "StalePodDeleted"
+    EVICTED = "StalePodEvicted"
+    DRY_RUN = "WouldDeletePod"
+    HALTED = "RolloutHalted"  # a Warning: stale pods wait behind a pod that is not Ready
+
+    @property
+    def verb(self) -> str:
+        return {
+            "StalePodDeleted": "deleted",
+            "StalePodEvicted": "evicted",
+            "WouldDeletePod": "would delete",
+        }.get(self.value, "halted")
+
+
+class EventType(StrEnum):
+    """A core/v1 Event's ``type``: rolls are Normal, a halted rollout is a Warning."""
+
+    NORMAL = "Normal"
+    WARNING = "Warning"
+
+
+#: The reasons as plain strings, for callers that compare with an Event's ``reason``.
+REASON_DELETED: Final = EventReason.DELETED.value
+REASON_EVICTED: Final = EventReason.EVICTED.value
+REASON_DRY_RUN: Final = EventReason.DRY_RUN.value
+REASON_HALTED: Final = EventReason.HALTED.value
+
+
+@dataclass(frozen=True, slots=True)
+class RollEvent:
+    """What a core/v1 Event about one roll says; the adapter turns it into the API body."""
+
+    namespace: str
+    deployment: str
+    deployment_uid: str
+    reason: str
+    message: str
+    type: EventType = EventType.NORMAL
+
+    @classmethod
+    def about(
+        cls,
+        deployment: DeploymentView,
+        reason: EventReason,
+        *,
+        pod: str,
+        container: str,
+        image: str,
+        running: Digest,
+        target: Digest,
+    ) -> RollEvent:
+        """The Event for one roll: its reason and, next to it, the text people read."""
+        return cls(
+            namespace=deployment.namespace,
+            deployment=deployment.name,
+            deployment_uid=deployment.uid,
+            reason=reason.value,
+            message=(
+                f"autoroll {reason.verb} stale pod {pod}: container {container} image {image}"
+                f" runs {running}, the registry has {target}"
+            ),
+        )
+
+    @classmethod
+    def halted(cls, deployment: DeploymentView, message: str) -> RollEvent:
+        """The Warning Event for a halted rollout (``autoroll.halt.RolloutHalt.message``)."""
+        return cls(
+            namespace=deployment.namespace,
+            deployment=deployment.name,
+            deployment_uid=deployment.uid,
+            reason=EventReason.HALTED.value,
+            message=f"autoroll: {message}",
+            type=EventType.WARNING,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseRecord:
+    """The parts of the leader-election Lease that election reads and writes.
+
+    ``holder`` is empty when the lease was released. ``resource_version`` is what a write
+    must name to succeed (optimistic concurrency); it is empty in a record about to be sent.
+    ``nudge`` is the hand-off annotation a follower bumps for the leader.
+    """
+
+    holder: str
+    duration_seconds: int
+    acquired_at: datetime | None = None
+    renewed_at: datetime | None = None
+    transitions: int = 0
+    resource_version: str = ""
+    nudge: str = ""
+
+    @property
+    def election_fields(self) -> tuple[object, ...]:
+        """What counts as "the holder renewed": not the resourceVersion, not the nudge.
+
+        A nudge patch changes the resourceVersion; if that reset a contender's timer, a
+        stream of webhooks could keep a dead leader's lease alive forever.
+        """
+        return (
+            self.holder,
+            self.duration_seconds,
+            self.acquired_at,
+            self.renewed_at,
+            self.transitions,
+        )

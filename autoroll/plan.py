@@ -16,7 +16,8 @@ from prometheus_client import CollectorRegistry
 from autoroll.decide import ContainerVerdict, Decision, Verdict
 from autoroll.metrics import Metrics
 from autoroll.model import Digest, Unknown
-from autoroll.reconciler import ClusterPort, Reconciler, RegistryPort, TickReport
+from autoroll.ports import ClusterPort, RegistryPort
+from autoroll.reconciler import Reconciler, TickReport
 
 HEADERS = ("DEPLOYMENT", "CONTAINER", "IMAGE", "RUNNING", "REGISTRY", "VERDICT")
 

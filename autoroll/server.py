@@ -26,15 +26,20 @@ Nothing is built at import time or in the master process (``preload_app`` stays 
 the forked worker, ``load()`` builds the ``Runtime`` (metrics registry, nudge, registry
 client, cluster adapter, reconciler, Flask app) and the ``post_worker_init`` hook starts the
 reconcile thread. On SIGTERM the master asks the worker to stop; the worker finishes its
-in-flight requests, then the ``worker_exit`` hook stops the reconcile thread: a pass in
-progress ends before its next Deployment (a deletion is one API call, never half-done). All
-of it fits in ``GRACEFUL_TIMEOUT_SECONDS``, below the pod's default 30 s grace period.
+in-flight requests while the reconcile thread is told to stop (the worker's SIGTERM handler
+calls ``Runtime.begin_stop``); then the ``worker_exit`` hook joins it: a pass in progress
+ends before its next Deployment (a deletion is one API call, never half-done). With leader
+election the election threads stop next and the Lease is released. ``ShutdownBudget`` adds
+up the bound of every step; ``GRACEFUL_TIMEOUT_SECONDS`` is derived from its worst case and
+stays below the pod's default 30 s grace period.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -46,32 +51,61 @@ from gunicorn.app.base import BaseApplication
 from gunicorn.glogging import Logger as GunicornLogger
 from prometheus_client import CollectorRegistry
 
-from autoroll.cluster import ClusterError, KubeCluster, KubeEvents, KubeLease
-from autoroll.config import Config, RolloutMethod
-from autoroll.leader import (
-    Elector,
-    HandOff,
-    LeasePort,
-    NudgeWatcher,
-    Timings,
-    default_identity,
-)
+from autoroll.config import Config, LeaderElection, RolloutMethod
+from autoroll.election import Timings, default_identity
+from autoroll.http_worker import REQUEST_READ_SECONDS
+from autoroll.kube import ClusterError, KubeCluster, KubeEvents, KubeLease
+from autoroll.kube.transport import LEASE_CALL_TIMEOUT, REQUEST_TIMEOUT, call_seconds
+from autoroll.leader import Elector, HandOff, NudgeWatcher
 from autoroll.metrics import Metrics
-from autoroll.reconciler import ClusterPort, EventPort, Reconciler, RegistryPort, TickReport
-from autoroll.registry import RegistryClient
+from autoroll.ports import ClusterPort, EventPort, LeasePort, RegistryPort
+from autoroll.reconciler import Reconciler
+from autoroll.registry import Limits, RegistryClient
 from autoroll.web import create_app
-from autoroll.worker import SKIPPED, Nudge, Worker, WorkerStopTimeoutError
+from autoroll.worker import Nudge, Worker, WorkerStopTimeoutError
 
 log = logging.getLogger(__name__)
 
-#: Seconds the master waits for the worker after SIGTERM; under Kubernetes' default 30 s.
-GRACEFUL_TIMEOUT_SECONDS: Final = 20
-#: Seconds the worker process waits for the reconcile thread within that budget.
+#: Seconds the worker process gives the reconcile thread after SIGTERM (counted from the
+#: signal: the pass is told to stop while gunicorn still drains requests).
 RECONCILE_STOP_SECONDS: Final = 10.0
+#: Seconds the three election threads get to stop, together (they wait on events or one
+#: short API call).
+ELECTION_STOP_SECONDS: Final = 3.0
 #: Request threads: webhooks and probes are tiny, but a slow client holds one for up to
 #: ``http_worker.REQUEST_READ_SECONDS``; 16 leave probes unaffected by 15 of them at once.
 REQUEST_THREADS: Final = 16
 
+#: The longest single step of a pass: one Kubernetes API call, or the registry's budget.
+STEP_SECONDS: Final = max(call_seconds(REQUEST_TIMEOUT), Limits().budget_seconds)
+
+
+@dataclass(frozen=True, slots=True)
+class ShutdownBudget:
+    """The longest each step of a shutdown can take, SIGTERM to exit, in seconds.
+
+    On SIGTERM the reconcile thread is told to stop at once while gunicorn drains its
+    requests; then the worker process joins the thread (what is left of its budget), stops
+    the election threads and, only if the reconcile thread stopped cleanly, releases the
+    Lease (one read and one write). Every step is bounded by a timeout in the code, so the
+    sum is a bound, not a hope; gunicorn's ``graceful_timeout`` is derived from it.
+    """
+
+    request_drain: float = REQUEST_READ_SECONDS + 1.0  # a request still arriving, then its answer
+    reconcile_stop: float = RECONCILE_STOP_SECONDS  # runs beside the drain
+    election_stop: float = ELECTION_STOP_SECONDS
+    lease_release: float = 2 * call_seconds(LEASE_CALL_TIMEOUT)
+
+    def worst_case(self, *, electing: bool) -> float:
+        first = max(self.request_drain, self.reconcile_stop)
+        return first + (self.election_stop + self.lease_release if electing else 0.0)
+
+
+SHUTDOWN_BUDGET: Final = ShutdownBudget()
+#: Seconds the master waits for the worker after SIGTERM before it SIGKILLs it: the worst
+#: case with leader election, rounded up, plus a second for the process to exit. The pod's
+#: terminationGracePeriodSeconds (30 s by default) must be larger (a test checks the chart).
+GRACEFUL_TIMEOUT_SECONDS: Final = math.ceil(SHUTDOWN_BUDGET.worst_case(electing=True)) + 1
 
 #: Where the worker's heartbeat file lives. gunicorn's default is the temp dir, and with a
 #: read-only root filesystem and no /tmp mounted there is none: the worker would not boot.
@@ -87,10 +121,6 @@ def worker_tmp_dir(candidate: str = WORKER_TMP_DIR) -> str | None:
     return None
 
 
-#: Seconds each election thread gets to stop (they only wait on events or a short API call).
-ELECTION_STOP_SECONDS: Final = 3.0
-
-
 @dataclass(frozen=True, slots=True)
 class Election:
     """The leader-election threads of one replica (``LEADER_ELECTION=true`` only)."""
@@ -100,16 +130,28 @@ class Election:
     handoff: HandOff
 
 
-@dataclass(frozen=True, slots=True)
 class Runtime:
     """Everything the one worker process owns."""
 
-    metrics: Metrics
-    nudge: Nudge
-    reconciler: Reconciler
-    worker: Worker
-    app: Flask
-    election: Election | None = None
+    def __init__(
+        self,
+        *,
+        metrics: Metrics,
+        nudge: Nudge,
+        reconciler: Reconciler,
+        worker: Worker,
+        app: Flask,
+        election: Election | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.metrics = metrics
+        self.nudge = nudge
+        self.reconciler = reconciler
+        self.worker = worker
+        self.app = app
+        self.election = election
+        self._clock = clock
+        self._stop_requested_at: float | None = None
 
     def start(self) -> None:
         """Start campaigning (if electing), then the reconcile thread."""
@@ -119,33 +161,50 @@ class Runtime:
             self.election.handoff.start()
         self.worker.start()
 
+    def begin_stop(self) -> None:
+        """SIGTERM arrived: tell the reconcile thread to stop now, without waiting.
+
+        Called from the worker's signal handler (``http_worker.DeadlineThreadWorker``), so
+        the pass winds down while gunicorn drains requests, not after.
+        """
+        if self._stop_requested_at is None:
+            self._stop_requested_at = self._clock()
+        self.worker.request_stop()
+
     def stop(self, timeout: float = RECONCILE_STOP_SECONDS) -> None:
         """Stop the reconcile thread, then hand the lease back (only if that stop was clean).
 
-        Raises ``WorkerStopTimeoutError`` after releasing nothing when a pass is stuck: the
-        lease then simply expires, and the stuck pass cannot delete past the renew deadline.
+        The thread gets ``timeout`` seconds from ``begin_stop`` (or from now). Raises
+        ``WorkerStopTimeoutError`` after releasing nothing when a pass is stuck: the lease
+        then simply expires, and the stuck pass cannot delete past the renew deadline.
         """
+        self.begin_stop()
+        assert self._stop_requested_at is not None
+        left = timeout - (self._clock() - self._stop_requested_at)
         stopped = False
         try:
-            self.worker.stop(timeout=timeout)
+            self.worker.stop(timeout=max(0.1, left))
             stopped = True
         finally:
             if self.election is not None:
                 self._stop_election(self.election, release=stopped)
 
-    @staticmethod
-    def _stop_election(election: Election, *, release: bool) -> None:
-        # Each thread only waits on events or a short API call; one stuck must not keep the
-        # others (or the release) from running, and the process exits anyway.
-        steps: tuple[tuple[str, Callable[[], None]], ...] = (
-            ("hand-off", lambda: election.handoff.stop(ELECTION_STOP_SECONDS)),
-            ("nudge watcher", lambda: election.watcher.stop(ELECTION_STOP_SECONDS)),
-            ("elector", lambda: election.elector.stop(ELECTION_STOP_SECONDS, release=release)),
+    def _stop_election(self, election: Election, *, release: bool) -> None:
+        # All three are told first, then joined against one deadline: one stuck must not
+        # keep the others (or the release) from running, and the process exits anyway.
+        election.handoff.request_stop()
+        election.watcher.request_stop()
+        election.elector.request_stop()
+        deadline = self._clock() + ELECTION_STOP_SECONDS
+        steps: tuple[tuple[str, Callable[[float], None]], ...] = (
+            ("hand-off", election.handoff.stop),
+            ("nudge watcher", election.watcher.stop),
+            ("elector", lambda left: election.elector.stop(left, release=release)),
         )
         for name, stop in steps:
             try:
-                stop()
-            except RuntimeError as exc:
+                stop(max(0.05, deadline - self._clock()))
+            except Exception as exc:  # one failing must not keep the others from stopping
                 log.error("stopping the %s: %s", name, exc)
 
 
@@ -163,78 +222,92 @@ def build_runtime(
     settings = config.leader_election
     identity = (settings.identity if settings else None) or default_identity()
     election: Election | None = None
+    may_act: Callable[[], bool] = _always
+    webhook_nudge = nudge.nudge
     if settings is not None:
-        if lease is None:
-            lease = KubeLease(namespace=settings.namespace, name=settings.lease_name)
-        elector = Elector(
-            lease,
-            identity=identity,
-            timings=Timings(
-                lease_duration=settings.lease_duration_seconds,
-                renew_deadline=settings.renew_deadline_seconds,
-                retry_period=settings.retry_period_seconds,
-            ),
-            metrics=metrics,
-            on_elected=nudge.nudge,  # a new leader reconciles at once, not a poll later
-        )
-        election = Election(
-            elector=elector,
-            watcher=NudgeWatcher(lease, elector=elector, on_nudge=nudge.nudge, metrics=metrics),
-            handoff=HandOff(lease, elector=elector, local=nudge.nudge, metrics=metrics),
-        )
-        may_act = elector.may_act
-        webhook_nudge = election.handoff.nudge
+        election = _election(settings, lease, identity=identity, metrics=metrics, nudge=nudge)
+        may_act, webhook_nudge = election.elector.may_act, election.handoff.nudge
     else:
         metrics.leader.set(1)  # alone, so always the leader
-
-        def may_act() -> bool:
-            return True
-
-        webhook_nudge = nudge.nudge
-    if events is None and config.emit_events:
-        events = KubeEvents(instance=identity)
-    if cluster is None:
-        cluster = KubeCluster(
-            label_selector=config.label_selector,
-            evict=config.rollout_method is RolloutMethod.EVICT,
-        )
-    if registry is None:
-        registry = RegistryClient(
-            session=requests.Session(),
-            base_url=config.registry_url,
-            user=config.forgejo_user,
-            token=config.forgejo_token.reveal(),
-            observer=metrics,
-        )
+    evicting = config.rollout_method is RolloutMethod.EVICT
     reconciler = Reconciler(
-        cluster=cluster,
-        registry=registry,
+        cluster=cluster or KubeCluster(label_selector=config.label_selector, evict=evicting),
+        registry=registry or _registry(config, metrics),
         metrics=metrics,
         forgejo_host=config.forgejo_host,
         dry_run=config.dry_run,
-        may_act=may_act,
-        events=events,
-        evicting=config.rollout_method is RolloutMethod.EVICT,
+        may_act=may_act,  # before every deletion
+        leading=may_act,  # followers skip whole passes
+        events=events or (KubeEvents(instance=identity) if config.emit_events else None),
+        evicting=evicting,
         halted_after=timedelta(seconds=config.rollout_halted_after_seconds),
     )
-
-    def tick(stopping: Callable[[], bool]) -> TickReport | str:
-        # Followers skip whole passes; the reconciler re-checks before every deletion.
-        if not may_act():
-            return SKIPPED
-        return reconciler.tick(stopping)
-
     worker = Worker(
-        tick,
+        reconciler.tick,
         nudge=nudge,
         interval_seconds=config.poll_interval_seconds,
         metrics=metrics,
         expected_errors=(ClusterError,),
+        pass_timeout_seconds=config.pass_timeout_seconds,
+        step_seconds=STEP_SECONDS,
     )
     app = create_app(
-        webhook_secret=config.webhook_secret.reveal(), nudge=webhook_nudge, metrics=metrics
+        webhook_secret=config.webhook_secret.reveal(),
+        nudge=webhook_nudge,
+        metrics=metrics,
+        live=worker.liveness,
+        ready=worker.readiness,
     )
-    return Runtime(metrics, nudge, reconciler, worker, app, election)
+    return Runtime(
+        metrics=metrics,
+        nudge=nudge,
+        reconciler=reconciler,
+        worker=worker,
+        app=app,
+        election=election,
+    )
+
+
+def _always() -> bool:
+    return True
+
+
+def _registry(config: Config, metrics: Metrics) -> RegistryClient:
+    return RegistryClient(
+        session=requests.Session(),
+        base_url=config.registry_url,
+        user=config.forgejo_user,
+        token=config.forgejo_token.reveal(),
+        observer=metrics,
+    )
+
+
+def _election(
+    settings: LeaderElection,
+    lease: LeasePort | None,
+    *,
+    identity: str,
+    metrics: Metrics,
+    nudge: Nudge,
+) -> Election:
+    """The elector, the leader's nudge watcher and the webhook hand-off, on one Lease."""
+    port = lease or KubeLease(namespace=settings.namespace, name=settings.lease_name)
+    elector = Elector(
+        port,
+        identity=identity,
+        timings=Timings(
+            lease_duration=settings.lease_duration_seconds,
+            renew_deadline=settings.renew_deadline_seconds,
+            retry_period=settings.retry_period_seconds,
+        ),
+        metrics=metrics,
+        on_elected=nudge.nudge,  # a new leader reconciles at once, not a poll later
+    )
+    return Election(
+        elector=elector,
+        watcher=NudgeWatcher(port, elector=elector, on_nudge=nudge.nudge, metrics=metrics),
+        handoff=HandOff(port, elector=elector, local=nudge.nudge, metrics=metrics),
+    )
 
 
 def gunicorn_settings(config: Config, *, tmp_dir: str | None = None) -> dict[str, object]:

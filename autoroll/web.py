@@ -1,8 +1,15 @@
-"""The HTTP edge: ``/healthz``, ``/metrics`` and the signed ``/webhook``. An app factory only.
+"""The HTTP edge: ``/livez``, ``/readyz``, ``/metrics`` and the signed ``/webhook``.
 
 Nothing is built at import time; ``create_app`` receives everything it serves (the nudge,
-the metrics, the secret), so the gunicorn worker, the tests and nothing else decide what
-exists.
+the metrics, the secret, the two health checks), so the gunicorn worker, the tests and
+nothing else decide what exists.
+
+The probes answer from the reconcile loop, not from the HTTP server being up: ``/livez`` is
+503 once no pass has finished within the worker's liveness bound (a hung loop: the kubelet
+restarts the container), ``/readyz`` is 503 while shutting down or when the reconcile thread
+is not running. ``/healthz`` is kept for probes configured before they existed: the same check
+as ``/livez``, and ``ok`` as its healthy answer, as before. Each failing answer's body says
+why, for the kubelet's event.
 
 The webhook is a doorbell, not a message: the body is authenticated and then ignored, but
 for one question. A valid signature only nudges the worker (the same full pass the poll
@@ -44,6 +51,7 @@ from werkzeug.exceptions import RequestEntityTooLarge
 
 from autoroll.metrics import Metrics
 from autoroll.model import is_digest
+from autoroll.worker import Health
 
 #: Largest webhook body read, in bytes. Forgejo package events are a few KiB.
 MAX_BODY_BYTES: Final = 1024 * 1024
@@ -128,6 +136,8 @@ def create_app(
     webhook_secret: str,
     nudge: Callable[[], None],
     metrics: Metrics,
+    live: Callable[[], Health],
+    ready: Callable[[], Health],
 ) -> Flask:
     """Build the Flask app. ``nudge`` must return immediately (``Nudge.nudge`` does)."""
     if not webhook_secret:
@@ -139,18 +149,7 @@ def create_app(
     # Werkzeug enforces this on any stream it wraps; the handler also checks explicitly.
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
 
-    @app.get("/healthz")
-    def healthz() -> Response:
-        return Response("ok\n", status=200, mimetype="text/plain")
-
-    @app.get("/metrics")
-    def metrics_text() -> Response:
-        return Response(
-            generate_latest(metrics.registry),
-            status=200,
-            mimetype=None,
-            content_type=CONTENT_TYPE_LATEST,
-        )
+    _add_probes_and_metrics(app, metrics=metrics, live=live, ready=ready)
 
     @app.post("/webhook")
     def webhook() -> Response:
@@ -184,6 +183,35 @@ def create_app(
     return app
 
 
+def _add_probes_and_metrics(
+    app: Flask, *, metrics: Metrics, live: Callable[[], Health], ready: Callable[[], Health]
+) -> None:
+    """``/livez`` (and its old name ``/healthz``), ``/readyz`` and ``/metrics``."""
+
+    @app.get("/livez")
+    def livez() -> Response:
+        return _probe(live())
+
+    @app.get("/healthz")
+    def healthz() -> Response:
+        # The old probe's answer ("ok") kept for what reads it; the check is /livez's.
+        health = live()
+        return _answer(200, "ok") if health.ok else _probe(health)
+
+    @app.get("/readyz")
+    def readyz() -> Response:
+        return _probe(ready())
+
+    @app.get("/metrics")
+    def metrics_text() -> Response:
+        return Response(
+            generate_latest(metrics.registry),
+            status=200,
+            mimetype=None,
+            content_type=CONTENT_TYPE_LATEST,
+        )
+
+
 def _read_capped_body() -> bytes | None:
     """The raw body, or None when it is larger than ``MAX_BODY_BYTES``.
 
@@ -209,6 +237,12 @@ def _read_capped_body() -> bytes | None:
     except RequestEntityTooLarge:
         return None
     return b"".join(chunks)
+
+
+def _probe(health: Health) -> Response:
+    return _answer(
+        200 if health.ok else 503, ("ok: " if health.ok else "failing: ") + health.detail
+    )
 
 
 def _answer(status: int, text: str) -> Response:

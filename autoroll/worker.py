@@ -11,11 +11,20 @@ so any nudge during the pass sets it again, and any number of further nudges fin
 already set. After the pass the worker sees one set flag and runs exactly one follow-up
 pass. A nudge never queues work, so a flood of webhooks costs at most one extra pass.
 
-A tick may return ``SKIPPED`` (a replica that is not the leader): the pass is counted as
-``autoroll_ticks{outcome="skipped"}`` and kept out of the duration histogram.
+A tick may report that it was skipped (``PassReport.skipped``: a replica that is not the
+leader): the pass is counted as ``autoroll_ticks{outcome="skipped"}`` and kept out of the
+duration histogram.
 
 Every pass is wrapped: an exception is logged with its traceback, counted as
 ``autoroll_ticks{outcome="error"}`` and survived; the next pass comes on the next wake-up.
+Every line logged during a pass carries its ``pass_id`` (``autoroll.logs.pass_context``),
+and the pass ends with one ``pass-done`` line giving its outcome and ``duration_seconds``.
+
+Health is read from the loop itself. A pass that runs past ``pass_timeout_seconds`` is told
+to stop (``stopping()`` turns true; it ends before its next Deployment). ``liveness`` fails
+once no pass has finished for ``liveness_bound`` = poll interval + pass timeout + the longest
+single step (one API call): the loop is stuck, and only a restart helps (``/livez``).
+``readiness`` holds while the thread runs and no stop was requested (``/readyz``).
 """
 
 from __future__ import annotations
@@ -23,16 +32,54 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Callable
-from typing import Final
+from dataclasses import dataclass
+from typing import Final, Protocol
 
+from autoroll import logs
 from autoroll.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
 
-#: What a tick returns when it chose not to run (this replica does not lead).
+#: The ``outcome`` label of a pass that was skipped (this replica does not lead).
 SKIPPED: Final = "skipped"
+
+
+class PassReport(Protocol):
+    """What the worker reads from a tick's result (``reconciler.TickReport`` has it)."""
+
+    @property
+    def skipped(self) -> bool: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Health:
+    """A probe's answer: healthy or not, and why, in words for the probe's log."""
+
+    ok: bool
+    detail: str
+
+
+def liveness_bound(
+    *, interval_seconds: float, pass_timeout_seconds: float, step_seconds: float
+) -> float:
+    """Seconds without a finished pass after which the loop counts as stuck.
+
+    The next pass starts at most one poll interval after the last one finished; it is told to
+    stop once it runs past the pass timeout, and it stops after the step in flight (one API
+    call or the registry's budget), which ``step_seconds`` bounds.
+    """
+    return interval_seconds + pass_timeout_seconds + step_seconds
+
+
+def liveness(*, now: float, last_progress: float, bound: float) -> Health:
+    """Live while a pass has finished (or the loop started) within ``bound`` seconds."""
+    quiet = now - last_progress
+    if quiet > bound:
+        return Health(False, f"no reconcile pass finished for {quiet:.0f}s (bound {bound:.0f}s)")
+    return Health(True, f"last pass finished {quiet:.0f}s ago (bound {bound:.0f}s)")
 
 
 class WorkerStopTimeoutError(RuntimeError):
@@ -83,13 +130,14 @@ class Worker:
     """Runs ``tick`` once at start, then on every nudge and every ``interval`` seconds.
 
     ``tick`` receives a ``stopping`` callable it may poll between steps to abandon a pass
-    cleanly during shutdown (each step, such as one pod deletion, is a single API call).
-    Exceptions listed in ``expected_errors`` are logged as one line without a traceback.
+    cleanly during shutdown or once it ran past ``pass_timeout_seconds`` (each step, such as
+    one pod deletion, is a single API call, at most ``step_seconds`` long). Exceptions listed
+    in ``expected_errors`` are logged as one line without a traceback.
     """
 
     def __init__(
         self,
-        tick: Callable[[Callable[[], bool]], object],
+        tick: Callable[[Callable[[], bool]], PassReport | None],
         *,
         nudge: Nudge,
         interval_seconds: float,
@@ -97,10 +145,22 @@ class Worker:
         clock: Callable[[], float] = time.monotonic,
         expected_errors: tuple[type[Exception], ...] = (),
         name: str = "autoroll-reconcile",
+        pass_timeout_seconds: float = 300.0,
+        step_seconds: float = 40.0,
     ) -> None:
         if interval_seconds <= 0:
             raise ValueError(f"interval_seconds must be positive, got {interval_seconds!r}")
+        if pass_timeout_seconds <= 0:
+            raise ValueError(f"pass_timeout_seconds must be positive, got {pass_timeout_seconds!r}")
         self._tick = tick
+        self._pass_timeout = pass_timeout_seconds
+        self.liveness_bound = liveness_bound(
+            interval_seconds=interval_seconds,
+            pass_timeout_seconds=pass_timeout_seconds,
+            step_seconds=step_seconds,
+        )
+        self._last_progress = clock()
+        self._deadline: float | None = None
         self._nudge = nudge
         self._interval = interval_seconds
         self._metrics = metrics
@@ -120,13 +180,43 @@ class Worker:
         return self._thread.is_alive()
 
     def stopping(self) -> bool:
-        """Has ``stop`` been requested? Passed to ``tick`` so it can bail out between steps."""
-        return self._stop.is_set()
+        """Stop requested, or the pass ran past its timeout? ``tick`` polls it between steps."""
+        if self._stop.is_set():
+            return True
+        deadline = self._deadline
+        return deadline is not None and self._clock() > deadline
+
+    def liveness(self) -> Health:
+        """``/livez``: has a pass finished (or the loop started) within the bound?"""
+        return liveness(
+            now=self._clock(), last_progress=self._last_progress, bound=self.liveness_bound
+        )
+
+    def readiness(self) -> Health:
+        """``/readyz``: the reconcile thread runs and no stop was requested.
+
+        Not tied to leadership: a follower serves webhooks (and hands them to the leader) and
+        probes, so it is ready; nor to the API being reachable, which a pass reports itself.
+        """
+        if self._stop.is_set():
+            return Health(False, "shutting down")
+        if not self._thread.is_alive():
+            return Health(False, "the reconcile thread is not running")
+        return Health(True, "the reconcile thread is running")
 
     def start(self) -> None:
         """Start the thread; the first pass runs immediately, not after one interval."""
+        self._last_progress = self._clock()
         self._nudge._interrupt()
         self._thread.start()
+
+    def request_stop(self) -> None:
+        """Ask the thread to stop, without waiting (safe in a signal handler: two Event sets).
+
+        The pass in progress sees ``stopping()`` and ends before its next Deployment.
+        """
+        self._stop.set()
+        self._nudge._interrupt()
 
     def stop(self, timeout: float) -> None:
         """Ask the thread to stop, wait up to ``timeout`` seconds, raise if it is still alive.
@@ -135,8 +225,7 @@ class Worker:
         and returns early. Raising (rather than returning quietly) makes a stuck shutdown
         visible in the logs of the process that is about to exit anyway.
         """
-        self._stop.set()
-        self._nudge._interrupt()
+        self.request_stop()
         if self._thread.ident is None:
             return
         self._thread.join(timeout)
@@ -157,21 +246,39 @@ class Worker:
         log.info("reconcile worker stopped", extra={"event": "worker-stop"})
 
     def _run_once(self) -> None:
-        started = self._clock()
-        outcome = "ok"
-        try:
-            if self._tick(self.stopping) == SKIPPED:
-                outcome = SKIPPED
-        except self._expected as exc:
-            # Known adapter failures (API unreachable, RBAC) carry a clear message already.
-            outcome = "error"
-            log.error("reconcile pass failed: %s; will retry on the next wake-up", exc)
-        except Exception:
-            outcome = "error"
-            log.exception("reconcile pass failed unexpectedly; will retry on the next wake-up")
-        finally:
+        with logs.pass_context(uuid.uuid4().hex[:12]):
+            started = self._clock()
+            self._deadline = started + self._pass_timeout
+            outcome = self._attempt()
+            self._deadline = None
             elapsed = self._clock() - started
             self._metrics.ticks.labels(outcome=outcome).inc()
             if outcome != SKIPPED:
                 self._metrics.tick_duration.observe(elapsed)
+            if elapsed > self._pass_timeout:
+                log.warning(
+                    "reconcile pass ran %.0fs, past its %.0fs timeout; it was told to stop",
+                    elapsed,
+                    self._pass_timeout,
+                )
+            log.log(
+                logging.DEBUG if outcome == SKIPPED else logging.INFO,
+                "pass done: %s in %.3fs",
+                outcome,
+                elapsed,
+                extra={"event": "pass-done", "outcome": outcome, "duration_seconds": elapsed},
+            )
             self._passes += 1
+            self._last_progress = self._clock()
+
+    def _attempt(self) -> str:
+        """Run the tick once; its outcome as counted (``ok``, ``skipped`` or ``error``)."""
+        try:
+            report = self._tick(self.stopping)
+            return SKIPPED if report is not None and report.skipped else "ok"
+        except self._expected as exc:
+            # Known adapter failures (API unreachable, RBAC) carry a clear message already.
+            log.error("reconcile pass failed: %s; will retry on the next wake-up", exc)
+        except Exception:
+            log.exception("reconcile pass failed unexpectedly; will retry on the next wake-up")
+        return "error"

@@ -17,18 +17,16 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
-from autoroll.cluster import (
-    LIVE_PODS_FIELD_SELECTOR,
-    REQUEST_TIMEOUT,
-    KubeRest,
+from autoroll.decide import Decision, Sighting, decide, observe_targets, refs_to_resolve
+from autoroll.images import TagRef
+from autoroll.kube.convert import (
     LabelSelector,
     Operator,
     deployment_from_json,
     list_items,
     pod_from_json,
 )
-from autoroll.decide import Decision, Sighting, decide, observe_targets, refs_to_resolve
-from autoroll.images import TagRef
+from autoroll.kube.transport import LIVE_PODS_FIELD_SELECTOR, REQUEST_TIMEOUT, KubeRest
 from autoroll.model import Digest, ImageContent, Unknown
 from autoroll.registry import RegistryClient
 

@@ -30,18 +30,15 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from autoroll import logs
-from autoroll.cluster import (
-    LIVE_PODS_FIELD_SELECTOR,
-    REQUEST_TIMEOUT,
-    KubeCluster,
-    KubeRest,
+from autoroll.decide import Decision
+from autoroll.kube import KubeCluster, KubeRest, connect
+from autoroll.kube.convert import (
     LabelSelector,
-    connect,
     deployment_from_json,
     list_items,
     pod_list_selector,
 )
-from autoroll.decide import Decision
+from autoroll.kube.transport import LIVE_PODS_FIELD_SELECTOR, REQUEST_TIMEOUT
 from autoroll.metrics import Metrics
 from autoroll.reconciler import Reconciler
 from autoroll.registry import RegistryClient

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import requests
+from prometheus_client.parser import text_string_to_metric_families
 
 from bench.controlplane import ApiServer
 from bench.loadgen import BODY
@@ -56,10 +57,10 @@ class Serve:
         """Every sample of ``/metrics`` as ``name{labels}`` → value."""
         text = requests.get(f"{self.url}/metrics", timeout=10).text
         samples = {}
-        for line in text.splitlines():
-            if line and not line.startswith("#"):
-                key, _, value = line.rpartition(" ")
-                samples[key] = float(value)
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                labels = ",".join(f'{k}="{v}"' for k, v in sorted(sample.labels.items()))
+                samples[f"{sample.name}{{{labels}}}" if labels else sample.name] = sample.value
         return samples
 
     def ticks(self) -> int:

@@ -153,6 +153,12 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _add_value_options(diff)
+    _add_diff_options(diff)
+    return parser
+
+
+def _add_diff_options(diff: argparse.ArgumentParser) -> None:
+    """``diff``'s own options: values, --set and --set-string for each side, and output."""
     for side, label in (("from", "A (before)"), ("to", "B (after)")):
         short = "-a" if side == "from" else "-b"
         diff.add_argument(
@@ -184,7 +190,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="exit 3 when a Job keeps its name but its pod template changes (Kubernetes "
         "would refuse the update); for CI",
     )
-    return parser
 
 
 # ---------------------------------------------------------------------------------------------

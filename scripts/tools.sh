@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Tool bootstrap for autoroll: makes helm (v4), the helm-unittest plugin, actionlint,
-# docker-registry and htpasswd available, (with `kube`) etcd, kube-apiserver and
+# helm-docs, docker-registry and htpasswd available, (with `kube`) etcd, kube-apiserver and
 # kube-controller-manager, (with `node`) kubelet, containerd, runc and the CNI plugins, and
 # (with `gitea`) Gitea and skopeo for the live-server tier.
 #
@@ -10,7 +10,7 @@
 # A binary already on PATH is preferred when it has the pinned major version.
 #
 # Usage: scripts/tools.sh [core|kube|node|gitea|image|all]
-#   core  helm, helm-unittest, actionlint, apt packages (default)
+#   core  helm, helm-unittest, actionlint, helm-docs, apt packages (default)
 #   kube  etcd, kube-apiserver, kube-controller-manager (first build: about 10-20 min)
 #   node  kube, plus the e2e node: kubelet (after kube: ~3 min), containerd + runc shim
 #         (~3-5 min), runc, CNI plugins, busybox-static and iproute2 from Debian
@@ -133,6 +133,24 @@ ensure_actionlint() {
       || die "building actionlint failed (see above)"
   fi
   add_path "$dir"
+}
+
+# --- helm-docs ----------------------------------------------------------------
+# The chart README's values table (make docs; tests/integration/test_chart_docs.py).
+ensure_helm_docs() {
+  local dir="$cache/helm-docs/$HELM_DOCS_VERSION"
+  if [ ! -x "$dir/helm-docs" ]; then
+    need_go helm-docs
+    say "helm-docs: building $HELM_DOCS_VERSION from its Go module (first run only, ~1 min)"
+    local tmp; tmp=$(mktemp -d)
+    (cd /tmp && GOBIN="$tmp" gobuild go install -trimpath -ldflags "-s -w" "github.com/norwoodj/helm-docs/cmd/helm-docs@$HELM_DOCS_VERSION") \
+      || { rm -rf "$tmp"; die "building helm-docs failed (see above)"; }
+    # Another worktree may have finished the same build meanwhile: keep the first one.
+    mkdir -p "$(dirname "$dir")"
+    if [ -x "$dir/helm-docs" ]; then rm -rf "$tmp"; else mv "$tmp" "$dir"; fi
+  fi
+  add_path "$dir"
+  say "helm-docs: $HELM_DOCS_VERSION ($dir/helm-docs)"
 }
 
 # --- Debian packages --------------------------------------------------------
@@ -418,32 +436,32 @@ write_env() {
 main() {
   local what=${1:-core}
   case "$what" in
-    core) ensure_apt; ensure_helm; ensure_unittest; ensure_actionlint
+    core) ensure_apt; ensure_helm; ensure_unittest; ensure_actionlint; ensure_helm_docs
           add_cached "$cache/etcd/$ETCD_VERSION" etcd
           add_cached "$cache/kubernetes/$KUBERNETES_VERSION" kube-apiserver
           add_cached "$cache/kubernetes-node/$KUBERNETES_VERSION" kubelet
           add_cached "$cache/containerd/$CONTAINERD_VERSION" containerd
           add_cached "$cache/gitea/$GITEA_VERSION" gitea
           add_cached "$cache/uv/$UV_VERSION" uv; record_base_image ;;
-    kube) ensure_helm; ensure_unittest; ensure_actionlint; ensure_etcd; ensure_kube ;;
-    node) ensure_helm; ensure_unittest; ensure_actionlint; ensure_etcd; ensure_kube
+    kube) ensure_helm; ensure_unittest; ensure_actionlint; ensure_helm_docs; ensure_etcd; ensure_kube ;;
+    node) ensure_helm; ensure_unittest; ensure_actionlint; ensure_helm_docs; ensure_etcd; ensure_kube
           ensure_node_apt; ensure_containerd; ensure_kubelet
           add_cached "$cache/gitea/$GITEA_VERSION" gitea
           add_cached "$cache/uv/$UV_VERSION" uv; record_base_image ;;
-    gitea) ensure_apt; ensure_helm; ensure_unittest; ensure_actionlint
+    gitea) ensure_apt; ensure_helm; ensure_unittest; ensure_actionlint; ensure_helm_docs
           add_cached "$cache/etcd/$ETCD_VERSION" etcd
           add_cached "$cache/kubernetes/$KUBERNETES_VERSION" kube-apiserver
           add_cached "$cache/kubernetes-node/$KUBERNETES_VERSION" kubelet
           add_cached "$cache/containerd/$CONTAINERD_VERSION" containerd
           add_cached "$cache/uv/$UV_VERSION" uv; record_base_image
           ensure_gitea_apt; ensure_gitea ;;
-    image) ensure_helm; ensure_unittest; ensure_actionlint; ensure_image_tools
+    image) ensure_helm; ensure_unittest; ensure_actionlint; ensure_helm_docs; ensure_image_tools
           add_cached "$cache/etcd/$ETCD_VERSION" etcd
           add_cached "$cache/kubernetes/$KUBERNETES_VERSION" kube-apiserver
           add_cached "$cache/kubernetes-node/$KUBERNETES_VERSION" kubelet
           add_cached "$cache/containerd/$CONTAINERD_VERSION" containerd
           add_cached "$cache/gitea/$GITEA_VERSION" gitea ;;
-    all)  ensure_apt; ensure_helm; ensure_unittest; ensure_actionlint; ensure_etcd; ensure_kube
+    all)  ensure_apt; ensure_helm; ensure_unittest; ensure_actionlint; ensure_helm_docs; ensure_etcd; ensure_kube
           ensure_node_apt; ensure_containerd; ensure_kubelet; ensure_image_tools
           add_cached "$cache/gitea/$GITEA_VERSION" gitea ;;
     *) die "unknown target '$what' (expected core, kube, node, gitea, image or all)" ;;

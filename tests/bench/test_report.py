@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from autoroll.cluster import LabelSelector, Operator, Requirement
+from autoroll.kube.convert import LabelSelector, Operator, Requirement
 from bench.counting import kube_request_kind
 from bench.naive import selector_text
 from bench.report import count_violations, percentile, render, steady, targets

@@ -24,7 +24,7 @@ from tests.e2e.controlplane import (
     keep_workdir_requested,
     running_control_plane,
 )
-from tests.e2e.helpers import core_api, eventually
+from tests.e2e.helpers import core_api
 from tests.e2e.images import push_pause
 from tests.e2e.kubelet import SimulatedKubelet, StaticResolver
 from tests.e2e.node import (
@@ -40,6 +40,7 @@ from tests.e2e.node import (
 )
 from tests.support.registry import ImagePusher, RegistryServer
 from tests.support.registry_fixtures import fresh_registry, registry_for_tests
+from tests.support.wait import eventually
 
 __all__ = ["fresh_registry"]  # a fixture, re-exported for the e2e tests
 

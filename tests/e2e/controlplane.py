@@ -37,6 +37,7 @@ from typing import Any
 import yaml
 
 from tests.support.ports import free_port
+from tests.support.wait import wait_until
 
 # The controllers a cluster without nodes or a cloud needs for workloads, Jobs and RBAC tests.
 # Node lifecycle, IPAM, routes, volumes and cloud controllers stay off: there are no real nodes.
@@ -300,16 +301,17 @@ def _wait_until(
     deadline: float,
 ) -> None:
     """Poll ``ready`` until true; fail fast (with its log) if a watched component dies."""
-    while True:
+
+    def alive() -> None:
         for component in watch:
             if component.exit_code() is not None:
                 raise _died(component)
-        if ready():
-            return
-        if time.monotonic() > deadline:
-            tails = "\n".join(f"--- {c.name} ({c.log}):\n{c.tail()}" for c in watch)
-            raise ControlPlaneError(f"timed out waiting for {what}\n{tails}")
-        time.sleep(0.1)
+
+    try:
+        wait_until(ready, deadline - time.monotonic(), what, interval=0.1, check=alive)
+    except AssertionError:
+        tails = "\n".join(f"--- {c.name} ({c.log}):\n{c.tail()}" for c in watch)
+        raise ControlPlaneError(f"timed out waiting for {what}\n{tails}") from None
 
 
 def _http_ok(url: str, *, context: ssl.SSLContext | None = None, token: str | None = None) -> bool:

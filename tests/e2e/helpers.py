@@ -1,13 +1,10 @@
-"""Small tools for e2e tests: wait for a condition, build workload manifests, read pod state."""
+"""Small tools for e2e tests: workload manifests and pod state (waits: tests/support/wait.py)."""
 
 from __future__ import annotations
 
 import math
-import time
-from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
-
-T = TypeVar("T")
+from collections.abc import Mapping
+from typing import Any
 
 
 def core_api(kube: Any) -> Any:
@@ -36,25 +33,6 @@ def rbac_api(kube: Any) -> Any:
     from kubernetes import client
 
     return client.RbacAuthorizationV1Api(kube)
-
-
-def eventually(
-    probe: Callable[[], T], *, timeout: float = 30.0, interval: float = 0.2, what: str = ""
-) -> T:
-    """Call ``probe`` until it returns without raising AssertionError; return its value.
-
-    On timeout the last AssertionError is re-raised with ``what`` and the elapsed time, so the
-    failure says what was awaited and what was last seen.
-    """
-    start = time.monotonic()
-    while True:
-        try:
-            return probe()
-        except AssertionError as exc:
-            waited = time.monotonic() - start
-            if waited > timeout:
-                raise AssertionError(f"after {waited:.1f}s waiting for {what}: {exc}") from exc
-        time.sleep(interval)
 
 
 def deployment(

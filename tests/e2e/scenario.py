@@ -17,13 +17,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import requests
-from prometheus_client.parser import text_string_to_metric_families
-
 from tests.e2e.controller import Autoroll
-from tests.e2e.helpers import apps_api, core_api, deployment, eventually
+from tests.e2e.helpers import apps_api, core_api, deployment
 from tests.e2e.images import APP_PORT, Image, push_app, push_index
 from tests.support.registry import ImagePusher
+from tests.support.serve import scrape_metric
+from tests.support.wait import eventually
 
 ENROLL_LABEL = "aethnet.se/autoroll"
 # Each test's controller only sees its own Deployments: namespaces of earlier tests may still
@@ -279,13 +278,7 @@ class App:
 
 def metric(autoroll: Autoroll, name: str, labels: Mapping[str, str] | None = None) -> float:
     """A sample from ``GET /metrics`` (0 when the labelled sample does not exist yet)."""
-    text = requests.get(f"{autoroll.url}/metrics", timeout=5).text
-    wanted = dict(labels or {})
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            if sample.name == name and dict(sample.labels) == wanted:
-                return float(sample.value)
-    return 0.0
+    return scrape_metric(autoroll.url, name, **dict(labels or {}))
 
 
 def decision_lines(autoroll: Autoroll, app: App, pattern: str = "") -> list[str]:

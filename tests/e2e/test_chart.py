@@ -29,7 +29,8 @@ import pytest
 import yaml
 
 from tests.conftest import require_tool
-from tests.e2e.helpers import batch_api, eventually
+from tests.e2e.helpers import batch_api
+from tests.support.wait import eventually
 
 pytestmark = pytest.mark.e2e
 

@@ -43,8 +43,9 @@ import pytest
 import yaml
 
 from tests.conftest import require_tool
-from tests.e2e.helpers import batch_api, core_api, eventually
+from tests.e2e.helpers import batch_api, core_api
 from tests.e2e.kubelet import SimulatedKubelet, StaticResolver
+from tests.support.wait import eventually
 
 pytestmark = pytest.mark.e2e
 

@@ -24,7 +24,6 @@ from tests.e2e.helpers import (
     batch_api,
     core_api,
     deployment,
-    eventually,
     image_ids,
     is_ready,
     job,
@@ -33,6 +32,7 @@ from tests.e2e.helpers import (
 )
 from tests.e2e.kubelet import BEHAVIOUR_ANNOTATION as BEHAVIOUR
 from tests.e2e.kubelet import Behaviour, SimulatedKubelet, StaticResolver
+from tests.support.wait import eventually
 
 pytestmark = pytest.mark.e2e
 

@@ -17,10 +17,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import re
 import secrets
 import signal
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -30,22 +28,22 @@ from typing import Any
 
 import pytest
 import requests
-import yaml
 from kubernetes import client, watch
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import require_tool
 from tests.e2e.controller import Autoroll, running_autoroll
-from tests.e2e.controlplane import ControlPlane, kubeconfig_document
-from tests.e2e.helpers import apps_api, core_api, deployment, eventually, is_ready, rbac_api
+from tests.e2e.controlplane import ControlPlane
+from tests.e2e.helpers import apps_api, core_api, deployment, is_ready, rbac_api
 from tests.e2e.images import APP_PORT, push_app
 from tests.e2e.node import Node
+from tests.e2e.rbac import LEASE, service_account_kubeconfig
 from tests.support.registry import ImagePusher, RegistryServer, running_registry
+from tests.support.serve import scrape_metric
+from tests.support.wait import eventually, wait_until
 
 pytestmark = pytest.mark.e2e
 
-CHART = Path(__file__).resolve().parents[2] / "charts" / "autoroll"
-RELEASE = "rel"
-LEASE = f"{RELEASE}-autoroll"  # the chart's fullname: the Role names this Lease only
 REPLICAS = 4
 READY_AFTER = 2.0  # a replacement pod needs this long to become Ready: the settle window
 APP = "web"
@@ -132,74 +130,6 @@ def watching(kube: Any, namespace: str, ledger: Ledger) -> Iterator[Ledger]:
 
 # --------------------------------------------------------------------------------------------
 # Setup: the chart's RBAC for a ServiceAccount, the registry, the app
-
-
-def chart_rules(template: str) -> list[dict[str, Any]]:
-    """The rules the chart renders for two replicas with events on."""
-    helm = require_tool("helm")
-    rendered = subprocess.run(
-        [
-            helm,
-            "template",
-            RELEASE,
-            str(CHART),
-            "-f",
-            str(CHART / "tests" / "values" / "required.yaml"),
-            "--set",
-            "replicaCount=2",
-            "--set",
-            "emitEvents=true",
-            "--show-only",
-            f"templates/{template}",
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    document = yaml.safe_load(rendered)
-    rules: list[dict[str, Any]] = document["rules"]
-    return rules
-
-
-def service_account_kubeconfig(plane: ControlPlane, kube: Any, namespace: str, path: Path) -> Path:
-    """A kubeconfig for ServiceAccount ``autoroll`` bound to the chart's rules only."""
-    core, rbac = core_api(kube), rbac_api(kube)
-    core.create_namespaced_service_account(namespace, {"metadata": {"name": "autoroll"}})
-    subject = [{"kind": "ServiceAccount", "name": "autoroll", "namespace": namespace}]
-    cluster_role = f"autoroll-{namespace}"
-    rbac.create_cluster_role(
-        {"metadata": {"name": cluster_role}, "rules": chart_rules("clusterrole.yaml")}
-    )
-    rbac.create_cluster_role_binding(
-        {
-            "metadata": {"name": cluster_role},
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "ClusterRole",
-                "name": cluster_role,
-            },
-            "subjects": subject,
-        }
-    )
-    rbac.create_namespaced_role(
-        namespace, {"metadata": {"name": LEASE}, "rules": chart_rules("role.yaml")}
-    )
-    rbac.create_namespaced_role_binding(
-        namespace,
-        {
-            "metadata": {"name": LEASE},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": LEASE},
-            "subjects": subject,
-        },
-    )
-    token = core.create_namespaced_service_account_token(
-        "autoroll", namespace, {"spec": {"expirationSeconds": 3600}}
-    ).status.token
-    document = kubeconfig_document(
-        server=plane.server, ca_pem=plane.ca_file.read_bytes(), user="autoroll", token=token
-    )
-    path.write_text(yaml.safe_dump(document))
-    return path
 
 
 @dataclass
@@ -301,9 +231,7 @@ def _assert(condition: bool, message: str) -> None:
 
 
 def ticks(autoroll: Autoroll) -> float:
-    text = requests.get(f"{autoroll.url}/metrics", timeout=2).text
-    match = re.search(r'^autoroll_ticks_total\{outcome="ok"\} (\S+)$', text, re.MULTILINE)
-    return float(match.group(1)) if match else 0.0
+    return scrape_metric(autoroll.url, "autoroll_ticks_total", outcome="ok")
 
 
 def more_ticks(autoroll: Autoroll, than: float) -> bool:
@@ -312,18 +240,8 @@ def more_ticks(autoroll: Autoroll, than: float) -> bool:
 
 def leader_gauge(autoroll: Autoroll) -> float:
     text = requests.get(f"{autoroll.url}/metrics", timeout=2).text
-    match = re.search(r"^autoroll_leader (\S+)$", text, re.MULTILINE)
-    assert match, "autoroll_leader missing from /metrics"
-    return float(match.group(1))
-
-
-def wait_for(predicate: Any, *, timeout: float, interval: float = 0.05, what: str = "") -> float:
-    started = time.monotonic()
-    while not predicate():
-        if time.monotonic() - started > timeout:
-            raise AssertionError(f"not within {timeout}s: {what}")
-        time.sleep(interval)
-    return time.monotonic() - started
+    [family] = [f for f in text_string_to_metric_families(text) if f.name == "autoroll_leader"]
+    return float(family.samples[0].value)
 
 
 def kill_hard(autoroll: Autoroll) -> None:
@@ -341,7 +259,7 @@ def test_killing_the_leader_mid_rollout_moves_leadership_and_the_roll_completes(
     scene: Scene, record_property: Any
 ) -> None:
     with scene.controller("ctl-a", poll_seconds=5) as a:
-        wait_for(lambda: scene.holder() == "ctl-a", timeout=20, what="ctl-a leads")
+        wait_until(lambda: scene.holder() == "ctl-a", timeout=20, what="ctl-a leads")
         with scene.controller("ctl-b", poll_seconds=5) as b:
             assert leader_gauge(a) == 1 and leader_gauge(b) == 0
             ledger = Ledger(REPLICAS)
@@ -349,14 +267,14 @@ def test_killing_the_leader_mid_rollout_moves_leadership_and_the_roll_completes(
                 target = scene.push(2)
                 sent = time.monotonic()
                 assert b.webhook() == 202  # at the follower: handed to the leader
-                wait_for(lambda: len(ledger.deletions) >= 1, timeout=10, what="first deletion")
+                wait_until(lambda: len(ledger.deletions) >= 1, timeout=10, what="first deletion")
                 first_deletion = ledger.deletions[0][0] - sent
                 # The watch can see the deletion before the leader's log line is read.
                 a.wait_for_line(r"deleted stale pod", timeout=5)  # the leader made it
 
                 kill_hard(a)
                 killed = time.monotonic()
-                failover = wait_for(
+                failover = wait_until(
                     lambda: scene.holder() == "ctl-b", timeout=30, interval=0.1, what="ctl-b leads"
                 )
                 b.wait_for_line(r"became leader", timeout=5)
@@ -399,15 +317,15 @@ def test_a_webhook_at_the_follower_makes_the_leader_tick_within_two_seconds(
 ) -> None:
     # A poll interval of an hour: every pass below comes from a webhook or an election.
     with scene.controller("ctl-a", poll_seconds=3600) as a:
-        wait_for(lambda: scene.holder() == "ctl-a", timeout=20, what="ctl-a leads")
-        wait_for(lambda: ticks(a) >= 1, timeout=10, what="the leader's first pass")
+        wait_until(lambda: scene.holder() == "ctl-a", timeout=20, what="ctl-a leads")
+        wait_until(lambda: ticks(a) >= 1, timeout=10, what="the leader's first pass")
         with scene.controller("ctl-b", poll_seconds=3600) as b:
             latencies = []
             for _ in range(3):
                 count = ticks(a)
                 assert b.webhook() == 202
                 latencies.append(
-                    wait_for(
+                    wait_until(
                         functools.partial(more_ticks, a, count),
                         timeout=2.0,
                         interval=0.02,
@@ -436,10 +354,10 @@ def test_a_webhook_at_the_follower_makes_the_leader_tick_within_two_seconds(
             a.process.send_signal(signal.SIGTERM)
             a.process.wait(20)
             assert a.process.returncode == 0
-            wait_for(lambda: scene.holder() == "ctl-b", timeout=10, interval=0.05, what="ctl-b")
+            wait_until(lambda: scene.holder() == "ctl-b", timeout=10, interval=0.05, what="ctl-b")
             handover = time.monotonic() - stopped  # includes a's graceful shutdown
             assert a.lines(r"released the lease")
-            wait_for(lambda: ticks(b) >= 1, timeout=5, what="the new leader's first pass")
+            wait_until(lambda: ticks(b) >= 1, timeout=5, what="the new leader's first pass")
 
     worst = max(latencies)
     record_property("handoff_latency_max_seconds", round(worst, 3))

@@ -18,7 +18,7 @@ import pytest
 from tests.conftest import require_tool
 from tests.e2e.controller import Autoroll
 from tests.e2e.controlplane import ControlPlane
-from tests.e2e.helpers import core_api, eventually
+from tests.e2e.helpers import core_api
 from tests.e2e.incluster import POD_SELECTOR, installed_autoroll
 from tests.e2e.node import Node
 from tests.e2e.scenario import (
@@ -32,6 +32,7 @@ from tests.e2e.scenario import (
     unsettled_deletions,
 )
 from tests.support.registry import ImagePusher, RegistryServer
+from tests.support.wait import eventually
 
 # The first test here may build the controller image cold (tests/support/image.py allows
 # 1200 s): a session fixture's setup counts against the test that first asks for it, and this

@@ -23,11 +23,12 @@ import pytest
 import yaml
 
 from tests.conftest import require_tool
-from tests.e2e.helpers import batch_api, core_api, eventually
+from tests.e2e.helpers import batch_api, core_api
 from tests.e2e.images import push_job
 from tests.e2e.scenario import Recorder
 from tests.e2e.test_chart import CHART, Helm
 from tests.support.registry import ImagePusher, RegistryServer
+from tests.support.wait import eventually
 
 pytestmark = pytest.mark.e2e
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.controlplane import ControlPlane
-from tests.e2e.helpers import apps_api, core_api, deployment, eventually
+from tests.e2e.helpers import apps_api, core_api, deployment
 from tests.e2e.images import APP_PORT, push_app, push_index, push_pause
 from tests.e2e.node import (
     NODE_IP,
@@ -32,6 +32,7 @@ from tests.e2e.node import (
     running_node,
 )
 from tests.support.registry import ImagePusher, RegistryServer
+from tests.support.wait import eventually
 
 pytestmark = pytest.mark.e2e
 

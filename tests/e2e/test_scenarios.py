@@ -25,7 +25,7 @@ import pytest
 from tests.conftest import require_tool
 from tests.e2e.controller import Autoroll, running_autoroll
 from tests.e2e.controlplane import ControlPlane
-from tests.e2e.helpers import core_api, eventually
+from tests.e2e.helpers import core_api
 from tests.e2e.images import push_app, push_config
 from tests.e2e.incluster import installed_autoroll
 from tests.e2e.node import Node
@@ -40,6 +40,7 @@ from tests.e2e.scenario import (
     unsettled_deletions,
 )
 from tests.support.registry import ImagePusher, RegistryServer
+from tests.support.wait import eventually
 
 pytestmark = pytest.mark.e2e
 

@@ -23,7 +23,7 @@ import requests
 from flask import Flask
 from prometheus_client import CollectorRegistry
 
-from autoroll.cluster import ClusterError, KubeCluster, connect
+from autoroll.kube import ClusterError, KubeCluster, connect
 from autoroll.metrics import Metrics
 from autoroll.reconciler import Reconciler, TickReport
 from autoroll.registry import Limits, RegistryClient
@@ -31,6 +31,7 @@ from autoroll.web import create_app
 from autoroll.worker import Nudge, Worker
 from tests.support.fake_kube import SELECTOR, FaultyKubeApi, KubeApiServer
 from tests.support.fault_proxy import FaultProxy
+from tests.support.wait import wait_until
 
 WEBHOOK_SECRET = "fault-matrix-webhook-secret-0123456789"
 #: Short limits so that a timeout row costs about a second, not the production 5-30 s.
@@ -72,7 +73,11 @@ class Rig:
             expected_errors=(ClusterError,),  # as autoroll.server wires it
         )
         self.app = create_app(
-            webhook_secret=WEBHOOK_SECRET, nudge=self.nudge.nudge, metrics=self.metrics
+            webhook_secret=WEBHOOK_SECRET,
+            nudge=self.nudge.nudge,
+            metrics=self.metrics,
+            live=self.worker.liveness,
+            ready=self.worker.readiness,
         )
 
     def _tick(self, stopping: Callable[[], bool]) -> TickReport:
@@ -97,11 +102,7 @@ class Rig:
         return time.monotonic() - started
 
     def _wait_passes(self, count: int, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while self.worker.passes < count:
-            if time.monotonic() > deadline:
-                raise AssertionError(f"no pass finished within {timeout}s")
-            time.sleep(0.02)
+        wait_until(lambda: self.worker.passes >= count, timeout, f"pass {count} to finish")
 
     def stop(self) -> None:
         self.worker.stop(timeout=15)

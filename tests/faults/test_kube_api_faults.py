@@ -151,3 +151,20 @@ def test_a_delete_answered_after_the_read_timeout_is_not_sent_again(rig: Rig) ->
     assert rig.last.executed == ()  # not settled: the replacement is not Ready
     assert rig.api.requests_to("delete") == 1
     rig.assert_survived()
+
+
+def test_a_list_answering_401_says_the_credentials_were_rejected_not_forbidden(
+    rig: Rig, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An expired ServiceAccount token is not an RBAC problem: no ClusterRole hint."""
+    rig.api.inject("list-deployments", Fault(401))
+    rig.start()
+    assert rig.ticks("error") == 1
+    failure = next(
+        r.getMessage() for r in caplog.records if "reconcile pass failed" in r.getMessage()
+    )
+    assert "401" in failure and "rejected the controller's credentials" in failure
+    assert "forbidden" not in failure.lower() and "ClusterRole" not in failure
+    assert rig.api.deletes == []
+    rig.assert_survived()
+    rig.assert_recovers()

@@ -20,12 +20,18 @@ from pathlib import Path
 import pytest
 import requests
 
-from autoroll.server import GRACEFUL_TIMEOUT_SECONDS
-from tests.support.fake_kube import Fault, FaultyKubeApi, KubeApiServer
+from autoroll.server import (
+    GRACEFUL_TIMEOUT_SECONDS,
+    RECONCILE_STOP_SECONDS,
+    SHUTDOWN_BUDGET,
+    STEP_SECONDS,
+)
+from tests.support.fake_kube import LEASE_NAME, LEASE_NAMESPACE, Fault, FaultyKubeApi, KubeApiServer
 from tests.support.fault_proxy import FaultProxy, ProxyFault
 from tests.support.ports import free_port
 from tests.support.registry import ImagePusher, RegistryServer
-from tests.support.serve import Serve, dead_kubeconfig, start_serve, wait_until
+from tests.support.serve import Serve, dead_kubeconfig, drip, start_serve
+from tests.support.wait import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -140,6 +146,120 @@ def test_sigterm_while_a_delete_is_in_flight_lets_it_finish(world: World) -> Non
     assert world.api.deletes == [("web-1", "uid-web-1")]
     assert world.api.deleted == ["web-1"]
     assert "deleted stale pod shop/web-1" in serve.output()
+
+
+# -- the shutdown budget, worst case with leader election -----------------------------------------
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(
+    ("pass_seconds", "slow_lease"),
+    [(8.0, False), (14.0, True)],
+    ids=["pass-ends-in-time-then-a-slow-release", "pass-overruns-and-the-lease-api-is-slow"],
+)
+def test_sigterm_in_the_worst_case_with_leader_election_fits_the_budget(
+    world: World, pass_seconds: float, slow_lease: bool
+) -> None:
+    """The shutdown steps near their bounds together: a client dripping a request (the
+    drain), a pass inside a slow API list (the reconcile stop), and either a slow release
+    write (the pass stopped in time, so the Lease is handed back) or slow Lease calls
+    throughout (the election threads are busy when told to stop). The process must exit by
+    itself within GRACEFUL_TIMEOUT_SECONDS, so gunicorn's master never SIGKILLs the worker,
+    and the Lease is released only when the pass stopped within its 10 s."""
+    serve = world.serve(
+        LEADER_ELECTION="true",
+        LEADER_ELECTION_NAMESPACE=LEASE_NAMESPACE,
+        LEADER_ELECTION_LEASE=LEASE_NAME,
+        POD_NAME="autoroll-a",
+    )
+    try:
+        wait_until(lambda: world.api.holder() == "autoroll-a", 20, "autoroll-a to lead")
+        wait_until(lambda: world.api.deleted == ["web-1"], 20, "the first roll")
+        wait_until(lambda: serve.ticks() >= 1, 20, "the first pass to end")
+        before = world.api.requests_to("list-deployments")
+        world.api.inject("list-deployments", Fault(0, delay_seconds=pass_seconds))
+        if slow_lease:
+            for route in ("get-lease", "patch-lease"):
+                world.api.inject(route, Fault(0, delay_seconds=2.5), times=20)
+        else:
+            world.api.release_delay_seconds = 2.5
+        cut: list[float] = []
+        dripper = threading.Thread(
+            target=drip,
+            args=(
+                serve.port,
+                b"POST /webhook HTTP/1.1\r\nHost: x\r\nContent-Length: 60\r\n\r\n",
+                b"x" * 60,
+                cut,
+            ),
+            daemon=True,
+        )
+        dripper.start()
+        assert webhook(serve) == 202  # the leader's own pass: into the slow list
+        wait_until(
+            lambda: world.api.requests_to("list-deployments") > before, 10, "the pass's list"
+        )
+        code, seconds = serve.terminate(timeout=POD_GRACE_SECONDS + 10)
+    finally:
+        serve.kill()
+    output = serve.output()
+    released = "released the lease" in output
+    print(
+        f"\nSIGTERM, pass of {pass_seconds:g}s: exit {code} after {seconds:.1f}s"
+        f" (budget {SHUTDOWN_BUDGET.worst_case(electing=True):g}s,"
+        f" graceful timeout {GRACEFUL_TIMEOUT_SECONDS}s); lease released: {released}"
+    )
+    assert code == 0, output
+    assert "SIGKILL" not in output and "WORKER TIMEOUT" not in output, output
+    assert seconds <= GRACEFUL_TIMEOUT_SECONDS < POD_GRACE_SECONDS
+    if pass_seconds >= RECONCILE_STOP_SECONDS:
+        assert "still running after" in output  # abandoned, said loudly
+        assert not released and world.api.holder() == "autoroll-a"  # it expires instead
+    else:
+        assert released and world.api.holder() == "", output  # the next leader needn't wait
+    assert world.api.deleted == ["web-1"]  # nothing more was deleted on the way out
+
+
+# -- health ----------------------------------------------------------------------------------------
+
+
+def probe(serve: Serve, path: str) -> int:
+    return requests.get(f"{serve.url}{path}", timeout=5).status_code
+
+
+def test_a_hung_pass_fails_livez_within_its_bound_so_the_pod_is_restarted(world: World) -> None:
+    """A pass stuck in an API call that never times out: its answer drips a byte a second,
+    so every read gets data within the read timeout. /livez (the chart's livenessProbe)
+    turns 503 once no pass has finished for poll interval + pass timeout + one step, which
+    is what makes the kubelet restart the container; /readyz stays 200 meanwhile (the pod
+    still serves webhooks). The kubelet's restart itself needs a real node (not here yet).
+    """
+    release = threading.Event()
+    world.api.inject("list-deployments", Fault(0, drip=release))
+    started = time.monotonic()
+    serve = world.serve(POLL_INTERVAL_SECONDS="5", PASS_TIMEOUT_SECONDS="5")
+    bound = 5 + 5 + STEP_SECONDS
+    try:
+        assert world.api.arrived["list-deployments"].wait(15)
+        assert probe(serve, "/livez") == 200
+        wait_until(
+            lambda: probe(serve, "/livez") == 503, bound + 30, "/livez to fail", interval=0.5
+        )
+        failed_after = time.monotonic() - started
+        assert probe(serve, "/healthz") == 503  # the old path answers as /livez does
+        assert probe(serve, "/readyz") == 200
+        detail = requests.get(f"{serve.url}/livez", timeout=5).text
+        assert "no reconcile pass finished" in detail
+        release.set()  # the call ends (a cut body), the pass fails and finishes: live again
+        wait_until(lambda: probe(serve, "/livez") == 200, 30, "/livez to recover", interval=0.2)
+        code, _ = serve.terminate()
+    finally:
+        release.set()
+        serve.kill()
+    print(f"\nhung pass: /livez failed {failed_after:.1f}s after start (bound {bound:.0f}s)")
+    assert failed_after >= bound - 1  # not before the bound: a slow pass is not a dead one
+    assert code == 0
+    assert world.api.deletes == []
 
 
 def nudged_pass(serve: Serve) -> None:

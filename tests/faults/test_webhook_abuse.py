@@ -19,7 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 
-from tests.support.serve import Serve, dead_kubeconfig, start_serve, wait_until
+from tests.support.serve import Serve, dead_kubeconfig, drip, start_serve
+from tests.support.wait import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -165,30 +166,6 @@ def test_a_huge_declared_body_gets_413_before_it_is_sent(server: Serve) -> None:
     assert answered < 1.0
     assert closed_after is not None and closed_after < 8.0
     assert requests.get(f"{server.url}/healthz", timeout=2).status_code == 200
-
-
-def drip(port: int, prefix: bytes, payload: bytes, cut: list[float]) -> None:
-    """Send ``prefix`` at once, then ``payload`` a byte a second, until the server is done.
-
-    Appends the seconds until the server answered or hung up; a server that lets a
-    dripping client finish would make this take ``len(payload)`` seconds.
-    """
-    started = time.monotonic()
-    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
-        if prefix:
-            sock.sendall(prefix)
-        sock.settimeout(1.0)  # the pace: one byte per second
-        for byte in payload:
-            try:
-                sock.sendall(bytes([byte]))
-                sock.recv(65536)
-            except TimeoutError:
-                continue  # the server is still waiting for us: keep dripping
-            except OSError:
-                pass  # reset: the server hung up
-            # An answer, EOF or a reset: the server is done with this connection.
-            cut.append(time.monotonic() - started)
-            return
 
 
 DRIP_CLIENTS = 8

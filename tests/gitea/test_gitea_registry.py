@@ -18,15 +18,16 @@ import pytest
 import requests
 from prometheus_client import CollectorRegistry
 
-from autoroll.cluster import DeleteOutcome, Enrolled
 from autoroll.decide import ChildrenRequest
 from autoroll.images import TagRef
 from autoroll.metrics import Metrics
 from autoroll.model import (
     ContainerStatusView,
     ContainerView,
+    DeleteOutcome,
     DeploymentView,
     Digest,
+    Enrolled,
     PodView,
     Unknown,
 )

@@ -19,7 +19,8 @@ import requests
 
 from tests.support.gitea import Account, Delivery, GiteaServer, Pusher
 from tests.support.local_http import LocalHttpServer, Request, reply
-from tests.support.serve import Serve, dead_kubeconfig, start_serve, wait_until
+from tests.support.serve import Serve, dead_kubeconfig, start_serve
+from tests.support.wait import wait_until
 
 pytestmark = pytest.mark.gitea
 

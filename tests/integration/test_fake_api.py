@@ -24,10 +24,12 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import requests
 
-from autoroll.cluster import DeleteOutcome, KubeCluster, connect
+from autoroll.kube import KubeCluster, connect
+from autoroll.model import DeleteOutcome
 from tests.support.fake_kube import SELECTOR, FaultyKubeApi, KubeApiServer
 from tests.support.registry import ImagePusher, RegistryServer
-from tests.support.serve import start_serve, wait_until
+from tests.support.serve import start_serve
+from tests.support.wait import wait_until
 
 pytestmark = pytest.mark.integration
 

@@ -21,10 +21,16 @@ import pytest
 import requests
 from prometheus_client import CollectorRegistry
 
-from autoroll.cluster import DeleteOutcome, Enrolled
 from autoroll.decide import PodState, Reason, Verdict
 from autoroll.metrics import Metrics
-from autoroll.model import ContainerStatusView, ContainerView, DeploymentView, PodView
+from autoroll.model import (
+    ContainerStatusView,
+    ContainerView,
+    DeleteOutcome,
+    DeploymentView,
+    Enrolled,
+    PodView,
+)
 from autoroll.reconciler import Reconciler, TickReport
 from autoroll.registry import RegistryClient
 from tests.support.registry import ImagePusher, Pushed, RegistryServer

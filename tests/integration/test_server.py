@@ -23,7 +23,8 @@ import pytest
 import requests
 
 from tests.support.ports import free_port
-from tests.support.serve import dead_kubeconfig, scrape_metric, wait_until
+from tests.support.serve import dead_kubeconfig, scrape_metric
+from tests.support.wait import wait_until
 
 pytestmark = pytest.mark.integration
 

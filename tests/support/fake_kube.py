@@ -1,6 +1,6 @@
 """A small fake Kubernetes API on 127.0.0.1 that fails on request: the one fake API server.
 
-It serves what ``autoroll.cluster.KubeCluster`` reads and writes — the Deployment list, the
+It serves what ``autoroll.kube.KubeCluster`` reads and writes — the Deployment list, the
 pod list of one namespace, pod DELETE with a UID precondition — as real API JSON, so the
 real Kubernetes client sits between it and the controller. The fault matrix queues faults
 per route (``list-deployments``, ``list-pods``, ``delete``), consumed one per request; a
@@ -18,13 +18,14 @@ may be deleted until ``make_ready``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 from urllib.parse import parse_qs, urlsplit
 
 from tests.support.local_http import LocalHttpServer, Request, cut, reply
@@ -33,8 +34,21 @@ SELECTOR = "aethnet.se/autoroll=true"
 NAMESPACE = "shop"
 CREATED = "2026-01-01T00:00:00Z"
 
-#: "delete" is a pod DELETE or, with ROLLOUT_METHOD=evict, a POST of an Eviction.
-Route = Literal["list-deployments", "list-pods", "delete"]
+#: "delete" is a pod DELETE or, with ROLLOUT_METHOD=evict, a POST of an Eviction. The
+#: lease routes serve the one leader-election Lease (LEASE_NAMESPACE/LEASE_NAME).
+Route = Literal[
+    "list-deployments",
+    "list-pods",
+    "delete",
+    "get-lease",
+    "create-lease",
+    "patch-lease",
+    "watch-lease",
+]
+ROUTES: tuple[Route, ...] = get_args(Route)
+LEASE_NAMESPACE = "autoroll"
+LEASE_NAME = "rel-autoroll"
+_LEASES = f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NAMESPACE}/leases"
 
 
 @dataclass(frozen=True)
@@ -49,6 +63,9 @@ class Fault:
     #: the server stops (listener closed, other connections cut) before this answer is
     #: sent, and this connection closes after it: the next request finds nobody there
     go_down: bool = False
+    #: answer 200 with headers, then send the body one byte a second until this is set (or
+    #: 300 s pass): each read gets a byte within its timeout, so the call never times out
+    drip: threading.Event | None = None
 
 
 @dataclass
@@ -72,11 +89,17 @@ class FaultyKubeApi:
     arrived: dict[str, threading.Event] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
     serial: int = 0
+    #: the leader-election Lease (None until a replica creates it)
+    lease: dict[str, Any] | None = None
+    lease_version: int = 0
+    #: seconds a PATCH that releases the Lease (holderIdentity null) waits before it is
+    #: carried out: a slow API met on the way out
+    release_delay_seconds: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("web-1", "web-2"):
             self.pods[name] = self.pod(name, self.running, ready=True)
-        for route in ("list-deployments", "list-pods", "delete"):
+        for route in ROUTES:
             self.arrived[route] = threading.Event()
 
     # -- test controls -------------------------------------------------------------------------
@@ -152,7 +175,13 @@ class FaultyKubeApi:
 
     # -- routing ---------------------------------------------------------------------------------
 
-    def route(self, method: str, path: str) -> Route | None:
+    def route(self, method: str, path: str, query: dict[str, list[str]]) -> Route | None:
+        if path == _LEASES and method == "GET" and query.get("watch") == ["true"]:
+            return "watch-lease"
+        if path == _LEASES and method == "POST":
+            return "create-lease"
+        if path == f"{_LEASES}/{LEASE_NAME}":
+            return "get-lease" if method == "GET" else "patch-lease" if method == "PATCH" else None
         if method == "GET" and path == "/apis/apps/v1/deployments":
             return "list-deployments"
         if method == "GET" and path == f"/api/v1/namespaces/{NAMESPACE}/pods":
@@ -193,7 +222,49 @@ class FaultyKubeApi:
                 fresh = f"web-new-{self.serial}"
                 self.pods[fresh] = self.pod(fresh, self.target, ready=False)
                 return 200, {"kind": "Status", "apiVersion": "v1", "status": "Success"}
+            if route in ("get-lease", "create-lease", "patch-lease"):
+                return self._lease_call(route, json.loads(body or b"{}"))
             return 404, _status(404, "NotFound")
+
+    def _lease_call(self, route: Route, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """The Lease as the API server keeps it: a resourceVersion, 409 on a stale write."""
+        if route == "create-lease":
+            if self.lease is not None:
+                return 409, _status(409, "AlreadyExists")
+            self.lease = {"metadata": {"name": LEASE_NAME, "namespace": LEASE_NAMESPACE}}
+            return 201, self._write_lease(body)
+        if self.lease is None:
+            return 404, _status(404, "NotFound")
+        if route == "get-lease":
+            return 200, self.lease
+        wanted = (body.get("metadata") or {}).get("resourceVersion")
+        if wanted is not None and wanted != self.lease["metadata"]["resourceVersion"]:
+            return 409, _status(409, "Conflict")
+        return 200, self._write_lease(body)
+
+    def _write_lease(self, patch: dict[str, Any]) -> dict[str, Any]:
+        """A JSON merge patch of spec and annotations, and a new resourceVersion."""
+        assert self.lease is not None
+        spec = {**self.lease.get("spec", {}), **(patch.get("spec") or {})}
+        self.lease["spec"] = {k: v for k, v in spec.items() if v is not None}
+        annotations = (patch.get("metadata") or {}).get("annotations") or {}
+        if annotations:
+            self.lease["metadata"].setdefault("annotations", {}).update(annotations)
+        self.lease_version += 1
+        self.lease["metadata"]["resourceVersion"] = str(self.lease_version)
+        copy: dict[str, Any] = json.loads(json.dumps(self.lease))
+        return copy
+
+    def holder(self) -> str:
+        """Who holds the Lease now ("" when released or never created)."""
+        with self.lock:
+            return str(((self.lease or {}).get("spec") or {}).get("holderIdentity") or "")
+
+
+def _releases(body: bytes) -> bool:
+    """Is this Lease PATCH a release (a spec whose holderIdentity is null)?"""
+    spec = json.loads(body or b"{}").get("spec")
+    return isinstance(spec, dict) and "holderIdentity" in spec and spec["holderIdentity"] is None
 
 
 def removal(path: str, body: bytes) -> tuple[str, str | None]:
@@ -224,7 +295,7 @@ def _status(code: int, reason: str) -> dict[str, Any]:
 class KubeApiServer(LocalHttpServer):
     """``FaultyKubeApi`` on 127.0.0.1; ``stop``/``start`` keep the port (a restart)."""
 
-    methods = ("GET", "DELETE", "POST")
+    methods = ("GET", "DELETE", "POST", "PATCH")
 
     def __init__(self, api: FaultyKubeApi, port: int | None = None) -> None:
         super().__init__(port)
@@ -244,12 +315,15 @@ class KubeApiServer(LocalHttpServer):
         parts = urlsplit(request.path)
         length = int(request.headers.get("Content-Length") or 0)
         body = request.rfile.read(length) if length else b""
-        route = api.route(request.command, parts.path)
+        route = api.route(request.command, parts.path, parse_qs(parts.query))
         if route is not None:
             with api.lock:
                 api.arrivals.append(route)
             api.arrived[route].set()
         fault = api.next_fault(route)
+        if fault is not None and fault.drip is not None:
+            self._drip(request, route, fault.drip)
+            return
         if fault is not None:
             if fault.hang is not None:
                 fault.hang.wait(60)
@@ -260,6 +334,11 @@ class KubeApiServer(LocalHttpServer):
                     api.log.append((route or request.path, 0))
                 cut(request)
                 return
+        if route == "watch-lease":
+            self._quiet_watch(request, parse_qs(parts.query))
+            return
+        if route == "patch-lease" and api.release_delay_seconds and _releases(body):
+            time.sleep(api.release_delay_seconds)
         if route == "delete":
             with api.lock:
                 api.deletes.append(removal(parts.path, body))
@@ -274,3 +353,34 @@ class KubeApiServer(LocalHttpServer):
             api.log.append((route or request.path, status))
         headers = {"Content-Type": "application/json", **dict(fault.headers if fault else ())}
         reply(request, status, headers, json.dumps(document).encode())
+
+    def _drip(self, request: Request, route: Route | None, release: threading.Event) -> None:
+        """A 200 whose body arrives a byte a second: a call that hangs past every timeout."""
+        request.send_response(200)
+        request.send_header("Content-Type", "application/json")
+        request.send_header("Content-Length", "1000000")
+        request.end_headers()
+        deadline = time.monotonic() + 300
+        try:
+            while not release.wait(1.0) and time.monotonic() < deadline:
+                request.wfile.write(b" ")
+                request.wfile.flush()
+        except OSError:
+            pass  # the client gave up (or was stopped)
+        with self.api.lock:
+            self.api.log.append((route or request.path, 200))
+        cut(request)
+
+    def _quiet_watch(self, request: Request, query: dict[str, list[str]]) -> None:
+        """A watch that sends no event and ends at its ``timeoutSeconds`` (or a stop)."""
+        request.send_response(200)
+        request.send_header("Content-Type", "application/json")
+        request.send_header("Transfer-Encoding", "chunked")
+        request.end_headers()
+        seconds = float((query.get("timeoutSeconds") or ["60"])[0])
+        deadline = time.monotonic() + seconds
+        with contextlib.suppress(OSError):
+            while time.monotonic() < deadline and self._server is not None:
+                time.sleep(0.2)
+            request.wfile.write(b"0\r\n\r\n")
+        request.close_connection = True

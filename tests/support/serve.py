@@ -10,37 +10,31 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import requests
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.ports import free_port
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+from tests.support.wait import wait_until
 
 
 def scrape_metric(url: str, name: str, **labels: str) -> float:
-    """One sample from ``<url>/metrics`` (labels in the order given), 0 when absent."""
+    """One sample from ``<url>/metrics`` with exactly ``labels``, 0 when absent.
+
+    Parsed with ``prometheus_client``'s own text parser, so label order, escaping and
+    exposition details are the library's business, not a regex's.
+    """
     text = requests.get(f"{url}/metrics", timeout=5).text
-    wanted = name + (
-        "{" + ",".join(f'{k}="{v}"' for k, v in labels.items()) + "}" if labels else ""
-    )
-    for line in text.splitlines():
-        key, _, value = line.rpartition(" ")
-        if key == wanted:
-            return float(value)
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == name and dict(sample.labels) == labels:
+                return float(sample.value)
     return 0.0
 
 
@@ -123,3 +117,27 @@ def start_serve(tmp: Path, env: dict[str, str], *, timeout: float = 30) -> Serve
         serve.kill()
         raise
     return serve
+
+
+def drip(port: int, prefix: bytes, payload: bytes, cut: list[float]) -> None:
+    """Send ``prefix`` at once, then ``payload`` a byte a second, until the server is done.
+
+    Appends the seconds until the server answered or hung up; a server that lets a
+    dripping client finish would make this take ``len(payload)`` seconds.
+    """
+    started = time.monotonic()
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        if prefix:
+            sock.sendall(prefix)
+        sock.settimeout(1.0)  # the pace: one byte per second
+        for byte in payload:
+            try:
+                sock.sendall(bytes([byte]))
+                sock.recv(65536)
+            except TimeoutError:
+                continue  # the server is still waiting for us: keep dripping
+            except OSError:
+                pass  # reset: the server hung up
+            # An answer, EOF or a reset: the server is done with this connection.
+            cut.append(time.monotonic() - started)
+            return

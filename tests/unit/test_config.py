@@ -156,6 +156,17 @@ def test_rollout_halted_after_defaults_to_ten_minutes_and_is_bounded() -> None:
     assert "'2m'" in message and "5 to 86400" in message
 
 
+@pytest.mark.parametrize("value", ["0", "4", "3601", "-1", "1.5", "5m"])
+def test_pass_timeout_bounds(value: str) -> None:
+    message = problems(BASE | {"PASS_TIMEOUT_SECONDS": value})["PASS_TIMEOUT_SECONDS"]
+    assert "5 to 3600" in message
+
+
+def test_pass_timeout_defaults_to_five_minutes() -> None:
+    assert Config.from_env(BASE).pass_timeout_seconds == 300
+    assert Config.from_env(BASE | {"PASS_TIMEOUT_SECONDS": "60"}).pass_timeout_seconds == 60
+
+
 def test_set_but_empty_optional_is_an_error_not_a_default() -> None:
     message = problems(BASE | {"DRY_RUN": ""})["DRY_RUN"]
     assert "empty" in message
@@ -198,7 +209,9 @@ def test_redacted_names_every_variable() -> None:
     assert view["FORGEJO_HOST"] == "forgejo.example:3000"
     assert view["LISTEN_ADDR"] == "0.0.0.0:8080"
     assert view["DRY_RUN"] == "false"
-    assert len(view) == 15  # LEADER_ELECTION=false; its details only when on
+    assert len(view) == 16  # LEADER_ELECTION=false; its details only when on
+    assert view["PASS_TIMEOUT_SECONDS"] == "300"
+    assert view["ROLLOUT_HALTED_AFTER_SECONDS"] == "600"
 
 
 def test_config_is_frozen() -> None:

@@ -76,6 +76,11 @@ def test_tag_ref_str() -> None:
         ("forgejo.example/team//app", "component ''"),
         ("forgejo.example/team/app:", "malformed tag"),
         ("forgejo.example/team/app:-x", "malformed tag"),
+        # the grammar's tag is ASCII [A-Za-z0-9_.-]; Python's \w would also take these
+        ("forgejo.example/team/app:vérsion", "malformed tag"),
+        ("forgejo.example/team/app:été", "malformed tag"),
+        ("forgejo.example/team/app:١٢", "malformed tag"),  # Arabic-Indic digits
+        ("forgejo.example/team/app:v1\u200b", "malformed tag"),  # zero-width space
         ("forgejo.example/team/app@sha256:xyz", "malformed digest"),
         ("forge_jo.example/team/app", "malformed registry host"),
         ("app/", "component ''"),

@@ -16,10 +16,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from prometheus_client import CollectorRegistry
 
-from autoroll.leader import (
-    Elector,
-    LeaseConflictError,
-    LeaseRecord,
+from autoroll.election import (
     Observation,
     Step,
     Timings,
@@ -29,7 +26,10 @@ from autoroll.leader import (
     observe,
     released_record,
 )
+from autoroll.leader import Elector
 from autoroll.metrics import Metrics
+from autoroll.model import LeaseRecord
+from autoroll.ports import LeaseConflictError
 
 T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 ME = "autoroll-a"

@@ -8,16 +8,18 @@ import hashlib
 import hmac
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 import pytest
 from prometheus_client import CollectorRegistry
 
-from autoroll.cluster import DeleteOutcome, Enrolled
 from autoroll.config import Config
-from autoroll.leader import Elector, LeaseRecord, NudgeWatcher, Timings
+from autoroll.election import Timings
+from autoroll.leader import Elector, NudgeWatcher
 from autoroll.metrics import Metrics
+from autoroll.model import DeleteOutcome, Enrolled, LeaseRecord
 from autoroll.server import Runtime, build_runtime
+from tests.support.wait import wait_until
 from tests.unit.test_leader import FakeLease
 from tests.unit.test_server_settings import NoRegistry
 
@@ -55,15 +57,6 @@ class GatedCluster:
 
     def delete_pod(self, namespace: str, name: str, uid: str) -> DeleteOutcome:
         raise AssertionError("nothing to delete")
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float = 5.0) -> float:
-    started = time.monotonic()
-    while not predicate():
-        if time.monotonic() - started > timeout:
-            raise AssertionError("condition not reached in time")
-        time.sleep(0.005)
-    return time.monotonic() - started
 
 
 def post(runtime: Runtime, body: bytes = b"{}", signature: str | None = None) -> int:

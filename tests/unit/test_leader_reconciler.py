@@ -10,8 +10,8 @@ from datetime import timedelta
 import pytest
 from prometheus_client import CollectorRegistry
 
-from autoroll.cluster import DeleteOutcome, Enrolled, RollEvent
 from autoroll.metrics import Metrics
+from autoroll.model import DeleteOutcome, Enrolled, RollEvent
 from autoroll.reconciler import NOT_LEADER, Reconciler
 from tests.unit.test_reconciler import (
     NEW,

@@ -94,3 +94,70 @@ def test_configure_twice_does_not_double_lines(stream: io.StringIO) -> None:
 def test_bad_settings_name_the_variable(level: str, log_format: str, match: str) -> None:
     with pytest.raises(ValueError, match=match):
         logs.configure(level=level, log_format=log_format)
+
+
+@pytest.mark.parametrize("log_format", ["text", "json"])
+def test_every_extra_field_is_emitted_whatever_its_name(
+    stream: io.StringIO, log_format: str
+) -> None:
+    # identity and duration_seconds were dropped by the old allow-list; any new field too.
+    logs.configure(level="info", log_format=log_format, stream=stream)
+    logging.getLogger("autoroll.test").info(
+        "became leader",
+        extra={
+            "event": "leader-acquired",
+            "identity": "rel-autoroll-0",
+            "duration_seconds": 0.5,
+            "brand_new_field": "x y",
+        },
+    )
+    [line] = lines(stream)
+    if log_format == "json":
+        entry = json.loads(line)
+        assert entry["message"] == "became leader"
+        assert entry["event"] == "leader-acquired"
+        assert entry["identity"] == "rel-autoroll-0"
+        assert entry["duration_seconds"] == 0.5
+        assert entry["brand_new_field"] == "x y"
+    else:
+        assert " INFO autoroll.test became leader " in line
+        for pair in (
+            "event=leader-acquired",
+            "identity=rel-autoroll-0",
+            "duration_seconds=0.5",
+            'brand_new_field="x y"',
+        ):
+            assert pair in line
+
+
+@pytest.mark.parametrize("log_format", ["text", "json"])
+def test_a_pass_id_is_on_every_line_logged_inside_a_pass_and_only_there(
+    stream: io.StringIO, log_format: str
+) -> None:
+    logs.configure(level="info", log_format=log_format, stream=stream)
+    log = logging.getLogger("autoroll.test")
+    log.info("before")
+    with logs.pass_context("p-1"):
+        log.info("inside", extra={"deployment": "shop/web"})
+        log.warning("also inside")
+    with logs.pass_context("p-2"):
+        log.info("next pass")
+    log.info("after")
+    found = []
+    for line in lines(stream):
+        if log_format == "json":
+            found.append(json.loads(line).get("pass_id"))
+        else:
+            found.append(line.split("pass_id=")[1].split()[0] if "pass_id=" in line else None)
+    assert found == [None, "p-1", "p-1", "p-2", None]
+
+
+def test_an_exception_is_rendered_below_the_text_line(stream: io.StringIO) -> None:
+    logs.configure(level="info", log_format="text", stream=stream)
+    try:
+        raise RuntimeError("boom")
+    except RuntimeError:
+        logging.getLogger("autoroll.test").exception("failed", extra={"event": "x"})
+    first, *rest = lines(stream)
+    assert first.endswith("ERROR autoroll.test failed event=x")
+    assert rest[0].startswith("Traceback") and rest[-1] == "RuntimeError: boom"

@@ -6,14 +6,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from autoroll.cluster import DeleteOutcome, Enrolled
 from autoroll.decide import ChildrenRequest, ContentRequest
 from autoroll.images import TagRef
 from autoroll.model import (
     ContainerStatusView,
     ContainerView,
+    DeleteOutcome,
     DeploymentView,
     Digest,
+    Enrolled,
     ImageContent,
     PodView,
     Unknown,

@@ -9,15 +9,16 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from prometheus_client import CollectorRegistry
 
-from autoroll.cluster import DeleteOutcome, Enrolled
 from autoroll.decide import ChildrenRequest, ContentRequest
 from autoroll.images import TagRef
 from autoroll.metrics import Metrics
 from autoroll.model import (
     ContainerStatusView,
     ContainerView,
+    DeleteOutcome,
     DeploymentView,
     Digest,
+    Enrolled,
     ImageContent,
     PodView,
     Unknown,

@@ -76,7 +76,13 @@ class Clock:
 
 
 def make(
-    handler: Handler, *, base: str = f"https://{HOST}", clock: Clock | None = None, **limits: Any
+    handler: Handler,
+    *,
+    base: str = f"https://{HOST}",
+    clock: Clock | None = None,
+    user: str = "robot",
+    token: str = "s3cret",
+    **limits: Any,
 ) -> tuple[RegistryClient, FakeSession]:
     session = FakeSession(handler)
     # One lookup at a time unless a test asks for more: these tests script answers and move
@@ -85,8 +91,8 @@ def make(
     client = RegistryClient(
         session=session,
         base_url=base,
-        user="robot",
-        token="s3cret",
+        user=user,
+        token=token,
         limits=Limits(**limits),
         clock=clock or Clock(),
     )
@@ -281,8 +287,7 @@ def test_the_bearer_challenge_is_used_wherever_it_stands_among_several(order: in
 
 
 def test_a_refused_token_with_two_challenges_is_unauthorized_and_names_the_fix() -> None:
-    client, _ = make(gitea_handler(valid="t"))
-    client._basic = "Basic d3Jvbmc6d3Jvbmc="  # the wrong token for this user
+    client, _ = make(gitea_handler(valid="t"), token="wrong")  # the wrong token for this user
     answer = client.resolve([REF])[REF]
     assert isinstance(answer, Unknown)
     assert answer.reason == "unauthorized"

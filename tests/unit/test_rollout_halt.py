@@ -13,7 +13,8 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from autoroll.decide import RolloutHalt, Sighting, decide, rollout_halt
+from autoroll.decide import Sighting, decide
+from autoroll.halt import RolloutHalt, rollout_halt
 from autoroll.model import ContainerStatusView, PodView
 from tests.unit.test_decide import (
     AFTER,

@@ -5,16 +5,20 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
+import yaml
 from gunicorn.workers.gthread import ThreadWorker
 
-from autoroll.cluster import DeleteOutcome, Enrolled
 from autoroll.config import Config
 from autoroll.decide import ChildrenRequest, ContentRequest
+from autoroll.http_worker import REQUEST_READ_SECONDS
 from autoroll.images import TagRef
-from autoroll.model import Digest, ImageContent, Unknown
+from autoroll.kube.transport import CONNECT_ATTEMPTS, LEASE_CALL_TIMEOUT, call_seconds
+from autoroll.model import DeleteOutcome, Digest, Enrolled, ImageContent, Unknown
 from autoroll.server import (
+    ELECTION_STOP_SECONDS,
     GRACEFUL_TIMEOUT_SECONDS,
     RECONCILE_STOP_SECONDS,
+    SHUTDOWN_BUDGET,
     WORKER_TMP_DIR,
     AutorollServer,
     Runtime,
@@ -23,6 +27,7 @@ from autoroll.server import (
     worker_tmp_dir,
 )
 
+ROOT = Path(__file__).resolve().parents[2]
 ENV = {
     "FORGEJO_HOST": "git.example.org",
     "FORGEJO_USER": "autoroll",
@@ -93,6 +98,30 @@ def test_the_server_puts_the_heartbeat_in_dev_shm_on_linux() -> None:
 
 def test_shutdown_fits_in_the_default_pod_grace_period() -> None:
     assert RECONCILE_STOP_SECONDS < GRACEFUL_TIMEOUT_SECONDS < 30
+
+
+def test_the_shutdown_budget_adds_up_the_bound_of_every_step() -> None:
+    budget = SHUTDOWN_BUDGET
+    # Each part is the timeout the code enforces, not a separate guess.
+    assert budget.request_drain == REQUEST_READ_SECONDS + 1
+    assert budget.reconcile_stop == RECONCILE_STOP_SECONDS
+    assert budget.election_stop == ELECTION_STOP_SECONDS
+    assert budget.lease_release == 2 * call_seconds(LEASE_CALL_TIMEOUT)  # one read, one write
+    # The reconcile stop runs beside the drain; election and release follow it.
+    assert budget.worst_case(electing=False) == max(budget.request_drain, RECONCILE_STOP_SECONDS)
+    assert budget.worst_case(electing=True) == (
+        budget.worst_case(electing=False) + budget.election_stop + budget.lease_release
+    )
+    # gunicorn's master waits at least the worst case before it SIGKILLs the worker ...
+    assert budget.worst_case(electing=True) <= GRACEFUL_TIMEOUT_SECONDS
+    assert gunicorn_settings(Config.from_env(ENV))["graceful_timeout"] == GRACEFUL_TIMEOUT_SECONDS
+    # ... and the kubelet waits longer than the master (the chart's default grace period).
+    values = yaml.safe_load((ROOT / "charts" / "autoroll" / "values.yaml").read_text())
+    assert values["terminationGracePeriodSeconds"] >= GRACEFUL_TIMEOUT_SECONDS + 2
+
+
+def test_a_lease_call_is_bounded_by_connect_attempts_and_one_read() -> None:
+    assert call_seconds((1.0, 3.0)) == CONNECT_ATTEMPTS * 1.0 + 3.0
 
 
 def test_the_master_builds_nothing_until_the_worker_loads() -> None:

@@ -26,7 +26,7 @@ from autoroll.web import (
     names_a_digest_version,
     signature_valid,
 )
-from autoroll.worker import Nudge, Worker
+from autoroll.worker import Health, Nudge, Worker
 
 SECRET = "s3cret-webhook-key"
 BODY = b'{"action":"created","package":{"name":"app","version":"latest"}}'
@@ -54,9 +54,29 @@ def nudge() -> CountingNudge:
     return CountingNudge()
 
 
+class Probe:
+    """A health check whose answer the test sets."""
+
+    def __init__(self) -> None:
+        self.health = Health(True, "fine")
+
+    def __call__(self) -> Health:
+        return self.health
+
+
 @pytest.fixture
-def app(metrics: Metrics, nudge: CountingNudge) -> Flask:
-    return create_app(webhook_secret=SECRET, nudge=nudge, metrics=metrics)
+def live() -> Probe:
+    return Probe()
+
+
+@pytest.fixture
+def ready() -> Probe:
+    return Probe()
+
+
+@pytest.fixture
+def app(metrics: Metrics, nudge: CountingNudge, live: Probe, ready: Probe) -> Flask:
+    return create_app(webhook_secret=SECRET, nudge=nudge, metrics=metrics, live=live, ready=ready)
 
 
 @pytest.fixture
@@ -409,6 +429,25 @@ def test_a_body_arriving_in_short_reads_is_read_whole(app: Flask, nudge: Countin
 def test_healthz_is_200(client: FlaskClient) -> None:
     response = client.get("/healthz")
     assert response.status_code == 200
+    assert response.data == b"ok\n"  # the old probe's answer, for what reads it
+
+
+@pytest.mark.parametrize("path", ["/livez", "/healthz"])
+def test_liveness_follows_the_reconcile_loop(client: FlaskClient, live: Probe, path: str) -> None:
+    assert client.get(path).status_code == 200
+    live.health = Health(False, "no reconcile pass finished for 500s (bound 460s)")
+    response = client.get(path)
+    assert response.status_code == 503
+    assert b"no reconcile pass finished for 500s" in response.data
+
+
+def test_readiness_is_its_own_check(client: FlaskClient, live: Probe, ready: Probe) -> None:
+    ready.health = Health(False, "shutting down")
+    assert client.get("/readyz").status_code == 503
+    assert client.get("/livez").status_code == 200  # a shutting-down pod is not restarted
+    ready.health = Health(True, "the reconcile thread is running")
+    live.health = Health(False, "stuck")
+    assert client.get("/readyz").status_code == 200
 
 
 def test_metrics_serves_the_injected_registry_as_prometheus_text(
@@ -433,7 +472,13 @@ def test_get_on_webhook_is_not_allowed(client: FlaskClient, nudge: CountingNudge
 
 def test_an_empty_secret_is_refused(metrics: Metrics) -> None:
     with pytest.raises(ValueError, match="must not be empty"):
-        create_app(webhook_secret="", nudge=lambda: None, metrics=metrics)
+        create_app(
+            webhook_secret="",
+            nudge=lambda: None,
+            metrics=metrics,
+            live=lambda: Health(True, ""),
+            ready=lambda: Health(True, ""),
+        )
 
 
 def test_signature_valid_accepts_any_matching_header_and_rejects_none() -> None:
@@ -467,7 +512,14 @@ def test_the_webhook_answers_in_milliseconds_while_a_pass_is_stuck(
     busy_worker: tuple[Worker, Nudge, threading.Event], metrics: Metrics
 ) -> None:
     _, nudge, _ = busy_worker
-    client = create_app(webhook_secret=SECRET, nudge=nudge.nudge, metrics=metrics).test_client()
+    worker, _, _ = busy_worker
+    client = create_app(
+        webhook_secret=SECRET,
+        nudge=nudge.nudge,
+        metrics=metrics,
+        live=worker.liveness,
+        ready=worker.readiness,
+    ).test_client()
     started = time.monotonic()
     for _ in range(20):
         response = client.post("/webhook", data=BODY, headers={"X-Forgejo-Signature": sign(BODY)})

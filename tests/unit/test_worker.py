@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
 
 import pytest
+import structlog
 from prometheus_client import CollectorRegistry
 
 from autoroll.metrics import Metrics
-from autoroll.worker import Nudge, Worker, WorkerStopTimeoutError
+from autoroll.worker import Nudge, Worker, WorkerStopTimeoutError, liveness, liveness_bound
+from tests.support.wait import wait_until
 
 LONG = 3600.0  # a poll interval that never fires during a test
 
@@ -65,14 +68,6 @@ def worker(tick: GatedTick, nudge: Nudge, metrics: Metrics) -> Iterator[Worker]:
     yield w
     tick.gate.set()
     w.stop(timeout=5)
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        time.sleep(0.005)
 
 
 def settle(worker: Worker, passes: int) -> None:
@@ -247,3 +242,121 @@ def test_a_non_positive_interval_is_refused(
 ) -> None:
     with pytest.raises(ValueError, match="interval_seconds"):
         Worker(tick, nudge=nudge, interval_seconds=0, metrics=metrics)
+
+
+# -- health: liveness follows the loop, readiness the thread -----------------------------------
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.mark.parametrize(
+    ("quiet", "live"), [(0.0, True), (459.0, True), (460.0, True), (460.5, False), (9999.0, False)]
+)
+def test_liveness_fails_only_past_the_bound(quiet: float, live: bool) -> None:
+    assert liveness(now=1000.0 + quiet, last_progress=1000.0, bound=460.0).ok is live
+
+
+def test_the_liveness_bound_is_poll_interval_plus_pass_timeout_plus_one_step() -> None:
+    assert liveness_bound(interval_seconds=120, pass_timeout_seconds=300, step_seconds=40) == 460
+
+
+def test_a_hung_pass_fails_liveness_and_a_finished_one_restores_it(
+    tick: GatedTick, nudge: Nudge, metrics: Metrics
+) -> None:
+    clock = FakeClock()
+    w = Worker(
+        tick,
+        nudge=nudge,
+        interval_seconds=LONG,
+        metrics=metrics,
+        clock=clock,
+        pass_timeout_seconds=300,
+        step_seconds=40,
+    )
+    tick.gate.clear()
+    w.start()
+    try:
+        assert tick.started.acquire(timeout=5)  # pass 1 hangs
+        assert w.liveness().ok and w.readiness().ok
+        clock.now += w.liveness_bound + 1
+        health = w.liveness()
+        assert not health.ok and "no reconcile pass finished" in health.detail
+        assert w.readiness().ok  # it can still serve: only a restart helps, not a removal
+        tick.gate.set()
+        wait_until(lambda: w.passes == 1)
+        assert w.liveness().ok
+    finally:
+        tick.gate.set()
+        w.stop(timeout=5)
+    assert not w.readiness().ok  # stopped
+
+
+def test_a_pass_is_told_to_stop_once_it_runs_past_its_timeout(
+    nudge: Nudge, metrics: Metrics
+) -> None:
+    clock = FakeClock()
+    seen: list[bool] = []
+    done = threading.Event()
+
+    def tick(stopping: Callable[[], bool]) -> None:
+        seen.append(stopping())
+        clock.now += 301
+        seen.append(stopping())
+        done.set()
+
+    w = Worker(
+        tick,
+        nudge=nudge,
+        interval_seconds=LONG,
+        metrics=metrics,
+        clock=clock,
+        pass_timeout_seconds=300,
+    )
+    w.start()
+    try:
+        assert done.wait(5)
+        wait_until(lambda: w.passes == 1)
+    finally:
+        w.stop(timeout=5)
+    assert seen == [False, True]
+
+
+def test_every_line_of_a_pass_carries_its_pass_id_and_the_pass_ends_with_its_duration(
+    nudge: Nudge, metrics: Metrics, caplog: pytest.LogCaptureFixture
+) -> None:
+    inner = logging.getLogger("autoroll.test.inner")
+    ids: list[str] = []
+
+    def tick(stopping: Callable[[], bool]) -> None:
+        inner.info("deciding")
+        raise RuntimeError("boom")  # the worker's own failure line is part of the pass too
+
+    class IdRecorder(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            ids.append(str(structlog.contextvars.get_contextvars().get("pass_id")))
+
+    recorder = IdRecorder()
+    logging.getLogger().addHandler(recorder)
+    caplog.set_level(logging.INFO)
+    w = Worker(tick, nudge=nudge, interval_seconds=LONG, metrics=metrics)
+    try:
+        w.start()
+        wait_until(lambda: w.passes == 1)
+        nudge.nudge()
+        wait_until(lambda: w.passes == 2)
+    finally:
+        w.stop(timeout=5)
+        logging.getLogger().removeHandler(recorder)
+    done = [r for r in caplog.records if getattr(r, "event", None) == "pass-done"]
+    assert [getattr(r, "outcome", None) for r in done] == ["error", "error"]
+    assert all(isinstance(getattr(r, "duration_seconds", None), float) for r in done)
+    # deciding, failed, pass done: one id per pass, two passes, none outside them
+    pass_ids = [i for i in ids if i != "None"]
+    assert len(pass_ids) == 6 and len(set(pass_ids[:3])) == 1 and len(set(pass_ids[3:])) == 1
+    assert pass_ids[0] != pass_ids[3]

@@ -27,8 +27,9 @@ import requests
 from flask import Flask
 from prometheus_client import CollectorRegistry
 
-from autoroll.cluster import ClusterError, DeleteOutcome, Enrolled, KubeCluster, connect
+from autoroll.kube import ClusterError, KubeCluster, connect
 from autoroll.metrics import Metrics
+from autoroll.model import DeleteOutcome, Enrolled
 from autoroll.reconciler import Reconciler, TickReport
 from autoroll.registry import RegistryClient
 from autoroll.web import create_app
@@ -36,9 +37,10 @@ from autoroll.worker import Nudge, Worker, WorkerStopTimeoutError
 from tests.conftest import require_tool
 from tests.e2e.controller import running_autoroll
 from tests.e2e.controlplane import Binaries, ControlPlane, running_control_plane
-from tests.e2e.helpers import apps_api, core_api, deployment, eventually, image_ids, is_ready
+from tests.e2e.helpers import apps_api, core_api, deployment, image_ids, is_ready
 from tests.e2e.kubelet import RegistryResolver, SimulatedKubelet
 from tests.support.registry import ImagePusher, RegistryServer, running_registry
+from tests.support.wait import eventually
 
 pytestmark = pytest.mark.e2e
 
@@ -279,7 +281,13 @@ def controller(cluster_port: Any, registry: RegistryServer) -> Controller:
         metrics=metrics,
         expected_errors=(ClusterError,),
     )
-    app = create_app(webhook_secret="x" * 32, nudge=nudge.nudge, metrics=metrics)
+    app = create_app(
+        webhook_secret="x" * 32,
+        nudge=nudge.nudge,
+        metrics=metrics,
+        live=worker.liveness,
+        ready=worker.readiness,
+    )
     return Controller(worker, nudge, metrics, app, reports)
 
 

@@ -49,213 +49,61 @@ to any other origin is not followed at all (``Unknown("redirect-refused")``): a 
 answer from elsewhere is not the registry's, and following would hand the credentials to
 that host. A 3xx without a ``Location`` is ``http-3xx``.
 
-Error tree (raised internally ``from`` the cause, turned into ``Unknown(reason)`` at the edge)::
-
-    RegistryError                 reason label
-    ├── TransportError            network           connection refused/reset, DNS, TLS
-    │   └── RequestTimeoutError   timeout           connect or read timeout
-    ├── BudgetError               budget-exhausted  the call's overall budget is spent
-    ├── WrongHostError            other-host        a ref or manifest not on this registry's host
-    ├── BackoffError              backoff           a Retry-After from this registry is running
-    ├── StatusError               unauthorized | forbidden | not-found | rate-limited
-    │                             | http-3xx | http-4xx | http-5xx
-    ├── RedirectError             redirect-refused  to another origin, or too many hops
-    ├── ChallengeError            bad-challenge     a realm we refuse to send credentials to
-    ├── TokenError                token-failed      the realm refused or answered garbage
-    └── BadResponseError          missing-digest | malformed-digest | digest-mismatch
-                                  | bad-manifest | too-large
-
-A digest of another algorithm (``sha512:…``) is ``malformed-digest``: pods record sha256
-digests, so it could only ever compare unequal — unknown, never "changed". A manifest
-without a config digest, an index inside an index, or an index with no runnable child is
-``bad-manifest``: its content is unknown, never empty (empty would make every pod stale).
+The error tree and the pure parsing of answers are in ``autoroll.registry.errors`` and
+``autoroll.registry.manifests``; limits and the observer seam in ``autoroll.registry.limits``.
 """
 
 from __future__ import annotations
 
 import base64
-import email.utils
 import hashlib
 import json
-import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from functools import partial
-from typing import Final, Protocol, TypeVar
+from typing import Final, TypeVar
 from urllib.parse import urljoin, urlsplit
 
 import requests
-from authchallenge import Challenge, parse_challenges
+from authchallenge import parse_challenges
 
 from autoroll.images import TagRef, host_matches
-from autoroll.model import Digest, ImageContent, Unknown, is_digest
+from autoroll.model import Digest, ImageContent, Unknown
+from autoroll.registry.auth import TokenFlow
+from autoroll.registry.errors import (
+    BackoffError,
+    BadResponseError,
+    RedirectError,
+    RegistryError,
+    RequestTimeoutError,
+    StatusError,
+    TransportError,
+    WrongHostError,
+)
+from autoroll.registry.limits import (
+    ChildrenWanted,
+    ContentWanted,
+    Deadline,
+    Limits,
+    NullObserver,
+    RegistryObserver,
+)
+from autoroll.registry.manifests import (
+    MANIFEST_ACCEPT,
+    config_digest,
+    digest_header,
+    index_entries,
+    is_index,
+    read_capped,
+    retry_after_seconds,
+)
 
-OCI_INDEX: Final = "application/vnd.oci.image.index.v1+json"
-OCI_MANIFEST: Final = "application/vnd.oci.image.manifest.v1+json"
-DOCKER_LIST: Final = "application/vnd.docker.distribution.manifest.list.v2+json"
-DOCKER_MANIFEST: Final = "application/vnd.docker.distribution.manifest.v2+json"
-#: Index types first: a multi-arch tag must answer with the index digest runtimes record.
-MANIFEST_ACCEPT: Final = ", ".join((OCI_INDEX, DOCKER_LIST, OCI_MANIFEST, DOCKER_MANIFEST))
-INDEX_TYPES: Final = frozenset({OCI_INDEX, DOCKER_LIST})
-#: buildx stores provenance and SBOMs as index entries with this annotation (and platform
-#: ``unknown/unknown``); no runtime ever runs one, so they stand for no content.
-ATTESTATION_ANNOTATION: Final = "vnd.docker.reference.type"
-
-#: The OCI distribution spec lets registries refuse manifests over 4 MiB; we do the same.
-MAX_MANIFEST_BYTES: Final = 4 * 1024 * 1024
 #: Same-origin redirects followed per request; registries that redirect use one hop.
 MAX_REDIRECTS: Final = 3
 _REDIRECT_STATUSES: Final = frozenset({301, 302, 303, 307, 308})
 _T = TypeVar("_T")
-
-
-# --------------------------------------------------------------------------------------------
-# Errors
-
-
-class RegistryError(Exception):
-    """Base of the tree; ``reason`` is the metrics label."""
-
-    reason = "error"
-
-    def to_unknown(self) -> Unknown:
-        return Unknown(self.reason, str(self))
-
-
-class TransportError(RegistryError):
-    reason = "network"
-
-
-class RequestTimeoutError(TransportError):
-    reason = "timeout"
-
-
-class WrongHostError(RegistryError):
-    reason = "other-host"
-
-
-class BudgetError(RegistryError):
-    reason = "budget-exhausted"
-
-
-class BackoffError(RegistryError):
-    reason = "backoff"
-
-
-class RedirectError(RegistryError):
-    reason = "redirect-refused"
-
-
-class StatusError(RegistryError):
-    def __init__(self, status: int, url: str, hint: str = "") -> None:
-        super().__init__(f"HTTP {status} from {url}" + (f": {hint}" if hint else ""))
-        self.status = status
-        self.reason = _status_reason(status)
-
-
-class ChallengeError(RegistryError):
-    reason = "bad-challenge"
-
-
-class TokenError(RegistryError):
-    reason = "token-failed"
-
-
-class BadResponseError(RegistryError):
-    def __init__(self, reason: str, detail: str) -> None:
-        super().__init__(detail)
-        self.reason = reason
-
-
-def _status_reason(status: int) -> str:
-    named = {401: "unauthorized", 403: "forbidden", 404: "not-found", 429: "rate-limited"}
-    if status in named:
-        return named[status]
-    return f"http-{status // 100}xx"
-
-
-# --------------------------------------------------------------------------------------------
-# Observer (metrics live in the shell; this is the seam)
-
-
-class RegistryObserver(Protocol):
-    """What the client reports. ``autoroll.metrics.Metrics`` implements it."""
-
-    def request_sent(self, kind: str) -> None:
-        """One HTTP request of ``kind`` (``manifest-head``, ``manifest-get``, ``token``)."""
-
-    def lookup_failed(self, reason: str) -> None:
-        """One lookup ended ``Unknown(reason)``."""
-
-
-class NullObserver:
-    """The default observer: counts nothing."""
-
-    def request_sent(self, kind: str) -> None:
-        pass
-
-    def lookup_failed(self, reason: str) -> None:
-        pass
-
-
-class ChildrenWanted(Protocol):
-    """Anything naming an index to expand (``autoroll.decide.ChildrenRequest`` fits)."""
-
-    @property
-    def ref(self) -> TagRef: ...
-
-    @property
-    def digest(self) -> Digest: ...
-
-
-class ContentWanted(Protocol):
-    """Anything naming a manifest to resolve (``autoroll.decide.ContentRequest`` fits)."""
-
-    @property
-    def host(self) -> str: ...
-
-    @property
-    def repository(self) -> str: ...
-
-    @property
-    def digest(self) -> Digest: ...
-
-
-@dataclass(frozen=True, slots=True)
-class Limits:
-    """Time and size bounds. Defaults fit a 120 s poll interval with room to spare."""
-
-    connect_seconds: float = 3.0  # a registry that does not accept a connection in 3 s is down
-    read_seconds: float = 5.0  # between bytes; a HEAD answer is a few hundred bytes
-    budget_seconds: float = 20.0  # per tick: one resolve() and the fetch_children() after it
-    children_cache_size: int = 1024  # index digests remembered (immutable, so never stale)
-    content_cache_size: int = 4096  # manifest and index digests' configs (children count too)
-    max_backoff_seconds: float = 300.0  # longest Retry-After honoured: 2.5 poll intervals
-    default_backoff_seconds: float = 10.0  # a 429 without a usable Retry-After
-    lookup_concurrency: int = 4  # HEADs in flight at once in resolve(); 1 sends them in turn
-
-
-@dataclass(slots=True)
-class _Token:
-    value: str
-    expires_at: float
-
-
-class _Deadline:
-    """The end of a call's budget, on an injected monotonic clock."""
-
-    def __init__(self, clock: Callable[[], float], seconds: float) -> None:
-        self._clock = clock
-        self._end = clock() + seconds
-
-    def remaining(self) -> float:
-        left = self._end - self._clock()
-        if left <= 0:
-            raise BudgetError("the per-tick registry budget is spent")
-        return left
 
 
 # --------------------------------------------------------------------------------------------
@@ -298,14 +146,22 @@ class RegistryClient:
         self._clock = clock
         self._wall_clock = wall_clock
         self._quiet_until = float("-inf")  # monotonic time before which nothing is sent
-        self._tokens: dict[str, _Token] = {}
-        self._token_locks: dict[str, threading.Lock] = {}
-        self._token_locks_guard = threading.Lock()
+        self._auth = TokenFlow(
+            session=session,
+            user=user,
+            basic=self._basic,
+            base_url=self._base,
+            clock=clock,
+            limits=self._limits,
+            observer=self._observer,
+            check_quiet=self._check_quiet,
+            note_retry_after=self._note_retry_after,
+        )
         self._children: OrderedDict[Digest, frozenset[Digest]] = OrderedDict()
         self._failed_children: dict[Digest, Unknown] = {}
         self._content: OrderedDict[Digest, ImageContent] = OrderedDict()
         self._failed_content: dict[tuple[str, Digest], Unknown] = {}
-        self._tick: _Deadline | None = None
+        self._tick: Deadline | None = None
 
     def __repr__(self) -> str:
         return f"RegistryClient(base_url={self._base!r})"
@@ -314,7 +170,7 @@ class RegistryClient:
 
     def resolve(self, refs: Iterable[TagRef]) -> dict[TagRef, Digest | Unknown]:
         """The registry's digest for each unique ref: one HEAD each. Starts a tick's budget."""
-        deadline = _Deadline(self._clock, self._limits.budget_seconds)
+        deadline = Deadline(self._clock, self._limits.budget_seconds)
         self._tick = deadline
         self._failed_children.clear()
         self._failed_content.clear()
@@ -344,7 +200,7 @@ class RegistryClient:
         Shares the budget of the last ``resolve`` (one tick). A failed index is not asked
         again until the next ``resolve``, however many Deployments want it.
         """
-        deadline = self._tick or _Deadline(self._clock, self._limits.budget_seconds)
+        deadline = self._tick or Deadline(self._clock, self._limits.budget_seconds)
         answers: dict[Digest, frozenset[Digest] | Unknown] = {}
         for item in sorted(wanted, key=lambda w: (w.digest, w.ref)):
             if item.digest in answers:
@@ -379,7 +235,7 @@ class RegistryClient:
         whichever repository: a digest that failed in one repository may still come from
         another, but is not asked again from the same one until the next ``resolve``.
         """
-        deadline = self._tick or _Deadline(self._clock, self._limits.budget_seconds)
+        deadline = self._tick or Deadline(self._clock, self._limits.budget_seconds)
         answers: dict[Digest, ImageContent | Unknown] = {}
         for item in sorted(wanted, key=lambda w: (w.digest, w.host, w.repository)):
             if isinstance(answers.get(item.digest), ImageContent):
@@ -406,22 +262,22 @@ class RegistryClient:
             self._observer.lookup_failed(exc.reason)
             return exc.to_unknown()
 
-    def _head_digest(self, ref: TagRef, deadline: _Deadline) -> Digest:
+    def _head_digest(self, ref: TagRef, deadline: Deadline) -> Digest:
         self._check_host(ref.host, str(ref))
         url = f"{self._base}/v2/{ref.repository}/manifests/{ref.tag}"
         response = self._send("HEAD", url, ref.repository, deadline, kind="manifest-head")
         response.close()
-        return _digest_header(response)
+        return digest_header(response)
 
-    def _get_children(self, ref: TagRef, digest: Digest, deadline: _Deadline) -> frozenset[Digest]:
+    def _get_children(self, ref: TagRef, digest: Digest, deadline: Deadline) -> frozenset[Digest]:
         self._check_host(ref.host, str(ref))
         document, url = self._get_manifest(ref.repository, digest, deadline)
-        if not _is_index(document):
+        if not is_index(document):
             return frozenset()
-        return frozenset(entry.digest for entry in _index_entries(document, url))
+        return frozenset(entry.digest for entry in index_entries(document, url))
 
     def _content_of(
-        self, host: str, repository: str, digest: Digest, deadline: _Deadline, *, depth: int = 0
+        self, host: str, repository: str, digest: Digest, deadline: Deadline, *, depth: int = 0
     ) -> ImageContent:
         """The configs ``digest`` stands for: its config, or its runnable children's."""
         self._check_host(host, f"{host}/{repository}@{digest}")
@@ -430,13 +286,13 @@ class RegistryClient:
             self._content.move_to_end(digest)
             return cached
         document, url = self._get_manifest(repository, digest, deadline)
-        if not _is_index(document):
-            content = ImageContent(frozenset({_config_digest(document, url)}))
+        if not is_index(document):
+            content = ImageContent(frozenset({config_digest(document, url)}))
         elif depth > 0:
             # Runtimes resolve one level for a platform; deeper nesting is not worth guessing.
             raise BadResponseError("bad-manifest", f"{url}: an index inside an index")
         else:
-            entries = _index_entries(document, url)
+            entries = index_entries(document, url)
             self._remember(digest, frozenset(entry.digest for entry in entries))
             configs: set[Digest] = set()
             platforms: set[tuple[str, Digest]] = set()
@@ -454,12 +310,12 @@ class RegistryClient:
         return content
 
     def _get_manifest(
-        self, repository: str, digest: Digest, deadline: _Deadline
+        self, repository: str, digest: Digest, deadline: Deadline
     ) -> tuple[dict[str, object], str]:
         """GET a manifest or index by digest: its JSON object, verified against the digest."""
         url = f"{self._base}/v2/{repository}/manifests/{digest}"
         response = self._send("GET", url, repository, deadline, kind="manifest-get")
-        body = _read_capped(response, deadline)
+        body = read_capped(response, deadline)
         if hashlib.sha256(body).hexdigest() != digest.value.removeprefix("sha256:"):
             raise BadResponseError("digest-mismatch", f"{url}: body does not hash to {digest}")
         try:
@@ -477,7 +333,7 @@ class RegistryClient:
     # -- HTTP ---------------------------------------------------------------------------------
 
     def _send(
-        self, method: str, url: str, repository: str, deadline: _Deadline, *, kind: str
+        self, method: str, url: str, repository: str, deadline: Deadline, *, kind: str
     ) -> requests.Response:
         """One request, following same-origin redirects; anything but a 200 raises."""
         response = self._authorized(method, url, repository, deadline, kind=kind)
@@ -497,11 +353,11 @@ class RegistryClient:
         return response
 
     def _authorized(
-        self, method: str, url: str, repository: str, deadline: _Deadline, *, kind: str
+        self, method: str, url: str, repository: str, deadline: Deadline, *, kind: str
     ) -> requests.Response:
         """One request with the best credentials we have; on a Bearer challenge, retry once."""
         scope = f"repository:{repository}:pull"
-        token = self._fresh_token(scope)
+        token = self._auth.fresh_token(scope)
         auth = f"Bearer {token.value}" if token else self._basic
         response = self._request(method, url, deadline, auth, kind=kind)
         if response.status_code == 401:
@@ -512,13 +368,13 @@ class RegistryClient:
             if bearer is None:
                 # Gitea and Forgejo answer a token without the read:package scope, and a
                 # user who may not see the owner's packages, with ``Basic realm="…"`` only.
-                raise StatusError(401, url, self._refused_hint(header, repository))
-            value = self._token_for(bearer, scope, deadline, refused=token)
+                raise StatusError(401, url, self._auth.refused_hint(header, repository))
+            value = self._auth.token_for(bearer, scope, deadline, refused=token)
             response = self._request(method, url, deadline, f"Bearer {value}", kind=kind)
             if response.status_code == 401:
                 response.close()
                 raise StatusError(
-                    401, url, "the Bearer token was refused; " + self._access_hint(repository)
+                    401, url, "the Bearer token was refused; " + self._auth.access_hint(repository)
                 )
         if response.status_code == 403:
             response.close()
@@ -530,28 +386,6 @@ class RegistryClient:
                 " grant read:package on all packages)",
             )
         return response
-
-    def _refused_hint(self, header: str, repository: str) -> str:
-        offered = f" ({header.strip()[:80]})" if header.strip() else ""
-        return f"the registry refused user {self._user!r} and its token{offered}; " + (
-            self._access_hint(repository)
-        )
-
-    def _access_hint(self, repository: str) -> str:
-        owner = repository.partition("/")[0]
-        return (
-            "FORGEJO_TOKEN must be a valid token of FORGEJO_USER with the read:package"
-            f" scope, and {self._user!r} must see {owner!r}'s packages (a private owner's"
-            " only as itself or as a member of its organisation)"
-        )
-
-    def _fresh_token(self, scope: str) -> _Token | None:
-        token = self._tokens.get(scope)
-        return token if token is not None and token.expires_at > self._clock() else None
-
-    def _token_lock(self, scope: str) -> threading.Lock:
-        with self._token_locks_guard:
-            return self._token_locks.setdefault(scope, threading.Lock())
 
     def _redirect_target(self, url: str, location: str) -> str:
         """The absolute redirect target, only if it is on the registry's own origin."""
@@ -584,7 +418,7 @@ class RegistryClient:
         self._quiet_until = max(self._quiet_until, self._clock() + wait)
 
     def _request(
-        self, method: str, url: str, deadline: _Deadline, authorization: str, *, kind: str
+        self, method: str, url: str, deadline: Deadline, authorization: str, *, kind: str
     ) -> requests.Response:
         self._check_quiet()
         timeout = (
@@ -602,89 +436,6 @@ class RegistryClient:
         except requests.RequestException as exc:
             raise TransportError(f"{method} {url}: {type(exc).__name__}") from exc
 
-    def _token_for(
-        self, challenge: Challenge, scope: str, deadline: _Deadline, *, refused: _Token | None
-    ) -> str:
-        """A Bearer token for ``scope``: fetched once per scope however many lookups ask.
-
-        ``refused`` is the token the registry just refused (None when Basic was sent). A
-        lookup that waited for the lock while another fetched takes that token instead of
-        fetching its own; only a token that was itself refused is fetched anew.
-        """
-        params = challenge.params  # names lower-cased by the parser
-        realm = params.get("realm", "")
-        self._check_realm(realm)
-        lock = self._token_lock(scope)
-        # The wait counts against the tick's budget like any request would.
-        if not lock.acquire(timeout=deadline.remaining()):
-            raise BudgetError("the per-tick registry budget ran out waiting for a token")
-        try:
-            cached = self._fresh_token(scope)
-            if cached is not None and cached is not refused:
-                return cached.value
-            return self._fetch_token(realm, params, scope, deadline)
-        finally:
-            lock.release()
-
-    def _fetch_token(
-        self, realm: str, params: Mapping[str, str], scope: str, deadline: _Deadline
-    ) -> str:
-        """GET a token from ``realm`` with the Basic credentials, and cache it for ``scope``."""
-        query = {k: params[k] for k in ("service", "scope") if params.get(k)}
-        self._check_quiet()
-        self._observer.request_sent("token")
-        try:
-            response = self._session.get(
-                realm,
-                params=query,
-                headers={"Authorization": self._basic, "Accept": "application/json"},
-                timeout=(
-                    min(self._limits.connect_seconds, deadline.remaining()),
-                    min(self._limits.read_seconds, deadline.remaining()),
-                ),
-                allow_redirects=False,
-                stream=True,
-            )
-        except requests.Timeout as exc:
-            raise RequestTimeoutError(f"token request to {realm}: {type(exc).__name__}") from exc
-        except requests.RequestException as exc:
-            raise TransportError(f"token request to {realm}: {type(exc).__name__}") from exc
-        if response.status_code == 401:
-            response.close()
-            raise StatusError(
-                401,
-                realm,
-                f"the token endpoint refused user {self._user!r}; FORGEJO_TOKEN is wrong or"
-                " expired, or lacks the read:package scope (check FORGEJO_USER too)",
-            )
-        if response.status_code != 200:
-            self._note_retry_after(response)
-            response.close()
-            raise TokenError(f"token endpoint {realm} answered HTTP {response.status_code}")
-        try:
-            document = json.loads(_read_capped(response, deadline))
-            value = document.get("token") or document.get("access_token")
-            expires_in = float(document.get("expires_in", 60))
-        except (ValueError, AttributeError, TypeError) as exc:
-            raise TokenError(f"token endpoint {realm} answered malformed JSON") from exc
-        if not isinstance(value, str) or not value:
-            raise TokenError(f"token endpoint {realm} answered without a token")
-        # Renew a little early so a token never expires between check and use.
-        lifetime = max(0.0, expires_in - min(10.0, expires_in * 0.1))
-        self._tokens[scope] = _Token(value, self._clock() + lifetime)
-        return value
-
-    def _check_realm(self, realm: str) -> None:
-        """Credentials go only to the registry's own host, never downgraded to plain http."""
-        parts = urlsplit(realm)
-        if parts.scheme not in {"http", "https"} or not parts.hostname:
-            raise ChallengeError(f"Bearer challenge without a usable realm: {realm!r}")
-        own = urlsplit(self._base).hostname or ""
-        if parts.hostname.lower() != own.lower():
-            raise ChallengeError(f"refusing to send credentials to realm host {parts.hostname!r}")
-        if self._scheme == "https" and parts.scheme != "https":
-            raise ChallengeError("refusing a realm that downgrades https to http")
-
     def _remember(self, digest: Digest, children: frozenset[Digest]) -> None:
         self._children[digest] = children
         self._children.move_to_end(digest)
@@ -696,109 +447,3 @@ class RegistryClient:
         self._content.move_to_end(digest)
         while len(self._content) > self._limits.content_cache_size:
             self._content.popitem(last=False)
-
-
-# --------------------------------------------------------------------------------------------
-# Response parsing (pure)
-
-
-def _digest_header(response: requests.Response) -> Digest:
-    raw = response.headers.get("Docker-Content-Digest")
-    if raw is None or not raw.strip():
-        raise BadResponseError("missing-digest", f"{response.url}: no Docker-Content-Digest header")
-    value = raw.strip()
-    if not is_digest(value):
-        raise BadResponseError(
-            "malformed-digest", f"{response.url}: Docker-Content-Digest {value[:80]!r}"
-        )
-    return Digest(value)
-
-
-def retry_after_seconds(value: str | None, *, now: float) -> float | None:
-    """Seconds to wait from a ``Retry-After`` value (delta-seconds or HTTP date), or None.
-
-    ``now`` is the wall-clock time (epoch seconds) an HTTP date is measured against. A
-    date in the past means "no wait"; anything unparsable is None (the caller decides).
-    """
-    if value is None or not value.strip():
-        return None
-    text = value.strip()
-    if text.isdigit():
-        return float(text)
-    try:
-        when = email.utils.parsedate_to_datetime(text)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when.tzinfo is None:  # RFC 9110 dates are GMT; a naive one is read as such
-        return None
-    return max(0.0, when.timestamp() - now)
-
-
-def _read_capped(response: requests.Response, deadline: _Deadline) -> bytes:
-    """Read a body, stopping at the size cap or when the budget runs out mid-body."""
-    chunks: list[bytes] = []
-    size = 0
-    try:
-        for chunk in response.iter_content(chunk_size=65536):
-            size += len(chunk)
-            if size > MAX_MANIFEST_BYTES:
-                raise BadResponseError(
-                    "too-large", f"{response.url}: body over {MAX_MANIFEST_BYTES} bytes"
-                )
-            chunks.append(chunk)
-            deadline.remaining()
-    except requests.Timeout as exc:
-        raise RequestTimeoutError(f"reading {response.url}: {type(exc).__name__}") from exc
-    except requests.RequestException as exc:
-        raise TransportError(f"reading {response.url}: {type(exc).__name__}") from exc
-    finally:
-        response.close()
-    return b"".join(chunks)
-
-
-@dataclass(frozen=True, slots=True)
-class _Entry:
-    """One ``manifests[]`` entry of an index."""
-
-    digest: Digest
-    platform: str | None  # os/arch[/variant], when the index names it
-    is_attestation: bool  # buildx provenance or SBOM: never run
-
-
-def _is_index(document: Mapping[str, object]) -> bool:
-    return document.get("mediaType") in INDEX_TYPES or document.get("manifests") is not None
-
-
-def _index_entries(document: Mapping[str, object], url: str) -> list[_Entry]:
-    """The entries of an index, each with a valid digest (else ``bad-manifest``)."""
-    manifests = document.get("manifests")
-    if not isinstance(manifests, list):
-        raise BadResponseError("bad-manifest", f"{url}: index without a manifests list")
-    entries: list[_Entry] = []
-    for entry in manifests:
-        digest = entry.get("digest") if isinstance(entry, dict) else None
-        if not isinstance(digest, str) or not is_digest(digest):
-            raise BadResponseError("bad-manifest", f"{url}: index entry with a malformed digest")
-        assert isinstance(entry, dict)
-        platform = entry.get("platform")
-        os_name = platform.get("os") if isinstance(platform, dict) else None
-        arch = platform.get("architecture") if isinstance(platform, dict) else None
-        variant = platform.get("variant") if isinstance(platform, dict) else None
-        annotations = entry.get("annotations")
-        attested = isinstance(annotations, dict) and ATTESTATION_ANNOTATION in annotations
-        name: str | None = None
-        if isinstance(os_name, str) and isinstance(arch, str) and os_name and arch:
-            name = f"{os_name}/{arch}" + (
-                f"/{variant}" if isinstance(variant, str) and variant else ""
-            )
-        entries.append(_Entry(Digest(digest), name, attested or "unknown" in {os_name, arch}))
-    return entries
-
-
-def _config_digest(document: Mapping[str, object], url: str) -> Digest:
-    """The config digest of an image manifest (schema 2 or OCI); else ``bad-manifest``."""
-    config = document.get("config")
-    digest = config.get("digest") if isinstance(config, dict) else None
-    if not isinstance(digest, str) or not is_digest(digest):
-        raise BadResponseError("bad-manifest", f"{url}: a manifest without a config digest")
-    return Digest(digest)

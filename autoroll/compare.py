@@ -1,0 +1,186 @@
+"""How one pod's container compares with the target: the per-pod half of the core.
+
+``compare_pod`` reads what the runtime reports (``imageID``) and says which ``PodState`` the
+pod is in: current (the target, or a child of its index), mismatched or needing content
+(the shell must fetch before the core can tell), stale (other content), or unknown. A name
+is never evidence: another manifest is compared by the image configs both stand for
+(``match_content``). ``guard`` then applies the loop guard to a stale finding. Pure, like
+``autoroll.decide``, which calls these once per pod and container.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
+from enum import StrEnum
+
+from autoroll.decision import PodFinding, PodState, Sighting
+from autoroll.images import RunningImage, host_matches, parse_running_image
+from autoroll.model import ContainerView, Digest, ImageContent, PodView, Unknown
+
+#: The API server stamps ``creationTimestamp`` in whole seconds (RFC 3339, no fraction). Only
+#: pods the sighting did not list itself are judged by their timestamp, rounded the safe way.
+CREATION_TIMESTAMP_RESOLUTION = timedelta(seconds=1)
+#: Registry answers a person can fix by granting the registry user read access.
+_ACCESS_REASONS = frozenset({"unauthorized", "forbidden", "not-found"})
+
+
+class ContentMatch(StrEnum):
+    """How the configs a pod's reference stands for compare with the target's."""
+
+    SAME = "same"  # every one is among the target's: the pod runs the target's content
+    OTHER = "other"  # none is: the pod runs other content, whatever its node's platform
+    PARTIAL = "partial"  # some are: which one the pod runs depends on its node's platform
+
+
+def match_content(
+    running: ImageContent, target: ImageContent, *, platform: str | None = None
+) -> ContentMatch:
+    """Does a pod whose reference stands for ``running`` run the target's content?
+
+    containerd runs, of an index, the child for its node's platform, and names it by any
+    reference it recorded for that child's config. So the pod's config is one of
+    ``running.configs``: all among the target's is the target's content, none is other
+    content. Some but not all (a multi-arch push that left some platforms unchanged) can be
+    told only from the node's ``platform``, and only where both indexes name it exactly;
+    otherwise it stays ``PARTIAL``, which the core treats as unknown, never stale.
+    """
+    if running.configs <= target.configs:
+        return ContentMatch.SAME
+    if running.configs.isdisjoint(target.configs):
+        return ContentMatch.OTHER
+    if platform is not None:
+        mine, theirs = running.config_for(platform), target.config_for(platform)
+        if mine is not None and theirs is not None:
+            return ContentMatch.SAME if mine == theirs else ContentMatch.OTHER
+    return ContentMatch.PARTIAL
+
+
+def compare_pod(
+    pod: PodView,
+    container: ContainerView,
+    *,
+    target: Digest,
+    index_children: frozenset[Digest] | Unknown | None,
+    contents: Mapping[Digest, ImageContent | Unknown],
+    forgejo_host: str,
+) -> PodFinding:
+    """Compare one pod's container with the registry's digest (no loop guard yet)."""
+    if pod.deleting:
+        return PodFinding(pod.name, pod.uid, PodState.TERMINATING)
+    if pod.spec_image(container.name) != container.image:
+        # Pods of an older template are the Deployment controller's business.
+        return PodFinding(pod.name, pod.uid, PodState.OLD_TEMPLATE)
+    status = pod.status_of(container.name)
+    running = parse_running_image(status.image_id) if status is not None else Unknown("no-status")
+    if isinstance(running, Unknown):
+        return PodFinding(pod.name, pod.uid, PodState.NO_DIGEST, running)
+    if running.digest == target:
+        return PodFinding(pod.name, pod.uid, PodState.CURRENT, running.digest, running)
+    if not running.is_config:
+        if not isinstance(index_children, frozenset):
+            # Children first: a platform child (CRI-O reports one) needs no further GET.
+            return PodFinding(pod.name, pod.uid, PodState.MISMATCH, running.digest, running)
+        if running.digest in index_children:
+            return PodFinding(pod.name, pod.uid, PodState.CURRENT_CHILD, running.digest, running)
+    return _compare_content(
+        pod, running, target=target, contents=contents, forgejo_host=forgejo_host
+    )
+
+
+def _compare_content(
+    pod: PodView,
+    running: RunningImage,
+    *,
+    target: Digest,
+    contents: Mapping[Digest, ImageContent | Unknown],
+    forgejo_host: str,
+) -> PodFinding:
+    """The name is not the target's: compare the image configs both stand for."""
+
+    def found(state: PodState, note: str = "") -> PodFinding:
+        return PodFinding(pod.name, pod.uid, state, running.digest, running, note)
+
+    reference = running.reference
+    mine = _content_of(running, contents, forgejo_host=forgejo_host)
+    if isinstance(mine, str):
+        return found(PodState.CONTENT_UNKNOWN, mine)
+    theirs = contents.get(target)
+    if mine is None or theirs is None:
+        return found(PodState.NEEDS_CONTENT)
+    if isinstance(theirs, Unknown):
+        return found(PodState.CONTENT_UNKNOWN, f"the target's image configs are {theirs}")
+    if isinstance(mine, Unknown):
+        hint = (
+            f"give autoroll's registry user read access to {running.repository},"
+            " or delete the pod by hand"
+            if mine.reason in _ACCESS_REASONS - {"not-found"}
+            else (
+                "the registry no longer holds it: Gitea and Forgejo drop a tag's previous"
+                " manifest when the tag is pushed again, and autoroll knows its content"
+                " only if it saw it as the target before; delete the pod by hand"
+            )
+            if mine.reason == "not-found"
+            else "asked again next pass"
+        )
+        return found(
+            PodState.CONTENT_UNKNOWN,
+            f"{reference} could not be resolved: {mine}; not rolled, not counted current ({hint})",
+        )
+    match match_content(mine, theirs, platform=pod.platform):
+        case ContentMatch.SAME:
+            return found(
+                PodState.SAME_CONTENT, f"runs the target's content under another name: {reference}"
+            )
+        case ContentMatch.OTHER:
+            return found(PodState.STALE)
+        case ContentMatch.PARTIAL:
+            return found(
+                PodState.PLATFORM_UNKNOWN,
+                f"{reference} shares only some platforms' image configs with the target (a"
+                " multi-arch push that left some platforms unchanged): which one the pod runs"
+                " depends on its node's platform, which autoroll does not read; not rolled,"
+                " not counted current (delete the pod by hand to replace it)",
+            )
+
+
+def guard(finding: PodFinding, pods: Sequence[PodView], sighting: Sighting) -> PodFinding:
+    """Turn STALE into LOOP_GUARD for a pod that may have been created after the target was
+    first seen. A pod the sighting's own pass had listed is surely older. Any other pod is
+    judged by ``creationTimestamp``, which has whole-second resolution: one stamped in the
+    same second as the sighting may be younger than it (a replacement created milliseconds
+    after a deletion), so it counts as created after.
+    """
+    if finding.state is not PodState.STALE:
+        return finding
+    if finding.uid and finding.uid in sighting.older_uids:
+        # Listed before the registry was asked: older than the sighting, whatever its stamp.
+        return finding
+    pod = next(p for p in pods if p.name == finding.pod)
+    if pod.created_at + CREATION_TIMESTAMP_RESOLUTION > sighting.first_seen_at:
+        return PodFinding(finding.pod, finding.uid, PodState.LOOP_GUARD, finding.digest)
+    return finding
+
+
+def _content_of(
+    running: RunningImage, contents: Mapping[Digest, ImageContent | Unknown], *, forgejo_host: str
+) -> ImageContent | Unknown | str | None:
+    """The image configs a pod's reference stands for: known, Unknown, None (not fetched
+    yet), or, as text, why it can never be fetched."""
+    reference = running.reference
+    if running.is_config:
+        # A bare config ID is exactly what the container runs.
+        return ImageContent(frozenset({running.digest}))
+    if running.host is None or running.repository is None:
+        return (
+            f"{reference} names no repository autoroll can read; not rolled, not counted"
+            " current (delete the pod by hand to replace it)"
+        )
+    if not host_matches(running.host, forgejo_host):
+        # Only the configured registry is asked; another host's copy cannot be resolved.
+        return (
+            f"{reference} is on another registry host than {forgejo_host}, which autoroll"
+            " does not ask; not rolled, not counted current (delete the pod by hand to"
+            " replace it)"
+        )
+    return contents.get(running.digest)

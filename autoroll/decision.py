@@ -1,0 +1,216 @@
+"""The types a decision is made of: plain, frozen, and the same for the shell and the tests.
+
+``autoroll.decide`` computes them; the shell (``reconciler``, ``plan``) reads them, executes a
+``DeletePod`` or answers a ``ChildrenRequest``/``ContentRequest``; ``autoroll.decide``
+re-exports every name, so callers import them from either module. Verdicts, reasons and
+states are ``StrEnum``s with stable values: metrics and log lines use them as labels.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+
+from autoroll.images import RunningImage, TagRef
+from autoroll.model import Digest, Unknown
+
+# --------------------------------------------------------------------------------------------
+# Result types
+
+
+class Verdict(StrEnum):
+    """What the core concluded for one container of one Deployment."""
+
+    CURRENT = "current"  # every compared pod runs the registry's digest
+    STALE = "stale"  # a stale pod is deleted this tick (an action is emitted)
+    WAITING = "waiting"  # stale pods exist but may not be deleted this tick
+    SKIPPED = "skipped"  # not rolled: ignored image, or something is unknown
+    LOOP_GUARD = "loop-guard"  # mismatch only on pods created after the target was first seen
+    NEEDS_CHILDREN = "needs-children"  # mismatch; the index's child digests must be fetched
+    NEEDS_CONTENT = "needs-content"  # not a child either; the configs must be resolved
+
+
+class Reason(StrEnum):
+    """Why a verdict was reached. Stable strings: metrics and logs use them as labels."""
+
+    UP_TO_DATE = "up-to-date"
+    STALE_POD = "stale-pod"
+    INVALID_IMAGE = "invalid-image"
+    OTHER_HOST = "other-host"
+    DIGEST_PINNED = "digest-pinned"
+    PULL_POLICY_NOT_ALWAYS = "pull-policy-not-always"
+    REGISTRY_UNKNOWN = "registry-unknown"
+    CHILDREN_UNKNOWN = "children-unknown"
+    SIGHTING_MISSING = "sighting-missing"
+    NO_COMPARABLE_POD = "no-comparable-pod"
+    NOT_SETTLED = "not-settled"
+    ONE_PER_TICK = "one-deletion-per-tick"
+    CREATED_AFTER_TARGET = "created-after-target"
+    CHILDREN_NEEDED = "children-needed"
+    CONTENT_NEEDED = "content-needed"
+    TARGET_CONTENT_UNKNOWN = "target-content-unknown"
+    CONTENT_UNKNOWN = "content-unknown"
+    PLATFORM_UNKNOWN = "platform-unknown"
+
+    @property
+    def is_warning(self) -> bool:
+        """Should the shell log this loudly (every tick)? Yes for what an operator must fix or
+        know: a pull policy that defeats rolling, the loop guard, and a registry that cannot
+        be asked (offline, refusing the token, answering garbage), which silently stops
+        rolling until it is fixed. Not for one pod's unresolvable reference
+        (``CONTENT_UNKNOWN``, ``PLATFORM_UNKNOWN``): that can last as long as the pod, so the
+        shell warns once per pod and reference instead."""
+        return self in {
+            Reason.PULL_POLICY_NOT_ALWAYS,
+            Reason.CREATED_AFTER_TARGET,
+            Reason.REGISTRY_UNKNOWN,
+            Reason.CHILDREN_UNKNOWN,
+            Reason.TARGET_CONTENT_UNKNOWN,
+        }
+
+
+class PodState(StrEnum):
+    """How one pod compares for one container."""
+
+    CURRENT = "current"  # digest equals the registry's digest
+    CURRENT_CHILD = "current-child"  # digest is a child of the registry's index
+    SAME_CONTENT = "same-content"  # another name for the target's content (configs among its)
+    STALE = "stale"  # runs other content: no config its reference stands for is the target's
+    LOOP_GUARD = "loop-guard"  # would be stale, but created after the target was first seen
+    MISMATCH = "mismatch"  # known and different; children not known yet
+    NEEDS_CONTENT = "needs-content"  # not the target nor a child; configs not resolved yet
+    CONTENT_UNKNOWN = "content-unknown"  # its reference (or the target) cannot be resolved
+    PLATFORM_UNKNOWN = "platform-unknown"  # shares only some platforms' configs with the target
+    OLD_TEMPLATE = "old-template"  # pod spec image string differs from the template's
+    NO_DIGEST = "no-digest"  # imageID missing, a config ID, or malformed
+    TERMINATING = "terminating"  # deletionTimestamp set
+
+
+class SettledReason(StrEnum):
+    SETTLED = "settled"
+    POD_TERMINATING = "pod-terminating"
+    POD_NOT_READY = "pod-not-ready"
+    TOO_FEW_READY = "too-few-ready"
+
+
+@dataclass(frozen=True, slots=True)
+class Settledness:
+    """Whether a Deployment may lose a pod now, and why not."""
+
+    reason: SettledReason
+    detail: str = ""
+
+    @property
+    def is_settled(self) -> bool:
+        return self.reason is SettledReason.SETTLED
+
+
+@dataclass(frozen=True, slots=True)
+class Sighting:
+    """When the shell first saw ``digest`` as the registry's answer for a ref (loop guard).
+
+    ``older_uids`` are the UIDs of the pods (of Deployments using the ref) that the sighting's
+    own pass had listed before it asked the registry: each existed before the sighting,
+    whatever its whole-second ``creationTimestamp`` says. Fixed at the sighting and never
+    extended, so a replacement created later can never be in it.
+    """
+
+    digest: Digest
+    first_seen_at: datetime
+    older_uids: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class ChildrenRequest:
+    """The shell must GET this index by digest and report its child manifest digests."""
+
+    ref: TagRef
+    digest: Digest
+
+
+@dataclass(frozen=True, slots=True)
+class ContentRequest:
+    """The shell must resolve this manifest or index (by digest, from ``repository`` on
+    ``host``) to the image configs it stands for."""
+
+    host: str
+    repository: str
+    digest: Digest
+
+
+@dataclass(frozen=True, slots=True)
+class DeletePod:
+    """The one write autoroll performs. ``uid`` lets the shell delete with a precondition."""
+
+    namespace: str
+    name: str
+    uid: str
+    reason: str
+    image: str
+    from_digest: Digest
+    to_digest: Digest
+    deployment: str = ""
+    container: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PodFinding:
+    """One pod's comparison for one container.
+
+    ``running`` is what the runtime named (None when not inspected or not parsable);
+    ``note`` says, for a person, why a pod is current under another name or unresolved,
+    and what to do about the latter.
+    """
+
+    pod: str
+    uid: str
+    state: PodState
+    digest: Digest | Unknown | None = None  # None: not inspected (old template, terminating)
+    running: RunningImage | None = None
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerVerdict:
+    """The answer for one template container: what the plan table and the log line show."""
+
+    container: str
+    image: str
+    verdict: Verdict
+    reason: Reason
+    detail: str = ""
+    ref: TagRef | None = None
+    registry_digest: Digest | Unknown | None = None
+    pods: tuple[PodFinding, ...] = ()
+    pod: str | None = None  # the pod deleted (STALE) or next in line (WAITING)
+
+    @property
+    def running_digests(self) -> tuple[Digest, ...]:
+        """Distinct known digests the compared pods run, sorted."""
+        return tuple(sorted({f.digest for f in self.pods if isinstance(f.digest, Digest)}))
+
+    @property
+    def loop_guard_hits(self) -> int:
+        return sum(1 for f in self.pods if f.state is PodState.LOOP_GUARD)
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """Everything decided for one Deployment in one tick."""
+
+    namespace: str
+    name: str
+    settledness: Settledness
+    containers: tuple[ContainerVerdict, ...]
+    actions: tuple[DeletePod, ...] = ()
+    needs_children: frozenset[ChildrenRequest] = frozenset()
+    needs_content: frozenset[ContentRequest] = frozenset()
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def loop_guard_hits(self) -> int:
+        return sum(c.loop_guard_hits for c in self.containers)

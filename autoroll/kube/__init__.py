@@ -1,0 +1,41 @@
+"""The Kubernetes adapter: the only package that imports the Kubernetes client.
+
+    transport.py  connect() and KubeRest: the one request path, for every call
+    errors.py     the error tree and the one mapping of a failed call onto it
+    convert.py    pure: label selectors, API JSON <-> the plain data of autoroll.model
+    cluster.py    KubeCluster (ClusterPort): a pass's lists, and delete or evict one pod
+    lease.py      KubeLease (LeasePort): the leader-election Lease, its writes and watch
+    events.py     KubeEvents (EventPort): one core/v1 Event per roll
+
+Everything that leaves this package is plain data (``autoroll.model``) or one of the errors
+in ``autoroll.kube.errors``; the ports it implements are in ``autoroll.ports``.
+"""
+
+from __future__ import annotations
+
+from autoroll.kube.cluster import KubeCluster
+from autoroll.kube.errors import (
+    ClusterApiError,
+    ClusterConfigError,
+    ClusterError,
+    ClusterForbiddenError,
+    ClusterUnauthorizedError,
+    ClusterUnreachableError,
+)
+from autoroll.kube.events import KubeEvents
+from autoroll.kube.lease import KubeLease
+from autoroll.kube.transport import KubeRest, connect
+
+__all__ = [
+    "ClusterApiError",
+    "ClusterConfigError",
+    "ClusterError",
+    "ClusterForbiddenError",
+    "ClusterUnauthorizedError",
+    "ClusterUnreachableError",
+    "KubeCluster",
+    "KubeEvents",
+    "KubeLease",
+    "KubeRest",
+    "connect",
+]

@@ -1,0 +1,397 @@
+"""Pure conversions between the API's JSON and the plain data of ``autoroll.model``.
+
+Nothing here does I/O, so every rule is tested without an API server: label-selector
+semantics (``selector_matches``) and the server-side narrowing of a namespace's pod list
+(``pod_list_selector``), Deployment and Pod JSON into views, list answers parsed without
+their ``managedFields``, pods grouped under the Deployments that select them, and the Lease
+and Event bodies the adapters send. The field names are the API's own (``imageID``,
+``containerStatuses``), because lists are read as raw JSON, never as client models
+(docs/adr/005-reading-the-cluster.md).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any, Final
+
+from autoroll.images import DEFAULT_TAG, ImageRefError, parse_image
+from autoroll.model import (
+    PULL_ALWAYS,
+    ContainerStatusView,
+    ContainerView,
+    DeploymentView,
+    Enrolled,
+    LeaseRecord,
+    PodView,
+    RollEvent,
+)
+
+#: A pod-list narrowing selector longer than this is not sent (the URL would get unwieldy);
+#: the namespace is then listed whole, which costs parsing, never correctness.
+MAX_NARROWING_SELECTOR: Final = 8192
+
+#: The Lease annotation a follower bumps to hand a verified webhook to the leader.
+NUDGE_ANNOTATION: Final = "autoroll.aethnet.se/nudge"
+
+#: Stands in for a missing creationTimestamp (never seen from a real API server): "created
+#: in the future" makes the loop guard spare the pod, the safe direction.
+_UNKNOWN_CREATION: Final = datetime.max.replace(tzinfo=UTC)
+
+
+# --------------------------------------------------------------------------------------------
+# Label selectors
+
+
+class Operator(StrEnum):
+    IN = "In"
+    NOT_IN = "NotIn"
+    EXISTS = "Exists"
+    DOES_NOT_EXIST = "DoesNotExist"
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    """One ``matchExpressions`` entry."""
+
+    key: str
+    operator: Operator
+    values: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSelector:
+    """A Deployment's ``spec.selector``: all ``match_labels`` and all requirements must hold."""
+
+    match_labels: tuple[tuple[str, str], ...] = ()
+    requirements: tuple[Requirement, ...] = ()
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.match_labels and not self.requirements
+
+
+def selector_matches(selector: LabelSelector, labels: Mapping[str, str]) -> bool:
+    """Does ``labels`` satisfy ``selector`` (Kubernetes label-selector semantics)?
+
+    An empty selector matches nothing here, unlike the API's "everything": apps/v1 rejects
+    empty Deployment selectors, and if one slipped through, adopting every pod in the
+    namespace would be the dangerous reading.
+    """
+    if selector.is_empty:
+        return False
+    for key, value in selector.match_labels:
+        if labels.get(key) != value:
+            return False
+    for requirement in selector.requirements:
+        present = requirement.key in labels
+        if requirement.operator is Operator.IN:
+            if not present or labels[requirement.key] not in requirement.values:
+                return False
+        elif requirement.operator is Operator.NOT_IN:
+            if present and labels[requirement.key] in requirement.values:
+                return False
+        elif requirement.operator is Operator.EXISTS:
+            if not present:
+                return False
+        elif present:  # DoesNotExist
+            return False
+    return True
+
+
+def selector_from_json(selector: Mapping[str, Any] | None) -> LabelSelector:
+    """Convert a ``LabelSelector`` as the API sends it. Unknown operators raise ``ValueError``."""
+    if not selector:
+        return LabelSelector()
+    labels = tuple(sorted((selector.get("matchLabels") or {}).items()))
+    requirements = []
+    for expression in selector.get("matchExpressions") or ():
+        try:
+            operator = Operator(expression.get("operator"))
+        except ValueError:
+            raise ValueError(
+                f"unsupported label selector operator {expression.get('operator')!r}"
+                f" (expected one of {', '.join(o.value for o in Operator)})"
+            ) from None
+        requirements.append(
+            Requirement(
+                expression.get("key", ""), operator, frozenset(expression.get("values") or ())
+            )
+        )
+    return LabelSelector(labels, tuple(requirements))
+
+
+# --------------------------------------------------------------------------------------------
+# JSON → views
+
+
+def default_pull_policy(image: str) -> str:
+    """The pull policy the API server would default: Always for ``:latest`` or no tag.
+
+    Only used when an object arrives without one (the API server always fills it in).
+    An unparsable image gets no policy, so the core never rolls it.
+    """
+    try:
+        ref = parse_image(image)
+    except ImageRefError:
+        return ""
+    if ref.digest is None and (ref.tag is None or ref.tag == DEFAULT_TAG):
+        return PULL_ALWAYS
+    return "IfNotPresent"
+
+
+def container_from_json(container: Mapping[str, Any]) -> ContainerView:
+    """Convert a ``Container`` (pod template or pod spec)."""
+    image = container.get("image") or ""
+    policy = container.get("imagePullPolicy") or default_pull_policy(image)
+    return ContainerView(name=container.get("name", ""), image=image, image_pull_policy=policy)
+
+
+def deployment_from_json(deployment: Mapping[str, Any]) -> tuple[DeploymentView, LabelSelector]:
+    """Convert a ``Deployment`` into the core's view plus the selector to match pods with."""
+    meta = deployment.get("metadata") or {}
+    spec = deployment.get("spec") or {}
+    replicas = spec.get("replicas")
+    pod_spec = (spec.get("template") or {}).get("spec") or {}
+    view = DeploymentView(
+        namespace=meta.get("namespace", ""),
+        name=meta.get("name", ""),
+        replicas=1 if replicas is None else int(replicas),  # the API's default
+        containers=tuple(container_from_json(c) for c in pod_spec.get("containers") or ()),
+        labels=tuple(sorted((meta.get("labels") or {}).items())),
+        uid=meta.get("uid") or "",
+        generation=meta.get("generation"),
+    )
+    return view, selector_from_json(spec.get("selector"))
+
+
+def pod_from_json(pod: Mapping[str, Any]) -> tuple[PodView, Mapping[str, str]]:
+    """Convert a ``Pod`` into the core's view plus its labels (for selector matching)."""
+    meta = pod.get("metadata") or {}
+    status = pod.get("status") or {}
+    conditions = status.get("conditions") or ()
+    view = PodView(
+        namespace=meta.get("namespace", ""),
+        name=meta.get("name", ""),
+        uid=meta.get("uid") or "",
+        created_at=_creation_time(meta.get("creationTimestamp")),
+        phase=status.get("phase") or "Pending",
+        deleting=meta.get("deletionTimestamp") is not None,
+        ready=any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions),
+        ready_changed_at=_ready_changed_at(conditions),
+        containers=tuple(
+            container_from_json(c) for c in (pod.get("spec") or {}).get("containers") or ()
+        ),
+        statuses=tuple(
+            ContainerStatusView(
+                name=s.get("name", ""),
+                image=s.get("image") or "",
+                image_id=s.get("imageID") or "",
+                ready=bool(s.get("ready")),
+                restart_count=s.get("restartCount") or 0,
+            )
+            for s in status.get("containerStatuses") or ()
+        ),
+    )
+    return view, meta.get("labels") or {}
+
+
+def _ready_changed_at(conditions: Any) -> datetime | None:
+    """``lastTransitionTime`` of the Ready condition; None when absent or unreadable."""
+    for condition in conditions:
+        if isinstance(condition, Mapping) and condition.get("type") == "Ready":
+            return _parse_time(condition.get("lastTransitionTime"))
+    return None
+
+
+def _creation_time(raw: object) -> datetime:
+    """``creationTimestamp`` (RFC 3339, UTC); missing or unreadable reads as the far future,
+    so the loop guard spares the pod: the safe direction for data we never expect."""
+    return _parse_time(raw) or _UNKNOWN_CREATION
+
+
+def pod_list_selector(selectors: Iterable[LabelSelector]) -> str | None:
+    """A label selector that narrows one namespace's pod list to pods that *may* match one
+    of ``selectors``, or None when no such selector is simple to write.
+
+    It takes a label key that every selector pins to a finite set of values (``matchLabels``
+    or ``In``) and asks for ``key in (union of values)``; with the usual chart selectors
+    (``app.kubernetes.io/instance``, ``app``) that leaves out every unenrolled workload.
+    Still one request per namespace; the exact match is done afterwards by
+    ``selector_matches``, so a loose narrowing can never adopt a wrong pod.
+    """
+    pinned: dict[str, set[str]] | None = None
+    for selector in selectors:
+        if selector.is_empty:
+            return None
+        values: dict[str, set[str]] = {k: {v} for k, v in selector.match_labels}
+        for requirement in selector.requirements:
+            if requirement.operator is Operator.IN:
+                values.setdefault(requirement.key, set(requirement.values)).intersection_update(
+                    requirement.values
+                )
+        if pinned is None:
+            pinned = values
+        else:
+            pinned = {k: pinned[k] | v for k, v in values.items() if k in pinned}
+        if not pinned:
+            return None
+    if not pinned:
+        return None
+    key, wanted = min(pinned.items(), key=lambda item: (len(item[1]), item[0]))
+    if not wanted or "" in wanted:  # nothing to narrow to, or a value the syntax cannot say
+        return None
+    rendered = f"{key} in ({','.join(sorted(wanted))})"
+    return rendered if len(rendered) <= MAX_NARROWING_SELECTOR else None
+
+
+def list_items(body: bytes | str) -> list[dict[str, Any]]:
+    """The ``items`` of a list answer, as JSON objects without their ``managedFields``.
+
+    ``managedFields`` is often the largest part of an object and nothing here reads it;
+    dropping it while parsing frees it at once, which lowers the peak memory of a big
+    list and the garbage collector's work. ``ValueError`` names what is wrong with a body
+    that is not a list answer.
+    """
+    try:
+        document = json.loads(body, object_hook=_without_managed_fields)
+    except ValueError as exc:
+        raise ValueError(f"the API answered with a body that is not JSON ({exc})") from None
+    items = document.get("items") if isinstance(document, dict) else None
+    if items is None:
+        return []
+    if not isinstance(items, list):
+        raise ValueError("the answer's items are not a list")
+    return [item for item in items if isinstance(item, dict)]
+
+
+def _without_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
+    obj.pop("managedFields", None)
+    return obj
+
+
+def group_pods(
+    deployments: Sequence[tuple[DeploymentView, LabelSelector]],
+    pods: Iterable[tuple[PodView, Mapping[str, str]]],
+) -> tuple[Enrolled, ...]:
+    """Give each Deployment the pods of its namespace that its selector matches.
+
+    A pod matched by two enrolled Deployments (overlapping selectors) is given to both:
+    each decision then counts it, which can only make either less eager to delete.
+    """
+    by_namespace: dict[str, list[tuple[PodView, Mapping[str, str]]]] = {}
+    for pod, labels in pods:
+        by_namespace.setdefault(pod.namespace, []).append((pod, labels))
+    enrolled = []
+    for deployment, selector in deployments:
+        candidates = by_namespace.get(deployment.namespace, ())
+        matched = tuple(
+            sorted(
+                (pod for pod, labels in candidates if selector_matches(selector, labels)),
+                key=lambda p: p.name,
+            )
+        )
+        enrolled.append(Enrolled(deployment, matched))
+    return tuple(sorted(enrolled, key=lambda e: e.deployment.key))
+
+
+# --------------------------------------------------------------------------------------------
+# Leases and Events
+
+
+def _micro_time(value: datetime) -> str:
+    """A ``MicroTime`` as the API writes it: UTC, six fractional digits, ``Z``."""
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _parse_time(raw: object) -> datetime | None:
+    """An RFC 3339 time as the API writes it (naive read as UTC), or None."""
+    if not isinstance(raw, str) or not raw:
+        return None
+    try:
+        parsed = datetime.fromisoformat(raw)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+
+
+def lease_from_json(document: Mapping[str, Any]) -> LeaseRecord:
+    """A Lease object (as JSON) → ``LeaseRecord``. Missing fields read as a free lease."""
+    meta = document.get("metadata") or {}
+    spec = document.get("spec") or {}
+    annotations = meta.get("annotations") or {}
+    return LeaseRecord(
+        holder=str(spec.get("holderIdentity") or ""),
+        duration_seconds=int(spec.get("leaseDurationSeconds") or 0),
+        acquired_at=_parse_time(spec.get("acquireTime")),
+        renewed_at=_parse_time(spec.get("renewTime")),
+        transitions=int(spec.get("leaseTransitions") or 0),
+        resource_version=str(meta.get("resourceVersion") or ""),
+        nudge=str(annotations.get(NUDGE_ANNOTATION) or ""),
+    )
+
+
+def lease_spec_json(record: LeaseRecord) -> dict[str, Any]:
+    """The ``spec`` to write for ``record``; an empty holder is sent as null (released)."""
+    return {
+        "holderIdentity": record.holder or None,
+        "leaseDurationSeconds": record.duration_seconds,
+        "acquireTime": _micro_time(record.acquired_at) if record.acquired_at else None,
+        "renewTime": _micro_time(record.renewed_at) if record.renewed_at else None,
+        "leaseTransitions": record.transitions,
+    }
+
+
+def event_json(event: RollEvent, *, now: datetime, instance: str) -> dict[str, Any]:
+    """The core/v1 Event body for ``event`` (pure, so a test can pin every field)."""
+    stamp = now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {
+            # Unique per roll; the Deployment's name first, as kubectl's own events do.
+            "name": f"{event.deployment[:200]}.{uuid.uuid4().hex[:16]}",
+            "namespace": event.namespace,
+        },
+        "involvedObject": {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "namespace": event.namespace,
+            "name": event.deployment,
+            **({"uid": event.deployment_uid} if event.deployment_uid else {}),
+        },
+        "reason": event.reason,
+        "message": event.message[:1024],
+        "type": event.type.value,
+        "source": {"component": "autoroll"},
+        "reportingComponent": "aethnet.se/autoroll",
+        "reportingInstance": instance[:128],
+        "firstTimestamp": stamp,
+        "lastTimestamp": stamp,
+        "count": 1,
+    }
+
+
+__all__ = [
+    "MAX_NARROWING_SELECTOR",
+    "NUDGE_ANNOTATION",
+    "LabelSelector",
+    "Operator",
+    "Requirement",
+    "container_from_json",
+    "default_pull_policy",
+    "deployment_from_json",
+    "event_json",
+    "group_pods",
+    "lease_from_json",
+    "lease_spec_json",
+    "list_items",
+    "pod_from_json",
+    "pod_list_selector",
+    "selector_from_json",
+    "selector_matches",
+]

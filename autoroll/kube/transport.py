@@ -1,0 +1,388 @@
+"""The one request path to the Kubernetes API: ``connect`` and ``KubeRest``.
+
+Every call of the controller (the pass's lists and deletes, Events, the Lease's reads,
+writes and watch) goes through ``KubeRest.send`` or ``KubeRest.watch``. Both use the
+client's ``ApiClient`` for configuration, authentication, TLS and pooling, but none of its
+generated API classes: those import a few hundred model modules (about 26 MB) that nothing
+here reads (docs/adr/005-reading-the-cluster.md). Answers are raw JSON bytes.
+
+A failed call is mapped in one place (``autoroll.kube.errors``): no answer at all becomes
+``ClusterUnreachableError``; a status that the call's ``Operation`` does not list as an
+answer becomes the error for that status, with the operation's RBAC rule as the hint.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+from urllib.parse import quote
+
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
+from kubernetes.config.config_exception import ConfigException
+from urllib3.exceptions import HTTPError
+from urllib3.util.retry import Retry
+
+from autoroll.kube.errors import (
+    ClusterConfigError,
+    Grant,
+    Operation,
+    api_error,
+    unreachable,
+)
+
+log = logging.getLogger(__name__)
+
+#: (connect, read) seconds for every call of a pass: a hung API server must not stall it.
+REQUEST_TIMEOUT: Final = (5.0, 30.0)
+#: Event calls are tiny; a slow one must not hold the pass long.
+SMALL_CALL_TIMEOUT: Final = (2.0, 4.0)
+#: Lease calls must answer well within the renew deadline, and the two of a release on
+#: shutdown fit the shutdown budget (``autoroll.server.ShutdownBudget``): 5 s each at most.
+LEASE_CALL_TIMEOUT: Final = (1.0, 3.0)
+#: Connection attempts per call: one immediate reconnect (``API_RETRIES``), then it fails.
+CONNECT_ATTEMPTS: Final = 2
+
+#: urllib3's default (3 retries, sleeping out any Retry-After on 429/503) would make a call
+#: take up to 4x its read timeout, or sleep for however long a throttled API server asks,
+#: inside the pass and past a SIGTERM. One immediate reconnect is all we allow; everything
+#: else fails the call, and the next pass asks again.
+API_RETRIES: Final = Retry(
+    total=CONNECT_ATTEMPTS - 1,
+    connect=CONNECT_ATTEMPTS - 1,
+    read=0,
+    redirect=0,
+    status=0,
+    other=0,
+    respect_retry_after_header=False,
+)
+
+#: No phase filter (empty: no fieldSelector is sent). A deleted pod whose containers have
+#: exited shows Succeeded or Failed while it is still terminating, and the core must count it
+#: as terminating; a field selector cannot say "terminal and not being deleted". The label
+#: selector still narrows each list, and the core ignores pods that finished for good.
+LIVE_PODS_FIELD_SELECTOR: Final = ""
+
+_JSON: Final = "application/json"
+MERGE_PATCH: Final = "application/merge-patch+json"
+
+# -- the operations, with the RBAC rule each needs and the statuses it answers with ----------
+LIST_DEPLOYMENTS: Final = Operation("list deployments", "deployments: list")
+LIST_PODS: Final = Operation("list pods", "pods: list")
+DELETE_POD: Final = Operation("delete pod", "pods: delete", answers=frozenset({404, 409}))
+EVICT_POD: Final = Operation(
+    "evict pod", "pods/eviction: create", answers=frozenset({404, 409, 429})
+)
+CREATE_EVENT: Final = Operation("create event for", "events: create", Grant.EVENTS)
+GET_LEASE: Final = Operation("get lease", "leases: get", Grant.LEASE_ROLE, answers=frozenset({404}))
+CREATE_LEASE: Final = Operation(
+    "create lease", "leases: create", Grant.LEASE_ROLE, answers=frozenset({404, 409})
+)
+PATCH_LEASE: Final = Operation(
+    "patch lease", "leases: patch", Grant.LEASE_ROLE, answers=frozenset({404, 409})
+)
+WATCH_LEASE: Final = Operation("watch lease", "leases: watch", Grant.LEASE_ROLE)
+
+
+def call_seconds(timeout: tuple[float, float]) -> float:
+    """The longest one call with ``timeout`` can take: every connection attempt times out
+    connecting, or the last one connects and then waits out the read timeout."""
+    connect, read = timeout
+    return CONNECT_ATTEMPTS * connect + read
+
+
+def connect(env: Mapping[str, str] | None = None) -> Any:
+    """An ``ApiClient`` for the in-cluster ServiceAccount, else the local kubeconfig.
+
+    Builds a private ``Configuration`` (never the library's global default), so tests and
+    the CLI can hold several clients side by side.
+    """
+    environ = os.environ if env is None else env
+    configuration = client.Configuration()
+    try:
+        config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+        log.debug("using the in-cluster ServiceAccount")
+    except ConfigException as in_cluster:
+        path = environ.get("KUBECONFIG") or "~/.kube/config"
+        try:
+            config.load_kube_config(  # type: ignore[no-untyped-call]
+                config_file=path, client_configuration=configuration, persist_config=False
+            )
+        except (ConfigException, OSError, ValueError, TypeError) as exc:
+            raise ClusterConfigError(
+                f"no Kubernetes configuration: not running in a cluster ({in_cluster}) and"
+                f" kubeconfig {path!r} is unusable ({exc}); set KUBECONFIG or run in a pod"
+                " with a ServiceAccount"
+            ) from exc
+        log.debug("using kubeconfig %s", path)
+    configuration.retries = API_RETRIES
+    return client.ApiClient(configuration)
+
+
+def segment(value: str) -> str:
+    """One URL path segment (names and namespaces are DNS labels; quoted all the same)."""
+    return quote(value, safe="")
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """A 2xx answer, or a status the operation listed in ``answers``."""
+
+    status: int
+    body: bytes
+
+    @property
+    def ok(self) -> bool:
+        return 200 <= self.status <= 299
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+class KubeRest:
+    """Sends every Kubernetes API call of the controller through one ``ApiClient``."""
+
+    def __init__(self, api_client: Any) -> None:
+        self._client = api_client
+
+    # -- a pass ---------------------------------------------------------------------------
+
+    def list_deployments(self, *, label_selector: str, timeout: tuple[float, float]) -> bytes:
+        query = [("labelSelector", label_selector)]
+        path = "/apis/apps/v1/deployments"
+        target = "(all namespaces)"
+        return self.send(LIST_DEPLOYMENTS, target, "GET", path, query=query, timeout=timeout).body
+
+    def list_pods(
+        self,
+        namespace: str,
+        *,
+        field_selector: str,
+        label_selector: str | None,
+        timeout: tuple[float, float],
+    ) -> bytes:
+        query = [("fieldSelector", field_selector)] if field_selector else []
+        if label_selector:
+            query.append(("labelSelector", label_selector))
+        path = f"/api/v1/namespaces/{segment(namespace)}/pods"
+        target = f"in namespace {namespace}"
+        return self.send(LIST_PODS, target, "GET", path, query=query, timeout=timeout).body
+
+    def delete_pod(
+        self, namespace: str, name: str, *, uid: str, timeout: tuple[float, float]
+    ) -> int:
+        """DELETE with a UID precondition; returns the status (2xx, 404 or 409)."""
+        body = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": uid}}
+        path = f"/api/v1/namespaces/{segment(namespace)}/pods/{segment(name)}"
+        target = f"{namespace}/{name}"
+        return self.send(DELETE_POD, target, "DELETE", path, body=body, timeout=timeout).status
+
+    def evict_pod(
+        self, namespace: str, name: str, *, uid: str, timeout: tuple[float, float]
+    ) -> int:
+        """POST an Eviction with a UID precondition; returns the status (2xx, 404, 409, 429)."""
+        body = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": name, "namespace": namespace},
+            "deleteOptions": {"preconditions": {"uid": uid}},
+        }
+        path = f"/api/v1/namespaces/{segment(namespace)}/pods/{segment(name)}/eviction"
+        target = f"{namespace}/{name}"
+        return self.send(EVICT_POD, target, "POST", path, body=body, timeout=timeout).status
+
+    def create_event(
+        self, namespace: str, body: Mapping[str, Any], *, timeout: tuple[float, float]
+    ) -> None:
+        involved = body.get("involvedObject") or {}
+        target = f"deployment {namespace}/{involved.get('name', '?')}"
+        path = f"/api/v1/namespaces/{segment(namespace)}/events"
+        self.send(CREATE_EVENT, target, "POST", path, body=body, timeout=timeout)
+
+    # -- the two primitives ---------------------------------------------------------------
+
+    def send(
+        self,
+        operation: Operation,
+        target: str,
+        method: str,
+        path: str,
+        *,
+        query: Sequence[tuple[str, str]] = (),
+        body: Mapping[str, Any] | None = None,
+        content_type: str = _JSON,
+        timeout: tuple[float, float],
+    ) -> Answer:
+        """One request, read in full and released; errors mapped (module docstring)."""
+        response = self._open(
+            operation,
+            target,
+            method,
+            path,
+            query=query,
+            body=body,
+            content_type=content_type,
+            timeout=timeout,
+        )
+        try:
+            data: bytes = response.read()
+        except (HTTPError, OSError) as exc:
+            raise unreachable(operation, target, exc) from exc
+        finally:
+            _release(response)
+        answer = Answer(int(response.status), data)
+        if not answer.ok and answer.status not in operation.answers:
+            raise api_error(operation, target, answer.status, str(response.reason or ""))
+        return answer
+
+    def watch(
+        self,
+        operation: Operation,
+        target: str,
+        path: str,
+        *,
+        query: Sequence[tuple[str, str]],
+        timeout: tuple[float, float],
+    ) -> WatchStream:
+        """Open a watch (``watch=true`` in ``query``); its events are read from the result."""
+        response = self._open(operation, target, "GET", path, query=query, timeout=timeout)
+        if not 200 <= int(response.status) <= 299:
+            try:
+                reason = str(response.reason or "")
+            finally:
+                _release(response)
+            raise api_error(operation, target, int(response.status), reason)
+        return WatchStream(operation, target, response)
+
+    def _open(
+        self,
+        operation: Operation,
+        target: str,
+        method: str,
+        path: str,
+        *,
+        query: Sequence[tuple[str, str]],
+        body: Mapping[str, Any] | None = None,
+        content_type: str = _JSON,
+        timeout: tuple[float, float],
+    ) -> Any:
+        headers = {"Accept": _JSON}
+        if body is not None:
+            headers["Content-Type"] = content_type
+        request = self._client.param_serialize(
+            method=method,
+            resource_path=path,
+            query_params=list(query),
+            header_params=headers,
+            body=body,
+            auth_settings=["BearerToken"],
+        )
+        try:
+            return self._client.call_api(*request, _request_timeout=timeout)
+        except ApiException as exc:  # the client's own failures (TLS) arrive as status 0
+            raise api_error(operation, target, int(exc.status or 0), str(exc.reason)) from exc
+        except (HTTPError, OSError) as exc:
+            raise unreachable(operation, target, exc) from exc
+
+
+class LazyRest:
+    """A ``KubeRest`` built on first use, and again after building it failed.
+
+    Lazy so that the server starts (and answers its probes) while the API or its
+    configuration is unusable; every pass then reports the problem and tries again.
+    """
+
+    def __init__(self, factory: Callable[[], Any], rest: KubeRest | None = None) -> None:
+        self._factory = factory
+        self._rest = rest
+
+    def __call__(self) -> KubeRest:
+        if self._rest is None:
+            self._rest = KubeRest(self._factory())
+        return self._rest
+
+
+class WatchStream:
+    """The events of one open watch; ``abort`` ends it from another thread."""
+
+    def __init__(self, operation: Operation, target: str, response: Any) -> None:
+        self._operation = operation
+        self._target = target
+        self._response = response
+        self._lock = threading.Lock()
+
+    def events(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        """``(type, object)`` per event until the server ends the watch; ERROR events and a
+        broken stream raise the adapter's errors."""
+        try:
+            for line in _lines(self._response):
+                event = json.loads(line)
+                kind = str(event.get("type") or "")
+                document = event.get("object") or {}
+                if kind == "ERROR":
+                    code = int(document.get("code") or 0)
+                    raise api_error(
+                        self._operation, self._target, code, str(document.get("message") or "")
+                    )
+                yield kind, document
+        except (HTTPError, OSError) as exc:
+            raise unreachable(self._operation, self._target, exc) from exc
+        finally:
+            _release(self._response)
+
+    def abort(self) -> None:
+        """Unblock a reader waiting in another thread (urllib3 >= 2.3 ``shutdown``).
+
+        Never raises: a stream whose connection is already gone (ended, released, or not yet
+        open) has nothing to unblock, and urllib3 says so with a ValueError.
+        """
+        raw = getattr(self._response, "response", self._response)
+        shutdown = getattr(raw, "shutdown", None)
+        if callable(shutdown):
+            with contextlib.suppress(ValueError, OSError):
+                shutdown()
+
+
+def _lines(response: Any) -> Iterator[bytes]:
+    """Newline-delimited JSON from a streaming response, across chunk boundaries."""
+    raw = getattr(response, "response", response)
+    buffer = b""
+    for chunk in raw.stream(amt=None, decode_content=False):
+        buffer += chunk
+        while b"\n" in buffer:
+            line, buffer = buffer.split(b"\n", 1)
+            if line.strip():
+                yield line
+    if buffer.strip():
+        yield buffer
+
+
+def _release(response: Any) -> None:
+    """Give a (``preload_content=False``) response's connection back to the pool."""
+    raw = getattr(response, "response", None) or response
+    release = getattr(raw, "release_conn", None)
+    if callable(release):
+        release()
+
+
+__all__ = [
+    "API_RETRIES",
+    "LEASE_CALL_TIMEOUT",
+    "LIVE_PODS_FIELD_SELECTOR",
+    "MERGE_PATCH",
+    "REQUEST_TIMEOUT",
+    "SMALL_CALL_TIMEOUT",
+    "Answer",
+    "KubeRest",
+    "LazyRest",
+    "WatchStream",
+    "call_seconds",
+    "connect",
+    "segment",
+]

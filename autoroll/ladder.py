@@ -1,0 +1,229 @@
+"""One container's decision ladder: the rungs after each pod was compared with the target.
+
+``autoroll.decide`` compares every pod (``autoroll.compare``) and hands the findings to a
+``Ladder``; its rungs run in order and the first that answers decides: fetch what cannot be
+judged yet (an index's children, then image configs), skip when the target's content is
+unknown, apply the loop guard, then either choose the one stale pod to delete (or wait), or
+say why nothing is deleted. Each answer is a ``ContainerResult``: the verdict, the deletion
+it chose, and what the shell must fetch. Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from autoroll.compare import guard
+from autoroll.decision import (
+    ChildrenRequest,
+    ContainerVerdict,
+    ContentRequest,
+    DeletePod,
+    PodFinding,
+    PodState,
+    Reason,
+    Settledness,
+    Sighting,
+    Verdict,
+)
+from autoroll.images import TagRef
+from autoroll.model import ContainerView, DeploymentView, Digest, ImageContent, PodView, Unknown
+
+
+@dataclass(frozen=True, slots=True)
+class Needs:
+    """What one container's ladder asks the shell to fetch before it can decide."""
+
+    children: frozenset[ChildrenRequest] = frozenset()
+    content: frozenset[ContentRequest] = frozenset()
+
+
+_NOTHING = Needs()
+#: Pods in these states are neither rolled nor counted as current.
+_UNRESOLVED = frozenset({PodState.CONTENT_UNKNOWN, PodState.PLATFORM_UNKNOWN})
+_RUNS_TARGET = frozenset({PodState.CURRENT, PodState.CURRENT_CHILD, PodState.SAME_CONTENT})
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerResult:
+    """One container's answer: its verdict, the deletion it chose, what it needs fetched."""
+
+    verdict: ContainerVerdict
+    action: DeletePod | None = None
+    needs: Needs = _NOTHING
+
+
+@dataclass(slots=True)
+class Ladder:
+    """The rungs after the comparison, in order; each answers or passes (None) to the next."""
+
+    deployment: DeploymentView
+    container: ContainerView
+    ref: TagRef
+    target: Digest
+    pods: Sequence[PodView]
+    findings: list[PodFinding]
+
+    def result(
+        self,
+        verdict: Verdict,
+        reason: Reason,
+        detail: str = "",
+        pod: str | None = None,
+        *,
+        action: DeletePod | None = None,
+        needs: Needs = _NOTHING,
+    ) -> ContainerResult:
+        """A result carrying this container's ref, target and (current) per-pod findings."""
+        name, image = self.container.name, self.container.image
+        found = tuple(self.findings)
+        return ContainerResult(
+            ContainerVerdict(
+                name, image, verdict, reason, detail, self.ref, self.target, found, pod
+            ),
+            action,
+            needs,
+        )
+
+    def with_state(self, *states: PodState) -> list[PodFinding]:
+        return [f for f in self.findings if f.state in states]
+
+    def fetch_first(
+        self,
+        index_children: frozenset[Digest] | Unknown | None,
+        contents: Mapping[Digest, ImageContent | Unknown],
+    ) -> ContainerResult | None:
+        """Mismatches the core cannot judge yet: the index's children, then image configs."""
+        if self.with_state(PodState.MISMATCH):
+            if isinstance(index_children, Unknown):
+                # Cannot tell a platform-child digest from a stale one: skip, never delete.
+                return self.result(Verdict.SKIPPED, Reason.CHILDREN_UNKNOWN, str(index_children))
+            # Only now is the index worth a GET; the shell fetches and asks again.
+            return self.result(
+                Verdict.NEEDS_CHILDREN,
+                Reason.CHILDREN_NEEDED,
+                f"fetch children of {self.target}",
+                needs=Needs(children=frozenset({ChildrenRequest(self.ref, self.target)})),
+            )
+        needing = self.with_state(PodState.NEEDS_CONTENT)
+        if not needing:
+            return None
+        # Neither the target nor a child by name: only the configs tell what the pod runs.
+        wanted = set()
+        if self.target not in contents:
+            wanted.add(ContentRequest(self.ref.host, self.ref.repository, self.target))
+        for finding in needing:
+            running = finding.running
+            assert running is not None
+            if running.is_config or running.digest in contents:
+                continue
+            # Only a reference named on the configured host is ever left needing content.
+            assert running.host is not None and running.repository is not None
+            wanted.add(ContentRequest(running.host, running.repository, running.digest))
+        return self.result(
+            Verdict.NEEDS_CONTENT,
+            Reason.CONTENT_NEEDED,
+            f"resolve {len(wanted)} manifest(s) to their image configs",
+            needs=Needs(content=frozenset(wanted)),
+        )
+
+    def target_content_unknown(
+        self, target_content: ImageContent | Unknown | None
+    ) -> ContainerResult | None:
+        if isinstance(target_content, Unknown) and self.with_state(*_UNRESOLVED):
+            # Same or other content cannot be told without the target's: skip, never delete.
+            return self.result(
+                Verdict.SKIPPED,
+                Reason.TARGET_CONTENT_UNKNOWN,
+                f"the image configs of {self.target.short} could not be resolved: {target_content}",
+            )
+        return None
+
+    def guarded_by(self, sighting: Sighting | None) -> ContainerResult | None:
+        """The loop guard: without the target's first sighting no stale pod may go."""
+        if sighting is None or sighting.digest != self.target:
+            if self.with_state(PodState.STALE):
+                # Without the first-seen time the loop guard cannot work: the safe answer is no.
+                return self.result(
+                    Verdict.SKIPPED, Reason.SIGHTING_MISSING, f"no sighting of {self.target}"
+                )
+            return None
+        self.findings = [guard(f, self.pods, sighting) for f in self.findings]
+        return None
+
+    def stale(self, settledness: Settledness, already: DeletePod | None) -> ContainerResult | None:
+        stale = self.with_state(PodState.STALE)
+        if not stale:
+            return None
+        stale_names = {f.pod for f in stale}
+        candidates = sorted(
+            (p for p in self.pods if p.name in stale_names), key=lambda p: (p.created_at, p.name)
+        )
+        first = candidates[0].name
+        if not settledness.is_settled:
+            # The previous replacement (or something else) must settle first.
+            return self.result(Verdict.WAITING, Reason.NOT_SETTLED, settledness.detail, first)
+        if already is not None:
+            if already.name in stale_names:
+                # The pod chosen for another container is stale here too: one deletion serves both.
+                return self.result(Verdict.STALE, Reason.STALE_POD, "", already.name)
+            # At most one deletion per Deployment per tick.
+            return self.result(
+                Verdict.WAITING, Reason.ONE_PER_TICK, f"{already.name} goes first", first
+            )
+        victim = candidates[0]
+        from_digest = next(f.digest for f in stale if f.pod == victim.name)
+        assert isinstance(from_digest, Digest)
+        name = self.container.name
+        action = DeletePod(
+            namespace=victim.namespace,
+            name=victim.name,
+            uid=victim.uid,
+            reason=f"{Reason.STALE_POD}: {name} runs {from_digest.short},"
+            f" {self.ref} is {self.target.short}",
+            image=self.container.image,
+            from_digest=from_digest,
+            to_digest=self.target,
+            deployment=self.deployment.name,
+            container=name,
+        )
+        return self.result(Verdict.STALE, Reason.STALE_POD, "", victim.name, action=action)
+
+    def not_stale(self) -> ContainerResult:
+        """Nothing to delete: spared by the loop guard, unknown, current, or not comparable."""
+        guarded = self.with_state(PodState.LOOP_GUARD)
+        if guarded:
+            # The runtime reports another digest for a pod that must have pulled the new one.
+            pods_text = ", ".join(f.pod for f in guarded)
+            return self.result(
+                Verdict.LOOP_GUARD, Reason.CREATED_AFTER_TARGET, f"not deleting {pods_text}"
+            )
+        unresolved = self.with_state(*_UNRESOLVED)
+        if unresolved:
+            # What these pods run cannot be told: not rolled, and not counted as current either.
+            reason = (
+                Reason.CONTENT_UNKNOWN
+                if self.with_state(PodState.CONTENT_UNKNOWN)
+                else Reason.PLATFORM_UNKNOWN
+            )
+            detail = "; ".join(f"{f.pod}: {f.note}" for f in unresolved)
+            return self.result(Verdict.SKIPPED, reason, detail)
+        if self.with_state(*_RUNS_TARGET):
+            # Includes a new image that crash-loops: it matches, so it is never deleted again.
+            return self.result(
+                Verdict.CURRENT, Reason.UP_TO_DATE, _same_content_text(self.findings)
+            )
+        # Nothing comparable yet: pods still pulling, or only pods of an older template.
+        return self.result(
+            Verdict.SKIPPED, Reason.NO_COMPARABLE_POD, "no pod of this template has a digest"
+        )
+
+
+def _same_content_text(findings: Sequence[PodFinding]) -> str:
+    """Names the pods that run the target's content under another name, and those names."""
+    same = [f for f in findings if f.state is PodState.SAME_CONTENT and f.running is not None]
+    if not same:
+        return ""
+    pods = ", ".join(f.pod for f in same)
+    names = ", ".join(sorted({f.running.reference for f in same if f.running is not None}))
+    return f"{pods}: the target's content under another name ({names})"

@@ -1,0 +1,261 @@
+"""What a pass tells people about itself: metrics, log lines and Kubernetes Events.
+
+The reconciler hands the observer each ``Decision`` and each ``Executed`` action; the
+observer counts them, writes one log line per container decision and per action, and, with
+EMIT_EVENTS, records each roll as an Event on its Deployment (the reason and its text are
+``autoroll.model.RollEvent.about``). An Event that fails is logged and counted, never allowed
+to fail the pass. A halted rollout (``autoroll.halt``) gets a WARNING every pass, the
+``autoroll_rollouts_halted`` gauge and one Warning Event per halt. It keeps two memories of
+its own: which pods it has already warned about because what they run cannot be told, so
+such a warning is logged once per pod and reference, not once per pass; and which halts it
+has already recorded an Event for.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+
+from autoroll.decide import ContainerVerdict, Decision, DeletePod, PodState, Reason, Verdict
+from autoroll.executor import Executed, Outcome
+from autoroll.halt import RolloutHalt
+from autoroll.metrics import Metrics
+from autoroll.model import DeploymentView, Digest, Enrolled, EventReason, RollEvent, Unknown
+from autoroll.ports import EventPort
+
+#: The pass's lines keep the logger name they always had: log queries select on it.
+log = logging.getLogger("autoroll.reconciler")
+
+#: Pods whose content cannot be told; each is warned about once, not every pass.
+_UNRESOLVED = frozenset({PodState.CONTENT_UNKNOWN, PodState.PLATFORM_UNKNOWN})
+
+
+class PassObserver:
+    """Metrics, log lines and Events for the decisions and actions of every pass."""
+
+    def __init__(
+        self, *, metrics: Metrics, events: EventPort | None = None, evicting: bool = False
+    ) -> None:
+        self._metrics = metrics
+        self._events = events
+        self._evicting = evicting
+        # (namespace, pod, uid, container, reference) already warned as unresolved.
+        self._warned: set[tuple[str, str, str, str, str]] = set()
+        # (Deployment UID, pod) of the halts found this pass, and of those already announced
+        # with an Event: one Event per halt, while the warning line repeats every pass.
+        self._halted: set[tuple[str, str]] = set()
+        self._halts_announced: set[tuple[str, str]] = set()
+
+    # -- decisions --------------------------------------------------------------------------
+
+    def decided(self, decision: Decision) -> None:
+        """Metrics and one log line per container decision."""
+        self._warn_unresolved(decision)
+        if decision.loop_guard_hits:
+            self._metrics.loop_guard_hits.inc(decision.loop_guard_hits)
+        for verdict in decision.containers:
+            if verdict.verdict is Verdict.SKIPPED:
+                self._metrics.containers_skipped.labels(reason=verdict.reason.value).inc()
+            level = logging.WARNING if verdict.reason.is_warning else logging.INFO
+            log.log(
+                level,
+                "%s %s: %s (%s)%s",
+                decision.key,
+                verdict.container,
+                verdict.verdict.value,
+                verdict.reason.value,
+                f": {verdict.detail}" if verdict.detail else "",
+                extra=decision_fields(decision, verdict),
+            )
+
+    def _warn_unresolved(self, decision: Decision) -> None:
+        """One warning per pod and reference whose content cannot be told, not one per pass:
+        a foreign reference can last as long as the pod (docs/adr/001, point 3)."""
+        for verdict in decision.containers:
+            if verdict.reason is Reason.TARGET_CONTENT_UNKNOWN:
+                continue  # the registry's fault, warned every pass as the verdict itself
+            for finding in verdict.pods:
+                if finding.state not in _UNRESOLVED or finding.running is None:
+                    continue
+                reference = finding.running.reference
+                key = (decision.namespace, finding.pod, finding.uid, verdict.container, reference)
+                if key in self._warned:
+                    continue
+                self._warned.add(key)
+                log.warning(
+                    "%s %s: cannot tell what pod %s runs: %s",
+                    decision.key,
+                    verdict.container,
+                    finding.pod,
+                    finding.note,
+                    extra={
+                        **decision_fields(decision, verdict),
+                        "event": "content-unknown",
+                        "pod": finding.pod,
+                        "running_digest": reference,
+                        "reason": finding.state.value,
+                    },
+                )
+
+    def halted(self, deployment: DeploymentView, halt: RolloutHalt) -> None:
+        """A WARNING every pass while halted; one Warning Event per halt (EMIT_EVENTS)."""
+        log.warning(
+            halt.message(),
+            extra={
+                "event": "rollout-halted",
+                "deployment": halt.deployment,
+                "pod": halt.pod,
+                "reason": "rollout-halted",
+            },
+        )
+        key = (deployment.uid, halt.pod)
+        self._halted.add(key)
+        if key in self._halts_announced:
+            return
+        self._halts_announced.add(key)
+        self._emit(deployment, RollEvent.halted(deployment, halt.message()))
+
+    def pass_ended(self, enrolled: Iterable[Enrolled], *, complete: bool = True) -> None:
+        """Keep warned keys only for pods still listed: bounded by the pods enrolled. Set the
+        halted gauge from this pass; after a complete pass, forget halts that ended, so a
+        later one on the same pod is announced again."""
+        listed = {(p.namespace, p.name, p.uid) for e in enrolled for p in e.pods}
+        self._warned = {k for k in self._warned if (k[0], k[1], k[2]) in listed}
+        self._metrics.rollouts_halted.set(len(self._halted))
+        if complete:
+            self._halts_announced &= self._halted
+        self._halted = set()
+
+    # -- actions ----------------------------------------------------------------------------
+
+    def executed(self, deployment: DeploymentView, done: Executed) -> None:
+        """Count and log what became of an action; record an Event for a roll."""
+        action, outcome = done.action, done.outcome
+        fields = _action_fields(action)
+        where = f"{action.namespace}/{action.name}"
+        if outcome is Outcome.DRY_RUN:
+            self._metrics.deletions.labels(mode="dry").inc()
+            log.info(
+                "DRY_RUN: would delete stale pod %s (%s)",
+                where,
+                action.reason,
+                extra={**fields, "event": "delete", "dry_run": True},
+            )
+        elif outcome is Outcome.DELETED:
+            self._metrics.deletions.labels(mode="real").inc()
+            log.info(
+                "deleted stale pod %s (%s)",
+                where,
+                action.reason,
+                extra={**fields, "event": "delete", "dry_run": False},
+            )
+        elif outcome is Outcome.ERROR:
+            log.error(
+                "deleting pod %s failed: %s",
+                where,
+                done.detail,
+                extra={**fields, "event": "delete-failed"},
+            )
+        else:
+            self._not_done(where, outcome, fields)
+        self._record_event(deployment, done)
+
+    def _not_done(self, where: str, outcome: Outcome, fields: dict[str, object]) -> None:
+        # One line per Deployment per pass at most (one action each): no storm.
+        self._metrics.deletions_not_done.labels(reason=outcome.value).inc()
+        extra = {**fields, "event": "delete-noop", "reason": outcome.value}
+        if outcome is Outcome.BLOCKED:
+            log.warning(
+                "eviction of pod %s refused (a PodDisruptionBudget allows no disruption"
+                " now); trying again next pass",
+                where,
+                extra=extra,
+            )
+        elif outcome is Outcome.NOT_LEADER:
+            log.warning(
+                "not deleting pod %s: this replica is no longer the leader; ending the pass",
+                where,
+                extra=extra,
+            )
+        else:
+            log.info("pod %s not deleted: %s", where, outcome.value, extra=extra)
+
+    def _record_event(self, deployment: DeploymentView, done: Executed) -> None:
+        """One Event per executed roll; failures are logged and counted, never raised."""
+        if self._events is None:
+            return
+        if done.outcome is Outcome.DRY_RUN:
+            reason = EventReason.DRY_RUN
+        elif done.outcome is Outcome.DELETED:
+            reason = EventReason.EVICTED if self._evicting else EventReason.DELETED
+        else:
+            return
+        action = done.action
+        event = RollEvent.about(
+            deployment,
+            reason,
+            pod=action.name,
+            container=action.container,
+            image=action.image,
+            running=action.from_digest,
+            target=action.to_digest,
+        )
+        self._emit(deployment, event)
+
+    def _emit(self, deployment: DeploymentView, event: RollEvent) -> None:
+        """Record ``event``; a failure is logged and counted, never raised."""
+        if self._events is None:
+            return
+        try:
+            self._events.emit(event)
+        except Exception as exc:
+            self._metrics.events.labels(outcome="error").inc()
+            log.warning(
+                "could not record an Event on %s: %s",
+                deployment.key,
+                exc,
+                extra={"event": "event-failed", "deployment": deployment.key},
+            )
+            return
+        self._metrics.events.labels(outcome="created").inc()
+
+
+def _digest_text(value: Digest | Unknown | None) -> str:
+    if value is None:
+        return "-"
+    return str(value)
+
+
+def running_text(verdict: ContainerVerdict) -> str:
+    """The digests the compared pods run, or ``-`` when none is known."""
+    return ",".join(str(d) for d in verdict.running_digests) or "-"
+
+
+def decision_fields(decision: Decision, verdict: ContainerVerdict) -> dict[str, object]:
+    """The structured fields of a decision's log line: Deployment, pod, image, both digests."""
+    pods = verdict.pod or ",".join(f.pod for f in verdict.pods) or "-"
+    return {
+        "event": "decision",
+        "deployment": decision.key,
+        "container": verdict.container,
+        "pod": pods,
+        "image": verdict.image,
+        "running_digest": running_text(verdict),
+        "registry_digest": _digest_text(verdict.registry_digest),
+        "verdict": verdict.verdict.value,
+        "reason": verdict.reason.value,
+    }
+
+
+def _action_fields(action: DeletePod) -> dict[str, object]:
+    return {
+        "deployment": f"{action.namespace}/{action.deployment}",
+        "container": action.container,
+        "pod": action.name,
+        "image": action.image,
+        "running_digest": str(action.from_digest),
+        "registry_digest": str(action.to_digest),
+    }
+
+
+__all__ = ["PassObserver", "decision_fields", "running_text"]

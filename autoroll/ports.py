@@ -1,0 +1,99 @@
+"""The ports: what the orchestration needs from the outside world, as Protocols.
+
+Each port is implemented by one adapter in production and by a hand-written fake in the
+unit tests; the orchestration (``reconciler``, ``leader``, ``plan``) knows only these::
+
+    ClusterPort   snapshot + delete one pod     autoroll.kube.KubeCluster
+    RegistryPort  tag → digest, index children  autoroll.registry.RegistryClient
+    EventPort     record a roll as an Event      autoroll.kube.KubeEvents
+    LeasePort     the leader-election Lease      autoroll.kube.KubeLease
+
+Everything that crosses a port is plain data from ``autoroll.model`` (or a decision type
+from ``autoroll.decide``), never a client library's object.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Protocol
+
+from autoroll.decide import ChildrenRequest, ContentRequest
+from autoroll.images import TagRef
+from autoroll.model import (
+    DeleteOutcome,
+    Digest,
+    Enrolled,
+    ImageContent,
+    LeaseRecord,
+    RollEvent,
+    Unknown,
+)
+
+
+class ClusterPort(Protocol):
+    """What a pass needs from Kubernetes."""
+
+    def snapshot(self) -> Sequence[Enrolled]: ...
+
+    def delete_pod(self, namespace: str, name: str, uid: str) -> DeleteOutcome: ...
+
+
+class RegistryPort(Protocol):
+    """What a pass needs from the registry.
+
+    The client caches index children and manifests' image configs by digest (immutable);
+    ``known_children`` and ``known_content`` seed each pass's decisions with those caches,
+    so a manifest is fetched once, not once per pass.
+    """
+
+    def resolve(self, refs: Iterable[TagRef]) -> Mapping[TagRef, Digest | Unknown]: ...
+
+    def known_children(self) -> Mapping[Digest, frozenset[Digest]]: ...
+
+    def fetch_children(
+        self, wanted: Iterable[ChildrenRequest]
+    ) -> Mapping[Digest, frozenset[Digest] | Unknown]: ...
+
+    def known_content(self) -> Mapping[Digest, ImageContent]: ...
+
+    def fetch_content(
+        self, wanted: Iterable[ContentRequest]
+    ) -> Mapping[Digest, ImageContent | Unknown]: ...
+
+
+class EventPort(Protocol):
+    """Records a Kubernetes Event about one roll."""
+
+    def emit(self, event: RollEvent) -> None: ...
+
+
+class LeaseConflictError(Exception):
+    """A Lease write named a resourceVersion that is no longer current (or the Lease exists)."""
+
+
+class LeasePort(Protocol):
+    """The Lease calls election needs.
+
+    Every method raises ``LeaseConflictError`` on 409 and anything else on other failures.
+    """
+
+    def get(self) -> LeaseRecord | None: ...
+
+    def create(self, record: LeaseRecord) -> LeaseRecord: ...
+
+    def update(self, record: LeaseRecord) -> LeaseRecord: ...
+
+    def publish_nudge(self, value: str) -> None: ...
+
+    def watch(self, resource_version: str, timeout_seconds: int) -> Iterator[LeaseRecord]: ...
+
+    def abort_watch(self) -> None: ...
+
+
+__all__ = [
+    "ClusterPort",
+    "EventPort",
+    "LeaseConflictError",
+    "LeasePort",
+    "RegistryPort",
+]

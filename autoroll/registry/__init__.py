@@ -1,0 +1,41 @@
+"""The registry adapter (``RegistryPort``): digests for tags, an index's children, and the
+image configs a manifest stands for, from the one configured registry.
+
+    client.py     RegistryClient: HEAD and GET by digest, auth, budget, back-off, redirects
+    errors.py     the error tree; every failure becomes ``Unknown(reason)`` at the edge
+    manifests.py  pure: media types, the digest header, index entries, config digests
+    limits.py     Limits, the per-pass Deadline, and the seams the client reports through
+
+``from autoroll.registry import …`` gives the names callers use; the modules say why.
+"""
+
+from __future__ import annotations
+
+from autoroll.registry.client import MAX_REDIRECTS, RegistryClient
+from autoroll.registry.limits import Limits, NullObserver, RegistryObserver
+from autoroll.registry.manifests import (
+    DOCKER_LIST,
+    DOCKER_MANIFEST,
+    INDEX_TYPES,
+    MANIFEST_ACCEPT,
+    MAX_MANIFEST_BYTES,
+    OCI_INDEX,
+    OCI_MANIFEST,
+    retry_after_seconds,
+)
+
+__all__ = [
+    "DOCKER_LIST",
+    "DOCKER_MANIFEST",
+    "INDEX_TYPES",
+    "MANIFEST_ACCEPT",
+    "MAX_MANIFEST_BYTES",
+    "MAX_REDIRECTS",
+    "OCI_INDEX",
+    "OCI_MANIFEST",
+    "Limits",
+    "NullObserver",
+    "RegistryClient",
+    "RegistryObserver",
+    "retry_after_seconds",
+]

@@ -1,0 +1,77 @@
+"""The ClusterRole follows the rollout method, proven against the real API's authorizer.
+
+The controller's adapter runs as a ServiceAccount holding exactly the rules the chart
+renders: with ``rolloutMethod: evict`` an eviction succeeds and a plain DELETE is refused
+(the Role has no ``pods: delete``); with the default, the reverse.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from autoroll.kube import ClusterForbiddenError, KubeCluster, connect
+from autoroll.model import DeleteOutcome
+from tests.e2e.controlplane import ControlPlane
+from tests.e2e.helpers import apps_api, core_api, deployment, pod, rbac_api
+from tests.e2e.rbac import service_account_kubeconfig
+from tests.support.wait import eventually
+
+pytestmark = pytest.mark.e2e
+
+SELECTOR = "aethnet.se/autoroll=true"
+IMAGE = "registry.invalid/team/app:latest"
+
+
+def enrolled_pod(kube: Any, namespace: str) -> str:
+    """An enrolled Deployment (no replicas of its own) and one bare pod it selects."""
+    apps_api(kube).create_namespaced_deployment(
+        namespace, deployment("web", IMAGE, replicas=0, labels={"aethnet.se/autoroll": "true"})
+    )
+    manifest = pod("web-1", IMAGE)
+    manifest["metadata"]["labels"] = {"app": "web"}
+    created = core_api(kube).create_namespaced_pod(namespace, manifest)
+    return str(created.metadata.uid)
+
+
+def adapter(kubeconfig: Path, *, evict: bool) -> KubeCluster:
+    return KubeCluster(
+        label_selector=SELECTOR,
+        api_client_factory=lambda: connect({"KUBECONFIG": str(kubeconfig)}),
+        evict=evict,
+    )
+
+
+def gone_or_terminating(kube: Any, namespace: str) -> None:
+    pods = core_api(kube).list_namespaced_pod(namespace).items
+    assert all(p.metadata.deletion_timestamp is not None for p in pods), pods
+
+
+@pytest.mark.parametrize("method", ["evict", "delete"])
+def test_the_rendered_rules_allow_exactly_the_rollout_methods_one_write(
+    control_plane: ControlPlane, kube: Any, namespace: str, tmp_path: Path, method: str
+) -> None:
+    kubeconfig = service_account_kubeconfig(
+        control_plane,
+        kube,
+        namespace,
+        tmp_path / "kubeconfig",
+        values=(f"rolloutMethod={method}",),
+        lease_role=False,
+    )
+    try:
+        uid = enrolled_pod(kube, namespace)
+        chosen = adapter(kubeconfig, evict=method == "evict")
+        other = adapter(kubeconfig, evict=method != "evict")
+        [item] = [e for e in chosen.snapshot() if e.deployment.namespace == namespace]
+        assert [p.name for p in item.pods] == ["web-1"]  # deployments: list, pods: list
+        refused_rule = "pods: delete" if method == "evict" else "pods/eviction: create"
+        with pytest.raises(ClusterForbiddenError, match=refused_rule):
+            other.delete_pod(namespace, "web-1", uid)
+        assert chosen.delete_pod(namespace, "web-1", uid) is DeleteOutcome.DELETED
+        eventually(lambda: gone_or_terminating(kube, namespace), timeout=30, what="web-1 gone")
+    finally:
+        rbac_api(kube).delete_cluster_role_binding(f"autoroll-{namespace}")
+        rbac_api(kube).delete_cluster_role(f"autoroll-{namespace}")
