@@ -44,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
         " LABEL_SELECTOR, LISTEN_ADDR, DRY_RUN, LOG_LEVEL, LOG_FORMAT, ROLLOUT_METHOD,"
         " EMIT_EVENTS, PLATFORM_AWARE; the guardrails ROLL_BUDGET_DELETIONS,"
         " ROLL_BUDGET_PERIOD_SECONDS, ROLL_BUDGET_IN_FLIGHT, ROLL_MIN_AGE_SECONDS, ROLL_WINDOW,"
-        " ROLL_PAUSED (docs/adr/015-guardrails.md); with several replicas LEADER_ELECTION,"
+        " ROLL_PAUSED (docs/adr/016-guardrails.md); with several replicas LEADER_ELECTION,"
         " LEADER_ELECTION_NAMESPACE, LEADER_ELECTION_LEASE, POD_NAME and"
         " LEADER_ELECTION_{LEASE_DURATION,RENEW_DEADLINE,RETRY_PERIOD}_SECONDS"
         " (docs/adr/004-leader-election-and-webhook-handoff.md).",

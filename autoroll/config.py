@@ -161,11 +161,15 @@ class Config:
     registry_scheme: RegistryScheme = RegistryScheme.HTTPS  # http only for local registries
     leader_election: LeaderElection | None = None  # None: one replica, reconciles alone
     #: the cluster-wide budget, min-age, window and pause (autoroll.policy; defaults and why
-    #: in docs/adr/015-guardrails.md)
+    #: in docs/adr/016-guardrails.md)
     guardrails: Guardrails = field(default_factory=Guardrails)
     #: read each pod's node platform (nodes: list), so a multi-arch push that leaves a
     #: platform unchanged restarts none of its pods; off: such pods are platform-unknown
     platform_aware: bool = False
+    # A rollout stuck this long behind a pod that is not Ready is reported as halted (WARNING,
+    # metric, Event): long enough for a slow start, short enough that a broken release is
+    # noticed the same hour.
+    rollout_halted_after_seconds: int = 600
 
     @property
     def listen_addr(self) -> str:
@@ -198,6 +202,7 @@ class Config:
         scheme = reader.optional(
             "REGISTRY_SCHEME", RegistryScheme.HTTPS, _enum_parser(RegistryScheme)
         )
+        halted_after = reader.optional("ROLLOUT_HALTED_AFTER_SECONDS", 600, _parse_interval)
         election = _read_leader_election(reader)
         guardrails = _read_guardrails(reader)
         platform_aware = reader.optional("PLATFORM_AWARE", False, _parse_bool)
@@ -223,6 +228,7 @@ class Config:
             leader_election=election,
             guardrails=guardrails,
             platform_aware=platform_aware,
+            rollout_halted_after_seconds=halted_after,
         )
 
     def redacted(self) -> dict[str, str]:
@@ -242,6 +248,7 @@ class Config:
             "ROLLOUT_METHOD": str(self.rollout_method),
             "EMIT_EVENTS": str(self.emit_events).lower(),
             "REGISTRY_SCHEME": str(self.registry_scheme),
+            "ROLLOUT_HALTED_AFTER_SECONDS": str(self.rollout_halted_after_seconds),
             **_redacted_election(self.leader_election),
             **_redacted_guardrails(self.guardrails),
             "PLATFORM_AWARE": str(self.platform_aware).lower(),

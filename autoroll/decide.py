@@ -226,9 +226,12 @@ def observe_targets(
 
 
 def is_settled(*, pods: Sequence[PodView], replicas: int) -> Settledness:
-    """May this Deployment lose a pod now? Terminal (Succeeded/Failed) pods do not count."""
+    """May this Deployment lose a pod now? Terminal (Succeeded/Failed) pods do not count,
+    except that one being deleted is still terminating."""
     live = [p for p in pods if not p.is_terminal]
-    terminating = sorted(p.name for p in live if p.deleting)
+    # Terminal or not: a deleted pod whose containers exited 0 shows Succeeded (non-zero:
+    # Failed) until the kubelet has finished with it, and its replacement is on its way.
+    terminating = sorted(p.name for p in pods if p.deleting)
     if terminating:
         # A replacement is still on its way; deleting another would stack disruptions.
         return Settledness(

@@ -26,7 +26,7 @@ deletions a previous leader made (each left its replacement). The evidence is ta
 at the start of the term, so rolling one of those pods again cannot erase it. Exact within
 a term; across a restart or a change of leader it misses only a pod the previous leader
 rolled twice in that period (its first replacement is gone). Mid-roll is read from the pods
-alone (``is_mid_roll``), so it survives restarts. See docs/adr/015-guardrails.md.
+alone (``is_mid_roll``), so it survives restarts. See docs/adr/016-guardrails.md.
 """
 
 from __future__ import annotations

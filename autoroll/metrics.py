@@ -66,6 +66,12 @@ class Metrics:
             " first seen (the runtime reports an old digest for a fresh pull).",
             registry=registry,
         )
+        self.rollouts_halted = Gauge(
+            f"{PREFIX}_rollouts_halted",
+            "Deployments whose rollout the last pass found halted: stale pods wait behind a"
+            " pod that has not been Ready for ROLLOUT_HALTED_AFTER_SECONDS.",
+            registry=registry,
+        )
         self.events = Counter(
             f"{PREFIX}_kubernetes_events",
             "Kubernetes Events about rolls (EMIT_EVENTS=true), by outcome (created, error).",

@@ -165,9 +165,10 @@ class PodView:
 
     ``containers`` is the pod *spec* (the image string asked for); ``statuses`` is what the
     runtime reports. ``deleting`` is true once ``metadata.deletionTimestamp`` is set.
-    ``ready`` is the pod's ``Ready`` condition. ``platform`` is its node's ``os/arch[/variant]``:
-    None until platform awareness (issue 18) fills it; the core then cannot tell which
-    child of a multi-arch index the pod runs.
+    ``ready`` is the pod's ``Ready`` condition, ``ready_changed_at`` when it last changed
+    (its ``lastTransitionTime``; None when not reported). ``platform`` is its node's
+    ``os/arch[/variant]``: None until platform awareness (issue 18) fills it; the core then
+    cannot tell which child of a multi-arch index the pod runs.
     """
 
     namespace: str
@@ -180,6 +181,7 @@ class PodView:
     containers: tuple[ContainerView, ...] = ()
     statuses: tuple[ContainerStatusView, ...] = field(default=())
     platform: str | None = None
+    ready_changed_at: datetime | None = None
 
     def __post_init__(self) -> None:
         if self.created_at.tzinfo is None:
@@ -229,18 +231,29 @@ class EventReason(StrEnum):
     DELETED = "StalePodDeleted"
     EVICTED = "StalePodEvicted"
     DRY_RUN = "WouldDeletePod"
+    HALTED = "RolloutHalted"  # a Warning: stale pods wait behind a pod that is not Ready
 
     @property
     def verb(self) -> str:
-        return {"StalePodDeleted": "deleted", "StalePodEvicted": "evicted"}.get(
-            self.value, "would delete"
-        )
+        return {
+            "StalePodDeleted": "deleted",
+            "StalePodEvicted": "evicted",
+            "WouldDeletePod": "would delete",
+        }.get(self.value, "halted")
+
+
+class EventType(StrEnum):
+    """A core/v1 Event's ``type``: rolls are Normal, a halted rollout is a Warning."""
+
+    NORMAL = "Normal"
+    WARNING = "Warning"
 
 
 #: The reasons as plain strings, for callers that compare with an Event's ``reason``.
 REASON_DELETED: Final = EventReason.DELETED.value
 REASON_EVICTED: Final = EventReason.EVICTED.value
 REASON_DRY_RUN: Final = EventReason.DRY_RUN.value
+REASON_HALTED: Final = EventReason.HALTED.value
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,6 +265,7 @@ class RollEvent:
     deployment_uid: str
     reason: str
     message: str
+    type: EventType = EventType.NORMAL
 
     @classmethod
     def about(
@@ -275,6 +289,18 @@ class RollEvent:
                 f"autoroll {reason.verb} stale pod {pod}: container {container} image {image}"
                 f" runs {running}, the registry has {target}"
             ),
+        )
+
+    @classmethod
+    def halted(cls, deployment: DeploymentView, message: str) -> RollEvent:
+        """The Warning Event for a halted rollout (``autoroll.halt.RolloutHalt.message``)."""
+        return cls(
+            namespace=deployment.namespace,
+            deployment=deployment.name,
+            deployment_uid=deployment.uid,
+            reason=EventReason.HALTED.value,
+            message=f"autoroll: {message}",
+            type=EventType.WARNING,
         )
 
 

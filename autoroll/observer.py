@@ -4,9 +4,11 @@ The reconciler hands the observer each ``Decision`` and each ``Executed`` action
 observer counts them, writes one log line per container decision and per action, and, with
 EMIT_EVENTS, records each roll as an Event on its Deployment (the reason and its text are
 ``autoroll.model.RollEvent.about``). An Event that fails is logged and counted, never allowed
-to fail the pass. It keeps one memory of its own: which pods it has already warned about
-because what they run cannot be told, so such a warning is logged once per pod and
-reference, not once per pass.
+to fail the pass. A halted rollout (``autoroll.halt``) gets a WARNING every pass, the
+``autoroll_rollouts_halted`` gauge and one Warning Event per halt. It keeps two memories of
+its own: which pods it has already warned about because what they run cannot be told, so
+such a warning is logged once per pod and reference, not once per pass; and which halts it
+has already recorded an Event for.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import Iterable
 from autoroll.decide import ContainerVerdict, Decision, DeletePod, PodState, Reason, Verdict
 from autoroll.executor import Executed, Outcome
 from autoroll.guardrails import Hold, RollPlan
+from autoroll.halt import RolloutHalt
 from autoroll.metrics import Metrics
 from autoroll.model import DeploymentView, Digest, Enrolled, EventReason, RollEvent, Unknown
 from autoroll.ports import EventPort
@@ -39,6 +42,10 @@ class PassObserver:
         self._evicting = evicting
         # (namespace, pod, uid, container, reference) already warned as unresolved.
         self._warned: set[tuple[str, str, str, str, str]] = set()
+        # (Deployment UID, pod) of the halts found this pass, and of those already announced
+        # with an Event: one Event per halt, while the warning line repeats every pass.
+        self._halted: set[tuple[str, str]] = set()
+        self._halts_announced: set[tuple[str, str]] = set()
 
     # -- decisions --------------------------------------------------------------------------
 
@@ -142,10 +149,34 @@ class PassObserver:
             },
         )
 
-    def pass_ended(self, enrolled: Iterable[Enrolled]) -> None:
-        """Keep warned keys only for pods still listed: bounded by the pods enrolled."""
+    def halted(self, deployment: DeploymentView, halt: RolloutHalt) -> None:
+        """A WARNING every pass while halted; one Warning Event per halt (EMIT_EVENTS)."""
+        log.warning(
+            halt.message(),
+            extra={
+                "event": "rollout-halted",
+                "deployment": halt.deployment,
+                "pod": halt.pod,
+                "reason": "rollout-halted",
+            },
+        )
+        key = (deployment.uid, halt.pod)
+        self._halted.add(key)
+        if key in self._halts_announced:
+            return
+        self._halts_announced.add(key)
+        self._emit(deployment, RollEvent.halted(deployment, halt.message()))
+
+    def pass_ended(self, enrolled: Iterable[Enrolled], *, complete: bool = True) -> None:
+        """Keep warned keys only for pods still listed: bounded by the pods enrolled. Set the
+        halted gauge from this pass; after a complete pass, forget halts that ended, so a
+        later one on the same pod is announced again."""
         listed = {(p.namespace, p.name, p.uid) for e in enrolled for p in e.pods}
         self._warned = {k for k in self._warned if (k[0], k[1], k[2]) in listed}
+        self._metrics.rollouts_halted.set(len(self._halted))
+        if complete:
+            self._halts_announced &= self._halted
+        self._halted = set()
 
     # -- actions ----------------------------------------------------------------------------
 
@@ -221,6 +252,12 @@ class PassObserver:
             running=action.from_digest,
             target=action.to_digest,
         )
+        self._emit(deployment, event)
+
+    def _emit(self, deployment: DeploymentView, event: RollEvent) -> None:
+        """Record ``event``; a failure is logged and counted, never raised."""
+        if self._events is None:
+            return
         try:
             self._events.emit(event)
         except Exception as exc:

@@ -47,7 +47,7 @@ _FALSE: Final = frozenset({"false", "no", "off", "0"})
 class Guardrails:
     """The cluster-wide guardrails (``Config.guardrails``). 0 means unlimited for the budget.
 
-    Defaults are argued in docs/adr/015-guardrails.md: a pass may delete at most 30 pods a
+    Defaults are argued in docs/adr/016-guardrails.md: a pass may delete at most 30 pods a
     minute across the cluster, and at most 10 workloads may be mid-roll at once (so a broken
     base image halts after 10 workloads, not 500); no min-age, no window, not paused.
     """

@@ -33,7 +33,9 @@ previous leader's deletions (a restart forgets the first; the second is in the c
 The pass only orders the steps. Carrying out a deletion (or, in dry-run, not; and not at
 all once leadership lapsed) is the ``Executor``'s (``autoroll.executor``), with a typed
 ``Outcome``; metrics, log lines and Events about decisions and actions are the
-``PassObserver``'s (``autoroll.observer``). A replica that does not lead (``leading``)
+``PassObserver``'s (``autoroll.observer``), and so is saying loudly that a rollout is
+halted (``autoroll.halt`` decides when: stale pods have waited ``halted_after`` behind a pod
+that is not Ready). A replica that does not lead (``leading``)
 skips the whole pass and reports it as ``skipped``.
 
 Collaborators are injected (cluster, registry, clock), so unit tests drive a full pass with
@@ -46,7 +48,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from autoroll.decide import (
     ContentRequest,
@@ -59,6 +61,7 @@ from autoroll.decide import (
 )
 from autoroll.executor import Executed, Executor, Outcome
 from autoroll.guardrails import RollPlan, plan_rolls, pods_started
+from autoroll.halt import rollout_halt
 from autoroll.images import TagRef
 from autoroll.metrics import Metrics
 from autoroll.model import Digest, Enrolled, ImageContent, Unknown
@@ -124,8 +127,10 @@ class Reconciler:
         events: EventPort | None = None,
         evicting: bool = False,
         guardrails: Guardrails | None = None,
+        halted_after: timedelta = timedelta(minutes=10),
     ) -> None:
         self._cluster = cluster
+        self._halted_after = halted_after
         self._registry = registry
         self._forgejo_host = forgejo_host
         self._clock = clock
@@ -173,6 +178,11 @@ class Reconciler:
             decision = self._decide(item, resolved, children, contents)
             items.append((item, decision))
             self._observer.decided(decision)
+            halt = rollout_halt(
+                decision=decision, pods=item.pods, now=now, after=self._halted_after
+            )
+            if halt is not None:
+                self._observer.halted(item.deployment, halt)
         plan: RollPlan | None = None
         executed: list[Executed] = []
         if not abandoned:
@@ -181,7 +191,7 @@ class Reconciler:
             plan = self._plan(items)
             self._observer.planned(plan)
             abandoned = self._execute(plan, items, executed, stopping)
-        self._observer.pass_ended(enrolled)
+        self._observer.pass_ended(enrolled, complete=not abandoned)
         if not abandoned:
             self._remember_targets(resolved, contents)
         decisions = tuple(d for _, d in items)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -42,8 +43,24 @@ def deployment(
     labels: Mapping[str, str] | None = None,
     pod_annotations: Mapping[str, str] | None = None,
     pull_policy: str = "Always",
+    http_port: int | None = None,
+    ready_after: float = 0,
 ) -> dict[str, Any]:
-    """A minimal Deployment manifest: one container, pods labelled ``app=<name>``."""
+    """A minimal Deployment manifest: one container, pods labelled ``app=<name>``.
+
+    ``http_port``: the container serves HTTP there and gets a readiness probe on ``/``, first
+    asked ``ready_after`` seconds (rounded up) after it starts, then every second.
+    """
+    container: dict[str, Any] = {"name": "app", "image": image, "imagePullPolicy": pull_policy}
+    if http_port is not None:
+        container["ports"] = [{"name": "http", "containerPort": http_port}]
+        container["readinessProbe"] = {
+            "httpGet": {"path": "/", "port": "http"},
+            "initialDelaySeconds": math.ceil(ready_after),
+            "periodSeconds": 1,
+            "timeoutSeconds": 1,
+            "failureThreshold": 1,
+        }
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -53,10 +70,7 @@ def deployment(
             "selector": {"matchLabels": {"app": name}},
             "template": {
                 "metadata": {"labels": {"app": name}, "annotations": dict(pod_annotations or {})},
-                "spec": {
-                    "containers": [{"name": "app", "image": image, "imagePullPolicy": pull_policy}],
-                    "terminationGracePeriodSeconds": 5,
-                },
+                "spec": {"containers": [container], "terminationGracePeriodSeconds": 5},
             },
         },
     }

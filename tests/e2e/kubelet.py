@@ -448,10 +448,13 @@ class SimulatedKubelet:
         interval: float = 0.2,
         arch: str = "amd64",
         bind_unselected: bool = True,
+        only_namespaces_labelled: str | None = None,
     ) -> None:
         """``arch`` is the Node's ``kubernetes.io/arch``. Only pods whose ``nodeSelector``
         matches the Node's labels are bound to it; ``bind_unselected=False`` also leaves pods
-        without a ``nodeSelector`` alone (a second node that takes only the pods sent to it)."""
+        without a ``nodeSelector`` alone (a second node that takes only the pods sent to it).
+        ``only_namespaces_labelled`` (``key=value``): bind only pods in namespaces with that
+        label, leaving every other pod to the real node's scheduler."""
         from kubernetes import client
 
         self.core: Any = client.CoreV1Api(api_client)
@@ -459,6 +462,7 @@ class SimulatedKubelet:
         self.interval = interval
         self.arch = arch
         self.bind_unselected = bind_unselected
+        self.only_namespaces_labelled = only_namespaces_labelled
         self.errors: list[str] = []
         self._resolve = resolve
         self._resolve_child = resolve_child
@@ -609,6 +613,7 @@ class SimulatedKubelet:
         """Bind, pull, write status, finalize deletions — one pass over every pod."""
         response = self.core.list_pod_for_all_namespaces(_preload_content=False)
         pods = json.loads(response.data)["items"]
+        ours = self._namespaces()
         live = set()
         now = time.time()
         for pod in pods:
@@ -616,7 +621,8 @@ class SimulatedKubelet:
             live.add(uid)
             node = pod["spec"].get("nodeName")
             if not node:
-                if not pod["metadata"].get("deletionTimestamp") and self.takes(pod):
+                mine = ours is None or pod["metadata"]["namespace"] in ours
+                if mine and not pod["metadata"].get("deletionTimestamp") and self.takes(pod):
                     self._bind(pod)
                 continue
             if node != self.node_name:
@@ -624,6 +630,15 @@ class SimulatedKubelet:
             self._sync_pod(pod, now)
         for uid in set(self._records) - live:
             del self._records[uid]
+
+    def _namespaces(self) -> set[str] | None:
+        """The namespaces whose pods this kubelet binds (None: all)."""
+        if self.only_namespaces_labelled is None:
+            return None
+        listed = self.core.list_namespace(
+            label_selector=self.only_namespaces_labelled, _preload_content=False
+        )
+        return {ns["metadata"]["name"] for ns in json.loads(listed.data)["items"]}
 
     def _bind(self, pod: Mapping[str, Any]) -> None:
         from kubernetes.client.exceptions import ApiException

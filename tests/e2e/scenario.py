@@ -19,7 +19,8 @@ from typing import Any
 
 from tests.e2e.controller import Autoroll
 from tests.e2e.helpers import apps_api, core_api, deployment
-from tests.support.registry import ImagePusher, Pushed
+from tests.e2e.images import APP_PORT, Image, push_app, push_index
+from tests.support.registry import ImagePusher
 from tests.support.serve import scrape_metric
 from tests.support.wait import eventually
 
@@ -133,16 +134,18 @@ class Recorder:
     ``events`` holds ``(time.monotonic(), type, object)``; ``errors`` what broke the watch.
     """
 
-    def __init__(self, list_function: Callable[..., Any], namespace: str) -> None:
+    def __init__(self, list_function: Callable[..., Any], namespace: str, **selectors: str) -> None:
+        """``selectors``: ``label_selector``/``field_selector`` for the list and the watch."""
         self.list_function = list_function
         self.namespace = namespace
+        self.selectors = selectors
         self.events: list[tuple[float, str, dict[str, Any]]] = []
         self.errors: list[str] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def __enter__(self) -> Recorder:
-        listed = self.list_function(self.namespace, _preload_content=False)
+        listed = self.list_function(self.namespace, _preload_content=False, **self.selectors)
         body = json.loads(listed.data)
         now = time.monotonic()
         for item in body["items"]:
@@ -171,6 +174,7 @@ class Recorder:
                     self.namespace,
                     resource_version=version,
                     timeout_seconds=1,
+                    **self.selectors,
                 ):
                     raw = event["raw_object"]
                     if event["type"] == "ERROR":
@@ -193,7 +197,12 @@ class Recorder:
 
 @dataclass
 class App:
-    """An enrolled Deployment of ``image`` (``<registry>/<repository>:latest``) in ``namespace``."""
+    """An enrolled Deployment of ``image`` (``<registry>/<repository>:latest``) in ``namespace``.
+
+    Its images are real (``images.py``): containers serve HTTP on ``APP_PORT`` and get a
+    readiness probe first asked ``ready_after`` seconds after they start, so on the real node
+    "Ready" is the kubelet's verdict; the simulated kubelet ignores the probe.
+    """
 
     kube: Any
     namespace: str
@@ -202,21 +211,25 @@ class App:
     pusher: ImagePusher
     test: str
     pushes: int = 0
+    ready_after: float = 1.0
 
     @property
     def image(self) -> str:
         return f"{self.pusher.server.host}/{self.repository}:latest"
 
-    def push(self) -> str:
-        """Push a new single-arch ``:latest`` (distinct content each time); its digest."""
-        self.pushes += 1
-        content = f"{self.repository} build {self.pushes}".encode()
-        return self.pusher.push_image(self.repository, "latest", content=content).digest
+    def push(self, *, crash: bool = False) -> str:
+        """Push a new single-arch ``:latest`` (distinct config each time); its digest."""
+        return self.push_image(crash=crash).digest
 
-    def push_index(self) -> Pushed:
+    def push_image(self, *, crash: bool = False) -> Image:
+        self.pushes += 1
+        build = f"{self.repository} build {self.pushes}"
+        return push_app(self.pusher, self.repository, build=build, crash=crash)
+
+    def push_index(self) -> Image:
         """Push a new multi-arch (amd64, arm64) index as ``:latest``."""
         self.pushes += 1
-        return self.pusher.push_index(self.repository, "latest")
+        return push_index(self.pusher, self.repository, build=f"{self.repository} {self.pushes}")
 
     def deploy(self, *, replicas: int = 3, pull_policy: str = "Always") -> dict[str, Any]:
         """Create the enrolled Deployment; returns it as the API server stored it."""
@@ -226,6 +239,8 @@ class App:
             replicas=replicas,
             labels={ENROLL_LABEL: "true", TEST_LABEL: self.test},
             pull_policy=pull_policy,
+            http_port=APP_PORT,
+            ready_after=self.ready_after,
         )
         apps_api(self.kube).create_namespaced_deployment(self.namespace, manifest)
         return self.deployment()

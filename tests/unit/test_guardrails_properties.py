@@ -7,7 +7,7 @@ once (as a ReplicaSet does), stamped in whole seconds as the API server stamps
 delay. Checked over every deletion the cluster received:
 
 1. no window of one budget period holds more deletions than the budget, across restarts,
-   but for the one case the design names (docs/adr/015-guardrails.md): a restarted
+   but for the one case the design names (docs/adr/016-guardrails.md): a restarted
    controller knows a previous one's deletions only by the replacements it lists as it
    starts, so a deletion whose replacement was itself deleted before then is not known;
 2. no workload loses a pod outside its window, or while it (or the cluster) is paused;

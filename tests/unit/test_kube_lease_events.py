@@ -18,7 +18,7 @@ from autoroll.kube.errors import ClusterApiError, ClusterForbiddenError
 from autoroll.kube.events import KubeEvents
 from autoroll.kube.lease import KubeLease
 from autoroll.kube.transport import SMALL_CALL_TIMEOUT, KubeRest
-from autoroll.model import LeaseRecord, RollEvent
+from autoroll.model import DeploymentView, LeaseRecord, RollEvent
 from autoroll.ports import LeaseConflictError
 from tests.support.fake_api_client import FakeApiClient, Reply, Stream, status_body
 
@@ -168,6 +168,17 @@ def test_event_json_names_the_deployment_so_describe_shows_it() -> None:
     assert body["source"] == {"component": "autoroll"}
     # Unique names: two rolls of one Deployment in one second are two Events.
     assert event_json(EVENT, now=T, instance="x")["metadata"]["name"] != body["metadata"]["name"]
+
+
+def test_a_halted_rollout_is_a_warning_event() -> None:
+    deployment = DeploymentView(
+        namespace="shop", name="web", replicas=3, containers=(), uid="uid-web"
+    )
+    body = event_json(
+        RollEvent.halted(deployment, "rollout of shop/web is halted"), now=T, instance="x"
+    )
+    assert (body["reason"], body["type"]) == ("RolloutHalted", "Warning")
+    assert body["message"] == "autoroll: rollout of shop/web is halted"
 
 
 class FakeRest(KubeRest):
