@@ -162,6 +162,10 @@ class Config:
     emit_events: bool = False  # Kubernetes Events need another RBAC verb: opt in
     registry_scheme: RegistryScheme = RegistryScheme.HTTPS  # http only for local registries
     leader_election: LeaderElection | None = None  # None: one replica, reconciles alone
+    # A rollout stuck this long behind a pod that is not Ready is reported as halted (WARNING,
+    # metric, Event): long enough for a slow start, short enough that a broken release is
+    # noticed the same hour.
+    rollout_halted_after_seconds: int = 600
 
     @property
     def listen_addr(self) -> str:
@@ -196,6 +200,7 @@ class Config:
         scheme = reader.optional(
             "REGISTRY_SCHEME", RegistryScheme.HTTPS, _enum_parser(RegistryScheme)
         )
+        halted_after = reader.optional("ROLLOUT_HALTED_AFTER_SECONDS", 600, _parse_interval)
         election = _read_leader_election(reader)
         if reader.problems:
             raise ConfigError(reader.problems)
@@ -218,6 +223,7 @@ class Config:
             emit_events=events,
             registry_scheme=scheme,
             leader_election=election,
+            rollout_halted_after_seconds=halted_after,
         )
 
     def redacted(self) -> dict[str, str]:
@@ -238,6 +244,7 @@ class Config:
             "ROLLOUT_METHOD": str(self.rollout_method),
             "EMIT_EVENTS": str(self.emit_events).lower(),
             "REGISTRY_SCHEME": str(self.registry_scheme),
+            "ROLLOUT_HALTED_AFTER_SECONDS": str(self.rollout_halted_after_seconds),
             **_redacted_election(self.leader_election),
         }
 
