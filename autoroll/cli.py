@@ -60,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     plan = commands.add_parser(
         "plan",
         help="one dry-run pass against the current kubeconfig, printed as a table",
-        description="Decide every enrolled Deployment once, delete nothing, and print a table:"
+        description="Decide every enrolled workload once, delete nothing, and print a table:"
         " image, running digest(s), registry digest and verdict per container.",
     )
     plan.add_argument(
@@ -141,6 +141,7 @@ def _plan(env: Mapping[str, str], *, kubeconfig: str | None, verbose: bool) -> i
         label_selector=config.label_selector,
         api_client_factory=lambda: connect(plan_env),
         platform_aware=config.platform_aware,
+        kinds=config.workload_kinds,
     )
     registry = RegistryClient(
         session=requests.Session(),
@@ -154,6 +155,7 @@ def _plan(env: Mapping[str, str], *, kubeconfig: str | None, verbose: bool) -> i
             registry=registry,
             forgejo_host=config.forgejo_host,
             guardrails=config.guardrails,
+            nodes=cluster,
         )
     except ClusterConfigError as exc:
         print(f"autoroll plan: {exc}", file=sys.stderr)
@@ -161,5 +163,7 @@ def _plan(env: Mapping[str, str], *, kubeconfig: str | None, verbose: bool) -> i
     except ClusterError as exc:
         print(f"autoroll plan: {exc}", file=sys.stderr)
         return EXIT_UNAVAILABLE
-    sys.stdout.write(render(report, label_selector=config.label_selector))
+    sys.stdout.write(
+        render(report, label_selector=config.label_selector, kinds=config.workload_kinds)
+    )
     return EXIT_OK

@@ -137,16 +137,16 @@ def plan_rolls(
     if now.tzinfo is None:
         raise ValueError("now must be timezone-aware")
     policies = {
-        e.deployment.key: workload_policy(dict(e.deployment.annotations), defaults=guardrails)
+        e.workload.key: workload_policy(dict(e.workload.annotations), defaults=guardrails)
         for e, _ in items
     }
-    mid_roll = {e.deployment.key for e, d in items if is_mid_roll(d, e.pods)}
+    mid_roll = {e.workload.key for e, d in items if is_mid_roll(d, e.pods)}
     holds: list[Hold] = []
     candidates: list[tuple[tuple[datetime, str], str, DeletePod]] = []
     for enrolled, decision in items:
         if not decision.actions:
             continue
-        key, action = enrolled.deployment.key, decision.actions[0]
+        key, action = enrolled.workload.key, decision.actions[0]
         hold = _policy_hold(
             key, action, decision, policies[key], guardrails, sightings=sightings, now=now
         )

@@ -2,7 +2,7 @@
 
 The reconciler hands the observer each ``Decision`` and each ``Executed`` action; the
 observer counts them, writes one log line per container decision and per action, and, with
-EMIT_EVENTS, records each roll as an Event on its Deployment (the reason and its text are
+EMIT_EVENTS, records each roll as an Event on its workload (the reason and its text are
 ``autoroll.model.RollEvent.about``). An Event that fails is logged and counted, never allowed
 to fail the pass. A halted rollout (``autoroll.halt``) gets a WARNING every pass, the
 ``autoroll_rollouts_halted`` gauge and one Warning Event per halt. It keeps two memories of
@@ -21,7 +21,15 @@ from autoroll.executor import Executed, Outcome
 from autoroll.guardrails import Hold, RollPlan
 from autoroll.halt import RolloutHalt
 from autoroll.metrics import Metrics
-from autoroll.model import DeploymentView, Digest, Enrolled, EventReason, RollEvent, Unknown
+from autoroll.model import (
+    Digest,
+    Enrolled,
+    EventReason,
+    RollEvent,
+    Unknown,
+    WorkloadKind,
+    WorkloadView,
+)
 from autoroll.ports import EventPort
 
 #: The pass's lines keep the logger name they always had: log queries select on it.
@@ -42,9 +50,10 @@ class PassObserver:
         self._evicting = evicting
         # (namespace, pod, uid, container, reference) already warned as unresolved.
         self._warned: set[tuple[str, str, str, str, str]] = set()
-        # (Deployment UID, pod) of the halts found this pass, and of those already announced
-        # with an Event: one Event per halt, while the warning line repeats every pass.
-        self._halted: set[tuple[str, str]] = set()
+        # (workload UID, pod) of the halts found this pass (with the workload's kind, for the
+        # gauge), and of those already announced with an Event: one Event per halt, while the
+        # warning line repeats every pass.
+        self._halted: dict[tuple[str, str], WorkloadKind] = {}
         self._halts_announced: set[tuple[str, str]] = set()
 
     # -- decisions --------------------------------------------------------------------------
@@ -52,11 +61,14 @@ class PassObserver:
     def decided(self, decision: Decision) -> None:
         """Metrics and one log line per container decision."""
         self._warn_unresolved(decision)
+        kind = decision.kind.value
         if decision.loop_guard_hits:
-            self._metrics.loop_guard_hits.inc(decision.loop_guard_hits)
+            self._metrics.loop_guard_hits.labels(kind=kind).inc(decision.loop_guard_hits)
         for verdict in decision.containers:
             if verdict.verdict is Verdict.SKIPPED:
-                self._metrics.containers_skipped.labels(reason=verdict.reason.value).inc()
+                self._metrics.containers_skipped.labels(
+                    reason=verdict.reason.value, kind=kind
+                ).inc()
             level = logging.WARNING if verdict.reason.is_warning else logging.INFO
             log.log(
                 level,
@@ -110,7 +122,9 @@ class PassObserver:
         self._metrics.workloads_paused.set(len(plan.paused))
         self._metrics.workloads_invalid_policy.set(len(plan.invalid))
         for hold in plan.holds:
-            self._metrics.deletions_held.labels(reason=hold.reason.value).inc()
+            self._metrics.deletions_held.labels(
+                reason=hold.reason.value, kind=hold.action.kind.value
+            ).inc()
             self._held(hold)
         if plan.paused_globally:
             log.warning(
@@ -127,7 +141,7 @@ class PassObserver:
                 "%s: %s; not rolled until fixed",
                 key,
                 problems,
-                extra={"event": "invalid-policy", "deployment": key, "reason": "invalid-policy"},
+                extra={"event": "invalid-policy", "workload": key, "reason": "invalid-policy"},
             )
 
     def _held(self, hold: Hold) -> None:
@@ -142,51 +156,57 @@ class PassObserver:
             hold.detail,
             extra={
                 **_action_fields(action),
-                "deployment": hold.workload,
                 "event": "hold",
                 "reason": hold.reason.value,
                 "until": hold.until.isoformat() if hold.until else "-",
             },
         )
 
-    def halted(self, deployment: DeploymentView, halt: RolloutHalt) -> None:
+    def halted(self, workload: WorkloadView, halt: RolloutHalt) -> None:
         """A WARNING every pass while halted; one Warning Event per halt (EMIT_EVENTS)."""
         log.warning(
             halt.message(),
             extra={
                 "event": "rollout-halted",
-                "deployment": halt.deployment,
+                "workload": halt.workload,
+                "kind": workload.kind,
                 "pod": halt.pod,
                 "reason": "rollout-halted",
             },
         )
-        key = (deployment.uid, halt.pod)
-        self._halted.add(key)
+        key = (workload.uid, halt.pod)
+        self._halted[key] = workload.kind
         if key in self._halts_announced:
             return
         self._halts_announced.add(key)
-        self._emit(deployment, RollEvent.halted(deployment, halt.message()))
+        self._emit(workload, RollEvent.halted(workload, halt.message()))
 
     def pass_ended(self, enrolled: Iterable[Enrolled], *, complete: bool = True) -> None:
-        """Keep warned keys only for pods still listed: bounded by the pods enrolled. Set the
-        halted gauge from this pass; after a complete pass, forget halts that ended, so a
-        later one on the same pod is announced again."""
-        listed = {(p.namespace, p.name, p.uid) for e in enrolled for p in e.pods}
+        """Count the enrolled workloads and the halted rollouts by kind; keep warned keys only
+        for pods still listed (bounded by the pods enrolled); after a complete pass, forget
+        halts that ended, so a later one on the same pod is announced again."""
+        items = tuple(enrolled)
+        for kind in WorkloadKind:
+            count = sum(1 for e in items if e.workload.kind is kind)
+            self._metrics.workloads.labels(kind=kind.value).set(count)
+            halted = sum(1 for k in self._halted.values() if k is kind)
+            self._metrics.rollouts_halted.labels(kind=kind.value).set(halted)
+        listed = {(p.namespace, p.name, p.uid) for e in items for p in e.pods}
         self._warned = {k for k in self._warned if (k[0], k[1], k[2]) in listed}
-        self._metrics.rollouts_halted.set(len(self._halted))
         if complete:
-            self._halts_announced &= self._halted
-        self._halted = set()
+            self._halts_announced &= set(self._halted)
+        self._halted = {}
 
     # -- actions ----------------------------------------------------------------------------
 
-    def executed(self, deployment: DeploymentView, done: Executed) -> None:
+    def executed(self, workload: WorkloadView, done: Executed) -> None:
         """Count and log what became of an action; record an Event for a roll."""
         action, outcome = done.action, done.outcome
         fields = _action_fields(action)
-        where = f"{action.namespace}/{action.name}"
+        where = f"{action.namespace}/{action.name} of {action.kind}/{action.workload}"
+        kind = action.kind.value
         if outcome is Outcome.DRY_RUN:
-            self._metrics.deletions.labels(mode="dry").inc()
+            self._metrics.deletions.labels(mode="dry", kind=kind).inc()
             log.info(
                 "DRY_RUN: would delete stale pod %s (%s)",
                 where,
@@ -194,7 +214,7 @@ class PassObserver:
                 extra={**fields, "event": "delete", "dry_run": True},
             )
         elif outcome is Outcome.DELETED:
-            self._metrics.deletions.labels(mode="real").inc()
+            self._metrics.deletions.labels(mode="real", kind=kind).inc()
             log.info(
                 "deleted stale pod %s (%s)",
                 where,
@@ -209,12 +229,12 @@ class PassObserver:
                 extra={**fields, "event": "delete-failed"},
             )
         else:
-            self._not_done(where, outcome, fields)
-        self._record_event(deployment, done)
+            self._not_done(where, outcome, fields, kind)
+        self._record_event(workload, done)
 
-    def _not_done(self, where: str, outcome: Outcome, fields: dict[str, object]) -> None:
-        # One line per Deployment per pass at most (one action each): no storm.
-        self._metrics.deletions_not_done.labels(reason=outcome.value).inc()
+    def _not_done(self, where: str, outcome: Outcome, fields: dict[str, object], kind: str) -> None:
+        # One line per workload per pass at most (one action each): no storm.
+        self._metrics.deletions_not_done.labels(reason=outcome.value, kind=kind).inc()
         extra = {**fields, "event": "delete-noop", "reason": outcome.value}
         if outcome is Outcome.BLOCKED:
             log.warning(
@@ -232,7 +252,7 @@ class PassObserver:
         else:
             log.info("pod %s not deleted: %s", where, outcome.value, extra=extra)
 
-    def _record_event(self, deployment: DeploymentView, done: Executed) -> None:
+    def _record_event(self, workload: WorkloadView, done: Executed) -> None:
         """One Event per executed roll; failures are logged and counted, never raised."""
         if self._events is None:
             return
@@ -244,7 +264,7 @@ class PassObserver:
             return
         action = done.action
         event = RollEvent.about(
-            deployment,
+            workload,
             reason,
             pod=action.name,
             container=action.container,
@@ -252,9 +272,9 @@ class PassObserver:
             running=action.from_digest,
             target=action.to_digest,
         )
-        self._emit(deployment, event)
+        self._emit(workload, event)
 
-    def _emit(self, deployment: DeploymentView, event: RollEvent) -> None:
+    def _emit(self, workload: WorkloadView, event: RollEvent) -> None:
         """Record ``event``; a failure is logged and counted, never raised."""
         if self._events is None:
             return
@@ -264,9 +284,9 @@ class PassObserver:
             self._metrics.events.labels(outcome="error").inc()
             log.warning(
                 "could not record an Event on %s: %s",
-                deployment.key,
+                workload.key,
                 exc,
-                extra={"event": "event-failed", "deployment": deployment.key},
+                extra={"event": "event-failed", "workload": workload.key, "kind": workload.kind},
             )
             return
         self._metrics.events.labels(outcome="created").inc()
@@ -284,11 +304,14 @@ def running_text(verdict: ContainerVerdict) -> str:
 
 
 def decision_fields(decision: Decision, verdict: ContainerVerdict) -> dict[str, object]:
-    """The structured fields of a decision's log line: Deployment, pod, image, both digests."""
+    """The structured fields of a decision's log line: workload and kind, pod, image, both
+    digests, and which settledness clause held (``settled``)."""
     pods = verdict.pod or ",".join(f.pod for f in verdict.pods) or "-"
     return {
         "event": "decision",
-        "deployment": decision.key,
+        "workload": decision.key,
+        "kind": decision.kind.value,
+        "settled": decision.settledness.reason.value,
         "container": verdict.container,
         "pod": pods,
         "image": verdict.image,
@@ -301,7 +324,8 @@ def decision_fields(decision: Decision, verdict: ContainerVerdict) -> dict[str, 
 
 def _action_fields(action: DeletePod) -> dict[str, object]:
     return {
-        "deployment": f"{action.namespace}/{action.deployment}",
+        "workload": action.workload_key,
+        "kind": action.kind.value,
         "container": action.container,
         "pod": action.name,
         "image": action.image,

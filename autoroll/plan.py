@@ -8,20 +8,21 @@ text.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 
 from prometheus_client import CollectorRegistry
 
-from autoroll.decide import ContainerVerdict, Decision, Verdict
+from autoroll.decide import ContainerVerdict, Decision, Reason, Settledness, Verdict
 from autoroll.guardrails import Hold, RollPlan
 from autoroll.metrics import Metrics
-from autoroll.model import Digest, Unknown
+from autoroll.model import Digest, Unknown, WorkloadKind
 from autoroll.policy import Guardrails, format_duration
-from autoroll.ports import ClusterPort, RegistryPort
+from autoroll.ports import ClusterPort, NodePort, RegistryPort
 from autoroll.reconciler import Reconciler, TickReport
 
-HEADERS = ("DEPLOYMENT", "CONTAINER", "IMAGE", "RUNNING", "REGISTRY", "VERDICT")
+#: WORKLOAD is ``namespace/kind/name`` (``shop/statefulset/db``).
+HEADERS = ("WORKLOAD", "CONTAINER", "IMAGE", "RUNNING", "REGISTRY", "VERDICT")
 
 
 def run_plan(
@@ -31,8 +32,10 @@ def run_plan(
     forgejo_host: str,
     now: datetime | None = None,
     guardrails: Guardrails | None = None,
+    nodes: NodePort | None = None,
 ) -> TickReport:
-    """One dry pass: decide everything, plan it with the guardrails, delete nothing.
+    """One dry pass: decide everything, plan it with the guardrails, delete nothing (Nodes
+    are read as a pass would).
 
     It is the view of a controller starting now: its min-age clock starts at this pass's
     sighting (a running controller's may be older), and its budget counts the pods the
@@ -40,6 +43,7 @@ def run_plan(
     """
     reconciler = Reconciler(
         cluster=cluster,
+        nodes=nodes,
         registry=registry,
         metrics=Metrics(CollectorRegistry()),
         forgejo_host=forgejo_host,
@@ -50,8 +54,14 @@ def run_plan(
     return reconciler.tick()
 
 
-def verdict_text(verdict: ContainerVerdict, hold: Hold | None = None) -> str:
-    """The VERDICT column: what would happen, and why, in a few words."""
+def verdict_text(
+    verdict: ContainerVerdict,
+    settledness: Settledness | None = None,
+    hold: Hold | None = None,
+) -> str:
+    """The VERDICT column: what would happen, and why, in a few words. A workload that is
+    not settled names the clause that failed (``not-settled: rollout-in-progress``); a
+    deletion the guardrails hold says which and why."""
     detail = f" ({verdict.detail})" if verdict.detail else ""
     match verdict.verdict:
         case Verdict.CURRENT:
@@ -63,7 +73,10 @@ def verdict_text(verdict: ContainerVerdict, hold: Hold | None = None) -> str:
             return f"stale → would delete pod {verdict.pod}"
         case Verdict.WAITING:
             next_pod = f"{verdict.pod} is stale; " if verdict.pod else ""
-            return f"waiting: {next_pod}{verdict.reason.value}{detail}"
+            reason = verdict.reason.value
+            if verdict.reason is Reason.NOT_SETTLED and settledness is not None:
+                reason = f"{reason}: {settledness.reason.value}"
+            return f"waiting: {next_pod}{reason}{detail}"
         case Verdict.LOOP_GUARD:
             return f"loop guard: {verdict.reason.value}{detail}"
         case _:
@@ -79,7 +92,7 @@ def _short(value: Digest | Unknown | None) -> str:
 
 
 def rows(decisions: Sequence[Decision], plan: RollPlan | None = None) -> list[tuple[str, ...]]:
-    """One row per enrolled Deployment and container, in the report's order."""
+    """One row per enrolled workload and container, in the report's order."""
     table: list[tuple[str, ...]] = []
     for decision in decisions:
         hold = plan.hold_for(decision.key) if plan is not None else None
@@ -92,17 +105,24 @@ def rows(decisions: Sequence[Decision], plan: RollPlan | None = None) -> list[tu
                     verdict.image,
                     running,
                     _short(verdict.registry_digest),
-                    verdict_text(verdict, hold),
+                    verdict_text(verdict, decision.settledness, hold),
                 )
             )
     return table
 
 
-def render(report: TickReport, *, label_selector: str = "") -> str:
-    """The plan as an aligned text table (or a one-line note when nothing is enrolled)."""
+def render(
+    report: TickReport,
+    *,
+    label_selector: str = "",
+    kinds: Iterable[WorkloadKind] = tuple(WorkloadKind),
+) -> str:
+    """The plan as an aligned text table (or a one-line note when nothing is enrolled);
+    ``kinds`` are the kinds watched (WORKLOAD_KINDS), named in that note."""
     if not report.decisions:
         where = f" LABEL_SELECTOR={label_selector}" if label_selector else " the label selector"
-        return f"No Deployment matches{where}; nothing to roll.\n"
+        watched = _kind_list(kinds)
+        return f"No {watched} matches{where}; nothing to roll.\n"
     body = rows(report.decisions, report.plan)
     widths = [max(len(row[i]) for row in [HEADERS, *body]) for i in range(len(HEADERS))]
     lines = [
@@ -114,7 +134,7 @@ def render(report: TickReport, *, label_selector: str = "") -> str:
     held = f"; {len(plan.holds)} held by the guardrails" if plan is not None and plan.holds else ""
     lines.append("")
     lines.append(
-        f"{len(report.decisions)} Deployment(s); {deletions} pod(s) would be deleted now{held}."
+        f"{len(report.decisions)} workload(s); {deletions} pod(s) would be deleted now{held}."
     )
     if plan is not None:
         lines.extend(guardrail_lines(plan))
@@ -147,3 +167,9 @@ def guardrail_lines(plan: RollPlan) -> list[str]:
         problems = "; ".join(str(p) for p in plan.policies[key].problems)
         lines.append(f"NOT ROLLED, fix the annotation: {key}: {problems}.")
     return lines
+
+
+def _kind_list(kinds: Iterable[WorkloadKind]) -> str:
+    """``Deployment, StatefulSet or DaemonSet``: the watched kinds as the API names them."""
+    names = [kind.api_kind for kind in WorkloadKind if kind in set(kinds)]
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"

@@ -23,6 +23,7 @@ import hashlib
 import io
 import json
 import tarfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -206,13 +207,17 @@ def push_index(
     *,
     build: str,
     flavour: Literal["oci", "docker"] = "oci",
+    builds: Mapping[str, str] | None = None,
 ) -> Image:
-    """A two-platform index (amd64 runnable, arm64 a second child) as ``repository:tag``."""
+    """A two-platform index (amd64 runnable, arm64 a second child) as ``repository:tag``.
+    ``builds`` gives a platform's child a build of its own (``{"arm64": "2"}``: a push that
+    changes only the arm64 image)."""
     entries = []
     children = []
     for arch in ("amd64", "arm64"):
+        own = (builds or {}).get(arch, build)
         child = push_config(
-            pusher, repository, None, app_config(build, architecture=arch), flavour=flavour
+            pusher, repository, None, app_config(own, architecture=arch), flavour=flavour
         )
         children.append(child.digest)
         entries.append(
@@ -220,7 +225,7 @@ def push_index(
                 "mediaType": child.media_type,
                 "digest": child.digest,
                 "size": len(
-                    _manifest(app_config(build, architecture=arch), busybox_layer(), flavour)[0]
+                    _manifest(app_config(own, architecture=arch), busybox_layer(), flavour)[0]
                 ),
                 "platform": {"architecture": arch, "os": "linux"},
             }
@@ -230,7 +235,7 @@ def push_index(
         {"schemaVersion": 2, "mediaType": media_type, "manifests": entries}, sort_keys=True
     ).encode()
     digest = pusher.push_manifest(repository, tag, body, media_type)
-    config = _digest(app_config(build))
+    config = _digest(app_config((builds or {}).get("amd64", build)))
     return Image(
         f"{pusher.server.host}/{repository}:{tag}", digest, config, media_type, tuple(children)
     )

@@ -44,6 +44,9 @@ Resolve = Callable[[str], str | None]
 
 BEHAVIOUR_ANNOTATION = "kubelet.e2e.autoroll/behaviour"
 NODE_NAME = "sim-node"
+#: A label every simulated Node carries: a DaemonSet meant for simulated nodes selects it, so it
+#: wants no pod on the real node (whose binder would not send one here, and the reverse).
+SIMULATED_NODE_LABEL = ("e2e.autoroll/simulated-node", "true")
 # A crash-looping container restarts this often (the real back-off grows to 5 min; tests wait
 # for a growing restartCount, not for the exact schedule).
 CRASH_PERIOD_SECONDS = 1.0
@@ -450,11 +453,13 @@ class SimulatedKubelet:
         bind_unselected: bool = True,
         only_namespaces_labelled: str | None = None,
     ) -> None:
-        """``arch`` is the Node's ``kubernetes.io/arch``. Only pods whose ``nodeSelector``
-        matches the Node's labels are bound to it; ``bind_unselected=False`` also leaves pods
-        without a ``nodeSelector`` alone (a second node that takes only the pods sent to it).
-        ``only_namespaces_labelled`` (``key=value``): bind only pods in namespaces with that
-        label, leaving every other pod to the real node's scheduler."""
+        """``arch`` is the Node's ``kubernetes.io/arch``. A pod pinned to a node (a
+        DaemonSet's, by its required node affinity) is bound only by that node's kubelet; a
+        pod with a ``nodeSelector`` only by a kubelet whose Node's labels match it;
+        ``bind_unselected=False`` leaves every other pod alone too (a second node that takes
+        only the pods sent to it). ``only_namespaces_labelled`` (``key=value``): bind only
+        pods in namespaces with that label, leaving every other pod to the real node's
+        scheduler."""
         from kubernetes import client
 
         self.core: Any = client.CoreV1Api(api_client)
@@ -588,15 +593,8 @@ class SimulatedKubelet:
             "kubernetes.io/hostname": self.node_name,
             "kubernetes.io/os": "linux",
             "kubernetes.io/arch": self.arch,
+            SIMULATED_NODE_LABEL[0]: SIMULATED_NODE_LABEL[1],
         }
-
-    def takes(self, pod: Mapping[str, Any]) -> bool:
-        """Would a scheduler put this unscheduled pod here? Its ``nodeSelector`` decides."""
-        selector = pod["spec"].get("nodeSelector") or {}
-        if not selector:
-            return self.bind_unselected
-        labels = self.node_labels
-        return all(labels.get(key) == value for key, value in selector.items())
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -630,6 +628,37 @@ class SimulatedKubelet:
             self._sync_pod(pod, now)
         for uid in set(self._records) - live:
             del self._records[uid]
+
+    def takes(self, pod: Mapping[str, Any]) -> bool:
+        """Would a scheduler put this unscheduled pod on this node? A pod pinned to a node
+        goes there; one with a ``nodeSelector`` to a node whose labels match it; any other
+        only to a kubelet that binds unselected pods."""
+        pinned = pinned_node(pod)
+        if pinned is not None:
+            return pinned == self.node_name
+        selector = pod["spec"].get("nodeSelector") or {}
+        if selector:
+            labels = self.node_labels
+            return all(labels.get(key) == value for key, value in selector.items())
+        return self.bind_unselected
+
+    def set_ready(self, ready: bool) -> None:
+        """Write the Node's Ready condition (no node lifecycle controller runs here, so its
+        pods keep whatever readiness they had: a NotReady node under Ready pods)."""
+        now = _ts(time.time())
+        condition = {
+            "type": "Ready",
+            "status": "True" if ready else "False",
+            "reason": "KubeletReady" if ready else "KubeletNotReady",
+            "message": "simulated kubelet is posting ready status"
+            if ready
+            else "simulated: container runtime is down",
+            "lastHeartbeatTime": now,
+            "lastTransitionTime": now,
+        }
+        self.core.patch_node_status(
+            self.node_name, {"status": {"conditions": [condition]}}, _preload_content=False
+        )
 
     def _namespaces(self) -> set[str] | None:
         """The namespaces whose pods this kubelet binds (None: all)."""
@@ -800,6 +829,20 @@ class SimulatedKubelet:
         except ApiException as exc:
             if exc.status not in (404, 409):
                 raise
+
+
+def pinned_node(pod: Mapping[str, Any]) -> str | None:
+    """The one node a pod's required node affinity names (``matchFields`` on
+    ``metadata.name``, as the DaemonSet controller writes it), or None."""
+    affinity = ((pod.get("spec") or {}).get("affinity") or {}).get("nodeAffinity") or {}
+    required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
+    for term in required.get("nodeSelectorTerms") or ():
+        for field_ in term.get("matchFields") or ():
+            values = field_.get("values") or []
+            by_name = field_.get("key") == "metadata.name" and field_.get("operator") == "In"
+            if by_name and len(values) == 1:
+                return str(values[0])
+    return None
 
 
 @contextlib.contextmanager

@@ -854,7 +854,9 @@ class Binder:
     """The cluster's scheduler: binds each unscheduled pod to the node.
 
     Skips namespaces labelled ``e2e.autoroll/node=simulated`` (the simulated kubelet binds
-    those). One thread, its own API client; failures are kept in ``errors``.
+    those), and, as a scheduler does, a pod whose ``nodeSelector`` the node's labels do not
+    match (a second, simulated node of another architecture takes it). One thread, its own
+    API client; failures are kept in ``errors``.
     """
 
     def __init__(self, kube: Any, node: str, *, interval: float = 0.2) -> None:
@@ -865,6 +867,7 @@ class Binder:
         self.interval = interval
         self.errors: list[str] = []
         self.bound = 0
+        self._labels: dict[str, str] | None = None  # the node's, read once
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -907,6 +910,8 @@ class Binder:
             meta = pod["metadata"]
             if meta["namespace"] in simulated or meta.get("deletionTimestamp"):
                 continue
+            if not self._selects_node(pod):
+                continue
             body = {
                 "apiVersion": "v1",
                 "kind": "Binding",
@@ -923,3 +928,13 @@ class Binder:
                     raise
         self.bound += count
         return count
+
+    def _selects_node(self, pod: dict[str, Any]) -> bool:
+        """Does the pod's ``nodeSelector`` (if any) match the node's labels?"""
+        selector = (pod.get("spec") or {}).get("nodeSelector") or {}
+        if not selector:
+            return True
+        if self._labels is None:
+            node = json.loads(self.core.read_node(self.node, _preload_content=False).data)
+            self._labels = dict(node["metadata"].get("labels") or {})
+        return all(self._labels.get(key) == value for key, value in selector.items())

@@ -1,5 +1,5 @@
 """Issue 18's guardrails on the real control plane and registry: the real ``autoroll serve``
-(and ``autoroll plan``), a real kube-apiserver and docker-registry, the simulated kubelet.
+(and ``autoroll plan``), a real kube-apiserver, kube-controller-manager and docker-registry.
 
 - 200 enrolled Deployments on one moved tag with a budget of 10 deletions per period roll at
   most 10 pods per period, and all finish. The period is ``ROLL_BUDGET_PERIOD_SECONDS``,
@@ -7,12 +7,16 @@
   API server stamps the pods, the kubelet makes them Ready), so its time cannot be faked
   from outside; the budget's arithmetic is the same for any period, and 200 pods at 10 a
   minute would take 20 minutes. Signed webhooks nudge a pass every second, so the budget,
-  not the poll interval, is what paces the roll.
+  not the poll interval, is what paces the roll. On the simulated kubelet: one real node
+  takes at most 110 pods (the kubelet's default maxPods) and this machine has 2 cores.
 - A Deployment whose window is closed rolls nothing, says so every pass, and ``autoroll
   plan`` shows when the window next opens; annotating it ``always`` (on the object: no new
-  ReplicaSet) lets it roll.
+  ReplicaSet) lets it roll. On the simulated kubelet (nothing about a window depends on
+  what runs the pods).
 - With platform awareness (and the chart's own ClusterRole for it), a push of a multi-arch
-  index that changes only the arm64 image restarts every arm64 pod and no amd64 pod.
+  index that changes only the arm64 image restarts every arm64 pod and no amd64 pod: once
+  with the amd64 pods on the real node (kubelet + containerd) and the arm64 ones on a
+  simulated arm64 node, and once with both on simulated kubelets.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import partial
@@ -37,7 +41,9 @@ import pytest
 from tests.e2e.controller import Autoroll, running_autoroll
 from tests.e2e.controlplane import ControlPlane
 from tests.e2e.helpers import apps_api, core_api, deployment, rbac_api
+from tests.e2e.images import APP_PORT, push_index
 from tests.e2e.kubelet import RegistryResolver, SimulatedKubelet
+from tests.e2e.node import Node
 from tests.e2e.rbac import service_account_kubeconfig
 from tests.e2e.scenario import (
     ENROLL_LABEL,
@@ -83,7 +89,11 @@ def nudging(autoroll: Autoroll, every: float = 1.0) -> Iterator[None]:
 
 def enrolled(name: str, image: str, test: str, *, replicas: int, **extra: Any) -> dict[str, Any]:
     manifest = deployment(
-        name, image, replicas=replicas, labels={ENROLL_LABEL: "true", TEST_LABEL: test}
+        name,
+        image,
+        replicas=replicas,
+        labels={ENROLL_LABEL: "true", TEST_LABEL: test},
+        http_port=extra.get("http_port"),
     )
     annotations = extra.get("annotations")
     if annotations:
@@ -124,7 +134,7 @@ def densest(times: Sequence[float], span: float) -> int:
 # --- the budget ------------------------------------------------------------------------------
 
 
-def test_a_budget_of_ten_per_period_rolls_200_deployments_ten_at_a_time_and_all_finish(
+def test_a_budget_of_ten_per_period_rolls_200_deployments_ten_at_a_time_on_the_simulated_kubelet(
     control_plane: ControlPlane,
     kube: Any,
     namespace: str,
@@ -159,7 +169,7 @@ def test_a_budget_of_ten_per_period_rolls_200_deployments_ten_at_a_time_and_all_
         ) as autoroll,
     ):
         try:
-            autoroll.wait_for_line(rf"{namespace}/d199 app: current", timeout=60)
+            autoroll.wait_for_line(rf"{namespace}/deployment/d199 app: current", timeout=60)
             second = pusher.push_image(repository, "latest", content=b"build 2").digest
             pushed = time.monotonic()
             with nudging(autoroll):
@@ -170,7 +180,11 @@ def test_a_budget_of_ten_per_period_rolls_200_deployments_ten_at_a_time_and_all_
                     what="every Deployment rolled",
                 )
             finished = time.monotonic()
-            held = metric(autoroll, "autoroll_deletions_held_total", {"reason": "budget"})
+            held = metric(
+                autoroll,
+                "autoroll_deletions_held_total",
+                {"reason": "budget", "kind": "deployment"},
+            )
         finally:
             print("--- autoroll output (tail) ---", *autoroll.output[-40:], sep="\n")
     gone = [d for d in deletions(recorder.pods()) if d.at >= pushed]
@@ -218,7 +232,7 @@ def plan_output(plane: ControlPlane, registry: RegistryServer, namespace: str) -
     return done.stdout
 
 
-def test_a_closed_window_rolls_nothing_and_plan_shows_when_it_opens(
+def test_a_closed_window_rolls_nothing_and_plan_shows_when_it_opens_on_the_simulated_kubelet(
     control_plane: ControlPlane,
     kube: Any,
     namespace: str,
@@ -248,10 +262,13 @@ def test_a_closed_window_rolls_nothing_and_plan_shows_when_it_opens(
         ) as autoroll,
     ):
         try:
-            autoroll.wait_for_line(rf"{namespace}/web app: current", timeout=30)
+            autoroll.wait_for_line(rf"{namespace}/deployment/web app: current", timeout=30)
             second = pusher.push_image(repository, "latest", content=b"build 2").digest
             assert autoroll.webhook() == 202
-            hold = rf"{namespace}/web: not deleting stale pod \S+ yet: held \(outside-window\)"
+            hold = (
+                rf"{namespace}/deployment/web: not deleting stale pod \S+ yet:"
+                r" held \(outside-window\)"
+            )
             eventually(
                 lambda: _at_least(autoroll.lines(hold), 3),
                 timeout=40,
@@ -262,7 +279,12 @@ def test_a_closed_window_rolls_nothing_and_plan_shows_when_it_opens(
             line = autoroll.lines(hold)[0]
             assert f"next opens {opening}" in line
             assert (
-                metric(autoroll, "autoroll_deletions_held_total", {"reason": "outside-window"}) >= 3
+                metric(
+                    autoroll,
+                    "autoroll_deletions_held_total",
+                    {"reason": "outside-window", "kind": "deployment"},
+                )
+                >= 3
             )
 
             text = plan_output(control_plane, docker_registry, namespace)
@@ -297,26 +319,25 @@ def _at_least(lines: list[str], n: int) -> None:
 
 
 @dataclass(frozen=True)
-class TwoNodes:
-    """The session's amd64 node, a second simulated node for arm64, and a kubeconfig for a
-    ServiceAccount bound to the chart's ClusterRole rendered with ``platformAware: true``."""
+class Arm64Node:
+    """A simulated arm64 node that binds only the pods sent to it (``nodeSelector``), and a
+    kubeconfig for a ServiceAccount bound to the chart's ClusterRole rendered with
+    ``platformAware: true``."""
 
-    arm64: SimulatedKubelet
+    kubelet: SimulatedKubelet
     kubeconfig: Path
     resolver: RegistryResolver
 
 
 @pytest.fixture
-def two_nodes(
+def arm64_node(
     control_plane: ControlPlane,
     namespace: str,
     docker_registry: RegistryServer,
-    kubelet: SimulatedKubelet,
     tmp_path: Path,
-) -> Iterator[TwoNodes]:
+) -> Iterator[Arm64Node]:
     kube = control_plane.api_client()  # as admin, like the session's ``kube``
     resolver = RegistryResolver(auth=docker_registry.auth)
-    kubelet.use_resolver(resolver, resolver.child)
     arm = SimulatedKubelet(
         control_plane.api_client(),
         resolver,
@@ -337,7 +358,7 @@ def two_nodes(
     )
     arm.start()
     try:
-        yield TwoNodes(arm, kubeconfig, resolver)
+        yield Arm64Node(arm, kubeconfig, resolver)
     finally:
         arm.stop()
         with contextlib.suppress(Exception):
@@ -345,76 +366,80 @@ def two_nodes(
         with contextlib.suppress(Exception):
             rbac_api(kube).delete_cluster_role_binding(f"autoroll-{namespace}")
             rbac_api(kube).delete_cluster_role(f"autoroll-{namespace}")
+        assert not arm.errors, f"the simulated arm64 kubelet failed: {arm.errors}"
 
 
-def test_a_push_changing_only_arm64_restarts_no_amd64_pod_with_platform_awareness(
+@dataclass(frozen=True)
+class Pushed:
+    digest: str
+    children: tuple[str, ...]  # amd64, arm64
+
+
+def only_arm64_changes(
+    *,
     control_plane: ControlPlane,
     kube: Any,
     namespace: str,
-    docker_registry: RegistryServer,
-    two_nodes: TwoNodes,
+    registry: RegistryServer,
+    kubeconfig: Path,
+    push: Callable[[str, str], Pushed],
+    http_port: int | None = None,
 ) -> None:
-    pusher = ImagePusher(docker_registry)
-    repository = f"e2e/{namespace}"
-    image = f"{docker_registry.host}/{repository}:latest"
-    old = pusher.push_index(
-        repository, "latest", contents={"amd64": b"amd64 build 1", "arm64": b"arm64 build 1"}
-    )
+    """Two Deployments on one multi-arch tag, one per arch; a push changes only the arm64
+    child; with platform awareness every arm64 pod rolls, once, and no amd64 pod does."""
+    old = push("1", "1")
+    image = f"{registry.host}/e2e/{namespace}:latest"
     apps = apps_api(kube)
     for arch in ("amd64", "arm64"):
-        apps.create_namespaced_deployment(
+        manifest = enrolled(
+            arch,
+            image,
             namespace,
-            enrolled(
-                arch,
-                image,
-                namespace,
-                replicas=2,
-                node_selector={"kubernetes.io/arch": arch},
-            ),
+            replicas=2,
+            node_selector={"kubernetes.io/arch": arch},
+            http_port=http_port,
         )
+        apps.create_namespaced_deployment(namespace, manifest)
     for arch in ("amd64", "arm64"):
         eventually(
             partial(all_on, kube, namespace, old.digest, 2, f"app={arch}"),
-            timeout=60,
+            timeout=120,
             what=f"{arch} pods Ready",
         )
-    nodes = {p.name: p for p in live(kube, namespace)}
-    assert nodes  # (bound to their own arch's node by the nodeSelector)
     amd_before = {p.uid for p in live(kube, namespace, "app=amd64")}
     with (
         Recorder(core_api(kube).list_namespaced_pod, namespace) as recorder,
         running_autoroll(
             plane=control_plane,
-            registry=docker_registry,
+            registry=registry,
             poll_seconds=5,
             extra_env={
-                "KUBECONFIG": str(two_nodes.kubeconfig),
+                "KUBECONFIG": str(kubeconfig),
                 "LABEL_SELECTOR": label_selector(namespace),
                 "PLATFORM_AWARE": "true",
             },
         ) as autoroll,
     ):
         try:
-            autoroll.wait_for_line(rf"{namespace}/arm64 app: current", timeout=30)
-            new = pusher.push_index(
-                repository,
-                "latest",
-                contents={"amd64": b"amd64 build 1", "arm64": b"arm64 build 2"},
-            )
+            autoroll.wait_for_line(rf"{namespace}/deployment/arm64 app: current", timeout=60)
+            new = push("1", "2")
             assert new.children[0] == old.children[0]  # the amd64 image is the same
             assert new.children[1] != old.children[1]
             assert autoroll.webhook() == 202
             eventually(
                 partial(all_on, kube, namespace, new.digest, 2, "app=arm64"),
-                timeout=90,
+                timeout=120,
                 what="arm64 pods rolled",
             )
             # Two more passes after the arm64 roll: still nothing for amd64.
-            current = rf"{namespace}/amd64 app: current \(up-to-date\).*only other platforms"
+            current = (
+                rf"{namespace}/deployment/amd64 app: current \(up-to-date\)"
+                r".*only other platforms"
+            )
             seen = len(autoroll.lines(current))
             eventually(
                 lambda: _at_least(autoroll.lines(current), seen + 2),
-                timeout=30,
+                timeout=60,
                 what="two more passes calling amd64 current",
             )
         finally:
@@ -423,3 +448,66 @@ def test_a_push_changing_only_arm64_restarts_no_amd64_pod_with_platform_awarenes
     assert not gone & amd_before  # no amd64 pod restarted
     assert {p.uid for p in live(kube, namespace, "app=amd64")} == amd_before
     assert len(gone) == 2  # both arm64 pods, once each
+
+
+def test_a_push_changing_only_arm64_restarts_no_amd64_pod_on_simulated_kubelets(
+    *,
+    control_plane: ControlPlane,
+    kube: Any,
+    namespace: str,
+    docker_registry: RegistryServer,
+    kubelet: SimulatedKubelet,
+    arm64_node: Arm64Node,
+) -> None:
+    """Both arches on simulated kubelets (the session's amd64 one and ``arm64_node``)."""
+    kubelet.use_resolver(arm64_node.resolver, arm64_node.resolver.child)
+    pusher = ImagePusher(docker_registry)
+
+    def push(amd64: str, arm64: str) -> Pushed:
+        index = pusher.push_index(
+            f"e2e/{namespace}",
+            "latest",
+            contents={"amd64": f"amd64 build {amd64}".encode(), "arm64": f"arm64 {arm64}".encode()},
+        )
+        return Pushed(index.digest, tuple(index.children))
+
+    only_arm64_changes(
+        control_plane=control_plane,
+        kube=kube,
+        namespace=namespace,
+        registry=docker_registry,
+        kubeconfig=arm64_node.kubeconfig,
+        push=push,
+    )
+
+
+def test_a_push_changing_only_arm64_restarts_no_amd64_pod_on_the_real_node(
+    *,
+    control_plane: ControlPlane,
+    kube: Any,
+    namespace: str,
+    docker_registry: RegistryServer,
+    node: Node,
+    arm64_node: Arm64Node,
+) -> None:
+    """The amd64 pods run on the real node (kubelet + containerd pull the index and run its
+    amd64 child); the arm64 pods on the simulated arm64 node, since this amd64 machine
+    cannot run arm64 containers. The controller runs as a local process with the chart's
+    ClusterRole (a ServiceAccount token), not as the chart's pod."""
+    pusher = ImagePusher(docker_registry)
+
+    def push(amd64: str, arm64: str) -> Pushed:
+        index = push_index(
+            pusher, f"e2e/{namespace}", build=amd64, builds={"amd64": amd64, "arm64": arm64}
+        )
+        return Pushed(index.digest, tuple(index.children))
+
+    only_arm64_changes(
+        control_plane=control_plane,
+        kube=kube,
+        namespace=namespace,
+        registry=docker_registry,
+        kubeconfig=arm64_node.kubeconfig,
+        push=push,
+        http_port=APP_PORT,
+    )

@@ -19,12 +19,12 @@ from autoroll.images import TagRef
 from autoroll.model import (
     ContainerStatusView,
     ContainerView,
-    DeploymentView,
     Digest,
     Enrolled,
     ImageContent,
     PodView,
     Unknown,
+    WorkloadView,
 )
 from autoroll.policy import MIN_AGE, PAUSED, WINDOW, Guardrails
 from autoroll.windows import parse_windows
@@ -81,7 +81,7 @@ def workload(
     containers = [ContainerView("app", f"{HOST}/team/app:latest")]
     if side:
         containers.append(ContainerView("side", f"{HOST}/team/side:v1"))
-    view = DeploymentView(
+    view = WorkloadView(
         namespace="shop",
         name=name,
         replicas=len([p for p in pods if not p.deleting]),
@@ -108,7 +108,7 @@ def decided(
         (
             e,
             decide(
-                deployment=e.deployment,
+                workload=e.workload,
                 pods=e.pods,
                 forgejo_host=HOST,
                 resolved=answers,
@@ -141,11 +141,11 @@ def plan(
 
 
 def going(result: RollPlan) -> list[str]:
-    return [a.deployment for a in result.go]
+    return [a.workload for a in result.go]
 
 
 def held(result: RollPlan) -> dict[str, HoldReason]:
-    return {h.workload.removeprefix("shop/"): h.reason for h in result.holds}
+    return {h.action.workload: h.reason for h in result.holds}
 
 
 # --- nothing to hold -------------------------------------------------------------------------
@@ -171,7 +171,7 @@ def test_an_unreadable_annotation_holds_that_workload_only() -> None:
     assert held(result) == {"a": HoldReason.INVALID_POLICY}
     [hold] = result.holds
     assert WINDOW in hold.detail and "weekends" in hold.detail and hold.until is None
-    assert result.invalid == ("shop/a",)
+    assert result.invalid == ("shop/deployment/a",)
 
 
 def test_an_unreadable_annotation_wins_over_a_pause() -> None:
@@ -191,7 +191,7 @@ def test_a_pause_annotation_holds_its_workload_only() -> None:
     assert going(result) == ["b"]
     assert held(result) == {"a": HoldReason.PAUSED}
     assert "annotation" in result.holds[0].detail
-    assert result.paused == ("shop/a",)
+    assert result.paused == ("shop/deployment/a",)
 
 
 def test_paused_false_rolls() -> None:
@@ -377,8 +377,8 @@ def test_a_workload_mid_roll_goes_on_without_a_new_slot() -> None:
     result = plan([half_rolled("m"), workload("a")], budget(in_flight=1))
     assert going(result) == ["m"]
     assert held(result) == {"a": HoldReason.BUDGET}
-    assert "1 of 1 workloads mid-roll (shop/m" in result.holds[0].detail
-    assert result.budget.mid_roll == ("shop/m",)
+    assert "1 of 1 workloads mid-roll (shop/deployment/m" in result.holds[0].detail
+    assert result.budget.mid_roll == ("shop/deployment/m",)
 
 
 def test_starting_a_roll_takes_a_slot() -> None:
@@ -435,7 +435,9 @@ def test_the_oldest_sighting_goes_first_whatever_the_list_order() -> None:
 def test_one_pushs_workloads_are_ordered_by_a_hash_not_by_name() -> None:
     names = [f"w{i:02d}" for i in range(20)]
     result = plan([workload(n) for n in names], budget(deletions=20))
-    expected = sorted(names, key=lambda n: hashlib.sha256(f"shop/{n}\0{NEW}".encode()).hexdigest())
+    expected = sorted(
+        names, key=lambda n: hashlib.sha256(f"shop/deployment/{n}\0{NEW}".encode()).hexdigest()
+    )
     assert going(result) == expected
     assert going(result) != names
 
@@ -452,7 +454,7 @@ def test_no_workload_is_always_last() -> None:
             (
                 e,
                 decide(
-                    deployment=e.deployment,
+                    workload=e.workload,
                     pods=e.pods,
                     forgejo_host=HOST,
                     resolved={REF: target},
@@ -464,7 +466,7 @@ def test_no_workload_is_always_last() -> None:
             for e in (workload(n) for n in names)
         ]
         result = plan_rolls(items=items, sightings=seen, guardrails=OPEN, deleted_at=(), now=NOW)
-        lasts.add(result.go[-1].deployment)
+        lasts.add(result.go[-1].workload)
     assert len(lasts) > 1
 
 

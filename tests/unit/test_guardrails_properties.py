@@ -35,12 +35,12 @@ from autoroll.model import (
     ContainerStatusView,
     ContainerView,
     DeleteOutcome,
-    DeploymentView,
     Digest,
     Enrolled,
     ImageContent,
     PodView,
     Unknown,
+    WorkloadView,
 )
 from autoroll.policy import MIN_AGE, PAUSED, WINDOW, Guardrails, workload_policy
 from autoroll.reconciler import Reconciler
@@ -79,8 +79,8 @@ class Workload:
     annotations: dict[str, str]
     pods: list[FakePod] = field(default_factory=list)
 
-    def view(self) -> DeploymentView:
-        return DeploymentView(
+    def view(self) -> WorkloadView:
+        return WorkloadView(
             namespace="shop",
             name=self.name,
             replicas=self.replicas,
@@ -255,7 +255,7 @@ def mid_roll_count(world: World) -> int:
     count = 0
     for enrolled in world.snapshot():
         decision = decide(
-            deployment=enrolled.deployment,
+            workload=enrolled.workload,
             pods=enrolled.pods,
             forgejo_host=HOST,
             resolved=resolved,

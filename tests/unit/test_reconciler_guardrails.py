@@ -45,11 +45,16 @@ def build(
     return reconciler, metrics
 
 
+def gauge(metrics: Metrics, name: str) -> float:
+    """A cluster-wide guardrail gauge (no kind label)."""
+    return metrics.registry.get_sample_value(name) or 0.0
+
+
 def with_annotations(item: Enrolled, **annotations: str) -> Enrolled:
     pairs = tuple(
         sorted((f"autoroll.aethnet.se/{k.replace('_', '-')}", v) for k, v in annotations.items())
     )
-    return replace(item, deployment=replace(item.deployment, annotations=pairs))
+    return replace(item, workload=replace(item.workload, annotations=pairs))
 
 
 def stale(*names: str) -> FakeCluster:
@@ -69,7 +74,7 @@ def test_the_budget_remembers_this_process_s_deletions_across_passes(dry_run: bo
         report = reconciler.tick()
         done.append(len(report.executed))
     assert done == [1, 0, 0, 1, 0]
-    assert sample(metrics, "autoroll_roll_budget_used") == 1
+    assert gauge(metrics, "autoroll_roll_budget_used") == 1
     # The fake cluster keeps its pods: three stale every pass, one let go in the first and fourth.
     assert sample(metrics, "autoroll_deletions_held_total", reason="budget") == 2 + 3 + 3 + 2 + 3
 
@@ -106,7 +111,7 @@ def test_held_deletions_are_logged_with_their_reason_and_counted(
     assert [name for _, name, _ in cluster.deleted] == ["a-1"]
     assert sample(metrics, "autoroll_deletions_held_total", reason="paused") == 1
     assert sample(metrics, "autoroll_deletions_held_total", reason="outside-window") == 1
-    assert sample(metrics, "autoroll_workloads_paused") == 1
+    assert gauge(metrics, "autoroll_workloads_paused") == 1
 
 
 def test_a_global_pause_is_said_every_pass_even_with_nothing_to_roll(
@@ -118,7 +123,7 @@ def test_a_global_pause_is_said_every_pass_even_with_nothing_to_roll(
     reconciler.tick()
     lines = [r for r in caplog.records if "paused cluster-wide" in r.getMessage()]
     assert len(lines) == 2 and all(r.levelno == logging.WARNING for r in lines)
-    assert sample(metrics, "autoroll_paused") == 1
+    assert gauge(metrics, "autoroll_paused") == 1
 
 
 def test_an_unreadable_annotation_is_warned_about_every_pass_and_names_it(
@@ -130,8 +135,8 @@ def test_an_unreadable_annotation_is_warned_about_every_pass_and_names_it(
     reconciler.tick()
     lines = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(lines) == 2
-    assert "shop/x" in lines[0] and "autoroll.aethnet.se/min-age='soon'" in lines[0]
-    assert sample(metrics, "autoroll_workloads_invalid_policy") == 1
+    assert "shop/deployment/x" in lines[0] and "autoroll.aethnet.se/min-age='soon'" in lines[0]
+    assert gauge(metrics, "autoroll_workloads_invalid_policy") == 1
 
 
 def test_the_min_age_counts_from_the_controllers_own_sighting() -> None:
