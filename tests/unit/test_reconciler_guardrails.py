@@ -11,7 +11,8 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from autoroll.metrics import Metrics
-from autoroll.model import Enrolled
+from autoroll.model import Enrolled, WorkloadKind
+from autoroll.policy import PAUSED as PAUSED_KEY
 from autoroll.policy import Guardrails
 from autoroll.reconciler import Reconciler
 from tests.unit.test_reconciler import (
@@ -188,3 +189,23 @@ def test_a_replica_that_leads_again_takes_the_evidence_again() -> None:
         enrolled("a", [pod("a-1")]),
     ]
     assert reconciler.tick().executed == ()
+
+
+def test_a_paused_statefulset_holds_only_itself_not_the_deployment_of_the_same_name() -> None:
+    # Workloads are told apart by their view (namespace, kind, name), never by name alone.
+    from tests.unit.test_reconciler_kinds import statefulset
+
+    db = statefulset()
+    paused = replace(db, workload=replace(db.workload, annotations=((PAUSED_KEY, "true"),)))
+    cluster = FakeCluster([paused, enrolled("db", [pod("web-db-1")])])
+    reconciler, metrics = build(cluster, Guardrails(in_flight=0), clock=Clock())
+    report = reconciler.tick()
+    assert [(e.action.kind, e.action.name) for e in report.executed] == [
+        (WorkloadKind.DEPLOYMENT, "web-db-1")
+    ]
+    assert report.plan is not None
+    assert [(h.workload, h.reason.value) for h in report.plan.holds] == [
+        ("shop/statefulset/db", "paused")
+    ]
+    assert report.plan.paused == ("shop/statefulset/db",)
+    assert sample(metrics, "autoroll_deletions_held_total", "statefulset", reason="paused") == 1
