@@ -384,6 +384,7 @@ def only_arm64_changes(
     kubeconfig: Path,
     push: Callable[[str, str], Pushed],
     http_port: int | None = None,
+    amd64_node: str | None = None,
 ) -> None:
     """Two Deployments on one multi-arch tag, one per arch; a push changes only the arm64
     child; with platform awareness every arm64 pod rolls, once, and no amd64 pod does."""
@@ -407,6 +408,9 @@ def only_arm64_changes(
             what=f"{arch} pods Ready",
         )
     amd_before = {p.uid for p in live(kube, namespace, "app=amd64")}
+    if amd64_node is not None:
+        placed = core_api(kube).list_namespaced_pod(namespace, label_selector="app=amd64").items
+        assert {p.spec.node_name for p in placed} == {amd64_node}
     with (
         Recorder(core_api(kube).list_namespaced_pod, namespace) as recorder,
         running_autoroll(
@@ -510,4 +514,5 @@ def test_a_push_changing_only_arm64_restarts_no_amd64_pod_on_the_real_node(
         kubeconfig=arm64_node.kubeconfig,
         push=push,
         http_port=APP_PORT,
+        amd64_node=node.name,
     )
