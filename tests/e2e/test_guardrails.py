@@ -134,6 +134,7 @@ def densest(times: Sequence[float], span: float) -> int:
 # --- the budget ------------------------------------------------------------------------------
 
 
+@pytest.mark.timeout(900)  # 200 pods to start and 20 periods of rolling, on a shared machine
 def test_a_budget_of_ten_per_period_rolls_200_deployments_ten_at_a_time_on_the_simulated_kubelet(
     control_plane: ControlPlane,
     kube: Any,
@@ -153,7 +154,7 @@ def test_a_budget_of_ten_per_period_rolls_200_deployments_ten_at_a_time_on_the_s
         apps.create_namespaced_deployment(
             namespace, enrolled(f"d{i:03d}", image, namespace, replicas=1)
         )
-    eventually(lambda: all_on(kube, namespace, first, count), timeout=180, what="200 pods Ready")
+    eventually(lambda: all_on(kube, namespace, first, count), timeout=360, what="200 pods Ready")
     with (
         Recorder(core_api(kube).list_namespaced_pod, namespace) as recorder,
         running_autoroll(
