@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from tests.e2e.controller import Autoroll
@@ -54,6 +55,9 @@ class PodSeen:
     terminating: bool
     digest: str  # from the first container's imageID; "" while pulling
     restarts: int
+    #: when the API server took the delete request, by its own clock (deletionTimestamp less
+    #: the grace period; whole seconds); None while not terminating
+    delete_requested: datetime | None = None
 
     @classmethod
     def from_raw(cls, at: float, kind: str, raw: Mapping[str, Any]) -> PodSeen:
@@ -70,7 +74,16 @@ class PodSeen:
             terminating=bool(meta.get("deletionTimestamp")),
             digest=(containers[0].get("imageID") or "").rpartition("@")[2],
             restarts=int(containers[0].get("restartCount") or 0),
+            delete_requested=_delete_requested(meta),
         )
+
+
+def _delete_requested(meta: Mapping[str, Any]) -> datetime | None:
+    stamp = meta.get("deletionTimestamp")
+    if not stamp:
+        return None
+    at = datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
+    return at - timedelta(seconds=int(meta.get("deletionGracePeriodSeconds") or 0))
 
 
 def deletions(history: Iterable[PodSeen]) -> list[PodSeen]:
