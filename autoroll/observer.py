@@ -19,6 +19,7 @@ from autoroll.executor import Executed, Outcome
 from autoroll.metrics import Metrics
 from autoroll.model import DeploymentView, Digest, Enrolled, EventReason, RollEvent, Unknown
 from autoroll.ports import EventPort
+from autoroll.scope import Scope
 
 #: The pass's lines keep the logger name they always had: log queries select on it.
 log = logging.getLogger("autoroll.reconciler")
@@ -90,8 +91,14 @@ class PassObserver:
                     },
                 )
 
-    def pass_ended(self, enrolled: Iterable[Enrolled]) -> None:
-        """Keep warned keys only for pods still listed: bounded by the pods enrolled."""
+    def pass_ended(self, enrolled: Iterable[Enrolled], *, scope: Scope, fresh_reads: int) -> None:
+        """Count the pass by scope; after a full pass keep warned keys only for pods still
+        listed (bounded by the pods enrolled). A targeted pass saw only some pods, so it
+        forgets nothing."""
+        self._metrics.pass_scopes.labels(scope="full" if scope.is_full else "targeted").inc()
+        self._metrics.fresh_reads.inc(fresh_reads)
+        if not scope.is_full:
+            return
         listed = {(p.namespace, p.name, p.uid) for e in enrolled for p in e.pods}
         self._warned = {k for k in self._warned if (k[0], k[1], k[2]) in listed}
 
@@ -124,6 +131,15 @@ class PassObserver:
                 where,
                 done.detail,
                 extra={**fields, "event": "delete-failed"},
+            )
+        elif outcome is Outcome.READ_FAILED:
+            self._metrics.deletions_not_done.labels(reason=outcome.value).inc()
+            log.error(
+                "not deleting pod %s: its pods could not be read again first (%s); ending"
+                " the pass",
+                where,
+                done.detail,
+                extra={**fields, "event": "delete-failed", "reason": outcome.value},
             )
         else:
             self._not_done(where, outcome, fields)

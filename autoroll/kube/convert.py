@@ -260,9 +260,120 @@ def list_items(body: bytes | str) -> list[dict[str, Any]]:
     return [item for item in items if isinstance(item, dict)]
 
 
+@dataclass(frozen=True, slots=True)
+class ListPage:
+    """One page of a list answer: its items, the token for the next page ("" at the end),
+    and the resourceVersion of the list (a watch starts there)."""
+
+    items: list[dict[str, Any]]
+    continue_token: str
+    resource_version: str
+
+
+def list_page(body: bytes | str) -> ListPage:
+    """``list_items``, with the list's ``metadata.continue`` and ``resourceVersion``."""
+    try:
+        document = json.loads(body, object_hook=_without_managed_fields)
+    except ValueError as exc:
+        raise ValueError(f"the API answered with a body that is not JSON ({exc})") from None
+    if not isinstance(document, dict):
+        raise ValueError("the answer is not a list")
+    items = document.get("items") or []
+    if not isinstance(items, list):
+        raise ValueError("the answer's items are not a list")
+    meta = document.get("metadata") or {}
+    return ListPage(
+        [item for item in items if isinstance(item, dict)],
+        str(meta.get("continue") or ""),
+        str(meta.get("resourceVersion") or ""),
+    )
+
+
 def _without_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
     obj.pop("managedFields", None)
     return obj
+
+
+def selector_query(selector: LabelSelector) -> str:
+    """``selector`` in the API's ``labelSelector`` query syntax (the exact selector).
+
+    Used for the one narrow pod list before a deletion (``KubeCluster.pods_now``). The
+    answer is still matched with ``selector_matches``, so a rendering the server read more
+    loosely could never adopt a wrong pod.
+    """
+    parts = [f"{key}={value}" for key, value in selector.match_labels]
+    for requirement in selector.requirements:
+        values = ",".join(sorted(requirement.values))
+        if requirement.operator is Operator.IN:
+            parts.append(f"{requirement.key} in ({values})")
+        elif requirement.operator is Operator.NOT_IN:
+            parts.append(f"{requirement.key} notin ({values})")
+        elif requirement.operator is Operator.EXISTS:
+            parts.append(requirement.key)
+        else:
+            parts.append(f"!{requirement.key}")
+    return ",".join(parts)
+
+
+class SelectorIndex:
+    """Which of one namespace's selectors match a pod, without trying every selector.
+
+    Trying each of 500 enrolled selectors against each of 1,500 pods is 750,000 matches per
+    namespace. A selector that matches pins some ``key=value`` (a ``matchLabels`` pair, or
+    one of an ``In`` requirement's values), so each selector is filed under the pairs it
+    needs, and a pod is tried only against the selectors filed under one of its own labels
+    (selectors that pin nothing are tried always). The final word is ``selector_matches``.
+    """
+
+    def __init__(self) -> None:
+        self._selectors: dict[str, LabelSelector] = {}
+        self._filed: dict[tuple[str, str], set[str]] = {}
+        self._always: set[str] = set()
+
+    def __len__(self) -> int:
+        return len(self._selectors)
+
+    def get(self, key: str) -> LabelSelector | None:
+        return self._selectors.get(key)
+
+    def add(self, key: str, selector: LabelSelector) -> None:
+        self.remove(key)
+        self._selectors[key] = selector
+        pairs = _filing_pairs(selector)
+        if pairs is None:
+            self._always.add(key)
+        for pair in pairs or ():
+            self._filed.setdefault(pair, set()).add(key)
+
+    def remove(self, key: str) -> None:
+        selector = self._selectors.pop(key, None)
+        if selector is None:
+            return
+        self._always.discard(key)
+        for pair in _filing_pairs(selector) or ():
+            keys = self._filed.get(pair)
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del self._filed[pair]
+
+    def matching(self, labels: Mapping[str, str]) -> set[str]:
+        """The keys whose selector matches ``labels``."""
+        candidates = set(self._always)
+        for pair in labels.items():
+            candidates.update(self._filed.get(pair, ()))
+        return {key for key in candidates if selector_matches(self._selectors[key], labels)}
+
+
+def _filing_pairs(selector: LabelSelector) -> list[tuple[str, str]] | None:
+    """The pairs one of which every pod ``selector`` matches must carry; None if none is
+    known (no ``matchLabels``, no ``In``): such a selector is tried against every pod."""
+    if selector.match_labels:
+        return [selector.match_labels[0]]
+    for requirement in selector.requirements:
+        if requirement.operator is Operator.IN and requirement.values:
+            return [(requirement.key, value) for value in sorted(requirement.values)]
+    return None
 
 
 def group_pods(
@@ -274,19 +385,20 @@ def group_pods(
     A pod matched by two enrolled Deployments (overlapping selectors) is given to both:
     each decision then counts it, which can only make either less eager to delete.
     """
-    by_namespace: dict[str, list[tuple[PodView, Mapping[str, str]]]] = {}
+    indexes: dict[str, SelectorIndex] = {}
+    for position, (deployment, selector) in enumerate(deployments):
+        indexes.setdefault(deployment.namespace, SelectorIndex()).add(str(position), selector)
+    matched: list[list[PodView]] = [[] for _ in deployments]
     for pod, labels in pods:
-        by_namespace.setdefault(pod.namespace, []).append((pod, labels))
-    enrolled = []
-    for deployment, selector in deployments:
-        candidates = by_namespace.get(deployment.namespace, ())
-        matched = tuple(
-            sorted(
-                (pod for pod, labels in candidates if selector_matches(selector, labels)),
-                key=lambda p: p.name,
-            )
-        )
-        enrolled.append(Enrolled(deployment, matched))
+        index = indexes.get(pod.namespace)
+        if index is None:
+            continue
+        for found in index.matching(labels):
+            matched[int(found)].append(pod)
+    enrolled = [
+        Enrolled(deployment, tuple(sorted(pods_of, key=lambda p: p.name)))
+        for (deployment, _), pods_of in zip(deployments, matched, strict=True)
+    ]
     return tuple(sorted(enrolled, key=lambda e: e.deployment.key))
 
 
@@ -371,8 +483,10 @@ __all__ = [
     "MAX_NARROWING_SELECTOR",
     "NUDGE_ANNOTATION",
     "LabelSelector",
+    "ListPage",
     "Operator",
     "Requirement",
+    "SelectorIndex",
     "container_from_json",
     "default_pull_policy",
     "deployment_from_json",
@@ -381,8 +495,10 @@ __all__ = [
     "lease_from_json",
     "lease_spec_json",
     "list_items",
+    "list_page",
     "pod_from_json",
     "pod_list_selector",
     "selector_from_json",
     "selector_matches",
+    "selector_query",
 ]

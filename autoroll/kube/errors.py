@@ -55,6 +55,7 @@ class Grant(StrEnum):
 
     CLUSTER_ROLE = "the ClusterRole must grant {rule}"
     EVENTS = "the ClusterRole must grant {rule} (EMIT_EVENTS=true)"
+    WATCH = "the ClusterRole must grant {rule} (WATCH_CACHE=true)"
     LEASE_ROLE = "the namespaced Role must grant {rule} (LEADER_ELECTION=true)"
 
 
