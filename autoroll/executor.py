@@ -31,7 +31,6 @@ class Outcome(StrEnum):
     NOT_LEADER = "not-leader"  # leadership lapsed before the call: nothing sent, the pass ends
     READ_FAILED = "read-failed"  # the fresh read of the workload's pods failed: the pass ends
 
-
     @classmethod
     def of(cls, outcome: DeleteOutcome) -> Outcome:
         return cls(outcome.value)

@@ -48,6 +48,12 @@ class Metrics:
             ["scope"],
             registry=registry,
         )
+        self.roll_pace_nudges = Counter(
+            f"{PREFIX}_roll_pace_nudges",
+            "Targeted passes asked for because a rolling workload's pods settled in the"
+            " watched cache (its replacement is Ready): the next pod goes now, not at the poll.",
+            registry=registry,
+        )
         self.fresh_reads = Counter(
             f"{PREFIX}_fresh_reads",
             "Workloads whose pods were read again from the API right before a deletion was"

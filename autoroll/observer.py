@@ -135,8 +135,7 @@ class PassObserver:
         elif outcome is Outcome.READ_FAILED:
             self._metrics.deletions_not_done.labels(reason=outcome.value).inc()
             log.error(
-                "not deleting pod %s: its pods could not be read again first (%s); ending"
-                " the pass",
+                "not deleting pod %s: its pods could not be read again first (%s); ending the pass",
                 where,
                 done.detail,
                 extra={**fields, "event": "delete-failed", "reason": outcome.value},

@@ -1,16 +1,23 @@
 """The pass's adapter (``ClusterPort``): enrolled Deployments and their pods in, one write out.
 
-Reads per pass: one cluster-wide Deployment list by label, then one pod list per namespace
-that holds an enrolled Deployment (``1 + namespaces`` requests, never one per Deployment),
-each narrowed server-side where its enrolled selectors allow. Pods are matched to
-Deployments here, with each Deployment's own ``spec.selector``, so the core receives
-``Enrolled`` pairs and never sees a label or a client object.
+Finding the work. With a watched cache (``autoroll.kube.cache.WatchCache``, on by default)
+a snapshot is read from memory: no request at all. Without one, or while it is not synced,
+the API is listed: one cluster-wide Deployment list by label, then one pod list per
+namespace that holds an enrolled Deployment the pass looks at (``1 + namespaces`` requests,
+never one per Deployment), each narrowed server-side where its enrolled selectors allow.
+Pods are matched to Deployments here, with each Deployment's own ``spec.selector``, so the
+core receives ``Enrolled`` pairs and never sees a label or a client object. A targeted
+scope is answered with every enrolled Deployment using a repository it names (on any host:
+a superset; the pass keeps those using a named tag).
 
-The only write is ``delete_pod``, sent with a UID precondition: a pod recreated under the
-same name is a different object and is never deleted by a decision made about its
-predecessor. RBAC: ``deployments: list``, ``pods: list`` and ``pods: delete``; with
-``evict=True`` (ROLLOUT_METHOD=evict) the same call is an Eviction, so PodDisruptionBudgets
-are honoured, and ``pods/eviction: create`` replaces ``pods: delete``.
+Acting on it. ``pods_now`` is the read a pass makes right before it acts: one narrow pod
+list in the workload's namespace with its own selector, always from the API, never from
+the cache (ARCHITECTURE.md, property 8). The only write is ``delete_pod``, sent with a UID
+precondition: a pod recreated under the same name is a different object and is never
+deleted by a decision made about its predecessor. RBAC: ``deployments: list``, ``pods:
+list`` and ``pods: delete`` (and ``watch`` on both for the cache); with ``evict=True``
+(ROLLOUT_METHOD=evict) the same call is an Eviction, so PodDisruptionBudgets are honoured,
+and ``pods/eviction: create`` replaces ``pods: delete``.
 
 A 404 (already gone), a 409 from the UID precondition (the name is a newer pod) and a 429 on
 eviction (a disruption budget says not now) are answers, reported as ``DeleteOutcome``;
@@ -21,8 +28,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Final
 
+from autoroll.kube.cache import WatchCache
 from autoroll.kube.convert import (
     LabelSelector,
     deployment_from_json,
@@ -30,6 +38,9 @@ from autoroll.kube.convert import (
     list_items,
     pod_from_json,
     pod_list_selector,
+    selector_matches,
+    selector_query,
+    template_repositories,
 )
 from autoroll.kube.errors import ClusterApiError
 from autoroll.kube.transport import (
@@ -40,8 +51,13 @@ from autoroll.kube.transport import (
     connect,
 )
 from autoroll.model import DeleteOutcome, DeploymentView, Enrolled, PodView
+from autoroll.scope import FULL, Scope
 
 log = logging.getLogger(__name__)
+
+#: Seconds the first pass waits for the watched cache's first sync before listing itself
+#: (listing while the cache lists would hold both in memory at once).
+FIRST_SYNC_SECONDS: Final = 60.0
 
 _OUTCOMES: dict[int, DeleteOutcome] = {
     404: DeleteOutcome.ALREADY_GONE,
@@ -51,7 +67,8 @@ _OUTCOMES: dict[int, DeleteOutcome] = {
 
 
 class KubeCluster:
-    """The live cluster, through a ``KubeRest`` built on first use (``LazyRest``)."""
+    """The live cluster, through a ``KubeRest`` built on first use (``LazyRest``), and,
+    when given one, a watched cache for finding work."""
 
     def __init__(
         self,
@@ -61,23 +78,73 @@ class KubeCluster:
         rest: KubeRest | None = None,
         evict: bool = False,
         request_timeout: tuple[float, float] = REQUEST_TIMEOUT,
+        cache: WatchCache | None = None,
+        observe: Callable[[str], None] | None = None,
+        first_sync_seconds: float = FIRST_SYNC_SECONDS,
     ) -> None:
         self._label_selector = label_selector
         self._evict = evict
         self._timeout = request_timeout
-        self._api = LazyRest(api_client_factory, rest)
+        self._api = LazyRest(api_client_factory, rest, observe)
+        self._cache = cache
+        self._first_sync = first_sync_seconds
+        self._waited = False
+        self._selectors: dict[str, LabelSelector] = {}  # from the last listing, by key
         self.requests = 0  # API requests sent, for benchmarks and tests
 
-    def snapshot(self) -> tuple[Enrolled, ...]:
-        """Every enrolled Deployment with its live pods: ``1 + namespaces`` list requests.
+    @property
+    def cache(self) -> WatchCache | None:
+        return self._cache
+
+    def snapshot(self, scope: Scope = FULL) -> tuple[Enrolled, ...]:
+        """The enrolled Deployments ``scope`` may concern, with their live pods: from the
+        watched cache when it is synced, else ``1 + namespaces`` list requests.
 
         Each namespace's list is converted and dropped before the next one is read, so
         memory follows the enrolled pods, not the cluster (docs/adr/005-reading-the-cluster.md).
         """
+        if self._cache is not None:
+            if not self._waited:
+                self._waited = True
+                self._cache.wait_synced(self._first_sync)
+            found = self._cache.snapshot(scope)
+            if found is not None:
+                return found
+            log.info("the watched cache is not synced; listing the API for this pass")
+        return self._list(scope)
+
+    def pods_now(self, workload: DeploymentView) -> tuple[PodView, ...]:
+        """The live pods of ``workload``, read now from the API: one narrow list."""
+        selector = self._cache.selector(workload.key) if self._cache is not None else None
+        selector = selector or self._selectors.get(workload.key)
+        if selector is None:
+            raise ClusterApiError(
+                f"list pods of {workload.key}: its selector is not known (it was not listed)",
+                status=0,
+            )
+        rest = self._api()
+        self.requests += 1
+        body = rest.list_pods(
+            workload.namespace,
+            field_selector=LIVE_PODS_FIELD_SELECTOR,
+            label_selector=selector_query(selector) or None,
+            timeout=self._timeout,
+        )
+        items = _items(f"list pods of {workload.key}", body)
+        pods = (pod_from_json(item) for item in items)
+        matched = (pod for pod, labels in pods if selector_matches(selector, labels))
+        return tuple(sorted(matched, key=lambda p: p.name))
+
+    def _list(self, scope: Scope) -> tuple[Enrolled, ...]:
         rest = self._api()
         self.requests += 1
         body = rest.list_deployments(label_selector=self._label_selector, timeout=self._timeout)
         deployments = _deployments(_items("list deployments (all namespaces)", body))
+        self._selectors = {view.key: selector for view, selector in deployments}
+        if not scope.is_full:
+            deployments = [
+                d for d in deployments if template_repositories(d[0]) & scope.repositories
+            ]
         by_namespace: dict[str, list[LabelSelector]] = {}
         for view, selector in deployments:
             by_namespace.setdefault(view.namespace, []).append(selector)
@@ -131,4 +198,4 @@ def _deployments(items: list[dict[str, Any]]) -> list[tuple[DeploymentView, Labe
     return deployments
 
 
-__all__ = ["KubeCluster"]
+__all__ = ["FIRST_SYNC_SECONDS", "KubeCluster"]

@@ -144,6 +144,18 @@ def default_pull_policy(image: str) -> str:
     return "IfNotPresent"
 
 
+def template_repositories(view: DeploymentView) -> set[str]:
+    """The repositories a workload's template names, on any host: a superset of those a
+    targeted pass may concern (the pass narrows it to the configured host and the tags)."""
+    found = set()
+    for container in view.containers:
+        try:
+            found.add(parse_image(container.image).repository.lower())
+        except ImageRefError:
+            continue
+    return found
+
+
 def container_from_json(container: Mapping[str, Any]) -> ContainerView:
     """Convert a ``Container`` (pod template or pod spec)."""
     image = container.get("image") or ""
@@ -336,6 +348,9 @@ class SelectorIndex:
     def get(self, key: str) -> LabelSelector | None:
         return self._selectors.get(key)
 
+    def keys(self) -> set[str]:
+        return set(self._selectors)
+
     def add(self, key: str, selector: LabelSelector) -> None:
         self.remove(key)
         self._selectors[key] = selector
@@ -501,4 +516,5 @@ __all__ = [
     "selector_from_json",
     "selector_matches",
     "selector_query",
+    "template_repositories",
 ]

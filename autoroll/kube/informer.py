@@ -128,6 +128,10 @@ class Informer(Generic[T]):
         return self._synced.is_set()
 
     @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    @property
     def label_selector(self) -> str | None:
         with self._lock:
             return self._restart if self._restart is not None else self._collection.label_selector

@@ -10,8 +10,9 @@ from prometheus_client import CollectorRegistry
 from autoroll.decide import DeletePod
 from autoroll.executor import Executor, Outcome
 from autoroll.metrics import Metrics
-from autoroll.model import DeleteOutcome, Digest, Enrolled
+from autoroll.model import DeleteOutcome, DeploymentView, Digest, Enrolled, PodView
 from autoroll.reconciler import Reconciler
+from autoroll.scope import FULL, Scope
 from tests.unit.test_reconciler import FakeRegistry
 
 ACTION = DeletePod(
@@ -32,7 +33,10 @@ class Cluster:
         self.answer = answer
         self.calls: list[tuple[str, str, str]] = []
 
-    def snapshot(self) -> tuple[Enrolled, ...]:
+    def snapshot(self, scope: Scope = FULL) -> tuple[Enrolled, ...]:
+        return ()
+
+    def pods_now(self, workload: DeploymentView) -> tuple[PodView, ...]:
         return ()
 
     def delete_pod(self, namespace: str, name: str, uid: str) -> DeleteOutcome:
@@ -74,7 +78,7 @@ def test_a_follower_skips_the_whole_pass_without_reading_anything() -> None:
     cluster, registry = Cluster(DeleteOutcome.DELETED), FakeRegistry({})
     read: list[str] = []
 
-    def snapshot() -> tuple[Enrolled, ...]:
+    def snapshot(scope: Scope = FULL) -> tuple[Enrolled, ...]:
         read.append("snapshot")
         return ()
 

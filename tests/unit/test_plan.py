@@ -20,6 +20,7 @@ from autoroll.model import (
     Unknown,
 )
 from autoroll.plan import HEADERS, render, rows, run_plan
+from autoroll.scope import FULL, Scope
 
 HOST = "git.example.org"
 IMAGE = f"{HOST}/team/app:latest"
@@ -55,8 +56,11 @@ class Cluster:
         self.items = items
         self.deleted: list[str] = []
 
-    def snapshot(self) -> Sequence[Enrolled]:
+    def snapshot(self, scope: Scope = FULL) -> Sequence[Enrolled]:
         return self.items
+
+    def pods_now(self, workload: DeploymentView) -> Sequence[PodView]:
+        return next((e.pods for e in self.items if e.deployment.key == workload.key), ())
 
     def delete_pod(self, namespace: str, name: str, uid: str) -> DeleteOutcome:
         self.deleted.append(name)

@@ -13,7 +13,16 @@ from autoroll.decide import ChildrenRequest, ContentRequest
 from autoroll.http_worker import REQUEST_READ_SECONDS
 from autoroll.images import TagRef
 from autoroll.kube.transport import CONNECT_ATTEMPTS, LEASE_CALL_TIMEOUT, call_seconds
-from autoroll.model import DeleteOutcome, Digest, Enrolled, ImageContent, Unknown
+from autoroll.model import (
+    DeleteOutcome,
+    DeploymentView,
+    Digest,
+    Enrolled,
+    ImageContent,
+    PodView,
+    Unknown,
+)
+from autoroll.scope import FULL, Scope
 from autoroll.server import (
     ELECTION_STOP_SECONDS,
     GRACEFUL_TIMEOUT_SECONDS,
@@ -38,7 +47,10 @@ ENV = {
 
 
 class NoCluster:
-    def snapshot(self) -> Sequence[Enrolled]:
+    def snapshot(self, scope: Scope = FULL) -> Sequence[Enrolled]:
+        return ()
+
+    def pods_now(self, workload: DeploymentView) -> Sequence[PodView]:
         return ()
 
     def delete_pod(self, namespace: str, name: str, uid: str) -> DeleteOutcome:

@@ -15,7 +15,7 @@ DIGEST = "sha256:" + "ab" * 32
 
 
 def real(name: str) -> bytes:
-    """A body exactly as Gitea 1.27.3 delivered it to a hook (captured from tests/gitea's server)."""
+    """A body as Gitea 1.27.3 delivered it to a hook (captured from tests/gitea's server)."""
     return (DATA / f"gitea-1.27-package-{name}.json").read_bytes()
 
 
@@ -64,7 +64,9 @@ def without(field: str) -> bytes:
         (package(version="V1.2_rc-3"), ImageTag("team/app", "V1.2_rc-3")),
     ],
 )
-def test_a_container_tag_event_names_its_repository_and_tag(body: bytes, expected: ImageTag) -> None:
+def test_a_container_tag_event_names_its_repository_and_tag(
+    body: bytes, expected: ImageTag
+) -> None:
     assert read_body(body) == BodyReading(BodyKind.TAG, expected)
 
 

@@ -29,9 +29,10 @@ from prometheus_client import CollectorRegistry
 
 from autoroll.kube import ClusterError, KubeCluster, connect
 from autoroll.metrics import Metrics
-from autoroll.model import DeleteOutcome, Enrolled
+from autoroll.model import DeleteOutcome, DeploymentView, Enrolled, PodView
 from autoroll.reconciler import Reconciler, TickReport
 from autoroll.registry import RegistryClient
+from autoroll.scope import FULL, Scope
 from autoroll.web import create_app
 from autoroll.worker import Nudge, Worker, WorkerStopTimeoutError
 from tests.conftest import require_tool
@@ -204,8 +205,11 @@ class BeforeFirstDelete:
         self.inner = inner
         self.hook: Callable[[], None] | None = hook
 
-    def snapshot(self) -> Sequence[Enrolled]:
-        return self.inner.snapshot()
+    def snapshot(self, scope: Scope = FULL) -> Sequence[Enrolled]:
+        return self.inner.snapshot(scope)
+
+    def pods_now(self, workload: DeploymentView) -> Sequence[PodView]:
+        return self.inner.pods_now(workload)
 
     def delete_pod(self, namespace: str, name: str, uid: str) -> DeleteOutcome:
         hook, self.hook = self.hook, None
@@ -269,8 +273,8 @@ def controller(cluster_port: Any, registry: RegistryServer) -> Controller:
     )
     reports: list[TickReport] = []
 
-    def tick(stopping: Callable[[], bool]) -> TickReport:
-        report = reconciler.tick(stopping)
+    def tick(stopping: Callable[[], bool], scope: Scope = FULL) -> TickReport:
+        report = reconciler.tick(stopping, scope)
         reports.append(report)
         return report
 
