@@ -73,7 +73,8 @@ class _Space:
 
     namespace: str
     informer: Informer[Pod]
-    selector: str | None
+    selector: str | None  # the narrowing wanted; the informer lists with it once restarted
+    ready: bool = False  # listed with ``selector`` and not broken since
     index: SelectorIndex = field(default_factory=SelectorIndex)
     pods: dict[str, Pod] = field(default_factory=dict)  # uid -> pod
     members: dict[str, set[str]] = field(default_factory=dict)  # workload key -> pod uids
@@ -123,8 +124,10 @@ class WatchCache:
         metrics: Metrics | None = None,
         resync_seconds: float = RESYNC_SECONDS,
         clock: Callable[[], float] = time.monotonic,
+        informer: type[Informer[Any]] = Informer,
     ) -> None:
         self._label_selector = label_selector
+        self._informer = informer
         self._rest = rest
         self._metrics = metrics
         self._resync = resync_seconds
@@ -135,11 +138,12 @@ class WatchCache:
         self._keys: dict[str, str] = {}  # workload key -> Deployment uid
         self._repositories: dict[str, set[str]] = {}  # repository -> workload keys
         self._spaces: dict[str, _Space] = {}
+        self._workloads_ready = False  # listed, and not broken since
         self._retired: list[Informer[Pod]] = []
         self._stopping = threading.Event()
         self._changed = threading.Condition(self._lock)
         self._containers: dict[ContainerView, ContainerView] = {}  # one object per spec
-        self._workload_informer: Informer[Workload] = Informer(
+        self._workload_informer: Informer[Workload] = informer(
             Collection(
                 "/apis/apps/v1/deployments",
                 "(all namespaces)",
@@ -236,6 +240,7 @@ class WatchCache:
 
     def _workloads_replaced(self, items: Mapping[str, Workload]) -> None:
         with self._lock:
+            self._workloads_ready = True
             changed = set(self._keys)
             namespaces = {view.namespace for view, _ in self._workloads.values()}
             for uid in list(self._workloads):
@@ -268,6 +273,8 @@ class WatchCache:
         with self._lock:
             if self._spaces.get(space.namespace) is not space:
                 return  # a dropped namespace's informer, still stopping
+            # Listed with an older narrowing than wanted: not ready until the restart lists.
+            space.ready = space.informer.listing_selector == space.selector
             changed = set(space.members)
             for uid in list(space.pods):
                 space.unfile(uid)
@@ -290,8 +297,14 @@ class WatchCache:
             changed = space.unfile(uid)
         self._after(changed)
 
-    def _unsynced(self) -> None:
+    def _unsynced(self, space: _Space | None) -> None:
+        """An informer's watch broke (``space`` None: the workloads'): not ready until it
+        has listed again."""
         with self._lock:
+            if space is None:
+                self._workloads_ready = False
+            else:
+                space.ready = False
             self._changed.notify_all()
         if self._metrics is not None:
             self._metrics.cache_synced.set(0)
@@ -335,7 +348,7 @@ class WatchCache:
 
     def _arrange_spaces_locked(self, namespaces: Iterable[str]) -> None:
         """Start, restart or drop each namespace's pod informer to match its workloads."""
-        if self._stopping.is_set() or not self._workload_informer.synced:
+        if self._stopping.is_set() or not self._workloads_ready:
             return
         by_namespace: dict[str, list[tuple[str, LabelSelector]]] = {}
         for view, selector in self._workloads.values():
@@ -355,8 +368,9 @@ class WatchCache:
                 self._spaces[namespace] = space
                 space.informer.start()
             elif space.selector != wanted:
-                # A selector that leaves pods out no informer of the old one can know: list.
+                # Pods the old narrowing left out were never seen: list with the new one.
                 space.selector = wanted
+                space.ready = False
                 space.informer.restart(wanted)
             keys = {key for key, _ in workloads}
             for key in space.index.keys() - keys:
@@ -371,7 +385,7 @@ class WatchCache:
 
     def _new_space(self, namespace: str, selector: str | None) -> _Space:
         sink = _PodSink(self)
-        informer: Informer[Pod] = Informer(
+        informer: Informer[Pod] = self._informer(
             Collection(
                 f"/api/v1/namespaces/{segment(namespace)}/pods",
                 f"in namespace {namespace}",
@@ -394,9 +408,9 @@ class WatchCache:
 
     def _synced_locked(self) -> bool:
         return (
-            self._workload_informer.synced
+            self._workloads_ready
             and not self._stopping.is_set()
-            and all(space.informer.synced for space in self._spaces.values())
+            and all(space.ready for space in self._spaces.values())
         )
 
     def _enrolled(self, key: str) -> Enrolled:
@@ -458,7 +472,7 @@ class _WorkloadSink:
         self._cache._workload_deleted(uid)
 
     def unsynced(self) -> None:
-        self._cache._unsynced()
+        self._cache._unsynced(None)
 
 
 class _PodSink:
@@ -479,7 +493,7 @@ class _PodSink:
         self._cache._pod_deleted(self.space, uid)
 
     def unsynced(self) -> None:
-        self._cache._unsynced()
+        self._cache._unsynced(self.space)
 
 
 def _workload(raw: dict[str, Any]) -> Workload | None:

@@ -132,9 +132,10 @@ class Informer(Generic[T]):
         return self._thread.is_alive()
 
     @property
-    def label_selector(self) -> str | None:
-        with self._lock:
-            return self._restart if self._restart is not None else self._collection.label_selector
+    def listing_selector(self) -> str | None:
+        """The label selector of the list (or watch) in progress: what the sink's items are
+        selected by. A restart takes effect at the next list."""
+        return self._collection.label_selector
 
     def wait_synced(self, timeout: float) -> bool:
         return self._synced.wait(timeout)
@@ -297,6 +298,9 @@ class Informer(Generic[T]):
         )
         with self._lock:
             self._stream = stream
+            restarting = self._restart is not None
+        if restarting:  # asked for before this stream could be aborted
+            stream.abort()
         try:
             for kind, document in stream.events():
                 if self._stop.is_set():
