@@ -2,7 +2,7 @@
 
 The reconciler hands the observer each ``Decision`` and each ``Executed`` action; the
 observer counts them, writes one log line per container decision and per action, and, with
-EMIT_EVENTS, records each roll as an Event on its Deployment (the reason and its text are
+EMIT_EVENTS, records each roll as an Event on its workload (the reason and its text are
 ``autoroll.model.RollEvent.about``). An Event that fails is logged and counted, never allowed
 to fail the pass. It keeps one memory of its own: which pods it has already warned about
 because what they run cannot be told, so such a warning is logged once per pod and
@@ -17,7 +17,15 @@ from collections.abc import Iterable
 from autoroll.decide import ContainerVerdict, Decision, DeletePod, PodState, Reason, Verdict
 from autoroll.executor import Executed, Outcome
 from autoroll.metrics import Metrics
-from autoroll.model import DeploymentView, Digest, Enrolled, EventReason, RollEvent, Unknown
+from autoroll.model import (
+    Digest,
+    Enrolled,
+    EventReason,
+    RollEvent,
+    Unknown,
+    WorkloadKind,
+    WorkloadView,
+)
 from autoroll.ports import EventPort
 from autoroll.scope import Scope
 
@@ -45,11 +53,14 @@ class PassObserver:
     def decided(self, decision: Decision) -> None:
         """Metrics and one log line per container decision."""
         self._warn_unresolved(decision)
+        kind = decision.kind.value
         if decision.loop_guard_hits:
-            self._metrics.loop_guard_hits.inc(decision.loop_guard_hits)
+            self._metrics.loop_guard_hits.labels(kind=kind).inc(decision.loop_guard_hits)
         for verdict in decision.containers:
             if verdict.verdict is Verdict.SKIPPED:
-                self._metrics.containers_skipped.labels(reason=verdict.reason.value).inc()
+                self._metrics.containers_skipped.labels(
+                    reason=verdict.reason.value, kind=kind
+                ).inc()
             level = logging.WARNING if verdict.reason.is_warning else logging.INFO
             log.log(
                 level,
@@ -92,25 +103,30 @@ class PassObserver:
                 )
 
     def pass_ended(self, enrolled: Iterable[Enrolled], *, scope: Scope, fresh_reads: int) -> None:
-        """Count the pass by scope; after a full pass keep warned keys only for pods still
-        listed (bounded by the pods enrolled). A targeted pass saw only some pods, so it
-        forgets nothing."""
+        """Count the pass by scope; after a full pass count the enrolled workloads by kind
+        and keep warned keys only for pods still listed (bounded by the pods enrolled). A
+        targeted pass saw only some workloads, so it sets no gauge and forgets nothing."""
         self._metrics.pass_scopes.labels(scope="full" if scope.is_full else "targeted").inc()
         self._metrics.fresh_reads.inc(fresh_reads)
         if not scope.is_full:
             return
-        listed = {(p.namespace, p.name, p.uid) for e in enrolled for p in e.pods}
+        items = tuple(enrolled)
+        for kind in WorkloadKind:
+            count = sum(1 for e in items if e.workload.kind is kind)
+            self._metrics.workloads.labels(kind=kind.value).set(count)
+        listed = {(p.namespace, p.name, p.uid) for e in items for p in e.pods}
         self._warned = {k for k in self._warned if (k[0], k[1], k[2]) in listed}
 
     # -- actions ----------------------------------------------------------------------------
 
-    def executed(self, deployment: DeploymentView, done: Executed) -> None:
+    def executed(self, workload: WorkloadView, done: Executed) -> None:
         """Count and log what became of an action; record an Event for a roll."""
         action, outcome = done.action, done.outcome
         fields = _action_fields(action)
-        where = f"{action.namespace}/{action.name}"
+        where = f"{action.namespace}/{action.name} of {action.kind}/{action.workload}"
+        kind = action.kind.value
         if outcome is Outcome.DRY_RUN:
-            self._metrics.deletions.labels(mode="dry").inc()
+            self._metrics.deletions.labels(mode="dry", kind=kind).inc()
             log.info(
                 "DRY_RUN: would delete stale pod %s (%s)",
                 where,
@@ -118,7 +134,7 @@ class PassObserver:
                 extra={**fields, "event": "delete", "dry_run": True},
             )
         elif outcome is Outcome.DELETED:
-            self._metrics.deletions.labels(mode="real").inc()
+            self._metrics.deletions.labels(mode="real", kind=kind).inc()
             log.info(
                 "deleted stale pod %s (%s)",
                 where,
@@ -133,20 +149,21 @@ class PassObserver:
                 extra={**fields, "event": "delete-failed"},
             )
         elif outcome is Outcome.READ_FAILED:
-            self._metrics.deletions_not_done.labels(reason=outcome.value).inc()
+            self._metrics.deletions_not_done.labels(reason=outcome.value, kind=kind).inc()
             log.error(
-                "not deleting pod %s: its pods could not be read again first (%s); ending the pass",
+                "not deleting pod %s: its workload could not be read again first (%s);"
+                " ending the pass",
                 where,
                 done.detail,
                 extra={**fields, "event": "delete-failed", "reason": outcome.value},
             )
         else:
-            self._not_done(where, outcome, fields)
-        self._record_event(deployment, done)
+            self._not_done(where, outcome, fields, kind)
+        self._record_event(workload, done)
 
-    def _not_done(self, where: str, outcome: Outcome, fields: dict[str, object]) -> None:
-        # One line per Deployment per pass at most (one action each): no storm.
-        self._metrics.deletions_not_done.labels(reason=outcome.value).inc()
+    def _not_done(self, where: str, outcome: Outcome, fields: dict[str, object], kind: str) -> None:
+        # One line per workload per pass at most (one action each): no storm.
+        self._metrics.deletions_not_done.labels(reason=outcome.value, kind=kind).inc()
         extra = {**fields, "event": "delete-noop", "reason": outcome.value}
         if outcome is Outcome.BLOCKED:
             log.warning(
@@ -164,7 +181,7 @@ class PassObserver:
         else:
             log.info("pod %s not deleted: %s", where, outcome.value, extra=extra)
 
-    def _record_event(self, deployment: DeploymentView, done: Executed) -> None:
+    def _record_event(self, workload: WorkloadView, done: Executed) -> None:
         """One Event per executed roll; failures are logged and counted, never raised."""
         if self._events is None:
             return
@@ -176,7 +193,7 @@ class PassObserver:
             return
         action = done.action
         event = RollEvent.about(
-            deployment,
+            workload,
             reason,
             pod=action.name,
             container=action.container,
@@ -190,9 +207,9 @@ class PassObserver:
             self._metrics.events.labels(outcome="error").inc()
             log.warning(
                 "could not record an Event on %s: %s",
-                deployment.key,
+                workload.key,
                 exc,
-                extra={"event": "event-failed", "deployment": deployment.key},
+                extra={"event": "event-failed", "workload": workload.key, "kind": workload.kind},
             )
             return
         self._metrics.events.labels(outcome="created").inc()
@@ -210,11 +227,14 @@ def running_text(verdict: ContainerVerdict) -> str:
 
 
 def decision_fields(decision: Decision, verdict: ContainerVerdict) -> dict[str, object]:
-    """The structured fields of a decision's log line: Deployment, pod, image, both digests."""
+    """The structured fields of a decision's log line: workload and kind, pod, image, both
+    digests, and which settledness clause held (``settled``)."""
     pods = verdict.pod or ",".join(f.pod for f in verdict.pods) or "-"
     return {
         "event": "decision",
-        "deployment": decision.key,
+        "workload": decision.key,
+        "kind": decision.kind.value,
+        "settled": decision.settledness.reason.value,
         "container": verdict.container,
         "pod": pods,
         "image": verdict.image,
@@ -227,7 +247,8 @@ def decision_fields(decision: Decision, verdict: ContainerVerdict) -> dict[str, 
 
 def _action_fields(action: DeletePod) -> dict[str, object]:
     return {
-        "deployment": f"{action.namespace}/{action.deployment}",
+        "workload": action.workload_key,
+        "kind": action.kind.value,
         "container": action.container,
         "pod": action.name,
         "image": action.image,

@@ -9,9 +9,9 @@ the next poll (120 s by default), although its replacement was Ready within a se
    done is disarmed.
 2. The watched cache (``autoroll.ports.WatchPort``) tells the pacer whose pods changed. An
    armed workload whose cached pods no longer show the deleted pod as live, and which is
-   settled by the very rule the decision uses (``autoroll.decide.is_settled``: no pod
-   terminating, every pod Ready, enough pods), is disarmed and a pass targeted at its tags
-   is nudged.
+   settled by the very rule the decision uses (``autoroll.kinds.is_settled``: no pod
+   terminating, every pod Ready, enough pods, and what its kind's status must say), is
+   disarmed and a pass targeted at its tags is nudged.
 3. That pass decides on a fresh read of the workload's pods, as every pass does before a
    deletion: the cache only says *when* to look.
 
@@ -28,8 +28,9 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from autoroll.decide import Verdict, is_settled
+from autoroll.decide import Verdict
 from autoroll.executor import Outcome
+from autoroll.kinds import is_settled
 from autoroll.metrics import Metrics
 from autoroll.ports import WatchPort
 from autoroll.reconciler import TickReport
@@ -86,7 +87,7 @@ class RollPacer:
                 self._armed.clear()  # not the leader: the leader paces its own rolls
             return
         deleted = {
-            (done.action.namespace, done.action.deployment): done.action.uid
+            done.action.workload_key: done.action.uid
             for done in report.executed
             if done.outcome is Outcome.DELETED
         }
@@ -101,7 +102,7 @@ class RollPacer:
                 if not tags:
                     self._armed.pop(decision.key, None)
                     continue
-                uid = deleted.get((decision.namespace, decision.name), "")
+                uid = deleted.get(decision.key, "")
                 self._armed[decision.key] = Armed(tags, uid)
                 armed.append(decision.key)
         # It may have settled already (a fast replacement, or a cache that saw it first).
@@ -124,7 +125,7 @@ class RollPacer:
             if armed is None:
                 return
             gone = all(p.uid != armed.deleted_uid or p.deleting for p in found.pods)
-            settled = is_settled(pods=found.pods, replicas=found.deployment.replicas)
+            settled = is_settled(workload=found.workload, pods=found.pods)
             if not gone or not settled.is_settled:
                 return
             del self._armed[key]

@@ -3,8 +3,9 @@
 Each port is implemented by one adapter in production and by a hand-written fake in the
 unit tests; the orchestration (``reconciler``, ``leader``, ``plan``) knows only these::
 
-    ClusterPort   snapshot, fresh pods, delete  autoroll.kube.KubeCluster
+    ClusterPort   snapshot, fresh read, delete  autoroll.kube.KubeCluster
     WatchPort     what a watch sees change      autoroll.kube.WatchCache
+    NodePort      is a Node Ready? (DaemonSets)  autoroll.kube.KubeCluster
     RegistryPort  tag → digest, index children  autoroll.registry.RegistryClient
     EventPort     record a roll as an Event      autoroll.kube.KubeEvents
     LeasePort     the leader-election Lease      autoroll.kube.KubeLease
@@ -22,14 +23,14 @@ from autoroll.decide import ChildrenRequest, ContentRequest
 from autoroll.images import TagRef
 from autoroll.model import (
     DeleteOutcome,
-    DeploymentView,
     Digest,
     Enrolled,
     ImageContent,
     LeaseRecord,
-    PodView,
+    NodeView,
     RollEvent,
     Unknown,
+    WorkloadView,
 )
 from autoroll.scope import FULL, Scope
 
@@ -40,14 +41,16 @@ class ClusterPort(Protocol):
     ``snapshot`` finds the work: every enrolled workload with its pods, or, for a targeted
     scope, at least every enrolled workload whose template uses a repository the scope
     names (a superset is allowed; the pass narrows it to the scope's tags). It may answer
-    from a watched cache. ``pods_now`` is the fresh read the pass makes before it acts: that
-    one workload's live pods, from the API, never from a cache (ARCHITECTURE.md, property
-    8). ``delete_pod`` carries the pod's UID as a precondition.
+    from a watched cache. ``read_now`` is the fresh read the pass makes before it acts: that
+    one workload's live pods (and, for a kind whose settledness reads its status, the
+    object), from the API, never from a cache (ARCHITECTURE.md, property 8). It raises when
+    the workload is gone or was replaced. ``delete_pod`` carries the pod's UID as a
+    precondition.
     """
 
     def snapshot(self, scope: Scope = FULL) -> Sequence[Enrolled]: ...
 
-    def pods_now(self, workload: DeploymentView) -> Sequence[PodView]: ...
+    def read_now(self, workload: WorkloadView) -> Enrolled: ...
 
     def delete_pod(self, namespace: str, name: str, uid: str) -> DeleteOutcome: ...
 
@@ -63,6 +66,16 @@ class WatchPort(Protocol):
     def subscribe(self, listener: Callable[[frozenset[str]], None]) -> None: ...
 
     def cached(self, key: str) -> Enrolled | None: ...
+
+
+class NodePort(Protocol):
+    """Reads one Node before a DaemonSet pod on it is deleted; raises when it cannot.
+
+    A pass without one (``Reconciler(nodes=None)``) never deletes a DaemonSet pod: readiness
+    it cannot read is unknown, never Ready.
+    """
+
+    def node(self, name: str) -> NodeView: ...
 
 
 class RegistryPort(Protocol):
@@ -122,6 +135,7 @@ __all__ = [
     "EventPort",
     "LeaseConflictError",
     "LeasePort",
+    "NodePort",
     "RegistryPort",
     "WatchPort",
 ]

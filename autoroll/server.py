@@ -64,7 +64,7 @@ from autoroll.kube.transport import (
 from autoroll.leader import Elector, HandOff, NudgeWatcher
 from autoroll.metrics import Metrics
 from autoroll.pacer import RollPacer
-from autoroll.ports import ClusterPort, EventPort, LeasePort, RegistryPort
+from autoroll.ports import ClusterPort, EventPort, LeasePort, NodePort, RegistryPort
 from autoroll.reconciler import Reconciler, TickReport
 from autoroll.registry import Limits, RegistryClient
 from autoroll.scope import Scope
@@ -239,8 +239,12 @@ def build_runtime(
     registry: RegistryPort | None = None,
     lease: LeasePort | None = None,
     events: EventPort | None = None,
+    nodes: NodePort | None = None,
 ) -> Runtime:
-    """Wire one process's objects together. Cheap: no network until the first pass."""
+    """Wire one process's objects together. Cheap: no network until the first pass.
+
+    Without an injected ``cluster`` the Kubernetes adapter is both the cluster and the Node
+    reader; with one, Nodes are read only through ``nodes``."""
     metrics = Metrics(CollectorRegistry())
     nudge = Nudge(metrics)
     settings = config.leader_election
@@ -262,17 +266,21 @@ def build_runtime(
                 rest=LazyRest(
                     lambda: connect(pool_size=CACHE_POOL_SIZE), observe=metrics.kube_request
                 ),
+                kinds=config.workload_kinds,
                 metrics=metrics,
                 resync_seconds=config.cache_resync_seconds,
             )
-        cluster = KubeCluster(
+        kube = KubeCluster(
             label_selector=config.label_selector,
             evict=evicting,
+            kinds=config.workload_kinds,
             cache=cache,
             observe=metrics.kube_request,
         )
+        cluster, nodes = kube, nodes or kube
     reconciler = Reconciler(
         cluster=cluster,
+        nodes=nodes,
         registry=registry or _registry(config, metrics),
         metrics=metrics,
         forgejo_host=config.forgejo_host,

@@ -34,12 +34,13 @@ from autoroll.decide import Decision
 from autoroll.kube import KubeCluster, KubeRest, connect
 from autoroll.kube.convert import (
     LabelSelector,
-    deployment_from_json,
     list_items,
     pod_list_selector,
+    workload_from_json,
 )
 from autoroll.kube.transport import LIVE_PODS_FIELD_SELECTOR, REQUEST_TIMEOUT
 from autoroll.metrics import Metrics
+from autoroll.model import WorkloadKind
 from autoroll.reconciler import Reconciler
 from autoroll.registry import RegistryClient
 from bench.counting import count_kubernetes, counting_session
@@ -100,7 +101,7 @@ def build(
 
 
 def lists_only(api_client: Any, selector: str) -> Callable[[], Any]:
-    """The floor: autoroll's own 1 + namespaces lists (narrowed the same way), read as
+    """The floor: autoroll's own kinds + namespaces lists (narrowed the same way), read as
     JSON, nothing converted, asked of the registry or decided.
 
     Not a strategy anyone runs: it shows how much of a pass is transport and JSON parsing,
@@ -109,11 +110,12 @@ def lists_only(api_client: Any, selector: str) -> Callable[[], Any]:
     rest = KubeRest(api_client)
 
     def run() -> list[Decision]:
-        listed = rest.list_deployments(label_selector=selector, timeout=REQUEST_TIMEOUT)
         selectors: dict[str, list[LabelSelector]] = {}
-        for item in list_items(listed):
-            view, pod_selector = deployment_from_json(item)
-            selectors.setdefault(view.namespace, []).append(pod_selector)
+        for kind in WorkloadKind:
+            listed = rest.list_workloads(kind, label_selector=selector, timeout=REQUEST_TIMEOUT)
+            for item in list_items(listed):
+                view, pod_selector = workload_from_json(kind, item)
+                selectors.setdefault(view.namespace, []).append(pod_selector)
         for namespace in sorted(selectors):
             narrowing = pod_list_selector(selectors[namespace])
             page = rest.list_pods(

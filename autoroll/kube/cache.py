@@ -1,18 +1,21 @@
 """The watched cache: enrolled workloads and their pods in memory, for *finding* work.
 
-One informer (``autoroll.kube.informer``) keeps the enrolled Deployments (cluster-wide, by
-the enrolment label); one informer per namespace that holds an enrolled workload keeps its
-live pods, narrowed by the same label selector a pass's pod list uses
-(``pod_list_selector``). When the enrolled workloads of a namespace change that selector,
-that namespace's informer lists again with the new one; a namespace left without enrolled
-workloads is dropped. Pods are filed under every workload whose selector matches them
-(``SelectorIndex``), and workloads under the repositories their templates use, so a
-targeted pass finds its workloads without looking at the others.
+One informer (``autoroll.kube.informer``) per enabled kind keeps the enrolled workloads
+(Deployments, StatefulSets, DaemonSets; cluster-wide, by the enrolment label); one informer
+per namespace that holds an enrolled workload keeps its live pods, narrowed by the same
+label selector a pass's pod list uses (``pod_list_selector``). When the enrolled workloads
+of a namespace change that selector, that namespace's informer lists again with the new
+one; a namespace left without enrolled workloads is dropped. Pods are filed under every
+workload that claims them, by the rule a listing uses (its selector, found through a
+``SelectorIndex``, and for StatefulSets and DaemonSets its ownerReference:
+``convert.owns``), and workloads under the repositories their templates use, so a
+targeted pass finds its workloads without looking at the others. Workloads are keyed by
+their own ``key`` (namespace, kind and name), so kinds never collide.
 
 What the cache is *not*: a source of decisions. ``snapshot`` answers where to look (None
 whenever any informer is not synced: the pass then lists the API, as without a cache), and
-before any deletion the pass reads that workload's pods fresh from the API
-(``KubeCluster.pods_now``) and decides on that read alone (docs/adr/015).
+before any deletion the pass reads that workload fresh from the API
+(``KubeCluster.read_now``) and decides on that read alone (docs/adr/015).
 
 Listeners (``subscribe``) are told which workload keys changed — their pods or their
 object — after each change is applied, outside the lock: the roll pacer
@@ -29,30 +32,32 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from autoroll.kube.convert import (
     LabelSelector,
+    ListedPod,
     SelectorIndex,
-    deployment_from_json,
+    owns,
     pod_from_json,
     pod_list_selector,
     selector_matches,
     template_repositories,
+    workload_from_json,
 )
 from autoroll.kube.informer import Collection, Informer, stop_all
 from autoroll.kube.transport import (
-    LIST_DEPLOYMENTS,
     LIST_PODS,
+    LIST_WORKLOADS,
     LIVE_PODS_FIELD_SELECTOR,
-    WATCH_DEPLOYMENTS,
     WATCH_PODS,
+    WATCH_WORKLOADS,
     LazyRest,
     segment,
 )
 from autoroll.metrics import Metrics
-from autoroll.model import ContainerView, DeploymentView, Enrolled, PodView
+from autoroll.model import ContainerView, Enrolled, PodView, WorkloadKind, WorkloadView
 from autoroll.scope import Scope
 
 log = logging.getLogger(__name__)
@@ -62,8 +67,8 @@ RESYNC_SECONDS: Final = 1800.0
 #: Seconds ``stop`` waits for every informer thread.
 STOP_SECONDS: Final = 5.0
 
-Workload = tuple[DeploymentView, LabelSelector]
-Pod = tuple[PodView, Mapping[str, str]]
+Workload = tuple[WorkloadView, LabelSelector]
+Pod = ListedPod
 Listener = Callable[[frozenset[str]], None]
 
 
@@ -76,15 +81,20 @@ class _Space:
     selector: str | None  # the narrowing wanted; the informer lists with it once restarted
     ready: bool = False  # listed with ``selector`` and not broken since
     index: SelectorIndex = field(default_factory=SelectorIndex)
+    views: dict[str, WorkloadView] = field(default_factory=dict)  # key -> workload, as filed
     pods: dict[str, Pod] = field(default_factory=dict)  # uid -> pod
     members: dict[str, set[str]] = field(default_factory=dict)  # workload key -> pod uids
     owners: dict[str, set[str]] = field(default_factory=dict)  # pod uid -> workload keys
+
+    def claims(self, key: str, pod: Pod) -> bool:
+        view = self.views.get(key)
+        return view is not None and owns(view, pod)
 
     def file(self, uid: str, pod: Pod) -> set[str]:
         """File (or re-file) one pod; returns every workload key it was or is now under."""
         before = self.unfile(uid)
         self.pods[uid] = pod
-        now = self.index.matching(pod[1])
+        now = {key for key in self.index.matching(pod.labels) if self.claims(key, pod)}
         for key in now:
             self.members.setdefault(key, set()).add(uid)
         if now:
@@ -98,14 +108,29 @@ class _Space:
             self.members.get(key, set()).discard(uid)
         return keys
 
-    def refile_workload(self, key: str, selector: LabelSelector | None) -> None:
-        """Re-match every pod of the namespace against one workload's (new) selector."""
+    def put_workload(self, view: WorkloadView, selector: LabelSelector) -> None:
+        """File (or re-file) one workload and re-match the namespace's pods against it."""
+        key = view.key
+        before, self.views[key] = self.views.get(key), view
+        if before is not None and before.uid == view.uid and self.index.get(key) == selector:
+            return  # its claim on pods is unchanged
+        self.index.add(key, selector)
+        self._rematch(key, selector)
+
+    def drop_workload(self, key: str) -> None:
+        self.views.pop(key, None)
+        self.index.remove(key)
+        self._rematch(key, None)
+
+    def _rematch(self, key: str, selector: LabelSelector | None) -> None:
         for uid in self.members.pop(key, set()):
             self.owners.get(uid, set()).discard(key)
         if selector is None:
             return
         found = {
-            uid for uid, (_, labels) in self.pods.items() if selector_matches(selector, labels)
+            uid
+            for uid, pod in self.pods.items()
+            if selector_matches(selector, pod.labels) and self.claims(key, pod)
         }
         if found:
             self.members[key] = found
@@ -121,6 +146,7 @@ class WatchCache:
         *,
         label_selector: str,
         rest: LazyRest,
+        kinds: Iterable[WorkloadKind] = tuple(WorkloadKind),
         metrics: Metrics | None = None,
         resync_seconds: float = RESYNC_SECONDS,
         clock: Callable[[], float] = time.monotonic,
@@ -134,37 +160,43 @@ class WatchCache:
         self._clock = clock
         self._lock = threading.Lock()
         self._listeners: list[Listener] = []
-        self._workloads: dict[str, Workload] = {}  # Deployment uid -> workload
-        self._keys: dict[str, str] = {}  # workload key -> Deployment uid
+        self._workloads: dict[str, Workload] = {}  # object uid -> workload (any kind)
+        self._keys: dict[str, str] = {}  # workload key -> object uid
         self._repositories: dict[str, set[str]] = {}  # repository -> workload keys
         self._spaces: dict[str, _Space] = {}
-        self._workloads_ready = False  # listed, and not broken since
+        self._kinds_ready: set[WorkloadKind] = set()  # listed, and not broken since
         self._retired: list[Informer[Pod]] = []
         self._stopping = threading.Event()
         self._changed = threading.Condition(self._lock)
         self._containers: dict[ContainerView, ContainerView] = {}  # one object per spec
-        self._workload_informer: Informer[Workload] = informer(
-            Collection(
-                "/apis/apps/v1/deployments",
-                "(all namespaces)",
-                LIST_DEPLOYMENTS,
-                WATCH_DEPLOYMENTS,
-                label_selector=label_selector,
-            ),
-            rest=rest,
-            convert=_workload,
-            sink=_WorkloadSink(self),
-            resync_seconds=resync_seconds,
-            on_list=lambda cause: self._relisted("workloads", cause),
-            clock=clock,
-            name="watch-deployments",
-        )
+        wanted = set(kinds)
+        self._kinds = tuple(k for k in WorkloadKind if k in wanted)
+        self._workload_informers: list[Informer[Workload]] = [
+            informer(
+                Collection(
+                    f"/apis/apps/v1/{kind.resource}",
+                    "(all namespaces)",
+                    LIST_WORKLOADS[kind],
+                    WATCH_WORKLOADS[kind],
+                    label_selector=label_selector,
+                ),
+                rest=rest,
+                convert=_converter(kind),
+                sink=_WorkloadSink(self, kind),
+                resync_seconds=resync_seconds,
+                on_list=lambda cause: self._relisted("workloads", cause),
+                clock=clock,
+                name=f"watch-{kind.resource}",
+            )
+            for kind in self._kinds
+        ]
 
     # -- lifecycle ---------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Start the workload informer; pod informers start once its first list is in."""
-        self._workload_informer.start()
+        """Start the workload informers; pod informers start once every kind is listed."""
+        for informer in self._workload_informers:
+            informer.start()
 
     def request_stop(self) -> None:
         self._stopping.set()
@@ -178,7 +210,7 @@ class WatchCache:
     def _informers(self) -> list[Informer[Any]]:
         with self._lock:
             self._changed.notify_all()
-            found: list[Informer[Any]] = [self._workload_informer]
+            found: list[Informer[Any]] = list(self._workload_informers)
             found += [space.informer for space in self._spaces.values()]
             return found + self._retired
 
@@ -211,7 +243,7 @@ class WatchCache:
             else:
                 keys = set().union(*(self._repositories.get(r, ()) for r in scope.repositories))
             found = [self._enrolled(key) for key in keys]
-        return tuple(sorted(found, key=lambda e: e.deployment.key))
+        return tuple(sorted(found, key=lambda e: e.workload.key))
 
     def selector(self, key: str) -> LabelSelector | None:
         """The pod selector of the workload ``key`` as last seen (for a fresh read)."""
@@ -238,25 +270,26 @@ class WatchCache:
 
     # -- changes (called from informer threads) --------------------------------------------
 
-    def _workloads_replaced(self, items: Mapping[str, Workload]) -> None:
+    def _workloads_replaced(self, kind: WorkloadKind, items: Mapping[str, Workload]) -> None:
         with self._lock:
-            self._workloads_ready = True
-            changed = set(self._keys)
-            namespaces = {view.namespace for view, _ in self._workloads.values()}
-            for uid in list(self._workloads):
+            self._kinds_ready.add(kind)
+            old = [uid for uid, (view, _) in self._workloads.items() if view.kind is kind]
+            changed = {self._workloads[uid][0].key for uid in old}
+            namespaces = {self._workloads[uid][0].namespace for uid in old}
+            for uid in old:
                 self._drop_workload_locked(uid)
             for uid, workload in items.items():
                 self._put_workload_locked(uid, workload)
-            changed |= set(self._keys)
+                changed.add(workload[0].key)
+            # Every namespace: the first time every kind is in, no namespace has its space yet.
             namespaces |= {view.namespace for view, _ in self._workloads.values()}
             self._arrange_spaces_locked(namespaces | set(self._spaces))
         self._after(changed)
 
     def _workload_upserted(self, uid: str, workload: Workload) -> None:
         with self._lock:
-            previous = self._workloads.get(uid)
             changed = self._drop_workload_locked(uid, keep_members=True)
-            self._put_workload_locked(uid, workload, previous)
+            self._put_workload_locked(uid, workload)
             changed.add(workload[0].key)
             self._arrange_spaces_locked({workload[0].namespace})
         self._after(changed)
@@ -297,12 +330,12 @@ class WatchCache:
             changed = space.unfile(uid)
         self._after(changed)
 
-    def _unsynced(self, space: _Space | None) -> None:
-        """An informer's watch broke (``space`` None: the workloads'): not ready until it
-        has listed again."""
+    def _unsynced(self, space: _Space | WorkloadKind) -> None:
+        """An informer's watch broke (a namespace's pods, or a kind's workloads): not ready
+        until it has listed again."""
         with self._lock:
-            if space is None:
-                self._workloads_ready = False
+            if isinstance(space, WorkloadKind):
+                self._kinds_ready.discard(space)
             else:
                 space.ready = False
             self._changed.notify_all()
@@ -311,9 +344,7 @@ class WatchCache:
 
     # -- the bookkeeping (lock held) ---------------------------------------------------------
 
-    def _put_workload_locked(
-        self, uid: str, workload: Workload, previous: Workload | None = None
-    ) -> None:
+    def _put_workload_locked(self, uid: str, workload: Workload) -> None:
         view, selector = workload
         key = view.key
         self._workloads[uid] = workload
@@ -321,12 +352,12 @@ class WatchCache:
         for repository in template_repositories(view):
             self._repositories.setdefault(repository, set()).add(key)
         space = self._spaces.get(view.namespace)
-        if space is not None and (previous is None or previous[1] != selector):
-            space.index.add(key, selector)
-            space.refile_workload(key, selector)
+        if space is not None:
+            space.put_workload(view, selector)
 
     def _drop_workload_locked(self, uid: str, *, keep_members: bool = False) -> set[str]:
-        """Forget a workload (its pods stay cached while its namespace is watched)."""
+        """Forget a workload (its pods stay cached while its namespace is watched);
+        ``keep_members`` when it is put back at once (an update)."""
         workload = self._workloads.pop(uid, None)
         if workload is None:
             return set()
@@ -342,17 +373,16 @@ class WatchCache:
                     del self._repositories[repository]
         space = self._spaces.get(view.namespace)
         if space is not None and not keep_members:
-            space.index.remove(key)
-            space.refile_workload(key, None)
+            space.drop_workload(key)
         return {key}
 
     def _arrange_spaces_locked(self, namespaces: Iterable[str]) -> None:
         """Start, restart or drop each namespace's pod informer to match its workloads."""
-        if self._stopping.is_set() or not self._workloads_ready:
+        if self._stopping.is_set() or not self._workloads_ready_locked():
             return
-        by_namespace: dict[str, list[tuple[str, LabelSelector]]] = {}
-        for view, selector in self._workloads.values():
-            by_namespace.setdefault(view.namespace, []).append((view.key, selector))
+        by_namespace: dict[str, list[Workload]] = {}
+        for workload in self._workloads.values():
+            by_namespace.setdefault(workload[0].namespace, []).append(workload)
         for namespace in sorted(set(namespaces)):
             workloads = by_namespace.get(namespace, [])
             space = self._spaces.get(namespace)
@@ -372,14 +402,11 @@ class WatchCache:
                 space.selector = wanted
                 space.ready = False
                 space.informer.restart(wanted)
-            keys = {key for key, _ in workloads}
+            keys = {view.key for view, _ in workloads}
             for key in space.index.keys() - keys:
-                space.index.remove(key)
-                space.refile_workload(key, None)
-            for key, selector in workloads:
-                if space.index.get(key) != selector:
-                    space.index.add(key, selector)
-                    space.refile_workload(key, selector)
+                space.drop_workload(key)
+            for view, selector in workloads:
+                space.put_workload(view, selector)
         self._retired = [i for i in self._retired if i.alive]
         self._count_locked()
 
@@ -406,26 +433,30 @@ class WatchCache:
         sink.space = space
         return space
 
+    def _workloads_ready_locked(self) -> bool:
+        return self._kinds_ready.issuperset(self._kinds)
+
     def _synced_locked(self) -> bool:
         return (
-            self._workloads_ready
+            self._workloads_ready_locked()
             and not self._stopping.is_set()
             and all(space.ready for space in self._spaces.values())
         )
 
     def _enrolled(self, key: str) -> Enrolled:
         view, _ = self._workloads[self._keys[key]]
-        space = self._spaces[view.namespace]
-        pods = (space.pods[uid][0] for uid in space.members.get(key, ()))
+        space = self._spaces.get(view.namespace)
+        if space is None:  # cannot happen once synced (every namespace has its space)
+            return Enrolled(view, ())
+        pods = (space.pods[uid].view for uid in space.members.get(key, ()))
         return Enrolled(view, tuple(sorted(pods, key=lambda p: p.name)))
 
     def _interned(self, pod: Pod) -> Pod:
         """The same container spec once for all pods of a template (memory per pod)."""
-        view, labels = pod
-        containers = tuple(self._containers.setdefault(c, c) for c in view.containers)
+        containers = tuple(self._containers.setdefault(c, c) for c in pod.view.containers)
         if len(self._containers) > 4 * max(1, len(self._workloads)) + 1024:
             self._containers.clear()  # bounded: specs of deleted templates go
-        return _with_containers(view, containers), labels
+        return ListedPod(_with_containers(pod.view, containers), pod.labels, pod.controller_uid)
 
     def _count_locked(self) -> None:
         if self._metrics is None:
@@ -459,11 +490,12 @@ class WatchCache:
 
 
 class _WorkloadSink:
-    def __init__(self, cache: WatchCache) -> None:
+    def __init__(self, cache: WatchCache, kind: WorkloadKind) -> None:
         self._cache = cache
+        self._kind = kind
 
     def replaced(self, items: Mapping[str, Workload]) -> None:
-        self._cache._workloads_replaced(items)
+        self._cache._workloads_replaced(self._kind, items)
 
     def upserted(self, uid: str, item: Workload) -> None:
         self._cache._workload_upserted(uid, item)
@@ -472,7 +504,7 @@ class _WorkloadSink:
         self._cache._workload_deleted(uid)
 
     def unsynced(self) -> None:
-        self._cache._unsynced(None)
+        self._cache._unsynced(self._kind)
 
 
 class _PodSink:
@@ -496,42 +528,41 @@ class _PodSink:
         self._cache._unsynced(self.space)
 
 
-def _workload(raw: dict[str, Any]) -> Workload | None:
-    try:
-        return deployment_from_json(raw)
-    except (ValueError, TypeError, AttributeError) as exc:
-        meta = raw.get("metadata") or {}
-        log.warning(
-            "ignoring Deployment %s/%s: %s", meta.get("namespace", "?"), meta.get("name", "?"), exc
-        )
-        return None
+def _converter(kind: WorkloadKind) -> Callable[[dict[str, Any]], Workload | None]:
+    def convert(raw: dict[str, Any]) -> Workload | None:
+        try:
+            return workload_from_json(kind, raw)
+        except (ValueError, TypeError, AttributeError) as exc:
+            meta = raw.get("metadata") or {}
+            log.warning(
+                "ignoring %s %s/%s: %s",
+                kind.api_kind,
+                meta.get("namespace", "?"),
+                meta.get("name", "?"),
+                exc,
+            )
+            return None
+
+    return convert
 
 
 def _pod(raw: dict[str, Any]) -> Pod | None:
     try:
-        view, labels = pod_from_json(raw)
+        pod = pod_from_json(raw)
     except (ValueError, TypeError, AttributeError):
         return None
-    # Namespaces, phases and label keys repeat across every pod: one string each.
-    return view, {sys.intern(k): v for k, v in labels.items()}
+    # Label keys repeat across every pod: one string each.
+    labels = {sys.intern(k): v for k, v in pod.labels.items()}
+    return ListedPod(pod.view, labels, pod.controller_uid)
 
 
 def _with_containers(view: PodView, containers: tuple[ContainerView, ...]) -> PodView:
-    if containers == view.containers and all(
-        a is b for a, b in zip(containers, view.containers, strict=True)
-    ):
-        return view
-    return PodView(
+    """``view`` with the shared container specs, its namespace and phase interned."""
+    return replace(
+        view,
         namespace=sys.intern(view.namespace),
-        name=view.name,
-        uid=view.uid,
-        created_at=view.created_at,
         phase=sys.intern(view.phase),
-        deleting=view.deleting,
-        ready=view.ready,
         containers=containers,
-        statuses=view.statuses,
-        platform=view.platform,
     )
 
 

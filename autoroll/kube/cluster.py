@@ -1,23 +1,29 @@
-"""The pass's adapter (``ClusterPort``): enrolled Deployments and their pods in, one write out.
+"""The pass's adapter (``ClusterPort``): enrolled workloads and their pods in, one write out.
 
 Finding the work. With a watched cache (``autoroll.kube.cache.WatchCache``, on by default)
 a snapshot is read from memory: no request at all. Without one, or while it is not synced,
-the API is listed: one cluster-wide Deployment list by label, then one pod list per
-namespace that holds an enrolled Deployment the pass looks at (``1 + namespaces`` requests,
-never one per Deployment), each narrowed server-side where its enrolled selectors allow.
-Pods are matched to Deployments here, with each Deployment's own ``spec.selector``, so the
-core receives ``Enrolled`` pairs and never sees a label or a client object. A targeted
-scope is answered with every enrolled Deployment using a repository it names (on any host:
-a superset; the pass keeps those using a named tag).
+the API is listed: one cluster-wide list by label per enabled kind (Deployments,
+StatefulSets, DaemonSets: WORKLOAD_KINDS), then one pod list per namespace that holds an
+enrolled workload the pass looks at (``kinds + namespaces`` requests, never one per
+workload), each narrowed server-side where its enrolled selectors allow. Pods are matched
+to workloads here, with each workload's own ``spec.selector`` and, for StatefulSets and
+DaemonSets, its ``ownerReferences`` (``convert.group_pods``), so the core receives
+``Enrolled`` pairs and never sees a label or a client object. A targeted scope is answered
+with every enrolled workload using a repository it names (on any host: a superset; the
+pass keeps those using a named tag).
 
-Acting on it. ``pods_now`` is the read a pass makes right before it acts: one narrow pod
-list in the workload's namespace with its own selector, always from the API, never from
-the cache (ARCHITECTURE.md, property 8). The only write is ``delete_pod``, sent with a UID
-precondition: a pod recreated under the same name is a different object and is never
-deleted by a decision made about its predecessor. RBAC: ``deployments: list``, ``pods:
-list`` and ``pods: delete`` (and ``watch`` on both for the cache); with ``evict=True``
-(ROLLOUT_METHOD=evict) the same call is an Eviction, so PodDisruptionBudgets are honoured,
-and ``pods/eviction: create`` replaces ``pods: delete``.
+Acting on it. ``read_now`` is the read a pass makes right before it acts, always from the
+API, never from the cache (ARCHITECTURE.md, property 8): one narrow pod list in the
+workload's namespace with its own selector and, for a StatefulSet or DaemonSet (whose
+settledness also reads its status), its object too, by name. Before a DaemonSet pod is
+deleted the core asks for its Node (``node``): one GET, only then.
+
+The only write is ``delete_pod``, sent with a UID precondition: a pod recreated under the
+same name is a different object and is never deleted by a decision made about its
+predecessor. RBAC: ``<kind>s: list`` for each enabled kind (and ``watch``, for the cache),
+``pods: list, watch``, ``pods: delete`` and, with DaemonSets, ``nodes: get``; with
+``evict=True`` (ROLLOUT_METHOD=evict) the same call is an Eviction, so PodDisruptionBudgets
+are honoured, and ``pods/eviction: create`` replaces ``pods: delete``.
 
 A 404 (already gone), a 409 from the UID precondition (the name is a newer pod) and a 429 on
 eviction (a disruption budget says not now) are answers, reported as ``DeleteOutcome``;
@@ -26,31 +32,36 @@ every other failure is one of ``autoroll.kube.errors``.
 
 from __future__ import annotations
 
+import json
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 from autoroll.kube.cache import WatchCache
 from autoroll.kube.convert import (
     LabelSelector,
-    deployment_from_json,
+    ListedPod,
     group_pods,
     list_items,
+    node_from_json,
+    owns,
     pod_from_json,
     pod_list_selector,
     selector_matches,
     selector_query,
     template_repositories,
+    workload_from_json,
 )
 from autoroll.kube.errors import ClusterApiError
 from autoroll.kube.transport import (
     LIVE_PODS_FIELD_SELECTOR,
     REQUEST_TIMEOUT,
+    SMALL_CALL_TIMEOUT,
     KubeRest,
     LazyRest,
     connect,
 )
-from autoroll.model import DeleteOutcome, DeploymentView, Enrolled, PodView
+from autoroll.model import DeleteOutcome, Enrolled, NodeView, WorkloadKind, WorkloadView
 from autoroll.scope import FULL, Scope
 
 log = logging.getLogger(__name__)
@@ -78,11 +89,16 @@ class KubeCluster:
         rest: KubeRest | None = None,
         evict: bool = False,
         request_timeout: tuple[float, float] = REQUEST_TIMEOUT,
+        kinds: Iterable[WorkloadKind] = tuple(WorkloadKind),
         cache: WatchCache | None = None,
         observe: Callable[[str], None] | None = None,
         first_sync_seconds: float = FIRST_SYNC_SECONDS,
     ) -> None:
         self._label_selector = label_selector
+        wanted = set(kinds)
+        self.kinds: tuple[WorkloadKind, ...] = tuple(k for k in WorkloadKind if k in wanted)
+        if not self.kinds:
+            raise ValueError("KubeCluster needs at least one workload kind to list")
         self._evict = evict
         self._timeout = request_timeout
         self._api = LazyRest(api_client_factory, rest, observe)
@@ -97,8 +113,8 @@ class KubeCluster:
         return self._cache
 
     def snapshot(self, scope: Scope = FULL) -> tuple[Enrolled, ...]:
-        """The enrolled Deployments ``scope`` may concern, with their live pods: from the
-        watched cache when it is synced, else ``1 + namespaces`` list requests.
+        """The enrolled workloads ``scope`` may concern, with their live pods: from the
+        watched cache when it is synced, else ``kinds + namespaces`` list requests.
 
         Each namespace's list is converted and dropped before the next one is read, so
         memory follows the enrolled pods, not the cluster (docs/adr/005-reading-the-cluster.md).
@@ -113,8 +129,8 @@ class KubeCluster:
             log.info("the watched cache is not synced; listing the API for this pass")
         return self._list(scope)
 
-    def pods_now(self, workload: DeploymentView) -> tuple[PodView, ...]:
-        """The live pods of ``workload``, read now from the API: one narrow list."""
+    def read_now(self, workload: WorkloadView) -> Enrolled:
+        """``workload`` and its live pods as the API has them now (module docstring)."""
         selector = self._cache.selector(workload.key) if self._cache is not None else None
         selector = selector or self._selectors.get(workload.key)
         if selector is None:
@@ -123,6 +139,8 @@ class KubeCluster:
                 status=0,
             )
         rest = self._api()
+        if workload.kind is not WorkloadKind.DEPLOYMENT:
+            workload, selector = self._workload_now(rest, workload)
         self.requests += 1
         body = rest.list_pods(
             workload.namespace,
@@ -130,36 +148,46 @@ class KubeCluster:
             label_selector=selector_query(selector) or None,
             timeout=self._timeout,
         )
-        items = _items(f"list pods of {workload.key}", body)
-        pods = (pod_from_json(item) for item in items)
-        matched = (pod for pod, labels in pods if selector_matches(selector, labels))
-        return tuple(sorted(matched, key=lambda p: p.name))
+        listed = (pod_from_json(item) for item in _items(f"list pods of {workload.key}", body))
+        pods = (
+            pod.view
+            for pod in listed
+            if selector_matches(selector, pod.labels) and owns(workload, pod)
+        )
+        return Enrolled(workload, tuple(sorted(pods, key=lambda p: p.name)))
 
-    def _list(self, scope: Scope) -> tuple[Enrolled, ...]:
+    def _workload_now(
+        self, rest: KubeRest, workload: WorkloadView
+    ) -> tuple[WorkloadView, LabelSelector]:
+        """The object itself, by name (its status is part of its settledness)."""
+        self.requests += 1
+        body = rest.list_workloads(
+            workload.kind,
+            label_selector=self._label_selector,
+            timeout=self._timeout,
+            namespace=workload.namespace,
+            name=workload.name,
+        )
+        found = _workloads(workload.kind, _items(f"read {workload.key}", body))
+        if len(found) != 1 or found[0][0].uid != workload.uid:
+            # Gone, no longer enrolled, or a new object of the same name: nothing to act on.
+            raise ClusterApiError(f"read {workload.key}: it is gone or was replaced", status=404)
+        return found[0]
+
+    def node(self, name: str) -> NodeView:
+        """Is Node ``name`` Ready? One GET (``nodes: get``); a Node that is gone is not Ready."""
         rest = self._api()
         self.requests += 1
-        body = rest.list_deployments(label_selector=self._label_selector, timeout=self._timeout)
-        deployments = _deployments(_items("list deployments (all namespaces)", body))
-        self._selectors = {view.key: selector for view, selector in deployments}
-        if not scope.is_full:
-            deployments = [
-                d for d in deployments if template_repositories(d[0]) & scope.repositories
-            ]
-        by_namespace: dict[str, list[LabelSelector]] = {}
-        for view, selector in deployments:
-            by_namespace.setdefault(view.namespace, []).append(selector)
-        pods: list[tuple[PodView, Mapping[str, str]]] = []
-        for namespace in sorted(by_namespace):
-            self.requests += 1
-            page = rest.list_pods(
-                namespace,
-                field_selector=LIVE_PODS_FIELD_SELECTOR,
-                label_selector=pod_list_selector(by_namespace[namespace]),
-                timeout=self._timeout,
-            )
-            items = _items(f"list pods in namespace {namespace}", page)
-            pods.extend(pod_from_json(item) for item in items)
-        return group_pods(deployments, pods)
+        body = rest.get_node(name, timeout=SMALL_CALL_TIMEOUT)
+        if body is None:
+            return NodeView(name, False, "the Node does not exist")
+        try:
+            document = json.loads(body)
+        except ValueError as exc:
+            raise ClusterApiError(f"get node {name}: not JSON ({exc})", status=0) from None
+        if not isinstance(document, dict):
+            raise ClusterApiError(f"get node {name}: the answer is not an object", status=0)
+        return node_from_json(document)
 
     def delete_pod(self, namespace: str, name: str, uid: str) -> DeleteOutcome:
         """Remove one pod, only if it is still the object with ``uid``.
@@ -173,6 +201,37 @@ class KubeCluster:
         status = send(namespace, name, uid=uid, timeout=self._timeout)
         return _OUTCOMES.get(status, DeleteOutcome.DELETED)
 
+    def _list(self, scope: Scope) -> tuple[Enrolled, ...]:
+        rest = self._api()
+        workloads: list[tuple[WorkloadView, LabelSelector]] = []
+        for kind in self.kinds:
+            self.requests += 1
+            body = rest.list_workloads(
+                kind, label_selector=self._label_selector, timeout=self._timeout
+            )
+            workloads.extend(
+                _workloads(kind, _items(f"list {kind.resource} (all namespaces)", body))
+            )
+        self._selectors = {view.key: selector for view, selector in workloads}
+        if not scope.is_full:
+            wanted = scope.repositories
+            workloads = [w for w in workloads if template_repositories(w[0]) & wanted]
+        by_namespace: dict[str, list[LabelSelector]] = {}
+        for view, selector in workloads:
+            by_namespace.setdefault(view.namespace, []).append(selector)
+        pods: list[ListedPod] = []
+        for namespace in sorted(by_namespace):
+            self.requests += 1
+            page = rest.list_pods(
+                namespace,
+                field_selector=LIVE_PODS_FIELD_SELECTOR,
+                label_selector=pod_list_selector(by_namespace[namespace]),
+                timeout=self._timeout,
+            )
+            items = _items(f"list pods in namespace {namespace}", page)
+            pods.extend(pod_from_json(item) for item in items)
+        return group_pods(workloads, pods)
+
 
 def _items(what: str, body: bytes) -> list[dict[str, Any]]:
     try:
@@ -181,21 +240,24 @@ def _items(what: str, body: bytes) -> list[dict[str, Any]]:
         raise ClusterApiError(f"{what}: {exc}", status=0) from None
 
 
-def _deployments(items: list[dict[str, Any]]) -> list[tuple[DeploymentView, LabelSelector]]:
-    """Convert each Deployment; one that cannot be read is logged and skipped, not fatal."""
-    deployments = []
+def _workloads(
+    kind: WorkloadKind, items: list[dict[str, Any]]
+) -> list[tuple[WorkloadView, LabelSelector]]:
+    """Convert each workload; one that cannot be read is logged and skipped, not fatal."""
+    workloads = []
     for item in items:
         try:
-            deployments.append(deployment_from_json(item))
+            workloads.append(workload_from_json(kind, item))
         except (ValueError, TypeError, AttributeError) as exc:
             meta = item.get("metadata") or {}
             log.warning(
-                "ignoring Deployment %s/%s: %s",
+                "ignoring %s %s/%s: %s",
+                kind.api_kind,
                 meta.get("namespace", "?"),
                 meta.get("name", "?"),
                 exc,
             )
-    return deployments
+    return workloads
 
 
 __all__ = ["FIRST_SYNC_SECONDS", "KubeCluster"]

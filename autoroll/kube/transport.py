@@ -36,6 +36,7 @@ from autoroll.kube.errors import (
     api_error,
     unreachable,
 )
+from autoroll.model import WorkloadKind
 
 log = logging.getLogger(__name__)
 
@@ -70,8 +71,12 @@ _JSON: Final = "application/json"
 MERGE_PATCH: Final = "application/merge-patch+json"
 
 # -- the operations, with the RBAC rule each needs and the statuses it answers with ----------
-LIST_DEPLOYMENTS: Final = Operation("list deployments", "deployments: list")
+LIST_WORKLOADS: Final = {
+    kind: Operation(f"list {kind.resource}", f"{kind.resource}: list", Grant.WORKLOAD_KIND)
+    for kind in WorkloadKind
+}
 LIST_PODS: Final = Operation("list pods", "pods: list")
+GET_NODE: Final = Operation("get node", "nodes: get", Grant.NODES, answers=frozenset({404}))
 DELETE_POD: Final = Operation("delete pod", "pods: delete", answers=frozenset({404, 409}))
 EVICT_POD: Final = Operation(
     "evict pod", "pods/eviction: create", answers=frozenset({404, 409, 429})
@@ -85,7 +90,10 @@ PATCH_LEASE: Final = Operation(
     "patch lease", "leases: patch", Grant.LEASE_ROLE, answers=frozenset({404, 409})
 )
 WATCH_LEASE: Final = Operation("watch lease", "leases: watch", Grant.LEASE_ROLE)
-WATCH_DEPLOYMENTS: Final = Operation("watch deployments", "deployments: watch", Grant.WATCH)
+WATCH_WORKLOADS: Final = {
+    kind: Operation(f"watch {kind.resource}", f"{kind.resource}: watch", Grant.WATCH)
+    for kind in WorkloadKind
+}
 WATCH_PODS: Final = Operation("watch pods", "pods: watch", Grant.WATCH)
 
 
@@ -162,11 +170,32 @@ class KubeRest:
 
     # -- a pass ---------------------------------------------------------------------------
 
-    def list_deployments(self, *, label_selector: str, timeout: tuple[float, float]) -> bytes:
+    def list_workloads(
+        self,
+        kind: WorkloadKind,
+        *,
+        label_selector: str,
+        timeout: tuple[float, float],
+        namespace: str = "",
+        name: str = "",
+    ) -> bytes:
+        """One cluster-wide list of ``kind`` (apps/v1) by label; with ``namespace`` and
+        ``name``, that one object as a list (a field selector: ``list`` RBAC, no ``get``)."""
         query = [("labelSelector", label_selector)]
-        path = "/apis/apps/v1/deployments"
+        path = f"/apis/apps/v1/{kind.resource}"
         target = "(all namespaces)"
-        return self.send(LIST_DEPLOYMENTS, target, "GET", path, query=query, timeout=timeout).body
+        if namespace:
+            path = f"/apis/apps/v1/namespaces/{segment(namespace)}/{kind.resource}"
+            target = f"{namespace}/{name}"
+            query.append(("fieldSelector", f"metadata.name={name}"))
+        operation = LIST_WORKLOADS[kind]
+        return self.send(operation, target, "GET", path, query=query, timeout=timeout).body
+
+    def get_node(self, name: str, *, timeout: tuple[float, float]) -> bytes | None:
+        """One Node as JSON, or None when it does not exist (404)."""
+        path = f"/api/v1/nodes/{segment(name)}"
+        answer = self.send(GET_NODE, name, "GET", path, timeout=timeout)
+        return answer.body if answer.ok else None
 
     def list_pods(
         self,
@@ -210,7 +239,7 @@ class KubeRest:
         self, namespace: str, body: Mapping[str, Any], *, timeout: tuple[float, float]
     ) -> None:
         involved = body.get("involvedObject") or {}
-        target = f"deployment {namespace}/{involved.get('name', '?')}"
+        target = f"{str(involved.get('kind', '?')).lower()} {namespace}/{involved.get('name', '?')}"
         path = f"/api/v1/namespaces/{segment(namespace)}/events"
         self.send(CREATE_EVENT, target, "POST", path, body=body, timeout=timeout)
 
@@ -403,8 +432,8 @@ __all__ = [
     "MERGE_PATCH",
     "REQUEST_TIMEOUT",
     "SMALL_CALL_TIMEOUT",
-    "WATCH_DEPLOYMENTS",
     "WATCH_PODS",
+    "WATCH_WORKLOADS",
     "Answer",
     "KubeRest",
     "LazyRest",

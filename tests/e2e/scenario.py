@@ -268,5 +268,5 @@ def metric(autoroll: Autoroll, name: str, labels: Mapping[str, str] | None = Non
 
 def decision_lines(autoroll: Autoroll, app: App, pattern: str = "") -> list[str]:
     """autoroll's decision lines about ``app`` that also match ``pattern``."""
-    key = f"{app.namespace}/{app.name} "
+    key = f"{app.namespace}/deployment/{app.name} "
     return [line for line in autoroll.lines(pattern) if key in line]

@@ -65,7 +65,7 @@ def test_the_rendered_rules_allow_exactly_the_rollout_methods_one_write(
         uid = enrolled_pod(kube, namespace)
         chosen = adapter(kubeconfig, evict=method == "evict")
         other = adapter(kubeconfig, evict=method != "evict")
-        [item] = [e for e in chosen.snapshot() if e.deployment.namespace == namespace]
+        [item] = [e for e in chosen.snapshot() if e.workload.namespace == namespace]
         assert [p.name for p in item.pods] == ["web-1"]  # deployments: list, pods: list
         refused_rule = "pods: delete" if method == "evict" else "pods/eviction: create"
         with pytest.raises(ClusterForbiddenError, match=refused_rule):

@@ -25,11 +25,11 @@ from autoroll.model import (
     ContainerStatusView,
     ContainerView,
     DeleteOutcome,
-    DeploymentView,
     Digest,
     Enrolled,
     PodView,
     Unknown,
+    WorkloadView,
 )
 from autoroll.reconciler import Reconciler
 from autoroll.registry import Limits, RegistryClient
@@ -169,8 +169,11 @@ class OneNamespace:
     def snapshot(self, scope: Scope = FULL) -> Sequence[Enrolled]:
         return self.items
 
-    def pods_now(self, workload: DeploymentView) -> Sequence[PodView]:
-        return next((e.pods for e in self.items if e.deployment.key == workload.key), ())
+    def read_now(self, workload: WorkloadView) -> Enrolled:
+        return Enrolled(
+            workload,
+            tuple(next((e.pods for e in self.items if e.workload.key == workload.key), ())),
+        )
 
     def delete_pod(self, namespace: str, name: str, uid: str) -> DeleteOutcome:
         self.deleted.append(name)
@@ -188,7 +191,7 @@ def running(name: str, image: str, image_id: str) -> Enrolled:
         containers=(ContainerView("app", image),),
         statuses=(ContainerStatusView("app", image=image, image_id=image_id, ready=True),),
     )
-    deployment = DeploymentView(
+    deployment = WorkloadView(
         namespace="shop", name=name, replicas=1, containers=(ContainerView("app", image),)
     )
     return Enrolled(deployment, (pod,))

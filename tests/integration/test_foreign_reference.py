@@ -27,9 +27,9 @@ from autoroll.model import (
     ContainerStatusView,
     ContainerView,
     DeleteOutcome,
-    DeploymentView,
     Enrolled,
     PodView,
+    WorkloadView,
 )
 from autoroll.reconciler import Reconciler, TickReport
 from autoroll.registry import RegistryClient
@@ -74,11 +74,11 @@ class Node:
             statuses=(status,),
         )
 
-    def pods_now(self, workload: DeploymentView) -> Sequence[PodView]:
-        return tuple(self.pods)
+    def read_now(self, workload: WorkloadView) -> Enrolled:
+        return Enrolled(workload, tuple(self.pods))
 
     def snapshot(self, scope: Scope = FULL) -> Sequence[Enrolled]:
-        view = DeploymentView(
+        view = WorkloadView(
             "shop", "web", len(self.pods), (ContainerView("app", self.image, "Always"),)
         )
         return [Enrolled(view, tuple(self.pods))]

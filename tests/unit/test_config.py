@@ -15,6 +15,7 @@ from autoroll.config import (
     RolloutMethod,
     Secret,
 )
+from autoroll.model import WorkloadKind
 
 TOKEN = "tok-0123456789-very-secret"
 HOOK = "hook-secret-0123456789abcdef"
@@ -48,6 +49,7 @@ def test_defaults() -> None:
     assert cfg.emit_events is False
     assert cfg.registry_url == "https://forgejo.example:3000"
     assert (cfg.watch_cache, cfg.cache_resync_seconds) == (True, 1800)
+    assert cfg.workload_kinds == tuple(WorkloadKind)  # all three
 
 
 def test_every_variable_parsed() -> None:
@@ -65,10 +67,13 @@ def test_every_variable_parsed() -> None:
             "REGISTRY_SCHEME": "http",
             "WATCH_CACHE": "false",
             "CACHE_RESYNC_SECONDS": "600",
+            "WORKLOAD_KINDS": "DaemonSet, deployment",
         }
     )
     assert (cfg.watch_cache, cfg.cache_resync_seconds) == (False, 600)
     assert cfg.poll_interval_seconds == 30
+    # Any case and spacing; one order (the kinds' own) whatever the order given.
+    assert cfg.workload_kinds == (WorkloadKind.DEPLOYMENT, WorkloadKind.DAEMONSET)
     assert cfg.label_selector == "team=a,autoroll in (yes)"
     assert (cfg.listen_host, cfg.listen_port) == ("[::]", 9090)
     assert cfg.dry_run is True
@@ -106,6 +111,7 @@ def test_all_bad_values_reported_at_once_with_value_and_expected_form() -> None:
             "REGISTRY_SCHEME": "ftp",
             "WATCH_CACHE": "sometimes",
             "CACHE_RESYNC_SECONDS": "59",
+            "WORKLOAD_KINDS": "deployment,replicaset",
         }
     )
     assert (
@@ -125,6 +131,7 @@ def test_all_bad_values_reported_at_once_with_value_and_expected_form() -> None:
         "EMIT_EVENTS",
         "LABEL_SELECTOR",
         "REGISTRY_SCHEME",
+        "WORKLOAD_KINDS",
     }
     assert "'https://forgejo.example'" in found["FORGEJO_HOST"]
     assert "bare host[:port]" in found["FORGEJO_HOST"]
@@ -134,6 +141,26 @@ def test_all_bad_values_reported_at_once_with_value_and_expected_form() -> None:
     assert "debug|info|warning|error" in found["LOG_LEVEL"]
     assert "text|json" in found["LOG_FORMAT"]
     assert "delete|evict" in found["ROLLOUT_METHOD"]
+    assert "'replicaset' is not a workload kind" in found["WORKLOAD_KINDS"]
+    assert "deployment,statefulset,daemonset" in found["WORKLOAD_KINDS"]
+
+
+@pytest.mark.parametrize(
+    ("raw", "fragment"),
+    [
+        ("deployment,Deployment", "deployment is listed twice"),
+        ("statefulset,", "'' is not a workload kind"),
+        ("", "set but empty; unset it for the default deployment,statefulset,daemonset"),
+        ("deployments", "'deployments' is not a workload kind"),
+    ],
+)
+def test_workload_kinds_errors_name_the_fix(raw: str, fragment: str) -> None:
+    assert fragment in problems(BASE | {"WORKLOAD_KINDS": raw})["WORKLOAD_KINDS"]
+
+
+def test_workload_kinds_are_logged_in_the_effective_config() -> None:
+    view = Config.from_env(BASE | {"WORKLOAD_KINDS": "statefulset"}).redacted()
+    assert view["WORKLOAD_KINDS"] == "statefulset"
 
 
 @pytest.mark.parametrize(
@@ -209,7 +236,7 @@ def test_redacted_names_every_variable() -> None:
     assert view["FORGEJO_HOST"] == "forgejo.example:3000"
     assert view["LISTEN_ADDR"] == "0.0.0.0:8080"
     assert view["DRY_RUN"] == "false"
-    assert len(view) == 17  # LEADER_ELECTION=false; its details only when on
+    assert len(view) == 18  # LEADER_ELECTION=false; its details only when on
     assert (view["WATCH_CACHE"], view["CACHE_RESYNC_SECONDS"]) == ("true", "1800")
     assert view["PASS_TIMEOUT_SECONDS"] == "300"
 

@@ -10,7 +10,7 @@ from prometheus_client import CollectorRegistry
 from autoroll.decide import DeletePod
 from autoroll.executor import Executor, Outcome
 from autoroll.metrics import Metrics
-from autoroll.model import DeleteOutcome, DeploymentView, Digest, Enrolled, PodView
+from autoroll.model import DeleteOutcome, Digest, Enrolled, WorkloadView
 from autoroll.reconciler import Reconciler
 from autoroll.scope import FULL, Scope
 from tests.unit.test_reconciler import FakeRegistry
@@ -23,7 +23,7 @@ ACTION = DeletePod(
     image="git.example.org/team/app:latest",
     from_digest=Digest("sha256:" + "0" * 64),
     to_digest=Digest("sha256:" + "1" * 64),
-    deployment="web",
+    workload="web",
     container="app",
 )
 
@@ -36,8 +36,8 @@ class Cluster:
     def snapshot(self, scope: Scope = FULL) -> tuple[Enrolled, ...]:
         return ()
 
-    def pods_now(self, workload: DeploymentView) -> tuple[PodView, ...]:
-        return ()
+    def read_now(self, workload: WorkloadView) -> Enrolled:
+        return Enrolled(workload, tuple(()))
 
     def delete_pod(self, namespace: str, name: str, uid: str) -> DeleteOutcome:
         self.calls.append((namespace, name, uid))

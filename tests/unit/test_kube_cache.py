@@ -18,6 +18,7 @@ from autoroll.kube.cache import WatchCache
 from autoroll.kube.informer import Collection, Sink
 from autoroll.kube.transport import LazyRest
 from autoroll.metrics import Metrics
+from autoroll.model import WorkloadKind
 from autoroll.scope import FULL, ImageTag, Scope
 
 HOST = "git.example.org"
@@ -125,6 +126,7 @@ def cache(metrics: Metrics) -> Iterator[WatchCache]:
     built = WatchCache(
         label_selector="aethnet.se/autoroll=true",
         rest=LazyRest(lambda: None),
+        kinds=[WorkloadKind.DEPLOYMENT, WorkloadKind.STATEFULSET],
         metrics=metrics,
         informer=FakeInformer,  # type: ignore[arg-type]
     )
@@ -140,11 +142,12 @@ def informer(name: str) -> FakeInformer:
 def keys(cache: WatchCache, scope: Scope = FULL) -> dict[str, list[str]]:
     found = cache.snapshot(scope)
     assert found is not None, "the cache is not synced"
-    return {e.deployment.key: [p.name for p in e.pods] for e in found}
+    return {e.workload.kind_name: [p.name for p in e.pods] for e in found}  # all in shop
 
 
 def synced(cache: WatchCache) -> WatchCache:
-    """List the workloads web and api in shop, and shop's pods."""
+    """List the workloads web and api in shop (no StatefulSet), and shop's pods."""
+    informer("watch-statefulsets").listed()
     informer("watch-deployments").listed(
         deployment("web"), deployment("api", image=f"{HOST}/team/api:v2")
     )
@@ -157,13 +160,15 @@ def test_the_cache_is_not_synced_until_the_workloads_and_every_namespace_are_lis
 ) -> None:
     assert cache.snapshot(FULL) is None
     informer("watch-deployments").listed(deployment("web"))
+    assert not [i for i in MADE if i.name == "watch-pods-shop"], "StatefulSets not listed"
+    informer("watch-statefulsets").listed()
     assert cache.snapshot(FULL) is None, "shop's pods are not listed yet"
     pods = informer("watch-pods-shop")
     assert pods.started
     assert pods.collection.label_selector == "app in (web)"  # the pass's narrowing
     assert pods.collection.field_selector == "status.phase!=Succeeded,status.phase!=Failed"
     pods.listed(pod("web-1", "web"))
-    assert keys(cache) == {"shop/web": ["web-1"]}
+    assert keys(cache) == {"deployment/web": ["web-1"]}
     assert cache.synced
     assert metrics.registry.get_sample_value("autoroll_cache_synced") == 1
     assert metrics.registry.get_sample_value("autoroll_cache_objects", {"kind": "pods"}) == 1
@@ -173,7 +178,7 @@ def test_pods_are_filed_under_the_workloads_whose_selector_matches_them(
     cache: WatchCache,
 ) -> None:
     synced(cache)
-    assert keys(cache) == {"shop/api": ["api-1"], "shop/web": ["web-1"]}
+    assert keys(cache) == {"deployment/api": ["api-1"], "deployment/web": ["web-1"]}
     assert cache.counts() == (2, 3)  # the unmatched pod is kept: a workload may adopt it
 
 
@@ -182,7 +187,7 @@ def test_a_targeted_snapshot_holds_the_workloads_of_the_named_repositories_only(
 ) -> None:
     synced(cache)
     scope = Scope.of([ImageTag("team/api", "v2")])
-    assert keys(cache, scope) == {"shop/api": ["api-1"]}
+    assert keys(cache, scope) == {"deployment/api": ["api-1"]}
     assert keys(cache, Scope.of([ImageTag("team/none", "x")])) == {}
 
 
@@ -195,17 +200,20 @@ def test_watch_events_add_change_and_remove_pods_and_listeners_hear_whose(
     heard.clear()
     pods = informer("watch-pods-shop")
     pods.event("ADDED", pod("web-2", "web", ready=False))
-    assert keys(cache)["shop/web"] == ["web-1", "web-2"]
-    entry = cache.cached("shop/web")
+    assert keys(cache)["deployment/web"] == ["web-1", "web-2"]
+    entry = cache.cached("shop/deployment/web")
     assert entry is not None and [p.ready for p in entry.pods] == [True, False]
     pods.event("MODIFIED", pod("web-2", "api"))  # relabelled: now the api's
-    assert keys(cache) == {"shop/api": ["api-1", "web-2"], "shop/web": ["web-1"]}
+    assert keys(cache) == {
+        "deployment/api": ["api-1", "web-2"],
+        "deployment/web": ["web-1"],
+    }
     pods.event("DELETED", pod("web-1", "web"))
-    assert keys(cache)["shop/web"] == []
+    assert keys(cache)["deployment/web"] == []
     assert heard == [
-        frozenset({"shop/web"}),
-        frozenset({"shop/web", "shop/api"}),
-        frozenset({"shop/web"}),
+        frozenset({"shop/deployment/web"}),
+        frozenset({"shop/deployment/web", "shop/deployment/api"}),
+        frozenset({"shop/deployment/web"}),
     ]
 
 
@@ -215,10 +223,12 @@ def test_a_broken_watch_makes_the_cache_unsynced_until_it_has_listed_again(
     synced(cache)
     pods = informer("watch-pods-shop")
     pods.broke()
-    assert cache.snapshot(FULL) is None and cache.cached("shop/web") is None
+    assert cache.snapshot(FULL) is None and cache.cached("shop/deployment/web") is None
     assert metrics.registry.get_sample_value("autoroll_cache_synced") == 0
     pods.listed(pod("web-9", "web"))
-    assert keys(cache) == {"shop/api": [], "shop/web": ["web-9"]}, "the relist replaces all"
+    assert keys(cache) == {"deployment/api": [], "deployment/web": ["web-9"]}, (
+        "the relist replaces all"
+    )
     informer("watch-deployments").broke()
     assert cache.snapshot(FULL) is None
 
@@ -232,7 +242,11 @@ def test_a_new_workload_that_changes_the_narrowing_relists_its_namespace(
     assert pods.restarts == ["app in (api,blog,web)"]
     assert cache.snapshot(FULL) is None, "blog's pods were left out by the old narrowing"
     pods.listed(pod("web-1", "web"), pod("blog-1", "blog"))
-    assert keys(cache) == {"shop/api": [], "shop/blog": ["blog-1"], "shop/web": ["web-1"]}
+    assert keys(cache) == {
+        "deployment/api": [],
+        "deployment/blog": ["blog-1"],
+        "deployment/web": ["web-1"],
+    }
 
 
 def test_a_list_made_with_the_old_narrowing_does_not_count_as_synced(cache: WatchCache) -> None:
@@ -247,14 +261,18 @@ def test_a_list_made_with_the_old_narrowing_does_not_count_as_synced(cache: Watc
 def test_a_workload_whose_selector_changes_relists_when_the_narrowing_changes(
     cache: WatchCache,
 ) -> None:
+    informer("watch-statefulsets").listed()
     informer("watch-deployments").listed(deployment("web"), deployment("api", app="web"))
     informer("watch-pods-shop").listed(pod("web-1", "web"))
-    assert keys(cache) == {"shop/api": ["web-1"], "shop/web": ["web-1"]}  # overlapping
+    assert keys(cache) == {
+        "deployment/api": ["web-1"],
+        "deployment/web": ["web-1"],
+    }  # overlapping
     informer("watch-deployments").event("MODIFIED", deployment("api", app="api"))
     pods = informer("watch-pods-shop")
     assert pods.restarts == ["app in (api,web)"]
     pods.listed(pod("web-1", "web"), pod("api-1", "api"))
-    assert keys(cache) == {"shop/api": ["api-1"], "shop/web": ["web-1"]}
+    assert keys(cache) == {"deployment/api": ["api-1"], "deployment/web": ["web-1"]}
 
 
 def test_a_workload_whose_selector_changes_is_refiled_at_once_when_the_narrowing_stays(
@@ -262,19 +280,27 @@ def test_a_workload_whose_selector_changes_is_refiled_at_once_when_the_narrowing
 ) -> None:
     narrow = deployment("api", app="web")
     narrow["spec"]["selector"]["matchLabels"]["tier"] = "db"
+    informer("watch-statefulsets").listed()
     informer("watch-deployments").listed(deployment("web"), narrow)
     plain, tiered = pod("web-1", "web"), pod("web-2", "web")
     tiered["metadata"]["labels"]["tier"] = "db"
     informer("watch-pods-shop").listed(plain, tiered)
-    assert keys(cache) == {"shop/api": ["web-2"], "shop/web": ["web-1", "web-2"]}
+    assert keys(cache) == {
+        "deployment/api": ["web-2"],
+        "deployment/web": ["web-1", "web-2"],
+    }
     informer("watch-deployments").event("MODIFIED", deployment("api", app="web"))
     assert informer("watch-pods-shop").restarts == []  # still "app in (web)"
-    assert keys(cache) == {"shop/api": ["web-1", "web-2"], "shop/web": ["web-1", "web-2"]}
+    assert keys(cache) == {
+        "deployment/api": ["web-1", "web-2"],
+        "deployment/web": ["web-1", "web-2"],
+    }
 
 
 def test_a_namespace_left_without_workloads_is_dropped_and_its_late_events_ignored(
     cache: WatchCache,
 ) -> None:
+    informer("watch-statefulsets").listed()
     informer("watch-deployments").listed(deployment("web"), deployment("blog", ns="news"))
     informer("watch-pods-shop").listed(pod("web-1", "web"))
     news = informer("watch-pods-news")
@@ -282,32 +308,73 @@ def test_a_namespace_left_without_workloads_is_dropped_and_its_late_events_ignor
     informer("watch-deployments").event("DELETED", deployment("blog", ns="news"))
     assert news.stopped
     news.event("ADDED", pod("blog-2", "blog", ns="news"))  # still stopping: ignored
-    assert keys(cache) == {"shop/web": ["web-1"]}
+    assert keys(cache) == {"deployment/web": ["web-1"]}
     assert cache.counts() == (1, 1)
 
 
 def test_a_deployment_that_cannot_be_read_is_left_out(cache: WatchCache) -> None:
     bad = deployment("bad")
     bad["spec"]["selector"] = {"matchExpressions": [{"key": "a", "operator": "Near"}]}
+    informer("watch-statefulsets").listed()
     informer("watch-deployments").listed(deployment("web"), bad)
     informer("watch-pods-shop").listed(pod("web-1", "web"))
-    assert keys(cache) == {"shop/web": ["web-1"]}
+    assert keys(cache) == {"deployment/web": ["web-1"]}
 
 
 def test_a_fresh_read_gets_the_workloads_selector_from_the_cache(cache: WatchCache) -> None:
     synced(cache)
-    selector = cache.selector("shop/web")
+    selector = cache.selector("shop/deployment/web")
     assert selector is not None and selector.match_labels == (("app", "web"),)
-    assert cache.selector("shop/none") is None
+    assert cache.selector("shop/deployment/none") is None
 
 
 def test_container_specs_are_shared_between_the_pods_of_a_template(cache: WatchCache) -> None:
     synced(cache)
     informer("watch-pods-shop").event("ADDED", pod("web-2", "web"))
-    entry = cache.cached("shop/web")
+    entry = cache.cached("shop/deployment/web")
     assert entry is not None
     one, two = entry.pods
     assert one.containers[0] is two.containers[0]
+
+
+def statefulset(name: str) -> dict[str, Any]:
+    document = deployment(name)
+    document["metadata"]["uid"] = f"s-{name}"
+    document["metadata"]["generation"] = 1
+    document["status"] = {"observedGeneration": 1, "readyReplicas": 2}
+    return document
+
+
+def owned(name: str, app: str, owner: str) -> dict[str, Any]:
+    document = pod(name, app)
+    document["metadata"]["ownerReferences"] = [{"uid": owner, "controller": True}]
+    return document
+
+
+def test_a_statefulset_claims_only_the_pods_it_controls_and_kinds_never_collide(
+    cache: WatchCache,
+) -> None:
+    """A Deployment and a StatefulSet both named db, both selecting app=db: the key tells
+    them apart, and the StatefulSet takes only pods whose controller is its own UID."""
+    informer("watch-deployments").listed(deployment("db"))
+    informer("watch-statefulsets").listed(statefulset("db"))
+    informer("watch-pods-shop").listed(
+        owned("db-0", "db", "s-db"), owned("db-x", "db", "rs-123"), pod("loose", "db")
+    )
+    assert keys(cache) == {
+        "deployment/db": ["db-0", "db-x", "loose"],  # a selector is all it needs
+        "statefulset/db": ["db-0"],
+    }
+    entry = cache.cached("shop/statefulset/db")
+    assert entry is not None and entry.workload.kind is WorkloadKind.STATEFULSET
+
+
+def test_a_kind_whose_watch_broke_unsyncs_the_cache(cache: WatchCache) -> None:
+    synced(cache)
+    informer("watch-statefulsets").broke()
+    assert cache.snapshot(FULL) is None
+    informer("watch-statefulsets").listed()
+    assert cache.synced
 
 
 def test_wait_synced_returns_false_when_stopped(cache: WatchCache) -> None:

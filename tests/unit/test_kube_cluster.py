@@ -29,7 +29,7 @@ from autoroll.kube.transport import (
     KubeRest,
     connect,
 )
-from autoroll.model import DeleteOutcome, DeploymentView
+from autoroll.model import DeleteOutcome, WorkloadKind, WorkloadView
 from autoroll.scope import ImageTag, Scope
 from tests.support.fake_api_client import FakeApiClient, Reply, always, status_body
 from tests.unit.test_kube_convert import as_json, k8s_deployment, k8s_pod
@@ -46,15 +46,20 @@ class FakeRest(KubeRest):
     def __init__(
         self,
         deployments: list[client.V1Deployment] | None = None,
-        pods: list[client.V1Pod] | None = None,
+        pods: list[Any] | None = None,
         *,
         error: int | Exception | None = None,
         list_error: int | Exception | None = None,
         body: bytes | None = None,
+        workloads: dict[str, list[dict[str, Any]]] | None = None,
+        nodes: dict[str, Reply] | None = None,
     ) -> None:
         super().__init__(FakeApiClient(router=self._route))
         self.deployments = deployments or []
-        self.pods = pods or []
+        self.pods = pods or []  # client models or raw JSON objects
+        self.workloads = workloads or {}  # "statefulsets"/"daemonsets" -> raw JSON objects
+        self.nodes = nodes or {}  # name -> the answer to GET /api/v1/nodes/<name>
+        self.kinds_listed: list[WorkloadKind] = []
         self.error = error
         self.list_error = list_error
         self.body = body  # replaces the Deployment list's answer
@@ -64,9 +69,11 @@ class FakeRest(KubeRest):
         self.deleted: list[tuple[str, str, str]] = []
         self.evicted: list[tuple[str, str, str]] = []
 
-    def list_deployments(self, **kwargs: Any) -> bytes:
-        self.calls.append(kwargs)
-        return super().list_deployments(**kwargs)
+    def list_workloads(self, kind: WorkloadKind, **kwargs: Any) -> bytes:
+        self.kinds_listed.append(kind)
+        if kind is WorkloadKind.DEPLOYMENT:
+            self.calls.append(kwargs)
+        return super().list_workloads(kind, **kwargs)
 
     def list_pods(self, namespace: str, **kwargs: Any) -> bytes:
         self.list_calls.append(namespace)
@@ -78,6 +85,10 @@ class FakeRest(KubeRest):
             if self.list_error is not None:
                 return _reply(self.list_error)
             return 200, self.body if self.body is not None else raw_list(self.deployments)
+        if path.startswith("/apis/apps/v1/"):
+            return 200, raw_list(self.workloads.get(path.rpartition("/")[2], []))
+        if path.startswith("/api/v1/nodes/"):
+            return self.nodes.get(unquote(path.rpartition("/")[2]), (404, status_body(404)))
         parts = [unquote(p) for p in path.split("/")]
         namespace = parts[4]
         if method == "GET":
@@ -99,7 +110,8 @@ def _reply(error: int | Exception) -> Reply:
 
 
 def raw_list(items: list[Any]) -> bytes:
-    return json.dumps({"kind": "List", "items": [as_json(i) for i in items]}).encode()
+    raw = [i if isinstance(i, dict) else as_json(i) for i in items]
+    return json.dumps({"kind": "List", "items": raw}).encode()
 
 
 def test_snapshot_lists_deployments_once_and_pods_once_per_namespace() -> None:
@@ -120,13 +132,14 @@ def test_snapshot_lists_deployments_once_and_pods_once_per_namespace() -> None:
 
     assert [c["label_selector"] for c in rest.calls] == ["aethnet.se/autoroll=true"]
     assert rest.list_calls == ["blog", "shop"]  # one per namespace, not per Deployment
-    assert cluster.requests == 1 + 2
+    assert rest.kinds_listed == list(WorkloadKind)  # one list per kind, each once
+    assert cluster.requests == 3 + 2
     assert all(k["field_selector"] == LIVE_PODS_FIELD_SELECTOR for k in rest.list_kwargs)
     assert all(k["timeout"] == REQUEST_TIMEOUT for k in [*rest.calls, *rest.list_kwargs])
-    assert [(e.deployment.key, len(e.pods)) for e in snapshot] == [
-        ("blog/web", 1),
-        ("shop/api", 1),
-        ("shop/web", 1),
+    assert [(e.workload.key, len(e.pods)) for e in snapshot] == [
+        ("blog/deployment/web", 1),
+        ("shop/deployment/api", 1),
+        ("shop/deployment/web", 1),
     ]
 
 
@@ -143,7 +156,7 @@ def test_a_deployment_with_a_bad_selector_is_skipped_not_fatal() -> None:
         expressions=[client.V1LabelSelectorRequirement(key="a", operator="Near", values=["b"])],
     )
     cluster = KubeCluster(label_selector="x", rest=FakeRest([bad, k8s_deployment()]))
-    assert [e.deployment.name for e in cluster.snapshot()] == ["web"]
+    assert [e.workload.name for e in cluster.snapshot()] == ["web"]
 
 
 def test_delete_sends_the_uid_precondition() -> None:
@@ -279,7 +292,8 @@ def test_a_list_answer_that_is_not_json_is_a_clear_api_error() -> None:
 def test_rest_lists_send_the_selectors_as_query_parameters() -> None:
     api = FakeApiClient()
     rest = KubeRest(api)
-    assert rest.list_deployments(label_selector="a=b", timeout=(1, 2)) == b'{"items": []}'
+    listed = rest.list_workloads(WorkloadKind.DEPLOYMENT, label_selector="a=b", timeout=(1, 2))
+    assert listed == b'{"items": []}'
     rest.list_pods("shop", field_selector="f!=x", label_selector="app in (web)", timeout=(1, 2))
     rest.list_pods("blog", field_selector="f!=x", label_selector=None, timeout=(1, 2))
     assert [(c["method"], c["resource_path"], c["query_params"]) for c in api.serialized] == [
@@ -336,7 +350,7 @@ def test_a_pass_and_its_events_never_import_the_generated_api_classes() -> None:
     probe = """
 import sys
 from autoroll.kube import KubeCluster, KubeEvents, KubeLease
-from autoroll.model import RollEvent
+from autoroll.model import RollEvent, WorkloadKind
 
 class Answer:
     status, reason = 200, "OK"
@@ -352,10 +366,10 @@ class ApiClient:
         return Answer(b'{"items": []}')
 
 cluster = KubeCluster(label_selector="x", api_client_factory=ApiClient)
-assert [e.deployment.name for e in cluster.snapshot()] == ["web"]
+assert [e.workload.name for e in cluster.snapshot()] == ["web"]
 cluster.delete_pod("shop", "web-1", "uid-1")
 KubeEvents(instance="a", api_client_factory=ApiClient).emit(
-    RollEvent("shop", "web", "uid-web", "StalePodDeleted", "deleted web-1")
+    RollEvent("shop", WorkloadKind.DEPLOYMENT, "web", "uid-web", "StalePodDeleted", "x")
 )
 lease = KubeLease(namespace="autoroll", name="rel", api_client_factory=ApiClient)
 lease.get()
@@ -391,13 +405,13 @@ def test_a_targeted_snapshot_lists_only_the_namespaces_of_workloads_using_the_re
         k8s_deployment("api", namespace="blog", containers=other),
     ]
     rest = FakeRest(deployments, [k8s_pod("web-1"), k8s_pod("api-1", namespace="blog")])
-    cluster = KubeCluster(label_selector="x", rest=rest)
+    cluster = KubeCluster(label_selector="x", rest=rest, kinds=[WorkloadKind.DEPLOYMENT])
     snapshot = cluster.snapshot(Scope.of([ImageTag("team/app", "latest")]))
-    assert [e.deployment.key for e in snapshot] == ["shop/web"]
+    assert [e.workload.key for e in snapshot] == ["shop/deployment/web"]
     assert rest.list_calls == ["shop"]  # blog holds no workload of team/app
 
 
-def test_pods_now_is_one_narrow_list_with_the_workloads_own_selector() -> None:
+def test_read_now_is_one_narrow_list_with_the_workloads_own_selector() -> None:
     expressions = [client.V1LabelSelectorRequirement(key="tier", operator="NotIn", values=["db"])]
     deployment = k8s_deployment("web", expressions=expressions)
     pods = [
@@ -410,19 +424,20 @@ def test_pods_now_is_one_narrow_list_with_the_workloads_own_selector() -> None:
     [found] = cluster.snapshot()
     rest.list_calls.clear()
     rest.list_kwargs.clear()
-    fresh = cluster.pods_now(found.deployment)
-    assert [p.name for p in fresh] == ["web-1"]  # matched exactly, whatever the server sent
+    fresh = cluster.read_now(found.workload)
+    assert fresh.workload is found.workload  # a Deployment: its pods are what is read
+    assert [p.name for p in fresh.pods] == ["web-1"]  # matched exactly, whatever the server sent
     assert rest.list_calls == ["shop"]
     assert rest.list_kwargs[0]["label_selector"] == "app=web,tier notin (db)"
     assert rest.list_kwargs[0]["field_selector"] == LIVE_PODS_FIELD_SELECTOR
 
 
-def test_pods_now_without_a_known_selector_is_a_clear_error_and_sends_nothing() -> None:
+def test_read_now_without_a_known_selector_is_a_clear_error_and_sends_nothing() -> None:
     rest = FakeRest()
     cluster = KubeCluster(label_selector="x", rest=rest)
-    view = DeploymentView("shop", "web", 1, ())
-    with pytest.raises(ClusterApiError, match="shop/web: its selector is not known"):
-        cluster.pods_now(view)
+    view = WorkloadView("shop", "web", 1, ())
+    with pytest.raises(ClusterApiError, match="shop/deployment/web: its selector is not known"):
+        cluster.read_now(view)
     assert rest.list_calls == []
 
 
@@ -430,9 +445,12 @@ def test_every_request_is_observed_by_its_operation() -> None:
     seen: list[str] = []
     rest = FakeRest([k8s_deployment("web")], [k8s_pod("web-1")])
     cluster = KubeCluster(
-        label_selector="x", api_client_factory=lambda: rest._client, observe=seen.append
+        label_selector="x",
+        api_client_factory=lambda: rest._client,
+        observe=seen.append,
+        kinds=[WorkloadKind.DEPLOYMENT],
     )
     [found] = cluster.snapshot()
-    cluster.pods_now(found.deployment)
+    cluster.read_now(found.workload)
     cluster.delete_pod("shop", "web-1", "uid-web-1")
     assert seen == ["list deployments", "list pods", "list pods", "delete pod"]

@@ -18,7 +18,7 @@ from autoroll.kube.errors import ClusterApiError, ClusterForbiddenError
 from autoroll.kube.events import KubeEvents
 from autoroll.kube.lease import KubeLease
 from autoroll.kube.transport import SMALL_CALL_TIMEOUT, KubeRest
-from autoroll.model import LeaseRecord, RollEvent
+from autoroll.model import LeaseRecord, RollEvent, WorkloadKind
 from autoroll.ports import LeaseConflictError
 from tests.support.fake_api_client import FakeApiClient, Reply, Stream, status_body
 
@@ -145,8 +145,9 @@ def test_a_nudge_without_a_lease_says_there_is_no_leader() -> None:
 
 EVENT = RollEvent(
     namespace="shop",
-    deployment="web",
-    deployment_uid="uid-web",
+    kind=WorkloadKind.DEPLOYMENT,
+    workload="web",
+    workload_uid="uid-web",
     reason="StalePodDeleted",
     message="autoroll deleted stale pod web-1",
 )

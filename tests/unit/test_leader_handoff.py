@@ -17,7 +17,7 @@ from autoroll.config import Config
 from autoroll.election import Timings
 from autoroll.leader import Elector, NudgeWatcher
 from autoroll.metrics import Metrics
-from autoroll.model import DeleteOutcome, DeploymentView, Enrolled, LeaseRecord, PodView
+from autoroll.model import DeleteOutcome, Enrolled, LeaseRecord, WorkloadView
 from autoroll.scope import FULL, Scope
 from autoroll.server import Runtime, build_runtime
 from tests.support.wait import wait_until
@@ -49,8 +49,8 @@ class GatedCluster:
         self.gate.set()
         self.in_pass = threading.Event()
 
-    def pods_now(self, workload: DeploymentView) -> Sequence[PodView]:
-        return ()
+    def read_now(self, workload: WorkloadView) -> Enrolled:
+        return Enrolled(workload, tuple(()))
 
     def snapshot(self, scope: Scope = FULL) -> Sequence[Enrolled]:
         self.snapshots += 1

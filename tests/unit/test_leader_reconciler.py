@@ -77,7 +77,7 @@ def test_no_deletion_once_leadership_lapsed_and_the_pass_ends() -> None:
     assert report.abandoned
     assert (
         metrics.registry.get_sample_value(
-            "autoroll_pod_deletions_not_done_total", {"reason": NOT_LEADER}
+            "autoroll_pod_deletions_not_done_total", {"reason": NOT_LEADER, "kind": "deployment"}
         )
         == 1
     )
@@ -95,7 +95,7 @@ def test_each_roll_is_recorded_as_an_event_naming_pod_image_and_digests() -> Non
     events = FakeEvents()
     reconciler, metrics = build(cluster, events=events)
     reconciler.tick()
-    assert [(e.deployment, e.reason) for e in events.emitted] == [
+    assert [(e.workload, e.reason) for e in events.emitted] == [
         ("api", "StalePodDeleted"),
         ("web", "StalePodDeleted"),
     ]
@@ -168,7 +168,8 @@ def test_an_eviction_refused_by_a_budget_is_one_warning_per_deployment_per_pass(
         assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
     assert (
         metrics.registry.get_sample_value(
-            "autoroll_pod_deletions_not_done_total", {"reason": "blocked-by-disruption-budget"}
+            "autoroll_pod_deletions_not_done_total",
+            {"reason": "blocked-by-disruption-budget", "kind": "deployment"},
         )
         == 6
     )

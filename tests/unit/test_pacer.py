@@ -43,9 +43,9 @@ class Watch:
 
     def shows(self, item: Enrolled) -> None:
         """The cache sees ``item`` now, and tells its listener."""
-        self.held[item.deployment.key] = item
+        self.held[item.workload.key] = item
         assert self.listener is not None
-        self.listener(frozenset({item.deployment.key}))
+        self.listener(frozenset({item.workload.key}))
 
 
 def setup(items: Sequence[Enrolled]) -> tuple[RollPacer, Watch, list[Scope], FakeCluster, Metrics]:
@@ -55,7 +55,7 @@ def setup(items: Sequence[Enrolled]) -> tuple[RollPacer, Watch, list[Scope], Fak
     pacer = RollPacer(watch=watch, nudge=nudged.append, metrics=metrics)
     cluster = FakeCluster(items)
     for item in items:
-        watch.held[item.deployment.key] = item
+        watch.held[item.workload.key] = item
     return pacer, watch, nudged, cluster, metrics
 
 
@@ -74,7 +74,7 @@ def test_a_deletion_arms_the_workload_and_its_replacement_ready_nudges_its_tag()
     run(pacer, cluster)
     assert cluster.deleted == [("shop", "web-1", "uid-web-1")]
     assert nudged == [], "the cache still shows web-1 live: not yet"
-    armed = pacer.armed["shop/web"]
+    armed = pacer.armed["shop/deployment/web"]
     assert (armed.tags, armed.deleted_uid) == (APP.tags, "uid-web-1")
 
     replacement = pod("web-3", NEW, created=T0 + timedelta(seconds=1), ready=False)
@@ -82,7 +82,7 @@ def test_a_deletion_arms_the_workload_and_its_replacement_ready_nudges_its_tag()
     assert nudged == [], "the replacement is not Ready: never faster than settledness"
     watch.shows(web(pod("web-2"), pod("web-3", NEW, created=T0 + timedelta(seconds=1))))
     assert nudged == [APP]
-    assert "shop/web" not in pacer.armed
+    assert "shop/deployment/web" not in pacer.armed
     assert metrics.registry.get_sample_value("autoroll_roll_pace_nudges_total") == 1
     watch.shows(web(pod("web-2"), pod("web-3", NEW, created=T0 + timedelta(seconds=1))))
     assert nudged == [APP], "one nudge per pass, however many events follow"
@@ -98,17 +98,17 @@ def test_a_deleted_pod_still_shown_terminating_does_not_count_as_gone() -> None:
 def test_a_pass_that_finds_the_workload_done_disarms_it() -> None:
     pacer, _watch, _nudged, cluster, _ = setup([web(pod("web-1"))])
     run(pacer, cluster)
-    assert "shop/web" in pacer.armed
+    assert "shop/deployment/web" in pacer.armed
     cluster.items = [web(pod("web-2", NEW, created=T0 + timedelta(seconds=1)))]
     run(pacer, cluster)
-    assert "shop/web" not in pacer.armed
+    assert "shop/deployment/web" not in pacer.armed
 
 
 def test_a_workload_already_settled_in_the_cache_when_armed_is_nudged_at_once() -> None:
     """The cache may have seen the replacement Ready before the pass ended: no event
     will come, so arming checks at once."""
     pacer, watch, nudged, cluster, _ = setup([web(pod("web-1"), pod("web-2"))])
-    watch.held["shop/web"] = web(pod("web-2"), pod("web-3", NEW))
+    watch.held["shop/deployment/web"] = web(pod("web-2"), pod("web-3", NEW))
     run(pacer, cluster)
     assert nudged == [APP]
 
@@ -118,7 +118,7 @@ def test_waiting_for_settledness_arms_without_a_deleted_pod() -> None:
     pacer, watch, nudged, cluster, _ = setup([unready])
     run(pacer, cluster)
     assert cluster.deleted == []
-    assert pacer.armed["shop/web"].deleted_uid == ""
+    assert pacer.armed["shop/deployment/web"].deleted_uid == ""
     assert nudged == []
     watch.shows(web(pod("web-1"), pod("web-2", NEW)))
     assert nudged == [APP]

@@ -16,12 +16,12 @@ from autoroll.model import (
     ContainerStatusView,
     ContainerView,
     DeleteOutcome,
-    DeploymentView,
     Digest,
     Enrolled,
     ImageContent,
     PodView,
     Unknown,
+    WorkloadView,
 )
 from autoroll.reconciler import Reconciler
 from autoroll.scope import FULL, Scope
@@ -59,7 +59,7 @@ def pod(
 def enrolled(
     name: str, pods: Sequence[PodView], *, namespace: str = "shop", image: str = IMAGE
 ) -> Enrolled:
-    deployment = DeploymentView(
+    deployment = WorkloadView(
         namespace=namespace,
         name=name,
         replicas=len(pods),
@@ -70,7 +70,7 @@ def enrolled(
 
 class FakeCluster:
     """``items`` is what the snapshot finds (a cache, say); ``fresh`` what the API says now
-    about a workload's pods (by default the same), read by ``pods_now``."""
+    about a workload's pods (by default the same), read by ``read_now``."""
 
     def __init__(
         self, items: Sequence[Enrolled], outcome: DeleteOutcome = DeleteOutcome.DELETED
@@ -89,12 +89,13 @@ class FakeCluster:
         self.calls.append("snapshot")
         return self.items
 
-    def pods_now(self, workload: DeploymentView) -> Sequence[PodView]:
+    def read_now(self, workload: WorkloadView) -> Enrolled:
         self.reads.append(workload.key)
         self.calls.append(f"read {workload.key}")
         if workload.key in self.fresh:
-            return self.fresh[workload.key]
-        return next((e.pods for e in self.items if e.deployment.key == workload.key), ())
+            return Enrolled(workload, tuple(self.fresh[workload.key]))
+        pods = next((e.pods for e in self.items if e.workload.key == workload.key), ())
+        return Enrolled(workload, pods)
 
     def delete_pod(self, namespace: str, name: str, uid: str) -> DeleteOutcome:
         if name in self.fail_on:
@@ -180,8 +181,9 @@ def make(
     return reconciler, metrics
 
 
-def sample(metrics: Metrics, name: str, **labels: str) -> float:
-    return metrics.registry.get_sample_value(name, labels) or 0.0
+def sample(metrics: Metrics, name: str, kind: str = "deployment", **labels: str) -> float:
+    """A pass counter's sample; every one is labelled with the workload kind."""
+    return metrics.registry.get_sample_value(name, {**labels, "kind": kind}) or 0.0
 
 
 def test_a_stale_pod_is_deleted_with_its_uid() -> None:
@@ -571,7 +573,7 @@ def test_stopping_abandons_the_pass_between_deployments() -> None:
     assert [name for _, name, _ in cluster.deleted] == ["a-1"]
 
 
-def test_one_log_line_per_decision_names_deployment_pod_image_and_both_digests(
+def test_one_log_line_per_decision_names_workload_kind_pod_image_and_both_digests(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.INFO)
@@ -584,19 +586,20 @@ def test_one_log_line_per_decision_names_deployment_pod_image_and_both_digests(
     )
     reconciler, _ = make(cluster, FakeRegistry({REF: NEW}))
     reconciler.tick()
-    lines = {
-        r.__dict__["deployment"]: r.__dict__
-        for r in caplog.records
-        if r.__dict__.get("event") == "decision"
-    }
-    assert set(lines) == {"shop/web", "shop/api", "shop/ext"}
-    web = lines["shop/web"]
+    decisions = [r for r in caplog.records if r.__dict__.get("event") == "decision"]
+    lines = {r.__dict__["workload"]: r.__dict__ for r in decisions}
+    assert set(lines) == {"shop/deployment/web", "shop/deployment/api", "shop/deployment/ext"}
+    assert {r.__dict__["kind"] for r in decisions} == {"deployment"}
+    web = lines["shop/deployment/web"]
     assert (web["pod"], web["image"], web["verdict"]) == ("web-1", IMAGE, "stale")
     assert (web["running_digest"], web["registry_digest"]) == (str(OLD), str(NEW))
-    assert lines["shop/api"]["verdict"] == "current"
-    assert lines["shop/api"]["running_digest"] == lines["shop/api"]["registry_digest"] == str(NEW)
-    assert lines["shop/ext"]["verdict"] == "skipped"
-    assert lines["shop/ext"]["reason"] == "other-host"
+    assert web["settled"] == "settled"
+    assert any(r.getMessage().startswith("shop/deployment/web app: stale") for r in decisions)
+    api = lines["shop/deployment/api"]
+    assert api["verdict"] == "current"
+    assert api["running_digest"] == api["registry_digest"] == str(NEW)
+    assert lines["shop/deployment/ext"]["verdict"] == "skipped"
+    assert lines["shop/deployment/ext"]["reason"] == "other-host"
 
 
 def test_a_pull_policy_that_is_not_always_warns_every_tick(
@@ -604,7 +607,7 @@ def test_a_pull_policy_that_is_not_always_warns_every_tick(
 ) -> None:
     item = enrolled("web", [pod("web-1")])
     item = Enrolled(
-        DeploymentView("shop", "web", 1, (ContainerView("app", IMAGE, "IfNotPresent"),)), item.pods
+        WorkloadView("shop", "web", 1, (ContainerView("app", IMAGE, "IfNotPresent"),)), item.pods
     )
     cluster = FakeCluster([item])
     reconciler, metrics = make(cluster, FakeRegistry({REF: NEW}))

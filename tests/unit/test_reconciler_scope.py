@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from autoroll.decide import Reason, Verdict, decide
 from autoroll.images import TagRef
-from autoroll.model import ContainerView, DeploymentView, Enrolled, ImageContent, PodView
+from autoroll.metrics import Metrics
+from autoroll.model import ContainerView, Enrolled, ImageContent, PodView, WorkloadView
 from autoroll.scope import ImageTag, Scope
 from tests.unit.test_reconciler import (
     HOST,
@@ -31,6 +32,13 @@ from tests.unit.test_reconciler import (
 )
 
 OTHER_IMAGE = f"{HOST}/team/api:v2"
+
+
+def plain(metrics: Metrics, name: str, **labels: str) -> float:
+    """A sample of a counter that has no kind label (pass scopes, fresh reads)."""
+    return metrics.registry.get_sample_value(name, labels) or 0.0
+
+
 OTHER = TagRef(HOST, "team/api", "v2")
 APP = Scope.of([ImageTag("team/app", "latest")])
 
@@ -42,9 +50,9 @@ def test_a_deletion_is_decided_on_a_fresh_read_made_right_before_it() -> None:
     cluster = FakeCluster([enrolled("web", [pod("web-1"), pod("web-2")])])
     reconciler, metrics = make(cluster, FakeRegistry({REF: NEW}))
     report = reconciler.tick()
-    assert cluster.calls == ["snapshot", "read shop/web", "delete web-1"]
+    assert cluster.calls == ["snapshot", "read shop/deployment/web", "delete web-1"]
     assert report.fresh_reads == 1
-    assert sample(metrics, "autoroll_fresh_reads_total") == 1
+    assert plain(metrics, "autoroll_fresh_reads_total") == 1
 
 
 def test_a_stale_cache_that_misses_an_unready_replacement_deletes_nothing() -> None:
@@ -54,7 +62,7 @@ def test_a_stale_cache_that_misses_an_unready_replacement_deletes_nothing() -> N
     found = enrolled("web", [pod("web-2"), pod("web-3")])
     cluster = FakeCluster([found])
     replacement = pod("web-4", NEW, created=T0 - timedelta(seconds=5), ready=False)
-    cluster.fresh["shop/web"] = [pod("web-2"), pod("web-3"), replacement]
+    cluster.fresh["shop/deployment/web"] = [pod("web-2"), pod("web-3"), replacement]
     reconciler, _ = make(cluster, FakeRegistry({REF: NEW}))
     report = reconciler.tick()
     assert cluster.deleted == []
@@ -66,7 +74,7 @@ def test_a_stale_cache_that_misses_an_unready_replacement_deletes_nothing() -> N
 
 def test_a_pod_the_snapshot_calls_stale_but_the_api_has_replaced_is_not_deleted() -> None:
     cluster = FakeCluster([enrolled("web", [pod("web-1")])])
-    cluster.fresh["shop/web"] = [pod("web-9", NEW, created=T0 - timedelta(seconds=30))]
+    cluster.fresh["shop/deployment/web"] = [pod("web-9", NEW, created=T0 - timedelta(seconds=30))]
     reconciler, _ = make(cluster, FakeRegistry({REF: NEW}))
     report = reconciler.tick()
     assert cluster.deleted == []
@@ -78,7 +86,10 @@ def test_the_pod_deleted_is_the_one_the_fresh_read_calls_stale() -> None:
     oldest stale pod now: web-2 goes, with the UID from the fresh read."""
     cluster = FakeCluster([enrolled("web", [pod("web-1"), pod("web-2")])])
     fresh_two = pod("web-2", created=T0 - timedelta(hours=2))
-    cluster.fresh["shop/web"] = [fresh_two, pod("web-5", NEW, created=T0 - timedelta(hours=1))]
+    cluster.fresh["shop/deployment/web"] = [
+        fresh_two,
+        pod("web-5", NEW, created=T0 - timedelta(hours=1)),
+    ]
     reconciler, _ = make(cluster, FakeRegistry({REF: NEW}))
     reconciler.tick()
     assert cluster.deleted == [("shop", "web-2", fresh_two.uid)]
@@ -86,15 +97,17 @@ def test_the_pod_deleted_is_the_one_the_fresh_read_calls_stale() -> None:
 
 def test_a_failed_fresh_read_deletes_nothing_and_ends_the_pass() -> None:
     class Failing(FakeCluster):
-        def pods_now(self, workload: DeploymentView) -> tuple[PodView, ...]:
-            super().pods_now(workload)
+        def read_now(self, workload: WorkloadView) -> Enrolled:
+            super().read_now(workload)
             raise ConnectionError("API unreachable")
 
     cluster = Failing([enrolled("api", [pod("api-1")]), enrolled("web", [pod("web-1")])])
     reconciler, metrics = make(cluster, FakeRegistry({REF: NEW}))
     report = reconciler.tick()
     assert cluster.deleted == []
-    assert cluster.reads == ["shop/api"], "one failed read ends the pass: no read per workload"
+    assert cluster.reads == ["shop/deployment/api"], (
+        "one failed read ends the pass: no read per workload"
+    )
     assert report.abandoned
     assert [(e.action.name, e.outcome.value) for e in report.executed] == [("api-1", "read-failed")]
     assert report.decisions[0].actions == ()
@@ -111,10 +124,10 @@ def test_nothing_to_act_on_reads_nothing_again() -> None:
 
 def test_dry_run_reads_fresh_too_so_the_plan_shows_what_would_really_be_done() -> None:
     cluster = FakeCluster([enrolled("web", [pod("web-1")])])
-    cluster.fresh["shop/web"] = [pod("web-1"), pod("web-2", NEW, ready=False)]
+    cluster.fresh["shop/deployment/web"] = [pod("web-1"), pod("web-2", NEW, ready=False)]
     reconciler, _ = make(cluster, FakeRegistry({REF: NEW}), dry_run=True)
     report = reconciler.tick()
-    assert cluster.reads == ["shop/web"]
+    assert cluster.reads == ["shop/deployment/web"]
     assert report.executed == ()
 
 
@@ -146,16 +159,16 @@ def test_every_deletion_is_the_one_decide_makes_on_the_fresh_read_alone(
 ) -> None:
     """Property 8 over generated snapshots: whatever the snapshot said, a deletion happens
     only if ``decide`` on the fresh read alone makes it, and it is that very deletion."""
-    view = DeploymentView("shop", "web", replicas, (ContainerView("app", IMAGE, "Always"),))
+    view = WorkloadView("shop", "web", replicas, (ContainerView("app", IMAGE, "Always"),))
     cluster = FakeCluster([Enrolled(view, tuple(cached))])
-    cluster.fresh["shop/web"] = fresh
+    cluster.fresh["shop/deployment/web"] = fresh
     registry = FakeRegistry({REF: NEW})
     reconciler, _ = make(cluster, registry)
     reconciler.tick()
 
     def alone(pods: list[PodView]) -> list[tuple[str, str, str]]:
         decision = decide(
-            deployment=view,
+            workload=view,
             pods=pods,
             forgejo_host=HOST,
             resolved={REF: NEW},
@@ -167,7 +180,7 @@ def test_every_deletion_is_the_one_decide_makes_on_the_fresh_read_alone(
 
     if cluster.deleted:
         assert cluster.deleted == alone(fresh)
-        assert cluster.calls[-2:] == ["read shop/web", f"delete {cluster.deleted[0][1]}"]
+        assert cluster.calls[-2:] == ["read shop/deployment/web", f"delete {cluster.deleted[0][1]}"]
     # Work found on the snapshot is always looked at again; what it missed waits (safe).
     assert cluster.deleted == (alone(fresh) if alone(cached) else [])
 
@@ -190,11 +203,11 @@ def test_a_targeted_pass_asks_the_registry_about_its_tag_only_and_decides_its_wo
     reconciler, metrics = make(cluster, registry)
     report = reconciler.tick(scope=APP)
     assert registry.resolve_calls == [[REF]]
-    assert [d.key for d in report.decisions] == ["shop/web"]
+    assert [d.key for d in report.decisions] == ["shop/deployment/web"]
     assert cluster.deleted == [("shop", "web-1", "uid-web-1")]
     assert cluster.scopes == [APP]
     assert report.scope == APP
-    assert sample(metrics, "autoroll_pass_scopes_total", scope="targeted") == 1
+    assert plain(metrics, "autoroll_pass_scopes_total", scope="targeted") == 1
 
 
 def test_a_full_pass_asks_about_every_tag() -> None:
@@ -203,7 +216,7 @@ def test_a_full_pass_asks_about_every_tag() -> None:
     reconciler, metrics = make(cluster, registry)
     reconciler.tick()
     assert registry.resolve_calls == [[OTHER, REF]]
-    assert sample(metrics, "autoroll_pass_scopes_total", scope="full") == 1
+    assert plain(metrics, "autoroll_pass_scopes_total", scope="full") == 1
 
 
 def test_a_targeted_pass_leaves_other_tags_sightings_as_they_were() -> None:
@@ -233,7 +246,7 @@ def test_a_full_pass_forgets_tags_no_longer_enrolled_a_targeted_one_does_not() -
 
 
 def test_a_second_container_on_another_tag_is_not_in_scope_and_the_first_still_rolls() -> None:
-    view = DeploymentView(
+    view = WorkloadView(
         "shop",
         "both",
         1,
@@ -270,7 +283,7 @@ def test_a_snapshot_superset_is_narrowed_to_the_scopes_tags() -> None:
     registry = FakeRegistry({REF: NEW})
     reconciler, _ = make(cluster, registry)
     report = reconciler.tick(scope=APP)
-    assert [d.key for d in report.decisions] == ["shop/web"]
+    assert [d.key for d in report.decisions] == ["shop/deployment/web"]
     assert registry.resolve_calls == [[REF]]
 
 

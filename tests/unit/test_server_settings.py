@@ -15,12 +15,11 @@ from autoroll.images import TagRef
 from autoroll.kube.transport import CONNECT_ATTEMPTS, LEASE_CALL_TIMEOUT, call_seconds
 from autoroll.model import (
     DeleteOutcome,
-    DeploymentView,
     Digest,
     Enrolled,
     ImageContent,
-    PodView,
     Unknown,
+    WorkloadView,
 )
 from autoroll.scope import FULL, Scope
 from autoroll.server import (
@@ -50,8 +49,8 @@ class NoCluster:
     def snapshot(self, scope: Scope = FULL) -> Sequence[Enrolled]:
         return ()
 
-    def pods_now(self, workload: DeploymentView) -> Sequence[PodView]:
-        return ()
+    def read_now(self, workload: WorkloadView) -> Enrolled:
+        return Enrolled(workload, tuple(()))
 
     def delete_pod(self, namespace: str, name: str, uid: str) -> DeleteOutcome:
         raise AssertionError("nothing to delete")

@@ -29,10 +29,10 @@ from autoroll.model import (
     ContainerStatusView,
     ContainerView,
     DeleteOutcome,
-    DeploymentView,
     Digest,
     Enrolled,
     PodView,
+    WorkloadView,
 )
 from autoroll.reconciler import Reconciler
 from autoroll.scope import FULL, ImageTag, Scope
@@ -55,7 +55,7 @@ class World:
 
     def __init__(self, counts: dict[str, int], start: datetime) -> None:
         self.views = {
-            name: DeploymentView(
+            name: WorkloadView(
                 "ns",
                 name,
                 counts[name],
@@ -108,8 +108,8 @@ class SimCluster:
         source = self.world.seen if self.lag else self.world.pods
         return [Enrolled(self.world.views[n], tuple(source[n])) for n in USES]
 
-    def pods_now(self, workload: DeploymentView) -> Sequence[PodView]:
-        return tuple(self.world.pods[workload.name])
+    def read_now(self, workload: WorkloadView) -> Enrolled:
+        return Enrolled(workload, tuple(tuple(self.world.pods[workload.name])))
 
     def delete_pod(self, namespace: str, name: str, uid: str) -> DeleteOutcome:
         for workload, pods in self.world.pods.items():

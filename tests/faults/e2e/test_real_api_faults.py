@@ -29,7 +29,7 @@ from prometheus_client import CollectorRegistry
 
 from autoroll.kube import ClusterError, KubeCluster, connect
 from autoroll.metrics import Metrics
-from autoroll.model import DeleteOutcome, DeploymentView, Enrolled, PodView
+from autoroll.model import DeleteOutcome, Enrolled, WorkloadView
 from autoroll.reconciler import Reconciler, TickReport
 from autoroll.registry import RegistryClient
 from autoroll.scope import FULL, Scope
@@ -208,8 +208,8 @@ class BeforeFirstDelete:
     def snapshot(self, scope: Scope = FULL) -> Sequence[Enrolled]:
         return self.inner.snapshot(scope)
 
-    def pods_now(self, workload: DeploymentView) -> Sequence[PodView]:
-        return self.inner.pods_now(workload)
+    def read_now(self, workload: WorkloadView) -> Enrolled:
+        return self.inner.read_now(workload)
 
     def delete_pod(self, namespace: str, name: str, uid: str) -> DeleteOutcome:
         hook, self.hook = self.hook, None
