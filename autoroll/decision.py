@@ -65,7 +65,8 @@ class Reason(StrEnum):
         """Should the shell log this loudly (every tick)? Yes for what an operator must fix or
         know: a pull policy that defeats rolling, the loop guard, and a registry that cannot
         be asked (offline, refusing the token, answering garbage), which silently stops
-        rolling until it is fixed. Not for one pod's unresolvable reference
+        rolling until it is fixed, and a Node that cannot be read (a DaemonSet then never
+        rolls: ``nodes: get`` missing, say). Not for one pod's unresolvable reference
         (``CONTENT_UNKNOWN``, ``PLATFORM_UNKNOWN``): that can last as long as the pod, so the
         shell warns once per pod and reference instead."""
         return self in {
@@ -74,6 +75,7 @@ class Reason(StrEnum):
             Reason.REGISTRY_UNKNOWN,
             Reason.CHILDREN_UNKNOWN,
             Reason.TARGET_CONTENT_UNKNOWN,
+            Reason.NODE_UNKNOWN,
         }
 
 

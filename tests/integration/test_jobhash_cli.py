@@ -193,7 +193,7 @@ def test_invalid_yaml_exits_1_naming_file_and_line(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
-def test_the_wheel_ships_the_chart_from_charts_autoroll(tmp_path: Path) -> None:
+def test_the_wheel_ships_the_chart_from_charts_autoroll_and_every_module(tmp_path: Path) -> None:
     source = tmp_path / "src"
     source.mkdir()
     for name in ("pyproject.toml", "README.md"):
@@ -215,3 +215,12 @@ def test_the_wheel_ships_the_chart_from_charts_autoroll(tmp_path: Path) -> None:
             packaged = archive.read(f"jobhash/_chart/{relative}")
             assert packaged == (CHART / relative).read_bytes(), relative
     assert not any(name.startswith("jobhash/_chart/tests/") for name in names)
+    # Every module of both packages ships: a subpackage left out of pyproject's list would
+    # import here (the source tree is on sys.path) and fail only in the installed image.
+    sources = {
+        path.relative_to(ROOT).as_posix()
+        for package in ("autoroll", "jobhash")
+        for path in (ROOT / package).rglob("*.py")
+        if "__pycache__" not in path.parts
+    }
+    assert sources - names == set(), "modules missing from the wheel (pyproject packages)"

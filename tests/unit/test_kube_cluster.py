@@ -29,10 +29,11 @@ from autoroll.kube.transport import (
     KubeRest,
     connect,
 )
-from autoroll.model import DeleteOutcome, WorkloadKind, WorkloadView
+from autoroll.model import DeleteOutcome, NodeView, WorkloadKind, WorkloadView
 from autoroll.scope import ImageTag, Scope
 from tests.support.fake_api_client import FakeApiClient, Reply, always, status_body
 from tests.unit.test_kube_convert import as_json, k8s_deployment, k8s_pod
+from tests.unit.test_kube_convert_kinds import k8s_daemonset, k8s_statefulset, owned
 
 # --- KubeCluster over the real KubeRest and a scripted ApiClient --------------------------------
 
@@ -92,9 +93,7 @@ class FakeRest(KubeRest):
         parts = [unquote(p) for p in path.split("/")]
         namespace = parts[4]
         if method == "GET":
-            return 200, raw_list(
-                [p for p in self.pods if p.metadata and p.metadata.namespace == namespace]
-            )
+            return 200, raw_list([p for p in self.pods if _namespace(p) == namespace])
         if self.error is not None:
             return _reply(self.error)
         if path.endswith("/eviction"):
@@ -103,6 +102,12 @@ class FakeRest(KubeRest):
         else:
             self.deleted.append((namespace, parts[6], request["body"]["preconditions"]["uid"]))
         return 200, b"{}"
+
+
+def _namespace(pod: Any) -> str:
+    if isinstance(pod, dict):
+        return str(pod["metadata"]["namespace"])
+    return str(pod.metadata.namespace) if pod.metadata else ""
 
 
 def _reply(error: int | Exception) -> Reply:
@@ -157,6 +162,93 @@ def test_a_deployment_with_a_bad_selector_is_skipped_not_fatal() -> None:
     )
     cluster = KubeCluster(label_selector="x", rest=FakeRest([bad, k8s_deployment()]))
     assert [e.workload.name for e in cluster.snapshot()] == ["web"]
+
+
+def test_statefulset_and_daemonset_pods_come_with_their_workload_in_one_pass() -> None:
+    sts = k8s_statefulset()
+    ds = k8s_daemonset(None)
+    ds["metadata"]["namespace"] = "infra"
+    pods = [
+        owned(k8s_pod("db-0", labels={"app": "db"}), "uid-db"),
+        owned(k8s_pod("db-1", labels={"app": "db"}), "uid-db"),
+        owned(k8s_pod("agent-x", namespace="infra", labels={"app": "db"}), "uid-agent"),
+    ]
+    rest = FakeRest(pods=pods, workloads={"statefulsets": [sts], "daemonsets": [ds]})
+    cluster = KubeCluster(label_selector="x", rest=rest)
+    snapshot = cluster.snapshot()
+    assert [(e.workload.key, [p.name for p in e.pods]) for e in snapshot] == [
+        ("infra/daemonset/agent", ["agent-x"]),
+        ("shop/statefulset/db", ["db-0", "db-1"]),
+    ]
+    assert rest.list_calls == ["infra", "shop"]
+    assert cluster.requests == 3 + 2
+
+
+@pytest.mark.parametrize(
+    "kinds",
+    [[WorkloadKind.STATEFULSET], [WorkloadKind.DAEMONSET, WorkloadKind.DEPLOYMENT]],
+)
+def test_only_the_enabled_kinds_are_listed_in_the_kinds_own_order(
+    kinds: list[WorkloadKind],
+) -> None:
+    rest = FakeRest()
+    cluster = KubeCluster(label_selector="x", rest=rest, kinds=kinds)
+    cluster.snapshot()
+    assert rest.kinds_listed == [k for k in WorkloadKind if k in kinds]
+    assert cluster.requests == len(kinds)
+
+
+def test_no_kind_at_all_is_refused() -> None:
+    with pytest.raises(ValueError, match="at least one workload kind"):
+        KubeCluster(label_selector="x", rest=FakeRest(), kinds=[])
+
+
+def test_a_forbidden_kind_list_names_the_rule_and_the_setting() -> None:
+    cluster = KubeCluster(label_selector="x", rest=KubeRest(FakeApiClient(router=forbid_sts)))
+    with pytest.raises(
+        ClusterForbiddenError,
+        match=r"list statefulsets .*statefulsets: list \(WORKLOAD_KINDS lists the kind\)",
+    ):
+        cluster.snapshot()
+
+
+def forbid_sts(method: str, path: str, request: dict[str, Any]) -> Reply:
+    if path.endswith("/statefulsets"):
+        return 403, status_body(403)
+    return 200, b'{"items": []}'
+
+
+NODE_READY = json.dumps(
+    {"metadata": {"name": "n1"}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+).encode()
+
+
+def test_a_node_is_read_with_one_get() -> None:
+    rest = FakeRest(nodes={"n1": (200, NODE_READY)})
+    cluster = KubeCluster(label_selector="x", rest=rest)
+    assert cluster.node("n1") == NodeView("n1", True)
+    assert cluster.requests == 1
+
+
+def test_a_node_that_does_not_exist_is_not_ready() -> None:
+    cluster = KubeCluster(label_selector="x", rest=FakeRest())
+    assert cluster.node("gone") == NodeView("gone", False, "the Node does not exist")
+
+
+def test_a_forbidden_node_read_names_nodes_get_and_the_daemonset_kind() -> None:
+    rest = FakeRest(nodes={"n1": (403, status_body(403))})
+    cluster = KubeCluster(label_selector="x", rest=rest)
+    with pytest.raises(
+        ClusterForbiddenError,
+        match=r"get node n1: 403 .*nodes: get \(WORKLOAD_KINDS lists daemonset\)",
+    ):
+        cluster.node("n1")
+
+
+def test_a_node_answer_that_is_not_json_is_a_clear_api_error() -> None:
+    cluster = KubeCluster(label_selector="x", rest=FakeRest(nodes={"n1": (200, b"<html>")}))
+    with pytest.raises(ClusterApiError, match="get node n1: not JSON"):
+        cluster.node("n1")
 
 
 def test_delete_sends_the_uid_precondition() -> None:
