@@ -65,6 +65,10 @@ def verdicts(decisions: Sequence[Decision]) -> dict[str, int]:
     return dict(sorted(counted.items()))
 
 
+#: The kinds autoroll (and the floor) list each pass: every kind, the default WORKLOAD_KINDS.
+KINDS = tuple(WorkloadKind)
+
+
 def build(
     args: argparse.Namespace, kube: Counter[str], registry: Counter[str]
 ) -> Callable[[], Any]:
@@ -89,6 +93,7 @@ def build(
     cluster = KubeCluster(
         label_selector=args.selector,
         api_client_factory=lambda: count_kubernetes(connect(env), kube),
+        kinds=KINDS,
     )
     reconciler = Reconciler(
         cluster=cluster,
@@ -111,7 +116,7 @@ def lists_only(api_client: Any, selector: str) -> Callable[[], Any]:
 
     def run() -> list[Decision]:
         selectors: dict[str, list[LabelSelector]] = {}
-        for kind in WorkloadKind:
+        for kind in KINDS:
             listed = rest.list_workloads(kind, label_selector=selector, timeout=REQUEST_TIMEOUT)
             for item in list_items(listed):
                 view, pod_selector = workload_from_json(kind, item)
@@ -180,6 +185,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "registry": dict(sorted(registry.items())),
                 "deployments": len(decisions),
                 "verdicts": verdicts(decisions),
+                # the workload kinds this strategy lists (the naive baseline: Deployments)
+                "kinds": [k.value for k in KINDS] if args.strategy != "naive" else ["deployment"],
             }
         )
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux

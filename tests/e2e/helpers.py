@@ -62,6 +62,73 @@ def deployment(
     }
 
 
+def _template(name: str, image: str, pull_policy: str) -> dict[str, Any]:
+    return {
+        "metadata": {"labels": {"app": name}},
+        "spec": {
+            "containers": [{"name": "app", "image": image, "imagePullPolicy": pull_policy}],
+            "terminationGracePeriodSeconds": 5,
+        },
+    }
+
+
+def statefulset(
+    name: str,
+    image: str,
+    *,
+    replicas: int = 3,
+    labels: Mapping[str, str] | None = None,
+    on_delete: bool = False,
+    partition: int = 0,
+    pull_policy: str = "Always",
+) -> dict[str, Any]:
+    """A minimal StatefulSet manifest (no volumes; its headless Service need not exist):
+    one container, pods ``<name>-<ordinal>`` labelled ``app=<name>``."""
+    strategy: dict[str, Any] = {"type": "OnDelete"}
+    if not on_delete:
+        strategy = {"type": "RollingUpdate", "rollingUpdate": {"partition": partition}}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": name, "labels": dict(labels or {})},
+        "spec": {
+            "replicas": replicas,
+            "serviceName": name,
+            "selector": {"matchLabels": {"app": name}},
+            "updateStrategy": strategy,
+            "template": _template(name, image, pull_policy),
+        },
+    }
+
+
+def daemonset(
+    name: str,
+    image: str,
+    *,
+    labels: Mapping[str, str] | None = None,
+    node_selector: Mapping[str, str] | None = None,
+    pull_policy: str = "Always",
+    tolerate_not_ready: bool = False,
+) -> dict[str, Any]:
+    """A minimal DaemonSet manifest: one container on every node (or those ``node_selector``
+    names), pods labelled ``app=<name>``. ``tolerate_not_ready`` lets it onto simulated
+    nodes: the API server taints every new Node ``node.kubernetes.io/not-ready:NoSchedule``
+    and only the node lifecycle controller (not run with the simulated kubelet) lifts it."""
+    template = _template(name, image, pull_policy)
+    if node_selector:
+        template["spec"]["nodeSelector"] = dict(node_selector)
+    if tolerate_not_ready:
+        template["spec"]["tolerations"] = [
+            {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoSchedule"}
+        ]
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": name, "labels": dict(labels or {})},
+        "spec": {"selector": {"matchLabels": {"app": name}}, "template": template},
+    }
+
+
 def pod(
     name: str,
     image: str,

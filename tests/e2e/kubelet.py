@@ -446,12 +446,17 @@ class SimulatedKubelet:
         resolve_child: Resolve | None = None,
         node_name: str = NODE_NAME,
         interval: float = 0.2,
+        bind_unselected: bool = True,
     ) -> None:
+        """A pod pinned to a node (a DaemonSet's, by its required node affinity) is bound
+        only by that node's kubelet; ``bind_unselected=False`` leaves every other pod alone
+        too (a second node that takes only the pods sent to it)."""
         from kubernetes import client
 
         self.core: Any = client.CoreV1Api(api_client)
         self.node_name = node_name
         self.interval = interval
+        self.bind_unselected = bind_unselected
         self.errors: list[str] = []
         self._resolve = resolve
         self._resolve_child = resolve_child
@@ -596,7 +601,7 @@ class SimulatedKubelet:
             live.add(uid)
             node = pod["spec"].get("nodeName")
             if not node:
-                if not pod["metadata"].get("deletionTimestamp"):
+                if not pod["metadata"].get("deletionTimestamp") and self.takes(pod):
                     self._bind(pod)
                 continue
             if node != self.node_name:
@@ -604,6 +609,32 @@ class SimulatedKubelet:
             self._sync_pod(pod, now)
         for uid in set(self._records) - live:
             del self._records[uid]
+
+    def takes(self, pod: Mapping[str, Any]) -> bool:
+        """Would a scheduler put this unscheduled pod on this node? A pod pinned to a node
+        goes there; any other only to a kubelet that binds unselected pods."""
+        pinned = pinned_node(pod)
+        if pinned is not None:
+            return pinned == self.node_name
+        return self.bind_unselected
+
+    def set_ready(self, ready: bool) -> None:
+        """Write the Node's Ready condition (no node lifecycle controller runs here, so its
+        pods keep whatever readiness they had: a NotReady node under Ready pods)."""
+        now = _ts(time.time())
+        condition = {
+            "type": "Ready",
+            "status": "True" if ready else "False",
+            "reason": "KubeletReady" if ready else "KubeletNotReady",
+            "message": "simulated kubelet is posting ready status"
+            if ready
+            else "simulated: container runtime is down",
+            "lastHeartbeatTime": now,
+            "lastTransitionTime": now,
+        }
+        self.core.patch_node_status(
+            self.node_name, {"status": {"conditions": [condition]}}, _preload_content=False
+        )
 
     def _bind(self, pod: Mapping[str, Any]) -> None:
         from kubernetes.client.exceptions import ApiException
@@ -765,6 +796,20 @@ class SimulatedKubelet:
         except ApiException as exc:
             if exc.status not in (404, 409):
                 raise
+
+
+def pinned_node(pod: Mapping[str, Any]) -> str | None:
+    """The one node a pod's required node affinity names (``matchFields`` on
+    ``metadata.name``, as the DaemonSet controller writes it), or None."""
+    affinity = ((pod.get("spec") or {}).get("affinity") or {}).get("nodeAffinity") or {}
+    required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
+    for term in required.get("nodeSelectorTerms") or ():
+        for field_ in term.get("matchFields") or ():
+            values = field_.get("values") or []
+            by_name = field_.get("key") == "metadata.name" and field_.get("operator") == "In"
+            if by_name and len(values) == 1:
+                return str(values[0])
+    return None
 
 
 @contextlib.contextmanager
