@@ -8,7 +8,7 @@ roll names its own (``autoroll.pacer``).
 
 Targeted passes must keep the loop guard exact, so a scope is always widened to *every*
 enrolled workload using a tag it names, never to a part of them: the sighting a pass makes
-for a tag then remembers the pods of every workload that uses it (docs/adr/015).
+for a tag then remembers the pods of every workload that uses it (docs/adr/017).
 
 Scopes merge when nudges coalesce (``autoroll.worker.Nudge``): a full scope absorbs any
 other, and a union of more than ``MAX_TAGS`` tags becomes full, so what waits for the

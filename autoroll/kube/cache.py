@@ -15,7 +15,7 @@ their own ``key`` (namespace, kind and name), so kinds never collide.
 What the cache is *not*: a source of decisions. ``snapshot`` answers where to look (None
 whenever any informer is not synced: the pass then lists the API, as without a cache), and
 before any deletion the pass reads that workload fresh from the API
-(``KubeCluster.read_now``) and decides on that read alone (docs/adr/015).
+(``KubeCluster.read_now``) and decides on that read alone (docs/adr/017).
 
 Listeners (``subscribe``) are told which workload keys changed — their pods or their
 object — after each change is applied, outside the lock: the roll pacer
