@@ -12,7 +12,7 @@ WITH_TOOLS = source $(TOOLS_ENV) &&
 	lock lock-upgrade test-lowest image
 
 help:
-	@echo "make demo    - watch autoroll roll a 3-replica app on a local control plane"
+	@echo "make demo    - watch autoroll replace 3 real containers one at a time on a local cluster"
 	@echo "               (DEMO_ARGS=--once: one roll, then tear down and exit)"
 	@echo "make names   - preview the Job names for examples/jobs-values.yaml (jobhash)"
 	@echo "make bench   - run the benchmarks (about 10 min) and rewrite docs/performance.md"
@@ -24,7 +24,8 @@ help:
 	@echo "make lock    - re-resolve requirements/*.txt after a dependency change (lock-upgrade: newest)"
 
 # Everything the suites need, including the local control plane (etcd, kube-apiserver,
-# kube-controller-manager) that the end-to-end tests and the demo run.
+# kube-controller-manager) and the node (kubelet, containerd, runc, CNI plugins, busybox) that
+# the end-to-end tests and the demo run.
 tools $(TOOLS_ENV): scripts/tools.sh scripts/versions.env
 	scripts/tools.sh all
 
@@ -113,7 +114,7 @@ lock-upgrade: LOCK_UPGRADE = --upgrade
 image: $(TOOLS_ENV) venv
 	$(WITH_TOOLS) $(BIN)/python -m tests.support.image
 
-# The README's first command: a local control plane, a registry, a 3-replica enrolled app, a
+# The README's first command: a local control plane and node, a registry, a 3-replica enrolled app, a
 # new :latest pushed, and autoroll rolling it pod by pod, live. Enter pushes again; Ctrl-C
 # tears everything down. `make demo DEMO_ARGS=--once` rolls once and exits (0: roll complete).
 demo: tools venv

@@ -58,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     plan = commands.add_parser(
         "plan",
         help="one dry-run pass against the current kubeconfig, printed as a table",
-        description="Decide every enrolled Deployment once, delete nothing, and print a table:"
+        description="Decide every enrolled workload once, delete nothing, and print a table:"
         " image, running digest(s), registry digest and verdict per container.",
     )
     plan.add_argument(

@@ -168,6 +168,10 @@ class Config:
     watch_cache: bool = True
     #: the cache lists everything again this often, in case a watch ever missed an event
     cache_resync_seconds: int = 1800
+    # A rollout stuck this long behind a pod that is not Ready is reported as halted (WARNING,
+    # metric, Event): long enough for a slow start, short enough that a broken release is
+    # noticed the same hour.
+    rollout_halted_after_seconds: int = 600
 
     @property
     def listen_addr(self) -> str:
@@ -202,6 +206,7 @@ class Config:
         scheme = reader.optional(
             "REGISTRY_SCHEME", RegistryScheme.HTTPS, _enum_parser(RegistryScheme)
         )
+        halted_after = reader.optional("ROLLOUT_HALTED_AFTER_SECONDS", 600, _parse_interval)
         election = _read_leader_election(reader)
         watch_cache = reader.optional("WATCH_CACHE", True, _parse_bool)
         resync = reader.optional("CACHE_RESYNC_SECONDS", 1800, _parse_resync)
@@ -228,6 +233,7 @@ class Config:
             leader_election=election,
             watch_cache=watch_cache,
             cache_resync_seconds=resync,
+            rollout_halted_after_seconds=halted_after,
         )
 
     def redacted(self) -> dict[str, str]:
@@ -250,6 +256,7 @@ class Config:
             "REGISTRY_SCHEME": str(self.registry_scheme),
             "WATCH_CACHE": str(self.watch_cache).lower(),
             "CACHE_RESYNC_SECONDS": str(self.cache_resync_seconds),
+            "ROLLOUT_HALTED_AFTER_SECONDS": str(self.rollout_halted_after_seconds),
             **_redacted_election(self.leader_election),
         }
 

@@ -55,7 +55,7 @@ SETTLED: Final = Settledness(SettledReason.SETTLED)
 
 
 def is_settled(*, workload: WorkloadView, pods: Sequence[PodView]) -> Settledness:
-    """May this workload lose a pod now? Terminal (Succeeded/Failed) pods do not count."""
+    """May this workload lose a pod now? The pod clauses first, then the kind's status."""
     pod_clauses = _pods_settled(pods, workload.replicas)
     if not pod_clauses.is_settled:
         return pod_clauses
@@ -68,9 +68,12 @@ def is_settled(*, workload: WorkloadView, pods: Sequence[PodView]) -> Settlednes
 
 
 def _pods_settled(pods: Sequence[PodView], replicas: int) -> Settledness:
-    """The clauses every kind shares, read from the pods as listed (never stale)."""
+    """The clauses every kind shares, read from the pods as listed (never stale). Terminal
+    (Succeeded/Failed) pods do not count, except that one being deleted is still terminating."""
     live = [p for p in pods if not p.is_terminal]
-    terminating = sorted(p.name for p in live if p.deleting)
+    # Terminal or not: a deleted pod whose containers exited 0 shows Succeeded (non-zero:
+    # Failed) until the kubelet has finished with it, and its replacement is on its way.
+    terminating = sorted(p.name for p in pods if p.deleting)
     if terminating:
         # A replacement is still on its way; deleting another would stack disruptions.
         return Settledness(

@@ -94,6 +94,13 @@ class Metrics:
             ["kind"],
             registry=registry,
         )
+        self.rollouts_halted = Gauge(
+            f"{PREFIX}_rollouts_halted",
+            "Workloads whose rollout the last pass found halted: stale pods wait behind a"
+            " pod that has not been Ready for ROLLOUT_HALTED_AFTER_SECONDS; by kind.",
+            ["kind"],
+            registry=registry,
+        )
         self.events = Counter(
             f"{PREFIX}_kubernetes_events",
             "Kubernetes Events about rolls (EMIT_EVENTS=true), by outcome (created, error).",

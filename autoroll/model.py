@@ -245,11 +245,12 @@ class PodView:
 
     ``containers`` is the pod *spec* (the image string asked for); ``statuses`` is what the
     runtime reports. ``deleting`` is true once ``metadata.deletionTimestamp`` is set.
-    ``ready`` is the pod's ``Ready`` condition. ``platform`` is its node's ``os/arch[/variant]``:
-    None until platform awareness (issue 18) fills it; the core then cannot tell which
-    child of a multi-arch index the pod runs. ``revision`` is its ``controller-revision-hash``
-    label (StatefulSet and DaemonSet pods; empty otherwise), ``node`` its ``spec.nodeName``
-    (empty until scheduled).
+    ``ready`` is the pod's ``Ready`` condition, ``ready_changed_at`` when it last changed
+    (its ``lastTransitionTime``; None when not reported). ``platform`` is its node's
+    ``os/arch[/variant]``: None until platform awareness (issue 18) fills it; the core then
+    cannot tell which child of a multi-arch index the pod runs. ``revision`` is its
+    ``controller-revision-hash`` label (StatefulSet and DaemonSet pods; empty otherwise),
+    ``node`` its ``spec.nodeName`` (empty until scheduled).
     """
 
     namespace: str
@@ -264,6 +265,7 @@ class PodView:
     platform: str | None = None
     revision: str = ""
     node: str = ""
+    ready_changed_at: datetime | None = None
 
     def __post_init__(self) -> None:
         if self.created_at.tzinfo is None:
@@ -327,18 +329,29 @@ class EventReason(StrEnum):
     DELETED = "StalePodDeleted"
     EVICTED = "StalePodEvicted"
     DRY_RUN = "WouldDeletePod"
+    HALTED = "RolloutHalted"  # a Warning: stale pods wait behind a pod that is not Ready
 
     @property
     def verb(self) -> str:
-        return {"StalePodDeleted": "deleted", "StalePodEvicted": "evicted"}.get(
-            self.value, "would delete"
-        )
+        return {
+            "StalePodDeleted": "deleted",
+            "StalePodEvicted": "evicted",
+            "WouldDeletePod": "would delete",
+        }.get(self.value, "halted")
+
+
+class EventType(StrEnum):
+    """A core/v1 Event's ``type``: rolls are Normal, a halted rollout is a Warning."""
+
+    NORMAL = "Normal"
+    WARNING = "Warning"
 
 
 #: The reasons as plain strings, for callers that compare with an Event's ``reason``.
 REASON_DELETED: Final = EventReason.DELETED.value
 REASON_EVICTED: Final = EventReason.EVICTED.value
 REASON_DRY_RUN: Final = EventReason.DRY_RUN.value
+REASON_HALTED: Final = EventReason.HALTED.value
 
 
 @dataclass(frozen=True, slots=True)
@@ -351,6 +364,7 @@ class RollEvent:
     workload_uid: str
     reason: str
     message: str
+    type: EventType = EventType.NORMAL
 
     @classmethod
     def about(
@@ -375,6 +389,19 @@ class RollEvent:
                 f"autoroll {reason.verb} stale pod {pod} of {workload.kind_name}: container"
                 f" {container} image {image} runs {running}, the registry has {target}"
             ),
+        )
+
+    @classmethod
+    def halted(cls, workload: WorkloadView, message: str) -> RollEvent:
+        """The Warning Event for a halted rollout (``autoroll.halt.RolloutHalt.message``)."""
+        return cls(
+            namespace=workload.namespace,
+            kind=workload.kind,
+            workload=workload.name,
+            workload_uid=workload.uid,
+            reason=EventReason.HALTED.value,
+            message=f"autoroll: {message}",
+            type=EventType.WARNING,
         )
 
 

@@ -4,9 +4,11 @@ The reconciler hands the observer each ``Decision`` and each ``Executed`` action
 observer counts them, writes one log line per container decision and per action, and, with
 EMIT_EVENTS, records each roll as an Event on its workload (the reason and its text are
 ``autoroll.model.RollEvent.about``). An Event that fails is logged and counted, never allowed
-to fail the pass. It keeps one memory of its own: which pods it has already warned about
-because what they run cannot be told, so such a warning is logged once per pod and
-reference, not once per pass.
+to fail the pass. A halted rollout (``autoroll.halt``) gets a WARNING every pass, the
+``autoroll_rollouts_halted`` gauge and one Warning Event per halt. It keeps two memories of
+its own: which pods it has already warned about because what they run cannot be told, so
+such a warning is logged once per pod and reference, not once per pass; and which halts it
+has already recorded an Event for.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Iterable
 
 from autoroll.decide import ContainerVerdict, Decision, DeletePod, PodState, Reason, Verdict
 from autoroll.executor import Executed, Outcome
+from autoroll.halt import RolloutHalt
 from autoroll.metrics import Metrics
 from autoroll.model import (
     Digest,
@@ -47,6 +50,11 @@ class PassObserver:
         self._evicting = evicting
         # (namespace, pod, uid, container, reference) already warned as unresolved.
         self._warned: set[tuple[str, str, str, str, str]] = set()
+        # (workload UID, pod) of the halts found this pass (with the workload's kind, for the
+        # gauge), and of those already announced with an Event: one Event per halt, while the
+        # warning line repeats every pass.
+        self._halted: dict[tuple[str, str], WorkloadKind] = {}
+        self._halts_announced: set[tuple[str, str]] = set()
 
     # -- decisions --------------------------------------------------------------------------
 
@@ -102,20 +110,54 @@ class PassObserver:
                     },
                 )
 
-    def pass_ended(self, enrolled: Iterable[Enrolled], *, scope: Scope, fresh_reads: int) -> None:
-        """Count the pass by scope; after a full pass count the enrolled workloads by kind
-        and keep warned keys only for pods still listed (bounded by the pods enrolled). A
-        targeted pass saw only some workloads, so it sets no gauge and forgets nothing."""
+    def halted(self, workload: WorkloadView, halt: RolloutHalt) -> None:
+        """A WARNING every pass while halted; one Warning Event per halt (EMIT_EVENTS)."""
+        log.warning(
+            halt.message(),
+            extra={
+                "event": "rollout-halted",
+                "workload": halt.workload,
+                "kind": workload.kind,
+                "pod": halt.pod,
+                "reason": "rollout-halted",
+            },
+        )
+        key = (workload.uid, halt.pod)
+        self._halted[key] = workload.kind
+        if key in self._halts_announced:
+            return
+        self._halts_announced.add(key)
+        self._emit(workload, RollEvent.halted(workload, halt.message()))
+
+    def pass_ended(
+        self,
+        enrolled: Iterable[Enrolled],
+        *,
+        scope: Scope,
+        fresh_reads: int,
+        complete: bool = True,
+    ) -> None:
+        """Count the pass by scope. After a full pass: count the enrolled workloads and the
+        halted rollouts by kind, keep warned keys only for pods still listed (bounded by
+        the pods enrolled) and, when the pass was complete, forget halts that ended, so a
+        later one on the same pod is announced again. A targeted pass saw only some
+        workloads, so it sets no gauge and forgets nothing (its halts were announced)."""
         self._metrics.pass_scopes.labels(scope="full" if scope.is_full else "targeted").inc()
         self._metrics.fresh_reads.inc(fresh_reads)
         if not scope.is_full:
+            self._halted = {}
             return
         items = tuple(enrolled)
         for kind in WorkloadKind:
             count = sum(1 for e in items if e.workload.kind is kind)
             self._metrics.workloads.labels(kind=kind.value).set(count)
+            halted = sum(1 for k in self._halted.values() if k is kind)
+            self._metrics.rollouts_halted.labels(kind=kind.value).set(halted)
         listed = {(p.namespace, p.name, p.uid) for e in items for p in e.pods}
         self._warned = {k for k in self._warned if (k[0], k[1], k[2]) in listed}
+        if complete:
+            self._halts_announced &= set(self._halted)
+        self._halted = {}
 
     # -- actions ----------------------------------------------------------------------------
 
@@ -201,6 +243,12 @@ class PassObserver:
             running=action.from_digest,
             target=action.to_digest,
         )
+        self._emit(workload, event)
+
+    def _emit(self, workload: WorkloadView, event: RollEvent) -> None:
+        """Record ``event``; a failure is logged and counted, never raised."""
+        if self._events is None:
+            return
         try:
             self._events.emit(event)
         except Exception as exc:

@@ -45,7 +45,9 @@ API).
 The pass only orders the steps. Carrying out a deletion (or, in dry-run, not; and not at
 all once leadership lapsed) is the ``Executor``'s (``autoroll.executor``), with a typed
 ``Outcome``; metrics, log lines and Events about decisions and actions are the
-``PassObserver``'s (``autoroll.observer``). A replica that does not lead (``leading``)
+``PassObserver``'s (``autoroll.observer``), and so is saying loudly that a rollout is
+halted (``autoroll.halt`` decides when: stale pods have waited ``halted_after`` behind a pod
+that is not Ready). A replica that does not lead (``leading``)
 skips the whole pass and reports it as ``skipped``.
 
 Collaborators are injected (cluster, registry, clock), so unit tests drive a full pass with
@@ -58,7 +60,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from autoroll.decide import (
     ContentRequest,
@@ -70,6 +72,7 @@ from autoroll.decide import (
     refs_to_resolve,
 )
 from autoroll.executor import Executed, Executor, Outcome
+from autoroll.halt import rollout_halt
 from autoroll.images import TagRef
 from autoroll.metrics import Metrics
 from autoroll.model import Digest, Enrolled, ImageContent, NodeView, Unknown
@@ -137,9 +140,11 @@ class Reconciler:
         events: EventPort | None = None,
         evicting: bool = False,
         nodes: NodePort | None = None,
+        halted_after: timedelta = timedelta(minutes=10),
     ) -> None:
         self._cluster = cluster
         self._nodes = nodes
+        self._halted_after = halted_after
         self._registry = registry
         self._forgejo_host = forgejo_host
         self._clock = clock
@@ -188,6 +193,11 @@ class Reconciler:
                 )
             decisions.append(decision)
             self._observer.decided(decision)
+            halt = rollout_halt(
+                decision=decision, pods=item.pods, now=now, after=self._halted_after
+            )
+            if halt is not None:
+                self._observer.halted(item.workload, halt)
             # decide() emits at most one action; slicing keeps that true even if it did not.
             for action in decision.actions[:1]:
                 done = self._executor.execute(action)
@@ -200,7 +210,9 @@ class Reconciler:
                 abandoned = True
             if abandoned:
                 break
-        self._observer.pass_ended(enrolled, scope=scope, fresh_reads=fresh_reads)
+        self._observer.pass_ended(
+            enrolled, scope=scope, fresh_reads=fresh_reads, complete=not abandoned
+        )
         if not abandoned:
             self._remember_targets(resolved, contents)
         return TickReport(

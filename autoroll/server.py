@@ -42,6 +42,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, Final
 
 import requests
@@ -289,6 +290,7 @@ def build_runtime(
         leading=may_act,  # followers skip whole passes
         events=events or (KubeEvents(instance=identity) if config.emit_events else None),
         evicting=evicting,
+        halted_after=timedelta(seconds=config.rollout_halted_after_seconds),
     )
     tick: Callable[[Callable[[], bool], Scope], TickReport] = reconciler.tick
     if cache is not None:

@@ -1,12 +1,17 @@
 #!/usr/bin/env python3
 """`make demo`: watch autoroll roll a 3-replica Deployment, pod by pod, on your machine.
 
-It brings up a local Kubernetes control plane (etcd, kube-apiserver, kube-controller-manager)
-with a simulated kubelet, a docker-registry with htpasswd auth, and ``autoroll serve`` as a local
-process. It deploys an enrolled app, pushes a new ``:latest``, sends the signed webhook, and
-prints every pod change and every autoroll decision as they happen. Then Enter pushes again;
-Ctrl-C tears everything down. Everything listens on 127.0.0.1 and nothing is downloaded, so it
-works offline once ``scripts/tools.sh all`` has cached the tools.
+It brings up a local Kubernetes control plane (etcd, kube-apiserver, kube-controller-manager),
+a real node (kubelet + containerd + runc, sealed in namespaces of its own: ``tests/e2e/node.py``),
+a docker-registry with htpasswd auth, and ``autoroll serve`` as a local process. It deploys an
+enrolled app whose pods are real containers (busybox serving HTTP, with a readiness probe),
+pushes a new ``:latest``, sends the signed webhook, and prints every pod change and every
+autoroll decision as they happen. Then Enter pushes again; Ctrl-C tears everything down.
+Everything listens on 127.0.0.1 (or inside the node's own network namespace) and nothing is
+downloaded, so it works offline once ``scripts/tools.sh all`` has cached the tools.
+
+Without root or the node's tools, ``--node auto`` (the default) falls back to the simulated
+kubelet and says so; ``--node real`` insists on the real one.
 
 Usage (from the repository root)::
 
@@ -17,9 +22,9 @@ or, with the tools on PATH (``source .tools/env``)::
 
     .venv/bin/python scripts/demo.py [--replicas 3] [--poll 5] [--ready-after 7] [--once]
 
-New pods take ``--ready-after`` seconds to become Ready, longer than a poll interval, so the
-passes in between show autoroll waiting: it deletes the next stale pod only when every pod is
-Ready again.
+New pods take ``--ready-after`` seconds to become Ready (the readiness probe's initial
+delay), longer than a poll interval, so the passes in between show autoroll waiting: it deletes
+the next stale pod only when every pod is Ready again.
 
 ``--once`` rolls once and exits 0 (1 if the roll did not complete in ``--timeout`` seconds), so
 the demo doubles as a smoke test.
@@ -51,7 +56,10 @@ from tests.e2e.controlplane import (  # noqa: E402
     running_control_plane,
 )
 from tests.e2e.helpers import apps_api, core_api, deployment, is_ready  # noqa: E402
+from tests.e2e.images import APP_PORT, ImageError, push_app, push_pause  # noqa: E402
 from tests.e2e.kubelet import Behaviour, RegistryResolver, SimulatedKubelet  # noqa: E402
+from tests.e2e.node import Binder, NodeBinaries, NodeError, running_node  # noqa: E402
+from tests.e2e.node import binaries_from_path as node_binaries_from_path  # noqa: E402
 from tests.support.registry import ImagePusher, RegistryError, running_registry  # noqa: E402
 
 ENROLL_LABEL = ("aethnet.se/autoroll", "true")
@@ -59,6 +67,16 @@ NAMESPACE = "demo"
 APP = "hello"
 REPOSITORY = "demo/hello"
 TOOLS = ("etcd", "kube-apiserver", "kube-controller-manager", "docker-registry", "htpasswd")
+REAL = (
+    "real: etcd, kube-apiserver, kube-controller-manager, kubelet, containerd, runc, the"
+    " containers, docker-registry, autoroll; not real: no scheduler (the demo binds pods to the"
+    " one node), no kube-proxy or DNS, and autoroll runs as a local process, not a pod"
+)
+SIMULATED = (
+    "real: etcd, kube-apiserver, kube-controller-manager, docker-registry, autoroll; simulated:"
+    " the node (a thread writes pod status; no containers run) - `--node real` needs root and"
+    " `scripts/tools.sh all`"
+)
 
 
 class DemoError(RuntimeError):
@@ -236,19 +254,14 @@ def run(args: argparse.Namespace) -> int:
         pusher = ImagePusher(registry)
         image = f"{registry.host}/{REPOSITORY}:latest"
         version = 1
-        digest = pusher.push_image(REPOSITORY, "latest", content=b"hello v1").digest
+        digest = push_app(pusher, REPOSITORY, build="hello v1").digest
         say(f"registry at {registry.host}: pushed {image} → {short(digest)}")
 
         kube = plane.api_client()
-        kubelet = SimulatedKubelet(plane.api_client(), RegistryResolver(auth=registry.auth))
-        # A readiness delay makes the rule visible: the next pod goes only once this one is Ready.
-        kubelet.behave(image, Behaviour(ready_after=args.ready_after))
-        kubelet.start()
-        stack.callback(kubelet.stop)
-        say(f"simulated kubelet: node {kubelet.node_name} is Ready")
+        start_node(stack, args, plane=plane, registry=registry, image=image, root=root)
 
         core = core_api(kube)
-        deploy_app(kube, image, replicas=args.replicas)
+        deploy_app(kube, image, replicas=args.replicas, ready_after=args.ready_after)
         if not watch_roll(core, target=digest, replicas=args.replicas, timeout=args.timeout):
             return 1
 
@@ -270,8 +283,7 @@ def run(args: argparse.Namespace) -> int:
         while True:
             version += 1
             generation = deployment_generation(kube)
-            content = f"hello v{version}".encode()
-            digest = pusher.push_image(REPOSITORY, "latest", content=content).digest
+            digest = push_app(pusher, REPOSITORY, build=f"hello v{version}").digest
             print()
             say(f"pushed a new {image} → {short(digest)}")
             say(f"sent the signed webhook Forgejo would send → HTTP {autoroll.webhook()}")
@@ -291,12 +303,73 @@ def run(args: argparse.Namespace) -> int:
                 echo.idle = False
 
 
-def deploy_app(kube: Any, image: str, *, replicas: int) -> None:
+def start_node(
+    stack: contextlib.ExitStack,
+    args: argparse.Namespace,
+    *,
+    plane: Any,
+    registry: Any,
+    image: str,
+    root: Path,
+) -> None:
+    """The real node and its binder (or the simulated kubelet), torn down with ``stack``."""
+    binaries = node_to_use(args.node)
+    if binaries is not None:
+        pause = push_pause(ImagePusher(registry))
+        say("starting the node: containerd and the kubelet, in namespaces of their own …")
+        node = stack.enter_context(
+            running_node(
+                binaries,
+                plane,
+                sandbox_image=pause.reference,
+                registry_host=registry.host,
+                registry_authorization=registry.authorization,
+                workdir=root / "node",
+            )
+        )
+        stack.enter_context(Binder(plane.api_client(), node.name))
+        say(f"node {node.name} is Ready in {node.timings['kubelet']:.1f} s")
+        say(REAL)
+    else:
+        kubelet = SimulatedKubelet(plane.api_client(), RegistryResolver(auth=registry.auth))
+        # The readiness delay makes the rule visible: the next pod goes once this is Ready.
+        kubelet.behave(image, Behaviour(ready_after=args.ready_after))
+        kubelet.start()
+        stack.callback(kubelet.stop)
+        say(f"simulated kubelet: node {kubelet.node_name} is Ready")
+        say(SIMULATED)
+
+
+def node_to_use(choice: str) -> NodeBinaries | None:
+    """The real node's binaries, or None for the simulated kubelet (``--node``)."""
+    if choice == "simulated":
+        return None
+    binaries = node_binaries_from_path()
+    problem = None
+    if os.geteuid() != 0:
+        problem = "the real node needs root (network and mount namespaces, cgroups)"
+    elif binaries is None:
+        problem = "kubelet, containerd, runc or the CNI plugins are missing (scripts/tools.sh all)"
+    if problem is None:
+        return binaries
+    if choice == "real":
+        raise DemoError(problem)
+    say(f"{problem}: using the simulated kubelet instead")
+    return None
+
+
+def deploy_app(kube: Any, image: str, *, replicas: int, ready_after: float) -> None:
     """The demo namespace and the enrolled Deployment (the label is on the Deployment)."""
     core = core_api(kube)
     core.create_namespace({"metadata": {"name": NAMESPACE}})
     manifest = deployment(
-        APP, image, replicas=replicas, labels=dict([ENROLL_LABEL]), pull_policy="Always"
+        APP,
+        image,
+        replicas=replicas,
+        labels=dict([ENROLL_LABEL]),
+        pull_policy="Always",
+        http_port=APP_PORT,
+        ready_after=ready_after,
     )
     wait_for_service_account(core)
     apps_api(kube).create_namespaced_deployment(NAMESPACE, manifest)
@@ -337,6 +410,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--once", action="store_true", help="roll once, then tear down and exit")
     parser.add_argument(
+        "--node",
+        choices=("auto", "real", "simulated"),
+        default="auto",
+        help="real kubelet + containerd, the simulated kubelet, or real when possible (auto)",
+    )
+    parser.add_argument(
         "--autoroll",
         default=os.environ.get("AUTOROLL_COMMAND", ""),
         help="command that runs the controller (default: python -m autoroll serve)",
@@ -349,7 +428,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         say("interrupted: everything is torn down")
         # Ctrl-C is how the interactive demo ends; with --once it cut the roll short.
         return 130 if args.once else 0
-    except (DemoError, ControlPlaneError, ControllerError, RegistryError) as exc:
+    except (
+        DemoError,
+        ControlPlaneError,
+        ControllerError,
+        RegistryError,
+        NodeError,
+        ImageError,
+    ) as exc:
         say(f"demo failed: {exc}")
         return 2
     say("everything is torn down")

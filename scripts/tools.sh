@@ -1,21 +1,24 @@
 #!/usr/bin/env bash
 # Tool bootstrap for autoroll: makes helm (v4), the helm-unittest plugin, actionlint,
 # helm-docs, docker-registry and htpasswd available, (with `kube`) etcd, kube-apiserver and
-# kube-controller-manager, and (with `gitea`) Gitea and skopeo for the live-server tier.
+# kube-controller-manager, (with `node`) kubelet, containerd, runc and the CNI plugins, and
+# (with `gitea`) Gitea and skopeo for the live-server tier.
 #
 # Everything is built from Go modules or installed from Debian packages; nothing is
 # downloaded from any other URL. Builds are cached by version under
 # ${AUTOROLL_TOOLS:-~/.cache/autoroll-tools}, so only the first run is slow.
 # A binary already on PATH is preferred when it has the pinned major version.
 #
-# Usage: scripts/tools.sh [core|kube|all|env]
+# Usage: scripts/tools.sh [core|kube|node|gitea|image|all]
 #   core  helm, helm-unittest, actionlint, helm-docs, apt packages (default)
 #   kube  etcd, kube-apiserver, kube-controller-manager (first build: about 10-20 min)
+#   node  kube, plus the e2e node: kubelet (after kube: ~3 min), containerd + runc shim
+#         (~3-5 min), runc, CNI plugins, busybox-static and iproute2 from Debian
 #   gitea core, plus Gitea and skopeo for tests/gitea (first build: about 5 min of 2 idle
-#         cores, 550 CPU-seconds); run after `all` it keeps the kube paths in .tools/env
+#         cores, 550 CPU-seconds); run after `all` it keeps the kube and node paths in .tools/env
 #   image podman, runc, skopeo, mmdebstrap (apt), the Debian base image of the controller
 #         image (mmdebstrap, first run ~3 min) and uv (PyPI; the lock and the lowest tier)
-#   all   core, kube and image (what the demo and every suite but tests/gitea need)
+#   all   core, kube, node and image (what the demo and every suite but tests/gitea need)
 # On success it writes .tools/env (sourced by the Makefile) with PATH and HELM_PLUGINS.
 set -euo pipefail
 
@@ -207,36 +210,95 @@ ensure_kube() {
   fi
   local dir="$cache/kubernetes/$KUBERNETES_VERSION"
   if [ ! -x "$dir/kube-apiserver" ] || [ ! -x "$dir/kube-controller-manager" ]; then
-    need_go kubernetes
     say "kubernetes: building kube-apiserver and kube-controller-manager $KUBERNETES_VERSION from k8s.io/kubernetes."
     say "kubernetes: this is a large build (first run only: about 10-20 min on 2 cores); later runs reuse $dir."
-    local gomod
-    gomod=$(cd /tmp && go mod download -json "k8s.io/kubernetes@$KUBERNETES_VERSION" | sed -n 's/^\t"GoMod": "\(.*\)",$/\1/p')
-    [ -f "$gomod" ] || die "could not download k8s.io/kubernetes@$KUBERNETES_VERSION"
-    local minor=${KUBERNETES_VERSION#v1.}; minor=${minor%%.*}
-    local staging_ver="v0.${KUBERNETES_VERSION#v1.}"
-    local work; work=$(mktemp -d)
-    # k8s.io/kubernetes replaces its staging modules with ./staging paths, which only work
-    # inside its own repository; a wrapper module maps each to its published version.
-    {
-      echo "module autoroll.local/kubebuild"
-      echo
-      echo "go $(sed -n 's/^go \(.*\)/\1/p' "$gomod")"
-      echo
-      echo "require k8s.io/kubernetes $KUBERNETES_VERSION"
-      sed -n 's#^\t\(k8s.io/[^ ]*\) => \./staging/.*#replace \1 => \1 '"$staging_ver"'#p' "$gomod"
-    } >"$work/go.mod"
-    local pkg=k8s.io/component-base/version
-    local ld="-s -w -X $pkg.gitVersion=$KUBERNETES_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
-    ld="$ld -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
-    mkdir -p "$dir.partial"
-    (cd "$work" && gobuild go build -mod=mod -trimpath -ldflags "$ld" -o "$dir.partial/" \
-        k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager) \
-      || die "building Kubernetes $KUBERNETES_VERSION failed (see above)"
-    rm -rf "$work" "$dir" && mv "$dir.partial" "$dir"
+    build_kubernetes "$dir" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager
   fi
   add_path "$dir"
   say "kubernetes: $("$dir/kube-apiserver" --version) ($dir)"
+}
+
+# Build commands of k8s.io/kubernetes at $KUBERNETES_VERSION into the directory $1 (built in
+# $1.partial, then moved into place, so a concurrent run never sees half a directory).
+build_kubernetes() {
+  local dir=$1; shift
+  need_go kubernetes
+  local gomod
+  gomod=$(cd /tmp && go mod download -json "k8s.io/kubernetes@$KUBERNETES_VERSION" | sed -n 's/^\t"GoMod": "\(.*\)",$/\1/p')
+  [ -f "$gomod" ] || die "could not download k8s.io/kubernetes@$KUBERNETES_VERSION"
+  local minor=${KUBERNETES_VERSION#v1.}; minor=${minor%%.*}
+  local staging_ver="v0.${KUBERNETES_VERSION#v1.}"
+  local work; work=$(mktemp -d)
+  # k8s.io/kubernetes replaces its staging modules with ./staging paths, which only work
+  # inside its own repository; a wrapper module maps each to its published version.
+  {
+    echo "module autoroll.local/kubebuild"
+    echo
+    echo "go $(sed -n 's/^go \(.*\)/\1/p' "$gomod")"
+    echo
+    echo "require k8s.io/kubernetes $KUBERNETES_VERSION"
+    sed -n 's#^\t\(k8s.io/[^ ]*\) => \./staging/.*#replace \1 => \1 '"$staging_ver"'#p' "$gomod"
+  } >"$work/go.mod"
+  local pkg=k8s.io/component-base/version
+  local ld="-s -w -X $pkg.gitVersion=$KUBERNETES_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+  ld="$ld -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
+  mkdir -p "$dir.partial"
+  (cd "$work" && gobuild go build -mod=mod -trimpath -ldflags "$ld" -o "$dir.partial/" "$@") \
+    || die "building $* $KUBERNETES_VERSION failed (see above)"
+  rm -rf "$work" "$dir" && mv "$dir.partial" "$dir"
+}
+
+# --- the e2e node: kubelet, containerd, runc, CNI plugins, busybox ---------------
+# The kubelet has its own cache directory, so building it never touches a kube-apiserver
+# build in $cache/kubernetes. It reuses the Go build cache of that build (same modules).
+ensure_kubelet() {
+  local dir="$cache/kubernetes-node/$KUBERNETES_VERSION"
+  if [ ! -x "$dir/kubelet" ]; then
+    say "kubelet: building $KUBERNETES_VERSION from k8s.io/kubernetes (first run only: about 3 min"
+    say "kubelet: after kube-apiserver, whose build cache it shares); later runs reuse $dir."
+    build_kubernetes "$dir" k8s.io/kubernetes/cmd/kubelet
+  fi
+  add_path "$dir"
+  say "kubelet: $("$dir/kubelet" --version) ($dir)"
+}
+
+# containerd and its runc shim from the containerd Go module (no replace directives, so
+# `go install` works). The shim lives beside containerd, which finds it there before PATH
+# (Debian's containerd 1.6 shim, if installed, does not work with containerd 2.x).
+ensure_containerd() {
+  local dir="$cache/containerd/$CONTAINERD_VERSION"
+  if [ ! -x "$dir/containerd" ] || [ ! -x "$dir/containerd-shim-runc-v2" ]; then
+    need_go containerd
+    say "containerd: building $CONTAINERD_VERSION and its runc shim from github.com/containerd/containerd/v2 (first run only, ~3-5 min)"
+    local mod=github.com/containerd/containerd/v2
+    local ld="-s -w -X $mod/version.Version=$CONTAINERD_VERSION -X $mod/version.Package=$mod"
+    # No cgo: the btrfs snapshotter (the only cgo user) is left out; the node uses overlayfs.
+    rm -rf "$dir.partial" && mkdir -p "$dir.partial"
+    (cd /tmp && CGO_ENABLED=0 GOBIN="$dir.partial" gobuild go install -trimpath \
+        -tags "urfave_cli_no_docs no_btrfs osusergo netgo" -ldflags "$ld" \
+        "$mod/cmd/containerd@$CONTAINERD_VERSION") \
+      && (cd /tmp && CGO_ENABLED=0 GOBIN="$dir.partial" gobuild go install -trimpath \
+        -tags "urfave_cli_no_docs no_btrfs no_grpc osusergo netgo" -ldflags "$ld" \
+        "$mod/cmd/containerd-shim-runc-v2@$CONTAINERD_VERSION") \
+      || die "building containerd $CONTAINERD_VERSION failed (see above)"
+    rm -rf "$dir" && mv "$dir.partial" "$dir"
+  fi
+  add_path "$dir"
+  say "containerd: $("$dir/containerd" --version) ($dir)"
+}
+
+# runc, the CNI plugins, busybox-static and iproute2 from Debian.
+ensure_node_apt() {
+  local missing=()
+  [ -x /usr/sbin/runc ] || command -v runc >/dev/null || missing+=(runc)
+  [ -x /usr/lib/cni/bridge ] && [ -x /usr/lib/cni/host-local ] && [ -x /usr/lib/cni/loopback ] \
+    || missing+=(containernetworking-plugins)
+  # The test images need the static busybox (the dynamic one cannot run in an empty rootfs).
+  dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed' \
+    || missing+=(busybox-static)
+  command -v ip >/dev/null || missing+=(iproute2)
+  [ ${#missing[@]} -eq 0 ] || apt_install "${missing[@]}"
+  say "node packages: runc $(runc --version | sed -n 's/^runc version //p'), CNI plugins in /usr/lib/cni, busybox"
 }
 
 # --- Gitea (the live Forgejo-family server of the gitea test tier) ----------------
@@ -377,22 +439,32 @@ main() {
     core) ensure_apt; ensure_helm; ensure_unittest; ensure_actionlint; ensure_helm_docs
           add_cached "$cache/etcd/$ETCD_VERSION" etcd
           add_cached "$cache/kubernetes/$KUBERNETES_VERSION" kube-apiserver
+          add_cached "$cache/kubernetes-node/$KUBERNETES_VERSION" kubelet
+          add_cached "$cache/containerd/$CONTAINERD_VERSION" containerd
           add_cached "$cache/gitea/$GITEA_VERSION" gitea
           add_cached "$cache/uv/$UV_VERSION" uv; record_base_image ;;
     kube) ensure_helm; ensure_unittest; ensure_actionlint; ensure_helm_docs; ensure_etcd; ensure_kube ;;
+    node) ensure_helm; ensure_unittest; ensure_actionlint; ensure_helm_docs; ensure_etcd; ensure_kube
+          ensure_node_apt; ensure_containerd; ensure_kubelet
+          add_cached "$cache/gitea/$GITEA_VERSION" gitea
+          add_cached "$cache/uv/$UV_VERSION" uv; record_base_image ;;
     gitea) ensure_apt; ensure_helm; ensure_unittest; ensure_actionlint; ensure_helm_docs
           add_cached "$cache/etcd/$ETCD_VERSION" etcd
           add_cached "$cache/kubernetes/$KUBERNETES_VERSION" kube-apiserver
+          add_cached "$cache/kubernetes-node/$KUBERNETES_VERSION" kubelet
+          add_cached "$cache/containerd/$CONTAINERD_VERSION" containerd
           add_cached "$cache/uv/$UV_VERSION" uv; record_base_image
           ensure_gitea_apt; ensure_gitea ;;
     image) ensure_helm; ensure_unittest; ensure_actionlint; ensure_helm_docs; ensure_image_tools
           add_cached "$cache/etcd/$ETCD_VERSION" etcd
           add_cached "$cache/kubernetes/$KUBERNETES_VERSION" kube-apiserver
+          add_cached "$cache/kubernetes-node/$KUBERNETES_VERSION" kubelet
+          add_cached "$cache/containerd/$CONTAINERD_VERSION" containerd
           add_cached "$cache/gitea/$GITEA_VERSION" gitea ;;
     all)  ensure_apt; ensure_helm; ensure_unittest; ensure_actionlint; ensure_helm_docs; ensure_etcd; ensure_kube
-          ensure_image_tools
+          ensure_node_apt; ensure_containerd; ensure_kubelet; ensure_image_tools
           add_cached "$cache/gitea/$GITEA_VERSION" gitea ;;
-    *) die "unknown target '$what' (expected core, kube, gitea, image or all)" ;;
+    *) die "unknown target '$what' (expected core, kube, node, gitea, image or all)" ;;
   esac
   write_env
   say "ready: source $envfile"

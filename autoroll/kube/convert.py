@@ -274,6 +274,7 @@ def pod_from_json(pod: Mapping[str, Any]) -> ListedPod:
         phase=status.get("phase") or "Pending",
         deleting=meta.get("deletionTimestamp") is not None,
         ready=any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions),
+        ready_changed_at=_ready_changed_at(conditions),
         containers=tuple(
             container_from_json(c) for c in (pod.get("spec") or {}).get("containers") or ()
         ),
@@ -320,6 +321,14 @@ def node_from_json(node: Mapping[str, Any]) -> NodeView:
     return NodeView(
         name, False, f"Ready={ready.get('status') or 'unset'}" + (f" ({said})" if said else "")
     )
+
+
+def _ready_changed_at(conditions: Any) -> datetime | None:
+    """``lastTransitionTime`` of the Ready condition; None when absent or unreadable."""
+    for condition in conditions:
+        if isinstance(condition, Mapping) and condition.get("type") == "Ready":
+            return _parse_time(condition.get("lastTransitionTime"))
+    return None
 
 
 def _creation_time(raw: object) -> datetime:
@@ -609,7 +618,7 @@ def event_json(event: RollEvent, *, now: datetime, instance: str) -> dict[str, A
         },
         "reason": event.reason,
         "message": event.message[:1024],
-        "type": "Normal",
+        "type": event.type.value,
         "source": {"component": "autoroll"},
         "reportingComponent": "aethnet.se/autoroll",
         "reportingInstance": instance[:128],

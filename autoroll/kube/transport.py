@@ -64,8 +64,11 @@ API_RETRIES: Final = Retry(
     respect_retry_after_header=False,
 )
 
-#: Pods that finished for good are excluded server-side; the core would ignore them anyway.
-LIVE_PODS_FIELD_SELECTOR: Final = "status.phase!=Succeeded,status.phase!=Failed"
+#: No phase filter (empty: no fieldSelector is sent). A deleted pod whose containers have
+#: exited shows Succeeded or Failed while it is still terminating, and the core must count it
+#: as terminating; a field selector cannot say "terminal and not being deleted". The label
+#: selector still narrows each list, and the core ignores pods that finished for good.
+LIVE_PODS_FIELD_SELECTOR: Final = ""
 
 _JSON: Final = "application/json"
 MERGE_PATCH: Final = "application/merge-patch+json"
@@ -205,7 +208,7 @@ class KubeRest:
         label_selector: str | None,
         timeout: tuple[float, float],
     ) -> bytes:
-        query = [("fieldSelector", field_selector)]
+        query = [("fieldSelector", field_selector)] if field_selector else []
         if label_selector:
             query.append(("labelSelector", label_selector))
         path = f"/api/v1/namespaces/{segment(namespace)}/pods"

@@ -1,8 +1,9 @@
-"""Fixtures for the e2e tier: one control plane per session, a simulated kubelet, a namespace.
+"""Fixtures for the e2e tier: one control plane and one real node per session, the simulated
+kubelet for what a real runtime cannot show, a namespace.
 
-The binaries come from PATH (``scripts/tools.sh kube`` then ``source .tools/env``). Missing ones
+The binaries come from PATH (``scripts/tools.sh all`` then ``source .tools/env``). Missing ones
 skip locally and fail in CI (``require_tool``). Set ``AUTOROLL_E2E_KEEP=1`` to keep the control
-plane's directory (logs, kubeconfig) after the session.
+plane's and the node's directories (logs, kubeconfig) after the session.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import require_tool
+from tests.conftest import IN_CI, require_tool
 from tests.e2e.controlplane import (
     Binaries,
     ControlPlane,
@@ -24,14 +25,27 @@ from tests.e2e.controlplane import (
     running_control_plane,
 )
 from tests.e2e.helpers import core_api
+from tests.e2e.images import push_pause
 from tests.e2e.kubelet import SimulatedKubelet, StaticResolver
-from tests.support.registry import RegistryServer
+from tests.e2e.node import (
+    CNI_DIRS,
+    SIMULATED_LABEL,
+    Binder,
+    HostState,
+    Node,
+    NodeBinaries,
+    leftovers,
+    processes_after_teardown,
+    running_node,
+)
+from tests.support.registry import ImagePusher, RegistryServer
 from tests.support.registry_fixtures import fresh_registry, registry_for_tests
 from tests.support.wait import eventually
 
 __all__ = ["fresh_registry"]  # a fixture, re-exported for the e2e tests
 
 _timings: dict[str, float] = {}
+_node_problems: list[str] = []
 
 
 @pytest.fixture(scope="session")
@@ -64,10 +78,69 @@ def kube(control_plane: ControlPlane) -> Any:
 
 @pytest.fixture(scope="session")
 def _session_kubelet(control_plane: ControlPlane) -> Iterator[SimulatedKubelet]:
-    kubelet = SimulatedKubelet(control_plane.api_client(), StaticResolver())
+    kubelet = SimulatedKubelet(
+        control_plane.api_client(),
+        StaticResolver(),
+        only_namespaces_labelled=f"{SIMULATED_LABEL}=simulated",
+    )
     kubelet.start()
     yield kubelet
     kubelet.stop()
+
+
+def node_binaries() -> NodeBinaries:
+    """The real node's binaries (``scripts/tools.sh node``); skip locally, fail in CI."""
+    for tool in ("nsenter", "unshare", "ip", "openssl"):
+        require_tool(tool)
+    cni = next((d for d in CNI_DIRS if (Path(d) / "bridge").exists()), None)
+    if cni is None:
+        message = f"no CNI plugins in {' or '.join(CNI_DIRS)} (run `make tools`)"
+        if IN_CI:
+            pytest.fail(message)
+        pytest.skip(message)
+    return NodeBinaries(
+        kubelet=require_tool("kubelet"),
+        containerd=require_tool("containerd"),
+        shim=require_tool("containerd-shim-runc-v2"),
+        runc=require_tool("runc"),
+        cni_dir=cni,
+    )
+
+
+@pytest.fixture(scope="session")
+def node(
+    control_plane: ControlPlane,
+    docker_registry: RegistryServer,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Node]:
+    """kubelet + containerd + runc for the whole session (``node.py``), and the binder that
+    schedules every pod outside the simulated kubelet's namespaces onto it.
+
+    If anything of it is left on the machine after its teardown (process, mount, cgroup,
+    network namespace, host path), or the binder failed, the session fails (checked in
+    ``pytest_sessionfinish``: a fixture's teardown error would be charged to whichever test
+    ran last, and swallowed if that one is an expected failure).
+    """
+    binaries = node_binaries()
+    pause = push_pause(ImagePusher(docker_registry))
+    before = HostState.now()
+    workdir = tmp_path_factory.mktemp("node") if keep_workdir_requested() else None
+    with (
+        running_node(
+            binaries,
+            control_plane,
+            sandbox_image=pause.reference,
+            registry_host=docker_registry.host,
+            registry_authorization=docker_registry.authorization,
+            workdir=workdir,
+        ) as real_node,
+        Binder(control_plane.api_client(), real_node.name) as binder,
+    ):
+        _timings.update({f"node: {k}": v for k, v in real_node.timings.items()})
+        yield real_node
+    left = processes_after_teardown(real_node) + leftovers(before, HostState.now())
+    _node_problems.extend(f"binder: {e}" for e in binder.errors[:3])
+    _node_problems.extend(f"left behind: {item}" for item in left)
 
 
 @pytest.fixture(scope="session")
@@ -80,6 +153,29 @@ def docker_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Regist
         yield server
 
 
+@pytest.fixture(scope="session")
+def controller_image(docker_registry: RegistryServer) -> str:
+    """The controller image built from the Dockerfile (``tests/support/image.py``: podman,
+    cached by its build context), pushed to the session's registry as
+    ``<registry>/forgejo/autoroll:latest``, where the node pulls it from."""
+    from tests.support.image import build_controller_image, push_image
+
+    for tool in ("podman", "skopeo"):
+        require_tool(tool)
+    started = time.monotonic()
+    image = build_controller_image()
+    pushed = push_image(
+        image,
+        docker_registry.url,
+        "forgejo/autoroll",
+        "latest",
+        user=docker_registry.user,
+        password=docker_registry.password,
+    )
+    _timings["controller image (build or cache, push)"] = time.monotonic() - started
+    return pushed.reference
+
+
 @pytest.fixture
 def registry() -> StaticResolver:
     """The kubelet's default "registry" for a test: image string → digest, set by the test."""
@@ -88,12 +184,17 @@ def registry() -> StaticResolver:
 
 @pytest.fixture
 def kubelet(
-    _session_kubelet: SimulatedKubelet, registry: StaticResolver
+    _session_kubelet: SimulatedKubelet, registry: StaticResolver, kube: Any, namespace: str
 ) -> Iterator[SimulatedKubelet]:
-    """The session's simulated kubelet, reset to no knobs and the test's ``registry``.
+    """The session's simulated kubelet, reset to no knobs and the test's ``registry``; the
+    test's ``namespace`` is labelled as the simulated kubelet's (the real node's binder
+    leaves its pods alone).
 
     Fails the test if the kubelet recorded an error during it.
     """
+    core_api(kube).patch_namespace(
+        namespace, {"metadata": {"labels": {SIMULATED_LABEL: "simulated"}}}
+    )
     _session_kubelet.reset(registry)
     yield _session_kubelet
     errors = list(_session_kubelet.errors)
@@ -119,7 +220,14 @@ def namespace(kube: Any, request: pytest.FixtureRequest) -> Iterator[str]:
     core.delete_namespace(name, _preload_content=False)
 
 
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if _node_problems and exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    for problem in _node_problems:
+        terminalreporter.write_line(f"e2e node teardown: {problem}", red=True)
     if _timings:
         parts = ", ".join(f"{k} {v:.1f}s" for k, v in _timings.items())
         terminalreporter.write_line(f"e2e control plane (seconds since launch): {parts}")

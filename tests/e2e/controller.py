@@ -38,12 +38,17 @@ class ControllerError(RuntimeError):
 
 @dataclass
 class Autoroll:
-    """The running controller: its URL, the webhook secret, and every line it printed."""
+    """The running controller: its URL, the webhook secret, and every line it printed.
+
+    ``process`` is the local process, or None when the controller runs as a pod
+    (``incluster.py``); then ``restart`` replaces the pod (a self-roll or a failover is one).
+    """
 
     url: str
     secret: str
-    process: subprocess.Popen[str]
+    process: subprocess.Popen[str] | None
     output: list[str] = field(default_factory=list)
+    restart: Callable[[], None] | None = None
 
     def lines(self, pattern: str = "") -> list[str]:
         """Output lines so far that match the regular expression ``pattern``."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -34,6 +35,27 @@ def rbac_api(kube: Any) -> Any:
     return client.RbacAuthorizationV1Api(kube)
 
 
+def container(
+    image: str, *, pull_policy: str = "Always", http_port: int | None = None, ready_after: float = 0
+) -> dict[str, Any]:
+    """The one container ``app`` of every workload here.
+
+    ``http_port``: the container serves HTTP there and gets a readiness probe on ``/``, first
+    asked ``ready_after`` seconds (rounded up) after it starts, then every second.
+    """
+    spec: dict[str, Any] = {"name": "app", "image": image, "imagePullPolicy": pull_policy}
+    if http_port is not None:
+        spec["ports"] = [{"name": "http", "containerPort": http_port}]
+        spec["readinessProbe"] = {
+            "httpGet": {"path": "/", "port": "http"},
+            "initialDelaySeconds": math.ceil(ready_after),
+            "periodSeconds": 1,
+            "timeoutSeconds": 1,
+            "failureThreshold": 1,
+        }
+    return spec
+
+
 def deployment(
     name: str,
     image: str,
@@ -42,8 +64,12 @@ def deployment(
     labels: Mapping[str, str] | None = None,
     pod_annotations: Mapping[str, str] | None = None,
     pull_policy: str = "Always",
+    http_port: int | None = None,
+    ready_after: float = 0,
 ) -> dict[str, Any]:
-    """A minimal Deployment manifest: one container, pods labelled ``app=<name>``."""
+    """A minimal Deployment manifest: one container (``container``), pods labelled
+    ``app=<name>``."""
+    app = container(image, pull_policy=pull_policy, http_port=http_port, ready_after=ready_after)
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -53,20 +79,17 @@ def deployment(
             "selector": {"matchLabels": {"app": name}},
             "template": {
                 "metadata": {"labels": {"app": name}, "annotations": dict(pod_annotations or {})},
-                "spec": {
-                    "containers": [{"name": "app", "image": image, "imagePullPolicy": pull_policy}],
-                    "terminationGracePeriodSeconds": 5,
-                },
+                "spec": {"containers": [app], "terminationGracePeriodSeconds": 5},
             },
         },
     }
 
 
-def _template(name: str, image: str, pull_policy: str) -> dict[str, Any]:
+def _template(name: str, image: str, **container_args: Any) -> dict[str, Any]:
     return {
         "metadata": {"labels": {"app": name}},
         "spec": {
-            "containers": [{"name": "app", "image": image, "imagePullPolicy": pull_policy}],
+            "containers": [container(image, **container_args)],
             "terminationGracePeriodSeconds": 5,
         },
     }
@@ -81,9 +104,11 @@ def statefulset(
     on_delete: bool = False,
     partition: int = 0,
     pull_policy: str = "Always",
+    http_port: int | None = None,
+    ready_after: float = 0,
 ) -> dict[str, Any]:
     """A minimal StatefulSet manifest (no volumes; its headless Service need not exist):
-    one container, pods ``<name>-<ordinal>`` labelled ``app=<name>``."""
+    one container (``container``), pods ``<name>-<ordinal>`` labelled ``app=<name>``."""
     strategy: dict[str, Any] = {"type": "OnDelete"}
     if not on_delete:
         strategy = {"type": "RollingUpdate", "rollingUpdate": {"partition": partition}}
@@ -96,7 +121,9 @@ def statefulset(
             "serviceName": name,
             "selector": {"matchLabels": {"app": name}},
             "updateStrategy": strategy,
-            "template": _template(name, image, pull_policy),
+            "template": _template(
+                name, image, pull_policy=pull_policy, http_port=http_port, ready_after=ready_after
+            ),
         },
     }
 
@@ -109,12 +136,17 @@ def daemonset(
     node_selector: Mapping[str, str] | None = None,
     pull_policy: str = "Always",
     tolerate_not_ready: bool = False,
+    http_port: int | None = None,
+    ready_after: float = 0,
 ) -> dict[str, Any]:
     """A minimal DaemonSet manifest: one container on every node (or those ``node_selector``
-    names), pods labelled ``app=<name>``. ``tolerate_not_ready`` lets it onto simulated
-    nodes: the API server taints every new Node ``node.kubernetes.io/not-ready:NoSchedule``
-    and only the node lifecycle controller (not run with the simulated kubelet) lifts it."""
-    template = _template(name, image, pull_policy)
+    names), pods labelled ``app=<name>``. ``tolerate_not_ready`` lets it onto the nodes of
+    the e2e tier, real and simulated: a Node is registered with the taint
+    ``node.kubernetes.io/not-ready:NoSchedule`` and only the node lifecycle controller (not
+    run here) lifts it; the DaemonSet controller honours it when it picks the nodes."""
+    template = _template(
+        name, image, pull_policy=pull_policy, http_port=http_port, ready_after=ready_after
+    )
     if node_selector:
         template["spec"]["nodeSelector"] = dict(node_selector)
     if tolerate_not_ready:

@@ -44,6 +44,9 @@ Resolve = Callable[[str], str | None]
 
 BEHAVIOUR_ANNOTATION = "kubelet.e2e.autoroll/behaviour"
 NODE_NAME = "sim-node"
+#: A label every simulated Node carries: a DaemonSet meant for simulated nodes selects it, so it
+#: wants no pod on the real node (whose binder would not send one here, and the reverse).
+SIMULATED_NODE_LABEL = ("e2e.autoroll/simulated-node", "true")
 # A crash-looping container restarts this often (the real back-off grows to 5 min; tests wait
 # for a growing restartCount, not for the exact schedule).
 CRASH_PERIOD_SECONDS = 1.0
@@ -447,16 +450,20 @@ class SimulatedKubelet:
         node_name: str = NODE_NAME,
         interval: float = 0.2,
         bind_unselected: bool = True,
+        only_namespaces_labelled: str | None = None,
     ) -> None:
         """A pod pinned to a node (a DaemonSet's, by its required node affinity) is bound
         only by that node's kubelet; ``bind_unselected=False`` leaves every other pod alone
-        too (a second node that takes only the pods sent to it)."""
+        too (a second node that takes only the pods sent to it). ``only_namespaces_labelled``
+        (``key=value``): bind only pods in namespaces with that label, leaving every other pod
+        to the real node's scheduler."""
         from kubernetes import client
 
         self.core: Any = client.CoreV1Api(api_client)
         self.node_name = node_name
         self.interval = interval
         self.bind_unselected = bind_unselected
+        self.only_namespaces_labelled = only_namespaces_labelled
         self.errors: list[str] = []
         self._resolve = resolve
         self._resolve_child = resolve_child
@@ -535,6 +542,7 @@ class SimulatedKubelet:
                     "kubernetes.io/hostname": self.node_name,
                     "kubernetes.io/os": "linux",
                     "kubernetes.io/arch": "amd64",
+                    SIMULATED_NODE_LABEL[0]: SIMULATED_NODE_LABEL[1],
                 },
             },
             "status": {
@@ -594,6 +602,7 @@ class SimulatedKubelet:
         """Bind, pull, write status, finalize deletions — one pass over every pod."""
         response = self.core.list_pod_for_all_namespaces(_preload_content=False)
         pods = json.loads(response.data)["items"]
+        ours = self._namespaces()
         live = set()
         now = time.time()
         for pod in pods:
@@ -601,7 +610,8 @@ class SimulatedKubelet:
             live.add(uid)
             node = pod["spec"].get("nodeName")
             if not node:
-                if not pod["metadata"].get("deletionTimestamp") and self.takes(pod):
+                mine = ours is None or pod["metadata"]["namespace"] in ours
+                if mine and not pod["metadata"].get("deletionTimestamp") and self.takes(pod):
                     self._bind(pod)
                 continue
             if node != self.node_name:
@@ -635,6 +645,15 @@ class SimulatedKubelet:
         self.core.patch_node_status(
             self.node_name, {"status": {"conditions": [condition]}}, _preload_content=False
         )
+
+    def _namespaces(self) -> set[str] | None:
+        """The namespaces whose pods this kubelet binds (None: all)."""
+        if self.only_namespaces_labelled is None:
+            return None
+        listed = self.core.list_namespace(
+            label_selector=self.only_namespaces_labelled, _preload_content=False
+        )
+        return {ns["metadata"]["name"] for ns in json.loads(listed.data)["items"]}
 
     def _bind(self, pod: Mapping[str, Any]) -> None:
         from kubernetes.client.exceptions import ApiException

@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from tests.e2e.controller import Autoroll
-from tests.e2e.helpers import apps_api, core_api, deployment
-from tests.support.registry import ImagePusher, Pushed
+from tests.e2e.helpers import apps_api, core_api, daemonset, deployment, statefulset
+from tests.e2e.images import APP_PORT, Image, push_app, push_index
+from tests.support.registry import ImagePusher
 from tests.support.serve import scrape_metric
 from tests.support.wait import eventually
 
@@ -27,6 +28,10 @@ ENROLL_LABEL = "aethnet.se/autoroll"
 # Each test's controller only sees its own Deployments: namespaces of earlier tests may still
 # be terminating, and their Deployments must not take part in this test's counts.
 TEST_LABEL = "e2e.autoroll/test"
+
+
+#: The AppsV1Api method name of each kind (``read_namespaced_<name>``).
+_API_NAME = {"deployment": "deployment", "statefulset": "stateful_set", "daemonset": "daemon_set"}
 
 
 def label_selector(test: str) -> str:
@@ -133,16 +138,18 @@ class Recorder:
     ``events`` holds ``(time.monotonic(), type, object)``; ``errors`` what broke the watch.
     """
 
-    def __init__(self, list_function: Callable[..., Any], namespace: str) -> None:
+    def __init__(self, list_function: Callable[..., Any], namespace: str, **selectors: str) -> None:
+        """``selectors``: ``label_selector``/``field_selector`` for the list and the watch."""
         self.list_function = list_function
         self.namespace = namespace
+        self.selectors = selectors
         self.events: list[tuple[float, str, dict[str, Any]]] = []
         self.errors: list[str] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def __enter__(self) -> Recorder:
-        listed = self.list_function(self.namespace, _preload_content=False)
+        listed = self.list_function(self.namespace, _preload_content=False, **self.selectors)
         body = json.loads(listed.data)
         now = time.monotonic()
         for item in body["items"]:
@@ -171,6 +178,7 @@ class Recorder:
                     self.namespace,
                     resource_version=version,
                     timeout_seconds=1,
+                    **self.selectors,
                 ):
                     raw = event["raw_object"]
                     if event["type"] == "ERROR":
@@ -193,7 +201,13 @@ class Recorder:
 
 @dataclass
 class App:
-    """An enrolled Deployment of ``image`` (``<registry>/<repository>:latest``) in ``namespace``."""
+    """An enrolled workload of ``image`` (``<registry>/<repository>:latest``) in ``namespace``:
+    a Deployment unless ``kind`` says ``statefulset`` or ``daemonset``.
+
+    Its images are real (``images.py``): containers serve HTTP on ``APP_PORT`` and get a
+    readiness probe first asked ``ready_after`` seconds after they start, so on the real node
+    "Ready" is the kubelet's verdict; the simulated kubelet ignores the probe.
+    """
 
     kube: Any
     namespace: str
@@ -202,40 +216,69 @@ class App:
     pusher: ImagePusher
     test: str
     pushes: int = 0
+    ready_after: float = 1.0
+    kind: str = "deployment"
 
     @property
     def image(self) -> str:
         return f"{self.pusher.server.host}/{self.repository}:latest"
 
-    def push(self) -> str:
-        """Push a new single-arch ``:latest`` (distinct content each time); its digest."""
-        self.pushes += 1
-        content = f"{self.repository} build {self.pushes}".encode()
-        return self.pusher.push_image(self.repository, "latest", content=content).digest
+    def push(self, *, crash: bool = False) -> str:
+        """Push a new single-arch ``:latest`` (distinct config each time); its digest."""
+        return self.push_image(crash=crash).digest
 
-    def push_index(self) -> Pushed:
+    def push_image(self, *, crash: bool = False) -> Image:
+        self.pushes += 1
+        build = f"{self.repository} build {self.pushes}"
+        return push_app(self.pusher, self.repository, build=build, crash=crash)
+
+    def push_index(self) -> Image:
         """Push a new multi-arch (amd64, arm64) index as ``:latest``."""
         self.pushes += 1
-        return self.pusher.push_index(self.repository, "latest")
+        return push_index(self.pusher, self.repository, build=f"{self.repository} {self.pushes}")
 
-    def deploy(self, *, replicas: int = 3, pull_policy: str = "Always") -> dict[str, Any]:
-        """Create the enrolled Deployment; returns it as the API server stored it."""
-        manifest = deployment(
-            self.name,
-            self.image,
-            replicas=replicas,
-            labels={ENROLL_LABEL: "true", TEST_LABEL: self.test},
-            pull_policy=pull_policy,
-        )
-        apps_api(self.kube).create_namespaced_deployment(self.namespace, manifest)
-        return self.deployment()
+    def deploy(
+        self, *, replicas: int = 3, pull_policy: str = "Always", **kind_args: Any
+    ) -> dict[str, Any]:
+        """Create the enrolled workload; returns it as the API server stored it.
+        ``kind_args``: a StatefulSet's ``on_delete``/``partition`` (``helpers.statefulset``);
+        a DaemonSet ignores ``replicas`` (one pod per node)."""
+        common: dict[str, Any] = {
+            "labels": {ENROLL_LABEL: "true", TEST_LABEL: self.test},
+            "pull_policy": pull_policy,
+            "http_port": APP_PORT,
+            "ready_after": self.ready_after,
+        }
+        apps = apps_api(self.kube)
+        if self.kind == "statefulset":
+            manifest = statefulset(self.name, self.image, replicas=replicas, **common, **kind_args)
+            apps.create_namespaced_stateful_set(self.namespace, manifest)
+        elif self.kind == "daemonset":
+            apps.create_namespaced_daemon_set(
+                self.namespace, daemonset(self.name, self.image, **common, **kind_args)
+            )
+        else:
+            manifest = deployment(self.name, self.image, replicas=replicas, **common, **kind_args)
+            apps.create_namespaced_deployment(self.namespace, manifest)
+        return self.workload()
 
-    def deployment(self) -> dict[str, Any]:
-        response = apps_api(self.kube).read_namespaced_deployment(
-            self.name, self.namespace, _preload_content=False
-        )
+    def workload(self) -> dict[str, Any]:
+        """The workload object as the API server has it now."""
+        reader = getattr(apps_api(self.kube), f"read_namespaced_{_API_NAME[self.kind]}")
+        response = reader(self.name, self.namespace, _preload_content=False)
         body: dict[str, Any] = json.loads(response.data)
         return body
+
+    def deployment(self) -> dict[str, Any]:
+        """The Deployment (``workload`` of a Deployment app)."""
+        return self.workload()
+
+    def workload_list_function(self) -> Callable[..., Any]:
+        """The namespaced list call of its kind (for a ``Recorder`` of the object)."""
+        function: Callable[..., Any] = getattr(
+            apps_api(self.kube), f"list_namespaced_{_API_NAME[self.kind]}"
+        )
+        return function
 
     def live_pods(self) -> list[PodSeen]:
         """The app's pods now (including terminating ones)."""
@@ -268,5 +311,5 @@ def metric(autoroll: Autoroll, name: str, labels: Mapping[str, str] | None = Non
 
 def decision_lines(autoroll: Autoroll, app: App, pattern: str = "") -> list[str]:
     """autoroll's decision lines about ``app`` that also match ``pattern``."""
-    key = f"{app.namespace}/deployment/{app.name} "
+    key = f"{app.namespace}/{app.kind}/{app.name} "
     return [line for line in autoroll.lines(pattern) if key in line]

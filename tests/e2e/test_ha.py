@@ -4,7 +4,8 @@ Both run as a ServiceAccount holding exactly the rules the chart renders with
 ``replicaCount: 2`` and ``emitEvents: true`` (its ClusterRole and its namespaced Lease Role),
 so the RBAC verbs the election uses (leases create; get, patch, watch on one name) are
 proven here, not assumed. Pods come from the real Deployment and ReplicaSet controllers and
-the simulated kubelet; images from a real docker-registry.
+run on the real node (kubelet + containerd, readiness probes); images from a real
+docker-registry.
 
 A ledger watches the Deployment's pods and checks, at every deletion, that the Deployment was
 settled just before it (every live pod Ready, none terminating, at least ``replicas`` live):
@@ -34,7 +35,8 @@ from tests.conftest import require_tool
 from tests.e2e.controller import Autoroll, running_autoroll
 from tests.e2e.controlplane import ControlPlane
 from tests.e2e.helpers import apps_api, core_api, deployment, is_ready, rbac_api
-from tests.e2e.kubelet import Behaviour, RegistryResolver, SimulatedKubelet
+from tests.e2e.images import APP_PORT, push_app
+from tests.e2e.node import Node
 from tests.e2e.rbac import LEASE, service_account_kubeconfig
 from tests.support.registry import ImagePusher, RegistryServer, running_registry
 from tests.support.serve import scrape_metric
@@ -143,8 +145,8 @@ class Scene:
 
     def push(self, version: int) -> str:
         repo = self.image.removeprefix(f"{self.registry.host}/").rpartition(":")[0]
-        content = f"{self.namespace} v{version}".encode()
-        return ImagePusher(self.registry).push_image(repo, "latest", content=content).digest
+        build = f"{self.namespace} v{version}"
+        return push_app(ImagePusher(self.registry), repo, build=build).digest
 
     def holder(self) -> str:
         api = client.CoordinationV1Api(self.kube)
@@ -181,15 +183,14 @@ def scene(
     control_plane: ControlPlane,
     kube: Any,
     namespace: str,
-    kubelet: SimulatedKubelet,
+    node: Node,
     tmp_path: Path,
 ) -> Iterator[Scene]:
     binary = require_tool("docker-registry")
     require_tool("htpasswd")
     with running_registry(binary, tmp_path / "registry", user="ha") as registry:
-        kubelet.use_resolver(RegistryResolver(auth=registry.auth))
+        node.trust_registry(registry.host, registry.authorization)
         image = f"{registry.host}/{namespace}/{APP}:latest"
-        kubelet.behave(image, Behaviour(ready_after=READY_AFTER))
         kubeconfig = service_account_kubeconfig(
             control_plane, kube, namespace, tmp_path / "autoroll.kubeconfig"
         )
@@ -208,13 +209,15 @@ def scene(
             image,
             replicas=REPLICAS,
             labels={"aethnet.se/autoroll": "true", "ha-test": namespace},
+            http_port=APP_PORT,
+            ready_after=READY_AFTER,
         )
         apps_api(kube).create_namespaced_deployment(namespace, manifest)
         ledger = Ledger(REPLICAS)
         with watching(kube, namespace, ledger):
             eventually(
                 lambda: _assert(ledger.rolled(first), f"pods: {ledger.pods}"),
-                timeout=60,
+                timeout=120,
                 what=f"{REPLICAS} Ready pods on the first image",
             )
         yield scene
@@ -243,6 +246,7 @@ def leader_gauge(autoroll: Autoroll) -> float:
 
 def kill_hard(autoroll: Autoroll) -> None:
     """SIGKILL the whole process group (gunicorn master and its worker): a crashed pod."""
+    assert autoroll.process is not None  # the HA tests run local processes
     os.killpg(autoroll.process.pid, signal.SIGKILL)
     autoroll.process.wait(10)
 
@@ -346,6 +350,7 @@ def test_a_webhook_at_the_follower_makes_the_leader_tick_within_two_seconds(
 
             # A clean shutdown releases the lease: the follower leads well before 15 s.
             stopped = time.monotonic()
+            assert a.process is not None
             a.process.send_signal(signal.SIGTERM)
             a.process.wait(20)
             assert a.process.returncode == 0

@@ -1,9 +1,12 @@
-"""Issue 7 scenarios 1-9: the real ``autoroll serve`` against the local control plane, a real
-docker-registry and the simulated kubelet.
+"""The scenarios of issues 7 and 13 on the real node: the real ``autoroll serve`` against the
+local control plane, a real docker-registry, and kubelet + containerd running real containers
+(``node.py``), so every ``imageID`` here is what containerd reported.
 
 Each test enrols its own Deployment (its own namespace, repository and label selector), starts
 its own controller process, and records every pod event with a watch, so the assertions are
 about what the cluster did. autoroll's log and ``/metrics`` are checked as a second witness.
+The two behaviours a real containerd cannot be made to show (a CRI-O-style child digest, a
+runtime stuck on an old digest) are in ``test_scenarios_simulated.py``.
 
 Timing: ``POLL`` is the smallest interval the controller accepts (5 s). Bounds add ``SLACK``
 for a busy 2-core machine; the webhook's 2 s bound is the issue's and has no slack.
@@ -14,14 +17,18 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
 
+from tests.conftest import require_tool
 from tests.e2e.controller import Autoroll, running_autoroll
 from tests.e2e.controlplane import ControlPlane
 from tests.e2e.helpers import core_api
-from tests.e2e.kubelet import Behaviour, RegistryResolver, SimulatedKubelet
+from tests.e2e.images import push_app, push_config
+from tests.e2e.incluster import installed_autoroll
+from tests.e2e.node import Node
 from tests.e2e.scenario import (
     App,
     Recorder,
@@ -38,8 +45,10 @@ from tests.support.wait import eventually
 pytestmark = pytest.mark.e2e
 
 POLL = 5  # POLL_INTERVAL_SECONDS: the controller's minimum
-SLACK = 4.0  # seconds a busy machine may add to one tick + one kubelet pass
+SLACK = 4.0  # seconds a busy machine may add to one tick + one kubelet sync
 WEBHOOK_BOUND = 2.0  # issue 7, scenario 3
+START_TIMEOUT = 90.0  # a fresh Deployment on the real node: sandboxes, pulls, probes
+APP_NAME = "web"  # every scenario's app; its pods are labelled app=web
 
 
 StartAutoroll = Callable[..., Autoroll]
@@ -48,12 +57,19 @@ T = TypeVar("T")
 
 @pytest.fixture
 def start_autoroll(
-    control_plane: ControlPlane, docker_registry: RegistryServer, namespace: str
+    request: pytest.FixtureRequest,
+    control_plane: ControlPlane,
+    docker_registry: RegistryServer,
+    namespace: str,
+    tmp_path: Path,
 ) -> Iterator[StartAutoroll]:
-    """Start ``autoroll serve`` (seeing only this test's Deployments); stopped afterwards.
+    """Start the controller (seeing only this test's Deployments); stopped afterwards.
 
-    ``start(poll=..., registry=..., **env)``; the controller's output is printed at teardown,
-    so a failing test shows it.
+    The user's install: ``helm install`` of the chart with the controller image, the
+    controller a pod on the node (``incluster.py``); a local ``autoroll serve`` instead for
+    tests on the simulated kubelet (no container runs there).
+    ``start(poll=..., registry=..., **env)``, ``env`` being the controller's variables; the
+    output is printed at teardown, so a failing test shows it.
     """
     started: list[Autoroll] = []
     with contextlib.ExitStack() as stack:
@@ -61,14 +77,31 @@ def start_autoroll(
         def start(
             *, poll: int = POLL, registry: RegistryServer = docker_registry, **env: str
         ) -> Autoroll:
-            autoroll = stack.enter_context(
-                running_autoroll(
-                    plane=control_plane,
-                    registry=registry,
-                    poll_seconds=poll,
-                    extra_env={"LABEL_SELECTOR": label_selector(namespace), **env},
+            env = {"LABEL_SELECTOR": label_selector(namespace), **env}
+            # A namespace on the simulated kubelet cannot run the controller's pod (nothing
+            # would): those tests keep the local process.
+            if "kubelet" not in request.fixturenames:
+                autoroll = stack.enter_context(
+                    installed_autoroll(
+                        helm=require_tool("helm"),
+                        kubeconfig=control_plane.kubeconfig,
+                        kube=request.getfixturevalue("kube"),
+                        plane=control_plane,
+                        node=request.getfixturevalue("node"),
+                        registry=registry,
+                        image=request.getfixturevalue("controller_image"),
+                        namespace=namespace,
+                        workdir=tmp_path,
+                        poll_seconds=poll,
+                        env=env,
+                    )
                 )
-            )
+            else:
+                autoroll = stack.enter_context(
+                    running_autoroll(
+                        plane=control_plane, registry=registry, poll_seconds=poll, extra_env=env
+                    )
+                )
             started.append(autoroll)
             return autoroll
 
@@ -77,14 +110,13 @@ def start_autoroll(
         print("--- autoroll output ---", *autoroll.output, sep="\n")
 
 
-def make_app(kube: Any, namespace: str, registry: RegistryServer, kubelet: SimulatedKubelet) -> App:
-    """An app in ``namespace`` on ``registry``, the kubelet pulling from that registry."""
-    resolver = RegistryResolver(auth=registry.auth)
-    kubelet.use_resolver(resolver, resolver.child)
+def make_app(kube: Any, namespace: str, registry: RegistryServer, node: Node) -> App:
+    """An app in ``namespace`` on ``registry``, which the real node trusts."""
+    node.trust_registry(registry.host, registry.authorization)
     return App(
         kube=kube,
         namespace=namespace,
-        name="web",
+        name=APP_NAME,
         repository=f"e2e/{namespace}",
         pusher=ImagePusher(registry),
         test=namespace,
@@ -92,16 +124,17 @@ def make_app(kube: Any, namespace: str, registry: RegistryServer, kubelet: Simul
 
 
 @pytest.fixture
-def app(
-    kube: Any, namespace: str, docker_registry: RegistryServer, kubelet: SimulatedKubelet
-) -> App:
-    return make_app(kube, namespace, docker_registry, kubelet)
+def app(kube: Any, namespace: str, docker_registry: RegistryServer, node: Node) -> App:
+    return make_app(kube, namespace, docker_registry, node)
 
 
 @pytest.fixture
 def pods(kube: Any, namespace: str) -> Iterator[Recorder]:
-    """Every pod event in the test's namespace, from before the app exists."""
-    with Recorder(core_api(kube).list_namespaced_pod, namespace) as recorder:
+    """Every event of the app's pods (``app=web``), from before the app exists; the
+    controller's own pod and unrelated pods are not part of the history."""
+    with Recorder(
+        core_api(kube).list_namespaced_pod, namespace, label_selector=f"app={APP_NAME}"
+    ) as recorder:
         yield recorder
     assert not recorder.errors, f"the pod watch failed: {recorder.errors}"
 
@@ -127,21 +160,10 @@ def enrol(
     """Deploy the app, wait until every pod is Ready on ``running``, start autoroll (with
     ``autoroll`` as its arguments) and wait for its first pass; returns the controller."""
     app.deploy(replicas=replicas, pull_policy=pull_policy)
-    app.wait_rolled(running, replicas=replicas, timeout=30)
+    app.wait_rolled(running, replicas=replicas, timeout=START_TIMEOUT)
     controller = start_autoroll(**autoroll)
     first_pass_done(controller, app)
     return controller
-
-
-def push_behaving(app: App, kubelet: SimulatedKubelet, behaviour: Behaviour) -> str:
-    """Push a new ``:latest`` whose pods the simulated runtime treats with ``behaviour``.
-
-    The knob is keyed by the new digest, so only pods that pull it are affected; it is set
-    milliseconds after the push, long before the next pass deletes anything.
-    """
-    new = app.push()
-    kubelet.behave(new, behaviour)
-    return new
 
 
 def _nonempty(items: list[T]) -> list[T]:
@@ -190,26 +212,25 @@ def test_dry_run_logs_intended_deletions_and_deletes_nothing(
 
 
 def test_new_latest_rolls_every_pod_one_at_a_time_without_touching_the_deployment(
-    kube: Any,
-    app: App,
-    pods: Recorder,
-    kubelet: SimulatedKubelet,
-    start_autoroll: StartAutoroll,
+    kube: Any, app: App, pods: Recorder, start_autoroll: StartAutoroll
 ) -> None:
     from tests.e2e.helpers import apps_api
 
-    ready_after = 1.5
-    kubelet.behave(app.image, Behaviour(ready_after=ready_after))
+    ready_after = app.ready_after = 2.0  # the readiness probe's first ask
     old = app.push()
     app.deploy(replicas=3)
-    app.wait_rolled(old, replicas=3, timeout=30)
+    app.wait_rolled(old, replicas=3, timeout=START_TIMEOUT)
     original = app.deployment()
-    with Recorder(apps_api(kube).list_namespaced_deployment, app.namespace) as deployments:
+    with Recorder(
+        apps_api(kube).list_namespaced_deployment,
+        app.namespace,
+        field_selector=f"metadata.name={app.name}",
+    ) as deployments:
         autoroll = start_autoroll()
         first_pass_done(autoroll, app)
         pushed_at = time.monotonic()
         new = app.push()
-        app.wait_rolled(new, replicas=3, timeout=3 * (POLL + ready_after + SLACK))
+        app.wait_rolled(new, replicas=3, timeout=3 * (POLL + ready_after + 2 * SLACK))
         time.sleep(POLL + 1)  # one more tick: nothing else happens once the roll is done
     history = pods.pods()
 
@@ -310,11 +331,9 @@ def test_bad_or_missing_signature_is_refused_and_reconciles_nothing(
 
 
 @pytest.fixture
-def own_app(
-    kube: Any, namespace: str, fresh_registry: RegistryServer, kubelet: SimulatedKubelet
-) -> App:
+def own_app(kube: Any, namespace: str, fresh_registry: RegistryServer, node: Node) -> App:
     """An app on a registry of its own (``fresh_registry``), which the test may stop."""
-    return make_app(kube, namespace, fresh_registry, kubelet)
+    return make_app(kube, namespace, fresh_registry, node)
 
 
 def test_registry_offline_warns_deletes_nothing_and_rolling_resumes_when_it_returns(
@@ -348,27 +367,39 @@ def test_registry_offline_warns_deletes_nothing_and_rolling_resumes_when_it_retu
     assert metric(autoroll, "autoroll_registry_errors_total", {"reason": "network"}) >= 2
 
     registry.start()
-    app.wait_rolled(new, replicas=2, timeout=2 * (POLL + SLACK) + POLL)
+    app.wait_rolled(new, replicas=2, timeout=2 * (POLL + 2 * SLACK) + POLL)
     assert [d.digest for d in deletions(pods.pods())] == [old, old]
 
 
 # --- 6 -----------------------------------------------------------------------------------
 
 
-def test_crash_looping_new_image_replaces_one_pod_then_the_rollout_halts(
-    app: App, pods: Recorder, kubelet: SimulatedKubelet, start_autoroll: StartAutoroll
+def test_crash_looping_new_image_replaces_one_pod_then_the_rollout_halts_loudly(
+    app: App, pods: Recorder, start_autoroll: StartAutoroll
 ) -> None:
     old = app.push()
-    autoroll = enrol(app, start_autoroll, old)
-    new = push_behaving(app, kubelet, Behaviour(crash_loop=True))  # the new :latest crash-loops
+    # A bound of 5 s (the smallest accepted) so the halt is reported within the test.
+    autoroll = enrol(app, start_autoroll, old, ROLLOUT_HALTED_AFTER_SECONDS="5")
+    new = app.push(crash=True)  # the new :latest exits 3 at once, every time
 
     eventually(lambda: _nonempty(deletions(pods.pods())), timeout=POLL + SLACK, what="a deletion")
     halted_at = len(autoroll.output)
-    time.sleep(3 * POLL)  # three more passes
+    at_least(
+        2,
+        lambda: [
+            line
+            for line in autoroll.lines(
+                rf"WARNING .*rollout of {app.namespace}/deployment/web is halted"
+            )
+            if autoroll.output.index(line) >= halted_at
+        ],
+        timeout=4 * POLL + SLACK,
+        what="two passes saying loudly that the rollout is halted",
+    )
     assert len(deletions(pods.pods())) == 1
     live = app.live_pods()
     crashing = [p for p in live if p.digest == new]
-    assert len(crashing) == 1 and not crashing[0].ready and crashing[0].restarts > 1
+    assert len(crashing) == 1 and not crashing[0].ready and crashing[0].restarts >= 1, live
     assert sorted(p.digest for p in live if p.ready) == [old, old]
     waiting = [
         line
@@ -376,59 +407,25 @@ def test_crash_looping_new_image_replaces_one_pod_then_the_rollout_halts(
         if autoroll.output.index(line) >= halted_at
     ]
     assert len(waiting) >= 2, "each pass says why it waits"
+    assert metric(autoroll, "autoroll_rollouts_halted", {"kind": "deployment"}) == 1
 
 
 # --- 7 -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("runtime", ["containerd", "cri-o"])
 def test_multi_arch_index_rolls_once_without_a_deletion_loop(
-    runtime: str,
-    app: App,
-    pods: Recorder,
-    kubelet: SimulatedKubelet,
-    start_autoroll: StartAutoroll,
+    app: App, pods: Recorder, start_autoroll: StartAutoroll
 ) -> None:
-    child_digest = runtime == "cri-o"  # CRI-O has reported the platform child's digest
-    kubelet.behave(app.image, Behaviour(report_child=child_digest))
     old = app.push_index()
-    reported_old = old.children[0] if child_digest else old.digest  # amd64 comes first
-    autoroll = enrol(app, start_autoroll, reported_old, replicas=2)
+    autoroll = enrol(app, start_autoroll, old.digest, replicas=2)  # containerd: index digest
     assert decision_lines(autoroll, app, r": current \(")
 
     new = app.push_index()
-    reported_new = new.children[0] if child_digest else new.digest
-    app.wait_rolled(reported_new, replicas=2, timeout=2 * (POLL + SLACK) + POLL)
-    time.sleep(2 * POLL)  # two more passes over pods that report the new digest
-    assert [d.digest for d in deletions(pods.pods())] == [reported_old] * 2
+    app.wait_rolled(new.digest, replicas=2, timeout=2 * (POLL + 2 * SLACK) + POLL)
+    time.sleep(2 * POLL)  # two more passes over pods that report the new index digest
+    assert [d.digest for d in deletions(pods.pods())] == [old.digest] * 2
     assert metric(autoroll, "autoroll_pod_deletions_total", {"mode": "real"}) == 2
     assert decision_lines(autoroll, app, r": current \(")[-1:], "the last pass says current"
-
-
-# --- 8 -----------------------------------------------------------------------------------
-
-
-def test_runtime_reporting_the_old_digest_is_bounded_to_one_deletion_per_pod(
-    app: App, pods: Recorder, kubelet: SimulatedKubelet, start_autoroll: StartAutoroll
-) -> None:
-    old = app.push()
-    autoroll = enrol(app, start_autoroll, old)
-    push_behaving(app, kubelet, Behaviour(keep_old_digest=True))  # pulls new, reports old
-
-    at_least(
-        3,
-        lambda: deletions(pods.pods()),
-        timeout=3 * (POLL + SLACK),
-        what="every original pod deleted once",
-    )
-    time.sleep(2 * POLL)  # two more passes: the replacements still look stale
-    history = pods.pods()
-    assert len(deletions(history)) == 3
-    assert unsettled_deletions(history, replicas=3) == []
-    live = app.live_pods()
-    assert len(live) == 3 and all(p.digest == old and p.ready for p in live)
-    assert metric(autoroll, "autoroll_loop_guard_hits_total") >= 3
-    assert decision_lines(autoroll, app, r" WARNING .*created-after-target")
 
 
 # --- 9 -----------------------------------------------------------------------------------
@@ -437,7 +434,8 @@ def test_runtime_reporting_the_old_digest_is_bounded_to_one_deletion_per_pod(
 def test_if_not_present_pull_policy_warns_every_pass_and_deletes_nothing(
     app: App, pods: Recorder, start_autoroll: StartAutoroll
 ) -> None:
-    autoroll = enrol(app, start_autoroll, app.push(), replicas=2, pull_policy="IfNotPresent")
+    old = app.push()
+    autoroll = enrol(app, start_autoroll, old, replicas=2, pull_policy="IfNotPresent")
     app.push()
 
     at_least(
@@ -449,3 +447,160 @@ def test_if_not_present_pull_policy_warns_every_pass_and_deletes_nothing(
     assert deletions(pods.pods()) == []
     skipped = {"reason": "pull-policy-not-always"}
     assert metric(autoroll, "autoroll_containers_skipped_total", skipped) >= 3
+    assert {p.digest for p in app.live_pods()} == {old}, "the node still runs its cached copy"
+
+
+# --- a kubelet restart -----------------------------------------------------------------------
+
+
+def test_a_kubelet_restart_never_causes_a_deletion(
+    app: App, pods: Recorder, node: Node, start_autoroll: StartAutoroll
+) -> None:
+    current = app.push()
+    autoroll = enrol(app, start_autoroll, current)
+    before = {p.uid for p in app.live_pods()}
+    node.restart_kubelet()
+    passes = len(decision_lines(autoroll, app))
+    at_least(
+        passes + 3,
+        lambda: decision_lines(autoroll, app),
+        timeout=3 * POLL + 2 * SLACK,
+        what="three passes after the kubelet restart",
+    )
+    assert deletions(pods.pods()) == []
+    assert {p.uid for p in app.live_pods()} == before
+    assert metric(autoroll, "autoroll_pod_deletions_total", {"mode": "real"}) == 0
+
+
+# --- aliased repositories: the same content under another name ---------------------------
+#
+# containerd reports, for every container of an image, the alphabetically first reference it
+# holds for that image's *config*. These push the same content to a repository that sorts
+# before the app's ("aaa-…"), have an unrelated pod pull it there, restart the kubelet (so
+# every container status is read again) and check that nothing is deleted.
+
+
+def _pull_elsewhere(kube: Any, namespace: str, image: str, name: str = "elsewhere") -> None:
+    """An unrelated pod that pulls ``image`` (so the node records that reference too)."""
+    from tests.e2e.helpers import apps_api, deployment
+
+    manifest = deployment(name, image, replicas=1, http_port=8080)
+    apps_api(kube).create_namespaced_deployment(namespace, manifest)
+
+    def running() -> None:
+        listed = core_api(kube).list_namespaced_pod(namespace, label_selector=f"app={name}")
+        assert any(
+            (p.status.container_statuses or [None])[0] is not None
+            and p.status.container_statuses[0].image_id
+            for p in listed.items
+        ), "not pulled yet"
+
+    eventually(running, timeout=START_TIMEOUT, what=f"{image} pulled by an unrelated pod")
+
+
+def _no_deletion_across_restarts(
+    app: App,
+    pods: Recorder,
+    node: Node,
+    autoroll: Autoroll,
+    start_autoroll: StartAutoroll,
+    *,
+    restart_controller: bool,
+) -> None:
+    node.restart_kubelet()
+    passes = len(decision_lines(autoroll, app))
+    at_least(
+        passes + 2,
+        lambda: decision_lines(autoroll, app),
+        timeout=2 * POLL + 2 * SLACK,
+        what="two passes after the kubelet restart",
+    )
+    if restart_controller:
+        # Every self-roll and leader failover is a restart: the loop-guard memory is gone.
+        if autoroll.restart is not None:  # the chart's pod: delete it, the Deployment replaces it
+            before = len(decision_lines(autoroll, app))
+            autoroll.restart()
+            again = autoroll
+        else:
+            assert autoroll.process is not None
+            autoroll.process.terminate()
+            autoroll.process.wait(20)
+            again, before = start_autoroll(), 0
+        at_least(
+            before + 3,
+            lambda: decision_lines(again, app),
+            timeout=4 * POLL + 2 * SLACK,
+            what="three passes of the restarted controller",
+        )
+    assert deletions(pods.pods()) == [], app.live_pods()
+
+
+def test_the_same_digest_under_another_repository_causes_no_deletion(
+    kube: Any, app: App, pods: Recorder, node: Node, start_autoroll: StartAutoroll
+) -> None:
+    image = app.push_image()
+    alias = f"aaa-alias/{app.namespace}"
+    _copy(app, image.digest, alias, "latest")  # the very same manifest: the same digest
+    autoroll = enrol(app, start_autoroll, image.digest)
+    _pull_elsewhere(kube, app.namespace, f"{app.pusher.server.host}/{alias}:latest")
+    _no_deletion_across_restarts(app, pods, node, autoroll, start_autoroll, restart_controller=True)
+
+
+def test_a_platform_child_digest_under_another_repository_causes_no_deletion(
+    kube: Any, app: App, pods: Recorder, node: Node, start_autoroll: StartAutoroll
+) -> None:
+    index = app.push_index()
+    alias = f"aaa-alias/{app.namespace}"
+    amd64 = index.children[0]
+    _copy(app, amd64, alias, "child")
+    autoroll = enrol(app, start_autoroll, index.digest, replicas=2)
+    _pull_elsewhere(kube, app.namespace, f"{app.pusher.server.host}/{alias}:child")
+    _no_deletion_across_restarts(app, pods, node, autoroll, start_autoroll, restart_controller=True)
+
+
+def test_another_manifest_digest_of_the_same_config_causes_no_deletion_even_after_a_restart(
+    kube: Any, app: App, pods: Recorder, node: Node, start_autoroll: StartAutoroll
+) -> None:
+    from tests.e2e.images import app_config
+
+    build = "aliased config"
+    image = push_app(app.pusher, app.repository, build=build)
+    app.pushes += 1
+    alias = f"aaa-mirror/{app.namespace}"
+    mirrored = push_config(app.pusher, alias, "latest", app_config(build), flavour="docker")
+    assert mirrored.config == image.config and mirrored.digest != image.digest
+    autoroll = enrol(app, start_autoroll, image.digest)
+    _pull_elsewhere(kube, app.namespace, mirrored.reference)
+    _no_deletion_across_restarts(app, pods, node, autoroll, start_autoroll, restart_controller=True)
+
+
+def _copy(app: App, digest: str, repository: str, tag: str) -> None:
+    """Copy manifest ``digest`` of the app's repository, blobs first, to ``repository:tag``."""
+    import json
+
+    import requests
+
+    base = f"{app.pusher.server.url}/v2"
+    response = requests.get(
+        f"{base}/{app.repository}/manifests/{digest}",
+        headers={
+            "Accept": "application/vnd.oci.image.manifest.v1+json,"
+            "application/vnd.docker.distribution.manifest.v2+json"
+        },
+        auth=app.pusher.server.auth,
+        timeout=10,
+    )
+    response.raise_for_status()
+    manifest = json.loads(response.content)
+    for blob in [manifest["config"], *manifest["layers"]]:
+        data = requests.get(
+            f"{base}/{app.repository}/blobs/{blob['digest']}",
+            auth=app.pusher.server.auth,
+            timeout=30,
+        )
+        data.raise_for_status()
+        app.pusher.push_blob(repository, data.content)
+    pushed = app.pusher.push_manifest(
+        repository, tag, response.content, response.headers["Content-Type"]
+    )
+    assert pushed == digest

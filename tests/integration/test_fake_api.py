@@ -35,7 +35,6 @@ pytestmark = pytest.mark.integration
 
 SECRET = "fake-api-webhook-secret-0123456789"
 #: What the client must ask for on every pod list: pods still running, not finished ones.
-LIVE_PODS = ["status.phase!=Succeeded,status.phase!=Failed"]
 
 
 @dataclass
@@ -59,10 +58,11 @@ class World:
             if s.method == "GET" and urlsplit(s.path).path == "/api/v1/namespaces/shop/pods"
         ]
 
-    def assert_pod_lists_ask_for_live_pods(self) -> None:
+    def assert_pod_lists_have_no_phase_filter(self) -> None:
+        """No phase filter: a deleted pod shows Succeeded/Failed while it still terminates."""
         selectors = self.pod_list_field_selectors()
         assert selectors, "no pod list request reached the fake API"
-        assert selectors == [LIVE_PODS] * len(selectors)
+        assert selectors == [None] * len(selectors)
 
 
 @pytest.fixture
@@ -109,7 +109,7 @@ def test_the_real_client_reads_the_api_json_in_kinds_plus_namespaces_requests(
         ("GET", "/apis/apps/v1/daemonsets"),
         ("GET", "/api/v1/namespaces/shop/pods"),
     ]
-    world.assert_pod_lists_ask_for_live_pods()
+    world.assert_pod_lists_have_no_phase_filter()
 
 
 def test_only_the_configured_kinds_are_listed(world: World) -> None:
@@ -155,7 +155,7 @@ def test_plan_prints_the_stale_pod_and_deletes_nothing(world: World, tmp_path: P
     assert world.old[:19] in row and world.new[:19] in row
     assert world.api.deletes == []
     assert world.registry.password not in result.stdout + result.stderr
-    world.assert_pod_lists_ask_for_live_pods()
+    world.assert_pod_lists_have_no_phase_filter()
 
 
 def test_serve_rolls_one_pod_per_webhook_only_when_settled(world: World, tmp_path: Path) -> None:
@@ -201,4 +201,4 @@ def test_serve_rolls_one_pod_per_webhook_only_when_settled(world: World, tmp_pat
     assert "deleted stale pod shop/web-1" in log
     assert world.registry.password not in log
     assert SECRET not in log
-    world.assert_pod_lists_ask_for_live_pods()
+    world.assert_pod_lists_have_no_phase_filter()

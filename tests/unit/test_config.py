@@ -183,6 +183,18 @@ def test_poll_interval_bounds(value: str) -> None:
     assert "POLL_INTERVAL_SECONDS" in problems(BASE | {"POLL_INTERVAL_SECONDS": value})
 
 
+def test_rollout_halted_after_defaults_to_ten_minutes_and_is_bounded() -> None:
+    assert Config.from_env(BASE).rollout_halted_after_seconds == 600
+    assert (
+        Config.from_env(BASE | {"ROLLOUT_HALTED_AFTER_SECONDS": "30"}).rollout_halted_after_seconds
+        == 30
+    )
+    message = problems(BASE | {"ROLLOUT_HALTED_AFTER_SECONDS": "2m"})[
+        "ROLLOUT_HALTED_AFTER_SECONDS"
+    ]
+    assert "'2m'" in message and "5 to 86400" in message
+
+
 @pytest.mark.parametrize("value", ["0", "4", "3601", "-1", "1.5", "5m"])
 def test_pass_timeout_bounds(value: str) -> None:
     message = problems(BASE | {"PASS_TIMEOUT_SECONDS": value})["PASS_TIMEOUT_SECONDS"]
@@ -236,9 +248,11 @@ def test_redacted_names_every_variable() -> None:
     assert view["FORGEJO_HOST"] == "forgejo.example:3000"
     assert view["LISTEN_ADDR"] == "0.0.0.0:8080"
     assert view["DRY_RUN"] == "false"
-    assert len(view) == 18  # LEADER_ELECTION=false; its details only when on
+    assert len(view) == 19  # LEADER_ELECTION=false; its details only when on
     assert (view["WATCH_CACHE"], view["CACHE_RESYNC_SECONDS"]) == ("true", "1800")
     assert view["PASS_TIMEOUT_SECONDS"] == "300"
+    assert view["ROLLOUT_HALTED_AFTER_SECONDS"] == "600"
+    assert view["WORKLOAD_KINDS"] == "deployment,statefulset,daemonset"
 
 
 def test_config_is_frozen() -> None:

@@ -1055,6 +1055,17 @@ def test_warnings_are_flagged() -> None:
         ([pod("a")], 2, SettledReason.TOO_FEW_READY),
         ([pod("a"), pod("x", phase="Succeeded", ready=False)], 1, SettledReason.SETTLED),
         ([pod("a"), pod("x", phase="Failed", ready=False)], 2, SettledReason.TOO_FEW_READY),
+        # Deleted, containers exited: Succeeded/Failed while the kubelet still terminates it.
+        (
+            [pod("a"), pod("b"), pod("x", phase="Succeeded", ready=False, deleting=True)],
+            2,
+            SettledReason.POD_TERMINATING,
+        ),
+        (
+            [pod("a"), pod("b"), pod("x", phase="Failed", ready=False, deleting=True)],
+            2,
+            SettledReason.POD_TERMINATING,
+        ),
     ],
 )
 def test_is_settled(pods: list[PodView], replicas: int, expected: SettledReason) -> None:

@@ -402,6 +402,17 @@ def test_rest_lists_send_the_selectors_as_query_parameters() -> None:
     assert all(r.released for r in api.answers)
 
 
+def test_pods_are_listed_without_a_phase_filter() -> None:
+    # A deleted pod that already exited shows Succeeded or Failed while it still terminates;
+    # a phase field selector would hide it and the core would not wait for it.
+    api = FakeApiClient()
+    KubeRest(api).list_pods(
+        "shop", field_selector=LIVE_PODS_FIELD_SELECTOR, label_selector=None, timeout=(1, 2)
+    )
+    assert LIVE_PODS_FIELD_SELECTOR == ""
+    assert [c["query_params"] for c in api.serialized] == [[]]
+
+
 def test_rest_delete_and_evict_carry_the_uid_precondition() -> None:
     api = FakeApiClient(router=always((200, b"{}")))
     rest = KubeRest(api)

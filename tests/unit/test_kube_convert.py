@@ -275,6 +275,24 @@ def test_pod_readiness_comes_from_the_ready_condition() -> None:
     assert pod.ready is False
 
 
+def test_the_ready_condition_s_last_transition_is_when_readiness_changed() -> None:
+    # The halted-rollout bound counts from it (autoroll.halt).
+    raw = k8s_pod("web-1", ready="False")
+    assert raw.status is not None and raw.status.conditions is not None
+    raw.status.conditions[0].last_transition_time = datetime(2026, 1, 1, 7, 0, tzinfo=UTC)
+    raw.status.conditions[1].last_transition_time = datetime(2026, 1, 1, 8, 30, tzinfo=UTC)
+    pod = pod_of(raw).view
+    assert pod.ready_changed_at == datetime(2026, 1, 1, 8, 30, tzinfo=UTC)
+
+
+def test_a_missing_or_unreadable_ready_transition_is_none() -> None:
+    pod = pod_of(k8s_pod("web-1")).view
+    assert pod.ready_changed_at is None
+    raw = as_json(k8s_pod("web-1"))
+    raw["status"]["conditions"][1]["lastTransitionTime"] = "yesterday"
+    assert pod_from_json(raw).view.ready_changed_at is None
+
+
 def test_a_pod_with_a_deletion_timestamp_is_deleting() -> None:
     pod = pod_of(k8s_pod("web-1", deleted=True)).view
     assert pod.deleting is True

@@ -5,17 +5,19 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from datetime import timedelta
 
 import pytest
 from prometheus_client import CollectorRegistry
 
 from autoroll.metrics import Metrics
-from autoroll.model import DeleteOutcome, RollEvent
+from autoroll.model import DeleteOutcome, Enrolled, RollEvent
 from autoroll.reconciler import NOT_LEADER, Reconciler
 from tests.unit.test_reconciler import (
     NEW,
     OLD,
     REF,
+    T0,
     Clock,
     FakeCluster,
     FakeRegistry,
@@ -173,3 +175,53 @@ def test_an_eviction_refused_by_a_budget_is_one_warning_per_deployment_per_pass(
         )
         == 6
     )
+
+
+def halted_gauge(metrics: Metrics) -> float | None:
+    return metrics.registry.get_sample_value("autoroll_rollouts_halted", {"kind": "deployment"})
+
+
+def halted_app() -> Enrolled:
+    """Two old pods wait behind a replacement that has not been Ready for an hour."""
+    crashing = pod("web-3", NEW, created=T0 - timedelta(hours=1), ready=False)
+    return enrolled("web", [pod("web-1"), pod("web-2"), crashing])
+
+
+def test_a_halted_rollout_warns_every_pass_counts_and_records_one_warning_event(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO)
+    events = FakeEvents()
+    reconciler, metrics = build(FakeCluster([halted_app()]), events=events)
+    for _ in range(3):
+        reconciler.tick()
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 3
+    message = "rollout of shop/deployment/web is halted: pod web-3"
+    assert all(message in r.getMessage() for r in warnings)
+    assert warnings[0].__dict__["event"] == "rollout-halted"
+    assert halted_gauge(metrics) == 1
+    assert [(e.reason, e.type) for e in events.emitted] == [("RolloutHalted", "Warning")]
+    assert "2 stale pod(s) wait" in events.emitted[0].message
+
+
+def test_a_halt_that_ended_clears_the_gauge_and_may_be_announced_again() -> None:
+    events = FakeEvents()
+    cluster = FakeCluster([halted_app()])
+    reconciler, metrics = build(cluster, events=events)
+    reconciler.tick()
+    cluster.items = [enrolled("web", [pod("web-1"), pod("web-2"), pod("web-3", NEW)])]
+    reconciler.tick()  # web-3 became Ready: the roll goes on (web-1 is deleted)
+    assert halted_gauge(metrics) == 0
+    cluster.items = [halted_app()]
+    reconciler.tick()
+    assert len(events.emitted) == 3  # halted, the roll's own StalePodDeleted, halted again
+
+
+def test_a_rollout_within_the_bound_is_not_halted(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING)
+    slow = pod("web-3", NEW, created=T0 - timedelta(minutes=2), ready=False)
+    reconciler, metrics = build(FakeCluster([enrolled("web", [pod("web-1"), slow])]))
+    reconciler.tick()
+    assert caplog.records == []
+    assert halted_gauge(metrics) == 0

@@ -383,6 +383,7 @@ def test_no_secret_in_any_output_of_a_full_e2e_roll(
 
         eventually(rolled, timeout=90, what="the roll to v2", interval=0.5)
         secret = autoroll.secret
+    assert autoroll.process is not None  # a local process
     code = autoroll.process.wait(5)
     assert code == 0
     output = "\n".join(autoroll.output)

@@ -1,0 +1,71 @@
+"""Is a rollout halted? The pure check behind the halted-rollout warning.
+
+A rollout waits while a pod is not Ready (``decide`` says ``waiting (not-settled)``). That is
+right for a slow start and wrong to stay quiet about for a crash-looping or unpullable new
+image: after ``after`` the shell says loudly that the rollout is halted and why (a WARNING
+each pass, the ``autoroll_rollouts_halted`` gauge, one Warning Event per halt).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from autoroll.decision import Decision, PodState, Reason, SettledReason, Verdict
+from autoroll.model import PodView
+
+
+@dataclass(frozen=True, slots=True)
+class RolloutHalt:
+    """A rollout that has waited longer than the bound on a pod that does not become Ready
+    (a crash-looping or unpullable new image, a failing readiness probe)."""
+
+    workload: str  # its key: namespace/kind/name
+    pod: str
+    unready_for: timedelta
+    restarts: int
+    waiting: int  # stale pods that wait behind it
+
+    def message(self) -> str:
+        minutes = int(self.unready_for.total_seconds()) // 60
+        seconds = int(self.unready_for.total_seconds()) % 60
+        return (
+            f"rollout of {self.workload} is halted: pod {self.pod} has not been Ready for"
+            f" {minutes}m{seconds:02d}s ({self.restarts} restart(s)); {self.waiting} stale"
+            " pod(s) wait until it is Ready (fix or roll back the image)"
+        )
+
+
+def rollout_halt(
+    *, decision: Decision, pods: Sequence[PodView], now: datetime, after: timedelta
+) -> RolloutHalt | None:
+    """Has this workload's rollout been stuck for at least ``after``? Stale pods wait only
+    because a pod is not Ready, and that pod has been unready (since its Ready condition last
+    changed, else since it was created) for at least ``after``."""
+    stale = {
+        f.pod
+        for v in decision.containers
+        if v.verdict is Verdict.WAITING and v.reason is Reason.NOT_SETTLED
+        for f in v.pods
+        if f.state is PodState.STALE
+    }
+    if not stale:
+        # Nothing waits to be rolled: a pod that is not Ready is not autoroll's concern.
+        return None
+    if decision.settledness.reason is not SettledReason.POD_NOT_READY:
+        # Terminating, scaling or its controller busy: the rollout moves, or waits on that
+        # controller (a StatefulSet or DaemonSet status not settled is not a halt of ours).
+        return None
+    stuck = [
+        (now - (p.ready_changed_at or p.created_at), p)
+        for p in pods
+        if not p.is_terminal and not p.deleting and not p.ready
+    ]
+    stuck = [(age, p) for age, p in stuck if age >= after]
+    if not stuck:
+        # Within the bound: a slow start, not yet a halt.
+        return None
+    age, pod = max(stuck, key=lambda item: (item[0], item[1].name))
+    restarts = max((s.restart_count for s in pod.statuses), default=0)
+    return RolloutHalt(decision.key, pod.name, age, restarts, len(stale - {pod.name}))

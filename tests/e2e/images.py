@@ -1,0 +1,236 @@
+"""Real, runnable test images, built here from Debian's ``busybox-static`` (no pulls possible).
+
+Every image has one layer: ``/bin/busybox`` and a symlink per applet the images use. The layer
+is byte-for-byte the same every time (fixed mtimes, owners and gzip header), so a node pulls
+it once; images differ only in their config (command and environment), which is enough for a
+new manifest and config digest per push.
+
+- ``app``: serves ``$BUILD`` over HTTP on port 8080 (``busybox httpd``), so a readiness probe
+  has something real to ask; exits 0 on SIGTERM, as most servers do; with ``crash=True`` it
+  exits 3 at once, every time (a broken release).
+- ``pause``: the pod sandbox image (containerd's ``pinned_images.sandbox``): sleeps until
+  SIGTERM.
+- ``push_index``: a multi-platform OCI index whose amd64 child is the app and whose arm64
+  child has the same layer and an arm64 config (never pulled here, but real in the registry).
+- ``push_app(..., flavour="docker")``: the same layer and the very same config bytes under a
+  Docker-format manifest, so a different manifest digest with the same config digest.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import tarfile
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Literal
+
+from tests.support.registry import (
+    DOCKER_CONFIG,
+    DOCKER_LAYER,
+    DOCKER_LIST,
+    DOCKER_MANIFEST,
+    OCI_CONFIG,
+    OCI_INDEX,
+    OCI_LAYER,
+    OCI_MANIFEST,
+    ImagePusher,
+)
+
+BUSYBOX = Path("/bin/busybox")
+APPLETS = ("sh", "httpd", "sleep", "echo", "test", "mkdir", "cat", "wget", "true", "false", "env")
+APP_PORT = 8080
+
+APP_SCRIPT = (
+    'test -z "$CRASH" || { echo "release $BUILD is broken"; exit 3; }; '
+    'mkdir -p /tmp/www && echo "$BUILD" > /tmp/www/index.html; '
+    "trap 'exit 0' TERM INT; "
+    f"httpd -f -p {APP_PORT} -h /tmp/www & wait"
+)
+PAUSE_SCRIPT = "trap 'exit 0' TERM INT; while true; do sleep 3600 & wait; done"
+JOB_SCRIPT = 'echo "job $BUILD ran"'
+
+
+class ImageError(RuntimeError):
+    """The test images cannot be built (busybox-static missing)."""
+
+
+@dataclass(frozen=True)
+class Layer:
+    blob: bytes  # gzip-compressed tar
+    digest: str  # of the blob
+    diff_id: str  # of the uncompressed tar
+
+
+@dataclass(frozen=True)
+class Image:
+    """A pushed image: manifest (or index) digest, config digest, and platform children."""
+
+    reference: str  # host/repository:tag
+    digest: str
+    config: str
+    media_type: str
+    children: tuple[str, ...] = ()
+
+    @property
+    def pinned(self) -> str:
+        """``host/repository@digest``."""
+        return f"{self.reference.rpartition(':')[0]}@{self.digest}"
+
+
+def _digest(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+@cache
+def busybox_layer(busybox: Path = BUSYBOX) -> Layer:
+    """The one layer every test image has (deterministic bytes)."""
+    if not busybox.exists():
+        raise ImageError(f"{busybox} is missing: apt-get install busybox-static")
+    data = busybox.read_bytes()
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
+
+        def add(name: str, kind: bytes, mode: int, payload: bytes = b"", link: str = "") -> None:
+            info = tarfile.TarInfo(name)
+            info.type, info.mode, info.mtime, info.uid, info.gid = kind, mode, 0, 0, 0
+            info.uname = info.gname = "root"
+            info.size, info.linkname = len(payload), link
+            tar.addfile(info, io.BytesIO(payload) if payload else None)
+
+        add("bin", tarfile.DIRTYPE, 0o755)
+        add("tmp", tarfile.DIRTYPE, 0o1777)
+        add("bin/busybox", tarfile.REGTYPE, 0o755, data)
+        for applet in APPLETS:
+            add(f"bin/{applet}", tarfile.SYMTYPE, 0o777, link="busybox")
+    tar_bytes = raw.getvalue()
+    blob = gzip.compress(tar_bytes, mtime=0)
+    return Layer(blob=blob, digest=_digest(blob), diff_id=_digest(tar_bytes))
+
+
+def image_config(
+    *, script: str, env: dict[str, str], architecture: str = "amd64", layer: Layer
+) -> bytes:
+    body = {
+        "architecture": architecture,
+        "os": "linux",
+        "config": {
+            "Cmd": ["/bin/sh", "-c", script],
+            "Env": ["PATH=/bin", *(f"{k}={v}" for k, v in sorted(env.items()))],
+            "WorkingDir": "/",
+        },
+        "rootfs": {"type": "layers", "diff_ids": [layer.diff_id]},
+    }
+    return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+
+
+def _manifest(config: bytes, layer: Layer, flavour: Literal["oci", "docker"]) -> tuple[bytes, str]:
+    oci = flavour == "oci"
+    media_type = OCI_MANIFEST if oci else DOCKER_MANIFEST
+    body = {
+        "schemaVersion": 2,
+        "mediaType": media_type,
+        "config": {
+            "mediaType": OCI_CONFIG if oci else DOCKER_CONFIG,
+            "digest": _digest(config),
+            "size": len(config),
+        },
+        "layers": [
+            {
+                "mediaType": OCI_LAYER if oci else DOCKER_LAYER,
+                "digest": layer.digest,
+                "size": len(layer.blob),
+            }
+        ],
+    }
+    return json.dumps(body, sort_keys=True).encode(), media_type
+
+
+def push_config(
+    pusher: ImagePusher,
+    repository: str,
+    tag: str | None,
+    config: bytes,
+    *,
+    flavour: Literal["oci", "docker"] = "oci",
+) -> Image:
+    """Push the layer, ``config`` and a manifest for them (by digest when ``tag`` is None)."""
+    layer = busybox_layer()
+    pusher.push_blob(repository, layer.blob)
+    pusher.push_blob(repository, config)
+    manifest, media_type = _manifest(config, layer, flavour)
+    reference = tag if tag is not None else _digest(manifest)
+    digest = pusher.push_manifest(repository, reference, manifest, media_type)
+    host = pusher.server.host
+    return Image(f"{host}/{repository}:{tag or 'untagged'}", digest, _digest(config), media_type)
+
+
+def app_config(build: str, *, crash: bool = False, architecture: str = "amd64") -> bytes:
+    env = {"BUILD": build, **({"CRASH": "1"} if crash else {})}
+    return image_config(
+        script=APP_SCRIPT, env=env, architecture=architecture, layer=busybox_layer()
+    )
+
+
+def push_app(
+    pusher: ImagePusher,
+    repository: str,
+    tag: str = "latest",
+    *,
+    build: str,
+    crash: bool = False,
+    flavour: Literal["oci", "docker"] = "oci",
+) -> Image:
+    """The app image (see the module docstring) as ``repository:tag``."""
+    return push_config(pusher, repository, tag, app_config(build, crash=crash), flavour=flavour)
+
+
+def push_pause(pusher: ImagePusher, repository: str = "e2e-node/pause", tag: str = "1") -> Image:
+    config = image_config(script=PAUSE_SCRIPT, env={}, layer=busybox_layer())
+    return push_config(pusher, repository, tag, config)
+
+
+def push_job(pusher: ImagePusher, repository: str, tag: str, *, build: str) -> Image:
+    """An image whose container prints a line and exits 0 (a migration Job)."""
+    config = image_config(script=JOB_SCRIPT, env={"BUILD": build}, layer=busybox_layer())
+    return push_config(pusher, repository, tag, config)
+
+
+def push_index(
+    pusher: ImagePusher,
+    repository: str,
+    tag: str = "latest",
+    *,
+    build: str,
+    flavour: Literal["oci", "docker"] = "oci",
+) -> Image:
+    """A two-platform index (amd64 runnable, arm64 a second child) as ``repository:tag``."""
+    entries = []
+    children = []
+    for arch in ("amd64", "arm64"):
+        child = push_config(
+            pusher, repository, None, app_config(build, architecture=arch), flavour=flavour
+        )
+        children.append(child.digest)
+        entries.append(
+            {
+                "mediaType": child.media_type,
+                "digest": child.digest,
+                "size": len(
+                    _manifest(app_config(build, architecture=arch), busybox_layer(), flavour)[0]
+                ),
+                "platform": {"architecture": arch, "os": "linux"},
+            }
+        )
+    media_type = OCI_INDEX if flavour == "oci" else DOCKER_LIST
+    body = json.dumps(
+        {"schemaVersion": 2, "mediaType": media_type, "manifests": entries}, sort_keys=True
+    ).encode()
+    digest = pusher.push_manifest(repository, tag, body, media_type)
+    config = _digest(app_config(build))
+    return Image(
+        f"{pusher.server.host}/{repository}:{tag}", digest, config, media_type, tuple(children)
+    )

@@ -1,0 +1,297 @@
+"""autoroll installed as a user installs it: ``helm install`` of ``charts/autoroll`` with the
+controller image built from the Dockerfile, running as a pod on the real node.
+
+Its RBAC, security context, in-cluster configuration and image are the chart's and the
+Dockerfile's, unchanged. What the test cluster needs on top is set through documented chart
+values, as a user of such a cluster would set them:
+
+- ``apiServer.host``/``port``: there is no kube-proxy, so the ``kubernetes`` Service routes
+  nowhere; the pod is pointed at the API server's real address (``127.0.0.1:<port>``, which
+  the node's loopback bridge carries to the control plane).
+- ``hostNetwork: true``: the API server and the registry listen on loopback only, which a
+  pod's own network namespace cannot reach; the controller listens on a free port of the
+  node, which ``Node.expose`` makes answer on the host's 127.0.0.1 for the webhook and
+  ``/metrics``.
+- ``forgejo.scheme: http``: the local registry has no TLS.
+
+The API server cannot reach the kubelet (the node's address lives in its own network
+namespace), so ``kubectl logs`` is not available; ``PodLogs`` reads the container log files
+the kubelet writes, from the node's mount namespace (``/proc/<holder>/root/var/log/pods``).
+The lines land in ``Autoroll.output``, as a local process's would.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import secrets
+import subprocess
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import requests
+import yaml
+
+from tests.e2e.controller import Autoroll, ControllerError
+from tests.e2e.controlplane import ControlPlane
+from tests.e2e.helpers import core_api
+from tests.e2e.node import Node
+from tests.support.ports import free_port
+from tests.support.registry import RegistryServer
+
+REPO = Path(__file__).resolve().parents[2]
+CHART = REPO / "charts" / "autoroll"
+RELEASE = "autoroll"
+POD_SELECTOR = f"app.kubernetes.io/instance={RELEASE}"
+INSTALL_TIMEOUT = 180.0
+
+# The controller's environment variables a scenario may set, as the chart values that map to
+# them (the chart's own documented mapping).
+ENV_TO_VALUES: Mapping[str, tuple[str, type]] = {
+    "DRY_RUN": ("dryRun", bool),
+    "ROLLOUT_HALTED_AFTER_SECONDS": ("rolloutHaltedAfterSeconds", int),
+    "LABEL_SELECTOR": ("labelSelector", str),
+    "LOG_LEVEL": ("logLevel", str),
+    "EMIT_EVENTS": ("emitEvents", bool),
+}
+
+
+def chart_values(
+    *,
+    plane: ControlPlane,
+    registry: RegistryServer,
+    image: str,
+    secret: str,
+    port: int,
+    poll_seconds: int,
+    env: Mapping[str, str],
+) -> dict[str, Any]:
+    """The values of the test install (``image`` is ``host/repository:tag``)."""
+    repository, _, tag = image.rpartition(":")
+    api_host, _, api_port = plane.server.removeprefix("https://").rpartition(":")
+    values: dict[str, Any] = {
+        "image": {"repository": repository, "tag": tag},
+        "forgejo": {"host": registry.host, "user": registry.user, "scheme": "http"},
+        "secret": {"forgejoToken": registry.password, "webhookSecret": secret},
+        "pollIntervalSeconds": poll_seconds,
+        "selfRoll": False,
+        "apiServer": {"host": api_host, "port": int(api_port)},
+        "hostNetwork": True,
+        "containerPort": port,
+        "terminationGracePeriodSeconds": 10,
+    }
+    for name, raw in env.items():
+        if name not in ENV_TO_VALUES:
+            raise ValueError(f"{name}: no chart value maps to it (known: {sorted(ENV_TO_VALUES)})")
+        key, kind = ENV_TO_VALUES[name]
+        values[key] = raw.lower() == "true" if kind is bool else kind(raw)
+    return values
+
+
+def parse_cri_log(lines: list[str], pending: str = "") -> tuple[list[str], str]:
+    """Container log lines as the kubelet writes them (``<time> <stream> <P|F> <text>``):
+    the text of each complete line, and what a trailing partial (``P``) line holds so far."""
+    out: list[str] = []
+    for line in lines:
+        parts = line.split(" ", 3)
+        if len(parts) < 4:
+            continue
+        _, _, tag, text = parts
+        pending += text
+        if tag == "F":
+            out.append(pending)
+            pending = ""
+    return out, pending
+
+
+class PodLogs:
+    """Follow the ``autoroll`` container of every pod of the release into ``output``."""
+
+    def __init__(self, kube: Any, node: Node, namespace: str, output: list[str]) -> None:
+        self.core = core_api(kube)
+        self.root = Path(f"/proc/{node.holder_pid}/root/var/log/pods")
+        self.namespace = namespace
+        self.output = output
+        self._offsets: dict[Path, int] = {}
+        self._pending: dict[Path, str] = {}
+        self._pods: list[tuple[str, str]] = []  # (name, uid), in creation order
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="autoroll-pod-logs", daemon=True)
+
+    def __enter__(self) -> PodLogs:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        self._read()
+
+    def _run(self) -> None:
+        rounds = 0
+        while not self._stop.is_set():
+            if rounds % 10 == 0:  # new pods are rare: ask the API once a second
+                with contextlib.suppress(Exception):  # the next round tries again
+                    self._discover()
+            rounds += 1
+            self._read()
+            self._stop.wait(0.1)
+
+    def _discover(self) -> None:
+        listed = self.core.list_namespaced_pod(
+            self.namespace, label_selector=POD_SELECTOR, _preload_content=False
+        )
+        try:
+            body = listed.data
+        finally:
+            listed.release_conn()  # unreleased raw responses leak one socket each
+        items = sorted(json.loads(body)["items"], key=lambda p: p["metadata"]["creationTimestamp"])
+        for pod in items:
+            key = (pod["metadata"]["name"], pod["metadata"]["uid"])
+            if key not in self._pods:
+                self._pods.append(key)
+
+    def _read(self) -> None:
+        for name, uid in list(self._pods):
+            directory = self.root / f"{self.namespace}_{name}_{uid}" / "autoroll"
+            with contextlib.suppress(OSError):
+                for path in sorted(directory.glob("*.log"), key=lambda p: int(p.stem)):
+                    self._read_file(path)
+
+    def _read_file(self, path: Path) -> None:
+        offset = self._offsets.get(path, 0)
+        with path.open("rb") as handle:
+            handle.seek(offset)
+            data = handle.read()
+        complete, _, _ = data.rpartition(b"\n")
+        if not complete:
+            return
+        self._offsets[path] = offset + len(complete) + 1
+        lines, self._pending[path] = parse_cri_log(
+            complete.decode(errors="replace").split("\n"), self._pending.get(path, "")
+        )
+        self.output.extend(lines)
+
+
+def _helm(helm: str, kubeconfig: Path, namespace: str, *args: str) -> str:
+    done = subprocess.run(
+        [helm, *args, "--kubeconfig", str(kubeconfig), "-n", namespace],
+        capture_output=True,
+        text=True,
+        timeout=INSTALL_TIMEOUT + 30,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise ControllerError(f"helm {' '.join(args[:2])} failed:\n{done.stderr}")
+    return done.stdout
+
+
+def _controller_pods(kube: Any, namespace: str) -> list[dict[str, Any]]:
+    listed = core_api(kube).list_namespaced_pod(
+        namespace, label_selector=POD_SELECTOR, _preload_content=False
+    )
+    pods: list[dict[str, Any]] = json.loads(listed.data)["items"]
+    return pods
+
+
+def _ready(pod: Mapping[str, Any]) -> bool:
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def _wait_ready_pod(
+    kube: Any, namespace: str, *, other_than: set[str], timeout: float, output: list[str]
+) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for pod in _controller_pods(kube, namespace):
+            meta = pod["metadata"]
+            if meta["uid"] not in other_than and not meta.get("deletionTimestamp") and _ready(pod):
+                return str(meta["uid"])
+        time.sleep(0.2)
+    tail = "\n".join(output[-20:])
+    raise ControllerError(f"no Ready controller pod within {timeout:.0f}s; its output:\n{tail}")
+
+
+@contextlib.contextmanager
+def installed_autoroll(
+    *,
+    helm: str,
+    kubeconfig: Path,
+    kube: Any,
+    plane: ControlPlane,
+    node: Node,
+    registry: RegistryServer,
+    image: str,
+    namespace: str,
+    workdir: Path,
+    poll_seconds: int = 5,
+    env: Mapping[str, str] | None = None,
+) -> Iterator[Autoroll]:
+    """``helm install`` the chart in ``namespace``; yield the controller once its pod is Ready
+    and answers /healthz through the node's bridge; ``helm uninstall`` afterwards."""
+    port = free_port()
+    secret = secrets.token_hex(32)
+    values = chart_values(
+        plane=plane,
+        registry=registry,
+        image=image,
+        secret=secret,
+        port=port,
+        poll_seconds=poll_seconds,
+        env=env or {},
+    )
+    values_file = workdir / f"autoroll-values-{port}.yaml"
+    values_file.write_text(yaml.safe_dump(values))
+    node.trust_registry(registry.host, registry.authorization)
+    node.expose(port)
+    autoroll = Autoroll(url=f"http://127.0.0.1:{port}", secret=secret, process=None)
+    installed = False
+    with PodLogs(kube, node, namespace, autoroll.output):
+        try:
+            _helm(
+                helm, kubeconfig, namespace, "install", RELEASE, str(CHART), "-f", str(values_file)
+            )
+            installed = True
+            # /healthz through the bridge, not the pod's Ready condition: the chart's
+            # readiness probe asks every 10 s, and the tests need the server, not the probe.
+            deadline = time.monotonic() + INSTALL_TIMEOUT
+            while True:
+                with contextlib.suppress(requests.RequestException):
+                    if requests.get(f"{autoroll.url}/healthz", timeout=2).status_code == 200:
+                        break
+                if time.monotonic() > deadline:
+                    tail = "\n".join(autoroll.output[-20:])
+                    raise ControllerError(
+                        f"{autoroll.url}/healthz did not answer in {INSTALL_TIMEOUT:.0f}s:\n{tail}"
+                    )
+                time.sleep(0.2)
+            current = {str(p["metadata"]["uid"]) for p in _controller_pods(kube, namespace)}
+
+            def restart() -> None:
+                """Delete the controller pod; return once its replacement is Ready."""
+                for pod in _controller_pods(kube, namespace):
+                    core_api(kube).delete_namespaced_pod(
+                        pod["metadata"]["name"], namespace, _preload_content=False
+                    )
+                current.add(
+                    _wait_ready_pod(
+                        kube,
+                        namespace,
+                        other_than=set(current),
+                        timeout=INSTALL_TIMEOUT,
+                        output=autoroll.output,
+                    )
+                )
+
+            autoroll.restart = restart
+            yield autoroll
+        finally:
+            if installed:
+                with contextlib.suppress(ControllerError):
+                    # Not awaited: the cluster-scoped RBAC objects go at once, the pod in
+                    # the background (the next install is in another namespace).
+                    _helm(helm, kubeconfig, namespace, "uninstall", RELEASE, "--wait=false")

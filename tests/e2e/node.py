@@ -1,0 +1,925 @@
+"""A real node for the e2e tier: kubelet + containerd + runc, sealed off from the machine.
+
+What a user's cluster has and the simulated kubelet only imitates: containerd pulls the image
+and reports its ``imageID``, runc runs it, the kubelet probes readiness, restarts crashing
+containers and kills deleted pods. The node is built by ``scripts/tools.sh node``.
+
+How it is kept off the machine (a test run must leave nothing behind):
+
+- **Namespaces.** A holder process (``unshare --net --mount``) owns a network namespace and a
+  private mount namespace; containerd and the kubelet are started inside both with
+  ``nsenter``. In the mount namespace ``/var`` and ``/run`` are bind mounts of the node's own
+  directory, so ``/var/lib/kubelet``, ``/var/lib/containerd``, ``/var/log/pods``,
+  ``/var/log/containers``, ``/run/containerd``, ``/run/nri`` and every container mount exist
+  only there and vanish with the namespace. The kubelet's volume plugin directory is moved
+  under ``/var`` too (no ``/usr/libexec/kubernetes``).
+- **Network.** The namespace has ``lo`` and a veth pair whose both ends stay inside it: one end
+  carries the node IP (the kubelet refuses a loopback one). Pods get addresses on a CNI bridge
+  inside the same namespace. There is no default route and no interface leading out, so
+  nothing on the node can send a packet anywhere else. The control plane and registries (on
+  the host's 127.0.0.1) are reached through ``loopback.LoopbackBridge``, which makes each
+  host port answer on the node's 127.0.0.1 too: the same ``127.0.0.1:<port>`` strings work on
+  both sides, and the only traffic is loopback.
+- **cgroups.** The kubelet uses the cgroupfs driver under a cgroup root of this node's own
+  (``/autoroll-node-<id>`` in every hierarchy); the holder, containerd, its shims and the
+  kubelet live in ``<root>/runtime``. Teardown kills every process in that tree and removes
+  it. containerd and the kubelet die with the test runner (``PR_SET_PDEATHSIG``).
+
+Host limits handled here (from a trial on these machines): no ``CAP_SYS_RESOURCE``, so
+containerd has ``restrict_oom_score_adj`` and the kubelet ``oomScoreAdj: 0``; cgroup v1, which
+kubelet 1.37 refuses unless ``failCgroupV1: false``; swap checks off.
+
+Scheduling: there is no kube-scheduler. ``Binder`` binds every unscheduled pod to this node
+(one node: the only decision a scheduler could make), except in namespaces labelled
+``e2e.autoroll/node=simulated``, which belong to the simulated kubelet. The node keeps the
+``node.kubernetes.io/not-ready`` taint the kubelet registers it with, as nothing runs the node
+lifecycle controller; a taint only steers a scheduler, and the kubelet admits bound pods.
+
+Registries: ``trust_registry`` bridges a registry's port and writes containerd's
+``hosts.toml`` for it (plain HTTP, its Basic credentials as a header), so pods pull without
+an imagePullSecret, the way node-level registry credentials work.
+
+Errors::
+
+    NodeError     a component could not start, died, or the node was not Ready in time; the
+                  message names it and carries the last lines of its log
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.e2e.controlplane import ControlPlane, kubeconfig_document
+from tests.e2e.loopback import LoopbackBridge
+
+NODE_NAME = "autoroll-node"
+# Addresses inside the node's own network namespace only (RFC 2544 benchmarking ranges, so
+# they are nobody's real network); no route leads from there to anywhere else.
+NODE_IP = "198.19.0.10"
+POD_SUBNET = "198.18.0.0/24"
+# Where Debian (and the CNI project's own packaging) put the plugins.
+CNI_DIRS = ("/usr/lib/cni", "/opt/cni/bin")
+SIMULATED_LABEL = "e2e.autoroll/node"  # =simulated: the simulated kubelet's namespaces
+LOG_TAIL_LINES = 30
+# Host paths a kubelet or containerd writes when run plainly; none may exist because of us.
+HOST_PATHS = (
+    "/var/lib/kubelet",
+    "/var/lib/containerd",
+    "/var/lib/cni",
+    "/var/log/pods",
+    "/var/log/containers",
+    "/run/containerd",
+    "/run/nri",
+    "/run/netns",
+    "/usr/libexec/kubernetes",
+    "/etc/cni/net.d",
+    "/opt/cni",
+)
+
+SYSTEM_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
+PR_SET_PDEATHSIG = 1
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+class NodeError(RuntimeError):
+    """The node could not start or was not Ready in time (message has the log tail)."""
+
+
+@dataclass(frozen=True)
+class NodeBinaries:
+    """What ``scripts/tools.sh node`` provides."""
+
+    kubelet: str
+    containerd: str
+    shim: str
+    runc: str
+    cni_dir: str
+
+
+# --- pure configuration ---------------------------------------------------------------
+
+
+def containerd_config(
+    *, shim: str, runc: str, cni_bin: str, cni_conf: Path, certs: Path, sandbox_image: str
+) -> str:
+    """containerd 2.x config (version 3) for this node.
+
+    Paths under /var and /run are the node's private ones. NRI and the snapshotters that need
+    kernel features or cgo are off; runc is Debian's, started by the shim built with
+    containerd (an older shim from a distribution package would not work with 2.x).
+    """
+    return f"""version = 3
+root = "/var/lib/containerd"
+state = "/run/containerd"
+disabled_plugins = [
+  "io.containerd.nri.v1.nri",
+  "io.containerd.snapshotter.v1.btrfs",
+  "io.containerd.snapshotter.v1.zfs",
+  "io.containerd.snapshotter.v1.devmapper",
+  "io.containerd.snapshotter.v1.erofs",
+  "io.containerd.snapshotter.v1.blockfile",
+  "io.containerd.tracing.processor.v1.otlp",
+  "io.containerd.internal.v1.tracing",
+]
+
+[grpc]
+  address = "/run/containerd/containerd.sock"
+
+[ttrpc]
+  address = "/run/containerd/containerd.sock.ttrpc"
+
+[plugins.'io.containerd.cri.v1.images']
+  snapshotter = "overlayfs"
+  [plugins.'io.containerd.cri.v1.images'.pinned_images]
+    sandbox = "{sandbox_image}"
+  [plugins.'io.containerd.cri.v1.images'.registry]
+    config_path = "{certs}"
+
+[plugins.'io.containerd.cri.v1.runtime']
+  # No CAP_SYS_RESOURCE on these hosts: runc could not lower oom_score_adj.
+  restrict_oom_score_adj = true
+  enable_selinux = false
+  disable_apparmor = true
+  cdi_spec_dirs = []
+  [plugins.'io.containerd.cri.v1.runtime'.containerd]
+    default_runtime_name = "runc"
+    [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      runtime_path = "{shim}"
+      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
+        BinaryName = "{runc}"
+        SystemdCgroup = false
+  [plugins.'io.containerd.cri.v1.runtime'.cni]
+    bin_dirs = ["{cni_bin}"]
+    conf_dir = "{cni_conf}"
+
+[plugins.'io.containerd.grpc.v1.cri']
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+"""
+
+
+def cni_config(*, subnet: str) -> dict[str, Any]:
+    """A bridge network inside the node's namespace: pods get an address, no way out."""
+    return {
+        "cniVersion": "1.0.0",
+        "name": "autoroll-e2e",
+        "plugins": [
+            {
+                "type": "bridge",
+                "bridge": "cni0",
+                "isGateway": True,
+                "ipMasq": False,
+                "hairpinMode": True,
+                "ipam": {"type": "host-local", "ranges": [[{"subnet": subnet}]]},
+            }
+        ],
+    }
+
+
+def kubelet_config(*, cgroup_root: str, node_ip: str, resolv_conf: Path) -> dict[str, Any]:
+    """KubeletConfiguration for a sealed-off test node (see the module docstring for why)."""
+    return {
+        "apiVersion": "kubelet.config.k8s.io/v1beta1",
+        "kind": "KubeletConfiguration",
+        "address": node_ip,
+        "readOnlyPort": 0,
+        "healthzBindAddress": "127.0.0.1",
+        "healthzPort": 10248,
+        "authentication": {
+            "anonymous": {"enabled": False},
+            "webhook": {"enabled": False},
+            "x509": {},
+        },
+        "authorization": {"mode": "AlwaysAllow"},
+        "cgroupDriver": "cgroupfs",
+        "cgroupRoot": cgroup_root,
+        "cgroupsPerQOS": True,
+        "enforceNodeAllocatable": ["pods"],
+        "failCgroupV1": False,
+        "failSwapOn": False,
+        "oomScoreAdj": 0,
+        "containerRuntimeEndpoint": "unix:///run/containerd/containerd.sock",
+        "resolvConf": str(resolv_conf),
+        "clusterDomain": "cluster.local",
+        "volumePluginDir": "/var/lib/kubelet/volume-plugins",
+        "serializeImagePulls": False,
+        # The host's disk is shared: never evict or garbage-collect images because of it.
+        "evictionHard": {
+            "memory.available": "50Mi",
+            "nodefs.available": "1%",
+            "imagefs.available": "1%",
+            "nodefs.inodesFree": "1%",
+        },
+        "imageGCHighThresholdPercent": 100,
+        "imageGCLowThresholdPercent": 99,
+        "syncFrequency": "10s",
+        "nodeStatusUpdateFrequency": "5s",
+        "shutdownGracePeriod": "0s",
+        "registerNode": True,
+        "maxPods": 110,
+    }
+
+
+def hosts_toml(*, host: str, authorization: str) -> str:
+    """containerd's ``hosts.toml`` for a plain-HTTP registry with Basic credentials."""
+    return f"""server = "http://{host}"
+
+[host."http://{host}"]
+  capabilities = ["pull", "resolve"]
+  [host."http://{host}".header]
+    Authorization = "{authorization}"
+"""
+
+
+# --- cgroups --------------------------------------------------------------------------
+
+
+def cgroup_mounts(mountinfo: str) -> list[Path]:
+    """Mount points of every cgroup (v1) and cgroup2 hierarchy in a ``mountinfo`` text."""
+    out: list[Path] = []
+    for line in mountinfo.splitlines():
+        left, _, right = line.partition(" - ")
+        fstype = right.split(" ", 1)[0]
+        if fstype in {"cgroup", "cgroup2"}:
+            out.append(Path(left.split(" ")[4]))
+    return out
+
+
+class CgroupTree:
+    """``/<name>`` in every cgroup hierarchy: created, joined, emptied and removed."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.roots = [m / name for m in cgroup_mounts(Path("/proc/self/mountinfo").read_text())]
+
+    def create(self, child: str) -> None:
+        for root in self.roots:
+            for path in (root, root / child):
+                path.mkdir(exist_ok=True)
+                if (path / "cpuset.cpus").exists():  # cpuset: empty until copied from parent
+                    for knob in ("cpuset.cpus", "cpuset.mems"):
+                        (path / knob).write_text((path.parent / knob).read_text())
+
+    def join(self, child: str, pid: int) -> None:
+        for procs in self.procs_files(child):
+            procs.write_text(str(pid))
+
+    def procs_files(self, child: str) -> list[Path]:
+        return [root / child / "cgroup.procs" for root in self.roots]
+
+    def pids(self) -> set[int]:
+        found: set[int] = set()
+        for root in self.roots:
+            for procs in root.rglob("cgroup.procs") if root.exists() else []:
+                with contextlib.suppress(OSError):
+                    found.update(int(p) for p in procs.read_text().split())
+        return found
+
+    def kill_all(self, timeout: float = 20.0) -> set[int]:
+        """SIGKILL every process in the tree until none is left; the survivors (none, or why
+        teardown failed)."""
+        deadline = time.monotonic() + timeout
+        while (pids := self.pids()) and time.monotonic() < deadline:
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.1)
+        return self.pids()
+
+    def remove(self, timeout: float = 10.0) -> list[Path]:
+        """rmdir the whole tree, deepest first; the directories that would not go."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left: list[Path] = []
+            for root in self.roots:
+                if not root.exists():
+                    continue
+                for dirpath, _, _ in sorted(os.walk(root), key=lambda w: -len(w[0])):
+                    try:
+                        os.rmdir(dirpath)
+                    except OSError:
+                        left.append(Path(dirpath))
+            if not left or time.monotonic() > deadline:
+                return left
+            time.sleep(0.2)
+
+    def existing(self) -> list[Path]:
+        return [r for r in self.roots if r.exists()]
+
+
+# --- processes ------------------------------------------------------------------------
+
+
+class _Process:
+    """One node process, started inside the holder's namespaces and the node's cgroups
+    (joined before exec), killed if the test runner dies; output in a log file."""
+
+    def __init__(
+        self, name: str, argv: list[str], log: Path, env: Mapping[str, str], cgroups: list[Path]
+    ) -> None:
+        self.name = name
+        self.argv = argv
+        self.log = log
+        self.env = dict(env)
+        self.cgroups = cgroups
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def _in_child(self) -> None:
+        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        for procs in self.cgroups:
+            procs.write_text("0")  # "0": the writing process itself
+
+    def start(self) -> None:
+        with self.log.open("ab") as out:
+            self.proc = subprocess.Popen(
+                self.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=self.env,
+                start_new_session=True,
+                # Only prctl and a file write before exec (no locks, no imports): safe even
+                # with the test runner's threads; it is the only way to join the cgroups and
+                # tie the process's life to ours before it runs.
+                preexec_fn=self._in_child,  # noqa: PLW1509
+            )
+
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def tail(self, lines: int = LOG_TAIL_LINES) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    def stop(self, timeout: float = 15.0) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
+# --- the node -------------------------------------------------------------------------
+
+
+@dataclass
+class Node:
+    """A running node: its name and IP, the bridge to its loopback, its logs."""
+
+    name: str
+    ip: str
+    workdir: Path
+    holder_pid: int
+    cgroup: str  # the cgroup root's name, in every hierarchy
+    bridge: LoopbackBridge
+    logs: dict[str, Path]
+    sandbox_image: str
+    timings: dict[str, float] = field(default_factory=dict)
+    _kubelet: _Process | None = None
+    _ready: Callable[[], bool] | None = None
+    _trusted: set[str] = field(default_factory=set)
+
+    @property
+    def netns(self) -> str:
+        return f"/proc/{self.holder_pid}/ns/net"
+
+    def enter(self, *argv: str) -> list[str]:
+        """``argv`` prefixed so it runs in the node's network and mount namespaces."""
+        return ["nsenter", "-t", str(self.holder_pid), "-n", "-m", "--", *argv]
+
+    def run(self, *argv: str, timeout: float = 30.0) -> subprocess.CompletedProcess[str]:
+        """Run a command on the node (its namespaces), e.g. ``ip route``; output captured."""
+        return subprocess.run(
+            self.enter(*argv), capture_output=True, text=True, timeout=timeout, check=False
+        )
+
+    def trust_registry(self, host: str, authorization: str) -> None:
+        """Let the node pull from the registry at ``host`` (``127.0.0.1:<port>``)."""
+        port = int(host.rpartition(":")[2])
+        self.bridge.import_port(port)
+        certs = self.workdir / "etc" / "certs.d" / host
+        certs.mkdir(parents=True, exist_ok=True)
+        (certs / "hosts.toml").write_text(hosts_toml(host=host, authorization=authorization))
+        self._trusted.add(host)
+
+    def expose(self, port: int) -> None:
+        """Make the node's 127.0.0.1:``port`` (a host-network pod's) answer on the host's."""
+        self.bridge.expose(port)
+
+    def restart_kubelet(self, timeout: float = 60.0) -> None:
+        """Stop the kubelet process and start it again; return once the Node is Ready."""
+        assert self._kubelet is not None and self._ready is not None
+        self._kubelet.stop()
+        self._kubelet.start()
+        deadline = time.monotonic() + timeout
+        while not self._ready():
+            if not self._kubelet.running():
+                raise NodeError(f"kubelet exited after a restart:\n{self._kubelet.tail()}")
+            if time.monotonic() > deadline:
+                raise NodeError(f"node not Ready {timeout}s after a kubelet restart")
+            time.sleep(0.2)
+
+
+def _openssl(*args: str, cwd: Path) -> None:
+    done = subprocess.run(["openssl", *args], cwd=cwd, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise NodeError(f"openssl {args[0]} failed: {done.stderr.strip()}")
+
+
+def kubelet_client_cert(pki: Path, *, ca_dir: Path, node: str) -> None:
+    """A client certificate for ``system:node:<node>`` in ``system:nodes``, signed by the CA
+    the API server trusts: the identity a kubelet really has."""
+    pki.mkdir(parents=True, exist_ok=True)
+    _openssl(
+        "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+        "-keyout", "kubelet.key", "-out", "kubelet.crt", "-days", "2",
+        "-CA", str(ca_dir / "ca.crt"), "-CAkey", str(ca_dir / "ca.key"),
+        "-subj", f"/O=system:nodes/CN=system:node:{node}",
+        "-addext", "basicConstraints=critical,CA:FALSE",
+        "-addext", "keyUsage=critical,digitalSignature",
+        "-addext", "extendedKeyUsage=clientAuth",
+        cwd=pki,
+    )  # fmt: skip
+
+
+def kubelet_kubeconfig(*, server: str, ca_pem: bytes, cert: Path, key: Path) -> dict[str, Any]:
+    import base64
+
+    document = kubeconfig_document(server=server, ca_pem=ca_pem, user="kubelet", token="")
+    document["users"] = [
+        {
+            "name": "kubelet",
+            "user": {
+                "client-certificate-data": base64.b64encode(cert.read_bytes()).decode(),
+                "client-key-data": base64.b64encode(key.read_bytes()).decode(),
+            },
+        }
+    ]
+    return document
+
+
+NODE_RBAC_BINDING = "autoroll-e2e:nodes"
+
+
+def _grant_node_role(kube: Any) -> None:
+    """Bind the built-in ``system:node`` role to ``system:nodes`` (the API server runs RBAC
+    only, without the Node authorizer that would otherwise authorize kubelets)."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    rbac: Any = client.RbacAuthorizationV1Api(kube)
+    body = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": NODE_RBAC_BINDING},
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": "system:node",
+        },
+        "subjects": [
+            {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:nodes"}
+        ],
+    }
+    try:
+        rbac.create_cluster_role_binding(body, _preload_content=False)
+    except ApiException as exc:
+        if exc.status != 409:
+            raise
+
+
+def node_is_ready(kube: Any, name: str) -> bool:
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    core: Any = client.CoreV1Api(kube)
+    try:
+        raw = json.loads(core.read_node(name, _preload_content=False).data)
+    except ApiException:
+        return False
+    conditions = raw.get("status", {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+_HOLDER_SCRIPT = """set -e
+mount --make-rprivate /
+mount --bind "$NODE_DIR/var" /var
+mount --bind "$NODE_DIR/run" /run
+mount --bind "$NODE_DIR/etc/resolv.conf" /etc/resolv.conf
+ip link set lo up
+ip link add node0 type veth peer name node0-peer
+ip addr add "$NODE_IP/32" dev node0
+ip link set node0 up
+ip link set node0-peer up
+echo ready
+exec cat >/dev/null
+"""
+
+
+@contextlib.contextmanager
+def running_node(
+    binaries: NodeBinaries,
+    plane: ControlPlane,
+    *,
+    sandbox_image: str,
+    registry_host: str,
+    registry_authorization: str,
+    workdir: Path | None = None,
+    name: str = NODE_NAME,
+    timeout: float = 120.0,
+    keep_workdir: bool = False,
+) -> Iterator[Node]:
+    """Start the node (holder, containerd, kubelet), wait until its Node is Ready, yield it;
+    afterwards stop everything and remove every trace (``leftovers`` must then be empty).
+
+    ``sandbox_image`` (the pause image) must already be pushed to the registry at
+    ``registry_host``, which the node trusts from the start.
+    """
+    started = time.monotonic()
+    made_tmp = workdir is None
+    root = Path(tempfile.mkdtemp(prefix="autoroll-node-")) if workdir is None else workdir
+    for sub in ("var", "run", "etc/cni", "etc/certs.d", "pki", "logs"):
+        (root / sub).mkdir(parents=True, exist_ok=True)
+    cgroups = CgroupTree(f"autoroll-node-{uuid.uuid4().hex[:8]}")
+    holder: subprocess.Popen[bytes] | None = None
+    bridge: LoopbackBridge | None = None
+    processes: list[_Process] = []
+    kube = plane.api_client()
+    logs = {n: root / "logs" / f"{n}.log" for n in ("holder", "containerd", "kubelet")}
+    timings: dict[str, float] = {}
+    try:
+        # No nameserver, for containerd and the kubelet (over /etc/resolv.conf) and for pods
+        # (the kubelet's resolvConf): nothing on the node even tries to resolve a name.
+        resolv = root / "etc" / "resolv.conf"
+        resolv.write_text("# no nameserver: nothing on the node resolves names\n")
+        cgroups.create("runtime")
+        env = {
+            "PATH": ":".join(
+                [str(Path(binaries.shim).parent), str(Path(binaries.runc).parent), SYSTEM_PATH]
+            ),
+            "NODE_DIR": str(root),
+            "NODE_IP": NODE_IP,
+            "HOME": "/root",
+        }
+        with logs["holder"].open("ab") as holder_log:
+            holder = subprocess.Popen(
+                [
+                    "unshare",
+                    "--net",
+                    "--mount",
+                    "--propagation",
+                    "private",
+                    "sh",
+                    "-c",
+                    _HOLDER_SCRIPT,
+                ],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=holder_log,
+                env=env,
+                start_new_session=True,
+            )
+        cgroups.join("runtime", holder.pid)
+        assert holder.stdout is not None
+        if holder.stdout.readline().strip() != b"ready":
+            holder.wait(10)
+            raise NodeError(
+                f"the node's namespaces could not be set up:\n{logs['holder'].read_text()}"
+            )
+        timings["namespaces"] = time.monotonic() - started
+        bridge = LoopbackBridge(f"/proc/{holder.pid}/ns/net")
+        api_port = int(plane.server.rpartition(":")[2])
+        bridge.import_port(api_port)
+
+        node = Node(
+            name=name,
+            ip=NODE_IP,
+            workdir=root,
+            holder_pid=holder.pid,
+            cgroup=cgroups.name,
+            bridge=bridge,
+            logs=logs,
+            sandbox_image=sandbox_image,
+            timings=timings,
+        )
+        node.trust_registry(registry_host, registry_authorization)
+        (root / "etc" / "cni" / "10-autoroll-e2e.conflist").write_text(
+            json.dumps(cni_config(subnet=POD_SUBNET), indent=2)
+        )
+        (root / "etc" / "containerd.toml").write_text(
+            containerd_config(
+                shim=binaries.shim,
+                runc=binaries.runc,
+                cni_bin=binaries.cni_dir,
+                cni_conf=root / "etc" / "cni",
+                certs=root / "etc" / "certs.d",
+                sandbox_image=sandbox_image,
+            )
+        )
+        (root / "etc" / "kubelet.yaml").write_text(
+            yaml.safe_dump(
+                kubelet_config(cgroup_root=f"/{cgroups.name}", node_ip=NODE_IP, resolv_conf=resolv)
+            )
+        )
+        kubelet_client_cert(root / "pki", ca_dir=plane.ca_file.parent, node=name)
+        (root / "etc" / "kubelet.kubeconfig").write_text(
+            yaml.safe_dump(
+                kubelet_kubeconfig(
+                    server=plane.server,
+                    ca_pem=plane.ca_file.read_bytes(),
+                    cert=root / "pki" / "kubelet.crt",
+                    key=root / "pki" / "kubelet.key",
+                )
+            )
+        )
+        _grant_node_role(kube)
+
+        containerd = _Process(
+            "containerd",
+            node.enter(binaries.containerd, "--config", str(root / "etc" / "containerd.toml")),
+            logs["containerd"],
+            env,
+            cgroups.procs_files("runtime"),
+        )
+        processes.append(containerd)
+        containerd.start()
+        deadline = started + timeout
+
+        def sock_ready() -> bool:
+            return node.run("test", "-S", "/run/containerd/containerd.sock").returncode == 0
+
+        _wait("containerd's socket", sock_ready, watch=processes, deadline=deadline)
+        timings["containerd"] = time.monotonic() - started
+
+        kubelet = _Process(
+            "kubelet",
+            node.enter(
+                binaries.kubelet,
+                f"--config={root / 'etc' / 'kubelet.yaml'}",
+                f"--kubeconfig={root / 'etc' / 'kubelet.kubeconfig'}",
+                f"--hostname-override={name}",
+                f"--node-ip={NODE_IP}",
+                "--v=1",
+            ),
+            logs["kubelet"],
+            env,
+            cgroups.procs_files("runtime"),
+        )
+        processes.append(kubelet)
+        kubelet.start()
+
+        def ready() -> bool:
+            return node_is_ready(kube, name)
+
+        _wait(f"Node {name} Ready", ready, watch=processes, deadline=deadline)
+        timings["kubelet"] = time.monotonic() - started
+        node._kubelet = kubelet
+        node._ready = ready
+        yield node
+    finally:
+        stop_started = time.monotonic()
+        for process in reversed(processes):
+            process.stop()
+        survivors = cgroups.kill_all()
+        if holder is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                holder.wait(10)
+        if bridge is not None:
+            bridge.close()
+        stuck = cgroups.remove()
+        with contextlib.suppress(Exception):
+            _delete_node(kube, name)
+        timings["stop"] = time.monotonic() - stop_started
+        if made_tmp and not keep_workdir:
+            shutil.rmtree(root, ignore_errors=True)
+        elif not keep_workdir:
+            for sub in ("var", "run"):
+                shutil.rmtree(root / sub, ignore_errors=True)
+        if survivors or stuck:
+            raise NodeError(f"node teardown left processes {sorted(survivors)} / cgroups {stuck}")
+
+
+def _delete_node(kube: Any, name: str) -> None:
+    from kubernetes import client
+
+    core: Any = client.CoreV1Api(kube)
+    core.delete_node(name, _preload_content=False)
+
+
+def _wait(
+    what: str, ready: Callable[[], bool], *, watch: Sequence[_Process], deadline: float
+) -> None:
+    while True:
+        for process in watch:
+            if not process.running():
+                raise NodeError(
+                    f"{process.name} exited while the node started; last lines of "
+                    f"{process.log}:\n{process.tail()}"
+                )
+        if ready():
+            return
+        if time.monotonic() > deadline:
+            tails = "\n".join(f"--- {p.name} ({p.log}):\n{p.tail()}" for p in watch)
+            raise NodeError(f"timed out waiting for {what}\n{tails}")
+        time.sleep(0.2)
+
+
+# --- what a run must not leave behind ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HostState:
+    """What of the machine a node could leave behind, taken before and after: the host paths
+    a kubelet or containerd writes, mounts under them or a node directory, named network
+    namespaces, and node cgroups."""
+
+    paths: frozenset[str]
+    mounts: frozenset[str]
+    netns: frozenset[str]
+    cgroups: frozenset[str]
+
+    @classmethod
+    def now(cls) -> HostState:
+        mountinfo = Path("/proc/self/mountinfo").read_text()
+        # Only mounts a node could make: others come and go on a shared machine.
+        mounts = frozenset(
+            point
+            for point in (line.split(" ")[4] for line in mountinfo.splitlines())
+            if "/autoroll-node-" in point or point.startswith(HOST_PATHS)
+        )
+        roots = cgroup_mounts(mountinfo)
+        cgroups = frozenset(
+            str(p)
+            for r in roots
+            if r.exists()
+            for p in r.iterdir()
+            if p.name.startswith("autoroll-node-")
+        )
+        netns_dir = Path("/run/netns")
+        return cls(
+            paths=frozenset(p for p in HOST_PATHS if os.path.lexists(p)),
+            mounts=mounts,
+            netns=frozenset(p.name for p in netns_dir.iterdir())
+            if netns_dir.exists()
+            else frozenset(),
+            cgroups=cgroups,
+        )
+
+
+def node_processes(node: Node) -> list[str]:
+    """Processes of ``node`` still on the machine: a command line naming its directory
+    (containerd, kubelet) or membership of its cgroups (shims, containers)."""
+    found: list[str] = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+            cgroups = (proc / "cgroup").read_text()
+            status = dict(
+                line.split(":\t", 1) for line in (proc / "status").read_text().splitlines()
+            )
+        except (OSError, ValueError):
+            continue
+        text = " ".join(a.decode(errors="replace") for a in argv if a)
+        ours = f"/{node.cgroup}/" in cgroups or f"/{node.cgroup}\n" in cgroups
+        if str(node.workdir) in text or ours:
+            state, ppid = status.get("State", "?"), status.get("PPid", "?")
+            name = status.get("Name", "?")
+            found.append(f"{proc.name} ({name}, {state}, parent {ppid}): {text}")
+    return found
+
+
+def processes_after_teardown(node: Node, timeout: float = 15.0) -> list[str]:
+    """``node_processes`` once the killed ones have been reaped: the shims and containers
+    were reparented to PID 1, which reaps its zombies in its own time."""
+    deadline = time.monotonic() + timeout
+    while (found := node_processes(node)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return found
+
+
+def leftovers(before: HostState, after: HostState) -> list[str]:
+    """Everything present after that was not before (paths, mounts, netns, cgroups)."""
+    problems = [f"host path {p}" for p in sorted(after.paths - before.paths)]
+    problems += [f"mount {m}" for m in sorted(after.mounts - before.mounts)]
+    problems += [f"network namespace {n}" for n in sorted(after.netns - before.netns)]
+    problems += [f"cgroup {c}" for c in sorted(after.cgroups - before.cgroups)]
+    return problems
+
+
+def binaries_from_path() -> NodeBinaries | None:
+    """The node's binaries from PATH (``source .tools/env``), or None if any is missing."""
+    found = {
+        n: shutil.which(n) for n in ("kubelet", "containerd", "containerd-shim-runc-v2", "runc")
+    }
+    cni = next((d for d in CNI_DIRS if Path(d, "bridge").exists()), None)
+    if any(v is None for v in found.values()) or cni is None:
+        return None
+    return NodeBinaries(
+        kubelet=str(found["kubelet"]),
+        containerd=str(found["containerd"]),
+        shim=str(found["containerd-shim-runc-v2"]),
+        runc=str(found["runc"]),
+        cni_dir=cni,
+    )
+
+
+# --- scheduling ---------------------------------------------------------------------------
+
+
+class Binder:
+    """The cluster's scheduler: binds each unscheduled pod to the node.
+
+    Skips namespaces labelled ``e2e.autoroll/node=simulated`` (the simulated kubelet binds
+    those). One thread, its own API client; failures are kept in ``errors``.
+    """
+
+    def __init__(self, kube: Any, node: str, *, interval: float = 0.2) -> None:
+        from kubernetes import client
+
+        self.core: Any = client.CoreV1Api(kube)
+        self.node = node
+        self.interval = interval
+        self.errors: list[str] = []
+        self.bound = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> Binder:
+        self._thread = threading.Thread(target=self._run, name="e2e-binder", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(10)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.bind_once()
+            except Exception as exc:  # kept for the test to see; the loop goes on
+                self.errors.append(repr(exc))
+            self._stop.wait(self.interval)
+
+    def bind_once(self) -> int:
+        from kubernetes.client.exceptions import ApiException
+
+        simulated = {
+            ns["metadata"]["name"]
+            for ns in json.loads(
+                self.core.list_namespace(
+                    label_selector=f"{SIMULATED_LABEL}=simulated", _preload_content=False
+                ).data
+            )["items"]
+        }
+        pods = json.loads(
+            self.core.list_pod_for_all_namespaces(
+                field_selector="spec.nodeName=", _preload_content=False
+            ).data
+        )["items"]
+        count = 0
+        for pod in pods:
+            meta = pod["metadata"]
+            if meta["namespace"] in simulated or meta.get("deletionTimestamp"):
+                continue
+            body = {
+                "apiVersion": "v1",
+                "kind": "Binding",
+                "metadata": {"name": meta["name"], "uid": meta["uid"]},
+                "target": {"apiVersion": "v1", "kind": "Node", "name": self.node},
+            }
+            try:
+                self.core.create_namespaced_pod_binding(
+                    meta["name"], meta["namespace"], body, _preload_content=False
+                )
+                count += 1
+            except ApiException as exc:
+                if exc.status not in (404, 409):
+                    raise
+        self.bound += count
+        return count

@@ -1,0 +1,242 @@
+"""The real node (kubelet + containerd + runc): it runs real containers, reports what a user's
+cluster reports, stays sealed off from the machine, and leaves nothing behind.
+
+The pure parts (configs, cgroup mount parsing, the leftovers diff) need no node; the rest use
+the session's node, except the teardown test, which starts and stops a node of its own.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.controlplane import ControlPlane
+from tests.e2e.helpers import apps_api, core_api, deployment
+from tests.e2e.images import APP_PORT, push_app, push_index, push_pause
+from tests.e2e.node import (
+    NODE_IP,
+    HostState,
+    Node,
+    cgroup_mounts,
+    cni_config,
+    containerd_config,
+    hosts_toml,
+    kubelet_config,
+    leftovers,
+    node_processes,
+    processes_after_teardown,
+    running_node,
+)
+from tests.support.registry import ImagePusher, RegistryServer
+from tests.support.wait import eventually
+
+pytestmark = pytest.mark.e2e
+
+
+# --- pure ------------------------------------------------------------------------------
+
+
+def test_containerd_config_has_the_settings_these_hosts_need() -> None:
+    text = containerd_config(
+        shim="/x/containerd-shim-runc-v2",
+        runc="/usr/sbin/runc",
+        cni_bin="/usr/lib/cni",
+        cni_conf=Path("/n/etc/cni"),
+        certs=Path("/n/etc/certs.d"),
+        sandbox_image="127.0.0.1:5000/e2e-node/pause:1",
+    )
+    config = tomllib.loads(text)
+    runtime = config["plugins"]["io.containerd.cri.v1.runtime"]
+    assert runtime["restrict_oom_score_adj"] is True  # no CAP_SYS_RESOURCE here
+    runc = runtime["containerd"]["runtimes"]["runc"]
+    assert runc["runtime_path"] == "/x/containerd-shim-runc-v2"
+    assert runc["options"] == {"BinaryName": "/usr/sbin/runc", "SystemdCgroup": False}
+    images = config["plugins"]["io.containerd.cri.v1.images"]
+    assert images["registry"]["config_path"] == "/n/etc/certs.d"
+    assert images["pinned_images"]["sandbox"] == "127.0.0.1:5000/e2e-node/pause:1"
+    assert "io.containerd.nri.v1.nri" in config["disabled_plugins"]  # would write /run/nri
+
+
+def test_kubelet_config_lifts_the_refusals_of_these_hosts() -> None:
+    config = kubelet_config(cgroup_root="/autoroll-node-x", node_ip=NODE_IP, resolv_conf=Path("/r"))
+    assert config["failCgroupV1"] is False
+    assert config["failSwapOn"] is False
+    assert config["oomScoreAdj"] == 0
+    assert config["cgroupDriver"] == "cgroupfs"
+    assert config["cgroupRoot"] == "/autoroll-node-x"
+    assert config["volumePluginDir"].startswith("/var/")  # not /usr/libexec/kubernetes
+    assert config["readOnlyPort"] == 0
+
+
+def test_registry_hosts_file_is_plain_http_with_credentials() -> None:
+    config = tomllib.loads(hosts_toml(host="127.0.0.1:5000", authorization="Basic eDp5"))
+    assert config["server"] == "http://127.0.0.1:5000"
+    host = config["host"]["http://127.0.0.1:5000"]
+    assert host["capabilities"] == ["pull", "resolve"]
+    assert host["header"] == {"Authorization": "Basic eDp5"}
+
+
+def test_cni_network_has_no_masquerade() -> None:
+    bridge = cni_config(subnet="198.18.0.0/24")["plugins"][0]
+    assert bridge["type"] == "bridge" and bridge["ipMasq"] is False
+
+
+def test_cgroup_mounts_reads_v1_and_v2_hierarchies() -> None:
+    mountinfo = "\n".join(
+        [
+            "30 25 0:26 / /sys/fs/cgroup/memory rw,relatime shared:9 - cgroup cgroup rw,memory",
+            "31 25 0:27 / /sys/fs/cgroup/unified rw,relatime shared:10 - cgroup2 cgroup2 rw",
+            "32 25 0:28 / /proc rw,relatime shared:11 - proc proc rw",
+        ]
+    )
+    assert cgroup_mounts(mountinfo) == [
+        Path("/sys/fs/cgroup/memory"),
+        Path("/sys/fs/cgroup/unified"),
+    ]
+
+
+def test_leftovers_name_only_what_appeared() -> None:
+    before = HostState(
+        paths=frozenset({"/etc/cni/net.d"}),
+        mounts=frozenset({"/"}),
+        netns=frozenset(),
+        cgroups=frozenset(),
+    )
+    after = HostState(
+        paths=frozenset({"/etc/cni/net.d", "/var/lib/kubelet"}),
+        mounts=frozenset({"/", "/var/lib/kubelet"}),
+        netns=frozenset({"cni-1"}),
+        cgroups=frozenset({"/sys/fs/cgroup/pids/autoroll-node-1"}),
+    )
+    assert leftovers(before, before) == []
+    assert leftovers(before, after) == [
+        "host path /var/lib/kubelet",
+        "mount /var/lib/kubelet",
+        "network namespace cni-1",
+        "cgroup /sys/fs/cgroup/pids/autoroll-node-1",
+    ]
+
+
+# --- the session's node -------------------------------------------------------------------
+
+
+def _pods(kube: Any, namespace: str, selector: str) -> list[dict[str, Any]]:
+    listed = core_api(kube).list_namespaced_pod(
+        namespace, label_selector=selector, _preload_content=False
+    )
+    items: list[dict[str, Any]] = json.loads(listed.data)["items"]
+    return items
+
+
+def _ready_pods(kube: Any, namespace: str, app: str, count: int) -> list[dict[str, Any]]:
+    def ready() -> list[dict[str, Any]]:
+        pods = [
+            p
+            for p in _pods(kube, namespace, f"app={app}")
+            if "deletionTimestamp" not in p["metadata"]
+        ]
+        states = [(p["metadata"]["name"], p["status"].get("phase")) for p in pods]
+        assert len(pods) == count, states
+        for p in pods:
+            conditions = {c["type"]: c["status"] for c in p["status"].get("conditions", [])}
+            assert conditions.get("Ready") == "True", states
+        return pods
+
+    return eventually(ready, timeout=90, interval=0.5, what=f"{count} Ready pods of {app}")
+
+
+def test_a_deployment_runs_real_containers_that_report_the_pulled_manifest_digest(
+    node: Node, kube: Any, namespace: str, docker_registry: RegistryServer
+) -> None:
+    image = push_app(ImagePusher(docker_registry), f"e2e/{namespace}", build="one")
+    apps_api(kube).create_namespaced_deployment(
+        namespace, deployment("web", image.reference, replicas=2, http_port=APP_PORT)
+    )
+    pods = _ready_pods(kube, namespace, "web", 2)
+    for pod in pods:
+        assert pod["spec"]["nodeName"] == node.name
+        status = pod["status"]["containerStatuses"][0]
+        assert status["imageID"] == image.pinned, "containerd reports host/repo@manifest digest"
+        assert status["containerID"].startswith("containerd://")
+        assert pod["status"]["podIP"].startswith("198.18.0.")
+
+
+def test_a_multi_arch_index_reports_the_index_digest(
+    node: Node, kube: Any, namespace: str, docker_registry: RegistryServer
+) -> None:
+    index = push_index(ImagePusher(docker_registry), f"e2e/{namespace}", build="multi")
+    apps_api(kube).create_namespaced_deployment(
+        namespace, deployment("multi", index.reference, replicas=1, http_port=APP_PORT)
+    )
+    (pod,) = _ready_pods(kube, namespace, "multi", 1)
+    assert pod["status"]["containerStatuses"][0]["imageID"] == index.pinned
+
+
+def test_the_node_has_no_route_out_of_its_network_namespace(node: Node) -> None:
+    routes = node.run("ip", "-4", "route", "show", "table", "all")
+    assert routes.returncode == 0, routes.stderr
+    lines = [line for line in routes.stdout.splitlines() if line.strip()]
+    assert not [line for line in lines if line.startswith("default")], lines
+    links = node.run("ip", "-o", "link", "show").stdout
+    names = {line.split(":")[1].strip().split("@")[0] for line in links.splitlines()}
+    assert names <= {"lo", "node0", "node0-peer", "cni0"} | {
+        n for n in names if n.startswith("veth")
+    }
+    # Every veth's peer is in this namespace or a pod's: none is in the host's.
+    host_links = Path("/sys/class/net")
+    assert not {"node0", "node0-peer", "cni0"} & {p.name for p in host_links.iterdir()}
+
+
+def test_nothing_on_the_node_has_a_nameserver_to_ask(node: Node) -> None:
+    resolv = node.run("cat", "/etc/resolv.conf")
+    lines = resolv.stdout.splitlines()
+    assert resolv.returncode == 0 and not [n for n in lines if n.startswith("nameserver")], lines
+
+
+def test_host_paths_of_the_node_exist_only_inside_its_mount_namespace(node: Node) -> None:
+    assert node.run("test", "-d", "/var/lib/kubelet/pods").returncode == 0
+    assert node.run("test", "-S", "/run/containerd/containerd.sock").returncode == 0
+    for path in ("/var/lib/kubelet", "/run/containerd", "/var/lib/containerd"):
+        assert not Path(path).exists(), f"{path} exists on the machine"
+
+
+# --- a node of its own: teardown ----------------------------------------------------------
+
+
+def test_a_node_with_running_pods_leaves_nothing_behind(
+    control_plane: ControlPlane,
+    kube: Any,
+    namespace: str,
+    tmp_path: Path,
+    docker_registry: RegistryServer,
+) -> None:
+    from tests.e2e.conftest import node_binaries
+
+    binaries = node_binaries()
+    pusher = ImagePusher(docker_registry)
+    pause = push_pause(pusher)
+    image = push_app(pusher, f"e2e/{namespace}", build="teardown")
+    name = "autoroll-node-teardown"
+    before = HostState.now()
+    with running_node(
+        binaries,
+        control_plane,
+        sandbox_image=pause.reference,
+        registry_host=docker_registry.host,
+        registry_authorization=docker_registry.authorization,
+        name=name,
+    ) as own:
+        manifest = deployment("t", image.reference, replicas=2, http_port=APP_PORT)
+        manifest["spec"]["template"]["spec"]["nodeName"] = own.name  # not the binder's node
+        apps_api(kube).create_namespaced_deployment(namespace, manifest)
+        _ready_pods(kube, namespace, "t", 2)
+        during = HostState.now()
+        assert during.cgroups - before.cgroups, "the node's cgroups exist while it runs"
+        assert len(node_processes(own)) >= 4, "kubelet, containerd, shims and containers run"
+    assert processes_after_teardown(own) == []
+    assert not own.workdir.exists()
+    assert leftovers(before, HostState.now()) == []
