@@ -84,6 +84,20 @@ FULL = Sizes(
     jobs=(50, 500),
     huge=(10000,),
 )
+#: Only the largest size (the 10,000 cell, its pushes, the load): for a machine where one run
+#: of everything does not fit; ``bench.report`` renders its results merged with a run of FULL.
+LARGEST = Sizes(
+    namespaces=20,
+    background_pods=5000,
+    deployments=(),
+    images=(200,),
+    ticks=3,
+    pushes=0,
+    pushes_large=8,
+    webhook_requests=2000,
+    jobs=(),
+    huge=(10000,),
+)
 QUICK = Sizes(
     namespaces=4,
     background_pods=200,
@@ -217,7 +231,12 @@ def measure_webhooks(
     return results
 
 
-def run(sizes: Sizes, *, say: Callable[[str], None]) -> dict[str, Any]:
+def run(
+    sizes: Sizes,
+    *,
+    say: Callable[[str], None],
+    checkpoint: Callable[[dict[str, Any]], None] = lambda partial: None,
+) -> dict[str, Any]:
     """Run every measurement; return the results as plain JSON-able data."""
     etcd, apiserver = require("etcd"), require("kube-apiserver")
     registry_binary = require("docker-registry")
@@ -242,6 +261,7 @@ def run(sizes: Sizes, *, say: Callable[[str], None]) -> dict[str, Any]:
                 say(f"  {sizes.background_pods} background pods: {time.monotonic() - t0:.1f}s")
                 largest = images == max(sizes.images)
                 steps = sizes.deployments + (sizes.huge if largest else ())
+                checkpoint({"scale": [c.as_json() for c in cells], **results})
                 cells += measure_scale(
                     api=api,
                     registry=registry,
@@ -256,6 +276,7 @@ def run(sizes: Sizes, *, say: Callable[[str], None]) -> dict[str, Any]:
                 )
                 # Push latency at the largest size of each cluster: 2,000 (+ the latency
                 # targets) on the first, 10,000 on the last; the load there.
+                checkpoint({"scale": [c.as_json() for c in cells], **results})
                 measured = measure_webhooks(
                     api=api,
                     registry=registry,
@@ -263,7 +284,7 @@ def run(sizes: Sizes, *, say: Callable[[str], None]) -> dict[str, Any]:
                     layout=layout,
                     sizes=sizes,
                     deployments=max(steps),
-                    small=images == min(sizes.images),
+                    small=images == min(sizes.images) and sizes.pushes > 0,
                     load=largest,
                     workdir=Path(tmp),
                     say=say,
@@ -318,30 +339,42 @@ def _load() -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="small sizes (under 2 minutes)")
+    parser.add_argument(
+        "--largest", action="store_true", help="only the 10,000 size (writes where --json says)"
+    )
     parser.add_argument("--out", type=Path, help="markdown report (full run: docs/performance.md)")
     parser.add_argument("--json", type=Path, help="raw results (full run: bench/results.json)")
     args = parser.parse_args(argv)
     # SIGTERM unwinds like Ctrl-C, so every server started here is stopped on the way out.
     signal.signal(signal.SIGTERM, _terminate)
-    sizes = QUICK if args.quick else FULL
-    out = args.out or (None if args.quick else REPO_ROOT / "docs" / "performance.md")
+    sizes = QUICK if args.quick else LARGEST if args.largest else FULL
+    only = args.quick or args.largest
+    out = args.out or (None if only else REPO_ROOT / "docs" / "performance.md")
     raw = args.json or (None if args.quick else REPO_ROOT / "bench" / "results.json")
 
     def say(line: str) -> None:
         print(f"[bench] {line}", file=sys.stderr, flush=True)
 
     machine = machine_info()
-    results = run(sizes, say=say)
+
+    def checkpoint(partial: dict[str, Any]) -> None:
+        """What is measured so far, so a run stopped part-way leaves its numbers."""
+        if raw is not None:
+            text = json.dumps({**partial, "partial": True, "machine": machine}, sort_keys=True)
+            raw.with_suffix(".partial.json").write_text(text + "\n")
+
+    results = run(sizes, say=say, checkpoint=checkpoint)
     machine["load_after"] = _load()
     results["machine"] = machine
-    results["jobhash"] = measure_jobhash(sizes.jobs, say=say)
+    results["jobhash"] = measure_jobhash(sizes.jobs, say=say) if sizes.jobs else {}
     pace = REPO_ROOT / "bench" / "roll_pace.json"
     if pace.exists():
         # Measured on the real node by tests/e2e/test_roll_pace.py (it needs kubelet +
         # containerd and the controller image, which this benchmark does not start).
         results["roll_pace"] = json.loads(pace.read_text())
     results["date"] = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-    results["command"] = "python -m bench.run" + (" --quick" if args.quick else "")
+    flag = " --quick" if args.quick else " --largest" if args.largest else ""
+    results["command"] = "python -m bench.run" + flag
     text = json.dumps(results, indent=2, sort_keys=True)
     if raw is not None:
         raw.write_text(text + "\n")
