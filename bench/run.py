@@ -84,6 +84,20 @@ FULL = Sizes(
     jobs=(50, 500),
     huge=(10000,),
 )
+#: Everything but the largest size: on a shared 2-core machine one run of all of it takes
+#: longer than an afternoon's slot, so it runs as this and ``LARGEST`` (merged by
+#: ``python -m bench.merge``).
+SMALLER = Sizes(
+    namespaces=20,
+    background_pods=5000,
+    deployments=(500, 2000),
+    images=(50,),
+    ticks=3,
+    pushes=20,
+    pushes_large=8,
+    webhook_requests=2000,
+    jobs=(50, 500),
+)
 #: Only the largest size (the 10,000 cell, its pushes, the load): for a machine where one run
 #: of everything does not fit; ``bench.report`` renders its results merged with a run of FULL.
 LARGEST = Sizes(
@@ -342,13 +356,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--largest", action="store_true", help="only the 10,000 size (writes where --json says)"
     )
+    parser.add_argument(
+        "--smaller", action="store_true", help="every size below 10,000, one image count"
+    )
     parser.add_argument("--out", type=Path, help="markdown report (full run: docs/performance.md)")
     parser.add_argument("--json", type=Path, help="raw results (full run: bench/results.json)")
     args = parser.parse_args(argv)
     # SIGTERM unwinds like Ctrl-C, so every server started here is stopped on the way out.
     signal.signal(signal.SIGTERM, _terminate)
-    sizes = QUICK if args.quick else LARGEST if args.largest else FULL
-    only = args.quick or args.largest
+    sizes = QUICK if args.quick else LARGEST if args.largest else SMALLER if args.smaller else FULL
+    only = args.quick or args.largest or args.smaller
     out = args.out or (None if only else REPO_ROOT / "docs" / "performance.md")
     raw = args.json or (None if args.quick else REPO_ROOT / "bench" / "results.json")
 
@@ -373,7 +390,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # containerd and the controller image, which this benchmark does not start).
         results["roll_pace"] = json.loads(pace.read_text())
     results["date"] = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-    flag = " --quick" if args.quick else " --largest" if args.largest else ""
+    flag = next(
+        (f" --{name}" for name in ("quick", "largest", "smaller") if getattr(args, name)), ""
+    )
     results["command"] = "python -m bench.run" + flag
     text = json.dumps(results, indent=2, sort_keys=True)
     if raw is not None:
