@@ -1,12 +1,13 @@
-"""``python -m bench.run [--quick]``: every benchmark of issue 8, one report.
+"""``python -m bench.run [--quick|--smaller|--largest]``: the benchmarks of issues 8 and 17.
 
 Starts a real docker-registry and, per image count, a fresh etcd + kube-apiserver on
-127.0.0.1; populates them (see ``bench.populate``); measures one pass of autoroll and of
-the naive baseline at each size (``bench.scale``), push-to-first-deletion and the webhook
-under load against a real ``autoroll serve`` (``bench.webhook``), and ``jobhash names``
-against ``helm template`` (``bench.jobhash``). The full run writes ``docs/performance.md``
-and ``bench/results.json``; ``--quick`` uses small sizes (the CI test runs it) and writes
-only where ``--out``/``--json`` say.
+127.0.0.1; populates them (see ``bench.populate``); measures one pass of autoroll (listed and
+on its watched cache), of the naive baseline and of the floor at each size (``bench.scale``),
+push-to-first-deletion per design and the webhook under load against a real ``autoroll
+serve`` (``bench.webhook``), and ``jobhash names`` against ``helm template``
+(``bench.jobhash``). The full run writes ``docs/performance.md`` and ``bench/results.json``;
+``--quick`` uses small sizes (the CI test runs it) and writes only where ``--out``/``--json``
+say; ``--smaller`` and ``--largest`` split the full run in two for ``bench.merge``.
 
 Needs on PATH (``source .tools/env``): etcd, kube-apiserver, docker-registry, htpasswd, and
 helm for the jobhash comparison.
@@ -352,7 +353,9 @@ def _load() -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="small sizes (under 2 minutes)")
+    parser.add_argument(
+        "--quick", action="store_true", help="small sizes (about 3 minutes; what CI runs)"
+    )
     parser.add_argument(
         "--largest", action="store_true", help="only the 10,000 size (writes where --json says)"
     )
