@@ -169,6 +169,7 @@ class WatchCache:
         self._stopping = threading.Event()
         self._changed = threading.Condition(self._lock)
         self._containers: dict[ContainerView, ContainerView] = {}  # one object per spec
+        self._troubled = False  # a list or watch failed since the cache was last synced
         wanted = set(kinds)
         self._kinds = tuple(k for k in WorkloadKind if k in wanted)
         self._workload_informers: list[Informer[Workload]] = [
@@ -221,13 +222,16 @@ class WatchCache:
         with self._lock:
             return self._synced_locked()
 
-    def wait_synced(self, timeout: float) -> bool:
-        """Block until synced (True), ``timeout`` passes or the cache is stopped (False)."""
+    def wait_synced(self, timeout: float, *, until_trouble: bool = False) -> bool:
+        """Block until synced (True), ``timeout`` passes or the cache is stopped (False);
+        with ``until_trouble``, also stop (False) once any list or watch has failed since
+        the cache was last synced: the API is not answering, and waiting would only delay
+        the pass that reports it."""
         deadline = self._clock() + timeout
         with self._lock:
             while not self._synced_locked():
                 left = deadline - self._clock()
-                if left <= 0 or self._stopping.is_set():
+                if left <= 0 or self._stopping.is_set() or (until_trouble and self._troubled):
                     return False
                 self._changed.wait(min(left, 0.5))
             return True
@@ -338,6 +342,7 @@ class WatchCache:
                 self._kinds_ready.discard(space)
             else:
                 space.ready = False
+            self._troubled = True
             self._changed.notify_all()
         if self._metrics is not None:
             self._metrics.cache_synced.set(0)
@@ -475,6 +480,8 @@ class WatchCache:
         """Wake waiters, update the gauge, tell the listeners (outside the lock)."""
         with self._lock:
             synced = self._synced_locked()
+            if synced:
+                self._troubled = False
             self._changed.notify_all()
             listeners = list(self._listeners)
         if self._metrics is not None:

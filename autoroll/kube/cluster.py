@@ -122,7 +122,8 @@ class KubeCluster:
         if self._cache is not None:
             if not self._waited:
                 self._waited = True
-                self._cache.wait_synced(self._first_sync)
+                # Not past a failure: an API that does not answer is the pass's to report.
+                self._cache.wait_synced(self._first_sync, until_trouble=True)
             found = self._cache.snapshot(scope)
             if found is not None:
                 return found

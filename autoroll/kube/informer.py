@@ -201,8 +201,10 @@ class Informer(Generic[T]):
                 troubled, backoff = self._trouble(exc, True, backoff)
 
     def _trouble(self, exc: Exception, troubled: bool, backoff: float) -> tuple[bool, float]:
-        """Unsynced at once; one warning when trouble starts, then debug; wait, longer each time."""
-        self._set_unsynced()
+        """Unsynced at once; one warning when trouble starts, then debug; wait, longer each time.
+        The sink hears of each failure, even one before the first list succeeded, so a pass
+        waiting for the first sync can stop waiting and list (and report the error) itself."""
+        self._set_unsynced(failed=True)
         if self._stop.is_set():
             return troubled, backoff
         level = logging.DEBUG if troubled else logging.WARNING
@@ -340,9 +342,11 @@ class Informer(Generic[T]):
             if self._restart is not None:
                 raise _RestartRequestedError
 
-    def _set_unsynced(self) -> None:
+    def _set_unsynced(self, *, failed: bool = False) -> None:
         if self._synced.is_set():
             self._synced.clear()
+            self._sink.unsynced()
+        elif failed:
             self._sink.unsynced()
 
     def _describe(self) -> str:

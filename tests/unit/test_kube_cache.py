@@ -382,3 +382,14 @@ def test_a_kind_whose_watch_broke_unsyncs_the_cache(cache: WatchCache) -> None:
 def test_wait_synced_returns_false_when_stopped(cache: WatchCache) -> None:
     cache.request_stop()
     assert cache.wait_synced(5) is False
+
+
+def test_waiting_for_the_first_sync_ends_at_the_first_failure_when_asked(
+    cache: WatchCache,
+) -> None:
+    """A pass waits for the first sync, but not past a failed list: with the API down it
+    lists (and reports the error) itself instead of waiting out the whole bound."""
+    informer("watch-deployments").broke()  # the first list failed
+    assert cache.wait_synced(30, until_trouble=True) is False
+    synced(cache)
+    assert cache.wait_synced(0.1, until_trouble=True) is True  # synced again: trouble forgotten
