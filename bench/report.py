@@ -61,8 +61,8 @@ def count_violations(results: Mapping[str, Any]) -> list[str]:
       first (cold) pass only, at most one GET per unique tag: each target's manifest is
       resolved to its image config once, while the registry still holds it (the bench's
       images are single-platform); steady state: nothing changed, so no GET at all;
-    - Kubernetes: exactly one list per enabled workload kind, at most one pod list per
-      namespace holding enrolled workloads (so lists <= kinds + namespaces), and no other
+    - Kubernetes: exactly one list per enabled workload kind, exactly one pod list per
+      namespace holding enrolled workloads (so lists == kinds + namespaces), and no other
       request (nothing is stale, so nothing is deleted);
     - webhooks: bad signatures cause zero passes.
     """
@@ -97,10 +97,11 @@ def count_violations(results: Mapping[str, Any]) -> list[str]:
                         f"{where}, pass {n}: {listed} Kubernetes lists of {kind}s, expected"
                         " exactly 1 (one per enabled kind)"
                     )
-            if kube.get("list pods", 0) > cell["namespaces"]:
+            if kube.get("list pods", 0) != cell["namespaces"]:
                 found.append(
                     f"{where}, pass {n}: {kube.get('list pods', 0)} Kubernetes pod lists,"
-                    f" at most {cell['namespaces']} (one per namespace with enrolled workloads)"
+                    f" expected exactly {cell['namespaces']} (one per namespace with enrolled"
+                    " workloads)"
                 )
             if total(kube) != lists(kube):
                 found.append(f"{where}, pass {n}: Kubernetes requests other than lists: {kube}")

@@ -80,3 +80,19 @@ def test_the_cache_rules_were_measured_at_every_size(results: dict[str, Any]) ->
         targeted = cached["targeted"]
         assert targeted["registry"]["HEAD"] == 1
         assert targeted["fresh_reads"] == targeted["kube"]["list pods"] == affected(cell) > 0
+
+
+def test_each_pass_lists_each_enabled_kind_once_and_each_enrolled_namespace_s_pods_once(
+    results: dict[str, Any],
+) -> None:
+    """Issue 16: one list per enabled kind (all three by default) plus one pod list per
+    namespace holding enrolled workloads, and nothing else."""
+    for cell in results["scale"]:
+        for p in cell["results"]["autoroll"]["passes"]:
+            assert p["kinds"] == ["deployment", "statefulset", "daemonset"]
+            assert p["kube"] == {
+                "list deployments": 1,
+                "list statefulsets": 1,
+                "list daemonsets": 1,
+                "list pods": cell["namespaces"],
+            }, (cell["deployments"], cell["images"], p["kube"])

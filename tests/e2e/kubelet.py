@@ -580,12 +580,9 @@ class SimulatedKubelet:
             self.core.delete_node(self.node_name, grace_period_seconds=0)
         self.core.create_node(body, _preload_content=False)
         # Nodes keep status on create, but write it through the status subresource as well so
-        # the Node is Ready whatever the API server version does on create.
-        self.core.replace_node_status(
-            self.node_name,
-            {**body, "metadata": {"name": self.node_name}},
-            _preload_content=False,
-        )
+        # the Node is Ready whatever the API server version does on create. The labels go
+        # along: a status replace without them drops them (seen on v1.37).
+        self.core.replace_node_status(self.node_name, body, _preload_content=False)
 
     def _run(self) -> None:
         while not self._stop.is_set():
