@@ -27,24 +27,27 @@ def merge(smaller: dict[str, Any], largest: dict[str, Any]) -> dict[str, Any]:
     merged["push"] = {**smaller.get("push", {}), **largest.get("push", {})}
     if largest.get("load"):
         merged["load"] = largest["load"]
+    # A --largest run stopped part-way leaves results.partial.json: what it measured, without
+    # its sizes, times or closing load.
+    partial = bool(largest.get("partial"))
+    big = largest.get("sizes") or {"images": [200], "huge": [10000]}
     sizes = dict(smaller["sizes"])
-    sizes["images"] = sorted(set(smaller["sizes"]["images"]) | set(largest["sizes"]["images"]))
-    sizes["deployments"] = list(smaller["sizes"]["deployments"]) + list(
-        largest["sizes"].get("huge", ())
-    )
+    sizes["images"] = sorted(set(smaller["sizes"]["images"]) | set(big["images"]))
+    sizes["deployments"] = list(smaller["sizes"]["deployments"]) + list(big.get("huge", ()))
     merged["sizes"] = sizes
-    merged["elapsed_s"] = max(smaller["elapsed_s"], largest["elapsed_s"])
+    merged["elapsed_s"] = max(smaller["elapsed_s"], largest.get("elapsed_s", 0.0))
     machine = dict(smaller["machine"])
     for key in ("load_before", "load_after"):
-        both = smaller["machine"][key], largest["machine"][key]
-        machine[key] = f"{both[0]} (--smaller), {both[1]} (--largest)"
+        other = largest["machine"].get(key, "(stopped part-way: not taken)")
+        machine[key] = f"{smaller['machine'][key]} (--smaller), {other} (--largest)"
     merged["machine"] = machine
+    merged["largest_partial"] = partial
     merged["command"] = (
         "python -m bench.run --smaller --json S.json & python -m bench.run --largest"
         " --json L.json; python -m bench.merge S.json L.json"
     )
-    merged["date"] = max(smaller["date"], largest["date"])
-    merged["parts"] = {"smaller": smaller["date"], "largest": largest["date"]}
+    merged["date"] = max(smaller["date"], largest.get("date", ""))
+    merged["parts"] = {"smaller": smaller["date"], "largest": largest.get("date", "part-way")}
     return merged
 
 

@@ -456,6 +456,13 @@ def render(results: Mapping[str, Any]) -> str:
         f"| run time | {results['elapsed_s'] / 60:.1f} min |\n"
         "| raw results | `bench/results.json`; `python -m bench.report bench/results.json"
         " docs/performance.md` re-renders this page without measuring again |\n",
+        (
+            "The 10,000-Deployment part (`--largest`) was stopped part-way, at the time the"
+            " work had to be handed in: what it measured is below; the rows it did not reach"
+            " say *not measured*.\n"
+            if results.get("largest_partial")
+            else ""
+        ),
         "## Targets\n",
         targets_table(found),
         "## Why\n",
