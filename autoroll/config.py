@@ -171,6 +171,12 @@ class Config:
     #: read each pod's node platform (nodes: list), so a multi-arch push that leaves a
     #: platform unchanged restarts none of its pods; off: such pods are platform-unknown
     platform_aware: bool = False
+    #: enrolled workloads and their pods kept in memory from watches: a pass finds its work
+    #: without listing, a webhook's pass looks at its tag's workloads only, and a roll goes
+    #: on as soon as a replacement is Ready; deletions are still decided on a fresh read
+    watch_cache: bool = True
+    #: the cache lists everything again this often, in case a watch ever missed an event
+    cache_resync_seconds: int = 1800
     # A rollout stuck this long behind a pod that is not Ready is reported as halted (WARNING,
     # metric, Event): long enough for a slow start, short enough that a broken release is
     # noticed the same hour.
@@ -213,6 +219,8 @@ class Config:
         election = _read_leader_election(reader)
         guardrails = _read_guardrails(reader)
         platform_aware = reader.optional("PLATFORM_AWARE", False, _parse_bool)
+        watch_cache = reader.optional("WATCH_CACHE", True, _parse_bool)
+        resync = reader.optional("CACHE_RESYNC_SECONDS", 1800, _parse_resync)
         if reader.problems:
             raise ConfigError(reader.problems)
         assert host is not None and user is not None and token is not None and secret is not None
@@ -236,6 +244,8 @@ class Config:
             leader_election=election,
             guardrails=guardrails,
             platform_aware=platform_aware,
+            watch_cache=watch_cache,
+            cache_resync_seconds=resync,
             rollout_halted_after_seconds=halted_after,
         )
 
@@ -257,6 +267,8 @@ class Config:
             "ROLLOUT_METHOD": str(self.rollout_method),
             "EMIT_EVENTS": str(self.emit_events).lower(),
             "REGISTRY_SCHEME": str(self.registry_scheme),
+            "WATCH_CACHE": str(self.watch_cache).lower(),
+            "CACHE_RESYNC_SECONDS": str(self.cache_resync_seconds),
             "ROLLOUT_HALTED_AFTER_SECONDS": str(self.rollout_halted_after_seconds),
             **_redacted_election(self.leader_election),
             **_redacted_guardrails(self.guardrails),
@@ -509,6 +521,16 @@ def _parse_window(raw: str) -> Windows | None:
     if raw.strip().lower() == ALWAYS:
         return None
     return parse_windows(raw)  # WindowError is a ValueError naming the part and the form
+
+
+def _parse_resync(raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError("expected a whole number of seconds, 60 to 86400") from None
+    if not 60 <= value <= 86400:
+        raise ValueError("expected a whole number of seconds, 60 to 86400")
+    return value
 
 
 def _parse_seconds(raw: str) -> float:

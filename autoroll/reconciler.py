@@ -25,12 +25,35 @@ the first time (the sighting remembers their UIDs), and every replacement of a p
 later pass deletes is created after the sighting (its UID is not remembered, and even
 rounded down to a whole second its creationTimestamp is less than a second before it).
 
-Every Deployment is decided first; then the guardrails (``autoroll.guardrails``) choose which
-of the decided deletions go now and in which order (the cluster-wide budget, pauses,
-windows, the min-age), and only those are executed. The shell keeps the budget's one memory,
-when pods were deleted in the last period: its own deletions, and, taken as it starts to
-lead, the creation times of the pods created in the period before, which stand for a
-previous leader's deletions (a restart forgets the first; the second is in the cluster).
+A pass has a scope (``autoroll.scope``): full (the poll timer, the first pass) or targeted
+at some tags (a package webhook, a workload in the middle of a roll). The cluster port finds
+the work — from a watched cache when it has one — and answers a targeted scope with every
+enrolled workload using a repository it names; the pass keeps those using a named tag and
+asks the registry about the named tags only. So every tag a pass resolves was listed with
+every workload that uses it, and the sighting it records is as exact as a full pass's; a
+targeted pass leaves every other tag's sighting alone (``observe_targets(partial=True)``).
+
+Every workload in scope is decided first; then the guardrails (``autoroll.guardrails``)
+choose which of the decided deletions go now and in which order (the cluster-wide budget,
+pauses, windows, the min-age), over a targeted pass exactly as over a full one, and only
+those are carried out. The shell keeps the budget's one memory, when pods were deleted in
+the last period: its own deletions, and, taken as it starts to lead, the creation times of
+the enrolled pods created in the period before, which stand for a previous leader's
+deletions (a restart forgets the first; the second is in the cluster). That evidence is
+taken from every enrolled workload, never from a targeted pass's few: a term whose first
+pass is targeted reads a full snapshot for it (from the watched cache, when there is one).
+
+Finding work is not deciding on it. For each deletion the plan lets go, in the plan's order,
+the pass reads that one workload's pods again (and, for a kind whose status counts, the
+object), fresh from the API (``ClusterPort.read_now``), decides once more on that read, and
+runs the guardrails again over that one fresh decision (a window may have closed, the
+deletion may now be another pod's, the budget has been spent by the deletions before it);
+only what that says goes (ARCHITECTURE.md, property 8). Whatever found the work — a cache
+lagging behind, or a listing made seconds ago in a long pass — settledness, staleness, the
+loop guard and the guardrails are judged on what the API says right before the DELETE.
+Held deletions are never read again: a pass reads at most as many workloads as it may
+delete. If a read fails, nothing is deleted and the pass ends (every other deletion would
+wait on the same API).
 
 The pass only orders the steps. Carrying out a deletion (or, in dry-run, not; and not at
 all once leadership lapsed) is the ``Executor``'s (``autoroll.executor``), with a typed
@@ -49,7 +72,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 from autoroll.decide import (
@@ -62,7 +85,7 @@ from autoroll.decide import (
     refs_to_resolve,
 )
 from autoroll.executor import Executed, Executor, Outcome
-from autoroll.guardrails import RollPlan, plan_rolls, pods_started
+from autoroll.guardrails import Hold, RollPlan, plan_rolls, pods_started
 from autoroll.halt import rollout_halt
 from autoroll.images import TagRef
 from autoroll.metrics import Metrics
@@ -70,6 +93,7 @@ from autoroll.model import Digest, Enrolled, ImageContent, NodeView, Unknown
 from autoroll.observer import PassObserver
 from autoroll.policy import Guardrails
 from autoroll.ports import ClusterPort, EventPort, NodePort, RegistryPort
+from autoroll.scope import FULL, Scope
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +119,28 @@ class TickReport:
     abandoned: bool = False  # stop was requested before every workload was decided
     skipped: bool = False  # this replica does not lead: nothing was read or decided
     plan: RollPlan | None = None  # the guardrails' plan (None when the pass ended before it)
+    scope: Scope = FULL  # what the pass looked at
+    fresh_reads: int = 0  # workloads whose pods were read again before acting
+
+
+@dataclass(frozen=True, slots=True)
+class _PassState:
+    """What a pass resolved and fetched, shared by its later decisions (fresh ones too)."""
+
+    resolved: Mapping[TagRef, Digest | Unknown]
+    children: Children
+    contents: Contents
+    nodes: Nodes
+
+
+@dataclass(slots=True)
+class _Acted:
+    """What the execution step learnt: fresh decisions by workload key, the holds the
+    guardrails put on them, and how many workloads were read again."""
+
+    decisions: dict[str, Decision] = field(default_factory=dict)
+    holds: list[Hold] = field(default_factory=list)
+    fresh_reads: int = 0
 
 
 def _never() -> bool:
@@ -149,14 +195,17 @@ class Reconciler:
         # count (autoroll.guardrails); pruned to one period.
         self._deleted_at: list[datetime] = []
         self._term_started = False
+        # Workloads mid-roll as last decided (or with a pod deleted since), by key: the
+        # in-flight slots a targeted pass cannot see (``_plan``).
+        self._mid_roll: set[str] = set()
 
     @property
     def sightings(self) -> Mapping[TagRef, Sighting]:
         """The loop-guard memory (read-only view, for tests and debugging)."""
         return dict(self._sightings)
 
-    def tick(self, stopping: Callable[[], bool] = _never) -> TickReport:
-        """One full pass. Cluster errors propagate (the worker logs and counts them).
+    def tick(self, stopping: Callable[[], bool] = _never, scope: Scope = FULL) -> TickReport:
+        """One pass over ``scope``. Cluster errors propagate (the worker logs and counts them).
 
         ``stopping`` is polled before each workload is decided and before each deletion:
         on shutdown (or past the pass timeout) the pass ends between them, never inside a
@@ -168,8 +217,13 @@ class Reconciler:
             # Another replica may delete now: its deletions will have to be read from the
             # cluster when this one leads again (``_plan``).
             self._term_started = False
-            return TickReport(now, skipped=True)
-        enrolled, resolved = self._read()
+            return TickReport(now, skipped=True, scope=scope)
+        if not self._term_started and not scope.is_full:
+            # The budget's evidence and the in-flight count are cluster-wide: a term starts
+            # with a full pass, whatever asked for it (``_plan``).
+            log.info("first pass of this term: looking at every workload, not only %s", scope)
+            scope = FULL
+        enrolled, resolved = self._read(scope)
         # The caches as this pass starts, plus every answer it gets (Unknown included).
         children: Children = dict(self._registry.known_children())
         contents: Contents = dict(self._registry.known_content())
@@ -191,17 +245,36 @@ class Reconciler:
                 self._observer.halted(item.workload, halt)
         plan: RollPlan | None = None
         executed: list[Executed] = []
+        acted = _Acted()
         if not abandoned:
             # The one point where decisions become actions: the guardrails choose which of
-            # the decided deletions go now, and in which order (autoroll.guardrails).
+            # the decided deletions go now, and in which order (autoroll.guardrails); each
+            # is then decided again on a fresh read, and planned again, right before it.
             plan = self._plan(items)
             self._observer.planned(plan)
-            abandoned = self._execute(plan, items, executed, stopping)
-        self._observer.pass_ended(enrolled, complete=not abandoned)
+            state = _PassState(resolved, children, contents, nodes)
+            abandoned = self._execute(
+                plan, items, state=state, acted=acted, executed=executed, stopping=stopping
+            )
+            self._remember_mid_roll(plan, items, scope)
+            plan = replace(plan, holds=plan.holds + tuple(acted.holds))
+        self._observer.pass_ended(
+            enrolled, scope=scope, fresh_reads=acted.fresh_reads, complete=not abandoned
+        )
         if not abandoned:
             self._remember_targets(resolved, contents)
-        decisions = tuple(d for _, d in items)
-        return TickReport(now, enrolled, resolved, decisions, tuple(executed), abandoned, plan=plan)
+        decisions = tuple(acted.decisions.get(e.workload.key, d) for e, d in items)
+        return TickReport(
+            now,
+            enrolled,
+            resolved,
+            decisions,
+            tuple(executed),
+            abandoned,
+            plan=plan,
+            scope=scope,
+            fresh_reads=acted.fresh_reads,
+        )
 
     # -- steps ------------------------------------------------------------------------------
 
@@ -211,7 +284,12 @@ class Reconciler:
         The first pass of a term (this process's first, or the first after leading again)
         adds the creation times of the enrolled pods created in the last period: a previous
         leader's deletions, which this process cannot remember, left those replacements.
-        Taken once, so that rolling one of them again cannot erase the evidence.
+        Taken once, so that rolling one of them again cannot erase the evidence; and from
+        every enrolled workload: a term's first pass is always a full one (``tick``).
+
+        A targeted pass sees only some workloads, but the in-flight limit counts all of
+        them: the workloads outside it that were mid-roll when last decided (or had a pod
+        deleted since) hold their slots (``_mid_roll``).
         """
         now = self._clock()
         period = self._guardrails.period
@@ -225,34 +303,87 @@ class Reconciler:
             guardrails=self._guardrails,
             deleted_at=self._deleted_at,
             now=now,
+            mid_roll_elsewhere=self._mid_roll,
         )
+
+    def _remember_mid_roll(
+        self, plan: RollPlan, items: Sequence[tuple[Enrolled, Decision]], scope: Scope
+    ) -> None:
+        """Who holds an in-flight slot, for the targeted passes to come: a full pass's plan
+        says it for everyone; a targeted one only for its own workloads. A workload a pod
+        was deleted from now is mid-roll whatever it was before."""
+        here = {e.workload.key for e, _ in items}
+        kept = set() if scope.is_full else self._mid_roll - here
+        started = {a.workload_key for a in plan.go}
+        self._mid_roll = kept | (set(plan.budget.mid_roll) & here) | started
 
     def _execute(
         self,
         plan: RollPlan,
         items: Sequence[tuple[Enrolled, Decision]],
+        *,
+        state: _PassState,
+        acted: _Acted,
         executed: list[Executed],
         stopping: Callable[[], bool],
     ) -> bool:
-        """Carry out the plan's deletions in its order; True if the pass must end early."""
-        owners = {d.actions[0]: e.workload for e, d in items if d.actions}
+        """Carry out the plan's deletions in its order, each only as a fresh read and the
+        guardrails over it still say (module docstring); True if the pass must end early."""
+        found = {d.actions[0]: (e, d) for e, d in items if d.actions}
         for action in plan.go:
             if stopping():
                 log.info("stop requested; leaving the rest of this pass's deletions undone")
                 return True
-            done = self._executor.execute(action)
-            executed.append(done)
-            if done.outcome.spends_budget:
-                self._deleted_at.append(self._clock())
-            self._observer.executed(owners[action], done)
-            if done.outcome.ends_pass:
+            item, decision = found[action]
+            acted.fresh_reads += 1
+            fresh, now_decision, failed = self._decide_fresh(item, state, found=decision)
+            if failed is not None:
+                acted.decisions[item.workload.key] = now_decision
+                executed.append(failed)
+                self._observer.executed(item.workload, failed)
                 return True
+            acted.decisions[item.workload.key] = now_decision
+            if now_decision != decision:
+                self._observer.decided(now_decision)
+            again = self._replan(fresh, now_decision)
+            for hold in again.holds:
+                acted.holds.append(hold)
+                self._observer.held(hold)
+            # decide() emits at most one action, and a plan of one workload one go at most.
+            for go in again.go[:1]:
+                done = self._executor.execute(go)
+                executed.append(done)
+                if done.outcome.spends_budget:
+                    self._deleted_at.append(self._clock())
+                self._observer.executed(fresh.workload, done)
+                if done.outcome.ends_pass:
+                    return True
         return False
 
-    def _read(self) -> tuple[tuple[Enrolled, ...], dict[TagRef, Digest | Unknown]]:
+    def _replan(self, item: Enrolled, decision: Decision) -> RollPlan:
+        """The guardrails over one freshly read workload, at this moment, with the deletions
+        made so far (this pass's included) counted against the budget. Its in-flight slot
+        was granted by the pass's plan."""
+        now = self._clock()
+        self._deleted_at = [t for t in self._deleted_at if t > now - self._guardrails.period]
+        return plan_rolls(
+            items=[(item, decision)],
+            sightings=self._sightings,
+            guardrails=self._guardrails,
+            deleted_at=self._deleted_at,
+            now=now,
+        )
+
+    def _read(self, scope: Scope) -> tuple[tuple[Enrolled, ...], dict[TagRef, Digest | Unknown]]:
         """The listing, then the sighting clock, then the registry (module docstring)."""
-        enrolled = tuple(self._cluster.snapshot())
-        refs = refs_to_resolve((e.workload for e in enrolled), forgejo_host=self._forgejo_host)
+        enrolled = tuple(self._in_scope(self._cluster.snapshot(scope), scope))
+        refs = {
+            ref
+            for ref in refs_to_resolve(
+                (e.workload for e in enrolled), forgejo_host=self._forgejo_host
+            )
+            if scope.covers(ref)
+        }
         # Order matters to the loop guard: every pod listed is older than the sighting time
         # read after the listing, which is older than the registry's answer.
         listed = listed_uids(
@@ -260,8 +391,39 @@ class Reconciler:
         )
         seen_at = self._clock()
         resolved = dict(self._registry.resolve(sorted(refs))) if refs else {}
-        self._sightings = observe_targets(self._sightings, resolved, now=seen_at, listed=listed)
+        self._sightings = observe_targets(
+            self._sightings, resolved, now=seen_at, listed=listed, partial=not scope.is_full
+        )
         return enrolled, resolved
+
+    def _in_scope(self, listing: Sequence[Enrolled], scope: Scope) -> list[Enrolled]:
+        """The workloads of ``listing`` that use a tag of ``scope`` (all, for a full one)."""
+        if scope.is_full:
+            return list(listing)
+        return [
+            item
+            for item in listing
+            if any(
+                scope.covers(ref)
+                for ref in refs_to_resolve([item.workload], forgejo_host=self._forgejo_host)
+            )
+        ]
+
+    def _decide_fresh(
+        self, item: Enrolled, state: _PassState, *, found: Decision
+    ) -> tuple[Enrolled, Decision, Executed | None]:
+        """Read the workload again and decide on that read (module docstring).
+
+        A failed read deletes nothing: the decision found is kept without its action, and
+        the failure is reported as that action's outcome (which ends the pass).
+        """
+        try:
+            fresh = self._cluster.read_now(item.workload)
+        except Exception as exc:  # reported as the action's outcome by the observer
+            failed = Executed(found.actions[0], Outcome.READ_FAILED, str(exc))
+            return item, replace(found, actions=()), failed
+        decision = self._decide(fresh, state.resolved, state.children, state.contents, state.nodes)
+        return fresh, decision, None
 
     def _decide(
         self,

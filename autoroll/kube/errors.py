@@ -61,6 +61,7 @@ class Grant(StrEnum):
     EVENTS = "the ClusterRole must grant {rule} (EMIT_EVENTS=true)"
     #: platform awareness lists the Nodes; the chart grants it with guardrails.platformAware
     NODE_PLATFORMS = "the ClusterRole must grant {rule} (PLATFORM_AWARE=true)"
+    WATCH = "the ClusterRole must grant {rule} (WATCH_CACHE=true)"
     LEASE_ROLE = "the namespaced Role must grant {rule} (LEADER_ELECTION=true)"
 
 

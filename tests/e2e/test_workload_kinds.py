@@ -58,7 +58,8 @@ from tests.support.wait import eventually
 
 __all__ = ["start_autoroll"]  # a fixture, shared with test_scenarios
 
-pytestmark = pytest.mark.e2e
+# The first test of a session may build the controller image (minutes on a busy machine).
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 
 ROLL_TIMEOUT = 3 * (POLL + 2 * SLACK) + 30  # three pods, each a pass plus a start
 
