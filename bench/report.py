@@ -130,7 +130,8 @@ def affected(cell: Mapping[str, Any]) -> int:
 def cached_violations(cell: Mapping[str, Any]) -> list[str]:
     """The watched cache's request-count rules (issue 17), for one measured size.
 
-    - every pass on the warm cache (an idle poll) sends no Kubernetes request at all, and
+    - every pass on the warm cache (an idle poll) sends no Kubernetes request but the
+      watches' own (a watch the server ended is opened again: that may fall in a pass), and
       still one registry HEAD per unique repository:tag;
     - the targeted pass after a push to one tag sends exactly 1 HEAD (that tag), lists no
       workload, and reads the pods of each affected workload once, right before acting on
@@ -142,10 +143,11 @@ def cached_violations(cell: Mapping[str, Any]) -> list[str]:
     where = f"{cell['deployments']} Deployments / {cell['images']} images, cached"
     found = []
     for n, p in enumerate(cached["passes"], start=1):
-        if total(p["kube"]):
+        sent = {k: v for k, v in p["kube"].items() if not k.startswith("watch ")}
+        if sent:
             found.append(
-                f"{where}, pass {n}: {total(p['kube'])} Kubernetes requests with the cache warm,"
-                f" expected none: {p['kube']}"
+                f"{where}, pass {n}: Kubernetes requests with the cache warm besides the"
+                f" watches, expected none: {sent}"
             )
         if p["registry"].get("HEAD", 0) != cell["unique_refs"]:
             found.append(
@@ -802,8 +804,9 @@ def cache_findings(results: Mapping[str, Any]) -> list[str]:
         objects = sync["workloads"] + sync["pods"]
         out.append(
             f"**The idle poll at {big['deployments']:,} Deployments** sends"
-            f" {total(warm['kube'])} Kubernetes requests with the cache warm (its watches stay"
-            f" open), against {total(cold['kube'])} lists for the listed design and"
+            f" {lists(warm['kube'])} list requests with the cache warm (its watches stay open;"
+            " one the server ends after its timeout is opened again, which may fall in a"
+            " pass), against {total(cold['kube'])} lists for the listed design and"
             f" {naive_lists} for the naive loop; each still sends"
             f" {warm['registry'].get('HEAD', 0)} registry HEADs, one per tag. The cache paid"
             f" {total(sync['kube'])} requests once, at its start ({sync['sync_s']:.1f} s:"

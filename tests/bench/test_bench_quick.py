@@ -76,7 +76,8 @@ def test_the_cache_rules_were_measured_at_every_size(results: dict[str, Any]) ->
         cached = cell["results"]["cached"]
         assert cached["cache"]["workloads"] == cell["deployments"]
         assert cached["cache"]["pods"] == 3 * cell["deployments"]
-        assert all(p["kube"] == {} for p in cached["passes"])
+        # Nothing but the watches' own requests (one the server ended is opened again).
+        assert all(k.startswith("watch ") for p in cached["passes"] for k in p["kube"])
         targeted = cached["targeted"]
         assert targeted["registry"]["HEAD"] == 1
         assert targeted["fresh_reads"] == targeted["kube"]["list pods"] == affected(cell) > 0
