@@ -16,7 +16,8 @@ from bench.report import count_violations, lists
 from bench.run import QUICK, run
 from tests.conftest import require_tool
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
+# The quick run took 6 min under load 24-31 on the shared 2-core machine (240 s failed there).
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 
 
 @pytest.fixture(scope="module")
