@@ -58,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     plan = commands.add_parser(
         "plan",
         help="one dry-run pass against the current kubeconfig, printed as a table",
-        description="Decide every enrolled Deployment once, delete nothing, and print a table:"
+        description="Decide every enrolled workload once, delete nothing, and print a table:"
         " image, running digest(s), registry digest and verdict per container.",
     )
     plan.add_argument(
@@ -134,7 +134,9 @@ def _plan(env: Mapping[str, str], *, kubeconfig: str | None, verbose: bool) -> i
     )
 
     cluster = KubeCluster(
-        label_selector=config.label_selector, api_client_factory=lambda: connect(plan_env)
+        label_selector=config.label_selector,
+        api_client_factory=lambda: connect(plan_env),
+        kinds=config.workload_kinds,
     )
     registry = RegistryClient(
         session=requests.Session(),
@@ -143,12 +145,16 @@ def _plan(env: Mapping[str, str], *, kubeconfig: str | None, verbose: bool) -> i
         token=config.forgejo_token.reveal(),
     )
     try:
-        report = run_plan(cluster=cluster, registry=registry, forgejo_host=config.forgejo_host)
+        report = run_plan(
+            cluster=cluster, registry=registry, forgejo_host=config.forgejo_host, nodes=cluster
+        )
     except ClusterConfigError as exc:
         print(f"autoroll plan: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except ClusterError as exc:
         print(f"autoroll plan: {exc}", file=sys.stderr)
         return EXIT_UNAVAILABLE
-    sys.stdout.write(render(report, label_selector=config.label_selector))
+    sys.stdout.write(
+        render(report, label_selector=config.label_selector, kinds=config.workload_kinds)
+    )
     return EXIT_OK

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final, TypeVar
 
+from autoroll.model import WorkloadKind
+
 T = TypeVar("T")
 
 #: A webhook secret shorter than this is guessable enough to forge signatures offline.
@@ -34,6 +36,8 @@ _DNS_SUBDOMAIN: Final = re.compile(rf"{_DNS_LABEL.pattern}(\.{_DNS_LABEL.pattern
 #: deletion already past its leadership check may still take before another replica could
 #: hold the lease (see docs/adr/004-leader-election-and-webhook-handoff.md).
 MIN_LEASE_SAFETY_GAP_SECONDS: Final = 1.0
+#: WORKLOAD_KINDS by default: every kind autoroll can roll.
+ALL_KINDS: Final = ",".join(WorkloadKind)
 _TRUE: Final = frozenset({"true", "1", "yes", "on"})
 _FALSE: Final = frozenset({"false", "0", "no", "off"})
 
@@ -146,7 +150,9 @@ class Config:
     #: a pass still running after this is told to stop between Deployments, and /livez fails
     #: once no pass finished for poll interval + this + one API call: a stuck loop restarts
     pass_timeout_seconds: int = 300
-    label_selector: str = "aethnet.se/autoroll=true"  # on the Deployment object, not the pods
+    label_selector: str = "aethnet.se/autoroll=true"  # on the workload object, not the pods
+    #: the kinds listed each pass (one list request each) and granted by the chart's RBAC
+    workload_kinds: tuple[WorkloadKind, ...] = tuple(WorkloadKind)
     listen_host: str = "0.0.0.0"  # all interfaces: probes and webhooks arrive via the pod IP
     listen_port: int = 8080
     dry_run: bool = False  # log intended deletions, delete nothing
@@ -181,6 +187,8 @@ class Config:
         poll = reader.optional("POLL_INTERVAL_SECONDS", 120, _parse_interval)
         pass_timeout = reader.optional("PASS_TIMEOUT_SECONDS", 300, _parse_pass_timeout)
         selector = reader.optional("LABEL_SELECTOR", "aethnet.se/autoroll=true", _parse_selector)
+        kinds_text = reader.optional("WORKLOAD_KINDS", ALL_KINDS, _parse_kinds)
+        kinds = tuple(WorkloadKind(k) for k in kinds_text.split(","))
         listen = reader.optional("LISTEN_ADDR", ("0.0.0.0", 8080), _parse_listen_addr)
         dry_run = reader.optional("DRY_RUN", False, _parse_bool)
         level = reader.optional("LOG_LEVEL", LogLevel.INFO, _enum_parser(LogLevel))
@@ -205,6 +213,7 @@ class Config:
             poll_interval_seconds=poll,
             pass_timeout_seconds=pass_timeout,
             label_selector=selector,
+            workload_kinds=kinds,
             listen_host=listen[0],
             listen_port=listen[1],
             dry_run=dry_run,
@@ -227,6 +236,7 @@ class Config:
             "POLL_INTERVAL_SECONDS": str(self.poll_interval_seconds),
             "PASS_TIMEOUT_SECONDS": str(self.pass_timeout_seconds),
             "LABEL_SELECTOR": self.label_selector,
+            "WORKLOAD_KINDS": ",".join(self.workload_kinds),
             "LISTEN_ADDR": self.listen_addr,
             "DRY_RUN": str(self.dry_run).lower(),
             "LOG_LEVEL": str(self.log_level),
@@ -448,6 +458,27 @@ def _parse_selector(raw: str) -> str:
             "expected a label selector such as aethnet.se/autoroll=true (no empty terms)"
         )
     return raw
+
+
+def _parse_kinds(raw: str) -> str:
+    """Kind names, comma-separated, any case: returned canonical (lowercase, in the order of
+    ``WorkloadKind``), each named once."""
+    expected = ALL_KINDS
+    kinds: list[WorkloadKind] = []
+    for part in raw.split(","):
+        name = part.strip().lower()
+        try:
+            kind = WorkloadKind(name)
+        except ValueError:
+            raise ValueError(
+                f"{part.strip()!r} is not a workload kind; expected a comma-separated list of"
+                f" {expected} (e.g. {expected})"
+            ) from None
+        if kind in kinds:
+            raise ValueError(f"{kind} is listed twice; name each kind once")
+        kinds.append(kind)
+    # One order whatever the spelling, so logs and requests are stable.
+    return ",".join(k for k in WorkloadKind if k in kinds)
 
 
 def _parse_listen_addr(raw: str) -> tuple[str, int]:

@@ -2,17 +2,18 @@
 
 API for the shell (stable; extended, never renamed)
 ---------------------------------------------------
-1. ``refs = refs_to_resolve(deployments, forgejo_host=cfg.forgejo_host)`` -> ``set[TagRef]``.
+1. ``refs = refs_to_resolve(workloads, forgejo_host=cfg.forgejo_host)`` -> ``set[TagRef]``.
 2. ``resolved = registry.resolve(refs)`` -> ``dict[TagRef, Digest | Unknown]`` (one HEAD each).
 3. ``sightings = observe_targets(sightings, resolved, now=now, listed=listed)``: the loop-guard
    memory, a plain ``dict[TagRef, Sighting]`` the shell keeps in memory between ticks (nothing
    on disk). ``listed = listed_uids(snapshot, forgejo_host=...)`` names, per ref, the pods the
    shell listed *before* step 2 asked the registry, and ``now`` is read after that listing:
    both are what lets a first sighting remember which pods are surely older than it.
-4. Per Deployment::
+4. Per workload (a Deployment, StatefulSet or DaemonSet: ``WorkloadView``)::
 
-       decision = decide(deployment=d, pods=pods, forgejo_host=..., resolved=resolved,
-                         sightings=sightings, children=children_cache, contents=contents)
+       decision = decide(workload=w, pods=pods, forgejo_host=..., resolved=resolved,
+                         sightings=sightings, children=children_cache, contents=contents,
+                         nodes=nodes)
 
    If ``decision.needs_children`` is not empty, fetch each ``ChildrenRequest`` (GET the index
    by digest; cache forever, digests are immutable), put ``frozenset[Digest] | Unknown`` into
@@ -21,7 +22,10 @@ API for the shell (stable; extended, never renamed)
    the manifest or index by digest from the repository it names, and an index's children),
    put ``ImageContent | Unknown`` into ``contents[request.digest]`` and decide again. Every
    request gets an answer, so a request is never repeated: children first, then content,
-   and the third call decides.
+   and the third call decides. Last, if ``decision.needs_nodes`` is not empty (a DaemonSet
+   about to lose a pod), read each ``NodeRequest``'s Node, put ``NodeView | Unknown`` into
+   ``nodes[request.name]`` (a map kept for this pass only: readiness changes) and decide
+   again; so at most three fetch rounds precede the deciding call.
 5. ``decision.actions`` is a tuple of at most one ``DeletePod``; executing it is the shell's
    job, and dry-run means "log it, don't execute it". ``decision.containers`` holds one
    ``ContainerVerdict`` per template container (verdict, reason, detail, both digests,
@@ -36,7 +40,9 @@ Safety properties enforced here (see docs/adr/001-cluster-is-the-state.md):
   not evidence (containerd names the alphabetically first reference recorded for the
   config, possibly another repository's). Content that cannot be resolved, and a reference
   sharing only some platforms' configs with the target, is unknown, never stale;
-- at most one deletion per Deployment per call, and only while the Deployment is settled;
+- at most one deletion per workload per call, and only while the workload is settled by the
+  rules of its kind (``autoroll.kinds``); a StatefulSet pod behind the ``updateRevision``
+  and a DaemonSet pod on a Node not read Ready in this pass are never deleted;
 - a pod created after its target digest was first seen is never deleted (loop guard): a pod
   counts as older only if the sighting's own pass listed it, or if its creationTimestamp is
   before the sighting by at least the timestamp's one-second resolution.
@@ -55,6 +61,7 @@ from autoroll.decision import (
     ContentRequest,
     Decision,
     DeletePod,
+    NodeRequest,
     PodFinding,
     PodState,
     Reason,
@@ -70,15 +77,17 @@ from autoroll.images import (
     host_matches,
     parse_image,
 )
+from autoroll.kinds import is_settled
 from autoroll.ladder import ContainerResult, Ladder
 from autoroll.model import (
     PULL_ALWAYS,
     ContainerView,
-    DeploymentView,
     Digest,
     ImageContent,
+    NodeView,
     PodView,
     Unknown,
+    WorkloadView,
 )
 
 __all__ = [
@@ -88,6 +97,7 @@ __all__ = [
     "ContentRequest",
     "Decision",
     "DeletePod",
+    "NodeRequest",
     "PodFinding",
     "PodState",
     "Reason",
@@ -152,11 +162,11 @@ def select_container(container: ContainerView, *, forgejo_host: str) -> Selectio
     return Selection(container, ref)
 
 
-def refs_to_resolve(deployments: Iterable[DeploymentView], *, forgejo_host: str) -> set[TagRef]:
+def refs_to_resolve(workloads: Iterable[WorkloadView], *, forgejo_host: str) -> set[TagRef]:
     """Every ref the registry must be asked about this tick (deduplicated)."""
     refs: set[TagRef] = set()
-    for deployment in deployments:
-        for container in deployment.containers:
+    for workload in workloads:
+        for container in workload.containers:
             ref = select_container(container, forgejo_host=forgejo_host).ref
             if ref is not None:
                 refs.add(ref)
@@ -168,17 +178,17 @@ def refs_to_resolve(deployments: Iterable[DeploymentView], *, forgejo_host: str)
 
 
 def listed_uids(
-    snapshot: Iterable[tuple[DeploymentView, Sequence[PodView]]], *, forgejo_host: str
+    snapshot: Iterable[tuple[WorkloadView, Sequence[PodView]]], *, forgejo_host: str
 ) -> dict[TagRef, frozenset[str]]:
-    """Per ref, the UIDs of the listed pods of every Deployment with a container using it.
+    """Per ref, the UIDs of the listed pods of every workload with a container using it.
 
     Feeds ``observe_targets``: taken from a listing made before the registry is asked, these
     pods all predate any digest that the registry's answers show for the first time.
     """
     uids: dict[TagRef, set[str]] = {}
-    for deployment, pods in snapshot:
+    for workload, pods in snapshot:
         pod_uids = {p.uid for p in pods if p.uid}
-        for container in deployment.containers:
+        for container in workload.containers:
             ref = select_container(container, forgejo_host=forgejo_host).ref
             if ref is not None:
                 uids.setdefault(ref, set()).update(pod_uids)
@@ -222,58 +232,34 @@ def observe_targets(
 
 
 # --------------------------------------------------------------------------------------------
-# Settled
-
-
-def is_settled(*, pods: Sequence[PodView], replicas: int) -> Settledness:
-    """May this Deployment lose a pod now? Terminal (Succeeded/Failed) pods do not count,
-    except that one being deleted is still terminating."""
-    live = [p for p in pods if not p.is_terminal]
-    # Terminal or not: a deleted pod whose containers exited 0 shows Succeeded (non-zero:
-    # Failed) until the kubelet has finished with it, and its replacement is on its way.
-    terminating = sorted(p.name for p in pods if p.deleting)
-    if terminating:
-        # A replacement is still on its way; deleting another would stack disruptions.
-        return Settledness(
-            SettledReason.POD_TERMINATING, f"pod terminating: {', '.join(terminating)}"
-        )
-    unready = sorted(p.name for p in live if not p.ready)
-    if unready:
-        # The last replacement (or something else) is not serving yet.
-        return Settledness(SettledReason.POD_NOT_READY, f"pod not ready: {', '.join(unready)}")
-    if len(live) < replicas:
-        # Scaling up or a pod not created yet: there is no spare capacity to lose.
-        return Settledness(SettledReason.TOO_FEW_READY, f"{len(live)} of {replicas} replicas ready")
-    return Settledness(SettledReason.SETTLED)
-
-
-# --------------------------------------------------------------------------------------------
 # The decision
 
 
 def decide(
     *,
-    deployment: DeploymentView,
+    workload: WorkloadView,
     pods: Sequence[PodView],
     forgejo_host: str,
     resolved: Mapping[TagRef, Digest | Unknown],
     sightings: Mapping[TagRef, Sighting],
     children: Mapping[Digest, frozenset[Digest] | Unknown],
     contents: Mapping[Digest, ImageContent | Unknown] | None = None,
+    nodes: Mapping[str, NodeView | Unknown] | None = None,
 ) -> Decision:
-    """Decide one Deployment: a verdict per template container and at most one deletion.
+    """Decide one workload: a verdict per template container and at most one deletion.
 
-    ``pods`` are the Deployment's pods as listed; ``resolved`` the registry's answers;
+    ``pods`` are the workload's pods as listed; ``resolved`` the registry's answers;
     ``sightings`` the loop-guard memory (see ``observe_targets``); ``children`` the known
     child digests of index digests (an empty set for a plain manifest); ``contents`` the
-    known image configs of manifest and index digests (``ImageContent``).
+    known image configs of manifest and index digests (``ImageContent``); ``nodes`` the
+    Nodes read in this pass (a DaemonSet pod goes only from a Node read Ready).
     """
-    settledness = is_settled(pods=pods, replicas=deployment.replicas)
+    settledness = is_settled(workload=workload, pods=pods)
     results: list[ContainerResult] = []
     actions: list[DeletePod] = []
-    for container in deployment.containers:
+    for container in workload.containers:
         result = _decide_container(
-            deployment=deployment,
+            workload=workload,
             container=container,
             pods=pods,
             forgejo_host=forgejo_host,
@@ -281,6 +267,7 @@ def decide(
             sightings=sightings,
             children=children,
             contents=contents if contents is not None else {},
+            nodes=nodes if nodes is not None else {},
             settledness=settledness,
             already=actions[0] if actions else None,
         )
@@ -288,19 +275,21 @@ def decide(
         if result.action is not None:
             actions.append(result.action)
     return Decision(
-        namespace=deployment.namespace,
-        name=deployment.name,
+        namespace=workload.namespace,
+        name=workload.name,
         settledness=settledness,
         containers=tuple(r.verdict for r in results),
         actions=tuple(actions),
         needs_children=frozenset(c for r in results for c in r.needs.children),
         needs_content=frozenset(c for r in results for c in r.needs.content),
+        kind=workload.kind,
+        needs_nodes=frozenset(n for r in results for n in r.needs.nodes),
     )
 
 
 def _decide_container(
     *,
-    deployment: DeploymentView,
+    workload: WorkloadView,
     container: ContainerView,
     pods: Sequence[PodView],
     forgejo_host: str,
@@ -308,6 +297,7 @@ def _decide_container(
     sightings: Mapping[TagRef, Sighting],
     children: Mapping[Digest, frozenset[Digest] | Unknown],
     contents: Mapping[Digest, ImageContent | Unknown],
+    nodes: Mapping[str, NodeView | Unknown],
     settledness: Settledness,
     already: DeletePod | None,
 ) -> ContainerResult:
@@ -342,11 +332,11 @@ def _decide_container(
         for pod in pods
         if not pod.is_terminal
     ]
-    ladder = Ladder(deployment, container, ref, target, pods, findings)
+    ladder = Ladder(workload, container, ref, target, pods, findings)
     return (
         ladder.fetch_first(index_children, contents)
         or ladder.target_content_unknown(contents.get(target))
         or ladder.guarded_by(sightings.get(ref))
-        or ladder.stale(settledness, already)
+        or ladder.stale(settledness, already, nodes)
         or ladder.not_stale()
     )

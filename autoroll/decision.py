@@ -13,14 +13,14 @@ from datetime import datetime
 from enum import StrEnum
 
 from autoroll.images import RunningImage, TagRef
-from autoroll.model import Digest, Unknown
+from autoroll.model import Digest, Unknown, WorkloadKind
 
 # --------------------------------------------------------------------------------------------
 # Result types
 
 
 class Verdict(StrEnum):
-    """What the core concluded for one container of one Deployment."""
+    """What the core concluded for one container of one workload."""
 
     CURRENT = "current"  # every compared pod runs the registry's digest
     STALE = "stale"  # a stale pod is deleted this tick (an action is emitted)
@@ -29,6 +29,7 @@ class Verdict(StrEnum):
     LOOP_GUARD = "loop-guard"  # mismatch only on pods created after the target was first seen
     NEEDS_CHILDREN = "needs-children"  # mismatch; the index's child digests must be fetched
     NEEDS_CONTENT = "needs-content"  # not a child either; the configs must be resolved
+    NEEDS_NODES = "needs-nodes"  # DaemonSet: the candidates' Nodes must be read (Ready?)
 
 
 class Reason(StrEnum):
@@ -52,13 +53,19 @@ class Reason(StrEnum):
     TARGET_CONTENT_UNKNOWN = "target-content-unknown"
     CONTENT_UNKNOWN = "content-unknown"
     PLATFORM_UNKNOWN = "platform-unknown"
+    REVISION_BEHIND = "revision-behind"  # OnDelete: deleting would release a template change
+    NOT_AN_ORDINAL = "not-an-ordinal"  # a StatefulSet pod whose name has no ordinal
+    NODES_NEEDED = "nodes-needed"
+    NODE_NOT_READY = "node-not-ready"
+    NODE_UNKNOWN = "node-unknown"
 
     @property
     def is_warning(self) -> bool:
         """Should the shell log this loudly (every tick)? Yes for what an operator must fix or
         know: a pull policy that defeats rolling, the loop guard, and a registry that cannot
         be asked (offline, refusing the token, answering garbage), which silently stops
-        rolling until it is fixed. Not for one pod's unresolvable reference
+        rolling until it is fixed, and a Node that cannot be read (a DaemonSet then never
+        rolls: ``nodes: get`` missing, say). Not for one pod's unresolvable reference
         (``CONTENT_UNKNOWN``, ``PLATFORM_UNKNOWN``): that can last as long as the pod, so the
         shell warns once per pod and reference instead."""
         return self in {
@@ -67,6 +74,7 @@ class Reason(StrEnum):
             Reason.REGISTRY_UNKNOWN,
             Reason.CHILDREN_UNKNOWN,
             Reason.TARGET_CONTENT_UNKNOWN,
+            Reason.NODE_UNKNOWN,
         }
 
 
@@ -88,15 +96,20 @@ class PodState(StrEnum):
 
 
 class SettledReason(StrEnum):
+    """Which clause of a workload's settledness failed (``autoroll.kinds``)."""
+
     SETTLED = "settled"
     POD_TERMINATING = "pod-terminating"
     POD_NOT_READY = "pod-not-ready"
-    TOO_FEW_READY = "too-few-ready"
+    TOO_FEW_READY = "too-few-ready"  # fewer pods, or ready pods by its status, than it wants
+    GENERATION_NOT_OBSERVED = "generation-not-observed"  # its controller has not caught up
+    ROLLOUT_IN_PROGRESS = "rollout-in-progress"  # a template rollout: its controller's business
+    PODS_UNAVAILABLE = "pods-unavailable"  # DaemonSet: numberUnavailable > 0
 
 
 @dataclass(frozen=True, slots=True)
 class Settledness:
-    """Whether a Deployment may lose a pod now, and why not."""
+    """Whether a workload may lose a pod now, and, if not, which clause failed and how."""
 
     reason: SettledReason
     detail: str = ""
@@ -110,7 +123,7 @@ class Settledness:
 class Sighting:
     """When the shell first saw ``digest`` as the registry's answer for a ref (loop guard).
 
-    ``older_uids`` are the UIDs of the pods (of Deployments using the ref) that the sighting's
+    ``older_uids`` are the UIDs of the pods (of workloads using the ref) that the sighting's
     own pass had listed before it asked the registry: each existed before the sighting,
     whatever its whole-second ``creationTimestamp`` says. Fixed at the sighting and never
     extended, so a replacement created later can never be in it.
@@ -140,8 +153,16 @@ class ContentRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class NodeRequest:
+    """The shell must read this Node: is it Ready? (Before a DaemonSet pod on it is deleted.)"""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
 class DeletePod:
-    """The one write autoroll performs. ``uid`` lets the shell delete with a precondition."""
+    """The one write autoroll performs. ``uid`` lets the shell delete with a precondition;
+    ``kind`` and ``workload`` (its name, in ``namespace``) say whose pod it is."""
 
     namespace: str
     name: str
@@ -150,8 +171,14 @@ class DeletePod:
     image: str
     from_digest: Digest
     to_digest: Digest
-    deployment: str = ""
+    workload: str = ""
     container: str = ""
+    kind: WorkloadKind = WorkloadKind.DEPLOYMENT
+
+    @property
+    def workload_key(self) -> str:
+        """The owning workload's ``key`` (``namespace/kind/name``)."""
+        return f"{self.namespace}/{self.kind}/{self.workload}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,7 +224,7 @@ class ContainerVerdict:
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """Everything decided for one Deployment in one tick."""
+    """Everything decided for one workload in one tick."""
 
     namespace: str
     name: str
@@ -206,10 +233,23 @@ class Decision:
     actions: tuple[DeletePod, ...] = ()
     needs_children: frozenset[ChildrenRequest] = frozenset()
     needs_content: frozenset[ContentRequest] = frozenset()
+    kind: WorkloadKind = WorkloadKind.DEPLOYMENT
+    needs_nodes: frozenset[NodeRequest] = frozenset()
+
+    @property
+    def kind_name(self) -> str:
+        """``statefulset/db``, as ``WorkloadView.kind_name``."""
+        return f"{self.kind}/{self.name}"
 
     @property
     def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
+        """The workload's ``key`` (``namespace/kind/name``), as ``WorkloadView.key``."""
+        return f"{self.namespace}/{self.kind_name}"
+
+    @property
+    def needs_anything(self) -> bool:
+        """Must the shell fetch something and decide again?"""
+        return bool(self.needs_children or self.needs_content or self.needs_nodes)
 
     @property
     def loop_guard_hits(self) -> int:

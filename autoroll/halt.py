@@ -21,7 +21,7 @@ class RolloutHalt:
     """A rollout that has waited longer than the bound on a pod that does not become Ready
     (a crash-looping or unpullable new image, a failing readiness probe)."""
 
-    deployment: str  # namespace/name
+    workload: str  # its key: namespace/kind/name
     pod: str
     unready_for: timedelta
     restarts: int
@@ -31,7 +31,7 @@ class RolloutHalt:
         minutes = int(self.unready_for.total_seconds()) // 60
         seconds = int(self.unready_for.total_seconds()) % 60
         return (
-            f"rollout of {self.deployment} is halted: pod {self.pod} has not been Ready for"
+            f"rollout of {self.workload} is halted: pod {self.pod} has not been Ready for"
             f" {minutes}m{seconds:02d}s ({self.restarts} restart(s)); {self.waiting} stale"
             " pod(s) wait until it is Ready (fix or roll back the image)"
         )
@@ -40,7 +40,7 @@ class RolloutHalt:
 def rollout_halt(
     *, decision: Decision, pods: Sequence[PodView], now: datetime, after: timedelta
 ) -> RolloutHalt | None:
-    """Has this Deployment's rollout been stuck for at least ``after``? Stale pods wait only
+    """Has this workload's rollout been stuck for at least ``after``? Stale pods wait only
     because a pod is not Ready, and that pod has been unready (since its Ready condition last
     changed, else since it was created) for at least ``after``."""
     stale = {
@@ -54,7 +54,8 @@ def rollout_halt(
         # Nothing waits to be rolled: a pod that is not Ready is not autoroll's concern.
         return None
     if decision.settledness.reason is not SettledReason.POD_NOT_READY:
-        # Terminating or scaling: the rollout is moving, or waits on the Deployment controller.
+        # Terminating, scaling or its controller busy: the rollout moves, or waits on that
+        # controller (a StatefulSet or DaemonSet status not settled is not a halt of ours).
         return None
     stuck = [
         (now - (p.ready_changed_at or p.created_at), p)

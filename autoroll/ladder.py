@@ -3,9 +3,10 @@
 ``autoroll.decide`` compares every pod (``autoroll.compare``) and hands the findings to a
 ``Ladder``; its rungs run in order and the first that answers decides: fetch what cannot be
 judged yet (an index's children, then image configs), skip when the target's content is
-unknown, apply the loop guard, then either choose the one stale pod to delete (or wait), or
-say why nothing is deleted. Each answer is a ``ContainerResult``: the verdict, the deletion
-it chose, and what the shell must fetch. Pure.
+unknown, apply the loop guard, then either choose the one stale pod to delete (in the order
+its kind rolls, passing over pods its kind holds, reading DaemonSet Nodes first: see
+``autoroll.kinds``) or wait, or say why nothing is deleted. Each answer is a
+``ContainerResult``: the verdict, the deletion it chose, and what the shell must fetch. Pure.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from autoroll.decision import (
     ContainerVerdict,
     ContentRequest,
     DeletePod,
+    NodeRequest,
     PodFinding,
     PodState,
     Reason,
@@ -27,7 +29,16 @@ from autoroll.decision import (
     Verdict,
 )
 from autoroll.images import TagRef
-from autoroll.model import ContainerView, DeploymentView, Digest, ImageContent, PodView, Unknown
+from autoroll.kinds import choose, deletion_order
+from autoroll.model import (
+    ContainerView,
+    Digest,
+    ImageContent,
+    NodeView,
+    PodView,
+    Unknown,
+    WorkloadView,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +47,7 @@ class Needs:
 
     children: frozenset[ChildrenRequest] = frozenset()
     content: frozenset[ContentRequest] = frozenset()
+    nodes: frozenset[NodeRequest] = frozenset()
 
 
 _NOTHING = Needs()
@@ -57,7 +69,7 @@ class ContainerResult:
 class Ladder:
     """The rungs after the comparison, in order; each answers or passes (None) to the next."""
 
-    deployment: DeploymentView
+    workload: WorkloadView
     container: ContainerView
     ref: TagRef
     target: Digest
@@ -151,27 +163,45 @@ class Ladder:
         self.findings = [guard(f, self.pods, sighting) for f in self.findings]
         return None
 
-    def stale(self, settledness: Settledness, already: DeletePod | None) -> ContainerResult | None:
+    def stale(
+        self,
+        settledness: Settledness,
+        already: DeletePod | None,
+        nodes: Mapping[str, NodeView | Unknown],
+    ) -> ContainerResult | None:
         stale = self.with_state(PodState.STALE)
         if not stale:
             return None
         stale_names = {f.pod for f in stale}
-        candidates = sorted(
-            (p for p in self.pods if p.name in stale_names), key=lambda p: (p.created_at, p.name)
-        )
+        candidates = deletion_order(self.workload, [p for p in self.pods if p.name in stale_names])
         first = candidates[0].name
         if not settledness.is_settled:
-            # The previous replacement (or something else) must settle first.
+            # The previous replacement (or its controller) must settle first.
             return self.result(Verdict.WAITING, Reason.NOT_SETTLED, settledness.detail, first)
         if already is not None:
             if already.name in stale_names:
                 # The pod chosen for another container is stale here too: one deletion serves both.
                 return self.result(Verdict.STALE, Reason.STALE_POD, "", already.name)
-            # At most one deletion per Deployment per tick.
+            # At most one deletion per workload per tick.
             return self.result(
                 Verdict.WAITING, Reason.ONE_PER_TICK, f"{already.name} goes first", first
             )
-        victim = candidates[0]
+        choice = choose(workload=self.workload, candidates=candidates, nodes=nodes)
+        if choice.needs:
+            # A DaemonSet pod goes only once its Node is known Ready: the shell reads it first.
+            names = ", ".join(n.name for n in choice.needs)
+            return self.result(
+                Verdict.NEEDS_NODES,
+                Reason.NODES_NEEDED,
+                f"read node(s) {names}",
+                needs=Needs(nodes=frozenset(choice.needs)),
+            )
+        victim = choice.victim
+        if victim is None:
+            # Every candidate is held: by its revision (a template change to release) or its node.
+            held = choice.holds[0]
+            detail = "; ".join(h.detail for h in choice.holds)
+            return self.result(Verdict.WAITING, held.reason, detail, held.pod)
         from_digest = next(f.digest for f in stale if f.pod == victim.name)
         assert isinstance(from_digest, Digest)
         name = self.container.name
@@ -184,8 +214,9 @@ class Ladder:
             image=self.container.image,
             from_digest=from_digest,
             to_digest=self.target,
-            deployment=self.deployment.name,
+            workload=self.workload.name,
             container=name,
+            kind=self.workload.kind,
         )
         return self.result(Verdict.STALE, Reason.STALE_POD, "", victim.name, action=action)
 

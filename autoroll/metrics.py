@@ -5,8 +5,9 @@ one registry, ``/metrics`` serves exactly that one, and tests build their own an
 with ``get_sample_value`` instead of scraping text. That is also why there is no
 multiprocess mode: one worker process, one registry (see docs/adr/002-one-worker-process.md).
 
-Label values are small closed sets (reasons, outcomes, modes), never pod or image names,
-so cardinality stays bounded however many Deployments are enrolled.
+Label values are small closed sets (reasons, outcomes, modes, the three workload kinds),
+never workload, pod or image names, so cardinality stays bounded however many workloads are
+enrolled.
 """
 
 from __future__ import annotations
@@ -40,35 +41,44 @@ class Metrics:
             buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
             registry=registry,
         )
+        self.workloads = Gauge(
+            f"{PREFIX}_workloads",
+            "Enrolled workloads the last pass read, by kind (deployment, statefulset, daemonset).",
+            ["kind"],
+            registry=registry,
+        )
         self.deletions = Counter(
             f"{PREFIX}_pod_deletions",
-            "Stale pods deleted (mode=real) or that would have been (mode=dry, DRY_RUN).",
-            ["mode"],
+            "Stale pods deleted (mode=real) or that would have been (mode=dry, DRY_RUN), by the"
+            " kind of workload they belong to.",
+            ["mode", "kind"],
             registry=registry,
         )
         self.deletions_not_done = Counter(
             f"{PREFIX}_pod_deletions_not_done",
             "Deletions that did not happen: pod already gone (404), replaced (UID precondition)"
-            " or, with ROLLOUT_METHOD=evict, blocked by a PodDisruptionBudget (429).",
-            ["reason"],
+            " or, with ROLLOUT_METHOD=evict, blocked by a PodDisruptionBudget (429); by kind.",
+            ["reason", "kind"],
             registry=registry,
         )
         self.containers_skipped = Counter(
             f"{PREFIX}_containers_skipped",
-            "Container decisions that were skipped this tick, by reason.",
-            ["reason"],
+            "Container decisions that were skipped this tick, by reason and workload kind.",
+            ["reason", "kind"],
             registry=registry,
         )
         self.loop_guard_hits = Counter(
             f"{PREFIX}_loop_guard_hits",
             "Stale-looking pods spared because they were created after the target digest was"
-            " first seen (the runtime reports an old digest for a fresh pull).",
+            " first seen (the runtime reports an old digest for a fresh pull), by kind.",
+            ["kind"],
             registry=registry,
         )
         self.rollouts_halted = Gauge(
             f"{PREFIX}_rollouts_halted",
-            "Deployments whose rollout the last pass found halted: stale pods wait behind a"
-            " pod that has not been Ready for ROLLOUT_HALTED_AFTER_SECONDS.",
+            "Workloads whose rollout the last pass found halted: stale pods wait behind a"
+            " pod that has not been Ready for ROLLOUT_HALTED_AFTER_SECONDS; by kind.",
+            ["kind"],
             registry=registry,
         )
         self.events = Counter(

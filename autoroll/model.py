@@ -121,12 +121,89 @@ class ContainerStatusView:
     restart_count: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class DeploymentView:
-    """An enrolled Deployment: its desired replica count and its pod template containers.
+class WorkloadKind(StrEnum):
+    """The kinds of workload autoroll rolls. The values are stable: the kinds setting
+    (WORKLOAD_KINDS), metric labels and the names people read (``statefulset/db``) use them."""
 
-    The adapter lists Deployments by label, so enrollment is already decided when one of
-    these exists; ``labels`` are carried for logs and tables only.
+    DEPLOYMENT = "deployment"
+    STATEFULSET = "statefulset"
+    DAEMONSET = "daemonset"
+
+    @property
+    def api_kind(self) -> str:
+        """The object's ``kind`` in the API (``StatefulSet``)."""
+        return _API_KINDS[self]
+
+    @property
+    def resource(self) -> str:
+        """The apps/v1 resource a list and an RBAC rule name (``statefulsets``)."""
+        return f"{self.value}s"
+
+
+_API_KINDS: Final = {
+    WorkloadKind.DEPLOYMENT: "Deployment",
+    WorkloadKind.STATEFULSET: "StatefulSet",
+    WorkloadKind.DAEMONSET: "DaemonSet",
+}
+
+
+class UpdateStrategy(StrEnum):
+    """A StatefulSet's ``spec.updateStrategy.type``."""
+
+    ROLLING_UPDATE = "RollingUpdate"
+    ON_DELETE = "OnDelete"
+
+
+@dataclass(frozen=True, slots=True)
+class StatefulSetStatus:
+    """What a StatefulSet's settledness is read from: its update strategy and its status.
+
+    Revisions are ControllerRevision names, the values pods carry in their
+    ``controller-revision-hash`` label. Counts the API omits when zero read as 0;
+    ``observed_generation`` is None until the controller has written a status.
+    """
+
+    update_strategy: UpdateStrategy = UpdateStrategy.ROLLING_UPDATE
+    partition: int = 0  # RollingUpdate: ordinals below it stay at currentRevision
+    ready_replicas: int = 0
+    observed_generation: int | None = None
+    current_revision: str = ""
+    update_revision: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class DaemonSetStatus:
+    """A DaemonSet's status, as its controller last wrote it (zero counts are omitted by the
+    API and read as 0; ``observed_generation`` is None until the first status)."""
+
+    desired_number_scheduled: int = 0
+    number_ready: int = 0
+    number_unavailable: int = 0
+    updated_number_scheduled: int = 0
+    observed_generation: int | None = None
+
+
+#: The kind-specific part of a workload: None for a Deployment (its settledness is read from
+#: its pods alone), else the status of its kind.
+WorkloadStatus = StatefulSetStatus | DaemonSetStatus | None
+
+_STATUS_OF: Final[dict[WorkloadKind, type | None]] = {
+    WorkloadKind.DEPLOYMENT: None,
+    WorkloadKind.STATEFULSET: StatefulSetStatus,
+    WorkloadKind.DAEMONSET: DaemonSetStatus,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadView:
+    """An enrolled workload: a Deployment, a StatefulSet or a DaemonSet.
+
+    ``replicas`` is how many pods it should have: ``spec.replicas`` (Deployment,
+    StatefulSet) or ``status.desiredNumberScheduled`` (DaemonSet). ``status`` carries what
+    only its kind has, and must match ``kind``. The adapter lists workloads by label, so
+    enrollment is already decided when one of these exists; ``labels`` are carried for logs
+    and tables only. Address a workload by ``key``, ``kind``, ``namespace`` and ``name``,
+    never by parsing a string.
     """
 
     namespace: str
@@ -136,23 +213,44 @@ class DeploymentView:
     labels: tuple[tuple[str, str], ...] = ()
     uid: str = ""
     generation: int | None = None
+    kind: WorkloadKind = WorkloadKind.DEPLOYMENT
+    status: WorkloadStatus = None
+
+    def __post_init__(self) -> None:
+        expected = _STATUS_OF[self.kind]
+        if (self.status is None) != (expected is None) or (
+            expected is not None and not isinstance(self.status, expected)
+        ):
+            wanted = "no status" if expected is None else expected.__name__
+            raise ValueError(
+                f"{self.kind} {self.namespace}/{self.name}: expected {wanted},"
+                f" got {type(self.status).__name__}"
+            )
+
+    @property
+    def kind_name(self) -> str:
+        """``statefulset/db``: the way kubectl names an object within its namespace."""
+        return f"{self.kind}/{self.name}"
 
     @property
     def key(self) -> str:
-        """``namespace/name``, the way people and log lines name a Deployment."""
-        return f"{self.namespace}/{self.name}"
+        """``namespace/kind/name`` (``shop/statefulset/db``): unique across kinds, and the way
+        log lines, Events and ``autoroll plan`` name a workload."""
+        return f"{self.namespace}/{self.kind_name}"
 
 
 @dataclass(frozen=True, slots=True)
 class PodView:
-    """A pod that belongs to a Deployment (the adapter resolved the ownership).
+    """A pod that belongs to a workload (the adapter resolved the ownership).
 
     ``containers`` is the pod *spec* (the image string asked for); ``statuses`` is what the
     runtime reports. ``deleting`` is true once ``metadata.deletionTimestamp`` is set.
     ``ready`` is the pod's ``Ready`` condition, ``ready_changed_at`` when it last changed
     (its ``lastTransitionTime``; None when not reported). ``platform`` is its node's
     ``os/arch[/variant]``: None until platform awareness (issue 18) fills it; the core then
-    cannot tell which child of a multi-arch index the pod runs.
+    cannot tell which child of a multi-arch index the pod runs. ``revision`` is its
+    ``controller-revision-hash`` label (StatefulSet and DaemonSet pods; empty otherwise),
+    ``node`` its ``spec.nodeName`` (empty until scheduled).
     """
 
     namespace: str
@@ -165,6 +263,8 @@ class PodView:
     containers: tuple[ContainerView, ...] = ()
     statuses: tuple[ContainerStatusView, ...] = field(default=())
     platform: str | None = None
+    revision: str = ""
+    node: str = ""
     ready_changed_at: datetime | None = None
 
     def __post_init__(self) -> None:
@@ -192,10 +292,24 @@ class PodView:
 
 
 @dataclass(frozen=True, slots=True)
-class Enrolled:
-    """One enrolled Deployment with the live pods its selector matches (a pass's input)."""
+class NodeView:
+    """What a DaemonSet roll needs to know of a pod's node: is it Ready?
 
-    deployment: DeploymentView
+    ``ready`` is the Node's ``Ready`` condition being ``True`` on a Node that is not being
+    deleted; ``detail`` says, for a person, why it is not (the condition's status, reason and
+    message, or that the Node is gone).
+    """
+
+    name: str
+    ready: bool
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Enrolled:
+    """One enrolled workload with the pods it owns that its selector matches (a pass's input)."""
+
+    workload: WorkloadView
     pods: tuple[PodView, ...]
 
 
@@ -209,8 +323,8 @@ class DeleteOutcome(StrEnum):
 
 
 class EventReason(StrEnum):
-    """The reason of a roll's Kubernetes Event (``kubectl describe deploy`` shows it), and
-    the verb its message uses."""
+    """The reason of a roll's Kubernetes Event (``kubectl describe`` on the workload shows
+    it), and the verb its message uses."""
 
     DELETED = "StalePodDeleted"
     EVICTED = "StalePodEvicted"
@@ -245,8 +359,9 @@ class RollEvent:
     """What a core/v1 Event about one roll says; the adapter turns it into the API body."""
 
     namespace: str
-    deployment: str
-    deployment_uid: str
+    kind: WorkloadKind
+    workload: str
+    workload_uid: str
     reason: str
     message: str
     type: EventType = EventType.NORMAL
@@ -254,7 +369,7 @@ class RollEvent:
     @classmethod
     def about(
         cls,
-        deployment: DeploymentView,
+        workload: WorkloadView,
         reason: EventReason,
         *,
         pod: str,
@@ -265,23 +380,25 @@ class RollEvent:
     ) -> RollEvent:
         """The Event for one roll: its reason and, next to it, the text people read."""
         return cls(
-            namespace=deployment.namespace,
-            deployment=deployment.name,
-            deployment_uid=deployment.uid,
+            namespace=workload.namespace,
+            kind=workload.kind,
+            workload=workload.name,
+            workload_uid=workload.uid,
             reason=reason.value,
             message=(
-                f"autoroll {reason.verb} stale pod {pod}: container {container} image {image}"
-                f" runs {running}, the registry has {target}"
+                f"autoroll {reason.verb} stale pod {pod} of {workload.kind_name}: container"
+                f" {container} image {image} runs {running}, the registry has {target}"
             ),
         )
 
     @classmethod
-    def halted(cls, deployment: DeploymentView, message: str) -> RollEvent:
+    def halted(cls, workload: WorkloadView, message: str) -> RollEvent:
         """The Warning Event for a halted rollout (``autoroll.halt.RolloutHalt.message``)."""
         return cls(
-            namespace=deployment.namespace,
-            deployment=deployment.name,
-            deployment_uid=deployment.uid,
+            namespace=workload.namespace,
+            kind=workload.kind,
+            workload=workload.name,
+            workload_uid=workload.uid,
             reason=EventReason.HALTED.value,
             message=f"autoroll: {message}",
             type=EventType.WARNING,

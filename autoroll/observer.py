@@ -2,7 +2,7 @@
 
 The reconciler hands the observer each ``Decision`` and each ``Executed`` action; the
 observer counts them, writes one log line per container decision and per action, and, with
-EMIT_EVENTS, records each roll as an Event on its Deployment (the reason and its text are
+EMIT_EVENTS, records each roll as an Event on its workload (the reason and its text are
 ``autoroll.model.RollEvent.about``). An Event that fails is logged and counted, never allowed
 to fail the pass. A halted rollout (``autoroll.halt``) gets a WARNING every pass, the
 ``autoroll_rollouts_halted`` gauge and one Warning Event per halt. It keeps two memories of
@@ -20,7 +20,15 @@ from autoroll.decide import ContainerVerdict, Decision, DeletePod, PodState, Rea
 from autoroll.executor import Executed, Outcome
 from autoroll.halt import RolloutHalt
 from autoroll.metrics import Metrics
-from autoroll.model import DeploymentView, Digest, Enrolled, EventReason, RollEvent, Unknown
+from autoroll.model import (
+    Digest,
+    Enrolled,
+    EventReason,
+    RollEvent,
+    Unknown,
+    WorkloadKind,
+    WorkloadView,
+)
 from autoroll.ports import EventPort
 
 #: The pass's lines keep the logger name they always had: log queries select on it.
@@ -41,9 +49,10 @@ class PassObserver:
         self._evicting = evicting
         # (namespace, pod, uid, container, reference) already warned as unresolved.
         self._warned: set[tuple[str, str, str, str, str]] = set()
-        # (Deployment UID, pod) of the halts found this pass, and of those already announced
-        # with an Event: one Event per halt, while the warning line repeats every pass.
-        self._halted: set[tuple[str, str]] = set()
+        # (workload UID, pod) of the halts found this pass (with the workload's kind, for the
+        # gauge), and of those already announced with an Event: one Event per halt, while the
+        # warning line repeats every pass.
+        self._halted: dict[tuple[str, str], WorkloadKind] = {}
         self._halts_announced: set[tuple[str, str]] = set()
 
     # -- decisions --------------------------------------------------------------------------
@@ -51,11 +60,14 @@ class PassObserver:
     def decided(self, decision: Decision) -> None:
         """Metrics and one log line per container decision."""
         self._warn_unresolved(decision)
+        kind = decision.kind.value
         if decision.loop_guard_hits:
-            self._metrics.loop_guard_hits.inc(decision.loop_guard_hits)
+            self._metrics.loop_guard_hits.labels(kind=kind).inc(decision.loop_guard_hits)
         for verdict in decision.containers:
             if verdict.verdict is Verdict.SKIPPED:
-                self._metrics.containers_skipped.labels(reason=verdict.reason.value).inc()
+                self._metrics.containers_skipped.labels(
+                    reason=verdict.reason.value, kind=kind
+                ).inc()
             level = logging.WARNING if verdict.reason.is_warning else logging.INFO
             log.log(
                 level,
@@ -97,44 +109,51 @@ class PassObserver:
                     },
                 )
 
-    def halted(self, deployment: DeploymentView, halt: RolloutHalt) -> None:
+    def halted(self, workload: WorkloadView, halt: RolloutHalt) -> None:
         """A WARNING every pass while halted; one Warning Event per halt (EMIT_EVENTS)."""
         log.warning(
             halt.message(),
             extra={
                 "event": "rollout-halted",
-                "deployment": halt.deployment,
+                "workload": halt.workload,
+                "kind": workload.kind,
                 "pod": halt.pod,
                 "reason": "rollout-halted",
             },
         )
-        key = (deployment.uid, halt.pod)
-        self._halted.add(key)
+        key = (workload.uid, halt.pod)
+        self._halted[key] = workload.kind
         if key in self._halts_announced:
             return
         self._halts_announced.add(key)
-        self._emit(deployment, RollEvent.halted(deployment, halt.message()))
+        self._emit(workload, RollEvent.halted(workload, halt.message()))
 
     def pass_ended(self, enrolled: Iterable[Enrolled], *, complete: bool = True) -> None:
-        """Keep warned keys only for pods still listed: bounded by the pods enrolled. Set the
-        halted gauge from this pass; after a complete pass, forget halts that ended, so a
-        later one on the same pod is announced again."""
-        listed = {(p.namespace, p.name, p.uid) for e in enrolled for p in e.pods}
+        """Count the enrolled workloads and the halted rollouts by kind; keep warned keys only
+        for pods still listed (bounded by the pods enrolled); after a complete pass, forget
+        halts that ended, so a later one on the same pod is announced again."""
+        items = tuple(enrolled)
+        for kind in WorkloadKind:
+            count = sum(1 for e in items if e.workload.kind is kind)
+            self._metrics.workloads.labels(kind=kind.value).set(count)
+            halted = sum(1 for k in self._halted.values() if k is kind)
+            self._metrics.rollouts_halted.labels(kind=kind.value).set(halted)
+        listed = {(p.namespace, p.name, p.uid) for e in items for p in e.pods}
         self._warned = {k for k in self._warned if (k[0], k[1], k[2]) in listed}
-        self._metrics.rollouts_halted.set(len(self._halted))
         if complete:
-            self._halts_announced &= self._halted
-        self._halted = set()
+            self._halts_announced &= set(self._halted)
+        self._halted = {}
 
     # -- actions ----------------------------------------------------------------------------
 
-    def executed(self, deployment: DeploymentView, done: Executed) -> None:
+    def executed(self, workload: WorkloadView, done: Executed) -> None:
         """Count and log what became of an action; record an Event for a roll."""
         action, outcome = done.action, done.outcome
         fields = _action_fields(action)
-        where = f"{action.namespace}/{action.name}"
+        where = f"{action.namespace}/{action.name} of {action.kind}/{action.workload}"
+        kind = action.kind.value
         if outcome is Outcome.DRY_RUN:
-            self._metrics.deletions.labels(mode="dry").inc()
+            self._metrics.deletions.labels(mode="dry", kind=kind).inc()
             log.info(
                 "DRY_RUN: would delete stale pod %s (%s)",
                 where,
@@ -142,7 +161,7 @@ class PassObserver:
                 extra={**fields, "event": "delete", "dry_run": True},
             )
         elif outcome is Outcome.DELETED:
-            self._metrics.deletions.labels(mode="real").inc()
+            self._metrics.deletions.labels(mode="real", kind=kind).inc()
             log.info(
                 "deleted stale pod %s (%s)",
                 where,
@@ -157,12 +176,12 @@ class PassObserver:
                 extra={**fields, "event": "delete-failed"},
             )
         else:
-            self._not_done(where, outcome, fields)
-        self._record_event(deployment, done)
+            self._not_done(where, outcome, fields, kind)
+        self._record_event(workload, done)
 
-    def _not_done(self, where: str, outcome: Outcome, fields: dict[str, object]) -> None:
-        # One line per Deployment per pass at most (one action each): no storm.
-        self._metrics.deletions_not_done.labels(reason=outcome.value).inc()
+    def _not_done(self, where: str, outcome: Outcome, fields: dict[str, object], kind: str) -> None:
+        # One line per workload per pass at most (one action each): no storm.
+        self._metrics.deletions_not_done.labels(reason=outcome.value, kind=kind).inc()
         extra = {**fields, "event": "delete-noop", "reason": outcome.value}
         if outcome is Outcome.BLOCKED:
             log.warning(
@@ -180,7 +199,7 @@ class PassObserver:
         else:
             log.info("pod %s not deleted: %s", where, outcome.value, extra=extra)
 
-    def _record_event(self, deployment: DeploymentView, done: Executed) -> None:
+    def _record_event(self, workload: WorkloadView, done: Executed) -> None:
         """One Event per executed roll; failures are logged and counted, never raised."""
         if self._events is None:
             return
@@ -192,7 +211,7 @@ class PassObserver:
             return
         action = done.action
         event = RollEvent.about(
-            deployment,
+            workload,
             reason,
             pod=action.name,
             container=action.container,
@@ -200,9 +219,9 @@ class PassObserver:
             running=action.from_digest,
             target=action.to_digest,
         )
-        self._emit(deployment, event)
+        self._emit(workload, event)
 
-    def _emit(self, deployment: DeploymentView, event: RollEvent) -> None:
+    def _emit(self, workload: WorkloadView, event: RollEvent) -> None:
         """Record ``event``; a failure is logged and counted, never raised."""
         if self._events is None:
             return
@@ -212,9 +231,9 @@ class PassObserver:
             self._metrics.events.labels(outcome="error").inc()
             log.warning(
                 "could not record an Event on %s: %s",
-                deployment.key,
+                workload.key,
                 exc,
-                extra={"event": "event-failed", "deployment": deployment.key},
+                extra={"event": "event-failed", "workload": workload.key, "kind": workload.kind},
             )
             return
         self._metrics.events.labels(outcome="created").inc()
@@ -232,11 +251,14 @@ def running_text(verdict: ContainerVerdict) -> str:
 
 
 def decision_fields(decision: Decision, verdict: ContainerVerdict) -> dict[str, object]:
-    """The structured fields of a decision's log line: Deployment, pod, image, both digests."""
+    """The structured fields of a decision's log line: workload and kind, pod, image, both
+    digests, and which settledness clause held (``settled``)."""
     pods = verdict.pod or ",".join(f.pod for f in verdict.pods) or "-"
     return {
         "event": "decision",
-        "deployment": decision.key,
+        "workload": decision.key,
+        "kind": decision.kind.value,
+        "settled": decision.settledness.reason.value,
         "container": verdict.container,
         "pod": pods,
         "image": verdict.image,
@@ -249,7 +271,8 @@ def decision_fields(decision: Decision, verdict: ContainerVerdict) -> dict[str, 
 
 def _action_fields(action: DeletePod) -> dict[str, object]:
     return {
-        "deployment": f"{action.namespace}/{action.deployment}",
+        "workload": action.workload_key,
+        "kind": action.kind.value,
         "container": action.container,
         "pod": action.name,
         "image": action.image,

@@ -4,6 +4,7 @@ Each port is implemented by one adapter in production and by a hand-written fake
 unit tests; the orchestration (``reconciler``, ``leader``, ``plan``) knows only these::
 
     ClusterPort   snapshot + delete one pod     autoroll.kube.KubeCluster
+    NodePort      is a Node Ready? (DaemonSets)  autoroll.kube.KubeCluster
     RegistryPort  tag → digest, index children  autoroll.registry.RegistryClient
     EventPort     record a roll as an Event      autoroll.kube.KubeEvents
     LeasePort     the leader-election Lease      autoroll.kube.KubeLease
@@ -25,6 +26,7 @@ from autoroll.model import (
     Enrolled,
     ImageContent,
     LeaseRecord,
+    NodeView,
     RollEvent,
     Unknown,
 )
@@ -36,6 +38,16 @@ class ClusterPort(Protocol):
     def snapshot(self) -> Sequence[Enrolled]: ...
 
     def delete_pod(self, namespace: str, name: str, uid: str) -> DeleteOutcome: ...
+
+
+class NodePort(Protocol):
+    """Reads one Node before a DaemonSet pod on it is deleted; raises when it cannot.
+
+    A pass without one (``Reconciler(nodes=None)``) never deletes a DaemonSet pod: readiness
+    it cannot read is unknown, never Ready.
+    """
+
+    def node(self, name: str) -> NodeView: ...
 
 
 class RegistryPort(Protocol):
@@ -95,5 +107,6 @@ __all__ = [
     "EventPort",
     "LeaseConflictError",
     "LeasePort",
+    "NodePort",
     "RegistryPort",
 ]

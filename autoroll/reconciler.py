@@ -10,12 +10,14 @@ pods created after it stay protected; a pod running the target's content under a
 repository's name is current whatever the sighting, because staleness is decided on
 content, never on the name.
 
-Per Deployment, ``decide`` may ask twice before it decides: for the children of the target
-index (a pod reporting a platform child), then for the image configs both sides stand for (a
-pod reporting another manifest, possibly in another repository). Every request is answered,
-``Unknown`` when the registry cannot, so a request is never repeated; the answers are shared
-by the pass's later Deployments. At the end of a pass each target's configs are resolved
-once, while the registry still holds the manifest (``_remember_targets``).
+Per workload, ``decide`` may ask three times before it decides: for the children of the
+target index (a pod reporting a platform child), then for the image configs both sides stand
+for (a pod reporting another manifest, possibly in another repository), then, for a DaemonSet
+about to lose a pod, whether the candidates' Nodes are Ready. Every request is answered,
+``Unknown`` when it cannot be, so a request is never repeated; the answers are shared by the
+pass's later workloads (Node answers by this pass only: readiness changes). At the end of a
+pass each target's configs are resolved once, while the registry still holds the manifest
+(``_remember_targets``).
 
 A pass lists the cluster first, then reads the sighting clock, then asks the registry, and
 deletes only after that. So every pod in the listing predates any digest the pass sees for
@@ -56,19 +58,20 @@ from autoroll.executor import Executed, Executor, Outcome
 from autoroll.halt import rollout_halt
 from autoroll.images import TagRef
 from autoroll.metrics import Metrics
-from autoroll.model import Digest, Enrolled, ImageContent, Unknown
+from autoroll.model import Digest, Enrolled, ImageContent, NodeView, Unknown
 from autoroll.observer import PassObserver
-from autoroll.ports import ClusterPort, EventPort, RegistryPort
+from autoroll.ports import ClusterPort, EventPort, NodePort, RegistryPort
 
 log = logging.getLogger(__name__)
 
 #: ``Executed.outcome`` when the leadership check before a deletion failed.
 NOT_LEADER = Outcome.NOT_LEADER
-#: ``decide`` asks for an index's children, then for image configs: two fetches at most.
-FETCH_ROUNDS = 2
+#: ``decide`` asks for an index's children, then image configs, then Nodes: three at most.
+FETCH_ROUNDS = 3
 
 Children = dict[Digest, frozenset[Digest] | Unknown]
 Contents = dict[Digest, ImageContent | Unknown]
+Nodes = dict[str, NodeView | Unknown]
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +83,7 @@ class TickReport:
     resolved: Mapping[TagRef, Digest | Unknown] = field(default_factory=dict)
     decisions: tuple[Decision, ...] = ()
     executed: tuple[Executed, ...] = ()
-    abandoned: bool = False  # stop was requested before every Deployment was decided
+    abandoned: bool = False  # stop was requested before every workload was decided
     skipped: bool = False  # this replica does not lead: nothing was read or decided
 
 
@@ -116,9 +119,11 @@ class Reconciler:
         leading: Callable[[], bool] = _always,
         events: EventPort | None = None,
         evicting: bool = False,
+        nodes: NodePort | None = None,
         halted_after: timedelta = timedelta(minutes=10),
     ) -> None:
         self._cluster = cluster
+        self._nodes = nodes
         self._halted_after = halted_after
         self._registry = registry
         self._forgejo_host = forgejo_host
@@ -136,9 +141,9 @@ class Reconciler:
     def tick(self, stopping: Callable[[], bool] = _never) -> TickReport:
         """One full pass. Cluster errors propagate (the worker logs and counts them).
 
-        ``stopping`` is polled before each Deployment: on shutdown (or past the pass
-        timeout) the pass ends between Deployments, never inside a deletion (which is a
-        single API call anyway).
+        ``stopping`` is polled before each workload: on shutdown (or past the pass timeout)
+        the pass ends between workloads, never inside a deletion (which is a single API call
+        anyway).
         """
         now = self._clock()
         if not self._leading():
@@ -147,6 +152,7 @@ class Reconciler:
         # The caches as this pass starts, plus every answer it gets (Unknown included).
         children: Children = dict(self._registry.known_children())
         contents: Contents = dict(self._registry.known_content())
+        nodes: Nodes = {}  # this pass's Node reads only
         decisions: list[Decision] = []
         executed: list[Executed] = []
         abandoned = False
@@ -155,19 +161,19 @@ class Reconciler:
                 abandoned = True
                 log.info("stop requested; leaving the rest of this pass undone")
                 break
-            decision = self._decide(item, resolved, children, contents)
+            decision = self._decide(item, resolved, children, contents, nodes)
             decisions.append(decision)
             self._observer.decided(decision)
             halt = rollout_halt(
                 decision=decision, pods=item.pods, now=now, after=self._halted_after
             )
             if halt is not None:
-                self._observer.halted(item.deployment, halt)
+                self._observer.halted(item.workload, halt)
             # decide() emits at most one action; slicing keeps that true even if it did not.
             for action in decision.actions[:1]:
                 done = self._executor.execute(action)
                 executed.append(done)
-                self._observer.executed(item.deployment, done)
+                self._observer.executed(item.workload, done)
                 abandoned = done.outcome.ends_pass
             if abandoned:
                 break
@@ -181,11 +187,11 @@ class Reconciler:
     def _read(self) -> tuple[tuple[Enrolled, ...], dict[TagRef, Digest | Unknown]]:
         """The listing, then the sighting clock, then the registry (module docstring)."""
         enrolled = tuple(self._cluster.snapshot())
-        refs = refs_to_resolve((e.deployment for e in enrolled), forgejo_host=self._forgejo_host)
+        refs = refs_to_resolve((e.workload for e in enrolled), forgejo_host=self._forgejo_host)
         # Order matters to the loop guard: every pod listed is older than the sighting time
         # read after the listing, which is older than the registry's answer.
         listed = listed_uids(
-            ((e.deployment, e.pods) for e in enrolled), forgejo_host=self._forgejo_host
+            ((e.workload, e.pods) for e in enrolled), forgejo_host=self._forgejo_host
         )
         seen_at = self._clock()
         resolved = dict(self._registry.resolve(sorted(refs))) if refs else {}
@@ -198,25 +204,28 @@ class Reconciler:
         resolved: Mapping[TagRef, Digest | Unknown],
         children: Children,
         contents: Contents,
+        nodes: Nodes,
     ) -> Decision:
-        """Decide, fetching what ``decide`` asks for (children, then content) in between."""
+        """Decide, fetching what ``decide`` asks for (children, content, Nodes) in between."""
 
         def run() -> Decision:
             return decide(
-                deployment=item.deployment,
+                workload=item.workload,
                 pods=item.pods,
                 forgejo_host=self._forgejo_host,
                 resolved=resolved,
                 sightings=self._sightings,
                 children=children,
                 contents=contents,
+                nodes=nodes,
             )
 
         decision = run()
         for _ in range(FETCH_ROUNDS):
-            if not decision.needs_children and not decision.needs_content:
+            if not decision.needs_anything:
                 break
             self._fetch(decision, children, contents)
+            self._read_nodes(decision, nodes)
             decision = run()
         # Still asking after both rounds cannot happen (every request got an answer); if it
         # did, the containers that ask carry no action, so nothing is deleted on a guess.
@@ -242,6 +251,18 @@ class Reconciler:
                 contents[wanted.digest] = resolved.get(
                     wanted.digest, Unknown("not-fetched", "the registry client gave no answer")
                 )
+
+    def _read_nodes(self, decision: Decision, nodes: Nodes) -> None:
+        """Read each Node a DaemonSet decision asked for; one that cannot be read is Unknown
+        (its pod is then not deleted), and the error says what to fix."""
+        for request in sorted(decision.needs_nodes, key=lambda r: r.name):
+            if self._nodes is None:
+                nodes[request.name] = Unknown("no-node-reader", "this pass cannot read Nodes")
+                continue
+            try:
+                nodes[request.name] = self._nodes.node(request.name)
+            except Exception as exc:
+                nodes[request.name] = Unknown("node-unreadable", str(exc))
 
     def _remember_targets(
         self,

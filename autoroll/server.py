@@ -58,7 +58,7 @@ from autoroll.kube import ClusterError, KubeCluster, KubeEvents, KubeLease
 from autoroll.kube.transport import LEASE_CALL_TIMEOUT, REQUEST_TIMEOUT, call_seconds
 from autoroll.leader import Elector, HandOff, NudgeWatcher
 from autoroll.metrics import Metrics
-from autoroll.ports import ClusterPort, EventPort, LeasePort, RegistryPort
+from autoroll.ports import ClusterPort, EventPort, LeasePort, NodePort, RegistryPort
 from autoroll.reconciler import Reconciler
 from autoroll.registry import Limits, RegistryClient
 from autoroll.web import create_app
@@ -215,8 +215,12 @@ def build_runtime(
     registry: RegistryPort | None = None,
     lease: LeasePort | None = None,
     events: EventPort | None = None,
+    nodes: NodePort | None = None,
 ) -> Runtime:
-    """Wire one process's objects together. Cheap: no network until the first pass."""
+    """Wire one process's objects together. Cheap: no network until the first pass.
+
+    Without an injected ``cluster`` the Kubernetes adapter is both the cluster and the Node
+    reader; with one, Nodes are read only through ``nodes``."""
     metrics = Metrics(CollectorRegistry())
     nudge = Nudge(metrics)
     settings = config.leader_election
@@ -230,8 +234,14 @@ def build_runtime(
     else:
         metrics.leader.set(1)  # alone, so always the leader
     evicting = config.rollout_method is RolloutMethod.EVICT
+    if cluster is None:
+        kube = KubeCluster(
+            label_selector=config.label_selector, evict=evicting, kinds=config.workload_kinds
+        )
+        cluster, nodes = kube, nodes or kube
     reconciler = Reconciler(
-        cluster=cluster or KubeCluster(label_selector=config.label_selector, evict=evicting),
+        cluster=cluster,
+        nodes=nodes,
         registry=registry or _registry(config, metrics),
         metrics=metrics,
         forgejo_host=config.forgejo_host,

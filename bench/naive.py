@@ -27,7 +27,7 @@ from autoroll.kube.convert import (
     pod_from_json,
 )
 from autoroll.kube.transport import LIVE_PODS_FIELD_SELECTOR, REQUEST_TIMEOUT, KubeRest
-from autoroll.model import Digest, ImageContent, Unknown
+from autoroll.model import Digest, ImageContent, Unknown, WorkloadKind
 from autoroll.registry import RegistryClient
 
 
@@ -66,8 +66,8 @@ class NaiveController:
 
     def tick(self) -> list[Decision]:
         now = datetime.now(UTC)
-        answer = self._rest.list_deployments(
-            label_selector=self._label_selector, timeout=REQUEST_TIMEOUT
+        answer = self._rest.list_workloads(
+            WorkloadKind.DEPLOYMENT, label_selector=self._label_selector, timeout=REQUEST_TIMEOUT
         )
         listed = list_items(answer)
         decisions = []
@@ -81,7 +81,7 @@ class NaiveController:
                     timeout=REQUEST_TIMEOUT,
                 )
             )
-            pods = tuple(pod_from_json(p)[0] for p in page)
+            pods = tuple(pod_from_json(p).view for p in page)
             refs = refs_to_resolve([deployment], forgejo_host=self._forgejo_host)
             # A fresh lookup per Deployment: nothing is shared with the previous one.
             resolved: dict[TagRef, Digest | Unknown] = dict(self._registry.resolve(refs))
@@ -90,7 +90,7 @@ class NaiveController:
             contents: dict[Digest, ImageContent | Unknown] = {}
             run = partial(
                 decide,
-                deployment=deployment,
+                workload=deployment,
                 pods=pods,
                 forgejo_host=self._forgejo_host,
                 resolved=resolved,

@@ -59,8 +59,9 @@ def count_violations(results: Mapping[str, Any]) -> list[str]:
       first (cold) pass only, at most one GET per unique tag: each target's manifest is
       resolved to its image config once, while the registry still holds it (the bench's
       images are single-platform); steady state: nothing changed, so no GET at all;
-    - Kubernetes: list requests per pass <= 1 + namespaces holding enrolled Deployments,
-      and no other request (nothing is stale, so nothing is deleted);
+    - Kubernetes: exactly one list per enabled workload kind, exactly one pod list per
+      namespace holding enrolled workloads (so lists == kinds + namespaces), and no other
+      request (nothing is stale, so nothing is deleted);
     - webhooks: bad signatures cause zero passes.
     """
     found = []
@@ -81,10 +82,24 @@ def count_violations(results: Mapping[str, Any]) -> list[str]:
                 )
             if total(registry) != registry.get("HEAD", 0) + gets:
                 found.append(f"{where}, pass {n}: registry requests other than HEAD: {registry}")
-            limit = 1 + cell["namespaces"]
+            kinds = p.get("kinds", ["deployment"])  # results from before issue 16: Deployments
+            limit = len(kinds) + cell["namespaces"]
             if lists(kube) > limit:
                 found.append(
                     f"{where}, pass {n}: {lists(kube)} Kubernetes list requests, limit {limit}"
+                )
+            for kind in kinds:
+                listed = kube.get(f"list {kind}s", 0)
+                if listed != 1:
+                    found.append(
+                        f"{where}, pass {n}: {listed} Kubernetes lists of {kind}s, expected"
+                        " exactly 1 (one per enabled kind)"
+                    )
+            if kube.get("list pods", 0) != cell["namespaces"]:
+                found.append(
+                    f"{where}, pass {n}: {kube.get('list pods', 0)} Kubernetes pod lists,"
+                    f" expected exactly {cell['namespaces']} (one per namespace with enrolled"
+                    " workloads)"
                 )
             if total(kube) != lists(kube):
                 found.append(f"{where}, pass {n}: Kubernetes requests other than lists: {kube}")
@@ -129,7 +144,7 @@ def targets(results: Mapping[str, Any]) -> list[Target]:
     kube = [v for v in violations if "Kubernetes" in v]
     worst = max(
         (
-            (lists(p["kube"]), 1 + c["namespaces"])
+            (lists(p["kube"]), len(p.get("kinds", ["deployment"])) + c["namespaces"])
             for c in cells
             for p in c["results"]["autoroll"]["passes"]
         ),
@@ -137,7 +152,8 @@ def targets(results: Mapping[str, Any]) -> list[Target]:
     )
     out.append(
         Target(
-            "Kubernetes list requests per pass ≤ 1 + namespaces with enrolled Deployments",
+            "Kubernetes list requests per pass ≤ one per enabled kind + namespaces with enrolled"
+            " workloads",
             not kube,
             f"{worst[0]} lists against a limit of {worst[1]} at the largest size"
             if not kube
@@ -414,7 +430,7 @@ def render(results: Mapping[str, Any]) -> str:
         " one list its pods (its own selector) and HEAD its image tag — the same pure"
         " `decide` on the same data, so both reach the same verdicts; only the I/O differs."
         " Ratios are naive ÷ autoroll.\n\n"
-        "**Floor** (`--strategy floor` in `bench/tick.py`): autoroll's own 1 + namespaces"
+        "**Floor** (`--strategy floor` in `bench/tick.py`): autoroll's own kinds + namespaces"
         " list requests, narrowed the same way and parsed the same way, but nothing"
         " converted, looked up in the registry or decided — what transport and JSON alone"
         " cost.\n",

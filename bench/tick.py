@@ -34,12 +34,13 @@ from autoroll.decide import Decision
 from autoroll.kube import KubeCluster, KubeRest, connect
 from autoroll.kube.convert import (
     LabelSelector,
-    deployment_from_json,
     list_items,
     pod_list_selector,
+    workload_from_json,
 )
 from autoroll.kube.transport import LIVE_PODS_FIELD_SELECTOR, REQUEST_TIMEOUT
 from autoroll.metrics import Metrics
+from autoroll.model import WorkloadKind
 from autoroll.reconciler import Reconciler
 from autoroll.registry import RegistryClient
 from bench.counting import count_kubernetes, counting_session
@@ -62,6 +63,10 @@ def verdicts(decisions: Sequence[Decision]) -> dict[str, int]:
             counted[f"{verdict.verdict.value}/{verdict.reason.value}"] += 1
         counted["actions"] += len(decision.actions)
     return dict(sorted(counted.items()))
+
+
+#: The kinds autoroll (and the floor) list each pass: every kind, the default WORKLOAD_KINDS.
+KINDS = tuple(WorkloadKind)
 
 
 def build(
@@ -88,6 +93,7 @@ def build(
     cluster = KubeCluster(
         label_selector=args.selector,
         api_client_factory=lambda: count_kubernetes(connect(env), kube),
+        kinds=KINDS,
     )
     reconciler = Reconciler(
         cluster=cluster,
@@ -100,7 +106,7 @@ def build(
 
 
 def lists_only(api_client: Any, selector: str) -> Callable[[], Any]:
-    """The floor: autoroll's own 1 + namespaces lists (narrowed the same way), read as
+    """The floor: autoroll's own kinds + namespaces lists (narrowed the same way), read as
     JSON, nothing converted, asked of the registry or decided.
 
     Not a strategy anyone runs: it shows how much of a pass is transport and JSON parsing,
@@ -109,11 +115,12 @@ def lists_only(api_client: Any, selector: str) -> Callable[[], Any]:
     rest = KubeRest(api_client)
 
     def run() -> list[Decision]:
-        listed = rest.list_deployments(label_selector=selector, timeout=REQUEST_TIMEOUT)
         selectors: dict[str, list[LabelSelector]] = {}
-        for item in list_items(listed):
-            view, pod_selector = deployment_from_json(item)
-            selectors.setdefault(view.namespace, []).append(pod_selector)
+        for kind in KINDS:
+            listed = rest.list_workloads(kind, label_selector=selector, timeout=REQUEST_TIMEOUT)
+            for item in list_items(listed):
+                view, pod_selector = workload_from_json(kind, item)
+                selectors.setdefault(view.namespace, []).append(pod_selector)
         for namespace in sorted(selectors):
             narrowing = pod_list_selector(selectors[namespace])
             page = rest.list_pods(
@@ -178,6 +185,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "registry": dict(sorted(registry.items())),
                 "deployments": len(decisions),
                 "verdicts": verdicts(decisions),
+                # the workload kinds this strategy lists (the naive baseline: Deployments)
+                "kinds": [k.value for k in KINDS] if args.strategy != "naive" else ["deployment"],
             }
         )
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux

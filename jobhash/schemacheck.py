@@ -182,6 +182,23 @@ class _Compiler:
     def kw_minItems(self, argument: Any, schema: Mapping[str, Any]) -> Check:  # noqa: N802
         return lambda value: not isinstance(value, list) or len(value) >= argument
 
+    def kw_uniqueItems(self, argument: Any, schema: Mapping[str, Any]) -> Check:  # noqa: N802
+        """``jsonschema``'s ``uniqueItems``: no two items ``equal`` (so ``1`` and ``True``
+        are different items)."""
+        if not argument:
+            return lambda value: True
+
+        def check(value: Any) -> bool:
+            if not isinstance(value, list):
+                return True
+            return not any(
+                equal(value[i], value[j])
+                for i in range(len(value))
+                for j in range(i + 1, len(value))
+            )
+
+        return check
+
     def kw_minLength(self, argument: Any, schema: Mapping[str, Any]) -> Check:  # noqa: N802
         return lambda value: not isinstance(value, str) or len(value) >= argument
 

@@ -2,9 +2,10 @@
 
 Nothing here does I/O, so every rule is tested without an API server: label-selector
 semantics (``selector_matches``) and the server-side narrowing of a namespace's pod list
-(``pod_list_selector``), Deployment and Pod JSON into views, list answers parsed without
-their ``managedFields``, pods grouped under the Deployments that select them, and the Lease
-and Event bodies the adapters send. The field names are the API's own (``imageID``,
+(``pod_list_selector``), Deployment, StatefulSet, DaemonSet, Pod and Node JSON into views,
+list answers parsed without their ``managedFields``, pods grouped under the workloads that
+select (and, for StatefulSets and DaemonSets, own) them, and the Lease and Event bodies the
+adapters send. The field names are the API's own (``imageID``,
 ``containerStatuses``), because lists are read as raw JSON, never as client models
 (docs/adr/005-reading-the-cluster.md).
 """
@@ -24,11 +25,16 @@ from autoroll.model import (
     PULL_ALWAYS,
     ContainerStatusView,
     ContainerView,
-    DeploymentView,
+    DaemonSetStatus,
     Enrolled,
     LeaseRecord,
+    NodeView,
     PodView,
     RollEvent,
+    StatefulSetStatus,
+    UpdateStrategy,
+    WorkloadKind,
+    WorkloadView,
 )
 
 #: A pod-list narrowing selector longer than this is not sent (the URL would get unwieldy);
@@ -37,6 +43,9 @@ MAX_NARROWING_SELECTOR: Final = 8192
 
 #: The Lease annotation a follower bumps to hand a verified webhook to the leader.
 NUDGE_ANNOTATION: Final = "autoroll.aethnet.se/nudge"
+
+#: The label the StatefulSet and DaemonSet controllers put on each pod: its ControllerRevision.
+REVISION_LABEL: Final = "controller-revision-hash"
 
 #: Stands in for a missing creationTimestamp (never seen from a real API server): "created
 #: in the future" makes the loop guard spare the pod, the safe direction.
@@ -65,7 +74,7 @@ class Requirement:
 
 @dataclass(frozen=True, slots=True)
 class LabelSelector:
-    """A Deployment's ``spec.selector``: all ``match_labels`` and all requirements must hold."""
+    """A workload's ``spec.selector``: all ``match_labels`` and all requirements must hold."""
 
     match_labels: tuple[tuple[str, str], ...] = ()
     requirements: tuple[Requirement, ...] = ()
@@ -79,7 +88,7 @@ def selector_matches(selector: LabelSelector, labels: Mapping[str, str]) -> bool
     """Does ``labels`` satisfy ``selector`` (Kubernetes label-selector semantics)?
 
     An empty selector matches nothing here, unlike the API's "everything": apps/v1 rejects
-    empty Deployment selectors, and if one slipped through, adopting every pod in the
+    empty workload selectors, and if one slipped through, adopting every pod in the
     namespace would be the dangerous reading.
     """
     if selector.is_empty:
@@ -151,29 +160,100 @@ def container_from_json(container: Mapping[str, Any]) -> ContainerView:
     return ContainerView(name=container.get("name", ""), image=image, image_pull_policy=policy)
 
 
-def deployment_from_json(deployment: Mapping[str, Any]) -> tuple[DeploymentView, LabelSelector]:
-    """Convert a ``Deployment`` into the core's view plus the selector to match pods with."""
-    meta = deployment.get("metadata") or {}
-    spec = deployment.get("spec") or {}
-    replicas = spec.get("replicas")
+def workload_from_json(
+    kind: WorkloadKind, document: Mapping[str, Any]
+) -> tuple[WorkloadView, LabelSelector]:
+    """Convert a Deployment, StatefulSet or DaemonSet into the core's view plus the selector
+    to match pods with. What cannot be read raises ``ValueError`` naming the field."""
+    meta = document.get("metadata") or {}
+    spec = document.get("spec") or {}
+    status = document.get("status") or {}
     pod_spec = (spec.get("template") or {}).get("spec") or {}
-    view = DeploymentView(
+    kind_status: StatefulSetStatus | DaemonSetStatus | None = None
+    if kind is WorkloadKind.DAEMONSET:
+        daemon = _daemonset_status(status)
+        replicas, kind_status = daemon.desired_number_scheduled, daemon
+    else:
+        raw = spec.get("replicas")
+        replicas = 1 if raw is None else int(raw)  # the API's default
+        if kind is WorkloadKind.STATEFULSET:
+            kind_status = _statefulset_status(spec, status)
+    view = WorkloadView(
         namespace=meta.get("namespace", ""),
         name=meta.get("name", ""),
-        replicas=1 if replicas is None else int(replicas),  # the API's default
+        replicas=replicas,
         containers=tuple(container_from_json(c) for c in pod_spec.get("containers") or ()),
         labels=tuple(sorted((meta.get("labels") or {}).items())),
         uid=meta.get("uid") or "",
         generation=meta.get("generation"),
+        kind=kind,
+        status=kind_status,
     )
     return view, selector_from_json(spec.get("selector"))
 
 
-def pod_from_json(pod: Mapping[str, Any]) -> tuple[PodView, Mapping[str, str]]:
-    """Convert a ``Pod`` into the core's view plus its labels (for selector matching)."""
+def deployment_from_json(deployment: Mapping[str, Any]) -> tuple[WorkloadView, LabelSelector]:
+    """Convert a ``Deployment`` (``workload_from_json`` for that kind)."""
+    return workload_from_json(WorkloadKind.DEPLOYMENT, deployment)
+
+
+def _count(status: Mapping[str, Any], name: str) -> int:
+    """A status count; the API omits those that are zero."""
+    return int(status.get(name) or 0)
+
+
+def _observed(status: Mapping[str, Any]) -> int | None:
+    raw = status.get("observedGeneration")
+    return None if raw is None else int(raw)
+
+
+def _statefulset_status(spec: Mapping[str, Any], status: Mapping[str, Any]) -> StatefulSetStatus:
+    strategy = spec.get("updateStrategy") or {}
+    raw_type = strategy.get("type") or UpdateStrategy.ROLLING_UPDATE.value  # the API's default
+    try:
+        update_strategy = UpdateStrategy(raw_type)
+    except ValueError:
+        raise ValueError(
+            f"spec.updateStrategy.type {raw_type!r} is not one of"
+            f" {', '.join(s.value for s in UpdateStrategy)}"
+        ) from None
+    rolling = strategy.get("rollingUpdate") or {}
+    return StatefulSetStatus(
+        update_strategy=update_strategy,
+        partition=int(rolling.get("partition") or 0),
+        ready_replicas=_count(status, "readyReplicas"),
+        observed_generation=_observed(status),
+        current_revision=str(status.get("currentRevision") or ""),
+        update_revision=str(status.get("updateRevision") or ""),
+    )
+
+
+def _daemonset_status(status: Mapping[str, Any]) -> DaemonSetStatus:
+    return DaemonSetStatus(
+        desired_number_scheduled=_count(status, "desiredNumberScheduled"),
+        number_ready=_count(status, "numberReady"),
+        number_unavailable=_count(status, "numberUnavailable"),
+        updated_number_scheduled=_count(status, "updatedNumberScheduled"),
+        observed_generation=_observed(status),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ListedPod:
+    """A pod as listed: its view, its labels (for selector matching) and the UID of its
+    controlling owner (``ownerReferences[]`` with ``controller: true``), empty when none."""
+
+    view: PodView
+    labels: Mapping[str, str]
+    controller_uid: str = ""
+
+
+def pod_from_json(pod: Mapping[str, Any]) -> ListedPod:
+    """Convert a ``Pod`` into the core's view, its labels and its controlling owner."""
     meta = pod.get("metadata") or {}
     status = pod.get("status") or {}
     conditions = status.get("conditions") or ()
+    labels = meta.get("labels") or {}
     view = PodView(
         namespace=meta.get("namespace", ""),
         name=meta.get("name", ""),
@@ -196,8 +276,39 @@ def pod_from_json(pod: Mapping[str, Any]) -> tuple[PodView, Mapping[str, str]]:
             )
             for s in status.get("containerStatuses") or ()
         ),
+        revision=str(labels.get(REVISION_LABEL) or ""),
+        node=str((pod.get("spec") or {}).get("nodeName") or ""),
     )
-    return view, meta.get("labels") or {}
+    return ListedPod(view, labels, _controller_uid(meta.get("ownerReferences") or ()))
+
+
+def _controller_uid(references: Iterable[Mapping[str, Any]]) -> str:
+    """The UID of the one owner reference marked ``controller: true`` (the API allows one)."""
+    for reference in references:
+        if isinstance(reference, Mapping) and reference.get("controller") is True:
+            return str(reference.get("uid") or "")
+    return ""
+
+
+def node_from_json(node: Mapping[str, Any]) -> NodeView:
+    """A ``Node`` → ``NodeView``: Ready only with a ``Ready`` condition of ``True`` on a Node
+    that is not being deleted; the detail says what the condition says otherwise."""
+    meta = node.get("metadata") or {}
+    name = str(meta.get("name") or "")
+    if meta.get("deletionTimestamp") is not None:
+        return NodeView(name, False, "the Node is being deleted")
+    conditions = (node.get("status") or {}).get("conditions") or ()
+    ready = next(
+        (c for c in conditions if isinstance(c, Mapping) and c.get("type") == "Ready"), None
+    )
+    if ready is None:
+        return NodeView(name, False, "the Node reports no Ready condition")
+    if ready.get("status") == "True":
+        return NodeView(name, True)
+    said = ": ".join(str(part) for part in (ready.get("reason"), ready.get("message")) if part)
+    return NodeView(
+        name, False, f"Ready={ready.get('status') or 'unset'}" + (f" ({said})" if said else "")
+    )
 
 
 def _ready_changed_at(conditions: Any) -> datetime | None:
@@ -275,28 +386,37 @@ def _without_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def group_pods(
-    deployments: Sequence[tuple[DeploymentView, LabelSelector]],
-    pods: Iterable[tuple[PodView, Mapping[str, str]]],
+    workloads: Sequence[tuple[WorkloadView, LabelSelector]],
+    pods: Iterable[ListedPod],
 ) -> tuple[Enrolled, ...]:
-    """Give each Deployment the pods of its namespace that its selector matches.
+    """Give each workload the pods of its namespace that its selector matches and, for a
+    StatefulSet or DaemonSet, that it controls (an ``ownerReference`` with its UID).
 
-    A pod matched by two enrolled Deployments (overlapping selectors) is given to both:
-    each decision then counts it, which can only make either less eager to delete.
+    Deployments keep the selector rule alone (their pods are owned by ReplicaSets). A pod
+    matched by two enrolled Deployments (overlapping selectors) is given to both: each
+    decision then counts it, which can only make either less eager to delete. A workload
+    without a UID owns nothing (the API always sends one).
     """
-    by_namespace: dict[str, list[tuple[PodView, Mapping[str, str]]]] = {}
-    for pod, labels in pods:
-        by_namespace.setdefault(pod.namespace, []).append((pod, labels))
+    by_namespace: dict[str, list[ListedPod]] = {}
+    for pod in pods:
+        by_namespace.setdefault(pod.view.namespace, []).append(pod)
     enrolled = []
-    for deployment, selector in deployments:
-        candidates = by_namespace.get(deployment.namespace, ())
+    for workload, selector in workloads:
+        candidates = by_namespace.get(workload.namespace, ())
+        owned = workload.kind is not WorkloadKind.DEPLOYMENT
         matched = tuple(
             sorted(
-                (pod for pod, labels in candidates if selector_matches(selector, labels)),
+                (
+                    pod.view
+                    for pod in candidates
+                    if selector_matches(selector, pod.labels)
+                    and (not owned or (workload.uid and pod.controller_uid == workload.uid))
+                ),
                 key=lambda p: p.name,
             )
         )
-        enrolled.append(Enrolled(deployment, matched))
-    return tuple(sorted(enrolled, key=lambda e: e.deployment.key))
+        enrolled.append(Enrolled(workload, matched))
+    return tuple(sorted(enrolled, key=lambda e: e.workload.key))
 
 
 # --------------------------------------------------------------------------------------------
@@ -353,16 +473,16 @@ def event_json(event: RollEvent, *, now: datetime, instance: str) -> dict[str, A
         "apiVersion": "v1",
         "kind": "Event",
         "metadata": {
-            # Unique per roll; the Deployment's name first, as kubectl's own events do.
-            "name": f"{event.deployment[:200]}.{uuid.uuid4().hex[:16]}",
+            # Unique per roll; the workload's name first, as kubectl's own events do.
+            "name": f"{event.workload[:200]}.{uuid.uuid4().hex[:16]}",
             "namespace": event.namespace,
         },
         "involvedObject": {
             "apiVersion": "apps/v1",
-            "kind": "Deployment",
+            "kind": event.kind.api_kind,
             "namespace": event.namespace,
-            "name": event.deployment,
-            **({"uid": event.deployment_uid} if event.deployment_uid else {}),
+            "name": event.workload,
+            **({"uid": event.workload_uid} if event.workload_uid else {}),
         },
         "reason": event.reason,
         "message": event.message[:1024],
@@ -379,7 +499,9 @@ def event_json(event: RollEvent, *, now: datetime, instance: str) -> dict[str, A
 __all__ = [
     "MAX_NARROWING_SELECTOR",
     "NUDGE_ANNOTATION",
+    "REVISION_LABEL",
     "LabelSelector",
+    "ListedPod",
     "Operator",
     "Requirement",
     "container_from_json",
@@ -390,8 +512,10 @@ __all__ = [
     "lease_from_json",
     "lease_spec_json",
     "list_items",
+    "node_from_json",
     "pod_from_json",
     "pod_list_selector",
     "selector_from_json",
     "selector_matches",
+    "workload_from_json",
 ]

@@ -54,6 +54,10 @@ class Grant(StrEnum):
     """Which of the chart's RBAC objects grants an operation's rule."""
 
     CLUSTER_ROLE = "the ClusterRole must grant {rule}"
+    #: a kind's list; the chart grants it only for the kinds in workloadKinds
+    WORKLOAD_KIND = "the ClusterRole must grant {rule} (WORKLOAD_KINDS lists the kind)"
+    #: DaemonSet rolls read the candidate's Node; the chart grants it with the daemonset kind
+    NODES = "the ClusterRole must grant {rule} (WORKLOAD_KINDS lists daemonset)"
     EVENTS = "the ClusterRole must grant {rule} (EMIT_EVENTS=true)"
     LEASE_ROLE = "the namespaced Role must grant {rule} (LEADER_ELECTION=true)"
 

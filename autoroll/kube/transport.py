@@ -36,6 +36,7 @@ from autoroll.kube.errors import (
     api_error,
     unreachable,
 )
+from autoroll.model import WorkloadKind
 
 log = logging.getLogger(__name__)
 
@@ -73,8 +74,12 @@ _JSON: Final = "application/json"
 MERGE_PATCH: Final = "application/merge-patch+json"
 
 # -- the operations, with the RBAC rule each needs and the statuses it answers with ----------
-LIST_DEPLOYMENTS: Final = Operation("list deployments", "deployments: list")
+LIST_WORKLOADS: Final = {
+    kind: Operation(f"list {kind.resource}", f"{kind.resource}: list", Grant.WORKLOAD_KIND)
+    for kind in WorkloadKind
+}
 LIST_PODS: Final = Operation("list pods", "pods: list")
+GET_NODE: Final = Operation("get node", "nodes: get", Grant.NODES, answers=frozenset({404}))
 DELETE_POD: Final = Operation("delete pod", "pods: delete", answers=frozenset({404, 409}))
 EVICT_POD: Final = Operation(
     "evict pod", "pods/eviction: create", answers=frozenset({404, 409, 429})
@@ -153,11 +158,21 @@ class KubeRest:
 
     # -- a pass ---------------------------------------------------------------------------
 
-    def list_deployments(self, *, label_selector: str, timeout: tuple[float, float]) -> bytes:
+    def list_workloads(
+        self, kind: WorkloadKind, *, label_selector: str, timeout: tuple[float, float]
+    ) -> bytes:
+        """One cluster-wide list of ``kind`` (apps/v1) by label."""
         query = [("labelSelector", label_selector)]
-        path = "/apis/apps/v1/deployments"
+        path = f"/apis/apps/v1/{kind.resource}"
         target = "(all namespaces)"
-        return self.send(LIST_DEPLOYMENTS, target, "GET", path, query=query, timeout=timeout).body
+        operation = LIST_WORKLOADS[kind]
+        return self.send(operation, target, "GET", path, query=query, timeout=timeout).body
+
+    def get_node(self, name: str, *, timeout: tuple[float, float]) -> bytes | None:
+        """One Node as JSON, or None when it does not exist (404)."""
+        path = f"/api/v1/nodes/{segment(name)}"
+        answer = self.send(GET_NODE, name, "GET", path, timeout=timeout)
+        return answer.body if answer.ok else None
 
     def list_pods(
         self,
@@ -201,7 +216,7 @@ class KubeRest:
         self, namespace: str, body: Mapping[str, Any], *, timeout: tuple[float, float]
     ) -> None:
         involved = body.get("involvedObject") or {}
-        target = f"deployment {namespace}/{involved.get('name', '?')}"
+        target = f"{str(involved.get('kind', '?')).lower()} {namespace}/{involved.get('name', '?')}"
         path = f"/api/v1/namespaces/{segment(namespace)}/events"
         self.send(CREATE_EVENT, target, "POST", path, body=body, timeout=timeout)
 

@@ -40,10 +40,13 @@ from tests.support.ports import free_port
 from tests.support.wait import wait_until
 
 # The controllers a cluster without nodes or a cloud needs for workloads, Jobs and RBAC tests.
-# Node lifecycle, IPAM, routes, volumes and cloud controllers stay off: there are no real nodes.
+# Node lifecycle, IPAM, routes, volumes and cloud controllers stay off: there are no real nodes
+# (so nothing marks a NotReady node's pods unready, or taints the node: tests set node status).
 KCM_CONTROLLERS = (
     "deployment",
     "replicaset",
+    "statefulset",
+    "daemonset",
     "job",
     "cronjob",
     "ttl-after-finished",

@@ -35,6 +35,27 @@ def rbac_api(kube: Any) -> Any:
     return client.RbacAuthorizationV1Api(kube)
 
 
+def container(
+    image: str, *, pull_policy: str = "Always", http_port: int | None = None, ready_after: float = 0
+) -> dict[str, Any]:
+    """The one container ``app`` of every workload here.
+
+    ``http_port``: the container serves HTTP there and gets a readiness probe on ``/``, first
+    asked ``ready_after`` seconds (rounded up) after it starts, then every second.
+    """
+    spec: dict[str, Any] = {"name": "app", "image": image, "imagePullPolicy": pull_policy}
+    if http_port is not None:
+        spec["ports"] = [{"name": "http", "containerPort": http_port}]
+        spec["readinessProbe"] = {
+            "httpGet": {"path": "/", "port": "http"},
+            "initialDelaySeconds": math.ceil(ready_after),
+            "periodSeconds": 1,
+            "timeoutSeconds": 1,
+            "failureThreshold": 1,
+        }
+    return spec
+
+
 def deployment(
     name: str,
     image: str,
@@ -46,21 +67,9 @@ def deployment(
     http_port: int | None = None,
     ready_after: float = 0,
 ) -> dict[str, Any]:
-    """A minimal Deployment manifest: one container, pods labelled ``app=<name>``.
-
-    ``http_port``: the container serves HTTP there and gets a readiness probe on ``/``, first
-    asked ``ready_after`` seconds (rounded up) after it starts, then every second.
-    """
-    container: dict[str, Any] = {"name": "app", "image": image, "imagePullPolicy": pull_policy}
-    if http_port is not None:
-        container["ports"] = [{"name": "http", "containerPort": http_port}]
-        container["readinessProbe"] = {
-            "httpGet": {"path": "/", "port": "http"},
-            "initialDelaySeconds": math.ceil(ready_after),
-            "periodSeconds": 1,
-            "timeoutSeconds": 1,
-            "failureThreshold": 1,
-        }
+    """A minimal Deployment manifest: one container (``container``), pods labelled
+    ``app=<name>``."""
+    app = container(image, pull_policy=pull_policy, http_port=http_port, ready_after=ready_after)
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -70,9 +79,85 @@ def deployment(
             "selector": {"matchLabels": {"app": name}},
             "template": {
                 "metadata": {"labels": {"app": name}, "annotations": dict(pod_annotations or {})},
-                "spec": {"containers": [container], "terminationGracePeriodSeconds": 5},
+                "spec": {"containers": [app], "terminationGracePeriodSeconds": 5},
             },
         },
+    }
+
+
+def _template(name: str, image: str, **container_args: Any) -> dict[str, Any]:
+    return {
+        "metadata": {"labels": {"app": name}},
+        "spec": {
+            "containers": [container(image, **container_args)],
+            "terminationGracePeriodSeconds": 5,
+        },
+    }
+
+
+def statefulset(
+    name: str,
+    image: str,
+    *,
+    replicas: int = 3,
+    labels: Mapping[str, str] | None = None,
+    on_delete: bool = False,
+    partition: int = 0,
+    pull_policy: str = "Always",
+    http_port: int | None = None,
+    ready_after: float = 0,
+) -> dict[str, Any]:
+    """A minimal StatefulSet manifest (no volumes; its headless Service need not exist):
+    one container (``container``), pods ``<name>-<ordinal>`` labelled ``app=<name>``."""
+    strategy: dict[str, Any] = {"type": "OnDelete"}
+    if not on_delete:
+        strategy = {"type": "RollingUpdate", "rollingUpdate": {"partition": partition}}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": name, "labels": dict(labels or {})},
+        "spec": {
+            "replicas": replicas,
+            "serviceName": name,
+            "selector": {"matchLabels": {"app": name}},
+            "updateStrategy": strategy,
+            "template": _template(
+                name, image, pull_policy=pull_policy, http_port=http_port, ready_after=ready_after
+            ),
+        },
+    }
+
+
+def daemonset(
+    name: str,
+    image: str,
+    *,
+    labels: Mapping[str, str] | None = None,
+    node_selector: Mapping[str, str] | None = None,
+    pull_policy: str = "Always",
+    tolerate_not_ready: bool = False,
+    http_port: int | None = None,
+    ready_after: float = 0,
+) -> dict[str, Any]:
+    """A minimal DaemonSet manifest: one container on every node (or those ``node_selector``
+    names), pods labelled ``app=<name>``. ``tolerate_not_ready`` lets it onto the nodes of
+    the e2e tier, real and simulated: a Node is registered with the taint
+    ``node.kubernetes.io/not-ready:NoSchedule`` and only the node lifecycle controller (not
+    run here) lifts it; the DaemonSet controller honours it when it picks the nodes."""
+    template = _template(
+        name, image, pull_policy=pull_policy, http_port=http_port, ready_after=ready_after
+    )
+    if node_selector:
+        template["spec"]["nodeSelector"] = dict(node_selector)
+    if tolerate_not_ready:
+        template["spec"]["tolerations"] = [
+            {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoSchedule"}
+        ]
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": name, "labels": dict(labels or {})},
+        "spec": {"selector": {"matchLabels": {"app": name}}, "template": template},
     }
 
 

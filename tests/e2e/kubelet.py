@@ -44,6 +44,9 @@ Resolve = Callable[[str], str | None]
 
 BEHAVIOUR_ANNOTATION = "kubelet.e2e.autoroll/behaviour"
 NODE_NAME = "sim-node"
+#: A label every simulated Node carries: a DaemonSet meant for simulated nodes selects it, so it
+#: wants no pod on the real node (whose binder would not send one here, and the reverse).
+SIMULATED_NODE_LABEL = ("e2e.autoroll/simulated-node", "true")
 # A crash-looping container restarts this often (the real back-off grows to 5 min; tests wait
 # for a growing restartCount, not for the exact schedule).
 CRASH_PERIOD_SECONDS = 1.0
@@ -446,15 +449,20 @@ class SimulatedKubelet:
         resolve_child: Resolve | None = None,
         node_name: str = NODE_NAME,
         interval: float = 0.2,
+        bind_unselected: bool = True,
         only_namespaces_labelled: str | None = None,
     ) -> None:
-        """``only_namespaces_labelled`` (``key=value``): bind only pods in namespaces with
-        that label, leaving every other pod to the real node's scheduler."""
+        """A pod pinned to a node (a DaemonSet's, by its required node affinity) is bound
+        only by that node's kubelet; ``bind_unselected=False`` leaves every other pod alone
+        too (a second node that takes only the pods sent to it). ``only_namespaces_labelled``
+        (``key=value``): bind only pods in namespaces with that label, leaving every other pod
+        to the real node's scheduler."""
         from kubernetes import client
 
         self.core: Any = client.CoreV1Api(api_client)
         self.node_name = node_name
         self.interval = interval
+        self.bind_unselected = bind_unselected
         self.only_namespaces_labelled = only_namespaces_labelled
         self.errors: list[str] = []
         self._resolve = resolve
@@ -534,6 +542,7 @@ class SimulatedKubelet:
                     "kubernetes.io/hostname": self.node_name,
                     "kubernetes.io/os": "linux",
                     "kubernetes.io/arch": "amd64",
+                    SIMULATED_NODE_LABEL[0]: SIMULATED_NODE_LABEL[1],
                 },
             },
             "status": {
@@ -571,12 +580,9 @@ class SimulatedKubelet:
             self.core.delete_node(self.node_name, grace_period_seconds=0)
         self.core.create_node(body, _preload_content=False)
         # Nodes keep status on create, but write it through the status subresource as well so
-        # the Node is Ready whatever the API server version does on create.
-        self.core.replace_node_status(
-            self.node_name,
-            {**body, "metadata": {"name": self.node_name}},
-            _preload_content=False,
-        )
+        # the Node is Ready whatever the API server version does on create. The labels go
+        # along: a status replace without them drops them (seen on v1.37).
+        self.core.replace_node_status(self.node_name, body, _preload_content=False)
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -602,7 +608,7 @@ class SimulatedKubelet:
             node = pod["spec"].get("nodeName")
             if not node:
                 mine = ours is None or pod["metadata"]["namespace"] in ours
-                if mine and not pod["metadata"].get("deletionTimestamp"):
+                if mine and not pod["metadata"].get("deletionTimestamp") and self.takes(pod):
                     self._bind(pod)
                 continue
             if node != self.node_name:
@@ -610,6 +616,32 @@ class SimulatedKubelet:
             self._sync_pod(pod, now)
         for uid in set(self._records) - live:
             del self._records[uid]
+
+    def takes(self, pod: Mapping[str, Any]) -> bool:
+        """Would a scheduler put this unscheduled pod on this node? A pod pinned to a node
+        goes there; any other only to a kubelet that binds unselected pods."""
+        pinned = pinned_node(pod)
+        if pinned is not None:
+            return pinned == self.node_name
+        return self.bind_unselected
+
+    def set_ready(self, ready: bool) -> None:
+        """Write the Node's Ready condition (no node lifecycle controller runs here, so its
+        pods keep whatever readiness they had: a NotReady node under Ready pods)."""
+        now = _ts(time.time())
+        condition = {
+            "type": "Ready",
+            "status": "True" if ready else "False",
+            "reason": "KubeletReady" if ready else "KubeletNotReady",
+            "message": "simulated kubelet is posting ready status"
+            if ready
+            else "simulated: container runtime is down",
+            "lastHeartbeatTime": now,
+            "lastTransitionTime": now,
+        }
+        self.core.patch_node_status(
+            self.node_name, {"status": {"conditions": [condition]}}, _preload_content=False
+        )
 
     def _namespaces(self) -> set[str] | None:
         """The namespaces whose pods this kubelet binds (None: all)."""
@@ -780,6 +812,20 @@ class SimulatedKubelet:
         except ApiException as exc:
             if exc.status not in (404, 409):
                 raise
+
+
+def pinned_node(pod: Mapping[str, Any]) -> str | None:
+    """The one node a pod's required node affinity names (``matchFields`` on
+    ``metadata.name``, as the DaemonSet controller writes it), or None."""
+    affinity = ((pod.get("spec") or {}).get("affinity") or {}).get("nodeAffinity") or {}
+    required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
+    for term in required.get("nodeSelectorTerms") or ():
+        for field_ in term.get("matchFields") or ():
+            values = field_.get("values") or []
+            by_name = field_.get("key") == "metadata.name" and field_.get("operator") == "In"
+            if by_name and len(values) == 1:
+                return str(values[0])
+    return None
 
 
 @contextlib.contextmanager

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tests.e2e.controller import Autoroll
-from tests.e2e.helpers import apps_api, core_api, deployment
+from tests.e2e.helpers import apps_api, core_api, daemonset, deployment, statefulset
 from tests.e2e.images import APP_PORT, Image, push_app, push_index
 from tests.support.registry import ImagePusher
 from tests.support.serve import scrape_metric
@@ -28,6 +28,10 @@ ENROLL_LABEL = "aethnet.se/autoroll"
 # Each test's controller only sees its own Deployments: namespaces of earlier tests may still
 # be terminating, and their Deployments must not take part in this test's counts.
 TEST_LABEL = "e2e.autoroll/test"
+
+
+#: The AppsV1Api method name of each kind (``read_namespaced_<name>``).
+_API_NAME = {"deployment": "deployment", "statefulset": "stateful_set", "daemonset": "daemon_set"}
 
 
 def label_selector(test: str) -> str:
@@ -197,7 +201,8 @@ class Recorder:
 
 @dataclass
 class App:
-    """An enrolled Deployment of ``image`` (``<registry>/<repository>:latest``) in ``namespace``.
+    """An enrolled workload of ``image`` (``<registry>/<repository>:latest``) in ``namespace``:
+    a Deployment unless ``kind`` says ``statefulset`` or ``daemonset``.
 
     Its images are real (``images.py``): containers serve HTTP on ``APP_PORT`` and get a
     readiness probe first asked ``ready_after`` seconds after they start, so on the real node
@@ -212,6 +217,7 @@ class App:
     test: str
     pushes: int = 0
     ready_after: float = 1.0
+    kind: str = "deployment"
 
     @property
     def image(self) -> str:
@@ -231,26 +237,48 @@ class App:
         self.pushes += 1
         return push_index(self.pusher, self.repository, build=f"{self.repository} {self.pushes}")
 
-    def deploy(self, *, replicas: int = 3, pull_policy: str = "Always") -> dict[str, Any]:
-        """Create the enrolled Deployment; returns it as the API server stored it."""
-        manifest = deployment(
-            self.name,
-            self.image,
-            replicas=replicas,
-            labels={ENROLL_LABEL: "true", TEST_LABEL: self.test},
-            pull_policy=pull_policy,
-            http_port=APP_PORT,
-            ready_after=self.ready_after,
-        )
-        apps_api(self.kube).create_namespaced_deployment(self.namespace, manifest)
-        return self.deployment()
+    def deploy(
+        self, *, replicas: int = 3, pull_policy: str = "Always", **kind_args: Any
+    ) -> dict[str, Any]:
+        """Create the enrolled workload; returns it as the API server stored it.
+        ``kind_args``: a StatefulSet's ``on_delete``/``partition`` (``helpers.statefulset``);
+        a DaemonSet ignores ``replicas`` (one pod per node)."""
+        common: dict[str, Any] = {
+            "labels": {ENROLL_LABEL: "true", TEST_LABEL: self.test},
+            "pull_policy": pull_policy,
+            "http_port": APP_PORT,
+            "ready_after": self.ready_after,
+        }
+        apps = apps_api(self.kube)
+        if self.kind == "statefulset":
+            manifest = statefulset(self.name, self.image, replicas=replicas, **common, **kind_args)
+            apps.create_namespaced_stateful_set(self.namespace, manifest)
+        elif self.kind == "daemonset":
+            apps.create_namespaced_daemon_set(
+                self.namespace, daemonset(self.name, self.image, **common, **kind_args)
+            )
+        else:
+            manifest = deployment(self.name, self.image, replicas=replicas, **common, **kind_args)
+            apps.create_namespaced_deployment(self.namespace, manifest)
+        return self.workload()
 
-    def deployment(self) -> dict[str, Any]:
-        response = apps_api(self.kube).read_namespaced_deployment(
-            self.name, self.namespace, _preload_content=False
-        )
+    def workload(self) -> dict[str, Any]:
+        """The workload object as the API server has it now."""
+        reader = getattr(apps_api(self.kube), f"read_namespaced_{_API_NAME[self.kind]}")
+        response = reader(self.name, self.namespace, _preload_content=False)
         body: dict[str, Any] = json.loads(response.data)
         return body
+
+    def deployment(self) -> dict[str, Any]:
+        """The Deployment (``workload`` of a Deployment app)."""
+        return self.workload()
+
+    def workload_list_function(self) -> Callable[..., Any]:
+        """The namespaced list call of its kind (for a ``Recorder`` of the object)."""
+        function: Callable[..., Any] = getattr(
+            apps_api(self.kube), f"list_namespaced_{_API_NAME[self.kind]}"
+        )
+        return function
 
     def live_pods(self) -> list[PodSeen]:
         """The app's pods now (including terminating ones)."""
@@ -283,5 +311,5 @@ def metric(autoroll: Autoroll, name: str, labels: Mapping[str, str] | None = Non
 
 def decision_lines(autoroll: Autoroll, app: App, pattern: str = "") -> list[str]:
     """autoroll's decision lines about ``app`` that also match ``pattern``."""
-    key = f"{app.namespace}/{app.name} "
+    key = f"{app.namespace}/{app.kind}/{app.name} "
     return [line for line in autoroll.lines(pattern) if key in line]

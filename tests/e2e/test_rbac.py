@@ -1,8 +1,10 @@
-"""The ClusterRole follows the rollout method, proven against the real API's authorizer.
+"""The ClusterRole follows the rollout method and the workload kinds, proven against the
+real API's authorizer.
 
 The controller's adapter runs as a ServiceAccount holding exactly the rules the chart
 renders: with ``rolloutMethod: evict`` an eviction succeeds and a plain DELETE is refused
-(the Role has no ``pods: delete``); with the default, the reverse.
+(the Role has no ``pods: delete``); with the default, the reverse. Each kind in
+``workloadKinds`` can be listed and no other; ``nodes: get`` only comes with DaemonSets.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 import pytest
 
 from autoroll.kube import ClusterForbiddenError, KubeCluster, connect
-from autoroll.model import DeleteOutcome
+from autoroll.model import DeleteOutcome, WorkloadKind
 from tests.e2e.controlplane import ControlPlane
 from tests.e2e.helpers import apps_api, core_api, deployment, pod, rbac_api
 from tests.e2e.rbac import service_account_kubeconfig
@@ -65,13 +67,61 @@ def test_the_rendered_rules_allow_exactly_the_rollout_methods_one_write(
         uid = enrolled_pod(kube, namespace)
         chosen = adapter(kubeconfig, evict=method == "evict")
         other = adapter(kubeconfig, evict=method != "evict")
-        [item] = [e for e in chosen.snapshot() if e.deployment.namespace == namespace]
+        [item] = [e for e in chosen.snapshot() if e.workload.namespace == namespace]
         assert [p.name for p in item.pods] == ["web-1"]  # deployments: list, pods: list
         refused_rule = "pods: delete" if method == "evict" else "pods/eviction: create"
         with pytest.raises(ClusterForbiddenError, match=refused_rule):
             other.delete_pod(namespace, "web-1", uid)
         assert chosen.delete_pod(namespace, "web-1", uid) is DeleteOutcome.DELETED
         eventually(lambda: gone_or_terminating(kube, namespace), timeout=30, what="web-1 gone")
+    finally:
+        rbac_api(kube).delete_cluster_role_binding(f"autoroll-{namespace}")
+        rbac_api(kube).delete_cluster_role(f"autoroll-{namespace}")
+
+
+@pytest.mark.parametrize(
+    ("kinds", "granted"),
+    [
+        ("{deployment}", [WorkloadKind.DEPLOYMENT]),
+        ("{statefulset,daemonset}", [WorkloadKind.STATEFULSET, WorkloadKind.DAEMONSET]),
+    ],
+)
+def test_the_rules_grant_list_on_the_enabled_kinds_only_and_nodes_get_with_daemonsets(
+    *,
+    control_plane: ControlPlane,
+    kube: Any,
+    namespace: str,
+    tmp_path: Path,
+    kinds: str,
+    granted: list[WorkloadKind],
+) -> None:
+    kubeconfig = service_account_kubeconfig(
+        control_plane,
+        kube,
+        namespace,
+        tmp_path / "kubeconfig",
+        values=(f"workloadKinds={kinds}", "selfRoll=false"),
+        lease_role=False,
+    )
+
+    def adapter(*enabled: WorkloadKind) -> KubeCluster:
+        return KubeCluster(
+            label_selector=SELECTOR,
+            api_client_factory=lambda: connect({"KUBECONFIG": str(kubeconfig)}),
+            kinds=enabled,
+        )
+
+    try:
+        assert adapter(*granted).snapshot() is not None  # every enabled kind: list allowed
+        for kind in set(WorkloadKind) - set(granted):
+            with pytest.raises(ClusterForbiddenError, match=f"{kind.resource}: list"):
+                adapter(kind).snapshot()
+        reader = adapter(*granted)
+        if WorkloadKind.DAEMONSET in granted:
+            assert reader.node("no-such-node").ready is False  # get allowed; 404 is an answer
+        else:
+            with pytest.raises(ClusterForbiddenError, match="nodes: get"):
+                reader.node("no-such-node")
     finally:
         rbac_api(kube).delete_cluster_role_binding(f"autoroll-{namespace}")
         rbac_api(kube).delete_cluster_role(f"autoroll-{namespace}")

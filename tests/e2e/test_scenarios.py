@@ -388,7 +388,9 @@ def test_crash_looping_new_image_replaces_one_pod_then_the_rollout_halts_loudly(
         2,
         lambda: [
             line
-            for line in autoroll.lines(rf"WARNING .*rollout of {app.namespace}/web is halted")
+            for line in autoroll.lines(
+                rf"WARNING .*rollout of {app.namespace}/deployment/web is halted"
+            )
             if autoroll.output.index(line) >= halted_at
         ],
         timeout=4 * POLL + SLACK,
@@ -405,7 +407,7 @@ def test_crash_looping_new_image_replaces_one_pod_then_the_rollout_halts_loudly(
         if autoroll.output.index(line) >= halted_at
     ]
     assert len(waiting) >= 2, "each pass says why it waits"
-    assert metric(autoroll, "autoroll_rollouts_halted") == 1
+    assert metric(autoroll, "autoroll_rollouts_halted", {"kind": "deployment"}) == 1
 
 
 # --- 7 -----------------------------------------------------------------------------------

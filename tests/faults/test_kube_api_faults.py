@@ -15,6 +15,8 @@ from tests.support.fake_kube import Fault, Route
 
 pytestmark = pytest.mark.integration
 
+KIND = "deployment"  # the fake API's one workload is a Deployment
+
 
 @pytest.mark.parametrize("route", ["list-deployments", "list-pods"])
 def test_a_list_answering_500_fails_the_pass_and_the_next_pass_rolls(
@@ -61,7 +63,9 @@ def test_a_delete_answering_404_is_already_gone_counted_not_an_error(rig: Rig) -
     rig.api.inject("delete", Fault(404))
     rig.start()
     assert [e.outcome for e in rig.last.executed] == ["already-gone"]
-    assert rig.sample("autoroll_pod_deletions_not_done_total", reason="already-gone") == 1
+    assert (
+        rig.sample("autoroll_pod_deletions_not_done_total", reason="already-gone", kind=KIND) == 1
+    )
     assert rig.ticks("ok") == 1 and rig.ticks("error") == 0
     assert rig.api.deleted == []
     rig.assert_survived()
@@ -72,7 +76,7 @@ def test_a_delete_answering_409_is_replaced_and_not_retried_in_the_pass(rig: Rig
     rig.api.inject("delete", Fault(409))
     rig.start()
     assert [e.outcome for e in rig.last.executed] == ["replaced"]
-    assert rig.sample("autoroll_pod_deletions_not_done_total", reason="replaced") == 1
+    assert rig.sample("autoroll_pod_deletions_not_done_total", reason="replaced", kind=KIND) == 1
     assert rig.api.requests_to("delete") == 1
     assert rig.api.deleted == []
     rig.assert_survived()
@@ -90,7 +94,11 @@ def test_a_throttled_eviction_is_blocked_not_an_error_and_the_next_pass_evicts(
     assert time.monotonic() - started < 2.0
     assert [e.outcome for e in rig.last.executed] == ["blocked-by-disruption-budget"]
     assert (
-        rig.sample("autoroll_pod_deletions_not_done_total", reason="blocked-by-disruption-budget")
+        rig.sample(
+            "autoroll_pod_deletions_not_done_total",
+            reason="blocked-by-disruption-budget",
+            kind=KIND,
+        )
         == 1
     )
     assert rig.ticks("ok") == 1 and rig.ticks("error") == 0

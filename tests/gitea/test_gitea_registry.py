@@ -25,11 +25,11 @@ from autoroll.model import (
     ContainerStatusView,
     ContainerView,
     DeleteOutcome,
-    DeploymentView,
     Digest,
     Enrolled,
     PodView,
     Unknown,
+    WorkloadView,
 )
 from autoroll.reconciler import Reconciler
 from autoroll.registry import Limits, RegistryClient
@@ -184,7 +184,7 @@ def running(name: str, image: str, image_id: str) -> Enrolled:
         containers=(ContainerView("app", image),),
         statuses=(ContainerStatusView("app", image=image, image_id=image_id, ready=True),),
     )
-    deployment = DeploymentView(
+    deployment = WorkloadView(
         namespace="shop", name=name, replicas=1, containers=(ContainerView("app", image),)
     )
     return Enrolled(deployment, (pod,))

@@ -112,6 +112,26 @@ def test_template_guard_rejects_a_short_webhook_secret(helm: Helm) -> None:
     assert "secret.webhookSecret: must be at least 16 characters" in result.stderr
 
 
+@pytest.mark.parametrize(
+    ("kinds", "message"),
+    [
+        (
+            '["deployment","replicaset"]',
+            "workloadKinds: replicaset is not a kind autoroll rolls;"
+            " expected some of deployment, statefulset, daemonset",
+        ),
+        ('"deployment"', "workloadKinds: expected a list of kinds"),
+        ("[]", "workloadKinds: name at least one kind to roll"),
+        ('["deployment","deployment"]', "names a kind twice; name each once"),
+    ],
+)
+def test_template_guard_names_workload_kinds(helm: Helm, kinds: str, message: str) -> None:
+    args = [*_minimal_without_schema(), "--set-json", f"workloadKinds={kinds}"]
+    result = _template(helm, *args)
+    assert result.returncode != 0
+    assert message in result.stderr
+
+
 def test_template_guard_requires_ingress_host(helm: Helm) -> None:
     result = _template(helm, *_minimal_without_schema("ingress.enabled=true"))
     assert result.returncode != 0

@@ -25,7 +25,7 @@ import pytest
 import requests
 
 from autoroll.kube import KubeCluster, connect
-from autoroll.model import DeleteOutcome
+from autoroll.model import DeleteOutcome, WorkloadKind
 from tests.support.fake_kube import SELECTOR, FaultyKubeApi, KubeApiServer
 from tests.support.registry import ImagePusher, RegistryServer
 from tests.support.serve import start_serve
@@ -90,22 +90,39 @@ def base_env(world: World, tmp: Path) -> dict[str, str]:
     }
 
 
-def test_the_real_client_reads_the_api_json_in_1_plus_namespaces_requests(world: World) -> None:
+def test_the_real_client_reads_the_api_json_in_kinds_plus_namespaces_requests(
+    world: World,
+) -> None:
     cluster = KubeCluster(
         label_selector=SELECTOR,
         api_client_factory=lambda: connect({"KUBECONFIG": str(world.kubeconfig)}),
     )
     [enrolled] = cluster.snapshot()
-    assert enrolled.deployment.key == "shop/web"
-    assert enrolled.deployment.replicas == 2
+    assert enrolled.workload.key == "shop/deployment/web"
+    assert enrolled.workload.replicas == 2
     assert [p.name for p in enrolled.pods] == ["web-1", "web-2"]
     assert enrolled.pods[0].ready and enrolled.pods[0].created_at.tzinfo is not None
     assert enrolled.pods[0].statuses[0].image_id.endswith(world.old)
     assert world.requests() == [
         ("GET", "/apis/apps/v1/deployments"),
+        ("GET", "/apis/apps/v1/statefulsets"),
+        ("GET", "/apis/apps/v1/daemonsets"),
         ("GET", "/api/v1/namespaces/shop/pods"),
     ]
     world.assert_pod_lists_have_no_phase_filter()
+
+
+def test_only_the_configured_kinds_are_listed(world: World) -> None:
+    cluster = KubeCluster(
+        label_selector=SELECTOR,
+        api_client_factory=lambda: connect({"KUBECONFIG": str(world.kubeconfig)}),
+        kinds=[WorkloadKind.DEPLOYMENT],
+    )
+    assert [e.workload.key for e in cluster.snapshot()] == ["shop/deployment/web"]
+    assert world.requests() == [
+        ("GET", "/apis/apps/v1/deployments"),
+        ("GET", "/api/v1/namespaces/shop/pods"),
+    ]
 
 
 def test_the_real_client_deletes_with_the_uid_precondition(world: World) -> None:
@@ -133,7 +150,7 @@ def test_plan_prints_the_stale_pod_and_deletes_nothing(world: World, tmp_path: P
         check=False,
     )
     assert result.returncode == 0, result.stderr
-    [row] = [line for line in result.stdout.splitlines() if line.startswith("shop/web")]
+    [row] = [line for line in result.stdout.splitlines() if line.startswith("shop/deployment/web")]
     assert "stale → would delete pod web-1" in row
     assert world.old[:19] in row and world.new[:19] in row
     assert world.api.deletes == []

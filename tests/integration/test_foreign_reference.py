@@ -27,9 +27,9 @@ from autoroll.model import (
     ContainerStatusView,
     ContainerView,
     DeleteOutcome,
-    DeploymentView,
     Enrolled,
     PodView,
+    WorkloadView,
 )
 from autoroll.reconciler import Reconciler, TickReport
 from autoroll.registry import RegistryClient
@@ -74,7 +74,7 @@ class Node:
         )
 
     def snapshot(self) -> Sequence[Enrolled]:
-        view = DeploymentView(
+        view = WorkloadView(
             "shop", "web", len(self.pods), (ContainerView("app", self.image, "Always"),)
         )
         return [Enrolled(view, tuple(self.pods))]

@@ -1,9 +1,10 @@
 """A small fake Kubernetes API on 127.0.0.1 that fails on request: the one fake API server.
 
 It serves what ``autoroll.kube.KubeCluster`` reads and writes — the Deployment list, the
-pod list of one namespace, pod DELETE with a UID precondition — as real API JSON, so the
-real Kubernetes client sits between it and the controller. The fault matrix queues faults
-per route (``list-deployments``, ``list-pods``, ``delete``), consumed one per request; a
+(empty) StatefulSet and DaemonSet lists, the pod list of one namespace, pod DELETE with a
+UID precondition — as real API JSON, so the real Kubernetes client sits between it and the
+controller. The fault matrix queues faults per route (``list-deployments``,
+``list-workloads`` for the other kinds, ``list-pods``, ``delete``), consumed one per request; a
 fault can answer an error status (with headers such as ``Retry-After``), answer late, hang
 until released, or drop the connection. The server can be stopped and started again on
 the same port (an API server restart). Without faults it is the plain fake API of
@@ -38,6 +39,7 @@ CREATED = "2026-01-01T00:00:00Z"
 #: lease routes serve the one leader-election Lease (LEASE_NAMESPACE/LEASE_NAME).
 Route = Literal[
     "list-deployments",
+    "list-workloads",
     "list-pods",
     "delete",
     "get-lease",
@@ -184,6 +186,8 @@ class FaultyKubeApi:
             return "get-lease" if method == "GET" else "patch-lease" if method == "PATCH" else None
         if method == "GET" and path == "/apis/apps/v1/deployments":
             return "list-deployments"
+        if method == "GET" and path in ("/apis/apps/v1/statefulsets", "/apis/apps/v1/daemonsets"):
+            return "list-workloads"
         if method == "GET" and path == f"/api/v1/namespaces/{NAMESPACE}/pods":
             return "list-pods"
         pods = f"/api/v1/namespaces/{NAMESPACE}/pods/"
@@ -207,6 +211,8 @@ class FaultyKubeApi:
                 return 200, _list(
                     "DeploymentList", "apps/v1", [self.deployment()] if selected else []
                 )
+            if route == "list-workloads":
+                return 200, _list("List", "apps/v1", [])  # only Deployments in this world
             if route == "list-pods":
                 return 200, _list("PodList", "v1", list(self.pods.values()))
             if route == "delete":

@@ -25,17 +25,19 @@ from tests.support.wait import wait_until
 
 
 def scrape_metric(url: str, name: str, **labels: str) -> float:
-    """One sample from ``<url>/metrics`` with exactly ``labels``, 0 when absent.
+    """The samples named ``name`` on ``<url>/metrics`` whose labels include ``labels``,
+    summed over the labels not given (``kind``, say: every workload kind); 0 when absent.
 
     Parsed with ``prometheus_client``'s own text parser, so label order, escaping and
     exposition details are the library's business, not a regex's.
     """
     text = requests.get(f"{url}/metrics", timeout=5).text
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            if sample.name == name and dict(sample.labels) == labels:
-                return float(sample.value)
-    return 0.0
+    return sum(
+        float(sample.value)
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == name and labels.items() <= dict(sample.labels).items()
+    )
 
 
 def dead_kubeconfig(path: Path) -> Path:

@@ -15,6 +15,7 @@ from autoroll.config import (
     RolloutMethod,
     Secret,
 )
+from autoroll.model import WorkloadKind
 
 TOKEN = "tok-0123456789-very-secret"
 HOOK = "hook-secret-0123456789abcdef"
@@ -47,6 +48,7 @@ def test_defaults() -> None:
     assert cfg.rollout_method is RolloutMethod.DELETE
     assert cfg.emit_events is False
     assert cfg.registry_url == "https://forgejo.example:3000"
+    assert cfg.workload_kinds == tuple(WorkloadKind)  # all three
 
 
 def test_every_variable_parsed() -> None:
@@ -62,9 +64,12 @@ def test_every_variable_parsed() -> None:
             "ROLLOUT_METHOD": "evict",
             "EMIT_EVENTS": "yes",
             "REGISTRY_SCHEME": "http",
+            "WORKLOAD_KINDS": "DaemonSet, deployment",
         }
     )
     assert cfg.poll_interval_seconds == 30
+    # Any case and spacing; one order (the kinds' own) whatever the order given.
+    assert cfg.workload_kinds == (WorkloadKind.DEPLOYMENT, WorkloadKind.DAEMONSET)
     assert cfg.label_selector == "team=a,autoroll in (yes)"
     assert (cfg.listen_host, cfg.listen_port) == ("[::]", 9090)
     assert cfg.dry_run is True
@@ -100,6 +105,7 @@ def test_all_bad_values_reported_at_once_with_value_and_expected_form() -> None:
             "EMIT_EVENTS": "2",
             "LABEL_SELECTOR": "a=b,,c=d",
             "REGISTRY_SCHEME": "ftp",
+            "WORKLOAD_KINDS": "deployment,replicaset",
         }
     )
     assert set(found) == {
@@ -113,6 +119,7 @@ def test_all_bad_values_reported_at_once_with_value_and_expected_form() -> None:
         "EMIT_EVENTS",
         "LABEL_SELECTOR",
         "REGISTRY_SCHEME",
+        "WORKLOAD_KINDS",
     }
     assert "'https://forgejo.example'" in found["FORGEJO_HOST"]
     assert "bare host[:port]" in found["FORGEJO_HOST"]
@@ -122,6 +129,26 @@ def test_all_bad_values_reported_at_once_with_value_and_expected_form() -> None:
     assert "debug|info|warning|error" in found["LOG_LEVEL"]
     assert "text|json" in found["LOG_FORMAT"]
     assert "delete|evict" in found["ROLLOUT_METHOD"]
+    assert "'replicaset' is not a workload kind" in found["WORKLOAD_KINDS"]
+    assert "deployment,statefulset,daemonset" in found["WORKLOAD_KINDS"]
+
+
+@pytest.mark.parametrize(
+    ("raw", "fragment"),
+    [
+        ("deployment,Deployment", "deployment is listed twice"),
+        ("statefulset,", "'' is not a workload kind"),
+        ("", "set but empty; unset it for the default deployment,statefulset,daemonset"),
+        ("deployments", "'deployments' is not a workload kind"),
+    ],
+)
+def test_workload_kinds_errors_name_the_fix(raw: str, fragment: str) -> None:
+    assert fragment in problems(BASE | {"WORKLOAD_KINDS": raw})["WORKLOAD_KINDS"]
+
+
+def test_workload_kinds_are_logged_in_the_effective_config() -> None:
+    view = Config.from_env(BASE | {"WORKLOAD_KINDS": "statefulset"}).redacted()
+    assert view["WORKLOAD_KINDS"] == "statefulset"
 
 
 @pytest.mark.parametrize(
@@ -209,9 +236,10 @@ def test_redacted_names_every_variable() -> None:
     assert view["FORGEJO_HOST"] == "forgejo.example:3000"
     assert view["LISTEN_ADDR"] == "0.0.0.0:8080"
     assert view["DRY_RUN"] == "false"
-    assert len(view) == 16  # LEADER_ELECTION=false; its details only when on
+    assert len(view) == 17  # LEADER_ELECTION=false; its details only when on
     assert view["PASS_TIMEOUT_SECONDS"] == "300"
     assert view["ROLLOUT_HALTED_AFTER_SECONDS"] == "600"
+    assert view["WORKLOAD_KINDS"] == "deployment,statefulset,daemonset"
 
 
 def test_config_is_frozen() -> None:

@@ -35,11 +35,11 @@ from autoroll.images import TagRef
 from autoroll.model import (
     ContainerStatusView,
     ContainerView,
-    DeploymentView,
     Digest,
     ImageContent,
     PodView,
     Unknown,
+    WorkloadView,
 )
 
 HOST = "forgejo.example:3000"
@@ -124,8 +124,8 @@ def pod(
     )
 
 
-def deployment(*containers: ContainerView, replicas: int = 2, name: str = "app") -> DeploymentView:
-    return DeploymentView(
+def deployment(*containers: ContainerView, replicas: int = 2, name: str = "app") -> WorkloadView:
+    return WorkloadView(
         namespace="ns",
         name=name,
         replicas=replicas,
@@ -141,7 +141,7 @@ class Case:
     verdict: Verdict
     reason: Reason
     deletes: str | None = None
-    deployment: DeploymentView = field(default_factory=deployment)
+    deployment: WorkloadView = field(default_factory=deployment)
     resolved: Mapping[TagRef, Digest | Unknown] = field(default_factory=lambda: {REF: NEW})
     sightings: Mapping[TagRef, Sighting] = field(default_factory=lambda: {REF: Sighting(NEW, SEEN)})
     children: Mapping[Digest, frozenset[Digest] | Unknown] = field(
@@ -691,7 +691,7 @@ CASES = [
 
 def run(case: Case) -> Decision:
     return decide(
-        deployment=case.deployment,
+        workload=case.deployment,
         pods=case.pods,
         forgejo_host=HOST,
         resolved=case.resolved,
@@ -715,7 +715,7 @@ def test_deletion_names_pod_image_and_both_digests() -> None:
     (action,) = decision.actions
     assert (action.namespace, action.name, action.uid) == ("ns", "b", "uid-b")
     assert (action.image, action.from_digest, action.to_digest) == (IMAGE, OLD, NEW)
-    assert (action.deployment, action.container) == ("app", "app")
+    assert (action.workload, action.container) == ("app", "app")
     assert decision.containers[0].pod == "b"
 
 
@@ -727,7 +727,7 @@ def test_mismatch_requests_children_of_the_target_only() -> None:
 
 def test_no_children_request_without_a_mismatch() -> None:
     decision = decide(
-        deployment=deployment(),
+        workload=deployment(),
         pods=[pod("a", digest=NEW), pod("b", digest=NEW)],
         forgejo_host=HOST,
         resolved={REF: NEW},
@@ -743,7 +743,7 @@ def test_decide_again_with_children_then_deletes() -> None:
     """The shell's two-pass flow: mismatch -> fetch children -> decide again."""
     pods = [pod("a", digest=OTHER), pod("b", digest=CHILD)]
     inputs = {
-        "deployment": deployment(),
+        "workload": deployment(),
         "pods": pods,
         "forgejo_host": HOST,
         "resolved": {REF: NEW},
@@ -771,7 +771,7 @@ def test_content_is_asked_of_the_repository_each_side_names() -> None:
         pod("d", digest=NEW),
     ]
     decision = decide(
-        deployment=deployment(replicas=4),
+        workload=deployment(replicas=4),
         pods=pods,
         forgejo_host=HOST,
         resolved={REF: NEW},
@@ -795,7 +795,7 @@ def test_content_is_asked_of_the_repository_each_side_names() -> None:
 
 def test_a_known_side_is_not_asked_for_again() -> None:
     decision = decide(
-        deployment=deployment(),
+        workload=deployment(),
         pods=[pod("a", digest=MIRROR_ID), pod("b", digest=NEW)],
         forgejo_host=HOST,
         resolved={REF: NEW},
@@ -811,7 +811,7 @@ def test_children_then_content_then_the_decision() -> None:
     for both sides' configs; then it decides (here: the old build, under a mirror's name)."""
     run_once = partial(
         decide,
-        deployment=deployment(),
+        workload=deployment(),
         pods=[pod("a", digest=MIRROR_ID), pod("b", digest=NEW)],
         forgejo_host=HOST,
         resolved={REF: NEW},
@@ -864,7 +864,7 @@ def test_an_unresolved_pod_says_why_and_what_to_do(case_id: str, fragments: list
 
 def test_a_transient_failure_is_asked_again_not_blamed_on_access() -> None:
     decision = decide(
-        deployment=deployment(),
+        workload=deployment(),
         pods=[pod("a", digest=MIRROR_ID), pod("b", digest=NEW)],
         forgejo_host=HOST,
         resolved={REF: NEW},
@@ -919,7 +919,7 @@ def test_one_deletion_per_deployment_across_containers() -> None:
         pod("b", digest=NEW, extra=[("side", SIDE_IMAGE, OLD)]),  # side stale
     ]
     decision = decide(
-        deployment=dep,
+        workload=dep,
         pods=pods,
         forgejo_host=HOST,
         resolved={REF: NEW, SIDE_REF: NEW},
@@ -943,7 +943,7 @@ def test_same_pod_stale_in_two_containers_is_one_deletion() -> None:
         pod("b", digest=NEW, extra=[("side", SIDE_IMAGE, NEW)]),
     ]
     decision = decide(
-        deployment=dep,
+        workload=dep,
         pods=pods,
         forgejo_host=HOST,
         resolved={REF: NEW, SIDE_REF: NEW},
@@ -959,7 +959,7 @@ def test_same_pod_stale_in_two_containers_is_one_deletion() -> None:
 def test_all_pods_stale_still_one_deletion() -> None:
     pods = [pod(f"p{i}", created=BEFORE + timedelta(seconds=i)) for i in range(5)]
     decision = decide(
-        deployment=deployment(replicas=5),
+        workload=deployment(replicas=5),
         pods=pods,
         forgejo_host=HOST,
         resolved={REF: NEW},
@@ -977,7 +977,7 @@ def test_rollout_simulation_replaces_every_pod_once() -> None:
     clock = AFTER
     for _ in range(20):
         decision = decide(
-            deployment=deployment(replicas=3),
+            workload=deployment(replicas=3),
             pods=pods,
             forgejo_host=HOST,
             resolved={REF: NEW},
@@ -1005,7 +1005,7 @@ def test_loop_guard_bounds_deletions_when_runtime_reports_old_digest() -> None:
     clock = AFTER
     for _ in range(30):
         decision = decide(
-            deployment=deployment(replicas=3),
+            workload=deployment(replicas=3),
             pods=pods,
             forgejo_host=HOST,
             resolved={REF: NEW},
@@ -1068,7 +1068,7 @@ def test_warnings_are_flagged() -> None:
     ],
 )
 def test_is_settled(pods: list[PodView], replicas: int, expected: SettledReason) -> None:
-    assert is_settled(pods=pods, replicas=replicas).reason is expected
+    assert is_settled(workload=deployment(replicas=replicas), pods=pods).reason is expected
 
 
 def test_refs_to_resolve_dedups_and_filters() -> None:
@@ -1180,7 +1180,7 @@ def test_loop_guard_memory_across_passes_closes_the_same_second_window() -> None
         listed = listed_uids([(dep, pods)], forgejo_host=HOST)
         memory = observe_targets(memory, {REF: target}, now=now, listed=listed)
         return decide(
-            deployment=dep,
+            workload=dep,
             pods=pods,
             forgejo_host=HOST,
             resolved={REF: target},

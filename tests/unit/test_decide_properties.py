@@ -34,11 +34,11 @@ from autoroll.images import RunningImage, TagRef, parse_running_image
 from autoroll.model import (
     ContainerStatusView,
     ContainerView,
-    DeploymentView,
     Digest,
     ImageContent,
     PodView,
     Unknown,
+    WorkloadView,
 )
 
 HOST = "forgejo.example"
@@ -129,7 +129,7 @@ def scenarios(draw: st.DrawFn) -> dict[str, object]:
     count = draw(st.integers(min_value=0, max_value=5))
     calm = draw(st.booleans())
     pod_list = [draw(pods(i, calm)) for i in range(count)]
-    deployment = DeploymentView(
+    deployment = WorkloadView(
         namespace="ns",
         name="app",
         replicas=draw(st.integers(min_value=0, max_value=max(count, 1))),
@@ -195,12 +195,12 @@ def test_no_deletion_breaks_a_safety_property(scenario: dict[str, object]) -> No
     children = scenario["children"]
     contents = scenario["contents"]
     sightings = scenario["sightings"]
-    assert isinstance(deployment, DeploymentView) and isinstance(pod_list, list)
+    assert isinstance(deployment, WorkloadView) and isinstance(pod_list, list)
     assert isinstance(resolved, dict) and isinstance(children, dict) and isinstance(sightings, dict)
     assert isinstance(contents, dict)
 
     decision = decide(
-        deployment=deployment,
+        workload=deployment,
         pods=pod_list,
         forgejo_host=HOST,
         resolved=resolved,
@@ -214,7 +214,7 @@ def test_no_deletion_breaks_a_safety_property(scenario: dict[str, object]) -> No
     event("deletes" if decision.actions else "no deletion")
     if not decision.actions:
         return
-    assert is_settled(pods=pod_list, replicas=deployment.replicas).is_settled
+    assert is_settled(workload=deployment, pods=pod_list).is_settled
     (action,) = decision.actions
     victim = next(p for p in pod_list if p.name == action.name)
     assert not victim.is_terminal and not victim.deleting
@@ -309,7 +309,7 @@ def test_loop_guard_over_many_passes_is_bounded_and_replaces_every_older_pod(
     closed: a pod stamped in the sighting's second is not spared)."""
     ages, start, steps, quirk = sim["ages_ms"], sim["start_ms"], sim["steps"], sim["quirk"]
     assert isinstance(ages, list) and isinstance(start, int) and isinstance(steps, list)
-    dep = DeploymentView("ns", "app", len(ages), (ContainerView("app", IMAGES["app"]),))
+    dep = WorkloadView("ns", "app", len(ages), (ContainerView("app", IMAGES["app"]),))
     ref = REFS["app"]
     old = DIGESTS[0]
     now = T0 + timedelta(milliseconds=start)
@@ -337,7 +337,7 @@ def test_loop_guard_over_many_passes_is_bounded_and_replaces_every_older_pod(
         memory = observe_targets(memory, {ref: target}, now=now, listed=listed)
         sighting = memory[ref]
         decision = decide(
-            deployment=dep,
+            workload=dep,
             pods=pods,
             forgejo_host=HOST,
             resolved={ref: target},
@@ -475,7 +475,7 @@ def worlds(draw: st.DrawFn) -> dict[str, object]:
 
 def decide_as_the_shell(
     world: World,
-    dep: DeploymentView,
+    dep: WorkloadView,
     pods: list[PodView],
     *,
     memory: Mapping[TagRef, Sighting],
@@ -489,7 +489,7 @@ def decide_as_the_shell(
     target = world.target()
     run = partial(
         decide,
-        deployment=dep,
+        workload=dep,
         pods=pods,
         forgejo_host=HOST,
         resolved={REFS["app"]: target},
@@ -535,7 +535,7 @@ def test_no_pod_running_the_targets_content_is_ever_deleted_and_other_content_ro
     assert isinstance(steps, list)
     world = World(node_platforms=nodes, drops=bool(drops))
     world.push(keep_amd64=False)
-    dep = DeploymentView("ns", "app", len(placements), (ContainerView("app", IMAGES["app"]),))
+    dep = WorkloadView("ns", "app", len(placements), (ContainerView("app", IMAGES["app"]),))
     now = T0
     pods: list[PodView] = []
 

@@ -22,7 +22,7 @@ ACTION = DeletePod(
     image="git.example.org/team/app:latest",
     from_digest=Digest("sha256:" + "0" * 64),
     to_digest=Digest("sha256:" + "1" * 64),
-    deployment="web",
+    workload="web",
     container="app",
 )
 

@@ -147,6 +147,11 @@ def test_mutated_values_get_jsonschemas_verdict(data: st.DataObject) -> None:
         ({"not": {"type": "null"}}, None, False),
         ({"minItems": 1}, [], False),
         ({"minItems": 1}, "", True),
+        ({"uniqueItems": True}, ["a", "b", "a"], False),
+        ({"uniqueItems": True}, [1, True], True),  # a bool is not the number 1
+        ({"uniqueItems": True}, [{"a": 1}, {"a": 1.0}], False),
+        ({"uniqueItems": True}, "aa", True),
+        ({"uniqueItems": False}, [1, 1], True),
         ({"maxLength": 1}, "ab", False),
         ({"maximum": 1}, 1.5, False),
         ({"required": ["a"]}, {}, False),

@@ -29,9 +29,10 @@ from autoroll.kube.transport import (
     KubeRest,
     connect,
 )
-from autoroll.model import DeleteOutcome
+from autoroll.model import DeleteOutcome, NodeView, WorkloadKind
 from tests.support.fake_api_client import FakeApiClient, Reply, always, status_body
 from tests.unit.test_kube_convert import as_json, k8s_deployment, k8s_pod
+from tests.unit.test_kube_convert_kinds import k8s_daemonset, k8s_statefulset, owned
 
 # --- KubeCluster over the real KubeRest and a scripted ApiClient --------------------------------
 
@@ -45,15 +46,20 @@ class FakeRest(KubeRest):
     def __init__(
         self,
         deployments: list[client.V1Deployment] | None = None,
-        pods: list[client.V1Pod] | None = None,
+        pods: list[Any] | None = None,
         *,
         error: int | Exception | None = None,
         list_error: int | Exception | None = None,
         body: bytes | None = None,
+        workloads: dict[str, list[dict[str, Any]]] | None = None,
+        nodes: dict[str, Reply] | None = None,
     ) -> None:
         super().__init__(FakeApiClient(router=self._route))
         self.deployments = deployments or []
-        self.pods = pods or []
+        self.pods = pods or []  # client models or raw JSON objects
+        self.workloads = workloads or {}  # "statefulsets"/"daemonsets" -> raw JSON objects
+        self.nodes = nodes or {}  # name -> the answer to GET /api/v1/nodes/<name>
+        self.kinds_listed: list[WorkloadKind] = []
         self.error = error
         self.list_error = list_error
         self.body = body  # replaces the Deployment list's answer
@@ -63,9 +69,11 @@ class FakeRest(KubeRest):
         self.deleted: list[tuple[str, str, str]] = []
         self.evicted: list[tuple[str, str, str]] = []
 
-    def list_deployments(self, **kwargs: Any) -> bytes:
-        self.calls.append(kwargs)
-        return super().list_deployments(**kwargs)
+    def list_workloads(self, kind: WorkloadKind, **kwargs: Any) -> bytes:
+        self.kinds_listed.append(kind)
+        if kind is WorkloadKind.DEPLOYMENT:
+            self.calls.append(kwargs)
+        return super().list_workloads(kind, **kwargs)
 
     def list_pods(self, namespace: str, **kwargs: Any) -> bytes:
         self.list_calls.append(namespace)
@@ -77,12 +85,14 @@ class FakeRest(KubeRest):
             if self.list_error is not None:
                 return _reply(self.list_error)
             return 200, self.body if self.body is not None else raw_list(self.deployments)
+        if path.startswith("/apis/apps/v1/"):
+            return 200, raw_list(self.workloads.get(path.rpartition("/")[2], []))
+        if path.startswith("/api/v1/nodes/"):
+            return self.nodes.get(unquote(path.rpartition("/")[2]), (404, status_body(404)))
         parts = [unquote(p) for p in path.split("/")]
         namespace = parts[4]
         if method == "GET":
-            return 200, raw_list(
-                [p for p in self.pods if p.metadata and p.metadata.namespace == namespace]
-            )
+            return 200, raw_list([p for p in self.pods if _namespace(p) == namespace])
         if self.error is not None:
             return _reply(self.error)
         if path.endswith("/eviction"):
@@ -93,12 +103,19 @@ class FakeRest(KubeRest):
         return 200, b"{}"
 
 
+def _namespace(pod: Any) -> str:
+    if isinstance(pod, dict):
+        return str(pod["metadata"]["namespace"])
+    return str(pod.metadata.namespace) if pod.metadata else ""
+
+
 def _reply(error: int | Exception) -> Reply:
     return error if isinstance(error, Exception) else (error, status_body(error))
 
 
 def raw_list(items: list[Any]) -> bytes:
-    return json.dumps({"kind": "List", "items": [as_json(i) for i in items]}).encode()
+    raw = [i if isinstance(i, dict) else as_json(i) for i in items]
+    return json.dumps({"kind": "List", "items": raw}).encode()
 
 
 def test_snapshot_lists_deployments_once_and_pods_once_per_namespace() -> None:
@@ -119,13 +136,14 @@ def test_snapshot_lists_deployments_once_and_pods_once_per_namespace() -> None:
 
     assert [c["label_selector"] for c in rest.calls] == ["aethnet.se/autoroll=true"]
     assert rest.list_calls == ["blog", "shop"]  # one per namespace, not per Deployment
-    assert cluster.requests == 1 + 2
+    assert rest.kinds_listed == list(WorkloadKind)  # one list per kind, each once
+    assert cluster.requests == 3 + 2
     assert all(k["field_selector"] == LIVE_PODS_FIELD_SELECTOR for k in rest.list_kwargs)
     assert all(k["timeout"] == REQUEST_TIMEOUT for k in [*rest.calls, *rest.list_kwargs])
-    assert [(e.deployment.key, len(e.pods)) for e in snapshot] == [
-        ("blog/web", 1),
-        ("shop/api", 1),
-        ("shop/web", 1),
+    assert [(e.workload.key, len(e.pods)) for e in snapshot] == [
+        ("blog/deployment/web", 1),
+        ("shop/deployment/api", 1),
+        ("shop/deployment/web", 1),
     ]
 
 
@@ -142,7 +160,94 @@ def test_a_deployment_with_a_bad_selector_is_skipped_not_fatal() -> None:
         expressions=[client.V1LabelSelectorRequirement(key="a", operator="Near", values=["b"])],
     )
     cluster = KubeCluster(label_selector="x", rest=FakeRest([bad, k8s_deployment()]))
-    assert [e.deployment.name for e in cluster.snapshot()] == ["web"]
+    assert [e.workload.name for e in cluster.snapshot()] == ["web"]
+
+
+def test_statefulset_and_daemonset_pods_come_with_their_workload_in_one_pass() -> None:
+    sts = k8s_statefulset()
+    ds = k8s_daemonset(None)
+    ds["metadata"]["namespace"] = "infra"
+    pods = [
+        owned(k8s_pod("db-0", labels={"app": "db"}), "uid-db"),
+        owned(k8s_pod("db-1", labels={"app": "db"}), "uid-db"),
+        owned(k8s_pod("agent-x", namespace="infra", labels={"app": "db"}), "uid-agent"),
+    ]
+    rest = FakeRest(pods=pods, workloads={"statefulsets": [sts], "daemonsets": [ds]})
+    cluster = KubeCluster(label_selector="x", rest=rest)
+    snapshot = cluster.snapshot()
+    assert [(e.workload.key, [p.name for p in e.pods]) for e in snapshot] == [
+        ("infra/daemonset/agent", ["agent-x"]),
+        ("shop/statefulset/db", ["db-0", "db-1"]),
+    ]
+    assert rest.list_calls == ["infra", "shop"]
+    assert cluster.requests == 3 + 2
+
+
+@pytest.mark.parametrize(
+    "kinds",
+    [[WorkloadKind.STATEFULSET], [WorkloadKind.DAEMONSET, WorkloadKind.DEPLOYMENT]],
+)
+def test_only_the_enabled_kinds_are_listed_in_the_kinds_own_order(
+    kinds: list[WorkloadKind],
+) -> None:
+    rest = FakeRest()
+    cluster = KubeCluster(label_selector="x", rest=rest, kinds=kinds)
+    cluster.snapshot()
+    assert rest.kinds_listed == [k for k in WorkloadKind if k in kinds]
+    assert cluster.requests == len(kinds)
+
+
+def test_no_kind_at_all_is_refused() -> None:
+    with pytest.raises(ValueError, match="at least one workload kind"):
+        KubeCluster(label_selector="x", rest=FakeRest(), kinds=[])
+
+
+def test_a_forbidden_kind_list_names_the_rule_and_the_setting() -> None:
+    cluster = KubeCluster(label_selector="x", rest=KubeRest(FakeApiClient(router=forbid_sts)))
+    with pytest.raises(
+        ClusterForbiddenError,
+        match=r"list statefulsets .*statefulsets: list \(WORKLOAD_KINDS lists the kind\)",
+    ):
+        cluster.snapshot()
+
+
+def forbid_sts(method: str, path: str, request: dict[str, Any]) -> Reply:
+    if path.endswith("/statefulsets"):
+        return 403, status_body(403)
+    return 200, b'{"items": []}'
+
+
+NODE_READY = json.dumps(
+    {"metadata": {"name": "n1"}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+).encode()
+
+
+def test_a_node_is_read_with_one_get() -> None:
+    rest = FakeRest(nodes={"n1": (200, NODE_READY)})
+    cluster = KubeCluster(label_selector="x", rest=rest)
+    assert cluster.node("n1") == NodeView("n1", True)
+    assert cluster.requests == 1
+
+
+def test_a_node_that_does_not_exist_is_not_ready() -> None:
+    cluster = KubeCluster(label_selector="x", rest=FakeRest())
+    assert cluster.node("gone") == NodeView("gone", False, "the Node does not exist")
+
+
+def test_a_forbidden_node_read_names_nodes_get_and_the_daemonset_kind() -> None:
+    rest = FakeRest(nodes={"n1": (403, status_body(403))})
+    cluster = KubeCluster(label_selector="x", rest=rest)
+    with pytest.raises(
+        ClusterForbiddenError,
+        match=r"get node n1: 403 .*nodes: get \(WORKLOAD_KINDS lists daemonset\)",
+    ):
+        cluster.node("n1")
+
+
+def test_a_node_answer_that_is_not_json_is_a_clear_api_error() -> None:
+    cluster = KubeCluster(label_selector="x", rest=FakeRest(nodes={"n1": (200, b"<html>")}))
+    with pytest.raises(ClusterApiError, match="get node n1: not JSON"):
+        cluster.node("n1")
 
 
 def test_delete_sends_the_uid_precondition() -> None:
@@ -278,7 +383,8 @@ def test_a_list_answer_that_is_not_json_is_a_clear_api_error() -> None:
 def test_rest_lists_send_the_selectors_as_query_parameters() -> None:
     api = FakeApiClient()
     rest = KubeRest(api)
-    assert rest.list_deployments(label_selector="a=b", timeout=(1, 2)) == b'{"items": []}'
+    listed = rest.list_workloads(WorkloadKind.DEPLOYMENT, label_selector="a=b", timeout=(1, 2))
+    assert listed == b'{"items": []}'
     rest.list_pods("shop", field_selector="f!=x", label_selector="app in (web)", timeout=(1, 2))
     rest.list_pods("blog", field_selector="f!=x", label_selector=None, timeout=(1, 2))
     assert [(c["method"], c["resource_path"], c["query_params"]) for c in api.serialized] == [
@@ -346,7 +452,7 @@ def test_a_pass_and_its_events_never_import_the_generated_api_classes() -> None:
     probe = """
 import sys
 from autoroll.kube import KubeCluster, KubeEvents, KubeLease
-from autoroll.model import RollEvent
+from autoroll.model import RollEvent, WorkloadKind
 
 class Answer:
     status, reason = 200, "OK"
@@ -362,10 +468,10 @@ class ApiClient:
         return Answer(b'{"items": []}')
 
 cluster = KubeCluster(label_selector="x", api_client_factory=ApiClient)
-assert [e.deployment.name for e in cluster.snapshot()] == ["web"]
+assert [e.workload.name for e in cluster.snapshot()] == ["web"]
 cluster.delete_pod("shop", "web-1", "uid-1")
 KubeEvents(instance="a", api_client_factory=ApiClient).emit(
-    RollEvent("shop", "web", "uid-web", "StalePodDeleted", "deleted web-1")
+    RollEvent("shop", WorkloadKind.DEPLOYMENT, "web", "uid-web", "StalePodDeleted", "x")
 )
 lease = KubeLease(namespace="autoroll", name="rel", api_client_factory=ApiClient)
 lease.get()

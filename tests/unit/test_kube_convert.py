@@ -17,6 +17,7 @@ from kubernetes import client
 
 from autoroll.kube.convert import (
     LabelSelector,
+    ListedPod,
     Operator,
     Requirement,
     default_pull_policy,
@@ -28,7 +29,7 @@ from autoroll.kube.convert import (
     selector_from_json,
     selector_matches,
 )
-from autoroll.model import ContainerStatusView, ContainerView
+from autoroll.model import ContainerStatusView, ContainerView, WorkloadKind
 
 T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 #: Turns the client's models into the JSON the API server sends (camelCase keys, RFC 3339
@@ -121,7 +122,7 @@ def deployment_of(model: client.V1Deployment) -> tuple[Any, LabelSelector]:
     return deployment_from_json(as_json(model))
 
 
-def pod_of(model: client.V1Pod) -> tuple[Any, Any]:
+def pod_of(model: client.V1Pod) -> ListedPod:
     return pod_from_json(as_json(model))
 
 
@@ -209,7 +210,8 @@ def test_deployment_conversion_keeps_what_the_core_needs() -> None:
             ]
         )
     )
-    assert view.key == "shop/web"
+    assert view.key == "shop/deployment/web"
+    assert view.kind is WorkloadKind.DEPLOYMENT and view.status is None
     assert view.replicas == 2
     assert view.uid == "uid-web"
     assert view.generation == 3
@@ -250,7 +252,8 @@ def test_a_missing_pull_policy_gets_the_api_default(image: str, policy: str) -> 
 
 
 def test_pod_conversion_reads_status_and_conditions() -> None:
-    pod, labels = pod_of(k8s_pod("web-1"))
+    listed = pod_of(k8s_pod("web-1"))
+    pod, labels = listed.view, listed.labels
     assert (pod.namespace, pod.name, pod.uid) == ("shop", "web-1", "uid-web-1")
     assert pod.created_at == T0
     assert pod.phase == "Running"
@@ -266,7 +269,7 @@ def test_pod_conversion_reads_status_and_conditions() -> None:
 
 
 def test_pod_readiness_comes_from_the_ready_condition() -> None:
-    pod, _ = pod_of(k8s_pod("web-1", ready="False"))
+    pod = pod_of(k8s_pod("web-1", ready="False")).view
     assert pod.ready is False
 
 
@@ -276,20 +279,20 @@ def test_the_ready_condition_s_last_transition_is_when_readiness_changed() -> No
     assert raw.status is not None and raw.status.conditions is not None
     raw.status.conditions[0].last_transition_time = datetime(2026, 1, 1, 7, 0, tzinfo=UTC)
     raw.status.conditions[1].last_transition_time = datetime(2026, 1, 1, 8, 30, tzinfo=UTC)
-    pod, _ = pod_of(raw)
+    pod = pod_of(raw).view
     assert pod.ready_changed_at == datetime(2026, 1, 1, 8, 30, tzinfo=UTC)
 
 
 def test_a_missing_or_unreadable_ready_transition_is_none() -> None:
-    pod, _ = pod_of(k8s_pod("web-1"))
+    pod = pod_of(k8s_pod("web-1")).view
     assert pod.ready_changed_at is None
     raw = as_json(k8s_pod("web-1"))
     raw["status"]["conditions"][1]["lastTransitionTime"] = "yesterday"
-    assert pod_from_json(raw)[0].ready_changed_at is None
+    assert pod_from_json(raw).view.ready_changed_at is None
 
 
 def test_a_pod_with_a_deletion_timestamp_is_deleting() -> None:
-    pod, _ = pod_of(k8s_pod("web-1", deleted=True))
+    pod = pod_of(k8s_pod("web-1", deleted=True)).view
     assert pod.deleting is True
 
 
@@ -297,7 +300,7 @@ def test_a_pod_not_yet_reporting_has_empty_image_id_and_pending_phase() -> None:
     raw = k8s_pod("web-1", image_id="", phase=None)
     assert raw.status is not None
     raw.status.conditions = None
-    pod, _ = pod_of(raw)
+    pod = pod_of(raw).view
     assert pod.statuses[0].image_id == ""
     assert pod.phase == "Pending"
     assert pod.ready is False
@@ -306,19 +309,19 @@ def test_a_pod_not_yet_reporting_has_empty_image_id_and_pending_phase() -> None:
 def test_a_pod_without_status_converts() -> None:
     raw = k8s_pod("web-1")
     raw.status = None
-    pod, _ = pod_of(raw)
+    pod = pod_of(raw).view
     assert pod.statuses == ()
     assert pod.ready is False
 
 
 def test_a_naive_creation_time_is_read_as_utc() -> None:
-    pod, _ = pod_of(k8s_pod("web-1", created=datetime(2026, 1, 1, 8, 0)))
+    pod = pod_of(k8s_pod("web-1", created=datetime(2026, 1, 1, 8, 0))).view
     assert pod.created_at == datetime(2026, 1, 1, 8, 0, tzinfo=UTC)
 
 
 def test_a_missing_creation_time_reads_as_the_far_future() -> None:
     # The loop guard then spares the pod: the safe direction for data we never expect.
-    pod, _ = pod_of(k8s_pod("web-1", created=None))
+    pod = pod_of(k8s_pod("web-1", created=None)).view
     assert pod.created_at > datetime(9000, 1, 1, tzinfo=UTC)
 
 
@@ -334,12 +337,12 @@ def test_group_pods_matches_by_selector_within_the_namespace_only() -> None:
         pod_of(k8s_pod("web-x", namespace="blog")),
     ]
     enrolled = {
-        e.deployment.key: [p.name for p in e.pods] for e in group_pods([web, api, other_ns], pods)
+        e.workload.key: [p.name for p in e.pods] for e in group_pods([web, api, other_ns], pods)
     }
     assert enrolled == {
-        "shop/web": ["web-1", "web-2"],
-        "shop/api": ["api-1"],
-        "blog/web": ["web-x"],
+        "shop/deployment/web": ["web-1", "web-2"],
+        "shop/deployment/api": ["api-1"],
+        "blog/deployment/web": ["web-x"],
     }
 
 

@@ -18,7 +18,13 @@ from autoroll.kube.errors import ClusterApiError, ClusterForbiddenError
 from autoroll.kube.events import KubeEvents
 from autoroll.kube.lease import KubeLease
 from autoroll.kube.transport import SMALL_CALL_TIMEOUT, KubeRest
-from autoroll.model import DeploymentView, LeaseRecord, RollEvent
+from autoroll.model import (
+    LeaseRecord,
+    RollEvent,
+    StatefulSetStatus,
+    WorkloadKind,
+    WorkloadView,
+)
 from autoroll.ports import LeaseConflictError
 from tests.support.fake_api_client import FakeApiClient, Reply, Stream, status_body
 
@@ -145,8 +151,9 @@ def test_a_nudge_without_a_lease_says_there_is_no_leader() -> None:
 
 EVENT = RollEvent(
     namespace="shop",
-    deployment="web",
-    deployment_uid="uid-web",
+    kind=WorkloadKind.DEPLOYMENT,
+    workload="web",
+    workload_uid="uid-web",
     reason="StalePodDeleted",
     message="autoroll deleted stale pod web-1",
 )
@@ -170,15 +177,25 @@ def test_event_json_names_the_deployment_so_describe_shows_it() -> None:
     assert event_json(EVENT, now=T, instance="x")["metadata"]["name"] != body["metadata"]["name"]
 
 
-def test_a_halted_rollout_is_a_warning_event() -> None:
-    deployment = DeploymentView(
-        namespace="shop", name="web", replicas=3, containers=(), uid="uid-web"
+def test_a_halted_rollout_is_a_warning_event_on_its_workload() -> None:
+    db = WorkloadView(
+        namespace="shop",
+        name="db",
+        replicas=3,
+        containers=(),
+        uid="uid-db",
+        kind=WorkloadKind.STATEFULSET,
+        status=StatefulSetStatus(),
     )
     body = event_json(
-        RollEvent.halted(deployment, "rollout of shop/web is halted"), now=T, instance="x"
+        RollEvent.halted(db, "rollout of shop/statefulset/db is halted"), now=T, instance="x"
     )
     assert (body["reason"], body["type"]) == ("RolloutHalted", "Warning")
-    assert body["message"] == "autoroll: rollout of shop/web is halted"
+    assert body["message"] == "autoroll: rollout of shop/statefulset/db is halted"
+    assert (body["involvedObject"]["kind"], body["involvedObject"]["uid"]) == (
+        "StatefulSet",
+        "uid-db",
+    )
 
 
 class FakeRest(KubeRest):

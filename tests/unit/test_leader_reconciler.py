@@ -79,7 +79,7 @@ def test_no_deletion_once_leadership_lapsed_and_the_pass_ends() -> None:
     assert report.abandoned
     assert (
         metrics.registry.get_sample_value(
-            "autoroll_pod_deletions_not_done_total", {"reason": NOT_LEADER}
+            "autoroll_pod_deletions_not_done_total", {"reason": NOT_LEADER, "kind": "deployment"}
         )
         == 1
     )
@@ -97,7 +97,7 @@ def test_each_roll_is_recorded_as_an_event_naming_pod_image_and_digests() -> Non
     events = FakeEvents()
     reconciler, metrics = build(cluster, events=events)
     reconciler.tick()
-    assert [(e.deployment, e.reason) for e in events.emitted] == [
+    assert [(e.workload, e.reason) for e in events.emitted] == [
         ("api", "StalePodDeleted"),
         ("web", "StalePodDeleted"),
     ]
@@ -170,10 +170,15 @@ def test_an_eviction_refused_by_a_budget_is_one_warning_per_deployment_per_pass(
         assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
     assert (
         metrics.registry.get_sample_value(
-            "autoroll_pod_deletions_not_done_total", {"reason": "blocked-by-disruption-budget"}
+            "autoroll_pod_deletions_not_done_total",
+            {"reason": "blocked-by-disruption-budget", "kind": "deployment"},
         )
         == 6
     )
+
+
+def halted_gauge(metrics: Metrics) -> float | None:
+    return metrics.registry.get_sample_value("autoroll_rollouts_halted", {"kind": "deployment"})
 
 
 def halted_app() -> Enrolled:
@@ -192,9 +197,10 @@ def test_a_halted_rollout_warns_every_pass_counts_and_records_one_warning_event(
         reconciler.tick()
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 3
-    assert all("rollout of shop/web is halted: pod web-3" in r.getMessage() for r in warnings)
+    message = "rollout of shop/deployment/web is halted: pod web-3"
+    assert all(message in r.getMessage() for r in warnings)
     assert warnings[0].__dict__["event"] == "rollout-halted"
-    assert metrics.registry.get_sample_value("autoroll_rollouts_halted") == 1
+    assert halted_gauge(metrics) == 1
     assert [(e.reason, e.type) for e in events.emitted] == [("RolloutHalted", "Warning")]
     assert "2 stale pod(s) wait" in events.emitted[0].message
 
@@ -206,7 +212,7 @@ def test_a_halt_that_ended_clears_the_gauge_and_may_be_announced_again() -> None
     reconciler.tick()
     cluster.items = [enrolled("web", [pod("web-1"), pod("web-2"), pod("web-3", NEW)])]
     reconciler.tick()  # web-3 became Ready: the roll goes on (web-1 is deleted)
-    assert metrics.registry.get_sample_value("autoroll_rollouts_halted") == 0
+    assert halted_gauge(metrics) == 0
     cluster.items = [halted_app()]
     reconciler.tick()
     assert len(events.emitted) == 3  # halted, the roll's own StalePodDeleted, halted again
@@ -218,4 +224,4 @@ def test_a_rollout_within_the_bound_is_not_halted(caplog: pytest.LogCaptureFixtu
     reconciler, metrics = build(FakeCluster([enrolled("web", [pod("web-1"), slow])]))
     reconciler.tick()
     assert caplog.records == []
-    assert metrics.registry.get_sample_value("autoroll_rollouts_halted") == 0
+    assert halted_gauge(metrics) == 0

@@ -12,12 +12,13 @@ from autoroll.model import (
     ContainerStatusView,
     ContainerView,
     DeleteOutcome,
-    DeploymentView,
     Digest,
     Enrolled,
     ImageContent,
     PodView,
     Unknown,
+    WorkloadKind,
+    WorkloadView,
 )
 from autoroll.plan import HEADERS, render, rows, run_plan
 
@@ -46,7 +47,7 @@ def pod(name: str, digest: Digest, image: str = IMAGE, *, ready: bool = True) ->
 
 
 def deployment(name: str, image: str, pods: Sequence[PodView], policy: str = "Always") -> Enrolled:
-    view = DeploymentView("shop", name, len(pods), (ContainerView("app", image, policy),))
+    view = WorkloadView("shop", name, len(pods), (ContainerView("app", image, policy),))
     return Enrolled(view, tuple(pods))
 
 
@@ -113,20 +114,20 @@ def test_plan_shows_every_deployment_and_container_and_deletes_nothing() -> None
     )
     assert cluster.deleted == []
     table = {row[0]: row for row in rows(report.decisions)}
-    assert table["shop/web"][1:] == (
+    assert table["shop/deployment/web"][1:] == (
         "app",
         IMAGE,
         OLD.short,
         NEW.short,
         "stale → would delete pod web-1",
     )
-    assert table["shop/api"][3:] == (NEW.short, NEW.short, "current")
-    assert table["shop/cache"][5].startswith("skipped: pull-policy-not-always")
-    assert table["shop/ext"][5].startswith("skipped: other-host")
+    assert table["shop/deployment/api"][3:] == (NEW.short, NEW.short, "current")
+    assert table["shop/deployment/cache"][5].startswith("skipped: pull-policy-not-always")
+    assert table["shop/deployment/ext"][5].startswith("skipped: other-host")
 
     text = render(report)
     assert text.splitlines()[0].split() == list(HEADERS)
-    assert "4 Deployment(s); 1 pod(s) would be deleted now." in text
+    assert "4 workload(s); 1 pod(s) would be deleted now." in text
 
 
 def test_plan_says_why_a_stale_deployment_waits() -> None:
@@ -135,7 +136,7 @@ def test_plan_says_why_a_stale_deployment_waits() -> None:
     )
     report = run_plan(cluster=cluster, registry=Registry({REF: NEW}), forgejo_host=HOST, now=NOW)
     [row] = rows(report.decisions)
-    assert row[5] == "waiting: web-1 is stale; not-settled (pod not ready: web-2)"
+    assert row[5] == "waiting: web-1 is stale; not-settled: pod-not-ready (pod not ready: web-2)"
     assert row[3] == f"{OLD.short},{NEW.short}"
 
 
@@ -171,18 +172,23 @@ def test_plan_says_why_a_pod_under_another_name_is_current_or_not_rolled() -> No
     registry = Registry({REF: NEW}, {NEW: config, mirror: config})
     report = run_plan(cluster=cluster, registry=registry, forgejo_host=HOST, now=NOW)
     table = {row[0]: row for row in rows(report.decisions)}
-    assert table["shop/web"][3:] == (
+    assert table["shop/deployment/web"][3:] == (
         mirror.short,
         NEW.short,
         f"current (web-1: the target's content under another name ({HOST}/aaa/mirror@{mirror}))",
     )
-    assert table["shop/api"][5].startswith("skipped: content-unknown (api-1: docker.io/aaa/app@")
-    assert "delete the pod by hand" in table["shop/api"][5]
+    assert table["shop/deployment/api"][5].startswith(
+        "skipped: content-unknown (api-1: docker.io/aaa/app@"
+    )
+    assert "delete the pod by hand" in table["shop/deployment/api"][5]
     assert cluster.deleted == []
 
 
 def test_plan_with_nothing_enrolled_says_so() -> None:
     report = run_plan(cluster=Cluster([]), registry=Registry({}), forgejo_host=HOST, now=NOW)
     assert render(report, label_selector="aethnet.se/autoroll=true") == (
-        "No Deployment matches LABEL_SELECTOR=aethnet.se/autoroll=true; nothing to roll.\n"
+        "No Deployment, StatefulSet or DaemonSet matches LABEL_SELECTOR=aethnet.se/autoroll=true;"
+        " nothing to roll.\n"
     )
+    only = render(report, kinds=[WorkloadKind.STATEFULSET])
+    assert only == "No StatefulSet matches the label selector; nothing to roll.\n"

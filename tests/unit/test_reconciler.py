@@ -16,12 +16,12 @@ from autoroll.model import (
     ContainerStatusView,
     ContainerView,
     DeleteOutcome,
-    DeploymentView,
     Digest,
     Enrolled,
     ImageContent,
     PodView,
     Unknown,
+    WorkloadView,
 )
 from autoroll.reconciler import Reconciler
 
@@ -58,7 +58,7 @@ def pod(
 def enrolled(
     name: str, pods: Sequence[PodView], *, namespace: str = "shop", image: str = IMAGE
 ) -> Enrolled:
-    deployment = DeploymentView(
+    deployment = WorkloadView(
         namespace=namespace,
         name=name,
         replicas=len(pods),
@@ -162,8 +162,9 @@ def make(
     return reconciler, metrics
 
 
-def sample(metrics: Metrics, name: str, **labels: str) -> float:
-    return metrics.registry.get_sample_value(name, labels) or 0.0
+def sample(metrics: Metrics, name: str, kind: str = "deployment", **labels: str) -> float:
+    """A pass counter's sample; every one is labelled with the workload kind."""
+    return metrics.registry.get_sample_value(name, {**labels, "kind": kind}) or 0.0
 
 
 def test_a_stale_pod_is_deleted_with_its_uid() -> None:
@@ -553,7 +554,7 @@ def test_stopping_abandons_the_pass_between_deployments() -> None:
     assert [name for _, name, _ in cluster.deleted] == ["a-1"]
 
 
-def test_one_log_line_per_decision_names_deployment_pod_image_and_both_digests(
+def test_one_log_line_per_decision_names_workload_kind_pod_image_and_both_digests(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.INFO)
@@ -566,19 +567,20 @@ def test_one_log_line_per_decision_names_deployment_pod_image_and_both_digests(
     )
     reconciler, _ = make(cluster, FakeRegistry({REF: NEW}))
     reconciler.tick()
-    lines = {
-        r.__dict__["deployment"]: r.__dict__
-        for r in caplog.records
-        if r.__dict__.get("event") == "decision"
-    }
-    assert set(lines) == {"shop/web", "shop/api", "shop/ext"}
-    web = lines["shop/web"]
+    decisions = [r for r in caplog.records if r.__dict__.get("event") == "decision"]
+    lines = {r.__dict__["workload"]: r.__dict__ for r in decisions}
+    assert set(lines) == {"shop/deployment/web", "shop/deployment/api", "shop/deployment/ext"}
+    assert {r.__dict__["kind"] for r in decisions} == {"deployment"}
+    web = lines["shop/deployment/web"]
     assert (web["pod"], web["image"], web["verdict"]) == ("web-1", IMAGE, "stale")
     assert (web["running_digest"], web["registry_digest"]) == (str(OLD), str(NEW))
-    assert lines["shop/api"]["verdict"] == "current"
-    assert lines["shop/api"]["running_digest"] == lines["shop/api"]["registry_digest"] == str(NEW)
-    assert lines["shop/ext"]["verdict"] == "skipped"
-    assert lines["shop/ext"]["reason"] == "other-host"
+    assert web["settled"] == "settled"
+    assert any(r.getMessage().startswith("shop/deployment/web app: stale") for r in decisions)
+    api = lines["shop/deployment/api"]
+    assert api["verdict"] == "current"
+    assert api["running_digest"] == api["registry_digest"] == str(NEW)
+    assert lines["shop/deployment/ext"]["verdict"] == "skipped"
+    assert lines["shop/deployment/ext"]["reason"] == "other-host"
 
 
 def test_a_pull_policy_that_is_not_always_warns_every_tick(
@@ -586,7 +588,7 @@ def test_a_pull_policy_that_is_not_always_warns_every_tick(
 ) -> None:
     item = enrolled("web", [pod("web-1")])
     item = Enrolled(
-        DeploymentView("shop", "web", 1, (ContainerView("app", IMAGE, "IfNotPresent"),)), item.pods
+        WorkloadView("shop", "web", 1, (ContainerView("app", IMAGE, "IfNotPresent"),)), item.pods
     )
     cluster = FakeCluster([item])
     reconciler, metrics = make(cluster, FakeRegistry({REF: NEW}))

@@ -15,7 +15,8 @@ import pytest
 
 from autoroll.decide import Sighting, decide
 from autoroll.halt import RolloutHalt, rollout_halt
-from autoroll.model import ContainerStatusView, PodView
+from autoroll.model import ContainerStatusView, PodView, WorkloadView
+from tests.unit import test_kinds as kinds
 from tests.unit.test_decide import (
     AFTER,
     HOST,
@@ -49,7 +50,7 @@ def crashing(
 
 def halt(pods: list[PodView], *, replicas: int = 3) -> RolloutHalt | None:
     decision = decide(
-        deployment=deployment(replicas=replicas),
+        workload=deployment(replicas=replicas),
         pods=pods,
         forgejo_host=HOST,
         resolved={REF: NEW},
@@ -99,9 +100,10 @@ def test_rollout_halt(case: str, pods: list[PodView], halted: str | None) -> Non
 
 def test_halt_says_which_pod_for_how_long_and_how_many_wait() -> None:
     found = halt([*OLD_PODS, crashing(restarts=7)])
-    assert found == RolloutHalt("ns/app", "new", timedelta(minutes=15), 7, 2)
+    assert found == RolloutHalt("ns/deployment/app", "new", timedelta(minutes=15), 7, 2)
     assert found.message() == (
-        "rollout of ns/app is halted: pod new has not been Ready for 15m00s (7 restart(s));"
+        "rollout of ns/deployment/app is halted: pod new has not been Ready for 15m00s"
+        " (7 restart(s));"
         " 2 stale pod(s) wait until it is Ready (fix or roll back the image)"
     )
 
@@ -123,3 +125,40 @@ def test_restart_count_is_the_highest_of_the_containers() -> None:
     extra = ContainerStatusView("side", "x", "", False, restart_count=9)
     found = halt([*OLD_PODS, replace(base, statuses=(*base.statuses, extra))])
     assert found is not None and found.restarts == 9
+
+
+# -- the other kinds: a crash-looping replacement halts them the same way; a rollout their own
+# controller has in hand (every pod Ready) is not a halt.
+
+
+def kind_halt(workload: WorkloadView, pods: list[PodView]) -> RolloutHalt | None:
+    decision = kinds.run(workload, pods, nodes={p.node: kinds.READY for p in pods})
+    return rollout_halt(
+        decision=decision, pods=pods, now=kinds.SEEN + timedelta(hours=1), after=BOUND
+    )
+
+
+def kind_crashing(name: str) -> PodView:
+    base = kinds.pod(name, digest=kinds.NEW, ready=False, created=kinds.SEEN + timedelta(minutes=1))
+    return replace(base, ready_changed_at=kinds.SEEN + timedelta(minutes=2))
+
+
+def test_a_statefulset_behind_a_crash_looping_ordinal_is_halted() -> None:
+    pods = [*kinds.sts_pods(2), kind_crashing("db-2")]
+    found = kind_halt(kinds.statefulset(ready_replicas=2), pods)
+    assert found is not None and (found.workload, found.pod) == ("ns/statefulset/db", "db-2")
+    assert found.waiting == 2
+
+
+def test_a_daemonset_behind_a_crash_looping_pod_is_halted() -> None:
+    pods = [*kinds.ds_pods(2), kind_crashing("agent-z")]
+    found = kind_halt(kinds.daemonset(number_ready=2, number_unavailable=1), pods)
+    assert found is not None and (found.workload, found.pod) == ("ns/daemonset/agent", "agent-z")
+
+
+def test_a_statefulset_whose_own_rollout_is_in_progress_is_not_halted() -> None:
+    # Every pod Ready, the StatefulSet controller mid-rollout: waiting, but on its controller.
+    held = kinds.statefulset(
+        current_revision=kinds.REV, update_revision=kinds.NEXT_REV, partition=2
+    )
+    assert kind_halt(held, kinds.sts_pods(3)) is None

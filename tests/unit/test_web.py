@@ -453,13 +453,13 @@ def test_readiness_is_its_own_check(client: FlaskClient, live: Probe, ready: Pro
 def test_metrics_serves_the_injected_registry_as_prometheus_text(
     client: FlaskClient, metrics: Metrics
 ) -> None:
-    metrics.deletions.labels(mode="dry").inc(3)
+    metrics.deletions.labels(mode="dry", kind="deployment").inc(3)
     client.post("/webhook", data=BODY)
     response = client.get("/metrics")
     assert response.status_code == 200
     assert response.content_type.startswith("text/plain")
     text = response.get_data(as_text=True)
-    assert 'autoroll_pod_deletions_total{mode="dry"} 3.0' in text
+    assert 'autoroll_pod_deletions_total{kind="deployment",mode="dry"} 3.0' in text
     assert 'autoroll_webhook_requests_total{outcome="missing-signature"} 1.0' in text
     # Only the injected registry: nothing from the process-global default one.
     assert "python_gc_objects_collected_total" not in text

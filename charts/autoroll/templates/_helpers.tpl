@@ -155,6 +155,50 @@ fails with a message naming labelSelector and selfRoll.
 {{- end -}}
 
 {{/*
+autoroll.workloadKinds: .Values.workloadKinds as WORKLOAD_KINDS takes it, comma-separated in
+the kinds' own order ("deployment,statefulset,daemonset"). Takes the root context; fails,
+naming workloadKinds, when it is not a list, is empty, repeats a kind or names an unknown
+one (the schema rejects these already; this guards --skip-schema-validation). Also fails
+when selfRoll is on without deployment: the controller runs as a Deployment, and a label on
+an object autoroll does not list would silently never roll it.
+*/}}
+{{- define "autoroll.workloadKinds" -}}
+{{- $known := list "deployment" "statefulset" "daemonset" -}}
+{{- $given := .Values.workloadKinds -}}
+{{- if not (kindIs "slice" $given) -}}
+{{- fail (printf "workloadKinds: expected a list of kinds (some of %s), got %v" (join ", " $known) $given) -}}
+{{- end -}}
+{{- if not $given -}}
+{{- fail (printf "workloadKinds: name at least one kind to roll (%s)" (join ", " $known)) -}}
+{{- end -}}
+{{- range $given -}}
+{{- if not (has . $known) -}}
+{{- fail (printf "workloadKinds: %v is not a kind autoroll rolls; expected some of %s" . (join ", " $known)) -}}
+{{- end -}}
+{{- end -}}
+{{- if ne (len (uniq $given)) (len $given) -}}
+{{- fail (printf "workloadKinds: %v names a kind twice; name each once" $given) -}}
+{{- end -}}
+{{- if and .Values.selfRoll (not .Values.image.digest) (not (has "deployment" $given)) -}}
+{{- fail "selfRoll: the controller runs as a Deployment, which is only rolled when workloadKinds lists deployment; add it, or set selfRoll=false" -}}
+{{- end -}}
+{{- $kinds := list -}}
+{{- range $known }}{{ if has . $given }}{{ $kinds = append $kinds . }}{{ end }}{{ end -}}
+{{- join "," $kinds -}}
+{{- end -}}
+
+{{/*
+autoroll.workloadResources: the apps/v1 resources the ClusterRole lets the controller list,
+one per kind in workloadKinds ("deployments", "statefulsets", "daemonsets"), as a JSON list.
+Takes the root context.
+*/}}
+{{- define "autoroll.workloadResources" -}}
+{{- $resources := list -}}
+{{- range splitList "," (include "autoroll.workloadKinds" .) }}{{ $resources = append $resources (printf "%ss" .) }}{{ end -}}
+{{- $resources | mustToJson -}}
+{{- end -}}
+
+{{/*
 autoroll.leaderElection: "true" when replicaCount > 1 or leaderElection.force is set (only
 then do replicas elect a leader, and only then does the chart grant Lease access), else "".
 Takes the root context.
