@@ -35,6 +35,7 @@ from tests.e2e.node import (
     Node,
     NodeBinaries,
     leftovers,
+    node_traces,
     processes_after_teardown,
     running_node,
 )
@@ -138,7 +139,11 @@ def node(
     ):
         _timings.update({f"node: {k}": v for k, v in real_node.timings.items()})
         yield real_node
-    left = processes_after_teardown(real_node) + leftovers(before, HostState.now())
+    left = (
+        processes_after_teardown(real_node)
+        + node_traces(real_node)
+        + leftovers(before, HostState.now())
+    )
     _node_problems.extend(f"binder: {e}" for e in binder.errors[:3])
     _node_problems.extend(f"left behind: {item}" for item in left)
 

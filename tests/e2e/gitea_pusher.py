@@ -26,7 +26,8 @@ class SkopeoPusher:
         self.skopeo = skopeo
         self.workdir = workdir
         self.layout = Layout(workdir / "layout")
-        self.pushed_at: list[float] = []
+        self.pushed_at: list[float] = []  # time.monotonic() as each copy returned
+        self.pushed_ns: list[int] = []  # time.time_ns() then (Gitea's history is wall time)
 
     def push_blob(self, repository: str, data: bytes) -> str:
         """Only written to the layout: skopeo uploads what the manifest names."""
@@ -48,4 +49,5 @@ class SkopeoPusher:
             token=self.account.token,
         )
         self.pushed_at.append(time.monotonic())
+        self.pushed_ns.append(time.time_ns())
         return digest

@@ -20,6 +20,7 @@ can have started the pass that deleted (asserted).
 from __future__ import annotations
 
 import json
+import re
 import statistics
 import time
 from pathlib import Path
@@ -55,6 +56,8 @@ SAMPLES = 3
 REPLICAS = 2
 #: Bound on push completion → first deletion (measured 0.20-0.26 s; docs/performance.md).
 DELIVERY_BOUND = 6.0
+PASS_ID = re.compile(r"pass_id=(\w+)")
+PASS_DONE = re.compile(r"pass done: ok in ([0-9.]+)s")
 
 
 def _deliveries(gitea: GiteaServer, hook: int, count: int) -> list[Delivery]:
@@ -64,6 +67,19 @@ def _deliveries(gitea: GiteaServer, hook: int, count: int) -> list[Delivery]:
         return tasks
 
     return eventually(finished, timeout=60, what=f"{count} recorded deliveries")
+
+
+def _deleting_pass_seconds(output: list[str]) -> list[float]:
+    """How long each pass that deleted a pod took (its ``pass done`` line), in order."""
+    deleting = [
+        m.group(1) for line in output if (m := PASS_ID.search(line)) and "deleted stale pod" in line
+    ]
+    took = {
+        m.group(1): float(d.group(1))
+        for line in output
+        if (m := PASS_ID.search(line)) and (d := PASS_DONE.search(line))
+    }
+    return [took[p] for p in dict.fromkeys(deleting) if p in took]
 
 
 def _after_a_pass(autoroll: Any) -> float:
@@ -139,11 +155,21 @@ def test_a_skopeo_push_to_gitea_is_delivered_to_the_helm_installed_pod_which_rol
             tasks = _deliveries(gitea, hook, SAMPLES)
         history = w.pods()
         webhooks = metric(autoroll, "autoroll_webhook_requests_total", {"outcome": "accepted"})
-        print("--- autoroll pod output ---", *autoroll.output, sep="\n")
+        output = list(autoroll.output)
+        print("--- autoroll pod output ---", *output, sep="\n")
 
     print(
         f"push -> first deletion over Gitea's delivery: {', '.join(f'{s:.2f}' for s in samples)}"
         f" s (median {statistics.median(samples):.2f}, max {max(samples):.2f})"
+    )
+    print(
+        "Gitea's recorded delivery time - push completion:",
+        ", ".join(
+            f"{(t.at_ns - p) / 1e9:+.2f}" for t, p in zip(tasks, pusher.pushed_ns, strict=True)
+        ),
+        "s; the deleting passes took",
+        ", ".join(f"{d:.2f}" for d in _deleting_pass_seconds(output)),
+        "s",
     )
     print("recorded delivery headers:", json.dumps(tasks[0].request_headers, indent=1))
     assert max(samples) <= DELIVERY_BOUND, samples
