@@ -163,7 +163,7 @@ def test_a_skopeo_push_to_gitea_is_delivered_to_the_helm_installed_pod_which_rol
         f" s (median {statistics.median(samples):.2f}, max {max(samples):.2f})"
     )
     print(
-        "Gitea's recorded delivery time - push completion:",
+        "Gitea had the 202 (its hook_task delivered time) at, after push completion:",
         ", ".join(
             f"{(t.at_ns - p) / 1e9:+.2f}" for t, p in zip(tasks, pusher.pushed_ns, strict=True)
         ),
