@@ -47,6 +47,7 @@ __all__ = ["fresh_registry"]  # a fixture, re-exported for the e2e tests
 
 _timings: dict[str, float] = {}
 _node_problems: list[str] = []
+_node_notes: list[str] = []
 
 
 @pytest.fixture(scope="session")
@@ -138,6 +139,7 @@ def node(
         Binder(control_plane.api_client(), real_node.name) as binder,
     ):
         _timings.update({f"node: {k}": v for k, v in real_node.timings.items()})
+        _node_notes.extend(f"reaped a dead runner's node: {r}" for r in real_node.reaped)
         yield real_node
     left = (
         processes_after_teardown(real_node)
@@ -233,6 +235,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     for problem in _node_problems:
         terminalreporter.write_line(f"e2e node teardown: {problem}", red=True)
+    for note in _node_notes:
+        terminalreporter.write_line(f"e2e node: {note}", yellow=True)
     if _timings:
         parts = ", ".join(f"{k} {v:.1f}s" for k, v in _timings.items())
         terminalreporter.write_line(f"e2e control plane (seconds since launch): {parts}")

@@ -22,8 +22,14 @@ How it is kept off the machine (a test run must leave nothing behind):
   both sides, and the only traffic is loopback.
 - **cgroups.** The kubelet uses the cgroupfs driver under a cgroup root of this node's own
   (``/autoroll-node-<id>`` in every hierarchy); the holder, containerd, its shims and the
-  kubelet live in ``<root>/runtime``. Teardown kills every process in that tree and removes
-  it. containerd and the kubelet die with the test runner (``PR_SET_PDEATHSIG``).
+  kubelet live in ``<root>/runtime``. Teardown thaws, then kills every process in that tree
+  and removes it.
+- **PID namespace.** The holder is ``unshare --pid --kill-child``; containerd and the kubelet
+  enter its PID namespace too, and with them every shim and container. The holder,
+  containerd and the kubelet die with the test runner (``PR_SET_PDEATHSIG``); the kernel
+  kills the rest of the namespace when its PID 1 (the holder's script) dies. What a killed
+  runner still leaves (cgroups, the directory) is reaped by the next node to start
+  (``reap_orphans``: only nodes whose ``owner`` file names a runner that is gone).
 
 Host limits handled here (from a trial on these machines): no ``CAP_SYS_RESOURCE``, so
 containerd has ``restrict_oom_score_adj`` and the kubelet ``oomScoreAdj: 0``; cgroup v1, which
@@ -438,13 +444,15 @@ class Node:
     _kubelet: _Process | None = None
     _ready: Callable[[], bool] | None = None
     _trusted: set[str] = field(default_factory=set)
+    #: What ``reap_orphans`` removed when this node started (nodes of dead runners).
+    reaped: list[str] = field(default_factory=list)
 
     @property
     def netns(self) -> str:
         return f"/proc/{self.holder_pid}/ns/net"
 
     def enter(self, *argv: str) -> list[str]:
-        """``argv`` prefixed so it runs in the node's network and mount namespaces."""
+        """``argv`` prefixed so it runs in the node's network, mount and PID namespaces."""
         return ["nsenter", "-t", str(self.holder_pid), "-n", "-m", "-p", "--", *argv]
 
     def run(self, *argv: str, timeout: float = 30.0) -> subprocess.CompletedProcess[str]:
@@ -608,7 +616,7 @@ def running_node(
     processes: list[_Process] = []
     kube = plane.api_client()
     logs = {n: root / "logs" / f"{n}.log" for n in ("holder", "containerd", "kubelet")}
-    timings: dict[str, float] = {"reaped orphans": len(reaped)} if reaped else {}
+    timings: dict[str, float] = {}
     try:
         # No nameserver, for containerd and the kubelet (over /etc/resolv.conf) and for pods
         # (the kubelet's resolvConf): nothing on the node even tries to resolve a name.
@@ -667,6 +675,7 @@ def running_node(
             logs=logs,
             sandbox_image=sandbox_image,
             timings=timings,
+            reaped=reaped,
         )
         node.trust_registry(registry_host, registry_authorization)
         (root / "etc" / "cni" / "10-autoroll-e2e.conflist").write_text(

@@ -54,7 +54,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.gitea, pytest.mark.timeout(900)]
 POLL = 10  # seconds: the timer pass; a delivery-started deletion must come well before it
 SAMPLES = 3
 REPLICAS = 2
-#: Bound on push completion → first deletion (measured 0.20-0.26 s; docs/performance.md).
+#: Bound on push completion → first deletion (measured 0.20-0.54 s; docs/performance.md).
 DELIVERY_BOUND = 6.0
 PASS_ID = re.compile(r"pass_id=(\w+)")
 PASS_DONE = re.compile(r"pass done: ok in ([0-9.]+)s")
