@@ -397,6 +397,30 @@ def push_table(results: Mapping[str, Any]) -> str:
     return head + "\n".join(rows) + "\n"
 
 
+def gitea_delivery_section(run: Mapping[str, Any]) -> str:
+    """Push to first deletion through a real Gitea's delivery, measured by the e2e tier
+    (not by ``bench.run``: it needs the real node and Gitea); copied in with its source."""
+    samples = run["latency_s"]
+    return (
+        "\n### Through Gitea's real delivery, on the real node\n\n"
+        f"Measured by `{run['source']}` ({run['date']}, load average {run['load']}), not by"
+        " `bench.run`: it needs the e2e tier's real node and the Gitea tier's server. A"
+        " skopeo push to Gitea 1.27's registry, Gitea's own signed package delivery (a"
+        " user-level hook, JSON) to the controller installed by `helm install` as a pod on"
+        " the node (kubelet + containerd), which deletes the first stale pod of a 2-replica"
+        " app whose containers containerd pulled from Gitea. The clock starts when"
+        " `skopeo copy` returns and stops when a pod watch sees the pod terminating; every"
+        " push follows a finished pass and the poll is 10 s, so only the delivery can have"
+        " started the deleting pass (asserted).\n\n"
+        "| pushes | median s | max s | deleting pass s | Gitea had the 202 at (after push) s |\n"
+        "|---:|---:|---:|---:|---:|\n"
+        f"| {len(samples)} | {statistics.median(samples):.2f} | {max(samples):.2f}"
+        f" | {min(run['pass_s']):.2f}-{max(run['pass_s']):.2f}"
+        f" | {min(run['delivered_after_s']):+.2f} to {max(run['delivered_after_s']):+.2f} |\n\n"
+        f"{run['dominated']}\n"
+    )
+
+
 def load_table(load: Mapping[str, Any]) -> str:
     head = (
         "| requests | answers | p50 ms | p95 ms | max ms | window s | passes caused"
@@ -550,6 +574,8 @@ def render(results: Mapping[str, Any]) -> str:
             " the slowest. The serve's peak RSS is the largest `VmHWM` of its processes.\n\n",
             cache_report.push_table(results) if results.get("push") else push_table(results),
         ]
+    if results.get("gitea_delivery"):
+        parts += [gitea_delivery_section(results["gitea_delivery"])]
     if results.get("load"):
         parts += [
             "\n## 3. Webhook under load during a pass\n",
