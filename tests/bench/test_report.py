@@ -176,6 +176,24 @@ def test_the_report_names_machine_command_and_ratios() -> None:
     assert "**missed**" in text
 
 
+def test_the_gitea_delivery_figure_is_rendered_with_its_source_when_recorded() -> None:
+    assert "Through Gitea's real delivery" not in render(_results())
+    results = _results()
+    results["gitea_delivery"] = {
+        "source": "tests/e2e/test_gitea_delivery.py",
+        "date": "2026-12-01",
+        "load": "9.8",
+        "latency_s": [0.2, 0.26, 0.25],
+        "pass_s": [0.09, 0.15],
+        "delivered_after_s": [-0.05, 0.01],
+        "dominated": "The pass is half of it.",
+    }
+    text = render(results)
+    assert "Measured by `tests/e2e/test_gitea_delivery.py` (2026-12-01, load average 9.8)" in text
+    assert "| 3 | 0.25 | 0.26 | 0.09-0.15 | -0.05 to +0.01 |" in text
+    assert "The pass is half of it." in text
+
+
 @pytest.mark.parametrize(
     ("method", "url", "kind"),
     [

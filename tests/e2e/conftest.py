@@ -35,6 +35,7 @@ from tests.e2e.node import (
     Node,
     NodeBinaries,
     leftovers,
+    node_traces,
     processes_after_teardown,
     running_node,
 )
@@ -46,6 +47,7 @@ __all__ = ["fresh_registry"]  # a fixture, re-exported for the e2e tests
 
 _timings: dict[str, float] = {}
 _node_problems: list[str] = []
+_node_notes: list[str] = []
 
 
 @pytest.fixture(scope="session")
@@ -137,8 +139,13 @@ def node(
         Binder(control_plane.api_client(), real_node.name) as binder,
     ):
         _timings.update({f"node: {k}": v for k, v in real_node.timings.items()})
+        _node_notes.extend(f"reaped a dead runner's node: {r}" for r in real_node.reaped)
         yield real_node
-    left = processes_after_teardown(real_node) + leftovers(before, HostState.now())
+    left = (
+        processes_after_teardown(real_node)
+        + node_traces(real_node)
+        + leftovers(before, HostState.now())
+    )
     _node_problems.extend(f"binder: {e}" for e in binder.errors[:3])
     _node_problems.extend(f"left behind: {item}" for item in left)
 
@@ -228,6 +235,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     for problem in _node_problems:
         terminalreporter.write_line(f"e2e node teardown: {problem}", red=True)
+    for note in _node_notes:
+        terminalreporter.write_line(f"e2e node: {note}", yellow=True)
     if _timings:
         parts = ", ".join(f"{k} {v:.1f}s" for k, v in _timings.items())
         terminalreporter.write_line(f"e2e control plane (seconds since launch): {parts}")

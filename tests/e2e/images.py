@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol
 
 from tests.support.registry import (
     DOCKER_CONFIG,
@@ -38,7 +38,6 @@ from tests.support.registry import (
     OCI_INDEX,
     OCI_LAYER,
     OCI_MANIFEST,
-    ImagePusher,
 )
 
 BUSYBOX = Path("/bin/busybox")
@@ -53,6 +52,27 @@ APP_SCRIPT = (
 )
 PAUSE_SCRIPT = "trap 'exit 0' TERM INT; while true; do sleep 3600 & wait; done"
 JOB_SCRIPT = 'echo "job $BUILD ran"'
+
+
+class RegistryHost(Protocol):
+    """Where a pusher's images land: ``host`` is ``127.0.0.1:<port>``."""
+
+    @property
+    def host(self) -> str: ...
+
+
+class Pusher(Protocol):
+    """What the images here are pushed with: ``tests.support.registry.ImagePusher`` (plain
+    HTTP calls to docker-registry) or ``gitea_pusher.SkopeoPusher`` (skopeo, to Gitea)."""
+
+    @property
+    def server(self) -> RegistryHost: ...
+
+    def push_blob(self, repository: str, data: bytes) -> str: ...
+
+    def push_manifest(self, repository: str, reference: str, body: bytes, media_type: str) -> str:
+        """Push ``body`` as ``repository:reference``; its digest as the registry stores it."""
+        ...
 
 
 class ImageError(RuntimeError):
@@ -151,7 +171,7 @@ def _manifest(config: bytes, layer: Layer, flavour: Literal["oci", "docker"]) ->
 
 
 def push_config(
-    pusher: ImagePusher,
+    pusher: Pusher,
     repository: str,
     tag: str | None,
     config: bytes,
@@ -177,7 +197,7 @@ def app_config(build: str, *, crash: bool = False, architecture: str = "amd64") 
 
 
 def push_app(
-    pusher: ImagePusher,
+    pusher: Pusher,
     repository: str,
     tag: str = "latest",
     *,
@@ -189,19 +209,19 @@ def push_app(
     return push_config(pusher, repository, tag, app_config(build, crash=crash), flavour=flavour)
 
 
-def push_pause(pusher: ImagePusher, repository: str = "e2e-node/pause", tag: str = "1") -> Image:
+def push_pause(pusher: Pusher, repository: str = "e2e-node/pause", tag: str = "1") -> Image:
     config = image_config(script=PAUSE_SCRIPT, env={}, layer=busybox_layer())
     return push_config(pusher, repository, tag, config)
 
 
-def push_job(pusher: ImagePusher, repository: str, tag: str, *, build: str) -> Image:
+def push_job(pusher: Pusher, repository: str, tag: str, *, build: str) -> Image:
     """An image whose container prints a line and exits 0 (a migration Job)."""
     config = image_config(script=JOB_SCRIPT, env={"BUILD": build}, layer=busybox_layer())
     return push_config(pusher, repository, tag, config)
 
 
 def push_index(
-    pusher: ImagePusher,
+    pusher: Pusher,
     repository: str,
     tag: str = "latest",
     *,

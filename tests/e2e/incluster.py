@@ -29,8 +29,9 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import requests
 import yaml
@@ -40,7 +41,7 @@ from tests.e2e.controlplane import ControlPlane
 from tests.e2e.helpers import core_api
 from tests.e2e.node import Node
 from tests.support.ports import free_port
-from tests.support.registry import RegistryServer
+from tests.support.registry import basic_auth
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "autoroll"
@@ -59,10 +60,37 @@ ENV_TO_VALUES: Mapping[str, tuple[str, type]] = {
 }
 
 
+class RegistryAccess(Protocol):
+    """The registry autoroll is configured for (``forgejo.host``, ``forgejo.user`` and the
+    token): a ``RegistryServer`` (docker-registry) or ``Credentials`` (an owner on Gitea)."""
+
+    @property
+    def host(self) -> str: ...
+    @property
+    def user(self) -> str: ...
+    @property
+    def password(self) -> str: ...
+    @property
+    def authorization(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """A registry at ``host`` (``127.0.0.1:<port>``) and a user's token for it."""
+
+    host: str
+    user: str
+    password: str
+
+    @property
+    def authorization(self) -> str:
+        return basic_auth(self.user, self.password)
+
+
 def chart_values(
     *,
     plane: ControlPlane,
-    registry: RegistryServer,
+    registry: RegistryAccess,
     image: str,
     secret: str,
     port: int,
@@ -224,7 +252,7 @@ def installed_autoroll(
     kube: Any,
     plane: ControlPlane,
     node: Node,
-    registry: RegistryServer,
+    registry: RegistryAccess,
     image: str,
     namespace: str,
     workdir: Path,

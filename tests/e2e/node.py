@@ -22,8 +22,14 @@ How it is kept off the machine (a test run must leave nothing behind):
   both sides, and the only traffic is loopback.
 - **cgroups.** The kubelet uses the cgroupfs driver under a cgroup root of this node's own
   (``/autoroll-node-<id>`` in every hierarchy); the holder, containerd, its shims and the
-  kubelet live in ``<root>/runtime``. Teardown kills every process in that tree and removes
-  it. containerd and the kubelet die with the test runner (``PR_SET_PDEATHSIG``).
+  kubelet live in ``<root>/runtime``. Teardown thaws, then kills every process in that tree
+  and removes it.
+- **PID namespace.** The holder is ``unshare --pid --kill-child``; containerd and the kubelet
+  enter its PID namespace too, and with them every shim and container. The holder,
+  containerd and the kubelet die with the test runner (``PR_SET_PDEATHSIG``); the kernel
+  kills the rest of the namespace when its PID 1 (the holder's script) dies. What a killed
+  runner still leaves (cgroups, the directory) is reaped by the next node to start
+  (``reap_orphans``: only nodes whose ``owner`` file names a runner that is gone).
 
 Host limits handled here (from a trial on these machines): no ``CAP_SYS_RESOURCE``, so
 containerd has ``restrict_oom_score_adj`` and the kubelet ``oomScoreAdj: 0``; cgroup v1, which
@@ -292,11 +298,27 @@ class CgroupTree:
                     found.update(int(p) for p in procs.read_text().split())
         return found
 
+    def thaw(self) -> None:
+        """Thaw every frozen cgroup of the tree (runc freezes a container's cgroup while it
+        updates or kills it): a frozen process does not act on SIGKILL until thawed, so a
+        teardown that only kills leaves it, frozen, for good."""
+        for root in self.roots:
+            for dirpath, _, files in sorted(os.walk(root), key=lambda w: len(w[0])):
+                if "freezer.state" in files:  # cgroup v1
+                    knob, value = "freezer.state", "THAWED"
+                elif "cgroup.freeze" in files:  # cgroup v2
+                    knob, value = "cgroup.freeze", "0"
+                else:
+                    continue
+                with contextlib.suppress(OSError):
+                    Path(dirpath, knob).write_text(value)
+
     def kill_all(self, timeout: float = 20.0) -> set[int]:
-        """SIGKILL every process in the tree until none is left; the survivors (none, or why
-        teardown failed)."""
+        """Thaw, then SIGKILL every process in the tree until none is left; the survivors
+        (none, or why teardown failed)."""
         deadline = time.monotonic() + timeout
         while (pids := self.pids()) and time.monotonic() < deadline:
+            self.thaw()
             for pid in pids:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
@@ -327,6 +349,29 @@ class CgroupTree:
 # --- processes ------------------------------------------------------------------------
 
 
+def _tied_to_us(cgroup_procs: Sequence[Path]) -> Callable[[], None]:
+    """A ``preexec_fn``: the child dies when the test runner does (``PR_SET_PDEATHSIG``; kept
+    across exec) and joins the node's cgroups before it runs. Only prctl and file writes (no
+    locks, no imports): safe to run between fork and exec with the runner's threads."""
+    files = [str(p) for p in cgroup_procs]
+
+    def in_child() -> None:
+        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        for procs in files:
+            with open(procs, "w") as handle:
+                handle.write("0")  # "0": the writing process itself
+
+    return in_child
+
+
+def _only_child(pid: int) -> int:
+    """The one child of ``pid`` (``unshare --fork``'s: PID 1 of the node's PID namespace)."""
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    if len(children) != 1:
+        raise NodeError(f"the holder {pid} has children {children}, expected one")
+    return int(children[0])
+
+
 class _Process:
     """One node process, started inside the holder's namespaces and the node's cgroups
     (joined before exec), killed if the test runner dies; output in a log file."""
@@ -341,11 +386,6 @@ class _Process:
         self.cgroups = cgroups
         self.proc: subprocess.Popen[bytes] | None = None
 
-    def _in_child(self) -> None:
-        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-        for procs in self.cgroups:
-            procs.write_text("0")  # "0": the writing process itself
-
     def start(self) -> None:
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(
@@ -358,7 +398,7 @@ class _Process:
                 # Only prctl and a file write before exec (no locks, no imports): safe even
                 # with the test runner's threads; it is the only way to join the cgroups and
                 # tie the process's life to ours before it runs.
-                preexec_fn=self._in_child,  # noqa: PLW1509
+                preexec_fn=_tied_to_us(self.cgroups),  # noqa: PLW1509
             )
 
     def running(self) -> bool:
@@ -373,11 +413,15 @@ class _Process:
     def stop(self, timeout: float = 15.0) -> None:
         if self.proc is None or self.proc.poll() is not None:
             return
-        self.proc.send_signal(signal.SIGTERM)
+        # The process group: nsenter forks (to enter the PID namespace) and does not pass
+        # signals on, so the signal goes to it and the component together.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGTERM)
         try:
             self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
-            self.proc.kill()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait(10)
 
 
@@ -400,14 +444,16 @@ class Node:
     _kubelet: _Process | None = None
     _ready: Callable[[], bool] | None = None
     _trusted: set[str] = field(default_factory=set)
+    #: What ``reap_orphans`` removed when this node started (nodes of dead runners).
+    reaped: list[str] = field(default_factory=list)
 
     @property
     def netns(self) -> str:
         return f"/proc/{self.holder_pid}/ns/net"
 
     def enter(self, *argv: str) -> list[str]:
-        """``argv`` prefixed so it runs in the node's network and mount namespaces."""
-        return ["nsenter", "-t", str(self.holder_pid), "-n", "-m", "--", *argv]
+        """``argv`` prefixed so it runs in the node's network, mount and PID namespaces."""
+        return ["nsenter", "-t", str(self.holder_pid), "-n", "-m", "-p", "--", *argv]
 
     def run(self, *argv: str, timeout: float = 30.0) -> subprocess.CompletedProcess[str]:
         """Run a command on the node (its namespaces), e.g. ``ip route``; output captured."""
@@ -562,7 +608,9 @@ def running_node(
     root = Path(tempfile.mkdtemp(prefix="autoroll-node-")) if workdir is None else workdir
     for sub in ("var", "run", "etc/cni", "etc/certs.d", "pki", "logs"):
         (root / sub).mkdir(parents=True, exist_ok=True)
+    reaped = reap_orphans()
     cgroups = CgroupTree(f"autoroll-node-{uuid.uuid4().hex[:8]}")
+    (root / OWNER_FILE).write_text(f"{_owner_tag(os.getpid())} {cgroups.name}\n")
     holder: subprocess.Popen[bytes] | None = None
     bridge: LoopbackBridge | None = None
     processes: list[_Process] = []
@@ -589,6 +637,9 @@ def running_node(
                     "unshare",
                     "--net",
                     "--mount",
+                    "--pid",
+                    "--kill-child=SIGKILL",  # implies --fork: the script is PID 1 inside
+                    "--mount-proc",
                     "--propagation",
                     "private",
                     "sh",
@@ -600,16 +651,17 @@ def running_node(
                 stderr=holder_log,
                 env=env,
                 start_new_session=True,
+                preexec_fn=_tied_to_us(cgroups.procs_files("runtime")),  # noqa: PLW1509
             )
-        cgroups.join("runtime", holder.pid)
         assert holder.stdout is not None
         if holder.stdout.readline().strip() != b"ready":
             holder.wait(10)
             raise NodeError(
                 f"the node's namespaces could not be set up:\n{logs['holder'].read_text()}"
             )
+        holder_pid = _only_child(holder.pid)
         timings["namespaces"] = time.monotonic() - started
-        bridge = LoopbackBridge(f"/proc/{holder.pid}/ns/net")
+        bridge = LoopbackBridge(f"/proc/{holder_pid}/ns/net")
         api_port = int(plane.server.rpartition(":")[2])
         bridge.import_port(api_port)
 
@@ -617,12 +669,13 @@ def running_node(
             name=name,
             ip=NODE_IP,
             workdir=root,
-            holder_pid=holder.pid,
+            holder_pid=holder_pid,
             cgroup=cgroups.name,
             bridge=bridge,
             logs=logs,
             sandbox_image=sandbox_image,
             timings=timings,
+            reaped=reaped,
         )
         node.trust_registry(registry_host, registry_authorization)
         (root / "etc" / "cni" / "10-autoroll-e2e.conflist").write_text(
@@ -786,6 +839,51 @@ class HostState:
             else frozenset(),
             cgroups=cgroups,
         )
+
+
+OWNER_FILE = "owner"  # in the node's directory: "<runner pid>:<its start time> <cgroup name>"
+
+
+def _owner_tag(pid: int) -> str:
+    """``pid:starttime``: names one process for good (a pid alone may be reused)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return f"{pid}:gone"
+    return f"{pid}:{stat.rpartition(')')[2].split()[19]}"
+
+
+def reap_orphans(tmp: Path | None = None) -> list[str]:
+    """Remove what nodes of test runners that died (SIGKILL, a lost session) left behind.
+
+    Only nodes whose ``owner`` file names a runner that no longer exists: other sessions'
+    nodes on this machine, and nodes of older code without that file, are never touched.
+    Their processes are thawed and killed, their cgroups and directory removed. What was
+    reaped, described.
+    """
+    reaped: list[str] = []
+    for owner in sorted(Path(tmp or tempfile.gettempdir()).glob(f"autoroll-node-*/{OWNER_FILE}")):
+        try:
+            tag, name = owner.read_text().split()
+        except (OSError, ValueError):
+            continue
+        if _owner_tag(int(tag.partition(":")[0])) == tag or not name.startswith("autoroll-node-"):
+            continue  # its runner is alive
+        tree = CgroupTree(name)
+        survivors = tree.kill_all(timeout=10)
+        stuck = tree.remove(timeout=5)
+        shutil.rmtree(owner.parent, ignore_errors=True)
+        reaped.append(f"{owner.parent} (cgroup {name}; left {sorted(survivors)} / {stuck})")
+    return reaped
+
+
+def node_traces(node: Node) -> list[str]:
+    """What of ``node`` is still on the machine besides processes: its cgroup in any
+    hierarchy, its directory (when it was a temporary one)."""
+    found = [f"cgroup {p}" for p in CgroupTree(node.cgroup).existing()]
+    if node.workdir.name.startswith("autoroll-node-") and node.workdir.exists():
+        found.append(f"directory {node.workdir}")
+    return found
 
 
 def node_processes(node: Node) -> list[str]:

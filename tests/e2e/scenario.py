@@ -20,8 +20,7 @@ from typing import Any
 
 from tests.e2e.controller import Autoroll
 from tests.e2e.helpers import apps_api, core_api, daemonset, deployment, statefulset
-from tests.e2e.images import APP_PORT, Image, push_app, push_index
-from tests.support.registry import ImagePusher
+from tests.e2e.images import APP_PORT, Image, Pusher, push_app, push_index
 from tests.support.serve import scrape_metric
 from tests.support.wait import eventually
 
@@ -226,7 +225,7 @@ class App:
     namespace: str
     name: str
     repository: str
-    pusher: ImagePusher
+    pusher: Pusher
     test: str
     pushes: int = 0
     ready_after: float = 1.0

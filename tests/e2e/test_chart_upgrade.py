@@ -15,9 +15,10 @@ where it matters, on kube-apiserver + kube-controller-manager + the simulated ku
   then a server-side apply with field manager argocd-controller and force, plus a prune of
   what left the manifest): no error, a server-side dry run of the second render over the first
   changes no Job spec (no OutOfSync), no Job is replaced; a changed job gets exactly one new Job.
-- `helm upgrade` from the previous release's chart (0.1.0, packaged from
-  PREVIOUS_RELEASE in tests/e2e/releases) to this one
-  succeeds: every hashed Job is renamed once and runs once more, as documented.
+- `helm upgrade` from the released 0.1.0 chart (tests/e2e/releases) to this one succeeds: every
+  hashed Job is renamed once and runs once more, as documented.
+- `helm upgrade` from the released 0.2.0 chart, the first with same-name-same-spec, to this one
+  succeeds and keeps every Job and CronJob with its name and UID: nothing runs again.
 - The documented exception is real: an edit of podAnnotations under
   hashIncludePodAnnotations: false is refused by the API server, and `jobhash diff --strict`
   says so beforehand.
@@ -51,9 +52,10 @@ pytestmark = pytest.mark.e2e
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "autoroll"
-# The last commit of chart 0.1.0, the release before the pod-template fix (issue 12).
-PREVIOUS_RELEASE = "f5f6d11"
-PREVIOUS_PACKAGE = Path(__file__).parent / "releases" / "autoroll-0.1.0.tgz"
+# Released charts as users got them (``helm package``; see releases/README.md): 0.1.0, the
+# release before the pod-template fix (issue 12), and 0.2.0, the first one with it.
+RELEASES_DIR = Path(__file__).parent / "releases"
+CURRENT_VERSION = yaml.safe_load((CHART / "Chart.yaml").read_text(encoding="utf-8"))["version"]
 ARGO_MANAGER = "argocd-controller"
 # A release per test (the chart's ClusterRole is named after it), readable in the report.
 RELEASES = {
@@ -61,6 +63,7 @@ RELEASES = {
     "client-side": "csa",
     "test_argo_cd_server_side_apply_of_the_next_release_keeps_every_job": "unused",
     "test_helm_upgrade_from_the_previous_release_renames_every_hashed_job_once": "prev",
+    "test_helm_upgrade_from_the_released_0_2_0_keeps_every_job_and_its_uid": "rel",
     "test_an_edit_of_opted_out_pod_annotations_is_refused_by_the_api_and_by_jobhash_diff": "exc",
 }
 DIGEST = "sha256:" + "5" * 64
@@ -110,14 +113,16 @@ def chart_release(directory: Path, version: str, app_version: str) -> Path:
     return target
 
 
-def previous_release_chart(directory: Path) -> Path:
-    """The previous release as users got it: ``helm package`` of charts/autoroll at
-    PREVIOUS_RELEASE, committed under tests/e2e/releases (so a shallow clone has it too),
-    unpacked into ``directory``."""
-    assert PREVIOUS_PACKAGE.is_file(), f"{PREVIOUS_PACKAGE} is missing (tests/e2e/releases)"
-    with tarfile.open(PREVIOUS_PACKAGE) as tar:
-        tar.extractall(directory / "previous", filter="data")
-    return directory / "previous" / "autoroll"
+def released_chart(directory: Path, version: str) -> Path:
+    """A released chart as users got it: its ``helm package``, committed under
+    tests/e2e/releases (so a shallow clone has it too), unpacked into ``directory``."""
+    package = RELEASES_DIR / f"autoroll-{version}.tgz"
+    assert package.is_file(), f"{package} is missing (tests/e2e/releases)"
+    with tarfile.open(package) as tar:
+        tar.extractall(directory / version, filter="data")
+    chart = directory / version / "autoroll"
+    assert f"version: {version}" in (chart / "Chart.yaml").read_text(encoding="utf-8")
+    return chart
 
 
 @dataclass
@@ -450,8 +455,7 @@ def test_helm_upgrade_from_the_previous_release_renames_every_hashed_job_once(
     helm: Helm, kube: Any, namespace: str, tmp_path: Path
 ) -> None:
     report = Report()
-    previous = previous_release_chart(tmp_path)
-    assert "version: 0.1.0" in (previous / "Chart.yaml").read_text(encoding="utf-8")
+    previous = released_chart(tmp_path, "0.1.0")
     helm.ok(report, "install", helm.release, str(previous), vals=values())
     before = live_jobs(kube, namespace)
     assert len(before) == 3, before
@@ -478,9 +482,9 @@ def test_helm_upgrade_from_the_previous_release_renames_every_hashed_job_once(
         what="the renamed Jobs to run once more",
     )
     after = live_jobs(kube, namespace)
-    report.table("after helm upgrade to the working-tree chart (0.2.0)", after)
+    report.table(f"after helm upgrade to the working-tree chart ({CURRENT_VERSION})", after)
     report.flush("upgrade from the previous release 0.1.0")
-    assert {o["chart"] for o in after.values()} == {"autoroll-0.2.0"}
+    assert {o["chart"] for o in after.values()} == {f"autoroll-{CURRENT_VERSION}"}
     assert all(o["pods"] == "1" for o in after.values() if o["kind"] == "Job"), after
     # The names jobhash predicts are the ones in the cluster.
     names = ["names", "--release", helm.release, "-o", "json", "--chart", str(CHART)]
@@ -502,9 +506,36 @@ def test_helm_upgrade_from_the_previous_release_renames_every_hashed_job_once(
     assert sorted(e["name"] for e in json.loads(predicted.stdout)) == sorted(after)
 
     # From now on a chart release changes nothing.
-    helm.ok(Report(), "upgrade", helm.release, str(chart_release(tmp_path, "0.2.1", "0.2.1")),
+    helm.ok(Report(), "upgrade", helm.release, str(chart_release(tmp_path, "9.9.1", "9.9.1")),
             vals=values())  # fmt: skip
     assert uids(live_jobs(kube, namespace)) == uids(after)
+
+
+@pytest.mark.usefixtures("job_images")
+def test_helm_upgrade_from_the_released_0_2_0_keeps_every_job_and_its_uid(
+    helm: Helm, kube: Any, namespace: str, tmp_path: Path
+) -> None:
+    """The upgrade a user of 0.2.0 makes next: same values, this chart. 0.2.0 already kept
+    release labels out of the Job pod templates, so the names and the Jobs stay."""
+    report = Report()
+    helm.ok(report, "install", helm.release, str(released_chart(tmp_path, "0.2.0")), vals=values())
+    before = live_jobs(kube, namespace)
+    assert len(before) == 3, before
+    eventually(
+        lambda: jobs_completed(kube, namespace, job_names(before)),
+        timeout=90,
+        what="the 0.2.0 Jobs to succeed",
+    )
+    before = live_jobs(kube, namespace)
+    report.table("after install of chart 0.2.0 (the released chart)", before)
+
+    helm.ok(report, "upgrade", helm.release, str(CHART), vals=values())
+    after = live_jobs(kube, namespace)
+    report.table(f"after helm upgrade to the working-tree chart ({CURRENT_VERSION})", after)
+    report.flush("upgrade from the released 0.2.0")
+    assert uids(after) == uids(before), "a Job or CronJob was replaced by the upgrade"
+    assert {o["chart"] for o in after.values()} == {f"autoroll-{CURRENT_VERSION}"}
+    assert all(o["pods"] == "1" for o in after.values() if o["kind"] == "Job"), after
 
 
 # --- the documented exception -----------------------------------------------------------------

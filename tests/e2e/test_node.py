@@ -8,6 +8,8 @@ the session's node, except the teardown test, which starts and stops a node of i
 from __future__ import annotations
 
 import json
+import os
+import signal
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -28,7 +30,9 @@ from tests.e2e.node import (
     kubelet_config,
     leftovers,
     node_processes,
+    node_traces,
     processes_after_teardown,
+    reap_orphans,
     running_node,
 )
 from tests.support.registry import ImagePusher, RegistryServer
@@ -238,5 +242,77 @@ def test_a_node_with_running_pods_leaves_nothing_behind(
         assert during.cgroups - before.cgroups, "the node's cgroups exist while it runs"
         assert len(node_processes(own)) >= 4, "kubelet, containerd, shims and containers run"
     assert processes_after_teardown(own) == []
+    assert node_traces(own) == []
     assert not own.workdir.exists()
     assert leftovers(before, HostState.now()) == []
+
+
+def _nspid_levels(pid: str) -> int:
+    """How many PID namespaces ``pid`` is seen in (1: only the host's)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("NSpid:"):
+            return len(line.split()) - 1
+    return 1
+
+
+def test_when_the_runner_dies_every_process_of_the_node_dies_with_it_and_the_next_reaps_the_rest(
+    control_plane: ControlPlane,
+    kube: Any,
+    namespace: str,
+    docker_registry: RegistryServer,
+) -> None:
+    """containerd and the kubelet die with the runner (``PR_SET_PDEATHSIG``), and so does
+    the holder, ``unshare --kill-child``: its child is PID 1 of the PID namespace every
+    process of the node lives in (shims and containers included), and the kernel kills a
+    namespace whose PID 1 dies. Killing the holder is what the runner's death does to it."""
+    from tests.e2e.conftest import node_binaries
+
+    binaries = node_binaries()
+    pusher = ImagePusher(docker_registry)
+    pause = push_pause(pusher)
+    image = push_app(pusher, f"e2e/{namespace}", build="runner dies")
+    with running_node(
+        binaries,
+        control_plane,
+        sandbox_image=pause.reference,
+        registry_host=docker_registry.host,
+        registry_authorization=docker_registry.authorization,
+        name="autoroll-node-orphan",
+    ) as own:
+        manifest = deployment("o", image.reference, replicas=1, http_port=APP_PORT)
+        manifest["spec"]["template"]["spec"]["nodeName"] = own.name
+        apps_api(kube).create_namespaced_deployment(namespace, manifest)
+        _ready_pods(kube, namespace, "o", 1)
+        running = node_processes(own)
+        assert any("containerd-shim" in p for p in running), running
+        unshare = int(Path(f"/proc/{own.holder_pid}/stat").read_text().split()[3])
+        # In the host's PID namespace only the wrappers (unshare; nsenter, which forks into
+        # the namespace); everything else (containerd, kubelet, shims, each container in a
+        # namespace of its own) in the node's or one nested in it: NSpid has a level more.
+        outside = sorted(
+            " ".join(p.split(" ", 2)[:2]) for p in running if _nspid_levels(p.split(" ", 1)[0]) == 1
+        )
+        assert all("(unshare," in p or "(nsenter," in p for p in outside), outside
+        assert len(running) - len(outside) >= 5, running  # 2 components, shims, containers
+
+        os.kill(unshare, signal.SIGKILL)  # as PR_SET_PDEATHSIG does when the runner dies
+
+        gone = eventually(
+            lambda: _none_left(own), timeout=30, what="every process of the node gone"
+        )
+        assert gone == []
+        # What a killed runner leaves (its cgroups, its directory) goes at the next start.
+        # (the owner file names a process that is gone: this pid with another start time)
+        (own.workdir / "owner").write_text(f"{os.getpid()}:0 {own.cgroup}\n")
+        reaped = reap_orphans()
+        assert [r for r in reaped if str(own.workdir) in r], reaped
+        assert node_traces(own) == []
+
+
+def _none_left(node: Node) -> list[str]:
+    """Node processes still there, but for dead children of this runner that it has not
+    waited for yet (the wrappers it started: zombies, reaped by the node's teardown)."""
+    ours = f"Z (zombie), parent {os.getpid()})"
+    left = [p for p in node_processes(node) if ours not in p]
+    assert left == [], left
+    return left

@@ -580,14 +580,17 @@ def _copy(app: App, digest: str, repository: str, tag: str) -> None:
 
     import requests
 
-    base = f"{app.pusher.server.url}/v2"
+    pusher = app.pusher
+    assert isinstance(pusher, ImagePusher), "copies within docker-registry only"
+    server = pusher.server
+    base = f"{server.url}/v2"
     response = requests.get(
         f"{base}/{app.repository}/manifests/{digest}",
         headers={
             "Accept": "application/vnd.oci.image.manifest.v1+json,"
             "application/vnd.docker.distribution.manifest.v2+json"
         },
-        auth=app.pusher.server.auth,
+        auth=server.auth,
         timeout=10,
     )
     response.raise_for_status()
@@ -595,7 +598,7 @@ def _copy(app: App, digest: str, repository: str, tag: str) -> None:
     for blob in [manifest["config"], *manifest["layers"]]:
         data = requests.get(
             f"{base}/{app.repository}/blobs/{blob['digest']}",
-            auth=app.pusher.server.auth,
+            auth=server.auth,
             timeout=30,
         )
         data.raise_for_status()
