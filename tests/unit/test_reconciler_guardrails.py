@@ -11,10 +11,11 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from autoroll.metrics import Metrics
-from autoroll.model import Enrolled, WorkloadKind
+from autoroll.model import Enrolled, WorkloadKind, WorkloadView
 from autoroll.policy import PAUSED as PAUSED_KEY
 from autoroll.policy import Guardrails
 from autoroll.reconciler import Reconciler
+from autoroll.windows import parse_windows
 from tests.unit.test_reconciler import (
     NEW,
     REF,
@@ -209,3 +210,34 @@ def test_a_paused_statefulset_holds_only_itself_not_the_deployment_of_the_same_n
     ]
     assert report.plan.paused == ("shop/statefulset/db",)
     assert sample(metrics, "autoroll_deletions_held_total", "statefulset", reason="paused") == 1
+
+
+def test_the_guardrails_are_asked_again_on_the_fresh_read_right_before_each_delete() -> None:
+    """The plan, made inside the window, lets a's and b's deletions go; each fresh read
+    takes the pass past the window's end, and each deletion is planned again after its
+    read, at that time: neither goes, and both are said as holds."""
+    clock = Clock(T0.replace(hour=9, minute=59, second=59))
+    window = Guardrails(windows=parse_windows("* 09:00-10:00 UTC"), in_flight=0)
+
+    class SlowRead(FakeCluster):
+        def read_now(self, workload: WorkloadView) -> Enrolled:
+            clock.now += timedelta(seconds=2)  # the window closes while the pass reads
+            return super().read_now(workload)
+
+    cluster = SlowRead([enrolled(n, [pod(f"{n}-1")]) for n in ("a", "b")])
+    reconciler, metrics = build(cluster, window, clock=clock)
+    report = reconciler.tick()
+    assert cluster.deleted == []
+    assert sorted(cluster.reads) == ["shop/deployment/a", "shop/deployment/b"]
+    assert report.plan is not None
+    assert [h.reason.value for h in report.plan.holds] == ["outside-window"] * 2
+    assert sample(metrics, "autoroll_deletions_held_total", reason="outside-window") == 2
+
+
+def test_a_held_deletion_is_not_read_again() -> None:
+    clock = Clock()
+    cluster = stale("a", "b", "c")
+    one = Guardrails(deletions_per_period=1, period=timedelta(minutes=1), in_flight=0)
+    reconciler, _ = build(cluster, one, clock=clock)
+    report = reconciler.tick()
+    assert len(cluster.reads) == 1 == len(cluster.deleted) == report.fresh_reads
