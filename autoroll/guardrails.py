@@ -136,17 +136,17 @@ def plan_rolls(
     """Which of ``items``' decided deletions go now (``RollPlan.go``, in order) and which
     wait (``RollPlan.holds``). ``deleted_at``: the deletions the shell knows of, any age
     (its own, and the evidence of a previous leader's: ``pods_started``).
-    ``mid_roll_elsewhere``: workloads outside ``items`` (a targeted pass's) last seen
-    mid-roll, by key; they hold in-flight slots as if they were here."""
+    ``mid_roll_elsewhere``: workloads a targeted pass cannot judge whole (outside it, or
+    with a container on a tag outside it) last seen mid-roll, by key; they hold in-flight
+    slots as if they were judged mid-roll here."""
     if now.tzinfo is None:
         raise ValueError("now must be timezone-aware")
     policies = {
         e.workload.key: workload_policy(dict(e.workload.annotations), defaults=guardrails)
         for e, _ in items
     }
-    here = {e.workload.key for e, _ in items}
     mid_roll = {e.workload.key for e, d in items if is_mid_roll(d, e.pods)}
-    mid_roll |= set(mid_roll_elsewhere) - here
+    mid_roll |= set(mid_roll_elsewhere)
     holds: list[Hold] = []
     candidates: list[tuple[tuple[datetime, str], str, DeletePod]] = []
     for enrolled, decision in items:

@@ -78,6 +78,7 @@ from datetime import UTC, datetime, timedelta
 from autoroll.decide import (
     ContentRequest,
     Decision,
+    Reason,
     Sighting,
     decide,
     listed_uids,
@@ -141,6 +142,16 @@ class _Acted:
     decisions: dict[str, Decision] = field(default_factory=dict)
     holds: list[Hold] = field(default_factory=list)
     fresh_reads: int = 0
+
+
+def _judged_whole(items: Sequence[tuple[Enrolled, Decision]]) -> set[str]:
+    """The workloads whose every container this pass judged: a container on a tag outside
+    a targeted pass's scope is not, so whether its roll is under way is not known here."""
+    return {
+        e.workload.key
+        for e, d in items
+        if not any(v.reason is Reason.NOT_IN_SCOPE for v in d.containers)
+    }
 
 
 def _never() -> bool:
@@ -287,9 +298,10 @@ class Reconciler:
         Taken once, so that rolling one of them again cannot erase the evidence; and from
         every enrolled workload: a term's first pass is always a full one (``tick``).
 
-        A targeted pass sees only some workloads, but the in-flight limit counts all of
-        them: the workloads outside it that were mid-roll when last decided (or had a pod
-        deleted since) hold their slots (``_mid_roll``).
+        A targeted pass sees only some workloads, and of some only the containers on its
+        tags, but the in-flight limit counts all of them: those it cannot judge whole that
+        were mid-roll when last decided (or had a pod deleted since) hold their slots
+        (``_mid_roll``).
         """
         now = self._clock()
         period = self._guardrails.period
@@ -303,7 +315,7 @@ class Reconciler:
             guardrails=self._guardrails,
             deleted_at=self._deleted_at,
             now=now,
-            mid_roll_elsewhere=self._mid_roll,
+            mid_roll_elsewhere=self._mid_roll - _judged_whole(items),
         )
 
     def _remember_mid_roll(
@@ -313,7 +325,7 @@ class Reconciler:
         says it for everyone; a targeted one only for its own workloads. A workload a pod
         was deleted from now is mid-roll whatever it was before."""
         here = {e.workload.key for e, _ in items}
-        kept = set() if scope.is_full else self._mid_roll - here
+        kept = set() if scope.is_full else self._mid_roll - _judged_whole(items)
         started = {a.workload_key for a in plan.go}
         self._mid_roll = kept | (set(plan.budget.mid_roll) & here) | started
 

@@ -166,6 +166,13 @@ def running_serve(
         "LABEL_SELECTOR": selector,
         "LISTEN_ADDR": f"127.0.0.1:{port}",
         "POLL_INTERVAL_SECONDS": "3600",  # only the first pass and webhooks start passes
+        # The guardrails' budget is lifted: this measures how soon a pass deletes, not the
+        # budget's pace (tests/e2e/test_guardrails.py measures that). With it on, the
+        # thousands of pods the bench creates seconds before the controller starts are, by
+        # design, the budget's evidence of a previous leader's deletions (ADR 016), and the
+        # latency Deployments left rolling (no controller manager) fill the in-flight slots.
+        "ROLL_BUDGET_DELETIONS": "0",
+        "ROLL_BUDGET_IN_FLIGHT": "0",
         "LOG_LEVEL": "info",
         "LOG_FORMAT": "text",
         **(extra_env or {}),
