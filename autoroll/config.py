@@ -162,6 +162,12 @@ class Config:
     emit_events: bool = False  # Kubernetes Events need another RBAC verb: opt in
     registry_scheme: RegistryScheme = RegistryScheme.HTTPS  # http only for local registries
     leader_election: LeaderElection | None = None  # None: one replica, reconciles alone
+    #: enrolled workloads and their pods kept in memory from watches: a pass finds its work
+    #: without listing, a webhook's pass looks at its tag's workloads only, and a roll goes
+    #: on as soon as a replacement is Ready; deletions are still decided on a fresh read
+    watch_cache: bool = True
+    #: the cache lists everything again this often, in case a watch ever missed an event
+    cache_resync_seconds: int = 1800
     # A rollout stuck this long behind a pod that is not Ready is reported as halted (WARNING,
     # metric, Event): long enough for a slow start, short enough that a broken release is
     # noticed the same hour.
@@ -202,6 +208,8 @@ class Config:
         )
         halted_after = reader.optional("ROLLOUT_HALTED_AFTER_SECONDS", 600, _parse_interval)
         election = _read_leader_election(reader)
+        watch_cache = reader.optional("WATCH_CACHE", True, _parse_bool)
+        resync = reader.optional("CACHE_RESYNC_SECONDS", 1800, _parse_resync)
         if reader.problems:
             raise ConfigError(reader.problems)
         assert host is not None and user is not None and token is not None and secret is not None
@@ -223,6 +231,8 @@ class Config:
             emit_events=events,
             registry_scheme=scheme,
             leader_election=election,
+            watch_cache=watch_cache,
+            cache_resync_seconds=resync,
             rollout_halted_after_seconds=halted_after,
         )
 
@@ -244,6 +254,8 @@ class Config:
             "ROLLOUT_METHOD": str(self.rollout_method),
             "EMIT_EVENTS": str(self.emit_events).lower(),
             "REGISTRY_SCHEME": str(self.registry_scheme),
+            "WATCH_CACHE": str(self.watch_cache).lower(),
+            "CACHE_RESYNC_SECONDS": str(self.cache_resync_seconds),
             "ROLLOUT_HALTED_AFTER_SECONDS": str(self.rollout_halted_after_seconds),
             **_redacted_election(self.leader_election),
         }
@@ -421,6 +433,16 @@ def _parse_pass_timeout(raw: str) -> int:
         raise ValueError("expected a whole number of seconds, 5 to 3600") from None
     if not 5 <= value <= 3600:
         raise ValueError("expected a whole number of seconds, 5 to 3600")
+    return value
+
+
+def _parse_resync(raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError("expected a whole number of seconds, 60 to 86400") from None
+    if not 60 <= value <= 86400:
+        raise ValueError("expected a whole number of seconds, 60 to 86400")
     return value
 
 

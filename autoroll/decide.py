@@ -201,24 +201,32 @@ def observe_targets(
     *,
     now: datetime,
     listed: Mapping[TagRef, frozenset[str]] | None = None,
+    partial: bool = False,
 ) -> dict[TagRef, Sighting]:
     """The next loop-guard memory: when each ref's current digest was first seen, and which
     pods were listed before that.
 
     Keyed by ref, not by digest, so that a tag moving back to an older digest counts as a
     new sighting (otherwise pods of the intermediate digest could never be replaced). An
-    unknown answer keeps the previous sighting; refs no longer resolved are forgotten, so
-    the memory is bounded by the enrolled refs and, per ref, by the pods listed at its
-    sighting (a new digest replaces the set, an unchanged one keeps it as it was).
+    unknown answer keeps the previous sighting. After a full pass (``partial`` false) refs
+    no longer resolved are forgotten, so the memory is bounded by the enrolled refs and,
+    per ref, by the pods listed at its sighting (a new digest replaces the set, an
+    unchanged one keeps it as it was). A targeted pass (``partial``) resolves only some
+    refs and keeps every other sighting as it was: it says nothing about them.
 
     ``listed`` (see ``listed_uids``) must come from a listing finished before ``resolved``
     was asked for, and ``now`` must be read after that listing: then every UID remembered
-    belongs to a pod created before ``now``. Without it only timestamps guard.
+    belongs to a pod created before ``now``. For a ref it resolves, that listing must hold
+    every enrolled workload using the ref, also in a targeted pass (``autoroll.scope``), or
+    a pod of a workload left out would be judged by its timestamp alone. Without ``listed``
+    only timestamps guard.
     """
     if now.tzinfo is None:
         raise ValueError("now must be timezone-aware")
     listed = listed or {}
-    memory: dict[TagRef, Sighting] = {}
+    memory: dict[TagRef, Sighting] = (
+        {ref: s for ref, s in previous.items() if ref not in resolved} if partial else {}
+    )
     for ref, answer in resolved.items():
         before = previous.get(ref)
         if isinstance(answer, Unknown):
@@ -311,7 +319,19 @@ def _decide_container(
             ContainerVerdict(name, image, skipped, selection.reason, selection.detail)
         )
     ref = selection.ref
-    target = resolved.get(ref, Unknown("not-resolved", "the registry was not asked"))
+    target = resolved.get(ref)
+    if target is None:
+        # A targeted pass asked the registry about other tags only: nothing to say yet.
+        return ContainerResult(
+            ContainerVerdict(
+                name,
+                image,
+                Verdict.SKIPPED,
+                Reason.NOT_IN_SCOPE,
+                f"this pass looks at other tags than {ref.repository}:{ref.tag}",
+                ref,
+            )
+        )
     if isinstance(target, Unknown):
         # Unknown never means changed: skip this image until the registry answers.
         return ContainerResult(

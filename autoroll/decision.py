@@ -42,6 +42,7 @@ class Reason(StrEnum):
     DIGEST_PINNED = "digest-pinned"
     PULL_POLICY_NOT_ALWAYS = "pull-policy-not-always"
     REGISTRY_UNKNOWN = "registry-unknown"
+    NOT_IN_SCOPE = "not-in-scope"  # a targeted pass looks at other tags this time
     CHILDREN_UNKNOWN = "children-unknown"
     SIGHTING_MISSING = "sighting-missing"
     NO_COMPARABLE_POD = "no-comparable-pod"

@@ -29,6 +29,7 @@ class Outcome(StrEnum):
     DRY_RUN = "dry-run"  # DRY_RUN=true: logged, not sent
     ERROR = "error"  # the call failed; the next pass decides again
     NOT_LEADER = "not-leader"  # leadership lapsed before the call: nothing sent, the pass ends
+    READ_FAILED = "read-failed"  # the fresh read of the workload's pods failed: the pass ends
 
     @classmethod
     def of(cls, outcome: DeleteOutcome) -> Outcome:
@@ -36,8 +37,9 @@ class Outcome(StrEnum):
 
     @property
     def ends_pass(self) -> bool:
-        """Must the pass stop here (this replica may no longer act)?"""
-        return self is Outcome.NOT_LEADER
+        """Must the pass stop here? This replica may no longer act, or the API did not
+        answer the read a deletion needs (every other would wait for it too)."""
+        return self in {Outcome.NOT_LEADER, Outcome.READ_FAILED}
 
 
 @dataclass(frozen=True, slots=True)

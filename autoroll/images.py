@@ -195,6 +195,17 @@ def parse_image_id(image_id: str) -> Digest | Unknown:
     return running.digest
 
 
+def is_tag(text: str) -> bool:
+    """Is ``text`` a tag as the reference grammar allows one (``[A-Za-z0-9_][A-Za-z0-9_.-]*``,
+    at most 128 characters)?"""
+    return _TAG.fullmatch(text) is not None
+
+
+def is_repository(text: str) -> bool:
+    """Is ``text`` a repository path (``/``-separated lowercase components, no host)?"""
+    return bool(text) and all(_COMPONENT.fullmatch(part) for part in text.split("/"))
+
+
 def host_matches(host: str, forgejo_host: str) -> bool:
     """Is ``host`` the configured registry host? Hostnames compare case-insensitively."""
     return host.lower() == forgejo_host.lower()

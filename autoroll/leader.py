@@ -53,6 +53,7 @@ from autoroll.election import (
 from autoroll.metrics import Metrics
 from autoroll.model import LeaseRecord
 from autoroll.ports import LeaseConflictError, LeasePort
+from autoroll.scope import FULL, Scope
 
 log = logging.getLogger(__name__)
 
@@ -368,9 +369,11 @@ class NudgeWatcher:
 class HandOff:
     """Where a verified webhook goes when replicas elect a leader.
 
-    ``nudge()`` is what the webhook handler calls: it only sets an event. A thread then
-    nudges the local worker if this replica leads, or publishes the nudge on the Lease for
-    the leader. Requests arriving while one is being delivered fold into one more delivery.
+    ``nudge(scope)`` is what the webhook handler calls: it only records the scope and sets
+    an event. A thread then nudges the local worker with that scope if this replica leads,
+    or publishes the nudge on the Lease for the leader, whose pass is then a full one (the
+    Lease carries that a webhook came, not what it named). Requests arriving while one is
+    being delivered fold into one more delivery, their scopes merged.
     """
 
     def __init__(
@@ -378,7 +381,7 @@ class HandOff:
         port: LeasePort,
         *,
         elector: Elector,
-        local: Callable[[], None],
+        local: Callable[[Scope], None],
         metrics: Metrics,
         wall: Callable[[], datetime] = _wall,
         min_interval_seconds: float = PUBLISH_INTERVAL_SECONDS,
@@ -391,11 +394,15 @@ class HandOff:
         self._min_interval = min_interval_seconds
         self._wake = threading.Event()
         self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._scope: Scope | None = None
         self._serial = itertools.count(1)
         self._thread = threading.Thread(target=self._run, name="autoroll-handoff", daemon=True)
 
-    def nudge(self) -> None:
-        """Request a reconcile by whichever replica leads; never blocks."""
+    def nudge(self, scope: Scope = FULL) -> None:
+        """Request a reconcile of ``scope`` by whichever replica leads; never blocks."""
+        with self._lock:
+            self._scope = scope if self._scope is None else self._scope.merge(scope)
         self._wake.set()
 
     def start(self) -> None:
@@ -416,13 +423,15 @@ class HandOff:
             if self._stop.is_set():
                 break
             self._wake.clear()  # before delivering: a webhook meanwhile means one more
-            self._deliver()
+            with self._lock:
+                scope, self._scope = self._scope or FULL, None
+            self._deliver(scope)
             self._stop.wait(self._min_interval)
 
-    def _deliver(self) -> None:
+    def _deliver(self, scope: Scope) -> None:
         if self._elector.leading:
             self._metrics.handoffs.labels(outcome="local").inc()
-            self._local()
+            self._local(scope)
             return
         stamp = self._wall().strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         value = f"{stamp} {self._elector.identity} {next(self._serial)}"

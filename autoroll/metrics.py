@@ -23,6 +23,7 @@ class Metrics:
     def __init__(self, registry: CollectorRegistry) -> None:
         self.registry = registry
         self._passes(registry)
+        self._kubernetes(registry)
         self._registry_lookups(registry)
         self._webhooks(registry)
         self._election(registry)
@@ -39,6 +40,25 @@ class Metrics:
             f"{PREFIX}_tick_duration_seconds",
             "Wall time of one reconcile pass, including registry and API calls.",
             buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+            registry=registry,
+        )
+        self.pass_scopes = Counter(
+            f"{PREFIX}_pass_scopes",
+            "Reconcile passes by scope: full (the poll timer, the first pass, a webhook whose"
+            " body names no tag) or targeted (a package webhook's tag, a workload mid-roll).",
+            ["scope"],
+            registry=registry,
+        )
+        self.roll_pace_nudges = Counter(
+            f"{PREFIX}_roll_pace_nudges",
+            "Targeted passes asked for because a rolling workload's pods settled in the"
+            " watched cache (its replacement is Ready): the next pod goes now, not at the poll.",
+            registry=registry,
+        )
+        self.fresh_reads = Counter(
+            f"{PREFIX}_fresh_reads",
+            "Workloads whose pods were read again from the API right before a deletion was"
+            " decided on (one narrow list each; the deletion is decided on that read).",
             registry=registry,
         )
         self.workloads = Gauge(
@@ -85,6 +105,35 @@ class Metrics:
             f"{PREFIX}_kubernetes_events",
             "Kubernetes Events about rolls (EMIT_EVENTS=true), by outcome (created, error).",
             ["outcome"],
+            registry=registry,
+        )
+
+    def _kubernetes(self, registry: CollectorRegistry) -> None:
+        """What the controller asks of the Kubernetes API, and the watched cache."""
+        self.kube_requests = Counter(
+            f"{PREFIX}_kube_requests",
+            "Requests sent to the Kubernetes API, by operation (list pods, watch pods,"
+            " delete pod, ...): a pass's lists and fresh reads, the cache's lists and watches.",
+            ["operation"],
+            registry=registry,
+        )
+        self.cache_synced = Gauge(
+            f"{PREFIX}_cache_synced",
+            "1 while the watched cache holds every enrolled workload and its pods (passes"
+            " then list nothing), 0 while it lists or reconnects (passes list, as without it).",
+            registry=registry,
+        )
+        self.cache_relists = Counter(
+            f"{PREFIX}_cache_relists",
+            "Full lists the watched cache made, by cause (start, resync, broken watch,"
+            " expired resourceVersion, selector change).",
+            ["cause"],
+            registry=registry,
+        )
+        self.cache_objects = Gauge(
+            f"{PREFIX}_cache_objects",
+            "Objects the watched cache holds, by kind (workloads, pods).",
+            ["kind"],
             registry=registry,
         )
 
@@ -150,7 +199,11 @@ class Metrics:
             registry=registry,
         )
 
-    # -- the registry client's observer protocol ------------------------------------------
+    # -- the adapters' observer protocols -----------------------------------------------------
+
+    def kube_request(self, operation: str) -> None:
+        """The Kubernetes adapter sent one request of ``operation`` ("list pods", ...)."""
+        self.kube_requests.labels(operation=operation).inc()
 
     def request_sent(self, kind: str) -> None:
         """The registry client sent one HTTP request of ``kind``."""

@@ -30,6 +30,7 @@ from autoroll.model import (
     WorkloadView,
 )
 from autoroll.ports import EventPort
+from autoroll.scope import Scope
 
 #: The pass's lines keep the logger name they always had: log queries select on it.
 log = logging.getLogger("autoroll.reconciler")
@@ -128,10 +129,24 @@ class PassObserver:
         self._halts_announced.add(key)
         self._emit(workload, RollEvent.halted(workload, halt.message()))
 
-    def pass_ended(self, enrolled: Iterable[Enrolled], *, complete: bool = True) -> None:
-        """Count the enrolled workloads and the halted rollouts by kind; keep warned keys only
-        for pods still listed (bounded by the pods enrolled); after a complete pass, forget
-        halts that ended, so a later one on the same pod is announced again."""
+    def pass_ended(
+        self,
+        enrolled: Iterable[Enrolled],
+        *,
+        scope: Scope,
+        fresh_reads: int,
+        complete: bool = True,
+    ) -> None:
+        """Count the pass by scope. After a full pass: count the enrolled workloads and the
+        halted rollouts by kind, keep warned keys only for pods still listed (bounded by
+        the pods enrolled) and, when the pass was complete, forget halts that ended, so a
+        later one on the same pod is announced again. A targeted pass saw only some
+        workloads, so it sets no gauge and forgets nothing (its halts were announced)."""
+        self._metrics.pass_scopes.labels(scope="full" if scope.is_full else "targeted").inc()
+        self._metrics.fresh_reads.inc(fresh_reads)
+        if not scope.is_full:
+            self._halted = {}
+            return
         items = tuple(enrolled)
         for kind in WorkloadKind:
             count = sum(1 for e in items if e.workload.kind is kind)
@@ -174,6 +189,15 @@ class PassObserver:
                 where,
                 done.detail,
                 extra={**fields, "event": "delete-failed"},
+            )
+        elif outcome is Outcome.READ_FAILED:
+            self._metrics.deletions_not_done.labels(reason=outcome.value, kind=kind).inc()
+            log.error(
+                "not deleting pod %s: its workload could not be read again first (%s);"
+                " ending the pass",
+                where,
+                done.detail,
+                extra={**fields, "event": "delete-failed", "reason": outcome.value},
             )
         else:
             self._not_done(where, outcome, fields, kind)

@@ -3,7 +3,8 @@
 Each port is implemented by one adapter in production and by a hand-written fake in the
 unit tests; the orchestration (``reconciler``, ``leader``, ``plan``) knows only these::
 
-    ClusterPort   snapshot + delete one pod     autoroll.kube.KubeCluster
+    ClusterPort   snapshot, fresh read, delete  autoroll.kube.KubeCluster
+    WatchPort     what a watch sees change      autoroll.kube.WatchCache
     NodePort      is a Node Ready? (DaemonSets)  autoroll.kube.KubeCluster
     RegistryPort  tag → digest, index children  autoroll.registry.RegistryClient
     EventPort     record a roll as an Event      autoroll.kube.KubeEvents
@@ -15,7 +16,7 @@ from ``autoroll.decide``), never a client library's object.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Protocol
 
 from autoroll.decide import ChildrenRequest, ContentRequest
@@ -29,15 +30,42 @@ from autoroll.model import (
     NodeView,
     RollEvent,
     Unknown,
+    WorkloadView,
 )
+from autoroll.scope import FULL, Scope
 
 
 class ClusterPort(Protocol):
-    """What a pass needs from Kubernetes."""
+    """What a pass needs from Kubernetes.
 
-    def snapshot(self) -> Sequence[Enrolled]: ...
+    ``snapshot`` finds the work: every enrolled workload with its pods, or, for a targeted
+    scope, at least every enrolled workload whose template uses a repository the scope
+    names (a superset is allowed; the pass narrows it to the scope's tags). It may answer
+    from a watched cache. ``read_now`` is the fresh read the pass makes before it acts: that
+    one workload's live pods (and, for a kind whose settledness reads its status, the
+    object), from the API, never from a cache (ARCHITECTURE.md, property 8). It raises when
+    the workload is gone or was replaced. ``delete_pod`` carries the pod's UID as a
+    precondition.
+    """
+
+    def snapshot(self, scope: Scope = FULL) -> Sequence[Enrolled]: ...
+
+    def read_now(self, workload: WorkloadView) -> Enrolled: ...
 
     def delete_pod(self, namespace: str, name: str, uid: str) -> DeleteOutcome: ...
+
+
+class WatchPort(Protocol):
+    """What a watch on the enrolled workloads sees, for pacing rolls (``autoroll.pacer``).
+
+    ``subscribe`` registers a listener called (from a watch thread, so it must be quick and
+    thread-safe) with the keys of workloads whose pods or object changed; ``cached`` is the
+    workload with its pods as the cache holds them, or None (unknown, or not synced).
+    """
+
+    def subscribe(self, listener: Callable[[frozenset[str]], None]) -> None: ...
+
+    def cached(self, key: str) -> Enrolled | None: ...
 
 
 class NodePort(Protocol):
@@ -109,4 +137,5 @@ __all__ = [
     "LeasePort",
     "NodePort",
     "RegistryPort",
+    "WatchPort",
 ]

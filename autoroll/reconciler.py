@@ -25,6 +25,23 @@ the first time (the sighting remembers their UIDs), and every replacement of a p
 later pass deletes is created after the sighting (its UID is not remembered, and even
 rounded down to a whole second its creationTimestamp is less than a second before it).
 
+A pass has a scope (``autoroll.scope``): full (the poll timer, the first pass) or targeted
+at some tags (a package webhook, a workload in the middle of a roll). The cluster port finds
+the work — from a watched cache when it has one — and answers a targeted scope with every
+enrolled workload using a repository it names; the pass keeps those using a named tag and
+asks the registry about the named tags only. So every tag a pass resolves was listed with
+every workload that uses it, and the sighting it records is as exact as a full pass's; a
+targeted pass leaves every other tag's sighting alone (``observe_targets(partial=True)``).
+
+Finding work is not deciding on it. Before a deletion the pass reads that one workload's
+pods again (and, for a kind whose status counts, the object), fresh from the API
+(``ClusterPort.read_now``), and decides once more on that read; only that decision's
+action is carried out (ARCHITECTURE.md, property 8). Whatever found the work — a cache
+lagging behind, or a listing made seconds ago in a long pass — settledness, staleness and
+the loop guard are judged on what the API says right before the DELETE. If that read
+fails, nothing is deleted and the pass ends (every other deletion would wait on the same
+API).
+
 The pass only orders the steps. Carrying out a deletion (or, in dry-run, not; and not at
 all once leadership lapsed) is the ``Executor``'s (``autoroll.executor``), with a typed
 ``Outcome``; metrics, log lines and Events about decisions and actions are the
@@ -41,8 +58,8 @@ import contracts in pyproject.toml enforce it).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 from autoroll.decide import (
@@ -61,6 +78,7 @@ from autoroll.metrics import Metrics
 from autoroll.model import Digest, Enrolled, ImageContent, NodeView, Unknown
 from autoroll.observer import PassObserver
 from autoroll.ports import ClusterPort, EventPort, NodePort, RegistryPort
+from autoroll.scope import FULL, Scope
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +103,8 @@ class TickReport:
     executed: tuple[Executed, ...] = ()
     abandoned: bool = False  # stop was requested before every workload was decided
     skipped: bool = False  # this replica does not lead: nothing was read or decided
+    scope: Scope = FULL  # what the pass looked at
+    fresh_reads: int = 0  # workloads whose pods were read again before acting
 
 
 def _never() -> bool:
@@ -138,8 +158,8 @@ class Reconciler:
         """The loop-guard memory (read-only view, for tests and debugging)."""
         return dict(self._sightings)
 
-    def tick(self, stopping: Callable[[], bool] = _never) -> TickReport:
-        """One full pass. Cluster errors propagate (the worker logs and counts them).
+    def tick(self, stopping: Callable[[], bool] = _never, scope: Scope = FULL) -> TickReport:
+        """One pass over ``scope``. Cluster errors propagate (the worker logs and counts them).
 
         ``stopping`` is polled before each workload: on shutdown (or past the pass timeout)
         the pass ends between workloads, never inside a deletion (which is a single API call
@@ -147,8 +167,8 @@ class Reconciler:
         """
         now = self._clock()
         if not self._leading():
-            return TickReport(now, skipped=True)
-        enrolled, resolved = self._read()
+            return TickReport(now, skipped=True, scope=scope)
+        enrolled, resolved = self._read(scope)
         # The caches as this pass starts, plus every answer it gets (Unknown included).
         children: Children = dict(self._registry.known_children())
         contents: Contents = dict(self._registry.known_content())
@@ -156,12 +176,21 @@ class Reconciler:
         decisions: list[Decision] = []
         executed: list[Executed] = []
         abandoned = False
-        for item in enrolled:
+        fresh_reads = 0
+        for listed in enrolled:
+            item = listed
             if stopping():
                 abandoned = True
                 log.info("stop requested; leaving the rest of this pass undone")
                 break
             decision = self._decide(item, resolved, children, contents, nodes)
+            failed: Executed | None = None
+            if decision.actions:
+                # Found on what the snapshot said; acted on only what the API says now.
+                fresh_reads += 1
+                item, decision, failed = self._decide_fresh(
+                    item, resolved, children, contents, nodes, found=decision
+                )
             decisions.append(decision)
             self._observer.decided(decision)
             halt = rollout_halt(
@@ -175,19 +204,40 @@ class Reconciler:
                 executed.append(done)
                 self._observer.executed(item.workload, done)
                 abandoned = done.outcome.ends_pass
+            if failed is not None:
+                executed.append(failed)
+                self._observer.executed(item.workload, failed)
+                abandoned = True
             if abandoned:
                 break
-        self._observer.pass_ended(enrolled, complete=not abandoned)
+        self._observer.pass_ended(
+            enrolled, scope=scope, fresh_reads=fresh_reads, complete=not abandoned
+        )
         if not abandoned:
             self._remember_targets(resolved, contents)
-        return TickReport(now, enrolled, resolved, tuple(decisions), tuple(executed), abandoned)
+        return TickReport(
+            now,
+            enrolled,
+            resolved,
+            tuple(decisions),
+            tuple(executed),
+            abandoned,
+            scope=scope,
+            fresh_reads=fresh_reads,
+        )
 
     # -- steps ------------------------------------------------------------------------------
 
-    def _read(self) -> tuple[tuple[Enrolled, ...], dict[TagRef, Digest | Unknown]]:
+    def _read(self, scope: Scope) -> tuple[tuple[Enrolled, ...], dict[TagRef, Digest | Unknown]]:
         """The listing, then the sighting clock, then the registry (module docstring)."""
-        enrolled = tuple(self._cluster.snapshot())
-        refs = refs_to_resolve((e.workload for e in enrolled), forgejo_host=self._forgejo_host)
+        enrolled = tuple(self._in_scope(self._cluster.snapshot(scope), scope))
+        refs = {
+            ref
+            for ref in refs_to_resolve(
+                (e.workload for e in enrolled), forgejo_host=self._forgejo_host
+            )
+            if scope.covers(ref)
+        }
         # Order matters to the loop guard: every pod listed is older than the sighting time
         # read after the listing, which is older than the registry's answer.
         listed = listed_uids(
@@ -195,8 +245,45 @@ class Reconciler:
         )
         seen_at = self._clock()
         resolved = dict(self._registry.resolve(sorted(refs))) if refs else {}
-        self._sightings = observe_targets(self._sightings, resolved, now=seen_at, listed=listed)
+        self._sightings = observe_targets(
+            self._sightings, resolved, now=seen_at, listed=listed, partial=not scope.is_full
+        )
         return enrolled, resolved
+
+    def _in_scope(self, listing: Sequence[Enrolled], scope: Scope) -> list[Enrolled]:
+        """The workloads of ``listing`` that use a tag of ``scope`` (all, for a full one)."""
+        if scope.is_full:
+            return list(listing)
+        return [
+            item
+            for item in listing
+            if any(
+                scope.covers(ref)
+                for ref in refs_to_resolve([item.workload], forgejo_host=self._forgejo_host)
+            )
+        ]
+
+    def _decide_fresh(
+        self,
+        item: Enrolled,
+        resolved: Mapping[TagRef, Digest | Unknown],
+        children: Children,
+        contents: Contents,
+        nodes: Nodes,
+        *,
+        found: Decision,
+    ) -> tuple[Enrolled, Decision, Executed | None]:
+        """Read the workload again and decide on that read (module docstring).
+
+        A failed read deletes nothing: the decision found is kept without its action, and
+        the failure is reported as that action's outcome (which ends the pass).
+        """
+        try:
+            fresh = self._cluster.read_now(item.workload)
+        except Exception as exc:  # reported as the action's outcome by the observer
+            failed = Executed(found.actions[0], Outcome.READ_FAILED, str(exc))
+            return item, replace(found, actions=()), failed
+        return fresh, self._decide(fresh, resolved, children, contents, nodes), None
 
     def _decide(
         self,

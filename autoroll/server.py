@@ -54,13 +54,21 @@ from prometheus_client import CollectorRegistry
 from autoroll.config import Config, LeaderElection, RolloutMethod
 from autoroll.election import Timings, default_identity
 from autoroll.http_worker import REQUEST_READ_SECONDS
-from autoroll.kube import ClusterError, KubeCluster, KubeEvents, KubeLease
-from autoroll.kube.transport import LEASE_CALL_TIMEOUT, REQUEST_TIMEOUT, call_seconds
+from autoroll.kube import ClusterError, KubeCluster, KubeEvents, KubeLease, WatchCache
+from autoroll.kube.transport import (
+    LEASE_CALL_TIMEOUT,
+    REQUEST_TIMEOUT,
+    LazyRest,
+    call_seconds,
+    connect,
+)
 from autoroll.leader import Elector, HandOff, NudgeWatcher
 from autoroll.metrics import Metrics
+from autoroll.pacer import RollPacer
 from autoroll.ports import ClusterPort, EventPort, LeasePort, NodePort, RegistryPort
-from autoroll.reconciler import Reconciler
+from autoroll.reconciler import Reconciler, TickReport
 from autoroll.registry import Limits, RegistryClient
+from autoroll.scope import Scope
 from autoroll.web import create_app
 from autoroll.worker import Nudge, Worker, WorkerStopTimeoutError
 
@@ -75,6 +83,12 @@ ELECTION_STOP_SECONDS: Final = 3.0
 #: Request threads: webhooks and probes are tiny, but a slow client holds one for up to
 #: ``http_worker.REQUEST_READ_SECONDS``; 16 leave probes unaffected by 15 of them at once.
 REQUEST_THREADS: Final = 16
+
+#: Connections the watched cache may keep open: one per watch (the enrolled workloads and
+#: each namespace holding one), plus its lists.
+CACHE_POOL_SIZE: Final = 512
+#: Seconds the watched cache's threads get to stop (they wait on a socket, aborted at once).
+CACHE_STOP_SECONDS: Final = 3.0
 
 #: The longest single step of a pass: one Kubernetes API call, or the registry's budget.
 STEP_SECONDS: Final = max(call_seconds(REQUEST_TIMEOUT), Limits().budget_seconds)
@@ -142,6 +156,7 @@ class Runtime:
         worker: Worker,
         app: Flask,
         election: Election | None = None,
+        cache: WatchCache | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.metrics = metrics
@@ -150,11 +165,14 @@ class Runtime:
         self.worker = worker
         self.app = app
         self.election = election
+        self.cache = cache
         self._clock = clock
         self._stop_requested_at: float | None = None
 
     def start(self) -> None:
-        """Start campaigning (if electing), then the reconcile thread."""
+        """Start the watched cache and campaigning (if on), then the reconcile thread."""
+        if self.cache is not None:
+            self.cache.start()
         if self.election is not None:
             self.election.elector.start()
             self.election.watcher.start()
@@ -170,6 +188,8 @@ class Runtime:
         if self._stop_requested_at is None:
             self._stop_requested_at = self._clock()
         self.worker.request_stop()
+        if self.cache is not None:
+            self.cache.request_stop()
 
     def stop(self, timeout: float = RECONCILE_STOP_SECONDS) -> None:
         """Stop the reconcile thread, then hand the lease back (only if that stop was clean).
@@ -188,6 +208,11 @@ class Runtime:
         finally:
             if self.election is not None:
                 self._stop_election(self.election, release=stopped)
+            if self.cache is not None:
+                try:
+                    self.cache.stop(CACHE_STOP_SECONDS)
+                except Exception as exc:  # daemon threads: the process exits anyway
+                    log.error("stopping the watched cache: %s", exc)
 
     def _stop_election(self, election: Election, *, release: bool) -> None:
         # All three are told first, then joined against one deadline: one stuck must not
@@ -234,9 +259,24 @@ def build_runtime(
     else:
         metrics.leader.set(1)  # alone, so always the leader
     evicting = config.rollout_method is RolloutMethod.EVICT
+    cache: WatchCache | None = None
     if cluster is None:
+        if config.watch_cache:
+            cache = WatchCache(
+                label_selector=config.label_selector,
+                rest=LazyRest(
+                    lambda: connect(pool_size=CACHE_POOL_SIZE), observe=metrics.kube_request
+                ),
+                kinds=config.workload_kinds,
+                metrics=metrics,
+                resync_seconds=config.cache_resync_seconds,
+            )
         kube = KubeCluster(
-            label_selector=config.label_selector, evict=evicting, kinds=config.workload_kinds
+            label_selector=config.label_selector,
+            evict=evicting,
+            kinds=config.workload_kinds,
+            cache=cache,
+            observe=metrics.kube_request,
         )
         cluster, nodes = kube, nodes or kube
     reconciler = Reconciler(
@@ -252,8 +292,12 @@ def build_runtime(
         evicting=evicting,
         halted_after=timedelta(seconds=config.rollout_halted_after_seconds),
     )
+    tick: Callable[[Callable[[], bool], Scope], TickReport] = reconciler.tick
+    if cache is not None:
+        # Rolls go on as soon as a replacement is Ready, not at the next poll.
+        tick = RollPacer(watch=cache, nudge=nudge.nudge, metrics=metrics).paced(tick)
     worker = Worker(
-        reconciler.tick,
+        tick,
         nudge=nudge,
         interval_seconds=config.poll_interval_seconds,
         metrics=metrics,
@@ -275,6 +319,7 @@ def build_runtime(
         worker=worker,
         app=app,
         election=election,
+        cache=cache,
     )
 
 

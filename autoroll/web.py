@@ -11,16 +11,17 @@ is not running. ``/healthz`` is kept for probes configured before they existed: 
 as ``/livez``, and ``ok`` as its healthy answer, as before. Each failing answer's body says
 why, for the kubelet's event.
 
-The webhook is a doorbell, not a message: the body is authenticated and then ignored, but
-for one question. A valid signature only nudges the worker (the same full pass the poll
-timer runs), so the worst a holder of the secret can do is cause one extra no-op pass. The
-question: a multi-arch push makes Forgejo and Gitea deliver one ``container`` package event
-per platform manifest (its version a digest, ``sha256:…``) before the one for the tag, all
-within a few hundred milliseconds. A digest version moves no tag, so such a delivery is
-answered 202 without a nudge (``digest-version``); the tag's delivery starts the one pass
-that push needs. A body that cannot be read that way nudges as before. The handler never waits
-on the reconciler, so it answers in milliseconds whatever a pass is doing (Forgejo gives up
-after 5 s and does not retry).
+The webhook is a doorbell that may say which door. The body is read only after the
+signature checked out, and then only for *which tag to look at* (``autoroll.webhook_body``):
+a Forgejo/Gitea ``container`` package event for a tag nudges a pass targeted at the
+workloads using that repository and tag (``targeted``); one for a digest version (a
+platform manifest of a multi-arch push, delivered just before the tag's own event) is
+answered 202 without a nudge (``digest-version``); anything else nudges a full pass, as the
+poll timer runs (``accepted``). The digest is never taken from the body: the pass asks the
+registry, and decides on a fresh read of the cluster. So the worst a holder of the secret
+can do is cause passes the poll would run anyway. The handler never waits on the
+reconciler, so it answers in milliseconds whatever a pass is doing (Forgejo gives up after
+5 s and does not retry).
 
 Signature headers accepted, each the lowercase hex HMAC-SHA256 of the raw body:
 ``X-Forgejo-Signature``, ``X-Gitea-Signature`` and ``X-Hub-Signature-256`` (``sha256=<hex>``).
@@ -39,7 +40,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import logging
 from collections.abc import Callable, Mapping
 from typing import Final
@@ -50,7 +50,8 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from autoroll.metrics import Metrics
-from autoroll.model import is_digest
+from autoroll.scope import FULL, Scope
+from autoroll.webhook_body import BodyKind, read_body
 from autoroll.worker import Health
 
 #: Largest webhook body read, in bytes. Forgejo package events are a few KiB.
@@ -98,23 +99,6 @@ def signature_valid(secret: bytes, body: bytes, headers: Mapping[str, str]) -> b
     return valid
 
 
-def names_a_digest_version(body: bytes) -> bool:
-    """Is ``body`` a container package event for a digest version (a platform manifest)?
-
-    Pure and read only after the signature checked out. Anything else, unreadable
-    bodies included, is False: the caller then nudges, and a pass too many costs little.
-    """
-    try:
-        document = json.loads(body)
-    except ValueError:
-        return False
-    package = document.get("package") if isinstance(document, dict) else None
-    if not isinstance(package, dict) or package.get("type") != "container":
-        return False
-    version = package.get("version")
-    return isinstance(version, str) and is_digest(version)
-
-
 def form_payload(content_type: str, body: bytes) -> bytes | None:
     """The ``payload`` field of a form-encoded body (what Forgejo signs), else None.
 
@@ -134,12 +118,12 @@ def form_payload(content_type: str, body: bytes) -> bytes | None:
 def create_app(
     *,
     webhook_secret: str,
-    nudge: Callable[[], None],
+    nudge: Callable[[Scope], None],
     metrics: Metrics,
     live: Callable[[], Health],
     ready: Callable[[], Health],
 ) -> Flask:
-    """Build the Flask app. ``nudge`` must return immediately (``Nudge.nudge`` does)."""
+    """Build the Flask app. ``nudge(scope)`` must return immediately (``Nudge.nudge`` does)."""
     if not webhook_secret:
         # An empty key makes every signature forgeable; refuse rather than serve it.
         raise ValueError("webhook_secret must not be empty")
@@ -173,10 +157,16 @@ def create_app(
                 return _answer(403, FORM_ENCODED_HINT)
             metrics.webhook_requests.labels(outcome="bad-signature").inc()
             return _answer(403, "bad signature")
-        if names_a_digest_version(body):
+        reading = read_body(body)
+        if reading.kind is BodyKind.DIGEST_VERSION:
             metrics.webhook_requests.labels(outcome="digest-version").inc()
             return _answer(202, "a digest version moves no tag; no pass")
-        nudge()
+        if reading.tag is not None:
+            nudge(Scope.of([reading.tag]))
+            metrics.webhook_requests.labels(outcome="targeted").inc()
+            return _answer(202, f"targeted pass requested for {reading.tag}")
+        log.debug("webhook names no tag (%s): a full pass", reading.detail)
+        nudge(FULL)
         metrics.webhook_requests.labels(outcome="accepted").inc()
         return _answer(202, "reconcile requested")
 

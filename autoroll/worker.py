@@ -2,14 +2,23 @@
 
 Lifecycle (explicit, as the house style asks)::
 
-    Nudge.nudge() ──► wake Event ──┐
-    poll interval elapses ─────────┼──► Worker thread: clear wake, run one pass, repeat
-    Worker.stop() ──► stop Event ──┘        (stop is checked before and after every wait)
+    Nudge.nudge(scope) ──► pending scope, wake Event ──┐
+    a full pass is due (poll interval) ────────────────┼──► Worker thread: take the scope,
+    Worker.stop() ──► stop Event ──────────────────────┘      run one pass, repeat
+                                                             (stop is checked before and
+                                                             after every wait)
 
-Coalescing falls out of the single ``Event``: the worker clears it *before* a pass starts,
-so any nudge during the pass sets it again, and any number of further nudges find it
-already set. After the pass the worker sees one set flag and runs exactly one follow-up
-pass. A nudge never queues work, so a flood of webhooks costs at most one extra pass.
+A nudge carries a scope (``autoroll.scope``): full, or targeted at some tags. Coalescing
+falls out of the single pending scope: the worker takes it *before* a pass starts, so any
+nudge during the pass leaves a new one pending, and any number of further nudges merge into
+it (a full one absorbs the rest). After the pass the worker finds one pending scope and
+runs exactly one follow-up pass for all of it. A nudge never queues work, so a flood of
+webhooks costs at most one extra pass.
+
+The poll timer is its own clock: a full pass runs ``interval_seconds`` after the last full
+pass ended, however many targeted passes ran in between (a stream of webhooks for one tag
+must not starve the others of their poll). A targeted nudge pending when a full pass is due
+is folded into it.
 
 A tick may report that it was skipped (``PassReport.skipped``: a replica that is not the
 leader): the pass is counted as ``autoroll_ticks{outcome="skipped"}`` and kept out of the
@@ -18,7 +27,8 @@ duration histogram.
 Every pass is wrapped: an exception is logged with its traceback, counted as
 ``autoroll_ticks{outcome="error"}`` and survived; the next pass comes on the next wake-up.
 Every line logged during a pass carries its ``pass_id`` (``autoroll.logs.pass_context``),
-and the pass ends with one ``pass-done`` line giving its outcome and ``duration_seconds``.
+and the pass ends with one ``pass-done`` line giving its outcome, scope and
+``duration_seconds``.
 
 Health is read from the loop itself. A pass that runs past ``pass_timeout_seconds`` is told
 to stop (``stopping()`` turns true; it ends before its next Deployment). ``liveness`` fails
@@ -39,6 +49,7 @@ from typing import Final, Protocol
 
 from autoroll import logs
 from autoroll.metrics import Metrics
+from autoroll.scope import FULL, Scope
 
 log = logging.getLogger(__name__)
 
@@ -89,19 +100,21 @@ class WorkerStopTimeoutError(RuntimeError):
 class Nudge:
     """Ask the worker for a pass soon. Cheap, thread-safe and non-blocking.
 
-    The webhook handler calls ``nudge()`` and returns at once; the worker owns everything
-    else. ``pending`` is true from a nudge until the worker takes it.
+    The webhook handler calls ``nudge(scope)`` and returns at once; the worker owns
+    everything else. ``pending`` is true from a nudge until the worker takes it.
     """
 
     def __init__(self, metrics: Metrics | None = None) -> None:
         self._wake = threading.Event()
         self._lock = threading.Lock()
+        self._scope: Scope | None = None
         self._metrics = metrics
 
-    def nudge(self) -> None:
-        """Request a pass; folds into an already pending request instead of queueing."""
+    def nudge(self, scope: Scope = FULL) -> None:
+        """Request a pass over ``scope``; merges into a pending request instead of queueing."""
         with self._lock:
-            coalesced = self._wake.is_set()
+            coalesced = self._scope is not None
+            self._scope = scope if self._scope is None else self._scope.merge(scope)
             self._wake.set()
         if self._metrics is not None:
             self._metrics.nudges.inc()
@@ -110,16 +123,20 @@ class Nudge:
 
     @property
     def pending(self) -> bool:
-        return self._wake.is_set()
+        with self._lock:
+            return self._scope is not None
 
     def wait(self, timeout: float) -> bool:
-        """Block up to ``timeout`` seconds for a nudge; True if one is pending."""
+        """Block up to ``timeout`` seconds for a nudge (or an interrupt); True if woken."""
         return self._wake.wait(timeout)
 
-    def take(self) -> None:
-        """Consume the pending request; called by the worker just before a pass starts."""
+    def take(self) -> Scope | None:
+        """Consume the pending request (None: woken without one, by ``_interrupt``); called
+        by the worker just before a pass starts."""
         with self._lock:
+            scope, self._scope = self._scope, None
             self._wake.clear()
+            return scope
 
     def _interrupt(self) -> None:
         # Stop uses the same Event to end a wait early; not counted as a nudge.
@@ -127,17 +144,19 @@ class Nudge:
 
 
 class Worker:
-    """Runs ``tick`` once at start, then on every nudge and every ``interval`` seconds.
+    """Runs a full pass at start and ``interval`` seconds after each full one, and a pass
+    over the nudged scope on every nudge.
 
     ``tick`` receives a ``stopping`` callable it may poll between steps to abandon a pass
     cleanly during shutdown or once it ran past ``pass_timeout_seconds`` (each step, such as
-    one pod deletion, is a single API call, at most ``step_seconds`` long). Exceptions listed
-    in ``expected_errors`` are logged as one line without a traceback.
+    one pod deletion, is a single API call, at most ``step_seconds`` long), and the pass's
+    scope. Exceptions listed in ``expected_errors`` are logged as one line without a
+    traceback.
     """
 
     def __init__(
         self,
-        tick: Callable[[Callable[[], bool]], PassReport | None],
+        tick: Callable[[Callable[[], bool], Scope], PassReport | None],
         *,
         nudge: Nudge,
         interval_seconds: float,
@@ -236,20 +255,27 @@ class Worker:
 
     def _run(self) -> None:
         log.info("reconcile worker started", extra={"event": "worker-start"})
+        next_full = self._clock()  # the first pass is full, at once
         while not self._stop.is_set():
-            self._nudge.wait(self._interval)
+            woken = self._nudge.wait(max(0.0, next_full - self._clock()))
             if self._stop.is_set():
                 break
-            # Clear before the pass: nudges during the pass must wake one follow-up pass.
-            self._nudge.take()
-            self._run_once()
+            # Taken before the pass: nudges during the pass must wake one follow-up pass.
+            scope = self._nudge.take() if woken else None
+            if self._clock() >= next_full:
+                scope = FULL
+            if scope is None:
+                continue  # woken by an interrupt, no pass wanted
+            self._run_once(scope)
+            if scope.is_full:
+                next_full = self._clock() + self._interval
         log.info("reconcile worker stopped", extra={"event": "worker-stop"})
 
-    def _run_once(self) -> None:
+    def _run_once(self, scope: Scope) -> None:
         with logs.pass_context(uuid.uuid4().hex[:12]):
             started = self._clock()
             self._deadline = started + self._pass_timeout
-            outcome = self._attempt()
+            outcome = self._attempt(scope)
             self._deadline = None
             elapsed = self._clock() - started
             self._metrics.ticks.labels(outcome=outcome).inc()
@@ -263,18 +289,24 @@ class Worker:
                 )
             log.log(
                 logging.DEBUG if outcome == SKIPPED else logging.INFO,
-                "pass done: %s in %.3fs",
+                "pass done: %s in %.3fs (%s)",
                 outcome,
                 elapsed,
-                extra={"event": "pass-done", "outcome": outcome, "duration_seconds": elapsed},
+                "full" if scope.is_full else f"targeted: {scope}",
+                extra={
+                    "event": "pass-done",
+                    "outcome": outcome,
+                    "duration_seconds": elapsed,
+                    "scope": str(scope),
+                },
             )
             self._passes += 1
             self._last_progress = self._clock()
 
-    def _attempt(self) -> str:
+    def _attempt(self, scope: Scope) -> str:
         """Run the tick once; its outcome as counted (``ok``, ``skipped`` or ``error``)."""
         try:
-            report = self._tick(self.stopping)
+            report = self._tick(self.stopping, scope)
             return SKIPPED if report is not None and report.skipped else "ok"
         except self._expected as exc:
             # Known adapter failures (API unreachable, RBAC) carry a clear message already.

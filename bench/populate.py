@@ -129,7 +129,7 @@ def deployment_body(name: str, image: str, labels: Mapping[str, str]) -> dict[st
     }
 
 
-def _run_all(tasks: Iterable[Callable[[], None]]) -> int:
+def run_all(tasks: Iterable[Callable[[], None]]) -> int:
     done = 0
     with ThreadPoolExecutor(WORKERS) as pool:
         for future in [pool.submit(task) for task in tasks]:
@@ -179,7 +179,7 @@ def create_background(writer: ApiWriter, layout: Layout, count: int) -> int:
             image_id=image_id,
         )
 
-    return _run_all(task(k) for k in range(count))
+    return run_all(task(k) for k in range(count))
 
 
 def create_enrolled(
@@ -215,5 +215,5 @@ def create_enrolled(
             image_id=image_id,
         )
 
-    _run_all(deployment_task(i) for i in indices)
-    return _run_all(pod_task(i, r) for i in indices for r in range(REPLICAS))
+    run_all(deployment_task(i) for i in indices)
+    return run_all(pod_task(i, r) for i in indices for r in range(REPLICAS))

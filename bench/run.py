@@ -1,12 +1,13 @@
-"""``python -m bench.run [--quick]``: every benchmark of issue 8, one report.
+"""``python -m bench.run [--quick|--smaller|--largest]``: the benchmarks of issues 8 and 17.
 
 Starts a real docker-registry and, per image count, a fresh etcd + kube-apiserver on
-127.0.0.1; populates them (see ``bench.populate``); measures one pass of autoroll and of
-the naive baseline at each size (``bench.scale``), push-to-first-deletion and the webhook
-under load against a real ``autoroll serve`` (``bench.webhook``), and ``jobhash names``
-against ``helm template`` (``bench.jobhash``). The full run writes ``docs/performance.md``
-and ``bench/results.json``; ``--quick`` uses small sizes (the CI test runs it) and writes
-only where ``--out``/``--json`` say.
+127.0.0.1; populates them (see ``bench.populate``); measures one pass of autoroll (listed and
+on its watched cache), of the naive baseline and of the floor at each size (``bench.scale``),
+push-to-first-deletion per design and the webhook under load against a real ``autoroll
+serve`` (``bench.webhook``), and ``jobhash names`` against ``helm template``
+(``bench.jobhash``). The full run writes ``docs/performance.md`` and ``bench/results.json``;
+``--quick`` uses small sizes (the CI test runs it) and writes only where ``--out``/``--json``
+say; ``--smaller`` and ``--largest`` split the full run in two for ``bench.merge``.
 
 Needs on PATH (``source .tools/env``): etcd, kube-apiserver, docker-registry, htpasswd, and
 helm for the jobhash comparison.
@@ -48,6 +49,7 @@ from bench.webhook import (
     DeletionWatch,
     create_latency_targets,
     measure_push_latency,
+    measure_watch_burst,
     measure_webhook_load,
     running_serve,
 )
@@ -64,9 +66,11 @@ class Sizes:
     images: tuple[int, ...]
     ticks: int  # passes per strategy and size: the first is cold, the rest steady state
     pushes: int  # push-to-deletion with a small enrolled set
-    pushes_large: int  # the same with the largest enrolled set
+    pushes_large: int  # the same with each large enrolled set, per design
     webhook_requests: int
     jobs: tuple[int, ...]
+    huge: tuple[int, ...] = ()  # further steps, at the largest image count only
+    huge_ticks: int = 2  # passes per strategy at those sizes (the naive loop takes minutes)
 
 
 FULL = Sizes(
@@ -79,6 +83,35 @@ FULL = Sizes(
     pushes_large=8,
     webhook_requests=2000,
     jobs=(50, 500),
+    huge=(10000,),
+)
+#: Everything but the largest size: on a shared 2-core machine one run of all of it takes
+#: longer than an afternoon's slot, so it runs as this and ``LARGEST`` (merged by
+#: ``python -m bench.merge``).
+SMALLER = Sizes(
+    namespaces=20,
+    background_pods=5000,
+    deployments=(500, 2000),
+    images=(50,),
+    ticks=3,
+    pushes=20,
+    pushes_large=8,
+    webhook_requests=2000,
+    jobs=(50, 500),
+)
+#: Only the largest size (the 10,000 cell, its pushes, the load): for a machine where one run
+#: of everything does not fit; ``bench.report`` renders its results merged with a run of FULL.
+LARGEST = Sizes(
+    namespaces=20,
+    background_pods=5000,
+    deployments=(),
+    images=(200,),
+    ticks=3,
+    pushes=0,
+    pushes_large=8,
+    webhook_requests=2000,
+    jobs=(),
+    huge=(10000,),
 )
 QUICK = Sizes(
     namespaces=4,
@@ -118,55 +151,107 @@ def measure_webhooks(
     api: ApiServer,
     registry: RegistryServer,
     writer: ApiWriter,
+    layout: Layout,
     sizes: Sizes,
+    deployments: int,
+    small: bool,
+    load: bool,
     workdir: Path,
     say: Callable[[str], None],
 ) -> dict[str, Any]:
-    """Measurements 2 and 3 on the populated cluster, against real ``autoroll serve``."""
+    """Measurements 2 and 3 on the populated cluster, against real ``autoroll serve``.
+
+    ``deployments`` are enrolled (plus the latency targets); push-to-first-deletion is
+    measured for both designs on the same objects: targeted passes on the watched cache
+    (today) and a full listed pass per webhook (``WATCH_CACHE=false``, before issue 17)."""
     pusher = ImagePusher(registry)
     pusher.session.trust_env = False
     create_namespace(writer, LATENCY_NAMESPACE)
-    small = create_latency_targets(writer, pusher, registry.host, group="small", count=sizes.pushes)
-    large = create_latency_targets(
-        writer, pusher, registry.host, group="large", count=sizes.pushes_large
+    groups = {
+        design: create_latency_targets(
+            writer,
+            pusher,
+            registry.host,
+            group=f"{design}{deployments}",
+            count=sizes.pushes_large,
+        )
+        for design in ("targeted", "full")
+    }
+    small_targets = (
+        create_latency_targets(writer, pusher, registry.host, group="small", count=sizes.pushes)
+        if small
+        else []
     )
     watch = DeletionWatch(api, LATENCY_NAMESPACE)
     results: dict[str, Any] = {}
+    enrolled = deployments + len(small_targets) + sum(len(g) for g in groups.values())
     try:
-        with running_serve(
-            api=api,
-            registry=registry,
-            selector=f"{LATENCY_LABEL}=small",
-            log=workdir / "serve-small.log",
-        ) as serve:
-            say(f"autoroll serve: {len(small)} enrolled Deployments; pushing")
-            results["push_small"] = measure_push_latency(
-                serve=serve, watch=watch, pusher=pusher, targets=small, group="small", say=say
-            )
-            results["push_small"]["enrolled"] = len(small)
-        with running_serve(
-            api=api,
-            registry=registry,
-            selector=f"{ENROLL_LABEL}=true",
-            log=workdir / "serve-large.log",
-        ) as serve:
-            enrolled = max(sizes.deployments) + len(small) + len(large)
-            say(f"autoroll serve: {enrolled} enrolled Deployments; pushing")
-            results["push_large"] = measure_push_latency(
-                serve=serve, watch=watch, pusher=pusher, targets=large, group="large", say=say
-            )
-            results["push_large"]["enrolled"] = enrolled
-            say(f"webhook load: {sizes.webhook_requests} requests during passes")
-            results["load"] = measure_webhook_load(
-                serve=serve, requests_total=sizes.webhook_requests, say=say
-            )
-            results["load"]["enrolled"] = enrolled
+        if small:
+            with running_serve(
+                api=api,
+                registry=registry,
+                selector=f"{LATENCY_LABEL}=small",
+                log=workdir / "serve-small.log",
+            ) as serve:
+                say(f"autoroll serve: {len(small_targets)} enrolled Deployments; pushing")
+                results["push_small"] = measure_push_latency(
+                    serve=serve,
+                    watch=watch,
+                    pusher=pusher,
+                    targets=small_targets,
+                    group="small",
+                    targeted=True,
+                    say=say,
+                )
+                results["push_small"]["enrolled"] = len(small_targets)
+        for design, targets in groups.items():
+            env = {"WATCH_CACHE": "true" if design == "targeted" else "false"}
+            with running_serve(
+                api=api,
+                registry=registry,
+                selector=f"{ENROLL_LABEL}=true",
+                log=workdir / f"serve-{design}-{deployments}.log",
+                extra_env=env,
+            ) as serve:
+                say(f"autoroll serve ({design}): {enrolled} enrolled Deployments; pushing")
+                push = measure_push_latency(
+                    serve=serve,
+                    watch=watch,
+                    pusher=pusher,
+                    targets=targets,
+                    group=f"{design}{deployments}",
+                    targeted=design == "targeted",
+                    say=say,
+                )
+                push["enrolled"] = enrolled
+                results[f"push_{design}"] = push
+                if load and design == "targeted":
+                    say(f"webhook load: {sizes.webhook_requests} requests during passes")
+                    results["load"] = measure_webhook_load(
+                        serve=serve, requests_total=sizes.webhook_requests, say=say
+                    )
+                    results["load"]["burst"] = measure_watch_burst(
+                        serve=serve,
+                        writer=writer,
+                        layout=layout,
+                        deployments=deployments,
+                        requests_total=sizes.webhook_requests // 4,
+                        say=say,
+                    )
+                    results["load"]["enrolled"] = enrolled
+                push["peak_rss_kib"] = serve.peak_rss_kib()
+                say(f"  autoroll serve ({design}) peak RSS {push['peak_rss_kib'] / 1024:.0f} MB")
     finally:
         watch.close()
     return results
 
 
-def run(sizes: Sizes, *, say: Callable[[str], None]) -> dict[str, Any]:
+def run(
+    sizes: Sizes,
+    *,
+    say: Callable[[str], None],
+    checkpoint: Callable[[dict[str, Any]], None] = lambda partial: None,
+) -> dict[str, Any]:
     """Run every measurement; return the results as plain JSON-able data."""
     etcd, apiserver = require("etcd"), require("kube-apiserver")
     registry_binary = require("docker-registry")
@@ -189,28 +274,43 @@ def run(sizes: Sizes, *, say: Callable[[str], None]) -> dict[str, Any]:
                 create_namespaces(writer, layout)
                 create_background(writer, layout, sizes.background_pods)
                 say(f"  {sizes.background_pods} background pods: {time.monotonic() - t0:.1f}s")
+                largest = images == max(sizes.images)
+                steps = sizes.deployments + (sizes.huge if largest else ())
+                checkpoint({"scale": [c.as_json() for c in cells], **results})
                 cells += measure_scale(
                     api=api,
                     registry=registry,
                     digests=digests,
                     layout=layout,
                     writer=writer,
-                    sizes=sizes.deployments,
+                    sizes=steps,
                     background_pods=sizes.background_pods,
                     ticks=sizes.ticks,
+                    large_ticks=sizes.huge_ticks,
                     say=say,
                 )
-                if images == max(sizes.images):
-                    results.update(
-                        measure_webhooks(
-                            api=api,
-                            registry=registry,
-                            writer=writer,
-                            sizes=sizes,
-                            workdir=Path(tmp),
-                            say=say,
-                        )
-                    )
+                # Push latency at the largest size of each cluster: 2,000 (+ the latency
+                # targets) on the first, 10,000 on the last; the load there.
+                checkpoint({"scale": [c.as_json() for c in cells], **results})
+                measured = measure_webhooks(
+                    api=api,
+                    registry=registry,
+                    writer=writer,
+                    layout=layout,
+                    sizes=sizes,
+                    deployments=max(steps),
+                    small=images == min(sizes.images) and sizes.pushes > 0,
+                    load=largest,
+                    workdir=Path(tmp),
+                    say=say,
+                )
+                results.setdefault("push", {})[str(max(steps))] = {
+                    k: v for k, v in measured.items() if k.startswith("push_")
+                }
+                if "push_small" in measured:
+                    results["push_small"] = measured["push_small"]
+                if "load" in measured:
+                    results["load"] = measured["load"]
     results["scale"] = [c.as_json() for c in cells]
     results["sizes"] = asdict(sizes)
     results["elapsed_s"] = time.monotonic() - started
@@ -253,26 +353,50 @@ def _load() -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="small sizes (under 2 minutes)")
+    parser.add_argument(
+        "--quick", action="store_true", help="small sizes (about 3 minutes; what CI runs)"
+    )
+    parser.add_argument(
+        "--largest", action="store_true", help="only the 10,000 size (writes where --json says)"
+    )
+    parser.add_argument(
+        "--smaller", action="store_true", help="every size below 10,000, one image count"
+    )
     parser.add_argument("--out", type=Path, help="markdown report (full run: docs/performance.md)")
     parser.add_argument("--json", type=Path, help="raw results (full run: bench/results.json)")
     args = parser.parse_args(argv)
     # SIGTERM unwinds like Ctrl-C, so every server started here is stopped on the way out.
     signal.signal(signal.SIGTERM, _terminate)
-    sizes = QUICK if args.quick else FULL
-    out = args.out or (None if args.quick else REPO_ROOT / "docs" / "performance.md")
+    sizes = QUICK if args.quick else LARGEST if args.largest else SMALLER if args.smaller else FULL
+    only = args.quick or args.largest or args.smaller
+    out = args.out or (None if only else REPO_ROOT / "docs" / "performance.md")
     raw = args.json or (None if args.quick else REPO_ROOT / "bench" / "results.json")
 
     def say(line: str) -> None:
         print(f"[bench] {line}", file=sys.stderr, flush=True)
 
     machine = machine_info()
-    results = run(sizes, say=say)
+
+    def checkpoint(partial: dict[str, Any]) -> None:
+        """What is measured so far, so a run stopped part-way leaves its numbers."""
+        if raw is not None:
+            text = json.dumps({**partial, "partial": True, "machine": machine}, sort_keys=True)
+            raw.with_suffix(".partial.json").write_text(text + "\n")
+
+    results = run(sizes, say=say, checkpoint=checkpoint)
     machine["load_after"] = _load()
     results["machine"] = machine
-    results["jobhash"] = measure_jobhash(sizes.jobs, say=say)
+    results["jobhash"] = measure_jobhash(sizes.jobs, say=say) if sizes.jobs else {}
+    pace = REPO_ROOT / "bench" / "roll_pace.json"
+    if pace.exists():
+        # Measured on the real node by tests/e2e/test_roll_pace.py (it needs kubelet +
+        # containerd and the controller image, which this benchmark does not start).
+        results["roll_pace"] = json.loads(pace.read_text())
     results["date"] = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-    results["command"] = "python -m bench.run" + (" --quick" if args.quick else "")
+    flag = next(
+        (f" --{name}" for name in ("quick", "largest", "smaller") if getattr(args, name)), ""
+    )
+    results["command"] = "python -m bench.run" + flag
     text = json.dumps(results, indent=2, sort_keys=True)
     if raw is not None:
         raw.write_text(text + "\n")

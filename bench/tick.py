@@ -1,9 +1,16 @@
 """Run reconcile passes in a process of their own and print what each cost, as JSON.
 
-``python -m bench.tick --strategy autoroll|naive ...`` is started by ``bench.run`` once per
-strategy and cluster size, so peak RSS (``ru_maxrss``) belongs to one strategy alone and
-includes nothing of the benchmark driver. ``rss_setup_kib`` is the RSS after imports and
-client construction, before the first pass; the difference is what passes added.
+``python -m bench.tick --strategy autoroll|cached|naive|floor ...`` is started by
+``bench.run`` once per strategy and cluster size, so peak RSS (``ru_maxrss``) belongs to one
+strategy alone and includes nothing of the benchmark driver. ``rss_setup_kib`` is the RSS
+after imports and client construction, before the first pass; the difference is what
+passes added.
+
+``cached`` is autoroll with its watched cache (``WATCH_CACHE``, the default): the cache is
+started and synced first (its list and watch requests, time and memory are reported apart:
+``cache``), then the passes read it. With ``--targeted REPOSITORY`` one more step follows: a
+new image is pushed under ``REPOSITORY:latest`` (as a push would), one pass targeted at that
+tag runs and is counted alone (``targeted``), and the old manifest is put back under the tag.
 
 Per pass: wall time, process CPU time, Kubernetes API requests by ``<verb> <resource>``
 (counted in the client's REST layer), registry requests by HTTP method (counted in the
@@ -15,36 +22,65 @@ formatted and written to ``/dev/null``; the naive baseline logs nothing.
 from __future__ import annotations
 
 import argparse
+import base64
 import cProfile
+import gc
 import io
 import json
 import os
 import pstats
 import resource
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, cast
 
 from prometheus_client import CollectorRegistry
 
 from autoroll import logs
 from autoroll.decide import Decision
 from autoroll.kube import KubeCluster, KubeRest, connect
+from autoroll.kube.cache import WatchCache
 from autoroll.kube.convert import (
     LabelSelector,
     list_items,
     pod_list_selector,
     workload_from_json,
 )
-from autoroll.kube.transport import LIVE_PODS_FIELD_SELECTOR, REQUEST_TIMEOUT
+from autoroll.kube.transport import LIVE_PODS_FIELD_SELECTOR, REQUEST_TIMEOUT, LazyRest
 from autoroll.metrics import Metrics
 from autoroll.model import WorkloadKind
 from autoroll.reconciler import Reconciler
 from autoroll.registry import RegistryClient
+from autoroll.scope import FULL, ImageTag, Scope
+from autoroll.server import CACHE_POOL_SIZE
 from bench.counting import count_kubernetes, counting_session
 from bench.naive import NaiveController
+from tests.support.registry import OCI_MANIFEST, ImagePusher, RegistryServer
+
+#: How long the watched cache may take to list everything at the largest size.
+SYNC_SECONDS = 600.0
+
+
+@dataclass(frozen=True)
+class Pass:
+    """What one pass returned: its decisions and how many workloads it read again."""
+
+    decisions: Sequence[Decision]
+    fresh_reads: int = 0
+
+
+class LockedCounter(Counter[str]):
+    """A ``Counter`` the cache's informer threads and the pass may add to at once."""
+
+    _lock = threading.Lock()
+
+    def __setitem__(self, key: str, value: int) -> None:
+        with self._lock:
+            super().__setitem__(key, value)
 
 
 def rss_kib() -> int:
@@ -71,8 +107,8 @@ KINDS = tuple(WorkloadKind)
 
 def build(
     args: argparse.Namespace, kube: Counter[str], registry: Counter[str]
-) -> Callable[[], Any]:
-    """The strategy's pass as a zero-argument callable returning its decisions."""
+) -> tuple[Callable[[Scope], Pass], WatchCache | None]:
+    """The strategy's pass as a callable taking the scope, and the cache it reads (if any)."""
     env = {"KUBECONFIG": args.kubeconfig}
     client = RegistryClient(
         session=counting_session(registry),
@@ -81,7 +117,8 @@ def build(
         token=args.token,
     )
     if args.strategy == "floor":
-        return lists_only(count_kubernetes(connect(env), kube), args.selector)
+        floor = lists_only(count_kubernetes(connect(env), kube), args.selector)
+        return (lambda scope: Pass(floor())), None
     if args.strategy == "naive":
         naive = NaiveController(
             api_client=count_kubernetes(connect(env), kube),
@@ -89,11 +126,20 @@ def build(
             forgejo_host=args.host,
             label_selector=args.selector,
         )
-        return naive.tick
+        return (lambda scope: Pass(naive.tick())), None
+    cache = None
+    if args.strategy == "cached":
+        # Wired as autoroll.server wires it: its own connection pool for the watches.
+        cache = WatchCache(
+            label_selector=args.selector,
+            rest=LazyRest(lambda: count_kubernetes(connect(env, pool_size=CACHE_POOL_SIZE), kube)),
+            kinds=KINDS,
+        )
     cluster = KubeCluster(
         label_selector=args.selector,
         api_client_factory=lambda: count_kubernetes(connect(env), kube),
         kinds=KINDS,
+        cache=cache,
     )
     reconciler = Reconciler(
         cluster=cluster,
@@ -102,7 +148,12 @@ def build(
         forgejo_host=args.host,
         dry_run=True,
     )
-    return lambda: reconciler.tick().decisions
+
+    def run(scope: Scope) -> Pass:
+        report = reconciler.tick(lambda: False, scope)
+        return Pass(report.decisions, report.fresh_reads)
+
+    return run, cache
 
 
 def lists_only(api_client: Any, selector: str) -> Callable[[], Any]:
@@ -135,6 +186,85 @@ def lists_only(api_client: Any, selector: str) -> Callable[[], Any]:
     return run
 
 
+def sync_cache(cache: WatchCache, kube: Counter[str]) -> dict[str, Any]:
+    """Start the cache and wait until it holds everything: its requests, time and memory."""
+    gc.collect()
+    before = rss_kib()
+    kube.clear()
+    started = time.perf_counter()
+    cache.start()
+    if not cache.wait_synced(SYNC_SECONDS):
+        raise SystemExit(f"bench.tick: the watched cache did not sync in {SYNC_SECONDS:.0f}s")
+    seconds = time.perf_counter() - started
+    gc.collect()
+    workloads, pods = cache.counts()
+    synced = rss_kib()
+    requests_sent = dict(sorted(kube.items()))
+    kube.clear()
+    return {
+        "sync_s": seconds,
+        "kube": requests_sent,
+        "workloads": workloads,
+        "pods": pods,
+        "rss_before_kib": before,
+        "rss_synced_kib": synced,
+    }
+
+
+@dataclass(frozen=True)
+class _Registry:
+    """What ``ImagePusher`` needs of a registry: its URL and Basic credentials."""
+
+    url: str
+    authorization: str
+
+
+def targeted_pass(
+    args: argparse.Namespace,
+    run: Callable[[Scope], Pass],
+    kube: Counter[str],
+    registry: Counter[str],
+) -> dict[str, Any]:
+    """Push a new image under ``--targeted``:latest, run one pass targeted at that tag and
+    count it alone, then put the old manifest back (later strategies see what was there)."""
+    repository = args.targeted
+    token = base64.b64encode(f"{args.user}:{args.token}".encode()).decode()
+    remote = _Registry(args.registry_url, f"Basic {token}")
+    pusher = ImagePusher(cast(RegistryServer, remote))
+    pusher.session.trust_env = False
+    old = pusher.session.get(
+        f"{remote.url}/v2/{repository}/manifests/latest",
+        headers={"Accept": OCI_MANIFEST},
+        timeout=10,
+    )
+    old.raise_for_status()
+    pusher.push_image(repository, "latest")
+    kube.clear()
+    registry.clear()
+    wall, cpu = time.perf_counter(), time.process_time()
+    done = run(Scope.of([ImageTag(repository, "latest")]))
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    counted = {
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "kube": dict(sorted(kube.items())),
+        "registry": dict(sorted(registry.items())),
+        "deployments": len(done.decisions),
+        "actions": sum(len(d.actions) for d in done.decisions),
+        "fresh_reads": done.fresh_reads,
+        "verdicts": verdicts(done.decisions),
+    }
+    restored = pusher.session.put(
+        f"{remote.url}/v2/{repository}/manifests/latest",
+        data=old.content,
+        headers={"Content-Type": old.headers["Content-Type"]},
+        timeout=10,
+    )
+    if restored.status_code != 201:
+        raise SystemExit(f"bench.tick: could not put {repository}:latest back ({restored.text})")
+    return counted
+
+
 def top_functions(profiler: cProfile.Profile, limit: int = 12) -> str:
     """The functions with the most cumulative time, as pstats prints them."""
     out = io.StringIO()
@@ -147,7 +277,9 @@ def top_functions(profiler: cProfile.Profile, limit: int = 12) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.tick")
-    parser.add_argument("--strategy", choices=("autoroll", "naive", "floor"), required=True)
+    parser.add_argument(
+        "--strategy", choices=("autoroll", "cached", "naive", "floor"), required=True
+    )
     parser.add_argument("--kubeconfig", required=True)
     parser.add_argument("--registry-url", required=True)
     parser.add_argument("--host", required=True, help="FORGEJO_HOST (registry host:port)")
@@ -156,16 +288,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--selector", required=True, help="label selector of enrolled Deployments")
     parser.add_argument("--ticks", type=int, default=3)
     parser.add_argument(
+        "--targeted", help="cached only: push to REPOSITORY:latest, then one targeted pass"
+    )
+    parser.add_argument(
         "--profile", action="store_true", help="profile the last pass; add its top functions"
     )
     args = parser.parse_args(argv)
 
     devnull = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - lives as long as main
     logs.configure(level="info", log_format="text", stream=devnull)
-    kube: Counter[str] = Counter()
+    kube: Counter[str] = LockedCounter()
     registry: Counter[str] = Counter()
-    run = build(args, kube, registry)
+    run, cache = build(args, kube, registry)
     rss_setup = rss_kib()
+    extra: dict[str, Any] = {}
+    if cache is not None:
+        extra["cache"] = sync_cache(cache, kube)
     passes = []
     profile_text = ""
     for n in range(args.ticks):
@@ -173,8 +311,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         registry.clear()
         profiler = cProfile.Profile() if args.profile and n == args.ticks - 1 else None
         wall, cpu = time.perf_counter(), time.process_time()
-        decisions = profiler.runcall(run) if profiler else run()
+        done = profiler.runcall(run, FULL) if profiler else run(FULL)
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        decisions = done.decisions
         if profiler is not None:
             profile_text = top_functions(profiler)
         passes.append(
@@ -187,14 +326,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "verdicts": verdicts(decisions),
                 # the workload kinds this strategy lists (the naive baseline: Deployments)
                 "kinds": [k.value for k in KINDS] if args.strategy != "naive" else ["deployment"],
+                "fresh_reads": done.fresh_reads,
             }
         )
+    if cache is not None and args.targeted:
+        extra["targeted"] = targeted_pass(args, run, kube, registry)
+    if cache is not None:
+        cache.stop()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
     json.dump(
         {
             "passes": passes,
             "rss_setup_kib": rss_setup,
             "peak_rss_kib": peak,
+            **extra,
             **({"profile": profile_text} if args.profile else {}),
         },
         sys.stdout,

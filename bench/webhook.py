@@ -2,15 +2,21 @@
 
 2. Push-to-first-deletion: a new image is pushed to the registry under ``:latest``, the
    signed webhook is sent as Forgejo would, and a pod watch (started before the first push)
-   timestamps the first deletion of a pod of that Deployment. Each push targets its own
-   settled Deployment (the previous one is rolling and, with no controller manager, never
-   gets its replacement). The controller is idle before each push; the poll timer is an
-   hour, so only webhooks start passes.
+   timestamps the first deletion of a pod of that Deployment. Targeted (today's design): the
+   body is Forgejo's ``package`` event naming that repository and tag, and the controller
+   runs with its watched cache (the default), so the pass looks at that tag's workloads
+   only. Full pass (the design before it): ``WATCH_CACHE=false`` and a body that names no
+   package, so every push starts a pass over everything enrolled, listed from the API.
+   Each push targets its own settled Deployment (the previous one is rolling and, with no
+   controller manager, never gets its replacement). The controller is idle before each
+   push; the poll timer is an hour, so only webhooks start passes.
 3. The webhook under load: first a control with the controller idle (bad signatures, so
    no pass starts); then one signed webhook starts a pass over the large enrolled set;
    while it runs, a second process (``bench.loadgen``) sends the bad-signature half; after
    the controller is idle again, the same with the good half. Passes are counted from
    ``autoroll_ticks_total``: the bad half must add none beyond the pass it was sent during.
+   Then a watch burst: bad-signature requests while thousands of enrolled pods are patched
+   (each patch is a watch event the cache files), with no pass running.
 """
 
 from __future__ import annotations
@@ -36,12 +42,41 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from bench.controlplane import ApiServer
 from bench.loadgen import BODY
-from bench.populate import ENROLL_LABEL, ApiWriter, create_running_pod, deployment_body
+from bench.populate import (
+    ENROLL_LABEL,
+    ApiWriter,
+    Layout,
+    create_running_pod,
+    deployment_body,
+    run_all,
+)
 from tests.support.ports import free_port
 from tests.support.registry import ImagePusher, RegistryServer
 
 LATENCY_NAMESPACE = "bench-latency"
 LATENCY_LABEL = "bench.autoroll/latency"
+
+#: A signed body that names no package: a full pass, as every webhook was before issue 17.
+FULL_PASS_BODY = b'{"ref": "refs/heads/main"}'
+
+
+def package_body(repository: str, tag: str) -> bytes:
+    """Forgejo's ``package`` event for a container ``repository:tag`` (the fields it reads;
+    Gitea 1.27's own deliveries are in tests/unit/data/)."""
+    owner, _, name = repository.partition("/")
+    return json.dumps(
+        {
+            "action": "created",
+            "package": {
+                "id": 1,
+                "type": "container",
+                "name": name,
+                "version": tag,
+                "owner": {"login": owner},
+            },
+            "sender": {"login": "ci"},
+        }
+    ).encode()
 
 
 @dataclass
@@ -73,15 +108,29 @@ class Serve:
         count = samples.get("autoroll_tick_duration_seconds_count", 0.0)
         return samples.get("autoroll_tick_duration_seconds_sum", 0.0) / count if count else 0.0
 
-    def webhook(self, session: requests.Session) -> int:
-        digest = hmac.new(self.secret.encode(), BODY, hashlib.sha256).hexdigest()
+    def webhook(self, session: requests.Session, body: bytes = BODY) -> int:
+        digest = hmac.new(self.secret.encode(), body, hashlib.sha256).hexdigest()
         response = session.post(
             f"{self.url}/webhook",
-            data=BODY,
+            data=body,
             headers={"Content-Type": "application/json", "X-Forgejo-Signature": digest},
             timeout=10,
         )
         return response.status_code
+
+    def peak_rss_kib(self) -> int:
+        """The largest peak RSS (VmHWM) of ``autoroll serve`` and its worker processes."""
+        pids, found = [self.process.pid], 0
+        while pids:
+            pid = pids.pop()
+            with contextlib.suppress(OSError):
+                for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                    if line.startswith("VmHWM:"):
+                        found = max(found, int(line.split()[1]))
+                for task in Path(f"/proc/{pid}/task").iterdir():
+                    children = (task / "children").read_text().split()
+                    pids += [int(c) for c in children]
+        return found
 
     def wait_ticks(self, at_least: int, timeout: float) -> int:
         """Wait until at least ``at_least`` passes have finished; return the count."""
@@ -95,7 +144,12 @@ class Serve:
 
 @contextlib.contextmanager
 def running_serve(
-    *, api: ApiServer, registry: RegistryServer, selector: str, log: Path
+    *,
+    api: ApiServer,
+    registry: RegistryServer,
+    selector: str,
+    log: Path,
+    extra_env: dict[str, str] | None = None,
 ) -> Iterator[Serve]:
     """``autoroll serve`` configured through its environment only; stopped with SIGTERM."""
     port = free_port()
@@ -114,6 +168,7 @@ def running_serve(
         "POLL_INTERVAL_SECONDS": "3600",  # only the first pass and webhooks start passes
         "LOG_LEVEL": "info",
         "LOG_FORMAT": "text",
+        **(extra_env or {}),
     }
     with log.open("wb") as out:
         process = subprocess.Popen(
@@ -272,6 +327,7 @@ def measure_push_latency(
     pusher: ImagePusher,
     targets: list[str],
     group: str,
+    targeted: bool,
     say: Callable[[str], None],
 ) -> dict[str, Any]:
     """One push per target Deployment; seconds from tag moved to first pod deletion."""
@@ -281,9 +337,11 @@ def measure_push_latency(
     ticks = serve.ticks()
     for k, name in enumerate(targets):
         started = time.monotonic()
-        pusher.push_image(f"lat/{group}-{k:03d}", "latest")
+        repository = f"lat/{group}-{k:03d}"
+        pusher.push_image(repository, "latest")
         moved = time.monotonic()  # the manifest PUT is acknowledged: the tag has moved
-        status = serve.webhook(session)
+        body = package_body(repository, "latest") if targeted else FULL_PASS_BODY
+        status = serve.webhook(session, body)
         answered = time.monotonic()
         if status != 202:
             raise RuntimeError(f"signed webhook answered {status}")
@@ -296,6 +354,7 @@ def measure_push_latency(
     say(f"  {len(targets)} pushes done ({group}); passes beyond one per push: {extra}")
     return {
         "pushes": len(targets),
+        "targeted": targeted,
         "latency_s": latencies,
         "webhook_ms": webhook_ms,
         "push_s": push_s,
@@ -352,7 +411,7 @@ def measure_webhook_load(
     )
     for kind in ("bad", "good"):
         before = serve.ticks()
-        if serve.webhook(session) != 202:  # the pass the load runs against
+        if serve.webhook(session, FULL_PASS_BODY) != 202:  # the full pass the load meets
             raise RuntimeError("the signed trigger webhook was refused")
         time.sleep(0.05)  # let the worker pick the nudge up and start listing
         result = run_loadgen(serve, kind=kind, count=requests_total // 2)
@@ -373,3 +432,49 @@ def measure_webhook_load(
             f" passes caused: {result['ticks_caused']}"
         )
     return phases
+
+
+def measure_watch_burst(
+    *,
+    serve: Serve,
+    writer: ApiWriter,
+    layout: Layout,
+    deployments: int,
+    requests_total: int,
+    say: Callable[[str], None],
+) -> dict[str, Any]:
+    """Bad-signature webhooks (no pass) while enrolled pods are patched, so the controller's
+    watches deliver a burst of events; patches go on until the load has been sent."""
+    done = threading.Event()
+    patched = [0]
+
+    def patch(i: int, replica: int) -> Callable[[], None]:
+        def task() -> None:
+            if done.is_set():
+                return
+            name = f"{layout.deployment_name(i)}-{replica}"
+            writer.send(
+                "PATCH",
+                f"/api/v1/namespaces/{layout.namespace(i)}/pods/{name}",
+                {"metadata": {"annotations": {"bench.autoroll/burst": str(time.time())}}},
+                content_type="application/merge-patch+json",
+            )
+            patched[0] += 1
+
+        return task
+
+    tasks = [patch(i, r) for i in range(deployments) for r in range(3)]
+    patcher = threading.Thread(target=run_all, args=(tasks,), name="burst", daemon=True)
+    before = serve.ticks()
+    patcher.start()
+    time.sleep(1.0)  # the burst is under way before the first request
+    result = run_loadgen(serve, kind="bad", count=requests_total)
+    done.set()
+    patcher.join(600)
+    result["patched"] = patched[0]
+    result["ticks_caused"] = serve.ticks() - before
+    say(
+        f"  {requests_total} bad-signature webhooks during a watch burst of {patched[0]} pod"
+        f" patches: passes caused {result['ticks_caused']}"
+    )
+    return result

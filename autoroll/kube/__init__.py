@@ -3,7 +3,9 @@
     transport.py  connect() and KubeRest: the one request path, for every call
     errors.py     the error tree and the one mapping of a failed call onto it
     convert.py    pure: label selectors, API JSON <-> the plain data of autoroll.model
-    cluster.py    KubeCluster (ClusterPort): a pass's lists, and delete or evict one pod
+    cluster.py    KubeCluster (ClusterPort): a pass's snapshot, the fresh read, delete or evict
+    informer.py   Informer: one collection kept by list + watch, in a thread of its own
+    cache.py      WatchCache (WatchPort): enrolled workloads and their pods, for finding work
     lease.py      KubeLease (LeasePort): the leader-election Lease, its writes and watch
     events.py     KubeEvents (EventPort): one core/v1 Event per roll
 
@@ -13,6 +15,7 @@ in ``autoroll.kube.errors``; the ports it implements are in ``autoroll.ports``.
 
 from __future__ import annotations
 
+from autoroll.kube.cache import WatchCache
 from autoroll.kube.cluster import KubeCluster
 from autoroll.kube.errors import (
     ClusterApiError,
@@ -37,5 +40,6 @@ __all__ = [
     "KubeEvents",
     "KubeLease",
     "KubeRest",
+    "WatchCache",
     "connect",
 ]

@@ -1,20 +1,29 @@
 """The pass's adapter (``ClusterPort``): enrolled workloads and their pods in, one write out.
 
-Reads per pass: one cluster-wide list by label per enabled kind (Deployments, StatefulSets,
-DaemonSets: WORKLOAD_KINDS), then one pod list per namespace that holds an enrolled
-workload (``kinds + namespaces`` requests, never one per workload), each narrowed
-server-side where its enrolled selectors allow. Pods are matched to workloads here, with
-each workload's own ``spec.selector`` and, for StatefulSets and DaemonSets, its
-``ownerReferences`` (``convert.group_pods``), so the core receives ``Enrolled`` pairs and
-never sees a label or a client object. Before a DaemonSet pod is deleted the core asks for
-its Node (``node``): one GET, only then.
+Finding the work. With a watched cache (``autoroll.kube.cache.WatchCache``, on by default)
+a snapshot is read from memory: no request at all. Without one, or while it is not synced,
+the API is listed: one cluster-wide list by label per enabled kind (Deployments,
+StatefulSets, DaemonSets: WORKLOAD_KINDS), then one pod list per namespace that holds an
+enrolled workload the pass looks at (``kinds + namespaces`` requests, never one per
+workload), each narrowed server-side where its enrolled selectors allow. Pods are matched
+to workloads here, with each workload's own ``spec.selector`` and, for StatefulSets and
+DaemonSets, its ``ownerReferences`` (``convert.group_pods``), so the core receives
+``Enrolled`` pairs and never sees a label or a client object. A targeted scope is answered
+with every enrolled workload using a repository it names (on any host: a superset; the
+pass keeps those using a named tag).
+
+Acting on it. ``read_now`` is the read a pass makes right before it acts, always from the
+API, never from the cache (ARCHITECTURE.md, property 8): one narrow pod list in the
+workload's namespace with its own selector and, for a StatefulSet or DaemonSet (whose
+settledness also reads its status), its object too, by name. Before a DaemonSet pod is
+deleted the core asks for its Node (``node``): one GET, only then.
 
 The only write is ``delete_pod``, sent with a UID precondition: a pod recreated under the
 same name is a different object and is never deleted by a decision made about its
-predecessor. RBAC: ``<kind>s: list`` for each enabled kind, ``pods: list``, ``pods: delete``
-and, with DaemonSets, ``nodes: get``; with ``evict=True`` (ROLLOUT_METHOD=evict) the same
-call is an Eviction, so PodDisruptionBudgets are honoured, and ``pods/eviction: create``
-replaces ``pods: delete``.
+predecessor. RBAC: ``<kind>s: list`` for each enabled kind (and ``watch``, for the cache),
+``pods: list, watch``, ``pods: delete`` and, with DaemonSets, ``nodes: get``; with
+``evict=True`` (ROLLOUT_METHOD=evict) the same call is an Eviction, so PodDisruptionBudgets
+are honoured, and ``pods/eviction: create`` replaces ``pods: delete``.
 
 A 404 (already gone), a 409 from the UID precondition (the name is a newer pod) and a 429 on
 eviction (a disruption budget says not now) are answers, reported as ``DeleteOutcome``;
@@ -26,16 +35,21 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Final
 
+from autoroll.kube.cache import WatchCache
 from autoroll.kube.convert import (
     LabelSelector,
     ListedPod,
     group_pods,
     list_items,
     node_from_json,
+    owns,
     pod_from_json,
     pod_list_selector,
+    selector_matches,
+    selector_query,
+    template_repositories,
     workload_from_json,
 )
 from autoroll.kube.errors import ClusterApiError
@@ -48,8 +62,13 @@ from autoroll.kube.transport import (
     connect,
 )
 from autoroll.model import DeleteOutcome, Enrolled, NodeView, WorkloadKind, WorkloadView
+from autoroll.scope import FULL, Scope
 
 log = logging.getLogger(__name__)
+
+#: Seconds the first pass waits for the watched cache's first sync before listing itself
+#: (listing while the cache lists would hold both in memory at once).
+FIRST_SYNC_SECONDS: Final = 60.0
 
 _OUTCOMES: dict[int, DeleteOutcome] = {
     404: DeleteOutcome.ALREADY_GONE,
@@ -59,7 +78,8 @@ _OUTCOMES: dict[int, DeleteOutcome] = {
 
 
 class KubeCluster:
-    """The live cluster, through a ``KubeRest`` built on first use (``LazyRest``)."""
+    """The live cluster, through a ``KubeRest`` built on first use (``LazyRest``), and,
+    when given one, a watched cache for finding work."""
 
     def __init__(
         self,
@@ -70,6 +90,9 @@ class KubeCluster:
         evict: bool = False,
         request_timeout: tuple[float, float] = REQUEST_TIMEOUT,
         kinds: Iterable[WorkloadKind] = tuple(WorkloadKind),
+        cache: WatchCache | None = None,
+        observe: Callable[[str], None] | None = None,
+        first_sync_seconds: float = FIRST_SYNC_SECONDS,
     ) -> None:
         self._label_selector = label_selector
         wanted = set(kinds)
@@ -78,40 +101,79 @@ class KubeCluster:
             raise ValueError("KubeCluster needs at least one workload kind to list")
         self._evict = evict
         self._timeout = request_timeout
-        self._api = LazyRest(api_client_factory, rest)
+        self._api = LazyRest(api_client_factory, rest, observe)
+        self._cache = cache
+        self._first_sync = first_sync_seconds
+        self._waited = False
+        self._selectors: dict[str, LabelSelector] = {}  # from the last listing, by key
         self.requests = 0  # API requests sent, for benchmarks and tests
 
-    def snapshot(self) -> tuple[Enrolled, ...]:
-        """Every enrolled workload with its pods: ``kinds + namespaces`` list requests.
+    @property
+    def cache(self) -> WatchCache | None:
+        return self._cache
+
+    def snapshot(self, scope: Scope = FULL) -> tuple[Enrolled, ...]:
+        """The enrolled workloads ``scope`` may concern, with their live pods: from the
+        watched cache when it is synced, else ``kinds + namespaces`` list requests.
 
         Each namespace's list is converted and dropped before the next one is read, so
         memory follows the enrolled pods, not the cluster (docs/adr/005-reading-the-cluster.md).
         """
+        if self._cache is not None:
+            if not self._waited:
+                self._waited = True
+                # Not past a failure: an API that does not answer is the pass's to report.
+                self._cache.wait_synced(self._first_sync, until_trouble=True)
+            found = self._cache.snapshot(scope)
+            if found is not None:
+                return found
+            log.info("the watched cache is not synced; listing the API for this pass")
+        return self._list(scope)
+
+    def read_now(self, workload: WorkloadView) -> Enrolled:
+        """``workload`` and its live pods as the API has them now (module docstring)."""
+        selector = self._cache.selector(workload.key) if self._cache is not None else None
+        selector = selector or self._selectors.get(workload.key)
+        if selector is None:
+            raise ClusterApiError(
+                f"list pods of {workload.key}: its selector is not known (it was not listed)",
+                status=0,
+            )
         rest = self._api()
-        workloads: list[tuple[WorkloadView, LabelSelector]] = []
-        for kind in self.kinds:
-            self.requests += 1
-            body = rest.list_workloads(
-                kind, label_selector=self._label_selector, timeout=self._timeout
-            )
-            workloads.extend(
-                _workloads(kind, _items(f"list {kind.resource} (all namespaces)", body))
-            )
-        by_namespace: dict[str, list[LabelSelector]] = {}
-        for view, selector in workloads:
-            by_namespace.setdefault(view.namespace, []).append(selector)
-        pods: list[ListedPod] = []
-        for namespace in sorted(by_namespace):
-            self.requests += 1
-            page = rest.list_pods(
-                namespace,
-                field_selector=LIVE_PODS_FIELD_SELECTOR,
-                label_selector=pod_list_selector(by_namespace[namespace]),
-                timeout=self._timeout,
-            )
-            items = _items(f"list pods in namespace {namespace}", page)
-            pods.extend(pod_from_json(item) for item in items)
-        return group_pods(workloads, pods)
+        if workload.kind is not WorkloadKind.DEPLOYMENT:
+            workload, selector = self._workload_now(rest, workload)
+        self.requests += 1
+        body = rest.list_pods(
+            workload.namespace,
+            field_selector=LIVE_PODS_FIELD_SELECTOR,
+            label_selector=selector_query(selector) or None,
+            timeout=self._timeout,
+        )
+        listed = (pod_from_json(item) for item in _items(f"list pods of {workload.key}", body))
+        pods = (
+            pod.view
+            for pod in listed
+            if selector_matches(selector, pod.labels) and owns(workload, pod)
+        )
+        return Enrolled(workload, tuple(sorted(pods, key=lambda p: p.name)))
+
+    def _workload_now(
+        self, rest: KubeRest, workload: WorkloadView
+    ) -> tuple[WorkloadView, LabelSelector]:
+        """The object itself, by name (its status is part of its settledness)."""
+        self.requests += 1
+        body = rest.list_workloads(
+            workload.kind,
+            label_selector=self._label_selector,
+            timeout=self._timeout,
+            namespace=workload.namespace,
+            name=workload.name,
+        )
+        found = _workloads(workload.kind, _items(f"read {workload.key}", body))
+        if len(found) != 1 or found[0][0].uid != workload.uid:
+            # Gone, no longer enrolled, or a new object of the same name: nothing to act on.
+            raise ClusterApiError(f"read {workload.key}: it is gone or was replaced", status=404)
+        return found[0]
 
     def node(self, name: str) -> NodeView:
         """Is Node ``name`` Ready? One GET (``nodes: get``); a Node that is gone is not Ready."""
@@ -139,6 +201,37 @@ class KubeCluster:
         self.requests += 1
         status = send(namespace, name, uid=uid, timeout=self._timeout)
         return _OUTCOMES.get(status, DeleteOutcome.DELETED)
+
+    def _list(self, scope: Scope) -> tuple[Enrolled, ...]:
+        rest = self._api()
+        workloads: list[tuple[WorkloadView, LabelSelector]] = []
+        for kind in self.kinds:
+            self.requests += 1
+            body = rest.list_workloads(
+                kind, label_selector=self._label_selector, timeout=self._timeout
+            )
+            workloads.extend(
+                _workloads(kind, _items(f"list {kind.resource} (all namespaces)", body))
+            )
+        self._selectors = {view.key: selector for view, selector in workloads}
+        if not scope.is_full:
+            wanted = scope.repositories
+            workloads = [w for w in workloads if template_repositories(w[0]) & wanted]
+        by_namespace: dict[str, list[LabelSelector]] = {}
+        for view, selector in workloads:
+            by_namespace.setdefault(view.namespace, []).append(selector)
+        pods: list[ListedPod] = []
+        for namespace in sorted(by_namespace):
+            self.requests += 1
+            page = rest.list_pods(
+                namespace,
+                field_selector=LIVE_PODS_FIELD_SELECTOR,
+                label_selector=pod_list_selector(by_namespace[namespace]),
+                timeout=self._timeout,
+            )
+            items = _items(f"list pods in namespace {namespace}", page)
+            pods.extend(pod_from_json(item) for item in items)
+        return group_pods(workloads, pods)
 
 
 def _items(what: str, body: bytes) -> list[dict[str, Any]]:
@@ -168,4 +261,4 @@ def _workloads(
     return workloads
 
 
-__all__ = ["KubeCluster"]
+__all__ = ["FIRST_SYNC_SECONDS", "KubeCluster"]

@@ -153,6 +153,18 @@ def default_pull_policy(image: str) -> str:
     return "IfNotPresent"
 
 
+def template_repositories(view: WorkloadView) -> set[str]:
+    """The repositories a workload's template names, on any host: a superset of those a
+    targeted pass may concern (the pass narrows it to the configured host and the tags)."""
+    found = set()
+    for container in view.containers:
+        try:
+            found.add(parse_image(container.image).repository.lower())
+        except ImageRefError:
+            continue
+    return found
+
+
 def container_from_json(container: Mapping[str, Any]) -> ContainerView:
     """Convert a ``Container`` (pod template or pod spec)."""
     image = container.get("image") or ""
@@ -380,9 +392,123 @@ def list_items(body: bytes | str) -> list[dict[str, Any]]:
     return [item for item in items if isinstance(item, dict)]
 
 
+@dataclass(frozen=True, slots=True)
+class ListPage:
+    """One page of a list answer: its items, the token for the next page ("" at the end),
+    and the resourceVersion of the list (a watch starts there)."""
+
+    items: list[dict[str, Any]]
+    continue_token: str
+    resource_version: str
+
+
+def list_page(body: bytes | str) -> ListPage:
+    """``list_items``, with the list's ``metadata.continue`` and ``resourceVersion``."""
+    try:
+        document = json.loads(body, object_hook=_without_managed_fields)
+    except ValueError as exc:
+        raise ValueError(f"the API answered with a body that is not JSON ({exc})") from None
+    if not isinstance(document, dict):
+        raise ValueError("the answer is not a list")
+    items = document.get("items") or []
+    if not isinstance(items, list):
+        raise ValueError("the answer's items are not a list")
+    meta = document.get("metadata") or {}
+    return ListPage(
+        [item for item in items if isinstance(item, dict)],
+        str(meta.get("continue") or ""),
+        str(meta.get("resourceVersion") or ""),
+    )
+
+
 def _without_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
     obj.pop("managedFields", None)
     return obj
+
+
+def selector_query(selector: LabelSelector) -> str:
+    """``selector`` in the API's ``labelSelector`` query syntax (the exact selector).
+
+    Used for the one narrow pod list before a deletion (``KubeCluster.read_now``). The
+    answer is still matched with ``selector_matches``, so a rendering the server read more
+    loosely could never adopt a wrong pod.
+    """
+    parts = [f"{key}={value}" for key, value in selector.match_labels]
+    for requirement in selector.requirements:
+        values = ",".join(sorted(requirement.values))
+        if requirement.operator is Operator.IN:
+            parts.append(f"{requirement.key} in ({values})")
+        elif requirement.operator is Operator.NOT_IN:
+            parts.append(f"{requirement.key} notin ({values})")
+        elif requirement.operator is Operator.EXISTS:
+            parts.append(requirement.key)
+        else:
+            parts.append(f"!{requirement.key}")
+    return ",".join(parts)
+
+
+class SelectorIndex:
+    """Which of one namespace's selectors match a pod, without trying every selector.
+
+    Trying each of 500 enrolled selectors against each of 1,500 pods is 750,000 matches per
+    namespace. A selector that matches pins some ``key=value`` (a ``matchLabels`` pair, or
+    one of an ``In`` requirement's values), so each selector is filed under the pairs it
+    needs, and a pod is tried only against the selectors filed under one of its own labels
+    (selectors that pin nothing are tried always). The final word is ``selector_matches``.
+    """
+
+    def __init__(self) -> None:
+        self._selectors: dict[str, LabelSelector] = {}
+        self._filed: dict[tuple[str, str], set[str]] = {}
+        self._always: set[str] = set()
+
+    def __len__(self) -> int:
+        return len(self._selectors)
+
+    def get(self, key: str) -> LabelSelector | None:
+        return self._selectors.get(key)
+
+    def keys(self) -> set[str]:
+        return set(self._selectors)
+
+    def add(self, key: str, selector: LabelSelector) -> None:
+        self.remove(key)
+        self._selectors[key] = selector
+        pairs = _filing_pairs(selector)
+        if pairs is None:
+            self._always.add(key)
+        for pair in pairs or ():
+            self._filed.setdefault(pair, set()).add(key)
+
+    def remove(self, key: str) -> None:
+        selector = self._selectors.pop(key, None)
+        if selector is None:
+            return
+        self._always.discard(key)
+        for pair in _filing_pairs(selector) or ():
+            keys = self._filed.get(pair)
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del self._filed[pair]
+
+    def matching(self, labels: Mapping[str, str]) -> set[str]:
+        """The keys whose selector matches ``labels``."""
+        candidates = set(self._always)
+        for pair in labels.items():
+            candidates.update(self._filed.get(pair, ()))
+        return {key for key in candidates if selector_matches(self._selectors[key], labels)}
+
+
+def _filing_pairs(selector: LabelSelector) -> list[tuple[str, str]] | None:
+    """The pairs one of which every pod ``selector`` matches must carry; None if none is
+    known (no ``matchLabels``, no ``In``): such a selector is tried against every pod."""
+    if selector.match_labels:
+        return [selector.match_labels[0]]
+    for requirement in selector.requirements:
+        if requirement.operator is Operator.IN and requirement.values:
+            return [(requirement.key, value) for value in sorted(requirement.values)]
+    return None
 
 
 def group_pods(
@@ -397,26 +523,32 @@ def group_pods(
     decision then counts it, which can only make either less eager to delete. A workload
     without a UID owns nothing (the API always sends one).
     """
-    by_namespace: dict[str, list[ListedPod]] = {}
+    indexes: dict[str, SelectorIndex] = {}
+    for position, (workload, selector) in enumerate(workloads):
+        indexes.setdefault(workload.namespace, SelectorIndex()).add(str(position), selector)
+    matched: list[list[PodView]] = [[] for _ in workloads]
     for pod in pods:
-        by_namespace.setdefault(pod.view.namespace, []).append(pod)
-    enrolled = []
-    for workload, selector in workloads:
-        candidates = by_namespace.get(workload.namespace, ())
-        owned = workload.kind is not WorkloadKind.DEPLOYMENT
-        matched = tuple(
-            sorted(
-                (
-                    pod.view
-                    for pod in candidates
-                    if selector_matches(selector, pod.labels)
-                    and (not owned or (workload.uid and pod.controller_uid == workload.uid))
-                ),
-                key=lambda p: p.name,
-            )
-        )
-        enrolled.append(Enrolled(workload, matched))
+        index = indexes.get(pod.view.namespace)
+        if index is None:
+            continue
+        for found in index.matching(pod.labels):
+            position = int(found)
+            if owns(workloads[position][0], pod):
+                matched[position].append(pod.view)
+    enrolled = [
+        Enrolled(workload, tuple(sorted(pods_of, key=lambda p: p.name)))
+        for (workload, _), pods_of in zip(workloads, matched, strict=True)
+    ]
     return tuple(sorted(enrolled, key=lambda e: e.workload.key))
+
+
+def owns(workload: WorkloadView, pod: ListedPod) -> bool:
+    """Beside its selector, may ``workload`` claim ``pod``? A Deployment claims what its
+    selector matches (its ReplicaSets own the pods); a StatefulSet or DaemonSet only the
+    pods it controls (an ``ownerReference`` with its UID)."""
+    if workload.kind is WorkloadKind.DEPLOYMENT:
+        return True
+    return bool(workload.uid) and pod.controller_uid == workload.uid
 
 
 # --------------------------------------------------------------------------------------------
@@ -501,9 +633,11 @@ __all__ = [
     "NUDGE_ANNOTATION",
     "REVISION_LABEL",
     "LabelSelector",
+    "ListPage",
     "ListedPod",
     "Operator",
     "Requirement",
+    "SelectorIndex",
     "container_from_json",
     "default_pull_policy",
     "deployment_from_json",
@@ -512,10 +646,14 @@ __all__ = [
     "lease_from_json",
     "lease_spec_json",
     "list_items",
+    "list_page",
     "node_from_json",
+    "owns",
     "pod_from_json",
     "pod_list_selector",
     "selector_from_json",
     "selector_matches",
+    "selector_query",
+    "template_repositories",
     "workload_from_json",
 ]

@@ -59,6 +59,7 @@ class Grant(StrEnum):
     #: DaemonSet rolls read the candidate's Node; the chart grants it with the daemonset kind
     NODES = "the ClusterRole must grant {rule} (WORKLOAD_KINDS lists daemonset)"
     EVENTS = "the ClusterRole must grant {rule} (EMIT_EVENTS=true)"
+    WATCH = "the ClusterRole must grant {rule} (WATCH_CACHE=true)"
     LEASE_ROLE = "the namespaced Role must grant {rule} (LEADER_ELECTION=true)"
 
 

@@ -93,6 +93,11 @@ PATCH_LEASE: Final = Operation(
     "patch lease", "leases: patch", Grant.LEASE_ROLE, answers=frozenset({404, 409})
 )
 WATCH_LEASE: Final = Operation("watch lease", "leases: watch", Grant.LEASE_ROLE)
+WATCH_WORKLOADS: Final = {
+    kind: Operation(f"watch {kind.resource}", f"{kind.resource}: watch", Grant.WATCH)
+    for kind in WorkloadKind
+}
+WATCH_PODS: Final = Operation("watch pods", "pods: watch", Grant.WATCH)
 
 
 def call_seconds(timeout: tuple[float, float]) -> float:
@@ -102,11 +107,14 @@ def call_seconds(timeout: tuple[float, float]) -> float:
     return CONNECT_ATTEMPTS * connect + read
 
 
-def connect(env: Mapping[str, str] | None = None) -> Any:
+def connect(env: Mapping[str, str] | None = None, *, pool_size: int | None = None) -> Any:
     """An ``ApiClient`` for the in-cluster ServiceAccount, else the local kubeconfig.
 
     Builds a private ``Configuration`` (never the library's global default), so tests and
-    the CLI can hold several clients side by side.
+    the CLI can hold several clients side by side. ``pool_size`` is how many connections
+    are kept open (the client's default is 5 per CPU): the watched cache holds one per
+    watch for as long as it runs, and a pool smaller than that would open and throw away
+    a connection for every other request.
     """
     environ = os.environ if env is None else env
     configuration = client.Configuration()
@@ -127,6 +135,8 @@ def connect(env: Mapping[str, str] | None = None) -> Any:
             ) from exc
         log.debug("using kubeconfig %s", path)
     configuration.retries = API_RETRIES
+    if pool_size is not None:
+        configuration.connection_pool_maxsize = pool_size
     return client.ApiClient(configuration)
 
 
@@ -151,20 +161,36 @@ class Answer:
 
 
 class KubeRest:
-    """Sends every Kubernetes API call of the controller through one ``ApiClient``."""
+    """Sends every Kubernetes API call of the controller through one ``ApiClient``.
 
-    def __init__(self, api_client: Any) -> None:
+    ``observe`` is told the operation of every request sent (``Metrics.kube_request``), so
+    the API load a pass, a watch or an idle poll causes is counted where it happens.
+    """
+
+    def __init__(self, api_client: Any, observe: Callable[[str], None] | None = None) -> None:
         self._client = api_client
+        self._observe = observe
 
     # -- a pass ---------------------------------------------------------------------------
 
     def list_workloads(
-        self, kind: WorkloadKind, *, label_selector: str, timeout: tuple[float, float]
+        self,
+        kind: WorkloadKind,
+        *,
+        label_selector: str,
+        timeout: tuple[float, float],
+        namespace: str = "",
+        name: str = "",
     ) -> bytes:
-        """One cluster-wide list of ``kind`` (apps/v1) by label."""
+        """One cluster-wide list of ``kind`` (apps/v1) by label; with ``namespace`` and
+        ``name``, that one object as a list (a field selector: ``list`` RBAC, no ``get``)."""
         query = [("labelSelector", label_selector)]
         path = f"/apis/apps/v1/{kind.resource}"
         target = "(all namespaces)"
+        if namespace:
+            path = f"/apis/apps/v1/namespaces/{segment(namespace)}/{kind.resource}"
+            target = f"{namespace}/{name}"
+            query.append(("fieldSelector", f"metadata.name={name}"))
         operation = LIST_WORKLOADS[kind]
         return self.send(operation, target, "GET", path, query=query, timeout=timeout).body
 
@@ -290,6 +316,8 @@ class KubeRest:
         headers = {"Accept": _JSON}
         if body is not None:
             headers["Content-Type"] = content_type
+        if self._observe is not None:
+            self._observe(operation.action)
         request = self._client.param_serialize(
             method=method,
             resource_path=path,
@@ -313,14 +341,22 @@ class LazyRest:
     configuration is unusable; every pass then reports the problem and tries again.
     """
 
-    def __init__(self, factory: Callable[[], Any], rest: KubeRest | None = None) -> None:
+    def __init__(
+        self,
+        factory: Callable[[], Any],
+        rest: KubeRest | None = None,
+        observe: Callable[[str], None] | None = None,
+    ) -> None:
         self._factory = factory
         self._rest = rest
+        self._observe = observe
+        self._lock = threading.Lock()
 
     def __call__(self) -> KubeRest:
-        if self._rest is None:
-            self._rest = KubeRest(self._factory())
-        return self._rest
+        with self._lock:  # the watched cache's threads and the pass may ask at once
+            if self._rest is None:
+                self._rest = KubeRest(self._factory(), self._observe)
+            return self._rest
 
 
 class WatchStream:
@@ -337,7 +373,7 @@ class WatchStream:
         broken stream raise the adapter's errors."""
         try:
             for line in _lines(self._response):
-                event = json.loads(line)
+                event = json.loads(line, object_hook=_without_managed_fields)
                 kind = str(event.get("type") or "")
                 document = event.get("object") or {}
                 if kind == "ERROR":
@@ -362,6 +398,12 @@ class WatchStream:
         if callable(shutdown):
             with contextlib.suppress(ValueError, OSError):
                 shutdown()
+
+
+def _without_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
+    # Nothing reads managedFields, often an object's largest part: dropped while parsing.
+    obj.pop("managedFields", None)
+    return obj
 
 
 def _lines(response: Any) -> Iterator[bytes]:
@@ -393,6 +435,8 @@ __all__ = [
     "MERGE_PATCH",
     "REQUEST_TIMEOUT",
     "SMALL_CALL_TIMEOUT",
+    "WATCH_PODS",
+    "WATCH_WORKLOADS",
     "Answer",
     "KubeRest",
     "LazyRest",

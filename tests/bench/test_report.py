@@ -227,3 +227,86 @@ def test_a_tick_from_a_bad_signature_to_an_idle_controller_is_reported() -> None
     assert count_violations(results) == [
         "bad-signature webhooks to an idle controller caused 2 pass(es)"
     ]
+
+
+# -- the watched cache's request-count rules (issue 17) ----------------------------------------
+
+
+def _cached_cell() -> dict[str, Any]:
+    """100 Deployments on 50 images: 2 use ``bench/img-000``, both stale after the push."""
+    warm = {
+        "wall_s": 0.1,
+        "cpu_s": 0.05,
+        "kube": {},
+        "registry": {"HEAD": 50},
+        "deployments": 100,
+        "verdicts": {"actions": 0, "current/up-to-date": 100},
+        "fresh_reads": 0,
+    }
+    cached = {
+        "passes": [copy.deepcopy(warm), copy.deepcopy(warm)],
+        "cache": {
+            "sync_s": 0.5,
+            "kube": {"list deployments": 1, "list pods": 20, "watch pods": 20},
+            "workloads": 100,
+            "pods": 300,
+            "rss_before_kib": 50_000,
+            "rss_synced_kib": 52_000,
+        },
+        "targeted": {
+            "wall_s": 0.05,
+            "cpu_s": 0.01,
+            "kube": {"list pods": 2},
+            "registry": {"HEAD": 1, "GET": 2},
+            "deployments": 2,
+            "actions": 2,
+            "fresh_reads": 2,
+            "verdicts": {"actions": 2, "stale/stale-pod": 2},
+        },
+        "rss_setup_kib": 50_000,
+        "peak_rss_kib": 60_000,
+    }
+    cell: dict[str, Any] = copy.deepcopy(_results()["scale"][0])
+    cell["results"]["cached"] = cached
+    return cell
+
+
+def _with_cached(cell: dict[str, Any]) -> dict[str, Any]:
+    results = _results()
+    results["scale"] = [cell]
+    return results
+
+
+def test_the_cache_rules_hold_on_good_counts() -> None:
+    assert count_violations(_with_cached(_cached_cell())) == []
+
+
+@pytest.mark.parametrize(
+    ("break_it", "expected"),
+    [
+        # a warm-cache poll that lists (the cache was not used)
+        (lambda c: c["passes"][1]["kube"].update({"list pods": 20}), "with the cache warm"),
+        # a warm-cache poll that skips or repeats a tag
+        (lambda c: c["passes"][0]["registry"].update({"HEAD": 49}), "registry HEADs"),
+        # a targeted pass that asks about every tag
+        (lambda c: c["targeted"]["registry"].update({"HEAD": 50}), "expected exactly 1"),
+        # a deletion decided on cached pods alone: no fresh read
+        (lambda c: c["targeted"].update({"kube": {}, "fresh_reads": 0}), "1 per affected"),
+        # two reads per workload
+        (lambda c: c["targeted"].update({"kube": {"list pods": 4}}), "1 per affected"),
+        # the targeted pass missed a workload using the tag
+        (lambda c: c["targeted"].update({"actions": 1}), "actions, expected 2"),
+        # a targeted pass that lists the workloads again
+        (
+            lambda c: c["targeted"]["kube"].update({"list deployments": 1}),
+            "other than pod reads",
+        ),
+        # no targeted pass at all
+        (lambda c: c.pop("targeted"), "no targeted pass"),
+    ],
+)
+def test_each_cache_rule_fails_when_broken(break_it: Any, expected: str) -> None:
+    cell = _cached_cell()
+    break_it(cell["results"]["cached"])
+    found = count_violations(_with_cached(cell))
+    assert any(expected in v for v in found), found

@@ -27,6 +27,7 @@ from autoroll.kube import ClusterError, KubeCluster, connect
 from autoroll.metrics import Metrics
 from autoroll.reconciler import Reconciler, TickReport
 from autoroll.registry import Limits, RegistryClient
+from autoroll.scope import FULL, Scope
 from autoroll.web import create_app
 from autoroll.worker import Nudge, Worker
 from tests.support.fake_kube import SELECTOR, FaultyKubeApi, KubeApiServer
@@ -80,8 +81,8 @@ class Rig:
             ready=self.worker.readiness,
         )
 
-    def _tick(self, stopping: Callable[[], bool]) -> TickReport:
-        report = self.reconciler.tick(stopping)
+    def _tick(self, stopping: Callable[[], bool], scope: Scope = FULL) -> TickReport:
+        report = self.reconciler.tick(stopping, scope)
         with self._lock:
             self.reports.append(report)
         return report

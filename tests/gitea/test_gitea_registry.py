@@ -33,6 +33,7 @@ from autoroll.model import (
 )
 from autoroll.reconciler import Reconciler
 from autoroll.registry import Limits, RegistryClient
+from autoroll.scope import FULL, Scope
 from tests.conftest import require_tool
 from tests.support.gitea import (
     Account,
@@ -165,8 +166,14 @@ class OneNamespace:
         self.items = list(items)
         self.deleted: list[str] = []
 
-    def snapshot(self) -> Sequence[Enrolled]:
+    def snapshot(self, scope: Scope = FULL) -> Sequence[Enrolled]:
         return self.items
+
+    def read_now(self, workload: WorkloadView) -> Enrolled:
+        return Enrolled(
+            workload,
+            tuple(next((e.pods for e in self.items if e.workload.key == workload.key), ())),
+        )
 
     def delete_pod(self, namespace: str, name: str, uid: str) -> DeleteOutcome:
         self.deleted.append(name)

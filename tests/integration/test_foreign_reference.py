@@ -33,6 +33,7 @@ from autoroll.model import (
 )
 from autoroll.reconciler import Reconciler, TickReport
 from autoroll.registry import RegistryClient
+from autoroll.scope import FULL, Scope
 from tests.support.registry import ImagePusher, Pushed, RegistryServer
 
 pytestmark = pytest.mark.integration
@@ -73,7 +74,10 @@ class Node:
             statuses=(status,),
         )
 
-    def snapshot(self) -> Sequence[Enrolled]:
+    def read_now(self, workload: WorkloadView) -> Enrolled:
+        return Enrolled(workload, tuple(self.pods))
+
+    def snapshot(self, scope: Scope = FULL) -> Sequence[Enrolled]:
         view = WorkloadView(
             "shop", "web", len(self.pods), (ContainerView("app", self.image, "Always"),)
         )

@@ -110,8 +110,8 @@ def start_serve(tmp: Path, env: dict[str, str], *, timeout: float = 30) -> Serve
             raise AssertionError(f"serve exited {process.returncode}:\n{serve.output()}")
         try:
             return requests.get(f"{serve.url}/healthz", timeout=1).status_code == 200
-        except requests.ConnectionError:
-            return False
+        except (requests.ConnectionError, requests.Timeout):
+            return False  # not listening yet, or slow to answer on a busy machine: ask again
 
     try:
         wait_until(healthy, timeout, "/healthz")

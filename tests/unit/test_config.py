@@ -48,6 +48,7 @@ def test_defaults() -> None:
     assert cfg.rollout_method is RolloutMethod.DELETE
     assert cfg.emit_events is False
     assert cfg.registry_url == "https://forgejo.example:3000"
+    assert (cfg.watch_cache, cfg.cache_resync_seconds) == (True, 1800)
     assert cfg.workload_kinds == tuple(WorkloadKind)  # all three
 
 
@@ -64,9 +65,12 @@ def test_every_variable_parsed() -> None:
             "ROLLOUT_METHOD": "evict",
             "EMIT_EVENTS": "yes",
             "REGISTRY_SCHEME": "http",
+            "WATCH_CACHE": "false",
+            "CACHE_RESYNC_SECONDS": "600",
             "WORKLOAD_KINDS": "DaemonSet, deployment",
         }
     )
+    assert (cfg.watch_cache, cfg.cache_resync_seconds) == (False, 600)
     assert cfg.poll_interval_seconds == 30
     # Any case and spacing; one order (the kinds' own) whatever the order given.
     assert cfg.workload_kinds == (WorkloadKind.DEPLOYMENT, WorkloadKind.DAEMONSET)
@@ -105,10 +109,18 @@ def test_all_bad_values_reported_at_once_with_value_and_expected_form() -> None:
             "EMIT_EVENTS": "2",
             "LABEL_SELECTOR": "a=b,,c=d",
             "REGISTRY_SCHEME": "ftp",
+            "WATCH_CACHE": "sometimes",
+            "CACHE_RESYNC_SECONDS": "59",
             "WORKLOAD_KINDS": "deployment,replicaset",
         }
     )
+    assert (
+        "'59'" in found["CACHE_RESYNC_SECONDS"] and "60 to 86400" in found["CACHE_RESYNC_SECONDS"]
+    )
+    assert "true or false" in found["WATCH_CACHE"]
     assert set(found) == {
+        "WATCH_CACHE",
+        "CACHE_RESYNC_SECONDS",
         "FORGEJO_HOST",
         "POLL_INTERVAL_SECONDS",
         "LISTEN_ADDR",
@@ -236,7 +248,8 @@ def test_redacted_names_every_variable() -> None:
     assert view["FORGEJO_HOST"] == "forgejo.example:3000"
     assert view["LISTEN_ADDR"] == "0.0.0.0:8080"
     assert view["DRY_RUN"] == "false"
-    assert len(view) == 17  # LEADER_ELECTION=false; its details only when on
+    assert len(view) == 19  # LEADER_ELECTION=false; its details only when on
+    assert (view["WATCH_CACHE"], view["CACHE_RESYNC_SECONDS"]) == ("true", "1800")
     assert view["PASS_TIMEOUT_SECONDS"] == "300"
     assert view["ROLLOUT_HALTED_AFTER_SECONDS"] == "600"
     assert view["WORKLOAD_KINDS"] == "deployment,statefulset,daemonset"

@@ -226,10 +226,10 @@ CASES = [
     ),
     Case(
         "registry-not-asked-skips",
-        "registry unknown -> skip, never changed",
+        "a tag a targeted pass did not ask about -> skip quietly, never changed",
         [pod("a"), pod("b")],
         Verdict.SKIPPED,
-        Reason.REGISTRY_UNKNOWN,
+        Reason.NOT_IN_SCOPE,
         resolved={},
     ),
     # --- current / stale ----------------------------------------------------------------------
@@ -1041,6 +1041,7 @@ def test_warnings_are_flagged() -> None:
     assert not Reason.CONTENT_UNKNOWN.is_warning
     assert not Reason.PLATFORM_UNKNOWN.is_warning
     assert not Reason.UP_TO_DATE.is_warning
+    assert not Reason.NOT_IN_SCOPE.is_warning  # a targeted pass looks at other tags: normal
     assert not Reason.NOT_SETTLED.is_warning  # waiting for readiness is normal
 
 

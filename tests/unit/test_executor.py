@@ -10,8 +10,9 @@ from prometheus_client import CollectorRegistry
 from autoroll.decide import DeletePod
 from autoroll.executor import Executor, Outcome
 from autoroll.metrics import Metrics
-from autoroll.model import DeleteOutcome, Digest, Enrolled
+from autoroll.model import DeleteOutcome, Digest, Enrolled, WorkloadView
 from autoroll.reconciler import Reconciler
+from autoroll.scope import FULL, Scope
 from tests.unit.test_reconciler import FakeRegistry
 
 ACTION = DeletePod(
@@ -32,8 +33,11 @@ class Cluster:
         self.answer = answer
         self.calls: list[tuple[str, str, str]] = []
 
-    def snapshot(self) -> tuple[Enrolled, ...]:
+    def snapshot(self, scope: Scope = FULL) -> tuple[Enrolled, ...]:
         return ()
+
+    def read_now(self, workload: WorkloadView) -> Enrolled:
+        return Enrolled(workload, tuple(()))
 
     def delete_pod(self, namespace: str, name: str, uid: str) -> DeleteOutcome:
         self.calls.append((namespace, name, uid))
@@ -74,7 +78,7 @@ def test_a_follower_skips_the_whole_pass_without_reading_anything() -> None:
     cluster, registry = Cluster(DeleteOutcome.DELETED), FakeRegistry({})
     read: list[str] = []
 
-    def snapshot() -> tuple[Enrolled, ...]:
+    def snapshot(scope: Scope = FULL) -> tuple[Enrolled, ...]:
         read.append("snapshot")
         return ()
 

@@ -29,7 +29,8 @@ from autoroll.kube.transport import (
     KubeRest,
     connect,
 )
-from autoroll.model import DeleteOutcome, NodeView, WorkloadKind
+from autoroll.model import DeleteOutcome, NodeView, WorkloadKind, WorkloadView
+from autoroll.scope import ImageTag, Scope
 from tests.support.fake_api_client import FakeApiClient, Reply, always, status_body
 from tests.unit.test_kube_convert import as_json, k8s_deployment, k8s_pod
 from tests.unit.test_kube_convert_kinds import k8s_daemonset, k8s_statefulset, owned
@@ -495,3 +496,64 @@ def test_a_401_is_rejected_credentials_not_a_missing_rbac_rule(status: int) -> N
     assert message.startswith("list deployments (all namespaces): 401")
     assert "rejected the controller's credentials" in message
     assert "ClusterRole" not in message and "must grant" not in message
+
+
+# --- finding work for a scope, and the fresh read before acting --------------------------
+
+
+def test_a_targeted_snapshot_lists_only_the_namespaces_of_workloads_using_the_repository() -> None:
+    other = [client.V1Container(name="app", image="git.example.org/team/api:v2")]
+    deployments = [
+        k8s_deployment("web"),
+        k8s_deployment("api", namespace="blog", containers=other),
+    ]
+    rest = FakeRest(deployments, [k8s_pod("web-1"), k8s_pod("api-1", namespace="blog")])
+    cluster = KubeCluster(label_selector="x", rest=rest, kinds=[WorkloadKind.DEPLOYMENT])
+    snapshot = cluster.snapshot(Scope.of([ImageTag("team/app", "latest")]))
+    assert [e.workload.key for e in snapshot] == ["shop/deployment/web"]
+    assert rest.list_calls == ["shop"]  # blog holds no workload of team/app
+
+
+def test_read_now_is_one_narrow_list_with_the_workloads_own_selector() -> None:
+    expressions = [client.V1LabelSelectorRequirement(key="tier", operator="NotIn", values=["db"])]
+    deployment = k8s_deployment("web", expressions=expressions)
+    pods = [
+        k8s_pod("web-1"),
+        k8s_pod("web-db", labels={"app": "web", "tier": "db"}),  # the server would leave it out
+        k8s_pod("other", labels={"app": "other"}),
+    ]
+    rest = FakeRest([deployment], pods)
+    cluster = KubeCluster(label_selector="x", rest=rest)
+    [found] = cluster.snapshot()
+    rest.list_calls.clear()
+    rest.list_kwargs.clear()
+    fresh = cluster.read_now(found.workload)
+    assert fresh.workload is found.workload  # a Deployment: its pods are what is read
+    assert [p.name for p in fresh.pods] == ["web-1"]  # matched exactly, whatever the server sent
+    assert rest.list_calls == ["shop"]
+    assert rest.list_kwargs[0]["label_selector"] == "app=web,tier notin (db)"
+    assert rest.list_kwargs[0]["field_selector"] == LIVE_PODS_FIELD_SELECTOR
+
+
+def test_read_now_without_a_known_selector_is_a_clear_error_and_sends_nothing() -> None:
+    rest = FakeRest()
+    cluster = KubeCluster(label_selector="x", rest=rest)
+    view = WorkloadView("shop", "web", 1, ())
+    with pytest.raises(ClusterApiError, match="shop/deployment/web: its selector is not known"):
+        cluster.read_now(view)
+    assert rest.list_calls == []
+
+
+def test_every_request_is_observed_by_its_operation() -> None:
+    seen: list[str] = []
+    rest = FakeRest([k8s_deployment("web")], [k8s_pod("web-1")])
+    cluster = KubeCluster(
+        label_selector="x",
+        api_client_factory=lambda: rest._client,
+        observe=seen.append,
+        kinds=[WorkloadKind.DEPLOYMENT],
+    )
+    [found] = cluster.snapshot()
+    cluster.read_now(found.workload)
+    cluster.delete_pod("shop", "web-1", "uid-web-1")
+    assert seen == ["list deployments", "list pods", "list pods", "delete pod"]

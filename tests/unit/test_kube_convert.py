@@ -20,6 +20,7 @@ from autoroll.kube.convert import (
     ListedPod,
     Operator,
     Requirement,
+    SelectorIndex,
     default_pull_policy,
     deployment_from_json,
     group_pods,
@@ -28,6 +29,7 @@ from autoroll.kube.convert import (
     pod_list_selector,
     selector_from_json,
     selector_matches,
+    selector_query,
 )
 from autoroll.model import ContainerStatusView, ContainerView, WorkloadKind
 
@@ -447,3 +449,46 @@ def test_list_items_drops_managed_fields_and_keeps_the_rest() -> None:
 def test_list_items_refuses_what_is_not_a_list_answer(body: bytes, problem: str) -> None:
     with pytest.raises(ValueError, match=problem):
         list_items(body)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    selectors=st.lists(SELECTORS, min_size=1, max_size=5),
+    removed=st.sets(st.integers(0, 4), max_size=2),
+    labels=st.dictionaries(KEYS, VALUES, max_size=3),
+)
+def test_the_selector_index_finds_exactly_the_selectors_that_match(
+    selectors: list[LabelSelector], removed: set[int], labels: dict[str, str]
+) -> None:
+    index = SelectorIndex()
+    for n, selector in enumerate(selectors):
+        index.add(f"w{n}", selector)
+    index.add("w0", selectors[-1])  # filed again under another selector: the old one is gone
+    kept = {f"w{n}": s for n, s in enumerate(selectors)} | {"w0": selectors[-1]}
+    for n in removed:
+        index.remove(f"w{n}")
+        kept.pop(f"w{n}", None)
+    assert len(index) == len(kept)
+    assert index.matching(labels) == {k for k, s in kept.items() if selector_matches(s, labels)}
+
+
+@pytest.mark.parametrize(
+    ("selector", "query"),
+    [
+        (LabelSelector((("app", "web"), ("tier", "front"))), "app=web,tier=front"),
+        (
+            LabelSelector(
+                (),
+                (
+                    Requirement("app", Operator.IN, frozenset({"b", "a"})),
+                    Requirement("env", Operator.NOT_IN, frozenset({"prod"})),
+                    Requirement("tier", Operator.EXISTS),
+                    Requirement("canary", Operator.DOES_NOT_EXIST),
+                ),
+            ),
+            "app in (a,b),env notin (prod),tier,!canary",
+        ),
+    ],
+)
+def test_selector_query_renders_the_exact_selector(selector: LabelSelector, query: str) -> None:
+    assert selector_query(selector) == query

@@ -17,7 +17,8 @@ from autoroll.config import Config
 from autoroll.election import Timings
 from autoroll.leader import Elector, NudgeWatcher
 from autoroll.metrics import Metrics
-from autoroll.model import DeleteOutcome, Enrolled, LeaseRecord
+from autoroll.model import DeleteOutcome, Enrolled, LeaseRecord, WorkloadView
+from autoroll.scope import FULL, Scope
 from autoroll.server import Runtime, build_runtime
 from tests.support.wait import wait_until
 from tests.unit.test_leader import FakeLease
@@ -48,7 +49,10 @@ class GatedCluster:
         self.gate.set()
         self.in_pass = threading.Event()
 
-    def snapshot(self) -> Sequence[Enrolled]:
+    def read_now(self, workload: WorkloadView) -> Enrolled:
+        return Enrolled(workload, tuple(()))
+
+    def snapshot(self, scope: Scope = FULL) -> Sequence[Enrolled]:
         self.snapshots += 1
         self.in_pass.set()
         self.gate.wait(10)

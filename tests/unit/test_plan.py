@@ -21,6 +21,7 @@ from autoroll.model import (
     WorkloadView,
 )
 from autoroll.plan import HEADERS, render, rows, run_plan
+from autoroll.scope import FULL, Scope
 
 HOST = "git.example.org"
 IMAGE = f"{HOST}/team/app:latest"
@@ -56,8 +57,14 @@ class Cluster:
         self.items = items
         self.deleted: list[str] = []
 
-    def snapshot(self) -> Sequence[Enrolled]:
+    def snapshot(self, scope: Scope = FULL) -> Sequence[Enrolled]:
         return self.items
+
+    def read_now(self, workload: WorkloadView) -> Enrolled:
+        return Enrolled(
+            workload,
+            tuple(next((e.pods for e in self.items if e.workload.key == workload.key), ())),
+        )
 
     def delete_pod(self, namespace: str, name: str, uid: str) -> DeleteOutcome:
         self.deleted.append(name)

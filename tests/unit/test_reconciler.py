@@ -24,6 +24,7 @@ from autoroll.model import (
     WorkloadView,
 )
 from autoroll.reconciler import Reconciler
+from autoroll.scope import FULL, Scope
 
 HOST = "git.example.org"
 IMAGE = f"{HOST}/team/app:latest"
@@ -68,20 +69,38 @@ def enrolled(
 
 
 class FakeCluster:
+    """``items`` is what the snapshot finds (a cache, say); ``fresh`` what the API says now
+    about a workload's pods (by default the same), read by ``read_now``."""
+
     def __init__(
         self, items: Sequence[Enrolled], outcome: DeleteOutcome = DeleteOutcome.DELETED
     ) -> None:
         self.items = list(items)
+        self.fresh: dict[str, Sequence[PodView]] = {}
         self.deleted: list[tuple[str, str, str]] = []
         self.outcome = outcome
         self.fail_on: set[str] = set()
+        self.scopes: list[Scope] = []
+        self.reads: list[str] = []  # workload keys read fresh, in order
+        self.calls: list[str] = []  # "snapshot", "read <key>", "delete <pod>", in order
 
-    def snapshot(self) -> Sequence[Enrolled]:
+    def snapshot(self, scope: Scope = FULL) -> Sequence[Enrolled]:
+        self.scopes.append(scope)
+        self.calls.append("snapshot")
         return self.items
+
+    def read_now(self, workload: WorkloadView) -> Enrolled:
+        self.reads.append(workload.key)
+        self.calls.append(f"read {workload.key}")
+        if workload.key in self.fresh:
+            return Enrolled(workload, tuple(self.fresh[workload.key]))
+        pods = next((e.pods for e in self.items if e.workload.key == workload.key), ())
+        return Enrolled(workload, pods)
 
     def delete_pod(self, namespace: str, name: str, uid: str) -> DeleteOutcome:
         if name in self.fail_on:
             raise RuntimeError(f"API said no to {name}")
+        self.calls.append(f"delete {name}")
         self.deleted.append((namespace, name, uid))
         return self.outcome
 
@@ -316,9 +335,9 @@ def test_the_pass_lists_pods_then_reads_the_sighting_clock_then_asks_the_registr
     steps: list[str] = []
 
     class Recording(FakeCluster):
-        def snapshot(self) -> Sequence[Enrolled]:
+        def snapshot(self, scope: Scope = FULL) -> Sequence[Enrolled]:
             steps.append("list")
-            return super().snapshot()
+            return super().snapshot(scope)
 
     class RecordingRegistry(FakeRegistry):
         def resolve(self, refs: Iterable[TagRef]) -> Mapping[TagRef, Digest | Unknown]:
@@ -608,7 +627,7 @@ def test_a_pull_policy_that_is_not_always_warns_every_tick(
 
 def test_a_cluster_error_propagates_to_the_worker() -> None:
     class Down(FakeCluster):
-        def snapshot(self) -> Sequence[Enrolled]:
+        def snapshot(self, scope: Scope = FULL) -> Sequence[Enrolled]:
             raise ConnectionError("refused")
 
     reconciler, _ = make(Down([]), FakeRegistry({}))

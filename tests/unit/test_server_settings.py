@@ -13,7 +13,15 @@ from autoroll.decide import ChildrenRequest, ContentRequest
 from autoroll.http_worker import REQUEST_READ_SECONDS
 from autoroll.images import TagRef
 from autoroll.kube.transport import CONNECT_ATTEMPTS, LEASE_CALL_TIMEOUT, call_seconds
-from autoroll.model import DeleteOutcome, Digest, Enrolled, ImageContent, Unknown
+from autoroll.model import (
+    DeleteOutcome,
+    Digest,
+    Enrolled,
+    ImageContent,
+    Unknown,
+    WorkloadView,
+)
+from autoroll.scope import FULL, Scope
 from autoroll.server import (
     ELECTION_STOP_SECONDS,
     GRACEFUL_TIMEOUT_SECONDS,
@@ -38,8 +46,11 @@ ENV = {
 
 
 class NoCluster:
-    def snapshot(self) -> Sequence[Enrolled]:
+    def snapshot(self, scope: Scope = FULL) -> Sequence[Enrolled]:
         return ()
+
+    def read_now(self, workload: WorkloadView) -> Enrolled:
+        return Enrolled(workload, tuple(()))
 
     def delete_pod(self, namespace: str, name: str, uid: str) -> DeleteOutcome:
         raise AssertionError("nothing to delete")

@@ -9,6 +9,7 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
@@ -17,13 +18,13 @@ from flask.testing import FlaskClient
 from prometheus_client import CollectorRegistry
 
 from autoroll.metrics import Metrics
+from autoroll.scope import FULL, ImageTag, Scope
 from autoroll.web import (
     FORM_ENCODED_HINT,
     MAX_BODY_BYTES,
     create_app,
     form_payload,
     is_signed,
-    names_a_digest_version,
     signature_valid,
 )
 from autoroll.worker import Health, Nudge, Worker
@@ -39,9 +40,11 @@ def sign(body: bytes, secret: str = SECRET) -> str:
 class CountingNudge:
     def __init__(self) -> None:
         self.count = 0
+        self.scopes: list[Scope] = []
 
-    def __call__(self) -> None:
+    def __call__(self, scope: Scope = FULL) -> None:
         self.count += 1
+        self.scopes.append(scope)
 
 
 @pytest.fixture
@@ -175,29 +178,6 @@ def package_event(version: object, kind: object = "container") -> bytes:
     ).encode()
 
 
-@pytest.mark.parametrize(
-    ("body", "expected"),
-    [
-        (package_event(DIGEST), True),
-        (package_event("latest"), False),
-        (package_event("v1.2.3"), False),
-        (package_event(DIGEST.upper()), False),
-        (package_event(DIGEST[:-1]), False),
-        (package_event("sha512:" + "ab" * 64), False),
-        (package_event(DIGEST, kind="generic"), False),
-        (package_event(DIGEST, kind=None), False),
-        (package_event(7), False),
-        (b'{"package": "sha256:x"}', False),
-        (b'{"version": "' + DIGEST.encode() + b'"}', False),
-        (b"[]", False),
-        (b"", False),
-        (b"\xff not json", False),
-    ],
-)
-def test_names_a_digest_version(body: bytes, expected: bool) -> None:
-    assert names_a_digest_version(body) is expected
-
-
 def test_a_signed_digest_version_event_is_202_without_a_nudge(
     client: FlaskClient, nudge: CountingNudge, metrics: Metrics
 ) -> None:
@@ -207,6 +187,44 @@ def test_a_signed_digest_version_event_is_202_without_a_nudge(
     assert nudge.count == 0
     assert outcome(metrics, "digest-version") == 1
     assert outcome(metrics, "accepted") == 0
+
+
+GITEA = Path(__file__).parent / "data"
+
+
+def test_a_signed_container_tag_event_nudges_a_pass_targeted_at_that_tag(
+    client: FlaskClient, nudge: CountingNudge, metrics: Metrics
+) -> None:
+    body = (GITEA / "gitea-1.27-package-tag-user.json").read_bytes()  # as Gitea sent it
+    response = client.post("/webhook", data=body, headers={"X-Gitea-Signature": sign(body)})
+    assert response.status_code == 202
+    assert response.text == "targeted pass requested for team-owner/my-app:latest\n"
+    assert nudge.scopes == [Scope.of([ImageTag("team-owner/my-app", "latest")])]
+    assert (outcome(metrics, "targeted"), outcome(metrics, "accepted")) == (1, 0)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"{}", b"not json", package_event("latest", kind="npm"), BODY],
+    ids=["empty-object", "not-json", "npm-package", "no-type"],
+)
+def test_a_signed_body_naming_no_tag_nudges_a_full_pass(
+    client: FlaskClient, nudge: CountingNudge, metrics: Metrics, body: bytes
+) -> None:
+    response = client.post("/webhook", data=body, headers={"X-Forgejo-Signature": sign(body)})
+    assert (response.status_code, response.text) == (202, "reconcile requested\n")
+    assert nudge.scopes == [FULL]
+    assert (outcome(metrics, "targeted"), outcome(metrics, "accepted")) == (0, 1)
+
+
+def test_a_tag_event_with_a_bad_signature_nudges_nothing(
+    client: FlaskClient, nudge: CountingNudge, metrics: Metrics
+) -> None:
+    body = (GITEA / "gitea-1.27-package-tag-org.json").read_bytes()
+    response = client.post("/webhook", data=body, headers={"X-Gitea-Signature": "00" * 32})
+    assert response.status_code == 403
+    assert nudge.scopes == []
+    assert outcome(metrics, "targeted") == 0
 
 
 def test_an_unsigned_digest_version_event_is_still_403(
@@ -474,7 +492,7 @@ def test_an_empty_secret_is_refused(metrics: Metrics) -> None:
     with pytest.raises(ValueError, match="must not be empty"):
         create_app(
             webhook_secret="",
-            nudge=lambda: None,
+            nudge=lambda scope: None,
             metrics=metrics,
             live=lambda: Health(True, ""),
             ready=lambda: Health(True, ""),
@@ -495,7 +513,7 @@ def busy_worker(metrics: Metrics) -> Iterator[tuple[Worker, Nudge, threading.Eve
     release = threading.Event()
     entered = threading.Event()
 
-    def tick(stopping: Callable[[], bool]) -> None:
+    def tick(stopping: Callable[[], bool], scope: Scope) -> None:
         entered.set()
         release.wait(10)
 

@@ -12,6 +12,7 @@ import structlog
 from prometheus_client import CollectorRegistry
 
 from autoroll.metrics import Metrics
+from autoroll.scope import FULL, ImageTag, Scope
 from autoroll.worker import Nudge, Worker, WorkerStopTimeoutError, liveness, liveness_bound
 from tests.support.wait import wait_until
 
@@ -30,10 +31,12 @@ class GatedTick:
         self.max_running = 0
         self._lock = threading.Lock()
         self.fail_next = False
+        self.scopes: list[Scope] = []
 
-    def __call__(self, stopping: Callable[[], bool]) -> None:
+    def __call__(self, stopping: Callable[[], bool], scope: Scope) -> None:
         with self._lock:
             self.calls += 1
+            self.scopes.append(scope)
             self.running += 1
             self.max_running = max(self.max_running, self.running)
             fail, self.fail_next = self.fail_next, False
@@ -150,6 +153,72 @@ def test_the_poll_interval_alone_drives_passes(
         w.stop(timeout=5)
 
 
+APP = Scope.of([ImageTag("team/app", "latest")])
+API = Scope.of([ImageTag("team/api", "v2")])
+
+
+def test_the_first_pass_and_the_poll_are_full_and_a_targeted_nudge_runs_its_scope(
+    worker: Worker, tick: GatedTick, nudge: Nudge
+) -> None:
+    worker.start()
+    settle(worker, 1)
+    nudge.nudge(APP)
+    settle(worker, 2)
+    assert tick.scopes == [FULL, APP]
+
+
+def test_targeted_nudges_during_a_pass_merge_into_one_follow_up_for_all_their_tags(
+    worker: Worker, tick: GatedTick, nudge: Nudge
+) -> None:
+    tick.gate.clear()
+    worker.start()
+    assert tick.started.acquire(timeout=5)
+    nudge.nudge(APP)
+    nudge.nudge(API)
+    nudge.nudge(APP)
+    tick.gate.set()
+    settle(worker, 2)
+    assert tick.scopes == [FULL, APP.merge(API)]
+
+
+def test_a_full_nudge_absorbs_targeted_ones_pending_with_it(
+    worker: Worker, tick: GatedTick, nudge: Nudge
+) -> None:
+    tick.gate.clear()
+    worker.start()
+    assert tick.started.acquire(timeout=5)
+    nudge.nudge(APP)
+    nudge.nudge()
+    nudge.nudge(API)
+    tick.gate.set()
+    settle(worker, 2)
+    assert tick.scopes == [FULL, FULL]
+
+
+def test_a_stream_of_targeted_nudges_never_starves_the_poll(
+    tick: GatedTick, nudge: Nudge, metrics: Metrics
+) -> None:
+    """The poll is its own clock: full passes keep coming while webhooks keep arriving."""
+    w = Worker(tick, nudge=nudge, interval_seconds=0.3, metrics=metrics)
+    done = threading.Event()
+
+    def webhooks() -> None:
+        while not done.is_set():
+            nudge.nudge(APP)
+            time.sleep(0.02)
+
+    sender = threading.Thread(target=webhooks)
+    w.start()
+    sender.start()
+    try:
+        wait_until(lambda: tick.scopes.count(FULL) >= 4, 30, "four full passes")
+        assert APP in tick.scopes
+    finally:
+        done.set()
+        sender.join(5)
+        w.stop(timeout=5)
+
+
 def test_a_failing_pass_is_counted_and_survived(
     worker: Worker,
     tick: GatedTick,
@@ -172,7 +241,7 @@ def test_a_failing_pass_is_counted_and_survived(
 def test_expected_errors_log_one_line_without_traceback(
     nudge: Nudge, metrics: Metrics, caplog: pytest.LogCaptureFixture
 ) -> None:
-    def tick(stopping: Callable[[], bool]) -> None:
+    def tick(stopping: Callable[[], bool], scope: Scope) -> None:
         raise ConnectionError("API at https://127.0.0.1:1 refused the connection")
 
     w = Worker(
@@ -205,7 +274,7 @@ def test_stop_lets_the_pass_see_stopping(nudge: Nudge, metrics: Metrics) -> None
     seen: list[bool] = []
     entered = threading.Event()
 
-    def tick(stopping: Callable[[], bool]) -> None:
+    def tick(stopping: Callable[[], bool], scope: Scope) -> None:
         entered.set()
         wait_until(stopping)
         seen.append(stopping())
@@ -304,7 +373,7 @@ def test_a_pass_is_told_to_stop_once_it_runs_past_its_timeout(
     seen: list[bool] = []
     done = threading.Event()
 
-    def tick(stopping: Callable[[], bool]) -> None:
+    def tick(stopping: Callable[[], bool], scope: Scope) -> None:
         seen.append(stopping())
         clock.now += 301
         seen.append(stopping())
@@ -333,7 +402,7 @@ def test_every_line_of_a_pass_carries_its_pass_id_and_the_pass_ends_with_its_dur
     inner = logging.getLogger("autoroll.test.inner")
     ids: list[str] = []
 
-    def tick(stopping: Callable[[], bool]) -> None:
+    def tick(stopping: Callable[[], bool], scope: Scope) -> None:
         inner.info("deciding")
         raise RuntimeError("boom")  # the worker's own failure line is part of the pass too
 

@@ -199,6 +199,19 @@ Takes the root context.
 {{- end -}}
 
 {{/*
+autoroll.readVerbs: the verbs the ClusterRole grants on what the controller reads (the
+workload kinds and pods): ["list"], and "watch" beside it when the watched cache is on
+(watchCache.enabled), as a JSON list. Takes the root context.
+*/}}
+{{- define "autoroll.readVerbs" -}}
+{{- if .Values.watchCache.enabled -}}
+{{- list "list" "watch" | mustToJson -}}
+{{- else -}}
+{{- list "list" | mustToJson -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
 autoroll.leaderElection: "true" when replicaCount > 1 or leaderElection.force is set (only
 then do replicas elect a leader, and only then does the chart grant Lease access), else "".
 Takes the root context.

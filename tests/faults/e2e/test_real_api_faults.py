@@ -26,19 +26,21 @@ import pytest
 import requests
 from flask import Flask
 from prometheus_client import CollectorRegistry
+from prometheus_client.parser import text_string_to_metric_families
 
 from autoroll.kube import ClusterError, KubeCluster, connect
 from autoroll.metrics import Metrics
-from autoroll.model import DeleteOutcome, Enrolled
+from autoroll.model import DeleteOutcome, Enrolled, WorkloadView
 from autoroll.reconciler import Reconciler, TickReport
 from autoroll.registry import RegistryClient
+from autoroll.scope import FULL, Scope
 from autoroll.web import create_app
 from autoroll.worker import Nudge, Worker, WorkerStopTimeoutError
 from tests.conftest import require_tool
 from tests.e2e.controller import running_autoroll
 from tests.e2e.controlplane import Binaries, ControlPlane, running_control_plane
 from tests.e2e.helpers import apps_api, core_api, deployment, image_ids, is_ready
-from tests.e2e.kubelet import RegistryResolver, SimulatedKubelet
+from tests.e2e.kubelet import Behaviour, RegistryResolver, SimulatedKubelet
 from tests.support.registry import ImagePusher, RegistryServer, running_registry
 from tests.support.wait import eventually
 
@@ -204,8 +206,11 @@ class BeforeFirstDelete:
         self.inner = inner
         self.hook: Callable[[], None] | None = hook
 
-    def snapshot(self) -> Sequence[Enrolled]:
-        return self.inner.snapshot()
+    def snapshot(self, scope: Scope = FULL) -> Sequence[Enrolled]:
+        return self.inner.snapshot(scope)
+
+    def read_now(self, workload: WorkloadView) -> Enrolled:
+        return self.inner.read_now(workload)
 
     def delete_pod(self, namespace: str, name: str, uid: str) -> DeleteOutcome:
         hook, self.hook = self.hook, None
@@ -269,8 +274,8 @@ def controller(cluster_port: Any, registry: RegistryServer) -> Controller:
     )
     reports: list[TickReport] = []
 
-    def tick(stopping: Callable[[], bool]) -> TickReport:
-        report = reconciler.tick(stopping)
+    def tick(stopping: Callable[[], bool], scope: Scope = FULL) -> TickReport:
+        report = reconciler.tick(stopping, scope)
         reports.append(report)
         return report
 
@@ -484,3 +489,100 @@ def kube_cluster(cluster: Cluster, namespace: str) -> KubeCluster:
         api_client_factory=lambda: connect({"KUBECONFIG": str(cluster.plane.kubeconfig)}),
         request_timeout=(2.0, 5.0),
     )
+
+
+# -- the watch breaks mid-rollout ------------------------------------------------------------
+
+
+def _metric(autoroll: Any, name: str, labels: dict[str, str] | None = None) -> float:
+    """One sample of ``autoroll serve``'s /metrics (summed over the labels not given)."""
+    text = requests.get(f"{autoroll.url}/metrics", timeout=5).text
+    total = 0.0
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == name and all(
+                sample.labels.get(k) == v for k, v in (labels or {}).items()
+            ):
+                total += sample.value
+    return total
+
+
+def _replacements(cluster: Cluster, namespace: str, uids: set[str]) -> list[Any]:
+    return [
+        p
+        for p in cluster.core.list_namespaced_pod(namespace).items
+        if p.metadata.uid not in uids and p.metadata.deletion_timestamp is None
+    ]
+
+
+def test_the_watch_breaks_mid_rollout_and_no_second_pod_goes_while_the_replacement_is_unready(
+    cluster: Cluster,
+) -> None:
+    """``autoroll serve`` with its watched cache (the default) deletes the first of three stale
+    pods; the replacement (simulated kubelet: held unready) is not Ready. The API server is
+    killed and started again, so every watch breaks and the cache relists. Over many passes
+    before and after the break, no second pod is deleted; once the replacement is Ready the
+    roll goes on to the end (the row is not vacuous)."""
+    namespace = f"watch-break-{secrets.token_hex(3)}"
+    _, new, uids = deploy_stale(cluster, namespace, replicas=3)
+    cluster.kubelet.behave(new, Behaviour(ready_after=24 * 3600))  # v2 pods stay unready
+    try:
+        extra = {"LABEL_SELECTOR": selector(namespace), "WATCH_CACHE": "true"}
+        with running_autoroll(
+            plane=cluster.plane, registry=cluster.registry, poll_seconds=5, extra_env=extra
+        ) as autoroll:
+            eventually(
+                lambda: _exactly(len(_gone(cluster, namespace, uids)), 1),
+                timeout=120,
+                what="the first deletion",
+            )
+            eventually(
+                lambda: _exactly(len(_replacements(cluster, namespace, uids)), 1),
+                timeout=60,
+                what="the replacement pod",
+            )
+            relists = _metric(autoroll, "autoroll_cache_relists_total")
+            cluster.restarts.start(cluster.restarts.stop())  # every watch breaks
+            eventually(
+                lambda: _at_least(
+                    int(_metric(autoroll, "autoroll_cache_relists_total")), int(relists) + 1
+                ),
+                timeout=120,
+                what="the cache to relist after the break",
+            )
+            eventually(
+                lambda: _exactly(_metric(autoroll, "autoroll_cache_synced"), 1.0),
+                timeout=120,
+                what="the cache to be synced again",
+            )
+
+            def ok_passes() -> int:
+                return int(_metric(autoroll, "autoroll_ticks_total", {"outcome": "ok"}))
+
+            passes = ok_passes()
+            # Passes on the relisted cache (poll every 5 s, and webhooks): still one gone.
+            for n in range(1, 6):
+                assert autoroll.webhook() == 202
+                eventually(
+                    lambda n=n: _at_least(ok_passes(), passes + n),  # type: ignore[misc]
+                    timeout=60,
+                    what="another pass",
+                )
+                assert len(_gone(cluster, namespace, uids)) == 1
+                replacement = _replacements(cluster, namespace, uids)
+                assert len(replacement) == 1 and not is_ready(replacement[0])
+            assert len(autoroll.lines("deleted stale pod")) == 1
+
+            cluster.kubelet.behave(new, Behaviour())  # the replacement becomes Ready
+            eventually(
+                lambda: _all_ready(cluster, namespace, 3, new),
+                timeout=180,
+                what="the roll to finish after the replacement is Ready",
+            )
+            assert len(autoroll.lines("deleted stale pod")) == 3
+    finally:
+        cluster.kubelet.behave(new, Behaviour())
+
+
+def _exactly(value: float, wanted: float) -> None:
+    assert value == wanted, f"{value} != {wanted}"

@@ -1,0 +1,576 @@
+"""The watched cache: enrolled workloads and their pods in memory, for *finding* work.
+
+One informer (``autoroll.kube.informer``) per enabled kind keeps the enrolled workloads
+(Deployments, StatefulSets, DaemonSets; cluster-wide, by the enrolment label); one informer
+per namespace that holds an enrolled workload keeps its live pods, narrowed by the same
+label selector a pass's pod list uses (``pod_list_selector``). When the enrolled workloads
+of a namespace change that selector, that namespace's informer lists again with the new
+one; a namespace left without enrolled workloads is dropped. Pods are filed under every
+workload that claims them, by the rule a listing uses (its selector, found through a
+``SelectorIndex``, and for StatefulSets and DaemonSets its ownerReference:
+``convert.owns``), and workloads under the repositories their templates use, so a
+targeted pass finds its workloads without looking at the others. Workloads are keyed by
+their own ``key`` (namespace, kind and name), so kinds never collide.
+
+What the cache is *not*: a source of decisions. ``snapshot`` answers where to look (None
+whenever any informer is not synced: the pass then lists the API, as without a cache), and
+before any deletion the pass reads that workload fresh from the API
+(``KubeCluster.read_now``) and decides on that read alone (docs/adr/017).
+
+Listeners (``subscribe``) are told which workload keys changed — their pods or their
+object — after each change is applied, outside the lock: the roll pacer
+(``autoroll.pacer``) looks again as soon as a rolling workload's replacement is Ready.
+
+Thread-safety: informer threads apply changes and passes read snapshots under one lock;
+nothing blocking happens while it is held.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Final
+
+from autoroll.kube.convert import (
+    LabelSelector,
+    ListedPod,
+    SelectorIndex,
+    owns,
+    pod_from_json,
+    pod_list_selector,
+    selector_matches,
+    template_repositories,
+    workload_from_json,
+)
+from autoroll.kube.informer import Collection, Informer, stop_all
+from autoroll.kube.transport import (
+    LIST_PODS,
+    LIST_WORKLOADS,
+    LIVE_PODS_FIELD_SELECTOR,
+    WATCH_PODS,
+    WATCH_WORKLOADS,
+    LazyRest,
+    segment,
+)
+from autoroll.metrics import Metrics
+from autoroll.model import ContainerView, Enrolled, PodView, WorkloadKind, WorkloadView
+from autoroll.scope import Scope
+
+log = logging.getLogger(__name__)
+
+#: A full relist this often, in case a watch ever lost an event (none is known to).
+RESYNC_SECONDS: Final = 1800.0
+#: Seconds ``stop`` waits for every informer thread.
+STOP_SECONDS: Final = 5.0
+
+Workload = tuple[WorkloadView, LabelSelector]
+Pod = ListedPod
+Listener = Callable[[frozenset[str]], None]
+
+
+@dataclass
+class _Space:
+    """One namespace: its informer, its pods, and which workload each pod belongs to."""
+
+    namespace: str
+    informer: Informer[Pod]
+    selector: str | None  # the narrowing wanted; the informer lists with it once restarted
+    ready: bool = False  # listed with ``selector`` and not broken since
+    index: SelectorIndex = field(default_factory=SelectorIndex)
+    views: dict[str, WorkloadView] = field(default_factory=dict)  # key -> workload, as filed
+    pods: dict[str, Pod] = field(default_factory=dict)  # uid -> pod
+    members: dict[str, set[str]] = field(default_factory=dict)  # workload key -> pod uids
+    owners: dict[str, set[str]] = field(default_factory=dict)  # pod uid -> workload keys
+
+    def claims(self, key: str, pod: Pod) -> bool:
+        view = self.views.get(key)
+        return view is not None and owns(view, pod)
+
+    def file(self, uid: str, pod: Pod) -> set[str]:
+        """File (or re-file) one pod; returns every workload key it was or is now under."""
+        before = self.unfile(uid)
+        self.pods[uid] = pod
+        now = {key for key in self.index.matching(pod.labels) if self.claims(key, pod)}
+        for key in now:
+            self.members.setdefault(key, set()).add(uid)
+        if now:
+            self.owners[uid] = now
+        return before | now
+
+    def unfile(self, uid: str) -> set[str]:
+        self.pods.pop(uid, None)
+        keys = self.owners.pop(uid, set())
+        for key in keys:
+            self.members.get(key, set()).discard(uid)
+        return keys
+
+    def put_workload(self, view: WorkloadView, selector: LabelSelector) -> None:
+        """File (or re-file) one workload and re-match the namespace's pods against it."""
+        key = view.key
+        before, self.views[key] = self.views.get(key), view
+        if before is not None and before.uid == view.uid and self.index.get(key) == selector:
+            return  # its claim on pods is unchanged
+        self.index.add(key, selector)
+        self._rematch(key, selector)
+
+    def drop_workload(self, key: str) -> None:
+        self.views.pop(key, None)
+        self.index.remove(key)
+        self._rematch(key, None)
+
+    def _rematch(self, key: str, selector: LabelSelector | None) -> None:
+        for uid in self.members.pop(key, set()):
+            self.owners.get(uid, set()).discard(key)
+        if selector is None:
+            return
+        found = {
+            uid
+            for uid, pod in self.pods.items()
+            if selector_matches(selector, pod.labels) and self.claims(key, pod)
+        }
+        if found:
+            self.members[key] = found
+            for uid in found:
+                self.owners.setdefault(uid, set()).add(key)
+
+
+class WatchCache:
+    """Enrolled workloads and their pods from list + watch (module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        label_selector: str,
+        rest: LazyRest,
+        kinds: Iterable[WorkloadKind] = tuple(WorkloadKind),
+        metrics: Metrics | None = None,
+        resync_seconds: float = RESYNC_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+        informer: type[Informer[Any]] = Informer,
+    ) -> None:
+        self._label_selector = label_selector
+        self._informer = informer
+        self._rest = rest
+        self._metrics = metrics
+        self._resync = resync_seconds
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._listeners: list[Listener] = []
+        self._workloads: dict[str, Workload] = {}  # object uid -> workload (any kind)
+        self._keys: dict[str, str] = {}  # workload key -> object uid
+        self._repositories: dict[str, set[str]] = {}  # repository -> workload keys
+        self._spaces: dict[str, _Space] = {}
+        self._kinds_ready: set[WorkloadKind] = set()  # listed, and not broken since
+        self._retired: list[Informer[Pod]] = []
+        self._stopping = threading.Event()
+        self._changed = threading.Condition(self._lock)
+        self._containers: dict[ContainerView, ContainerView] = {}  # one object per spec
+        self._troubled = False  # a list or watch failed since the cache was last synced
+        wanted = set(kinds)
+        self._kinds = tuple(k for k in WorkloadKind if k in wanted)
+        self._workload_informers: list[Informer[Workload]] = [
+            informer(
+                Collection(
+                    f"/apis/apps/v1/{kind.resource}",
+                    "(all namespaces)",
+                    LIST_WORKLOADS[kind],
+                    WATCH_WORKLOADS[kind],
+                    label_selector=label_selector,
+                ),
+                rest=rest,
+                convert=_converter(kind),
+                sink=_WorkloadSink(self, kind),
+                resync_seconds=resync_seconds,
+                on_list=lambda cause: self._relisted("workloads", cause),
+                clock=clock,
+                name=f"watch-{kind.resource}",
+            )
+            for kind in self._kinds
+        ]
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the workload informers; pod informers start once every kind is listed."""
+        for informer in self._workload_informers:
+            informer.start()
+
+    def request_stop(self) -> None:
+        self._stopping.set()
+        for informer in self._informers():
+            informer.request_stop()
+
+    def stop(self, timeout: float = STOP_SECONDS) -> None:
+        self.request_stop()
+        stop_all(self._informers(), timeout)
+
+    def _informers(self) -> list[Informer[Any]]:
+        with self._lock:
+            self._changed.notify_all()
+            found: list[Informer[Any]] = list(self._workload_informers)
+            found += [space.informer for space in self._spaces.values()]
+            return found + self._retired
+
+    # -- what passes ask ---------------------------------------------------------------------
+
+    @property
+    def synced(self) -> bool:
+        with self._lock:
+            return self._synced_locked()
+
+    def wait_synced(self, timeout: float, *, until_trouble: bool = False) -> bool:
+        """Block until synced (True), ``timeout`` passes or the cache is stopped (False);
+        with ``until_trouble``, also stop (False) once any list or watch has failed since
+        the cache was last synced: the API is not answering, and waiting would only delay
+        the pass that reports it."""
+        deadline = self._clock() + timeout
+        with self._lock:
+            while not self._synced_locked():
+                left = deadline - self._clock()
+                if left <= 0 or self._stopping.is_set() or (until_trouble and self._troubled):
+                    return False
+                self._changed.wait(min(left, 0.5))
+            return True
+
+    def snapshot(self, scope: Scope) -> tuple[Enrolled, ...] | None:
+        """The workloads ``scope`` may concern (a targeted scope: those using one of its
+        repositories) with their cached pods; None when not synced."""
+        with self._lock:
+            if not self._synced_locked():
+                return None
+            if scope.is_full:
+                keys: Iterable[str] = self._keys
+            else:
+                keys = set().union(*(self._repositories.get(r, ()) for r in scope.repositories))
+            found = [self._enrolled(key) for key in keys]
+        return tuple(sorted(found, key=lambda e: e.workload.key))
+
+    def selector(self, key: str) -> LabelSelector | None:
+        """The pod selector of the workload ``key`` as last seen (for a fresh read)."""
+        with self._lock:
+            uid = self._keys.get(key)
+            return self._workloads[uid][1] if uid is not None else None
+
+    # -- WatchPort ---------------------------------------------------------------------------
+
+    def subscribe(self, listener: Listener) -> None:
+        with self._lock:
+            self._listeners.append(listener)
+
+    def cached(self, key: str) -> Enrolled | None:
+        with self._lock:
+            if key not in self._keys or not self._synced_locked():
+                return None
+            return self._enrolled(key)
+
+    def counts(self) -> tuple[int, int]:
+        """(workloads, pods) held now."""
+        with self._lock:
+            return len(self._workloads), sum(len(s.pods) for s in self._spaces.values())
+
+    # -- changes (called from informer threads) --------------------------------------------
+
+    def _workloads_replaced(self, kind: WorkloadKind, items: Mapping[str, Workload]) -> None:
+        with self._lock:
+            self._kinds_ready.add(kind)
+            old = [uid for uid, (view, _) in self._workloads.items() if view.kind is kind]
+            changed = {self._workloads[uid][0].key for uid in old}
+            namespaces = {self._workloads[uid][0].namespace for uid in old}
+            for uid in old:
+                self._drop_workload_locked(uid)
+            for uid, workload in items.items():
+                self._put_workload_locked(uid, workload)
+                changed.add(workload[0].key)
+            # Every namespace: the first time every kind is in, no namespace has its space yet.
+            namespaces |= {view.namespace for view, _ in self._workloads.values()}
+            self._arrange_spaces_locked(namespaces | set(self._spaces))
+        self._after(changed)
+
+    def _workload_upserted(self, uid: str, workload: Workload) -> None:
+        with self._lock:
+            changed = self._drop_workload_locked(uid, keep_members=True)
+            self._put_workload_locked(uid, workload)
+            changed.add(workload[0].key)
+            self._arrange_spaces_locked({workload[0].namespace})
+        self._after(changed)
+
+    def _workload_deleted(self, uid: str) -> None:
+        with self._lock:
+            workload = self._workloads.get(uid)
+            changed = self._drop_workload_locked(uid)
+            if workload is not None:
+                self._arrange_spaces_locked({workload[0].namespace})
+        self._after(changed)
+
+    def _pods_replaced(self, space: _Space, items: Mapping[str, Pod]) -> None:
+        with self._lock:
+            if self._spaces.get(space.namespace) is not space:
+                return  # a dropped namespace's informer, still stopping
+            # Listed with an older narrowing than wanted: not ready until the restart lists.
+            space.ready = space.informer.listing_selector == space.selector
+            changed = set(space.members)
+            for uid in list(space.pods):
+                space.unfile(uid)
+            for uid, pod in items.items():
+                changed |= space.file(uid, self._interned(pod))
+            self._count_locked()
+        self._after(changed)
+
+    def _pod_upserted(self, space: _Space, uid: str, pod: Pod) -> None:
+        with self._lock:
+            if self._spaces.get(space.namespace) is not space:
+                return
+            changed = space.file(uid, self._interned(pod))
+        self._after(changed)
+
+    def _pod_deleted(self, space: _Space, uid: str) -> None:
+        with self._lock:
+            if self._spaces.get(space.namespace) is not space:
+                return
+            changed = space.unfile(uid)
+        self._after(changed)
+
+    def _unsynced(self, space: _Space | WorkloadKind) -> None:
+        """An informer's watch broke (a namespace's pods, or a kind's workloads): not ready
+        until it has listed again."""
+        with self._lock:
+            if isinstance(space, WorkloadKind):
+                self._kinds_ready.discard(space)
+            else:
+                space.ready = False
+            self._troubled = True
+            self._changed.notify_all()
+        if self._metrics is not None:
+            self._metrics.cache_synced.set(0)
+
+    # -- the bookkeeping (lock held) ---------------------------------------------------------
+
+    def _put_workload_locked(self, uid: str, workload: Workload) -> None:
+        view, selector = workload
+        key = view.key
+        self._workloads[uid] = workload
+        self._keys[key] = uid
+        for repository in template_repositories(view):
+            self._repositories.setdefault(repository, set()).add(key)
+        space = self._spaces.get(view.namespace)
+        if space is not None:
+            space.put_workload(view, selector)
+
+    def _drop_workload_locked(self, uid: str, *, keep_members: bool = False) -> set[str]:
+        """Forget a workload (its pods stay cached while its namespace is watched);
+        ``keep_members`` when it is put back at once (an update)."""
+        workload = self._workloads.pop(uid, None)
+        if workload is None:
+            return set()
+        view = workload[0]
+        key = view.key
+        if self._keys.get(key) == uid:
+            del self._keys[key]
+        for repository in template_repositories(view):
+            keys = self._repositories.get(repository)
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del self._repositories[repository]
+        space = self._spaces.get(view.namespace)
+        if space is not None and not keep_members:
+            space.drop_workload(key)
+        return {key}
+
+    def _arrange_spaces_locked(self, namespaces: Iterable[str]) -> None:
+        """Start, restart or drop each namespace's pod informer to match its workloads."""
+        if self._stopping.is_set() or not self._workloads_ready_locked():
+            return
+        by_namespace: dict[str, list[Workload]] = {}
+        for workload in self._workloads.values():
+            by_namespace.setdefault(workload[0].namespace, []).append(workload)
+        for namespace in sorted(set(namespaces)):
+            workloads = by_namespace.get(namespace, [])
+            space = self._spaces.get(namespace)
+            if not workloads:
+                if space is not None:
+                    del self._spaces[namespace]
+                    space.informer.request_stop()
+                    self._retired.append(space.informer)
+                continue
+            wanted = pod_list_selector(s for _, s in workloads)
+            if space is None:
+                space = self._new_space(namespace, wanted)
+                self._spaces[namespace] = space
+                space.informer.start()
+            elif space.selector != wanted:
+                # Pods the old narrowing left out were never seen: list with the new one.
+                space.selector = wanted
+                space.ready = False
+                space.informer.restart(wanted)
+            keys = {view.key for view, _ in workloads}
+            for key in space.index.keys() - keys:
+                space.drop_workload(key)
+            for view, selector in workloads:
+                space.put_workload(view, selector)
+        self._retired = [i for i in self._retired if i.alive]
+        self._count_locked()
+
+    def _new_space(self, namespace: str, selector: str | None) -> _Space:
+        sink = _PodSink(self)
+        informer: Informer[Pod] = self._informer(
+            Collection(
+                f"/api/v1/namespaces/{segment(namespace)}/pods",
+                f"in namespace {namespace}",
+                LIST_PODS,
+                WATCH_PODS,
+                label_selector=selector,
+                field_selector=LIVE_PODS_FIELD_SELECTOR,
+            ),
+            rest=self._rest,
+            convert=_pod,
+            sink=sink,
+            resync_seconds=self._resync,
+            on_list=lambda cause: self._relisted("pods", cause),
+            clock=self._clock,
+            name=f"watch-pods-{namespace}",
+        )
+        space = _Space(namespace, informer, selector)
+        sink.space = space
+        return space
+
+    def _workloads_ready_locked(self) -> bool:
+        return self._kinds_ready.issuperset(self._kinds)
+
+    def _synced_locked(self) -> bool:
+        return (
+            self._workloads_ready_locked()
+            and not self._stopping.is_set()
+            and all(space.ready for space in self._spaces.values())
+        )
+
+    def _enrolled(self, key: str) -> Enrolled:
+        view, _ = self._workloads[self._keys[key]]
+        space = self._spaces.get(view.namespace)
+        if space is None:  # cannot happen once synced (every namespace has its space)
+            return Enrolled(view, ())
+        pods = (space.pods[uid].view for uid in space.members.get(key, ()))
+        return Enrolled(view, tuple(sorted(pods, key=lambda p: p.name)))
+
+    def _interned(self, pod: Pod) -> Pod:
+        """The same container spec once for all pods of a template (memory per pod)."""
+        containers = tuple(self._containers.setdefault(c, c) for c in pod.view.containers)
+        if len(self._containers) > 4 * max(1, len(self._workloads)) + 1024:
+            self._containers.clear()  # bounded: specs of deleted templates go
+        return ListedPod(_with_containers(pod.view, containers), pod.labels, pod.controller_uid)
+
+    def _count_locked(self) -> None:
+        if self._metrics is None:
+            return
+        self._metrics.cache_objects.labels(kind="workloads").set(len(self._workloads))
+        self._metrics.cache_objects.labels(kind="pods").set(
+            sum(len(s.pods) for s in self._spaces.values())
+        )
+
+    def _relisted(self, kind: str, cause: str) -> None:
+        if self._metrics is not None:
+            self._metrics.cache_relists.labels(cause=cause).inc()
+        log.debug("watched cache: listing %s (%s)", kind, cause)
+
+    def _after(self, changed: set[str]) -> None:
+        """Wake waiters, update the gauge, tell the listeners (outside the lock)."""
+        with self._lock:
+            synced = self._synced_locked()
+            if synced:
+                self._troubled = False
+            self._changed.notify_all()
+            listeners = list(self._listeners)
+        if self._metrics is not None:
+            self._metrics.cache_synced.set(1 if synced else 0)
+        if not changed:
+            return
+        keys = frozenset(changed)
+        for listener in listeners:
+            try:
+                listener(keys)
+            except Exception:  # a listener's bug must not stop the watch
+                log.exception("a watched-cache listener failed")
+
+
+class _WorkloadSink:
+    def __init__(self, cache: WatchCache, kind: WorkloadKind) -> None:
+        self._cache = cache
+        self._kind = kind
+
+    def replaced(self, items: Mapping[str, Workload]) -> None:
+        self._cache._workloads_replaced(self._kind, items)
+
+    def upserted(self, uid: str, item: Workload) -> None:
+        self._cache._workload_upserted(uid, item)
+
+    def deleted(self, uid: str) -> None:
+        self._cache._workload_deleted(uid)
+
+    def unsynced(self) -> None:
+        self._cache._unsynced(self._kind)
+
+
+class _PodSink:
+    """One namespace's informer's sink; knows its ``_Space`` (set right after it is made)."""
+
+    space: _Space
+
+    def __init__(self, cache: WatchCache) -> None:
+        self._cache = cache
+
+    def replaced(self, items: Mapping[str, Pod]) -> None:
+        self._cache._pods_replaced(self.space, items)
+
+    def upserted(self, uid: str, item: Pod) -> None:
+        self._cache._pod_upserted(self.space, uid, item)
+
+    def deleted(self, uid: str) -> None:
+        self._cache._pod_deleted(self.space, uid)
+
+    def unsynced(self) -> None:
+        self._cache._unsynced(self.space)
+
+
+def _converter(kind: WorkloadKind) -> Callable[[dict[str, Any]], Workload | None]:
+    def convert(raw: dict[str, Any]) -> Workload | None:
+        try:
+            return workload_from_json(kind, raw)
+        except (ValueError, TypeError, AttributeError) as exc:
+            meta = raw.get("metadata") or {}
+            log.warning(
+                "ignoring %s %s/%s: %s",
+                kind.api_kind,
+                meta.get("namespace", "?"),
+                meta.get("name", "?"),
+                exc,
+            )
+            return None
+
+    return convert
+
+
+def _pod(raw: dict[str, Any]) -> Pod | None:
+    try:
+        pod = pod_from_json(raw)
+    except (ValueError, TypeError, AttributeError):
+        return None
+    # Label keys repeat across every pod: one string each.
+    labels = {sys.intern(k): v for k, v in pod.labels.items()}
+    return ListedPod(pod.view, labels, pod.controller_uid)
+
+
+def _with_containers(view: PodView, containers: tuple[ContainerView, ...]) -> PodView:
+    """``view`` with the shared container specs, its namespace and phase interned."""
+    return replace(
+        view,
+        namespace=sys.intern(view.namespace),
+        phase=sys.intern(view.phase),
+        containers=containers,
+    )
+
+
+__all__ = ["RESYNC_SECONDS", "WatchCache"]

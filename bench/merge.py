@@ -1,0 +1,74 @@
+"""``python -m bench.merge SMALLER.json LARGEST.json``: one report from two runs.
+
+On a shared 2-core machine one run of every size takes longer than the time it may have, so
+it can run as ``bench.run --smaller`` (every size below 10,000, one image count, the pushes at
+2,058 and jobhash) and ``bench.run --largest`` (the 10,000 cell, its pushes and the webhook
+load), at the same time or one after the other. This writes ``bench/results.json`` and
+``docs/performance.md`` as one run would, saying under what load each part ran.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from bench.report import render
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def merge(smaller: dict[str, Any], largest: dict[str, Any]) -> dict[str, Any]:
+    """The two runs' results as one: cells and pushes of both, the rest from its owner."""
+    merged = dict(smaller)
+    merged["scale"] = list(smaller.get("scale", ())) + list(largest.get("scale", ()))
+    merged["push"] = {**smaller.get("push", {}), **largest.get("push", {})}
+    if largest.get("load"):
+        merged["load"] = largest["load"]
+    # A --largest run stopped part-way leaves results.partial.json: what it measured, without
+    # its sizes, times or closing load.
+    partial = bool(largest.get("partial"))
+    big = largest.get("sizes") or {"images": [200], "huge": [10000]}
+    sizes = dict(smaller["sizes"])
+    sizes["images"] = sorted(set(smaller["sizes"]["images"]) | set(big["images"]))
+    sizes["deployments"] = list(smaller["sizes"]["deployments"]) + list(big.get("huge", ()))
+    merged["sizes"] = sizes
+    merged["elapsed_s"] = max(smaller["elapsed_s"], largest.get("elapsed_s", 0.0))
+    machine = dict(smaller["machine"])
+    for key in ("load_before", "load_after"):
+        other = largest["machine"].get(key, "(stopped part-way: not taken)")
+        machine[key] = f"{smaller['machine'][key]} (--smaller), {other} (--largest)"
+    merged["machine"] = machine
+    merged["largest_partial"] = partial
+    if largest.get("note"):
+        merged["largest_note"] = largest["note"]
+    merged["command"] = (
+        "python -m bench.run --smaller --json S.json & python -m bench.run --largest"
+        " --json L.json; python -m bench.merge S.json L.json"
+    )
+    merged["date"] = max(smaller["date"], largest.get("date", ""))
+    merged["parts"] = {"smaller": smaller["date"], "largest": largest.get("date", "part-way")}
+    return merged
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) != 2:
+        print("usage: python -m bench.merge SMALLER.json LARGEST.json")
+        return 2
+    parts = [json.loads(Path(a).read_text()) for a in args]
+    results = merge(parts[0], parts[1])
+    pace = REPO_ROOT / "bench" / "roll_pace.json"
+    if pace.exists():
+        results["roll_pace"] = json.loads(pace.read_text())
+    (REPO_ROOT / "bench" / "results.json").write_text(
+        json.dumps(results, indent=2, sort_keys=True) + "\n"
+    )
+    (REPO_ROOT / "docs" / "performance.md").write_text(render(results))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,131 @@
+"""Roll pace: a rolling workload is looked at again once its cached pods settle, never before,
+and only once per pass; a pass that finds it done disarms it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from datetime import timedelta
+
+from prometheus_client import CollectorRegistry
+
+from autoroll.metrics import Metrics
+from autoroll.model import Enrolled, PodView
+from autoroll.pacer import RollPacer
+from autoroll.reconciler import TickReport
+from autoroll.scope import FULL, ImageTag, Scope
+from tests.unit.test_reconciler import (
+    NEW,
+    REF,
+    T0,
+    FakeCluster,
+    FakeRegistry,
+    enrolled,
+    make,
+    pod,
+)
+
+APP = Scope.of([ImageTag("team/app", "latest")])
+
+
+class Watch:
+    """The cache as the pacer sees it: what it holds per key, and its one listener."""
+
+    def __init__(self) -> None:
+        self.held: dict[str, Enrolled] = {}
+        self.listener: Callable[[frozenset[str]], None] | None = None
+
+    def subscribe(self, listener: Callable[[frozenset[str]], None]) -> None:
+        self.listener = listener
+
+    def cached(self, key: str) -> Enrolled | None:
+        return self.held.get(key)
+
+    def shows(self, item: Enrolled) -> None:
+        """The cache sees ``item`` now, and tells its listener."""
+        self.held[item.workload.key] = item
+        assert self.listener is not None
+        self.listener(frozenset({item.workload.key}))
+
+
+def setup(items: Sequence[Enrolled]) -> tuple[RollPacer, Watch, list[Scope], FakeCluster, Metrics]:
+    watch = Watch()
+    nudged: list[Scope] = []
+    metrics = Metrics(CollectorRegistry())
+    pacer = RollPacer(watch=watch, nudge=nudged.append, metrics=metrics)
+    cluster = FakeCluster(items)
+    for item in items:
+        watch.held[item.workload.key] = item
+    return pacer, watch, nudged, cluster, metrics
+
+
+def run(pacer: RollPacer, cluster: FakeCluster, scope: Scope = FULL) -> TickReport:
+    reconciler, _ = make(cluster, FakeRegistry({REF: NEW}))
+    return pacer.paced(reconciler.tick)(lambda: False, scope)
+
+
+def web(*pods: PodView) -> Enrolled:
+    return enrolled("web", list(pods))
+
+
+def test_a_deletion_arms_the_workload_and_its_replacement_ready_nudges_its_tag() -> None:
+    start = web(pod("web-1"), pod("web-2"))
+    pacer, watch, nudged, cluster, metrics = setup([start])
+    run(pacer, cluster)
+    assert cluster.deleted == [("shop", "web-1", "uid-web-1")]
+    assert nudged == [], "the cache still shows web-1 live: not yet"
+    armed = pacer.armed["shop/deployment/web"]
+    assert (armed.tags, armed.deleted_uid) == (APP.tags, "uid-web-1")
+
+    replacement = pod("web-3", NEW, created=T0 + timedelta(seconds=1), ready=False)
+    watch.shows(web(pod("web-2"), replacement))
+    assert nudged == [], "the replacement is not Ready: never faster than settledness"
+    watch.shows(web(pod("web-2"), pod("web-3", NEW, created=T0 + timedelta(seconds=1))))
+    assert nudged == [APP]
+    assert "shop/deployment/web" not in pacer.armed
+    assert metrics.registry.get_sample_value("autoroll_roll_pace_nudges_total") == 1
+    watch.shows(web(pod("web-2"), pod("web-3", NEW, created=T0 + timedelta(seconds=1))))
+    assert nudged == [APP], "one nudge per pass, however many events follow"
+
+
+def test_a_deleted_pod_still_shown_terminating_does_not_count_as_gone() -> None:
+    pacer, watch, nudged, cluster, _ = setup([web(pod("web-1"), pod("web-2"))])
+    run(pacer, cluster)
+    watch.shows(web(replace(pod("web-1"), deleting=True), pod("web-2")))
+    assert nudged == [], "terminating: not gone, and not settled either"
+
+
+def test_a_pass_that_finds_the_workload_done_disarms_it() -> None:
+    pacer, _watch, _nudged, cluster, _ = setup([web(pod("web-1"))])
+    run(pacer, cluster)
+    assert "shop/deployment/web" in pacer.armed
+    cluster.items = [web(pod("web-2", NEW, created=T0 + timedelta(seconds=1)))]
+    run(pacer, cluster)
+    assert "shop/deployment/web" not in pacer.armed
+
+
+def test_a_workload_already_settled_in_the_cache_when_armed_is_nudged_at_once() -> None:
+    """The cache may have seen the replacement Ready before the pass ended: no event
+    will come, so arming checks at once."""
+    pacer, watch, nudged, cluster, _ = setup([web(pod("web-1"), pod("web-2"))])
+    watch.held["shop/deployment/web"] = web(pod("web-2"), pod("web-3", NEW))
+    run(pacer, cluster)
+    assert nudged == [APP]
+
+
+def test_waiting_for_settledness_arms_without_a_deleted_pod() -> None:
+    unready = web(pod("web-1"), pod("web-2", NEW, ready=False))
+    pacer, watch, nudged, cluster, _ = setup([unready])
+    run(pacer, cluster)
+    assert cluster.deleted == []
+    assert pacer.armed["shop/deployment/web"].deleted_uid == ""
+    assert nudged == []
+    watch.shows(web(pod("web-1"), pod("web-2", NEW)))
+    assert nudged == [APP]
+
+
+def test_a_follower_pass_disarms_everything() -> None:
+    pacer, _watch, _nudged, cluster, _ = setup([web(pod("web-1"))])
+    run(pacer, cluster)
+    pacer.passed(TickReport(T0, skipped=True))
+    assert pacer.armed == {}

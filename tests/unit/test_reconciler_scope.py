@@ -1,0 +1,302 @@
+"""Finding work is not deciding on it: the fresh read before every deletion (property 8),
+and targeted passes (only the named tags asked about, the loop guard kept for the rest)."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from autoroll.decide import Reason, Verdict, decide
+from autoroll.images import TagRef
+from autoroll.metrics import Metrics
+from autoroll.model import ContainerView, Enrolled, ImageContent, PodView, WorkloadView
+from autoroll.scope import ImageTag, Scope
+from tests.unit.test_reconciler import (
+    HOST,
+    IMAGE,
+    NEW,
+    OLD,
+    REF,
+    T0,
+    Clock,
+    FakeCluster,
+    FakeRegistry,
+    enrolled,
+    make,
+    pod,
+    sample,
+)
+
+OTHER_IMAGE = f"{HOST}/team/api:v2"
+
+
+def plain(metrics: Metrics, name: str, **labels: str) -> float:
+    """A sample of a counter that has no kind label (pass scopes, fresh reads)."""
+    return metrics.registry.get_sample_value(name, labels) or 0.0
+
+
+OTHER = TagRef(HOST, "team/api", "v2")
+APP = Scope.of([ImageTag("team/app", "latest")])
+
+
+# -- the fresh read -------------------------------------------------------------------------
+
+
+def test_a_deletion_is_decided_on_a_fresh_read_made_right_before_it() -> None:
+    cluster = FakeCluster([enrolled("web", [pod("web-1"), pod("web-2")])])
+    reconciler, metrics = make(cluster, FakeRegistry({REF: NEW}))
+    report = reconciler.tick()
+    assert cluster.calls == ["snapshot", "read shop/deployment/web", "delete web-1"]
+    assert report.fresh_reads == 1
+    assert plain(metrics, "autoroll_fresh_reads_total") == 1
+
+
+def test_a_stale_cache_that_misses_an_unready_replacement_deletes_nothing() -> None:
+    """The snapshot (a lagging cache) shows the workload settled with a stale pod; the API
+    already has the first replacement, not Ready yet. Deciding on the snapshot would
+    delete a second pod while the first replacement is unready."""
+    found = enrolled("web", [pod("web-2"), pod("web-3")])
+    cluster = FakeCluster([found])
+    replacement = pod("web-4", NEW, created=T0 - timedelta(seconds=5), ready=False)
+    cluster.fresh["shop/deployment/web"] = [pod("web-2"), pod("web-3"), replacement]
+    reconciler, _ = make(cluster, FakeRegistry({REF: NEW}))
+    report = reconciler.tick()
+    assert cluster.deleted == []
+    [decision] = report.decisions
+    assert decision.containers[0].verdict is Verdict.WAITING
+    assert decision.containers[0].reason is Reason.NOT_SETTLED
+    assert report.enrolled == (found,)  # what was found is still reported as found
+
+
+def test_a_pod_the_snapshot_calls_stale_but_the_api_has_replaced_is_not_deleted() -> None:
+    cluster = FakeCluster([enrolled("web", [pod("web-1")])])
+    cluster.fresh["shop/deployment/web"] = [pod("web-9", NEW, created=T0 - timedelta(seconds=30))]
+    reconciler, _ = make(cluster, FakeRegistry({REF: NEW}))
+    report = reconciler.tick()
+    assert cluster.deleted == []
+    assert report.decisions[0].containers[0].verdict is Verdict.CURRENT
+
+
+def test_the_pod_deleted_is_the_one_the_fresh_read_calls_stale() -> None:
+    """The snapshot would pick web-1 (oldest); the API says web-1 is gone and web-2 is the
+    oldest stale pod now: web-2 goes, with the UID from the fresh read."""
+    cluster = FakeCluster([enrolled("web", [pod("web-1"), pod("web-2")])])
+    fresh_two = pod("web-2", created=T0 - timedelta(hours=2))
+    cluster.fresh["shop/deployment/web"] = [
+        fresh_two,
+        pod("web-5", NEW, created=T0 - timedelta(hours=1)),
+    ]
+    reconciler, _ = make(cluster, FakeRegistry({REF: NEW}))
+    reconciler.tick()
+    assert cluster.deleted == [("shop", "web-2", fresh_two.uid)]
+
+
+def test_a_failed_fresh_read_deletes_nothing_and_ends_the_pass() -> None:
+    class Failing(FakeCluster):
+        def read_now(self, workload: WorkloadView) -> Enrolled:
+            super().read_now(workload)
+            raise ConnectionError("API unreachable")
+
+    cluster = Failing([enrolled("api", [pod("api-1")]), enrolled("web", [pod("web-1")])])
+    reconciler, metrics = make(cluster, FakeRegistry({REF: NEW}))
+    report = reconciler.tick()
+    assert cluster.deleted == []
+    assert cluster.reads == ["shop/deployment/api"], (
+        "one failed read ends the pass: no read per workload"
+    )
+    assert report.abandoned
+    assert [(e.action.name, e.outcome.value) for e in report.executed] == [("api-1", "read-failed")]
+    assert report.decisions[0].actions == ()
+    assert sample(metrics, "autoroll_pod_deletions_not_done_total", reason="read-failed") == 1
+
+
+def test_nothing_to_act_on_reads_nothing_again() -> None:
+    cluster = FakeCluster([enrolled("web", [pod("web-1", NEW)]), enrolled("api", [pod("a", NEW)])])
+    reconciler, _ = make(cluster, FakeRegistry({REF: NEW}))
+    report = reconciler.tick()
+    assert cluster.reads == []
+    assert report.fresh_reads == 0
+
+
+def test_dry_run_reads_fresh_too_so_the_plan_shows_what_would_really_be_done() -> None:
+    cluster = FakeCluster([enrolled("web", [pod("web-1")])])
+    cluster.fresh["shop/deployment/web"] = [pod("web-1"), pod("web-2", NEW, ready=False)]
+    reconciler, _ = make(cluster, FakeRegistry({REF: NEW}), dry_run=True)
+    report = reconciler.tick()
+    assert cluster.reads == ["shop/deployment/web"]
+    assert report.executed == ()
+
+
+def _pods(prefix: str) -> st.SearchStrategy[list[PodView]]:
+    one = st.builds(
+        lambda n, digest, ready, age, deleting: PodView(
+            "shop",
+            f"{prefix}-{n}",
+            f"uid-{prefix}-{n}",
+            T0 - timedelta(seconds=age),
+            ready=ready,
+            deleting=deleting,
+            containers=(ContainerView("app", IMAGE),),
+            statuses=(pod("x", digest).statuses[0],),
+        ),
+        st.integers(0, 4),
+        st.sampled_from([OLD, NEW]),
+        st.booleans(),
+        st.integers(1, 100),
+        st.sampled_from([False, False, False, True]),
+    )
+    return st.lists(one, max_size=4, unique_by=lambda p: p.name)
+
+
+@settings(max_examples=300, deadline=None)
+@given(cached=_pods("p"), fresh=_pods("p"), replicas=st.integers(1, 3))
+def test_every_deletion_is_the_one_decide_makes_on_the_fresh_read_alone(
+    cached: list[PodView], fresh: list[PodView], replicas: int
+) -> None:
+    """Property 8 over generated snapshots: whatever the snapshot said, a deletion happens
+    only if ``decide`` on the fresh read alone makes it, and it is that very deletion."""
+    view = WorkloadView("shop", "web", replicas, (ContainerView("app", IMAGE, "Always"),))
+    cluster = FakeCluster([Enrolled(view, tuple(cached))])
+    cluster.fresh["shop/deployment/web"] = fresh
+    registry = FakeRegistry({REF: NEW})
+    reconciler, _ = make(cluster, registry)
+    reconciler.tick()
+
+    def alone(pods: list[PodView]) -> list[tuple[str, str, str]]:
+        decision = decide(
+            workload=view,
+            pods=pods,
+            forgejo_host=HOST,
+            resolved={REF: NEW},
+            sightings=reconciler.sightings,
+            children={NEW: frozenset()},
+            contents={d: ImageContent(frozenset({d})) for d in (OLD, NEW)},
+        )
+        return [(a.namespace, a.name, a.uid) for a in decision.actions]
+
+    if cluster.deleted:
+        assert cluster.deleted == alone(fresh)
+        assert cluster.calls[-2:] == ["read shop/deployment/web", f"delete {cluster.deleted[0][1]}"]
+    # Work found on the snapshot is always looked at again; what it missed waits (safe).
+    assert cluster.deleted == (alone(fresh) if alone(cached) else [])
+
+
+# -- targeted passes ------------------------------------------------------------------------
+
+
+def two_tags() -> FakeCluster:
+    return FakeCluster(
+        [
+            enrolled("web", [pod("web-1")]),
+            enrolled("api", [pod("api-1")], image=OTHER_IMAGE),
+        ]
+    )
+
+
+def test_a_targeted_pass_asks_the_registry_about_its_tag_only_and_decides_its_workloads() -> None:
+    cluster = two_tags()
+    registry = FakeRegistry({REF: NEW, OTHER: NEW})
+    reconciler, metrics = make(cluster, registry)
+    report = reconciler.tick(scope=APP)
+    assert registry.resolve_calls == [[REF]]
+    assert [d.key for d in report.decisions] == ["shop/deployment/web"]
+    assert cluster.deleted == [("shop", "web-1", "uid-web-1")]
+    assert cluster.scopes == [APP]
+    assert report.scope == APP
+    assert plain(metrics, "autoroll_pass_scopes_total", scope="targeted") == 1
+
+
+def test_a_full_pass_asks_about_every_tag() -> None:
+    cluster = two_tags()
+    registry = FakeRegistry({REF: NEW, OTHER: NEW})
+    reconciler, metrics = make(cluster, registry)
+    reconciler.tick()
+    assert registry.resolve_calls == [[OTHER, REF]]
+    assert plain(metrics, "autoroll_pass_scopes_total", scope="full") == 1
+
+
+def test_a_targeted_pass_leaves_other_tags_sightings_as_they_were() -> None:
+    cluster = two_tags()
+    clock = Clock()
+    registry = FakeRegistry({REF: OLD, OTHER: OLD})
+    reconciler, _ = make(cluster, registry, clock=clock)
+    reconciler.tick()
+    before = reconciler.sightings[OTHER]
+    clock.now += timedelta(minutes=5)
+    registry.answers[REF] = NEW
+    reconciler.tick(scope=APP)
+    assert reconciler.sightings[OTHER] == before
+    assert reconciler.sightings[REF].digest == NEW
+    assert reconciler.sightings[REF].first_seen_at == clock.now
+
+
+def test_a_full_pass_forgets_tags_no_longer_enrolled_a_targeted_one_does_not() -> None:
+    cluster = two_tags()
+    reconciler, _ = make(cluster, FakeRegistry({REF: OLD, OTHER: OLD}))
+    reconciler.tick()
+    cluster.items = cluster.items[:1]  # the api workload was removed
+    reconciler.tick(scope=APP)
+    assert OTHER in reconciler.sightings
+    reconciler.tick()
+    assert OTHER not in reconciler.sightings
+
+
+def test_a_second_container_on_another_tag_is_not_in_scope_and_the_first_still_rolls() -> None:
+    view = WorkloadView(
+        "shop",
+        "both",
+        1,
+        (ContainerView("app", IMAGE, "Always"), ContainerView("api", OTHER_IMAGE, "Always")),
+    )
+    both = PodView(
+        "shop",
+        "both-1",
+        "uid-both-1",
+        T0 - timedelta(days=1),
+        containers=view.containers,
+        statuses=(pod("x", OLD).statuses[0],),
+    )
+    cluster = FakeCluster([Enrolled(view, (both,))])
+    registry = FakeRegistry({REF: NEW, OTHER: NEW})
+    reconciler, metrics = make(cluster, registry)
+    report = reconciler.tick(scope=APP)
+    assert registry.resolve_calls == [[REF]]
+    app, api = report.decisions[0].containers
+    assert (app.verdict, api.verdict, api.reason) == (
+        Verdict.STALE,
+        Verdict.SKIPPED,
+        Reason.NOT_IN_SCOPE,
+    )
+    assert cluster.deleted == [("shop", "both-1", "uid-both-1")]
+    assert sample(metrics, "autoroll_containers_skipped_total", reason="not-in-scope") == 1
+
+
+def test_a_snapshot_superset_is_narrowed_to_the_scopes_tags() -> None:
+    """The port may answer with every workload of the repository (any tag, any host)."""
+    other_tag = enrolled("old", [pod("old-1")], image=f"{HOST}/team/app:v1")
+    other_host = enrolled("ext", [pod("ext-1")], image="mirror.example/team/app:latest")
+    cluster = FakeCluster([enrolled("web", [pod("web-1")]), other_tag, other_host])
+    registry = FakeRegistry({REF: NEW})
+    reconciler, _ = make(cluster, registry)
+    report = reconciler.tick(scope=APP)
+    assert [d.key for d in report.decisions] == ["shop/deployment/web"]
+    assert registry.resolve_calls == [[REF]]
+
+
+def test_a_targeted_pass_forgets_no_warned_pod(caplog: pytest.LogCaptureFixture) -> None:
+    """Once-per-pod warnings are pruned to the pods a pass listed; a targeted pass lists
+    only some, so it prunes nothing and the next full pass does not warn again."""
+    caplog.set_level(logging.WARNING)
+    foreign = pod("web-1", f"docker.io/team/app@{OLD}")  # another host: cannot be resolved
+    cluster = FakeCluster([enrolled("web", [foreign]), enrolled("api", [pod("api-1", NEW)])])
+    cluster.items[1] = enrolled("api", [pod("api-1", NEW)], image=OTHER_IMAGE)
+    reconciler, _ = make(cluster, FakeRegistry({REF: NEW, OTHER: NEW}))
+    reconciler.tick()
+    reconciler.tick(scope=Scope.of([ImageTag("team/api", "v2")]))
+    reconciler.tick()
+    warned = [r for r in caplog.records if "cannot tell what pod" in r.getMessage()]
+    assert len(warned) == 1
