@@ -75,6 +75,7 @@ class Outcomes:
     def of(cls, serve: Serve) -> Outcomes:
         names = (
             "accepted",
+            "targeted",
             "digest-version",
             "bad-signature",
             "missing-signature",
@@ -102,14 +103,16 @@ def test_a_user_hook_delivers_a_push_and_gitea_records_202(
 
     (task,) = delivered(gitea, hook, 1)
 
-    assert (task.status, task.succeeded, task.response_body) == (202, True, "reconcile requested\n")
+    # The signed body names the tag, so the pass is limited to it (issue 17).
+    targeted = f"targeted pass requested for {owner.name}/{image}:latest\n"
+    assert (task.status, task.succeeded, task.response_body) == (202, True, targeted)
     assert task.event == "package"
     headers = task.request_headers
     assert headers["Content-Type"] == "application/json"
     assert headers["X-Gitea-Event"] == "package"
     assert len(headers["X-Gitea-Signature"]) == 64
     assert headers["X-Hub-Signature-256"] == "sha256=" + headers["X-Gitea-Signature"]
-    assert Outcomes.of(serve).since(before) == {"accepted": 1, "nudges": 1}
+    assert Outcomes.of(serve).since(before) == {"targeted": 1, "nudges": 1}
 
 
 def test_an_org_hook_delivers_a_push_to_the_org_and_gitea_records_202(
@@ -142,10 +145,10 @@ def test_a_multi_arch_push_delivers_once_per_child_and_once_for_the_tag_and_pass
     assert versions[-1] == "latest"
     answers = [(t.status, t.response_body) for t in tasks]
     assert answers == [(202, "a digest version moves no tag; no pass\n")] * 3 + [
-        (202, "reconcile requested\n")
+        (202, f"targeted pass requested for {owner.name}/{image}:latest\n")
     ]
     change = Outcomes.of(serve).since(before)
-    assert change == {"digest-version": 3, "accepted": 1, "nudges": 1}
+    assert change == {"digest-version": 3, "targeted": 1, "nudges": 1}
     # The issue's bound is two passes; the tag's delivery alone starts one.
     wait_until(lambda: serve.ticks() >= ticks + 1, 60, "the pass")
     assert serve.ticks() <= ticks + 2
