@@ -134,7 +134,7 @@ def test_a_skopeo_push_to_gitea_is_delivered_to_the_helm_installed_pod_which_rol
         app.wait_rolled(digests[0], replicas=REPLICAS, timeout=120)
         generation = app.deployment()["metadata"]["generation"]
         hook = gitea.create_hook(owner, url=f"{autoroll.url}/webhook", secret=autoroll.secret)
-        accepted = metric(autoroll, "autoroll_webhook_requests_total", {"outcome": "accepted"})
+        targeted = metric(autoroll, "autoroll_webhook_requests_total", {"outcome": "targeted"})
         samples: list[float] = []
         with Recorder(core_api(kube).list_namespaced_pod, namespace, label_selector="app=web") as w:
             for _ in range(SAMPLES):
@@ -154,7 +154,7 @@ def test_a_skopeo_push_to_gitea_is_delivered_to_the_helm_installed_pod_which_rol
                 app.wait_rolled(digests[-1], replicas=REPLICAS, timeout=4 * POLL + 60)
             tasks = _deliveries(gitea, hook, SAMPLES)
         history = w.pods()
-        webhooks = metric(autoroll, "autoroll_webhook_requests_total", {"outcome": "accepted"})
+        webhooks = metric(autoroll, "autoroll_webhook_requests_total", {"outcome": "targeted"})
         output = list(autoroll.output)
         print("--- autoroll pod output ---", *output, sep="\n")
 
@@ -195,5 +195,5 @@ def test_a_skopeo_push_to_gitea_is_delivered_to_the_helm_installed_pod_which_rol
     for digest in digests[1:]:
         assert len(became_ready(history, digest)) == REPLICAS
     assert app.deployment()["metadata"]["generation"] == generation
-    assert webhooks == accepted + SAMPLES
+    assert webhooks == targeted + SAMPLES
     assert not [line for line in autoroll.output if "Traceback" in line]
