@@ -19,3 +19,9 @@ def parse_time(raw: object) -> datetime | None:
     except ValueError:
         return None
     return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+
+
+__all__ = [
+    "micro_time",
+    "parse_time",
+]

@@ -76,3 +76,11 @@ def event_json(event: RollEvent, *, now: datetime, instance: str) -> dict[str, A
         "lastTimestamp": stamp,
         "count": 1,
     }
+
+
+__all__ = [
+    "NUDGE_ANNOTATION",
+    "event_json",
+    "lease_from_json",
+    "lease_spec_json",
+]

@@ -63,3 +63,10 @@ def list_page(body: bytes | str) -> ListPage:
 def _without_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
     obj.pop("managedFields", None)
     return obj
+
+
+__all__ = [
+    "ListPage",
+    "list_items",
+    "list_page",
+]

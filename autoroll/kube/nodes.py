@@ -54,3 +54,11 @@ def node_from_json(node: Mapping[str, Any]) -> NodeView:
     return NodeView(
         name, False, f"Ready={ready.get('status') or 'unset'}" + (f" ({said})" if said else "")
     )
+
+
+__all__ = [
+    "NODE_ARCH_LABEL",
+    "NODE_OS_LABEL",
+    "node_from_json",
+    "node_platforms",
+]

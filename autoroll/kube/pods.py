@@ -159,3 +159,13 @@ def owns(workload: WorkloadView, pod: ListedPod) -> bool:
     if workload.kind is WorkloadKind.DEPLOYMENT:
         return True
     return bool(workload.uid) and pod.controller_uid == workload.uid
+
+
+__all__ = [
+    "REVISION_LABEL",
+    "ListedPod",
+    "group_pods",
+    "owns",
+    "pod_from_json",
+    "with_platforms",
+]

@@ -215,3 +215,16 @@ def _filing_pairs(selector: LabelSelector) -> list[tuple[str, str]] | None:
         if requirement.operator is Operator.IN and requirement.values:
             return [(requirement.key, value) for value in sorted(requirement.values)]
     return None
+
+
+__all__ = [
+    "MAX_NARROWING_SELECTOR",
+    "LabelSelector",
+    "Operator",
+    "Requirement",
+    "SelectorIndex",
+    "pod_list_selector",
+    "selector_from_json",
+    "selector_matches",
+    "selector_query",
+]

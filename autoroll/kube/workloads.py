@@ -150,3 +150,12 @@ def _daemonset_status(status: Mapping[str, Any]) -> DaemonSetStatus:
         updated_number_scheduled=_count(status, "updatedNumberScheduled"),
         observed_generation=_observed(status),
     )
+
+
+__all__ = [
+    "container_from_json",
+    "default_pull_policy",
+    "deployment_from_json",
+    "template_repositories",
+    "workload_from_json",
+]
