@@ -23,6 +23,7 @@ class Metrics:
     def __init__(self, registry: CollectorRegistry) -> None:
         self.registry = registry
         self._passes(registry)
+        self._pod_outcomes(registry)
         self._guardrails(registry)
         self._kubernetes(registry)
         self._registry_lookups(registry)
@@ -30,7 +31,7 @@ class Metrics:
         self._election(registry)
 
     def _passes(self, registry: CollectorRegistry) -> None:
-        """Reconcile passes and what they decided and did."""
+        """Reconcile passes: how many, how long, their scope, the workloads they read."""
         self.ticks = Counter(
             f"{PREFIX}_ticks",
             "Reconcile passes, by outcome (ok: completed; error: failed and was survived).",
@@ -68,6 +69,9 @@ class Metrics:
             ["kind"],
             registry=registry,
         )
+
+    def _pod_outcomes(self, registry: CollectorRegistry) -> None:
+        """What the passes decided and did about pods: deletions, skips, spares, halts, Events."""
         self.deletions = Counter(
             f"{PREFIX}_pod_deletions",
             "Stale pods deleted (mode=real) or that would have been (mode=dry, DRY_RUN), by the"

@@ -250,35 +250,11 @@ def build_runtime(
     nudge = Nudge(metrics)
     settings = config.leader_election
     identity = (settings.identity if settings else None) or default_identity()
-    election: Election | None = None
-    may_act: Callable[[], bool] = _always
-    webhook_nudge = nudge.nudge
-    if settings is not None:
-        election = _election(settings, lease, identity=identity, metrics=metrics, nudge=nudge)
-        may_act, webhook_nudge = election.elector.may_act, election.handoff.nudge
-    else:
-        metrics.leader.set(1)  # alone, so always the leader
+    election, may_act, webhook_nudge = _leadership(settings, lease, identity, metrics, nudge)
     evicting = config.rollout_method is RolloutMethod.EVICT
     cache: WatchCache | None = None
     if cluster is None:
-        if config.watch_cache:
-            cache = WatchCache(
-                label_selector=config.label_selector,
-                rest=LazyRest(
-                    lambda: connect(pool_size=CACHE_POOL_SIZE), observe=metrics.kube_request
-                ),
-                kinds=config.workload_kinds,
-                metrics=metrics,
-                resync_seconds=config.cache_resync_seconds,
-            )
-        kube = KubeCluster(
-            label_selector=config.label_selector,
-            evict=evicting,
-            platform_aware=config.platform_aware,
-            kinds=config.workload_kinds,
-            cache=cache,
-            observe=metrics.kube_request,
-        )
+        kube, cache = _kube_cluster(config, metrics, evicting=evicting)
         cluster, nodes = kube, nodes or kube
     reconciler = Reconciler(
         cluster=cluster,
@@ -298,15 +274,7 @@ def build_runtime(
     if cache is not None:
         # Rolls go on as soon as a replacement is Ready, not at the next poll.
         tick = RollPacer(watch=cache, nudge=nudge.nudge, metrics=metrics).paced(tick)
-    worker = Worker(
-        tick,
-        nudge=nudge,
-        interval_seconds=config.poll_interval_seconds,
-        metrics=metrics,
-        expected_errors=(ClusterError,),
-        pass_timeout_seconds=config.pass_timeout_seconds,
-        step_seconds=STEP_SECONDS,
-    )
+    worker = _worker(config, tick, nudge, metrics)
     app = create_app(
         webhook_secret=config.webhook_secret.reveal(),
         nudge=webhook_nudge,
@@ -322,6 +290,63 @@ def build_runtime(
         app=app,
         election=election,
         cache=cache,
+    )
+
+
+def _leadership(
+    settings: LeaderElection | None,
+    lease: LeasePort | None,
+    identity: str,
+    metrics: Metrics,
+    nudge: Nudge,
+) -> tuple[Election | None, Callable[[], bool], Callable[[Scope], None]]:
+    """The election (None without one), whether this process may act now, and where a
+    verified webhook's nudge goes (with an election: handed to the leader)."""
+    if settings is None:
+        metrics.leader.set(1)  # alone, so always the leader
+        return None, _always, nudge.nudge
+    election = _election(settings, lease, identity=identity, metrics=metrics, nudge=nudge)
+    return election, election.elector.may_act, election.handoff.nudge
+
+
+def _kube_cluster(
+    config: Config, metrics: Metrics, *, evicting: bool
+) -> tuple[KubeCluster, WatchCache | None]:
+    """The Kubernetes adapter, with its watched cache when ``config.watch_cache``."""
+    cache: WatchCache | None = None
+    if config.watch_cache:
+        cache = WatchCache(
+            label_selector=config.label_selector,
+            rest=LazyRest(lambda: connect(pool_size=CACHE_POOL_SIZE), observe=metrics.kube_request),
+            kinds=config.workload_kinds,
+            metrics=metrics,
+            resync_seconds=config.cache_resync_seconds,
+        )
+    kube = KubeCluster(
+        label_selector=config.label_selector,
+        evict=evicting,
+        platform_aware=config.platform_aware,
+        kinds=config.workload_kinds,
+        cache=cache,
+        observe=metrics.kube_request,
+    )
+    return kube, cache
+
+
+def _worker(
+    config: Config,
+    tick: Callable[[Callable[[], bool], Scope], TickReport],
+    nudge: Nudge,
+    metrics: Metrics,
+) -> Worker:
+    return Worker(
+        tick,
+        nudge=nudge,
+        interval_seconds=config.poll_interval_seconds,
+        metrics=metrics,
+        expected_errors=(ClusterError,),
+        pass_timeout_seconds=config.pass_timeout_seconds,
+        step_seconds=STEP_SECONDS,
     )
 
 

@@ -19,32 +19,13 @@ from typing import Any
 
 from autoroll.decide import Decision, Sighting, decide, observe_targets, refs_to_resolve
 from autoroll.images import TagRef
-from autoroll.kube.convert import (
-    LabelSelector,
-    Operator,
-    deployment_from_json,
-    list_items,
-    pod_from_json,
-)
+from autoroll.kube.lists import list_items
+from autoroll.kube.pods import pod_from_json
+from autoroll.kube.selectors import selector_query
 from autoroll.kube.transport import LIVE_PODS_FIELD_SELECTOR, REQUEST_TIMEOUT, KubeRest
+from autoroll.kube.workloads import deployment_from_json
 from autoroll.model import Digest, ImageContent, Unknown, WorkloadKind
 from autoroll.registry import RegistryClient
-
-
-def selector_text(selector: LabelSelector) -> str:
-    """A ``LabelSelector`` in the API's ``labelSelector`` query syntax."""
-    parts = [f"{key}={value}" for key, value in selector.match_labels]
-    for requirement in selector.requirements:
-        values = ",".join(sorted(requirement.values))
-        if requirement.operator is Operator.IN:
-            parts.append(f"{requirement.key} in ({values})")
-        elif requirement.operator is Operator.NOT_IN:
-            parts.append(f"{requirement.key} notin ({values})")
-        elif requirement.operator is Operator.EXISTS:
-            parts.append(requirement.key)
-        else:
-            parts.append(f"!{requirement.key}")
-    return ",".join(parts)
 
 
 class NaiveController:
@@ -77,7 +58,7 @@ class NaiveController:
                 self._rest.list_pods(
                     deployment.namespace,
                     field_selector=LIVE_PODS_FIELD_SELECTOR,
-                    label_selector=selector_text(selector),
+                    label_selector=selector_query(selector),
                     timeout=REQUEST_TIMEOUT,
                 )
             )

@@ -44,13 +44,10 @@ from autoroll import logs
 from autoroll.decide import Decision
 from autoroll.kube import KubeCluster, KubeRest, connect
 from autoroll.kube.cache import WatchCache
-from autoroll.kube.convert import (
-    LabelSelector,
-    list_items,
-    pod_list_selector,
-    workload_from_json,
-)
+from autoroll.kube.lists import list_items
+from autoroll.kube.selectors import LabelSelector, pod_list_selector
 from autoroll.kube.transport import LIVE_PODS_FIELD_SELECTOR, REQUEST_TIMEOUT, LazyRest
+from autoroll.kube.workloads import workload_from_json
 from autoroll.metrics import Metrics
 from autoroll.model import WorkloadKind
 from autoroll.policy import Guardrails

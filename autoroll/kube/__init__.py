@@ -2,7 +2,13 @@
 
     transport.py  connect() and KubeRest: the one request path, for every call
     errors.py     the error tree and the one mapping of a failed call onto it
-    convert.py    pure: label selectors, API JSON <-> the plain data of autoroll.model
+    selectors.py  pure: label-selector semantics, parsing, narrowing, query syntax, index
+    workloads.py  pure: Deployment, StatefulSet, DaemonSet JSON -> WorkloadView (per kind)
+    pods.py       pure: Pod JSON -> PodView; pods grouped under the workloads that claim them
+    nodes.py      pure: Node JSON -> platforms and NodeView (Ready)
+    lists.py      pure: list answers parsed without managedFields, one page of them
+    api_time.py   pure: the API's RFC 3339 times and MicroTime
+    lease_event_bodies.py  pure: Lease JSON <-> LeaseRecord, the Event body of a roll
     cluster.py    KubeCluster (ClusterPort): a pass's snapshot, the fresh read, delete or evict
     informer.py   Informer: one collection kept by list + watch, in a thread of its own
     cache.py      WatchCache (WatchPort): enrolled workloads and their pods, for finding work

@@ -8,7 +8,7 @@ of a namespace change that selector, that namespace's informer lists again with 
 one; a namespace left without enrolled workloads is dropped. Pods are filed under every
 workload that claims them, by the rule a listing uses (its selector, found through a
 ``SelectorIndex``, and for StatefulSets and DaemonSets its ownerReference:
-``convert.owns``), and workloads under the repositories their templates use, so a
+``pods.owns``), and workloads under the repositories their templates use, so a
 targeted pass finds its workloads without looking at the others. Workloads are keyed by
 their own ``key`` (namespace, kind and name), so kinds never collide.
 
@@ -28,25 +28,19 @@ nothing blocking happens while it is held.
 from __future__ import annotations
 
 import logging
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
-from autoroll.kube.convert import (
-    LabelSelector,
-    ListedPod,
-    SelectorIndex,
-    owns,
-    pod_from_json,
-    pod_list_selector,
-    selector_matches,
-    template_repositories,
-    workload_from_json,
-)
+from autoroll.kube.cache_objects import cached_pod, with_containers, workload_converter
 from autoroll.kube.informer import Collection, Informer, stop_all
+from autoroll.kube.namespace_pods import NamespacePods
+from autoroll.kube.pods import ListedPod
+from autoroll.kube.selectors import (
+    LabelSelector,
+    pod_list_selector,
+)
 from autoroll.kube.transport import (
     LIST_PODS,
     LIST_WORKLOADS,
@@ -56,8 +50,9 @@ from autoroll.kube.transport import (
     LazyRest,
     segment,
 )
+from autoroll.kube.workloads import template_repositories
 from autoroll.metrics import Metrics
-from autoroll.model import ContainerView, Enrolled, PodView, WorkloadKind, WorkloadView
+from autoroll.model import ContainerView, Enrolled, WorkloadKind, WorkloadView
 from autoroll.scope import Scope
 
 log = logging.getLogger(__name__)
@@ -70,72 +65,6 @@ STOP_SECONDS: Final = 5.0
 Workload = tuple[WorkloadView, LabelSelector]
 Pod = ListedPod
 Listener = Callable[[frozenset[str]], None]
-
-
-@dataclass
-class _Space:
-    """One namespace: its informer, its pods, and which workload each pod belongs to."""
-
-    namespace: str
-    informer: Informer[Pod]
-    selector: str | None  # the narrowing wanted; the informer lists with it once restarted
-    ready: bool = False  # listed with ``selector`` and not broken since
-    index: SelectorIndex = field(default_factory=SelectorIndex)
-    views: dict[str, WorkloadView] = field(default_factory=dict)  # key -> workload, as filed
-    pods: dict[str, Pod] = field(default_factory=dict)  # uid -> pod
-    members: dict[str, set[str]] = field(default_factory=dict)  # workload key -> pod uids
-    owners: dict[str, set[str]] = field(default_factory=dict)  # pod uid -> workload keys
-
-    def claims(self, key: str, pod: Pod) -> bool:
-        view = self.views.get(key)
-        return view is not None and owns(view, pod)
-
-    def file(self, uid: str, pod: Pod) -> set[str]:
-        """File (or re-file) one pod; returns every workload key it was or is now under."""
-        before = self.unfile(uid)
-        self.pods[uid] = pod
-        now = {key for key in self.index.matching(pod.labels) if self.claims(key, pod)}
-        for key in now:
-            self.members.setdefault(key, set()).add(uid)
-        if now:
-            self.owners[uid] = now
-        return before | now
-
-    def unfile(self, uid: str) -> set[str]:
-        self.pods.pop(uid, None)
-        keys = self.owners.pop(uid, set())
-        for key in keys:
-            self.members.get(key, set()).discard(uid)
-        return keys
-
-    def put_workload(self, view: WorkloadView, selector: LabelSelector) -> None:
-        """File (or re-file) one workload and re-match the namespace's pods against it."""
-        key = view.key
-        before, self.views[key] = self.views.get(key), view
-        if before is not None and before.uid == view.uid and self.index.get(key) == selector:
-            return  # its claim on pods is unchanged
-        self.index.add(key, selector)
-        self._rematch(key, selector)
-
-    def drop_workload(self, key: str) -> None:
-        self.views.pop(key, None)
-        self.index.remove(key)
-        self._rematch(key, None)
-
-    def _rematch(self, key: str, selector: LabelSelector | None) -> None:
-        for uid in self.members.pop(key, set()):
-            self.owners.get(uid, set()).discard(key)
-        if selector is None:
-            return
-        found = {
-            uid
-            for uid, pod in self.pods.items()
-            if selector_matches(selector, pod.labels) and self.claims(key, pod)
-        }
-        if found:
-            self.members[key] = found
-            for uid in found:
-                self.owners.setdefault(uid, set()).add(key)
 
 
 class WatchCache:
@@ -163,7 +92,7 @@ class WatchCache:
         self._workloads: dict[str, Workload] = {}  # object uid -> workload (any kind)
         self._keys: dict[str, str] = {}  # workload key -> object uid
         self._repositories: dict[str, set[str]] = {}  # repository -> workload keys
-        self._spaces: dict[str, _Space] = {}
+        self._spaces: dict[str, NamespacePods] = {}
         self._kinds_ready: set[WorkloadKind] = set()  # listed, and not broken since
         self._retired: list[Informer[Pod]] = []
         self._stopping = threading.Event()
@@ -182,7 +111,7 @@ class WatchCache:
                     label_selector=label_selector,
                 ),
                 rest=rest,
-                convert=_converter(kind),
+                convert=workload_converter(kind),
                 sink=_WorkloadSink(self, kind),
                 resync_seconds=resync_seconds,
                 on_list=lambda cause: self._relisted("workloads", cause),
@@ -306,7 +235,7 @@ class WatchCache:
                 self._arrange_spaces_locked({workload[0].namespace})
         self._after(changed)
 
-    def _pods_replaced(self, space: _Space, items: Mapping[str, Pod]) -> None:
+    def _pods_replaced(self, space: NamespacePods, items: Mapping[str, Pod]) -> None:
         with self._lock:
             if self._spaces.get(space.namespace) is not space:
                 return  # a dropped namespace's informer, still stopping
@@ -320,21 +249,21 @@ class WatchCache:
             self._count_locked()
         self._after(changed)
 
-    def _pod_upserted(self, space: _Space, uid: str, pod: Pod) -> None:
+    def _pod_upserted(self, space: NamespacePods, uid: str, pod: Pod) -> None:
         with self._lock:
             if self._spaces.get(space.namespace) is not space:
                 return
             changed = space.file(uid, self._interned(pod))
         self._after(changed)
 
-    def _pod_deleted(self, space: _Space, uid: str) -> None:
+    def _pod_deleted(self, space: NamespacePods, uid: str) -> None:
         with self._lock:
             if self._spaces.get(space.namespace) is not space:
                 return
             changed = space.unfile(uid)
         self._after(changed)
 
-    def _unsynced(self, space: _Space | WorkloadKind) -> None:
+    def _unsynced(self, space: NamespacePods | WorkloadKind) -> None:
         """An informer's watch broke (a namespace's pods, or a kind's workloads): not ready
         until it has listed again."""
         with self._lock:
@@ -415,7 +344,7 @@ class WatchCache:
         self._retired = [i for i in self._retired if i.alive]
         self._count_locked()
 
-    def _new_space(self, namespace: str, selector: str | None) -> _Space:
+    def _new_space(self, namespace: str, selector: str | None) -> NamespacePods:
         sink = _PodSink(self)
         informer: Informer[Pod] = self._informer(
             Collection(
@@ -427,14 +356,14 @@ class WatchCache:
                 field_selector=LIVE_PODS_FIELD_SELECTOR,
             ),
             rest=self._rest,
-            convert=_pod,
+            convert=cached_pod,
             sink=sink,
             resync_seconds=self._resync,
             on_list=lambda cause: self._relisted("pods", cause),
             clock=self._clock,
             name=f"watch-pods-{namespace}",
         )
-        space = _Space(namespace, informer, selector)
+        space = NamespacePods(namespace, informer, selector)
         sink.space = space
         return space
 
@@ -461,7 +390,7 @@ class WatchCache:
         containers = tuple(self._containers.setdefault(c, c) for c in pod.view.containers)
         if len(self._containers) > 4 * max(1, len(self._workloads)) + 1024:
             self._containers.clear()  # bounded: specs of deleted templates go
-        return ListedPod(_with_containers(pod.view, containers), pod.labels, pod.controller_uid)
+        return ListedPod(with_containers(pod.view, containers), pod.labels, pod.controller_uid)
 
     def _count_locked(self) -> None:
         if self._metrics is None:
@@ -515,9 +444,9 @@ class _WorkloadSink:
 
 
 class _PodSink:
-    """One namespace's informer's sink; knows its ``_Space`` (set right after it is made)."""
+    """One namespace's informer's sink; knows its ``NamespacePods`` (set right after it is made)."""
 
-    space: _Space
+    space: NamespacePods
 
     def __init__(self, cache: WatchCache) -> None:
         self._cache = cache
@@ -533,44 +462,6 @@ class _PodSink:
 
     def unsynced(self) -> None:
         self._cache._unsynced(self.space)
-
-
-def _converter(kind: WorkloadKind) -> Callable[[dict[str, Any]], Workload | None]:
-    def convert(raw: dict[str, Any]) -> Workload | None:
-        try:
-            return workload_from_json(kind, raw)
-        except (ValueError, TypeError, AttributeError) as exc:
-            meta = raw.get("metadata") or {}
-            log.warning(
-                "ignoring %s %s/%s: %s",
-                kind.api_kind,
-                meta.get("namespace", "?"),
-                meta.get("name", "?"),
-                exc,
-            )
-            return None
-
-    return convert
-
-
-def _pod(raw: dict[str, Any]) -> Pod | None:
-    try:
-        pod = pod_from_json(raw)
-    except (ValueError, TypeError, AttributeError):
-        return None
-    # Label keys repeat across every pod: one string each.
-    labels = {sys.intern(k): v for k, v in pod.labels.items()}
-    return ListedPod(pod.view, labels, pod.controller_uid)
-
-
-def _with_containers(view: PodView, containers: tuple[ContainerView, ...]) -> PodView:
-    """``view`` with the shared container specs, its namespace and phase interned."""
-    return replace(
-        view,
-        namespace=sys.intern(view.namespace),
-        phase=sys.intern(view.phase),
-        containers=containers,
-    )
 
 
 __all__ = ["RESYNC_SECONDS", "WatchCache"]

@@ -7,7 +7,7 @@ StatefulSets, DaemonSets: WORKLOAD_KINDS), then one pod list per namespace that 
 enrolled workload the pass looks at (``kinds + namespaces`` requests, never one per
 workload), each narrowed server-side where its enrolled selectors allow. Pods are matched
 to workloads here, with each workload's own ``spec.selector`` and, for StatefulSets and
-DaemonSets, its ``ownerReferences`` (``convert.group_pods``), so the core receives
+DaemonSets, its ``ownerReferences`` (``pods.group_pods``), so the core receives
 ``Enrolled`` pairs and never sees a label or a client object. A targeted scope is answered
 with every enrolled workload using a repository it names (on any host: a superset; the
 pass keeps those using a named tag).
@@ -42,23 +42,16 @@ from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 from autoroll.kube.cache import WatchCache
-from autoroll.kube.convert import (
+from autoroll.kube.errors import ClusterApiError
+from autoroll.kube.lists import list_items
+from autoroll.kube.nodes import node_from_json, node_platforms
+from autoroll.kube.pods import ListedPod, group_pods, owns, pod_from_json, with_platforms
+from autoroll.kube.selectors import (
     LabelSelector,
-    ListedPod,
-    group_pods,
-    list_items,
-    node_from_json,
-    node_platforms,
-    owns,
-    pod_from_json,
     pod_list_selector,
     selector_matches,
     selector_query,
-    template_repositories,
-    with_platforms,
-    workload_from_json,
 )
-from autoroll.kube.errors import ClusterApiError
 from autoroll.kube.transport import (
     LIVE_PODS_FIELD_SELECTOR,
     REQUEST_TIMEOUT,
@@ -67,6 +60,7 @@ from autoroll.kube.transport import (
     LazyRest,
     connect,
 )
+from autoroll.kube.workloads import template_repositories, workload_from_json
 from autoroll.model import DeleteOutcome, Enrolled, NodeView, WorkloadKind, WorkloadView
 from autoroll.scope import FULL, Scope
 

@@ -35,8 +35,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Generic, Protocol, TypeVar
 
-from autoroll.kube.convert import list_page
 from autoroll.kube.errors import ClusterApiError, ClusterError, Operation
+from autoroll.kube.lists import list_page
 from autoroll.kube.transport import REQUEST_TIMEOUT, LazyRest, WatchStream
 
 log = logging.getLogger(__name__)

@@ -16,8 +16,8 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from autoroll.kube.convert import NUDGE_ANNOTATION, lease_from_json, lease_spec_json
 from autoroll.kube.errors import ClusterApiError
+from autoroll.kube.lease_event_bodies import NUDGE_ANNOTATION, lease_from_json, lease_spec_json
 from autoroll.kube.transport import (
     CREATE_LEASE,
     GET_LEASE,

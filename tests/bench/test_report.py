@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from autoroll.kube.convert import LabelSelector, Operator, Requirement
+from autoroll.kube.selectors import LabelSelector, Operator, Requirement
+from autoroll.kube.selectors import selector_query as selector_text  # what bench/naive.py sends
 from bench.counting import kube_request_kind
-from bench.naive import selector_text
 from bench.report import count_violations, percentile, render, steady, targets
 
 KINDS = ("deployment", "statefulset", "daemonset")

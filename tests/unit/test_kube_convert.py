@@ -1,7 +1,8 @@
 """The Kubernetes adapter's pure conversions, without an API server: selectors, JSON → views.
 
 The fixtures are written with the client's own models and serialised to the JSON an API
-server sends, to keep ``autoroll.kube.convert`` aligned with the client's field names.
+server sends, to keep the conversions (``autoroll.kube.selectors``, ``workloads``, ``pods``,
+``lists``) aligned with the client's field names.
 """
 
 from __future__ import annotations
@@ -15,23 +16,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kubernetes import client
 
-from autoroll.kube.convert import (
+from autoroll.kube.lists import list_items
+from autoroll.kube.nodes import node_platforms
+from autoroll.kube.pods import ListedPod, group_pods, pod_from_json
+from autoroll.kube.selectors import (
     LabelSelector,
-    ListedPod,
     Operator,
     Requirement,
     SelectorIndex,
-    default_pull_policy,
-    deployment_from_json,
-    group_pods,
-    list_items,
-    node_platforms,
-    pod_from_json,
     pod_list_selector,
     selector_from_json,
     selector_matches,
     selector_query,
 )
+from autoroll.kube.workloads import default_pull_policy, deployment_from_json
 from autoroll.model import ContainerStatusView, ContainerView, WorkloadKind
 
 T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)

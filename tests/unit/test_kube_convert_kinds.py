@@ -1,4 +1,6 @@
-"""StatefulSet, DaemonSet, pod ownership and Node JSON into views (``autoroll.kube.convert``).
+"""StatefulSet, DaemonSet, pod ownership and Node JSON into views.
+
+(``autoroll.kube.workloads``, ``autoroll.kube.pods``, ``autoroll.kube.nodes``.)
 
 Objects are written with the client's models and serialised as the API server sends them,
 so the field names and omissions (zero counts are left out) are the API's own.
@@ -11,7 +13,9 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from autoroll.kube.convert import group_pods, node_from_json, pod_from_json, workload_from_json
+from autoroll.kube.nodes import node_from_json
+from autoroll.kube.pods import group_pods, pod_from_json
+from autoroll.kube.workloads import workload_from_json
 from autoroll.model import (
     DaemonSetStatus,
     StatefulSetStatus,

@@ -13,10 +13,15 @@ from typing import Any
 
 import pytest
 
-from autoroll.kube.convert import NUDGE_ANNOTATION, event_json, lease_from_json, lease_spec_json
 from autoroll.kube.errors import ClusterApiError, ClusterForbiddenError
 from autoroll.kube.events import KubeEvents
 from autoroll.kube.lease import KubeLease
+from autoroll.kube.lease_event_bodies import (
+    NUDGE_ANNOTATION,
+    event_json,
+    lease_from_json,
+    lease_spec_json,
+)
 from autoroll.kube.transport import SMALL_CALL_TIMEOUT, KubeRest
 from autoroll.model import (
     LeaseRecord,

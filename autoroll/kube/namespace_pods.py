@@ -1,0 +1,86 @@
+"""One watched namespace's pods, filed under the enrolled workloads that claim them.
+
+The watched cache (``autoroll.kube.cache``) keeps one of these per namespace that holds an
+enrolled workload. A pod is filed under every workload that claims it, by the rule a
+listing uses: the workload's selector, found through a ``SelectorIndex``, and for
+StatefulSets and DaemonSets its ownerReference (``pods.owns``). Not thread-safe on its own:
+the cache calls it with its lock held.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from autoroll.kube.informer import Informer
+from autoroll.kube.pods import ListedPod, owns
+from autoroll.kube.selectors import LabelSelector, SelectorIndex, selector_matches
+from autoroll.model import WorkloadView
+
+
+@dataclass
+class NamespacePods:
+    """One namespace: its informer, its pods, and which workload each pod belongs to."""
+
+    namespace: str
+    informer: Informer[ListedPod]
+    selector: str | None  # the narrowing wanted; the informer lists with it once restarted
+    ready: bool = False  # listed with ``selector`` and not broken since
+    index: SelectorIndex = field(default_factory=SelectorIndex)
+    views: dict[str, WorkloadView] = field(default_factory=dict)  # key -> workload, as filed
+    pods: dict[str, ListedPod] = field(default_factory=dict)  # uid -> pod
+    members: dict[str, set[str]] = field(default_factory=dict)  # workload key -> pod uids
+    owners: dict[str, set[str]] = field(default_factory=dict)  # pod uid -> workload keys
+
+    def claims(self, key: str, pod: ListedPod) -> bool:
+        view = self.views.get(key)
+        return view is not None and owns(view, pod)
+
+    def file(self, uid: str, pod: ListedPod) -> set[str]:
+        """File (or re-file) one pod; returns every workload key it was or is now under."""
+        before = self.unfile(uid)
+        self.pods[uid] = pod
+        now = {key for key in self.index.matching(pod.labels) if self.claims(key, pod)}
+        for key in now:
+            self.members.setdefault(key, set()).add(uid)
+        if now:
+            self.owners[uid] = now
+        return before | now
+
+    def unfile(self, uid: str) -> set[str]:
+        self.pods.pop(uid, None)
+        keys = self.owners.pop(uid, set())
+        for key in keys:
+            self.members.get(key, set()).discard(uid)
+        return keys
+
+    def put_workload(self, view: WorkloadView, selector: LabelSelector) -> None:
+        """File (or re-file) one workload and re-match the namespace's pods against it."""
+        key = view.key
+        before, self.views[key] = self.views.get(key), view
+        if before is not None and before.uid == view.uid and self.index.get(key) == selector:
+            return  # its claim on pods is unchanged
+        self.index.add(key, selector)
+        self._rematch(key, selector)
+
+    def drop_workload(self, key: str) -> None:
+        self.views.pop(key, None)
+        self.index.remove(key)
+        self._rematch(key, None)
+
+    def _rematch(self, key: str, selector: LabelSelector | None) -> None:
+        for uid in self.members.pop(key, set()):
+            self.owners.get(uid, set()).discard(key)
+        if selector is None:
+            return
+        found = {
+            uid
+            for uid, pod in self.pods.items()
+            if selector_matches(selector, pod.labels) and self.claims(key, pod)
+        }
+        if found:
+            self.members[key] = found
+            for uid in found:
+                self.owners.setdefault(uid, set()).add(key)
+
+
+__all__ = ["NamespacePods"]
