@@ -15,9 +15,9 @@ target index (a pod reporting a platform child), then for the image configs both
 for (a pod reporting another manifest, possibly in another repository), then, for a DaemonSet
 about to lose a pod, whether the candidates' Nodes are Ready. Every request is answered,
 ``Unknown`` when it cannot be, so a request is never repeated; the answers are shared by the
-pass's later workloads (Node answers by this pass only: readiness changes). At the end of a
-pass each target's configs are resolved once, while the registry still holds the manifest
-(``_remember_targets``).
+pass's later workloads (Node answers by this pass only: readiness changes; all of this is
+``autoroll.asking``). At the end of a pass each target's configs are resolved once, while
+the registry still holds the manifest (``_remember_targets``).
 
 A pass lists the cluster first, then reads the sighting clock, then asks the registry, and
 deletes only after that. So every pod in the listing predates any digest the pass sees for

@@ -44,7 +44,8 @@ from autoroll.config.reader import Reader
 from autoroll.model import WorkloadKind
 from autoroll.policy import Guardrails
 
-# The types of Config's fields, importable with it: what a caller needs to read a Config.
+# Config, and the two of its field types the server branches on (LeaderElection, RolloutMethod);
+# the rest has its own module (config.errors, config.choices, ...).
 __all__ = ["Config", "LeaderElection", "RolloutMethod"]
 
 
