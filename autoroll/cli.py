@@ -18,7 +18,8 @@ from collections.abc import Mapping, Sequence
 import requests
 
 from autoroll import __version__, logs
-from autoroll.config import Config, ConfigError
+from autoroll.config import Config
+from autoroll.config.errors import ConfigError
 from autoroll.kube import ClusterConfigError, ClusterError, KubeCluster, connect
 from autoroll.plan import render, run_plan
 from autoroll.registry import RegistryClient

@@ -102,7 +102,6 @@ def _compare_content(
     def found(state: PodState, note: str = "") -> PodFinding:
         return PodFinding(pod.name, pod.uid, state, running.digest, running, note)
 
-    reference = running.reference
     mine = _content_of(running, contents, forgejo_host=forgejo_host)
     if isinstance(mine, str):
         return found(PodState.CONTENT_UNKNOWN, mine)
@@ -112,36 +111,50 @@ def _compare_content(
     if isinstance(theirs, Unknown):
         return found(PodState.CONTENT_UNKNOWN, f"the target's image configs are {theirs}")
     if isinstance(mine, Unknown):
-        hint = (
-            f"give autoroll's registry user read access to {running.repository},"
-            " or delete the pod by hand"
-            if mine.reason in _ACCESS_REASONS - {"not-found"}
-            else (
-                "the registry no longer holds it: Gitea and Forgejo drop a tag's previous"
-                " manifest when the tag is pushed again, and autoroll knows its content"
-                " only if it saw it as the target before; delete the pod by hand"
-            )
-            if mine.reason == "not-found"
-            else "asked again next pass"
+        return found(PodState.CONTENT_UNKNOWN, _unresolved_note(running, mine))
+    return found(*_judge_content(pod, running, mine, theirs))
+
+
+def _unresolved_note(running: RunningImage, mine: Unknown) -> str:
+    """Why the pod's own image configs are not known, and what would fix it."""
+    hint = (
+        f"give autoroll's registry user read access to {running.repository},"
+        " or delete the pod by hand"
+        if mine.reason in _ACCESS_REASONS - {"not-found"}
+        else (
+            "the registry no longer holds it: Gitea and Forgejo drop a tag's previous"
+            " manifest when the tag is pushed again, and autoroll knows its content"
+            " only if it saw it as the target before; delete the pod by hand"
         )
-        return found(
-            PodState.CONTENT_UNKNOWN,
-            f"{reference} could not be resolved: {mine}; not rolled, not counted current ({hint})",
-        )
+        if mine.reason == "not-found"
+        else "asked again next pass"
+    )
+    return (
+        f"{running.reference} could not be resolved: {mine};"
+        f" not rolled, not counted current ({hint})"
+    )
+
+
+def _judge_content(
+    pod: PodView, running: RunningImage, mine: ImageContent, theirs: ImageContent
+) -> tuple[PodState, str]:
+    """The pod's state and note from both sides' image configs, both known."""
+    reference = running.reference
     match match_content(mine, theirs, platform=pod.platform):
         case ContentMatch.SAME if not mine.configs <= theirs.configs:
             # Decided by the node's platform: its child is unchanged, other platforms moved.
-            return found(
+            return (
                 PodState.SAME_PLATFORM,
                 f"its node's platform {pod.platform} has the same image in {reference} and"
                 " in the target (only other platforms changed)",
             )
         case ContentMatch.SAME:
-            return found(
-                PodState.SAME_CONTENT, f"runs the target's content under another name: {reference}"
+            return (
+                PodState.SAME_CONTENT,
+                f"runs the target's content under another name: {reference}",
             )
         case ContentMatch.OTHER:
-            return found(PodState.STALE)
+            return PodState.STALE, ""
         case ContentMatch.PARTIAL:
             why = (
                 "its node's platform, which autoroll reads only with PLATFORM_AWARE=true"
@@ -149,7 +162,7 @@ def _compare_content(
                 else f"its node's platform {pod.platform}, which one of the two indexes does"
                 " not name (or names twice)"
             )
-            return found(
+            return (
                 PodState.PLATFORM_UNKNOWN,
                 f"{reference} shares only some platforms' image configs with the target (a"
                 f" multi-arch push that left some platforms unchanged): which one the pod runs"

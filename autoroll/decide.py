@@ -310,6 +310,41 @@ def _decide_container(
     already: DeletePod | None,
 ) -> ContainerResult:
     """One container's ladder; ``already`` is the deletion chosen for an earlier container."""
+    found = _resolved_target(container, forgejo_host=forgejo_host, resolved=resolved)
+    if isinstance(found, ContainerResult):
+        return found
+    ref, target = found
+    index_children = children.get(target)
+    findings = [
+        compare_pod(
+            pod,
+            container,
+            target=target,
+            index_children=index_children,
+            contents=contents,
+            forgejo_host=forgejo_host,
+        )
+        for pod in pods
+        if not pod.is_terminal
+    ]
+    ladder = Ladder(workload, container, ref, target, pods, findings)
+    return (
+        ladder.fetch_first(index_children, contents)
+        or ladder.target_content_unknown(contents.get(target))
+        or ladder.guarded_by(sightings.get(ref))
+        or ladder.stale(settledness, already, nodes)
+        or ladder.not_stale()
+    )
+
+
+def _resolved_target(
+    container: ContainerView,
+    *,
+    forgejo_host: str,
+    resolved: Mapping[TagRef, Digest | Unknown],
+) -> tuple[TagRef, Digest] | ContainerResult:
+    """The container's tag and its target digest, or the SKIPPED result saying why there is
+    no target to compare with (not autoroll's image, outside this pass, registry Unknown)."""
     name, image = container.name, container.image
     selection = select_container(container, forgejo_host=forgejo_host)
     if selection.ref is None:
@@ -339,24 +374,4 @@ def _decide_container(
                 name, image, Verdict.SKIPPED, Reason.REGISTRY_UNKNOWN, str(target), ref, target
             )
         )
-    index_children = children.get(target)
-    findings = [
-        compare_pod(
-            pod,
-            container,
-            target=target,
-            index_children=index_children,
-            contents=contents,
-            forgejo_host=forgejo_host,
-        )
-        for pod in pods
-        if not pod.is_terminal
-    ]
-    ladder = Ladder(workload, container, ref, target, pods, findings)
-    return (
-        ladder.fetch_first(index_children, contents)
-        or ladder.target_content_unknown(contents.get(target))
-        or ladder.guarded_by(sightings.get(ref))
-        or ladder.stale(settledness, already, nodes)
-        or ladder.not_stale()
-    )
+    return ref, target

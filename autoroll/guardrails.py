@@ -147,54 +147,18 @@ def plan_rolls(
     }
     mid_roll = {e.workload.key for e, d in items if is_mid_roll(d, e.pods)}
     mid_roll |= set(mid_roll_elsewhere)
-    holds: list[Hold] = []
-    candidates: list[tuple[tuple[datetime, str], str, DeletePod]] = []
-    for enrolled, decision in items:
-        if not decision.actions:
-            continue
-        key, action = enrolled.workload.key, decision.actions[0]
-        hold = _policy_hold(
-            key, action, decision, policies[key], guardrails, sightings=sightings, now=now
-        )
-        if hold is not None:
-            holds.append(hold)
-            continue
-        candidates.append((_priority(decision, action, sightings, now), key, action))
+    holds, candidates = _policy_sift(items, policies, guardrails, sightings=sightings, now=now)
 
     own = [t for t in deleted_at if now - guardrails.period < t <= now + guardrails.period]
     used = len(own) if guardrails.deletions_per_period else 0
     go: list[DeletePod] = []
     slots_taken = set(mid_roll)
     for _, key, action in sorted(candidates):
-        if guardrails.deletions_per_period and used + len(go) >= guardrails.deletions_per_period:
-            frees = _frees_at(own + [now] * len(go), guardrails)
-            holds.append(
-                Hold(
-                    key,
-                    action,
-                    HoldReason.BUDGET,
-                    f"{used + len(go)} of {guardrails.deletions_per_period} deletions in the"
-                    f" last {format_duration(guardrails.period)} (ROLL_BUDGET_DELETIONS)",
-                    frees,
-                )
-            )
-            continue
-        if (
-            guardrails.in_flight
-            and key not in slots_taken
-            and len(slots_taken) >= guardrails.in_flight
-        ):
-            named = ", ".join(sorted(slots_taken)[:_NAMED])
-            more = f" and {len(slots_taken) - _NAMED} more" if len(slots_taken) > _NAMED else ""
-            holds.append(
-                Hold(
-                    key,
-                    action,
-                    HoldReason.BUDGET,
-                    f"{len(slots_taken)} of {guardrails.in_flight} workloads mid-roll"
-                    f" ({named}{more}; ROLL_BUDGET_IN_FLIGHT)",
-                )
-            )
+        hold = _deletions_hold(key, action, guardrails, used=used, own=own, go=go, now=now)
+        if hold is None:
+            hold = _in_flight_hold(key, action, guardrails, slots_taken)
+        if hold is not None:
+            holds.append(hold)
             continue
         go.append(action)
         slots_taken.add(key)
@@ -208,6 +172,75 @@ def plan_rolls(
         frees_at=_frees_at(own + [now] * len(go), guardrails),
     )
     return RollPlan(tuple(go), tuple(holds), budget, guardrails.paused, policies)
+
+
+def _policy_sift(
+    items: Sequence[tuple[Enrolled, Decision]],
+    policies: Mapping[str, Policy],
+    guardrails: Guardrails,
+    *,
+    sightings: Mapping[TagRef, Sighting],
+    now: datetime,
+) -> tuple[list[Hold], list[tuple[tuple[datetime, str], str, DeletePod]]]:
+    """Each decided deletion either held by its workload's policy (paused, window, min-age…)
+    or a candidate for the budget, with the priority that orders the candidates."""
+    holds: list[Hold] = []
+    candidates: list[tuple[tuple[datetime, str], str, DeletePod]] = []
+    for enrolled, decision in items:
+        if not decision.actions:
+            continue
+        key, action = enrolled.workload.key, decision.actions[0]
+        hold = _policy_hold(
+            key, action, decision, policies[key], guardrails, sightings=sightings, now=now
+        )
+        if hold is not None:
+            holds.append(hold)
+            continue
+        candidates.append((_priority(decision, action, sightings, now), key, action))
+    return holds, candidates
+
+
+def _deletions_hold(
+    key: str,
+    action: DeletePod,
+    guardrails: Guardrails,
+    *,
+    used: int,
+    own: list[datetime],
+    go: Sequence[DeletePod],
+    now: datetime,
+) -> Hold | None:
+    """The budget hold once the period's deletions (``used`` known, ``go`` granted) are all
+    spent; None while one is left, or when deletions are unlimited."""
+    if guardrails.deletions_per_period and used + len(go) >= guardrails.deletions_per_period:
+        frees = _frees_at(own + [now] * len(go), guardrails)
+        return Hold(
+            key,
+            action,
+            HoldReason.BUDGET,
+            f"{used + len(go)} of {guardrails.deletions_per_period} deletions in the"
+            f" last {format_duration(guardrails.period)} (ROLL_BUDGET_DELETIONS)",
+            frees,
+        )
+    return None
+
+
+def _in_flight_hold(
+    key: str, action: DeletePod, guardrails: Guardrails, slots_taken: AbstractSet[str]
+) -> Hold | None:
+    """The budget hold when every in-flight slot is taken by another workload; None when
+    ``key`` holds one already, one is free, or in-flight is unlimited."""
+    if guardrails.in_flight and key not in slots_taken and len(slots_taken) >= guardrails.in_flight:
+        named = ", ".join(sorted(slots_taken)[:_NAMED])
+        more = f" and {len(slots_taken) - _NAMED} more" if len(slots_taken) > _NAMED else ""
+        return Hold(
+            key,
+            action,
+            HoldReason.BUDGET,
+            f"{len(slots_taken)} of {guardrails.in_flight} workloads mid-roll"
+            f" ({named}{more}; ROLL_BUDGET_IN_FLIGHT)",
+        )
+    return None
 
 
 # --------------------------------------------------------------------------------------------

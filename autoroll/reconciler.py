@@ -15,9 +15,9 @@ target index (a pod reporting a platform child), then for the image configs both
 for (a pod reporting another manifest, possibly in another repository), then, for a DaemonSet
 about to lose a pod, whether the candidates' Nodes are Ready. Every request is answered,
 ``Unknown`` when it cannot be, so a request is never repeated; the answers are shared by the
-pass's later workloads (Node answers by this pass only: readiness changes). At the end of a
-pass each target's configs are resolved once, while the registry still holds the manifest
-(``_remember_targets``).
+pass's later workloads (Node answers by this pass only: readiness changes; all of this is
+``autoroll.asking``). At the end of a pass each target's configs are resolved once, while
+the registry still holds the manifest (``_remember_targets``).
 
 A pass lists the cluster first, then reads the sighting clock, then asks the registry, and
 deletes only after that. So every pod in the listing predates any digest the pass sees for
@@ -75,12 +75,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
+from autoroll.asking import Asker, PassState
 from autoroll.decide import (
     ContentRequest,
     Decision,
     Reason,
     Sighting,
-    decide,
     listed_uids,
     observe_targets,
     refs_to_resolve,
@@ -90,7 +90,7 @@ from autoroll.guardrails import Hold, RollPlan, plan_rolls, pods_started
 from autoroll.halt import rollout_halt
 from autoroll.images import TagRef
 from autoroll.metrics import Metrics
-from autoroll.model import Digest, Enrolled, ImageContent, NodeView, Unknown
+from autoroll.model import Digest, Enrolled, ImageContent, Unknown
 from autoroll.observer import PassObserver
 from autoroll.policy import Guardrails
 from autoroll.ports import ClusterPort, EventPort, NodePort, RegistryPort
@@ -100,12 +100,6 @@ log = logging.getLogger(__name__)
 
 #: ``Executed.outcome`` when the leadership check before a deletion failed.
 NOT_LEADER = Outcome.NOT_LEADER
-#: ``decide`` asks for an index's children, then image configs, then Nodes: three at most.
-FETCH_ROUNDS = 3
-
-Children = dict[Digest, frozenset[Digest] | Unknown]
-Contents = dict[Digest, ImageContent | Unknown]
-Nodes = dict[str, NodeView | Unknown]
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,16 +116,6 @@ class TickReport:
     plan: RollPlan | None = None  # the guardrails' plan (None when the pass ended before it)
     scope: Scope = FULL  # what the pass looked at
     fresh_reads: int = 0  # workloads whose pods were read again before acting
-
-
-@dataclass(frozen=True, slots=True)
-class _PassState:
-    """What a pass resolved and fetched, shared by its later decisions (fresh ones too)."""
-
-    resolved: Mapping[TagRef, Digest | Unknown]
-    children: Children
-    contents: Contents
-    nodes: Nodes
 
 
 @dataclass(slots=True)
@@ -191,7 +175,7 @@ class Reconciler:
         halted_after: timedelta = timedelta(minutes=10),
     ) -> None:
         self._cluster = cluster
-        self._nodes = nodes
+        self._asker = Asker(registry=registry, nodes=nodes, forgejo_host=forgejo_host)
         self._halted_after = halted_after
         self._registry = registry
         self._forgejo_host = forgejo_host
@@ -229,31 +213,16 @@ class Reconciler:
             # cluster when this one leads again (``_plan``).
             self._term_started = False
             return TickReport(now, skipped=True, scope=scope)
-        if not self._term_started and not scope.is_full:
-            # The budget's evidence and the in-flight count are cluster-wide: a term starts
-            # with a full pass, whatever asked for it (``_plan``).
-            log.info("first pass of this term: looking at every workload, not only %s", scope)
-            scope = FULL
+        scope = self._pass_scope(scope)
         enrolled, resolved = self._read(scope)
         # The caches as this pass starts, plus every answer it gets (Unknown included).
-        children: Children = dict(self._registry.known_children())
-        contents: Contents = dict(self._registry.known_content())
-        nodes: Nodes = {}  # this pass's Node reads only
-        items: list[tuple[Enrolled, Decision]] = []
-        abandoned = False
-        for item in enrolled:
-            if stopping():
-                abandoned = True
-                log.info("stop requested; leaving the rest of this pass undone")
-                break
-            decision = self._decide(item, resolved, children, contents, nodes)
-            items.append((item, decision))
-            self._observer.decided(decision)
-            halt = rollout_halt(
-                decision=decision, pods=item.pods, now=now, after=self._halted_after
-            )
-            if halt is not None:
-                self._observer.halted(item.workload, halt)
+        state = PassState(
+            resolved,
+            dict(self._registry.known_children()),
+            dict(self._registry.known_content()),
+            {},  # this pass's Node reads only
+        )
+        items, abandoned = self._decide_all(enrolled, state, now=now, stopping=stopping)
         plan: RollPlan | None = None
         executed: list[Executed] = []
         acted = _Acted()
@@ -263,7 +232,6 @@ class Reconciler:
             # is then decided again on a fresh read, and planned again, right before it.
             plan = self._plan(items)
             self._observer.planned(plan)
-            state = _PassState(resolved, children, contents, nodes)
             abandoned = self._execute(
                 plan, items, state=state, acted=acted, executed=executed, stopping=stopping
             )
@@ -273,7 +241,7 @@ class Reconciler:
             enrolled, scope=scope, fresh_reads=acted.fresh_reads, complete=not abandoned
         )
         if not abandoned:
-            self._remember_targets(resolved, contents)
+            self._remember_targets(resolved, state.contents)
         decisions = tuple(acted.decisions.get(e.workload.key, d) for e, d in items)
         return TickReport(
             now,
@@ -288,6 +256,40 @@ class Reconciler:
         )
 
     # -- steps ------------------------------------------------------------------------------
+
+    def _pass_scope(self, scope: Scope) -> Scope:
+        """The scope asked for, except on a term's first pass, which is always full."""
+        if not self._term_started and not scope.is_full:
+            # The budget's evidence and the in-flight count are cluster-wide: a term starts
+            # with a full pass, whatever asked for it (``_plan``).
+            log.info("first pass of this term: looking at every workload, not only %s", scope)
+            return FULL
+        return scope
+
+    def _decide_all(
+        self,
+        enrolled: Sequence[Enrolled],
+        state: PassState,
+        *,
+        now: datetime,
+        stopping: Callable[[], bool],
+    ) -> tuple[list[tuple[Enrolled, Decision]], bool]:
+        """Decide every workload in turn, saying loudly which rollouts are halted; True with
+        them if a stop was requested before every one was decided."""
+        items: list[tuple[Enrolled, Decision]] = []
+        for item in enrolled:
+            if stopping():
+                log.info("stop requested; leaving the rest of this pass undone")
+                return items, True
+            decision = self._asker.decide(item, state, self._sightings)
+            items.append((item, decision))
+            self._observer.decided(decision)
+            halt = rollout_halt(
+                decision=decision, pods=item.pods, now=now, after=self._halted_after
+            )
+            if halt is not None:
+                self._observer.halted(item.workload, halt)
+        return items, False
 
     def _plan(self, items: Sequence[tuple[Enrolled, Decision]]) -> RollPlan:
         """The guardrails over the whole pass; the deletion memory is pruned to its period.
@@ -334,7 +336,7 @@ class Reconciler:
         plan: RollPlan,
         items: Sequence[tuple[Enrolled, Decision]],
         *,
-        state: _PassState,
+        state: PassState,
         acted: _Acted,
         executed: list[Executed],
         stopping: Callable[[], bool],
@@ -422,7 +424,7 @@ class Reconciler:
         ]
 
     def _decide_fresh(
-        self, item: Enrolled, state: _PassState, *, found: Decision
+        self, item: Enrolled, state: PassState, *, found: Decision
     ) -> tuple[Enrolled, Decision, Executed | None]:
         """Read the workload again and decide on that read (module docstring).
 
@@ -434,74 +436,8 @@ class Reconciler:
         except Exception as exc:  # reported as the action's outcome by the observer
             failed = Executed(found.actions[0], Outcome.READ_FAILED, str(exc))
             return item, replace(found, actions=()), failed
-        decision = self._decide(fresh, state.resolved, state.children, state.contents, state.nodes)
+        decision = self._asker.decide(fresh, state, self._sightings)
         return fresh, decision, None
-
-    def _decide(
-        self,
-        item: Enrolled,
-        resolved: Mapping[TagRef, Digest | Unknown],
-        children: Children,
-        contents: Contents,
-        nodes: Nodes,
-    ) -> Decision:
-        """Decide, fetching what ``decide`` asks for (children, content, Nodes) in between."""
-
-        def run() -> Decision:
-            return decide(
-                workload=item.workload,
-                pods=item.pods,
-                forgejo_host=self._forgejo_host,
-                resolved=resolved,
-                sightings=self._sightings,
-                children=children,
-                contents=contents,
-                nodes=nodes,
-            )
-
-        decision = run()
-        for _ in range(FETCH_ROUNDS):
-            if not decision.needs_anything:
-                break
-            self._fetch(decision, children, contents)
-            self._read_nodes(decision, nodes)
-            decision = run()
-        # Still asking after both rounds cannot happen (every request got an answer); if it
-        # did, the containers that ask carry no action, so nothing is deleted on a guess.
-        return decision
-
-    def _fetch(
-        self,
-        decision: Decision,
-        children: Children,
-        contents: Contents,
-    ) -> None:
-        """Only on a mismatch: GET what ``decide`` asked for. Every request gets an answer
-        (Unknown if the client gave none), so the next ``decide`` cannot ask it again."""
-        if decision.needs_children:
-            found = self._registry.fetch_children(decision.needs_children)
-            for request in decision.needs_children:
-                children[request.digest] = found.get(
-                    request.digest, Unknown("not-fetched", "the registry client gave no answer")
-                )
-        if decision.needs_content:
-            resolved = self._registry.fetch_content(decision.needs_content)
-            for wanted in decision.needs_content:
-                contents[wanted.digest] = resolved.get(
-                    wanted.digest, Unknown("not-fetched", "the registry client gave no answer")
-                )
-
-    def _read_nodes(self, decision: Decision, nodes: Nodes) -> None:
-        """Read each Node a DaemonSet decision asked for; one that cannot be read is Unknown
-        (its pod is then not deleted), and the error says what to fix."""
-        for request in sorted(decision.needs_nodes, key=lambda r: r.name):
-            if self._nodes is None:
-                nodes[request.name] = Unknown("no-node-reader", "this pass cannot read Nodes")
-                continue
-            try:
-                nodes[request.name] = self._nodes.node(request.name)
-            except Exception as exc:
-                nodes[request.name] = Unknown("node-unreadable", str(exc))
 
     def _remember_targets(
         self,

@@ -7,15 +7,9 @@ from datetime import timedelta
 
 import pytest
 
-from autoroll.config import (
-    Config,
-    ConfigError,
-    LogFormat,
-    LogLevel,
-    RegistryScheme,
-    RolloutMethod,
-    Secret,
-)
+from autoroll.config import Config
+from autoroll.config.choices import LogFormat, LogLevel, RegistryScheme, RolloutMethod
+from autoroll.config.errors import ConfigError, Secret
 from autoroll.model import WorkloadKind
 
 TOKEN = "tok-0123456789-very-secret"

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from autoroll.config import Config, ConfigError, LeaderElection
+from autoroll.config import Config
+from autoroll.config.errors import ConfigError
+from autoroll.config.leader import LeaderElection
 
 BASE = {
     "FORGEJO_HOST": "forgejo.example:3000",

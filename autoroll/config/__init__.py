@@ -1,0 +1,182 @@
+"""The controller's configuration: one frozen object built from the environment.
+
+``Config.from_env(os.environ)`` reads every variable once, checks all of them, and raises
+one ``ConfigError`` listing every problem (variable, offending value — never for a secret —
+and the expected form), so a broken Deployment is fixed in one edit, not one per restart.
+Secrets are wrapped in ``Secret``, whose repr and str never show the value; ``redacted()``
+is the view logged once at startup.
+
+The settings blocks live in modules of their own (``leader``: ``LEADER_ELECTION*``,
+``guardrails``: ``ROLL_*``, ``choices``: the enumerated settings), on the shared ``reader``
+(unset means the default, set-but-empty is an error), ``parsers`` and ``errors``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from autoroll.config.choices import (
+    LogFormat,
+    LogLevel,
+    RegistryScheme,
+    RolloutMethod,
+    enum_parser,
+)
+from autoroll.config.errors import ConfigError, Secret
+from autoroll.config.guardrails import read_guardrails, redacted_guardrails
+from autoroll.config.leader import LeaderElection, read_leader_election, redacted_election
+from autoroll.config.parsers import (
+    ALL_KINDS,
+    check_nonblank,
+    check_webhook_secret,
+    parse_bool,
+    parse_forgejo_host,
+    parse_interval,
+    parse_kinds,
+    parse_listen_addr,
+    parse_nonblank,
+    parse_pass_timeout,
+    parse_resync,
+    parse_selector,
+)
+from autoroll.config.reader import Reader
+from autoroll.model import WorkloadKind
+from autoroll.policy import Guardrails
+
+# Config, and the two of its field types the server branches on (LeaderElection, RolloutMethod);
+# the rest has its own module (config.errors, config.choices, ...).
+__all__ = ["Config", "LeaderElection", "RolloutMethod"]
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """Effective configuration. Units are in the names; defaults say why in ``from_env``."""
+
+    forgejo_host: str  # bare host[:port]; the registry to ask and the image-host filter
+    forgejo_user: str  # the user that owns the token (HTTP Basic user name)
+    forgejo_token: Secret  # read:package token (HTTP Basic password)
+    webhook_secret: Secret  # HMAC-SHA256 key for POST /webhook
+    poll_interval_seconds: int = 120  # a missed webhook is noticed within two minutes
+    #: a pass still running after this is told to stop between Deployments, and /livez fails
+    #: once no pass finished for poll interval + this + one API call: a stuck loop restarts
+    pass_timeout_seconds: int = 300
+    label_selector: str = "aethnet.se/autoroll=true"  # on the workload object, not the pods
+    #: the kinds listed each pass (one list request each) and granted by the chart's RBAC
+    workload_kinds: tuple[WorkloadKind, ...] = tuple(WorkloadKind)
+    listen_host: str = "0.0.0.0"  # all interfaces: probes and webhooks arrive via the pod IP
+    listen_port: int = 8080
+    dry_run: bool = False  # log intended deletions, delete nothing
+    log_level: LogLevel = LogLevel.INFO
+    log_format: LogFormat = LogFormat.TEXT
+    rollout_method: RolloutMethod = RolloutMethod.DELETE  # delete needs the least RBAC
+    emit_events: bool = False  # Kubernetes Events need another RBAC verb: opt in
+    registry_scheme: RegistryScheme = RegistryScheme.HTTPS  # http only for local registries
+    leader_election: LeaderElection | None = None  # None: one replica, reconciles alone
+    #: the cluster-wide budget, min-age, window and pause (autoroll.policy; defaults and why
+    #: in docs/adr/016-guardrails.md)
+    guardrails: Guardrails = field(default_factory=Guardrails)
+    #: read each pod's node platform (nodes: list), so a multi-arch push that leaves a
+    #: platform unchanged restarts none of its pods; off: such pods are platform-unknown
+    platform_aware: bool = False
+    #: enrolled workloads and their pods kept in memory from watches: a pass finds its work
+    #: without listing, a webhook's pass looks at its tag's workloads only, and a roll goes
+    #: on as soon as a replacement is Ready; deletions are still decided on a fresh read
+    watch_cache: bool = True
+    #: the cache lists everything again this often, in case a watch ever missed an event
+    cache_resync_seconds: int = 1800
+    # A rollout stuck this long behind a pod that is not Ready is reported as halted (WARNING,
+    # metric, Event): long enough for a slow start, short enough that a broken release is
+    # noticed the same hour.
+    rollout_halted_after_seconds: int = 600
+
+    @property
+    def listen_addr(self) -> str:
+        return f"{self.listen_host}:{self.listen_port}"
+
+    @property
+    def registry_url(self) -> str:
+        """Base URL of the registry API (no trailing slash)."""
+        return f"{self.registry_scheme}://{self.forgejo_host}"
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> Config:
+        """Build the config from ``env``; raise ``ConfigError`` naming every bad variable."""
+        reader = Reader(env)
+        host = reader.required("FORGEJO_HOST", parse_forgejo_host)
+        user = reader.required("FORGEJO_USER", parse_nonblank)
+        token = reader.required_secret("FORGEJO_TOKEN", check_nonblank)
+        secret = reader.required_secret("WEBHOOK_SECRET", check_webhook_secret)
+        poll = reader.optional("POLL_INTERVAL_SECONDS", 120, parse_interval)
+        pass_timeout = reader.optional("PASS_TIMEOUT_SECONDS", 300, parse_pass_timeout)
+        selector = reader.optional("LABEL_SELECTOR", "aethnet.se/autoroll=true", parse_selector)
+        kinds_text = reader.optional("WORKLOAD_KINDS", ALL_KINDS, parse_kinds)
+        kinds = tuple(WorkloadKind(k) for k in kinds_text.split(","))
+        listen = reader.optional("LISTEN_ADDR", ("0.0.0.0", 8080), parse_listen_addr)
+        dry_run = reader.optional("DRY_RUN", False, parse_bool)
+        level = reader.optional("LOG_LEVEL", LogLevel.INFO, enum_parser(LogLevel))
+        fmt = reader.optional("LOG_FORMAT", LogFormat.TEXT, enum_parser(LogFormat))
+        method = reader.optional("ROLLOUT_METHOD", RolloutMethod.DELETE, enum_parser(RolloutMethod))
+        events = reader.optional("EMIT_EVENTS", False, parse_bool)
+        scheme = reader.optional(
+            "REGISTRY_SCHEME", RegistryScheme.HTTPS, enum_parser(RegistryScheme)
+        )
+        halted_after = reader.optional("ROLLOUT_HALTED_AFTER_SECONDS", 600, parse_interval)
+        election = read_leader_election(reader)
+        guardrails = read_guardrails(reader)
+        platform_aware = reader.optional("PLATFORM_AWARE", False, parse_bool)
+        watch_cache = reader.optional("WATCH_CACHE", True, parse_bool)
+        resync = reader.optional("CACHE_RESYNC_SECONDS", 1800, parse_resync)
+        if reader.problems:
+            raise ConfigError(reader.problems)
+        assert host is not None and user is not None and token is not None and secret is not None
+        return cls(
+            forgejo_host=host,
+            forgejo_user=user,
+            forgejo_token=token,
+            webhook_secret=secret,
+            poll_interval_seconds=poll,
+            pass_timeout_seconds=pass_timeout,
+            label_selector=selector,
+            workload_kinds=kinds,
+            listen_host=listen[0],
+            listen_port=listen[1],
+            dry_run=dry_run,
+            log_level=level,
+            log_format=fmt,
+            rollout_method=method,
+            emit_events=events,
+            registry_scheme=scheme,
+            leader_election=election,
+            guardrails=guardrails,
+            platform_aware=platform_aware,
+            watch_cache=watch_cache,
+            cache_resync_seconds=resync,
+            rollout_halted_after_seconds=halted_after,
+        )
+
+    def redacted(self) -> dict[str, str]:
+        """The effective configuration by variable name, secrets replaced, for one log line."""
+        return {
+            "FORGEJO_HOST": self.forgejo_host,
+            "FORGEJO_USER": self.forgejo_user,
+            "FORGEJO_TOKEN": "<redacted>",
+            "WEBHOOK_SECRET": "<redacted>",
+            "POLL_INTERVAL_SECONDS": str(self.poll_interval_seconds),
+            "PASS_TIMEOUT_SECONDS": str(self.pass_timeout_seconds),
+            "LABEL_SELECTOR": self.label_selector,
+            "WORKLOAD_KINDS": ",".join(self.workload_kinds),
+            "LISTEN_ADDR": self.listen_addr,
+            "DRY_RUN": str(self.dry_run).lower(),
+            "LOG_LEVEL": str(self.log_level),
+            "LOG_FORMAT": str(self.log_format),
+            "ROLLOUT_METHOD": str(self.rollout_method),
+            "EMIT_EVENTS": str(self.emit_events).lower(),
+            "REGISTRY_SCHEME": str(self.registry_scheme),
+            "WATCH_CACHE": str(self.watch_cache).lower(),
+            "CACHE_RESYNC_SECONDS": str(self.cache_resync_seconds),
+            "ROLLOUT_HALTED_AFTER_SECONDS": str(self.rollout_halted_after_seconds),
+            **redacted_election(self.leader_election),
+            **redacted_guardrails(self.guardrails),
+            "PLATFORM_AWARE": str(self.platform_aware).lower(),
+        }

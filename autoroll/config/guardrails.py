@@ -1,0 +1,86 @@
+"""The ``ROLL_*`` settings block: the cluster-wide budget, min-age, window and pause.
+
+What they mean and why the defaults are what they are: ``autoroll.policy`` and
+docs/adr/016-guardrails.md; this module only reads and redacts them.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from autoroll.config.parsers import parse_bool
+from autoroll.config.reader import Reader
+from autoroll.policy import ALWAYS, MAX_MIN_AGE, Guardrails, format_duration
+from autoroll.windows import Windows, parse_windows
+
+
+def read_guardrails(reader: Reader) -> Guardrails:
+    """The ``ROLL_*`` variables: the cluster-wide budget, min-age, window and pause."""
+    default = Guardrails()
+    deletions = reader.optional("ROLL_BUDGET_DELETIONS", default.deletions_per_period, parse_count)
+    period = reader.optional(
+        "ROLL_BUDGET_PERIOD_SECONDS", int(default.period.total_seconds()), parse_period
+    )
+    in_flight = reader.optional("ROLL_BUDGET_IN_FLIGHT", default.in_flight, parse_count)
+    min_age = reader.optional(
+        "ROLL_MIN_AGE_SECONDS", int(default.min_age.total_seconds()), parse_min_age
+    )
+    windows = reader.optional("ROLL_WINDOW", default.windows, parse_window)
+    paused = reader.optional("ROLL_PAUSED", default.paused, parse_bool)
+    return Guardrails(
+        deletions_per_period=deletions,
+        period=timedelta(seconds=period),
+        in_flight=in_flight,
+        min_age=timedelta(seconds=min_age),
+        windows=windows,
+        paused=paused,
+    )
+
+
+def redacted_guardrails(guardrails: Guardrails) -> dict[str, str]:
+    return {
+        "ROLL_BUDGET_DELETIONS": str(guardrails.deletions_per_period),
+        "ROLL_BUDGET_PERIOD_SECONDS": str(int(guardrails.period.total_seconds())),
+        "ROLL_BUDGET_IN_FLIGHT": str(guardrails.in_flight),
+        "ROLL_MIN_AGE_SECONDS": str(int(guardrails.min_age.total_seconds())),
+        "ROLL_WINDOW": str(guardrails.windows) if guardrails.windows else ALWAYS,
+        "ROLL_PAUSED": str(guardrails.paused).lower(),
+    }
+
+
+def parse_count(raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError("expected a whole number, 0 (unlimited) to 100000") from None
+    if not 0 <= value <= 100000:
+        raise ValueError("expected a whole number, 0 (unlimited) to 100000")
+    return value
+
+
+def parse_period(raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError("expected a whole number of seconds, 1 to 3600") from None
+    if not 1 <= value <= 3600:
+        raise ValueError("expected a whole number of seconds, 1 to 3600")
+    return value
+
+
+def parse_min_age(raw: str) -> int:
+    limit = int(MAX_MIN_AGE.total_seconds())
+    form = f"expected a whole number of seconds, 0 to {limit} ({format_duration(MAX_MIN_AGE)})"
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(form) from None
+    if not 0 <= value <= limit:
+        raise ValueError(form)
+    return value
+
+
+def parse_window(raw: str) -> Windows | None:
+    if raw.strip().lower() == ALWAYS:
+        return None
+    return parse_windows(raw)  # WindowError is a ValueError naming the part and the form
