@@ -51,7 +51,9 @@ from gunicorn.app.base import BaseApplication
 from gunicorn.glogging import Logger as GunicornLogger
 from prometheus_client import CollectorRegistry
 
-from autoroll.config import Config, LeaderElection, RolloutMethod
+from autoroll.config import Config
+from autoroll.config.choices import RolloutMethod
+from autoroll.config.leader import LeaderElection
 from autoroll.election import Timings, default_identity
 from autoroll.http_worker import REQUEST_READ_SECONDS
 from autoroll.kube import ClusterError, KubeCluster, KubeEvents, KubeLease, WatchCache

@@ -44,9 +44,8 @@ from autoroll.config.reader import Reader
 from autoroll.model import WorkloadKind
 from autoroll.policy import Guardrails
 
-# Config, and the two of its field types the server branches on (LeaderElection, RolloutMethod);
-# the rest has its own module (config.errors, config.choices, ...).
-__all__ = ["Config", "LeaderElection", "RolloutMethod"]
+# Only Config: every other name has its own module (config.errors, config.choices, ...).
+__all__ = ["Config"]
 
 
 @dataclass(frozen=True, slots=True)
