@@ -853,6 +853,30 @@ def _owner_tag(pid: int) -> str:
     return f"{pid}:{stat.rpartition(')')[2].split()[19]}"
 
 
+def _owned_nodes(tmp: Path | None = None) -> list[tuple[Path, str, str]]:
+    """(owner file, runner tag, cgroup name) of every node directory with an owner file."""
+    found = []
+    for owner in sorted(Path(tmp or tempfile.gettempdir()).glob(f"autoroll-node-*/{OWNER_FILE}")):
+        try:
+            tag, name = owner.read_text().split()
+        except (OSError, ValueError):
+            continue
+        if name.startswith("autoroll-node-"):
+            found.append((owner, tag, name))
+    return found
+
+
+def other_runners_nodes(tmp: Path | None = None) -> frozenset[str]:
+    """Directory and cgroup names of nodes that another live test runner owns: a session on
+    a shared machine may start one while this one runs; they are that runner's to check."""
+    names: set[str] = set()
+    for owner, tag, name in _owned_nodes(tmp):
+        pid = int(tag.partition(":")[0])
+        if pid != os.getpid() and _owner_tag(pid) == tag:
+            names.update((owner.parent.name, name))
+    return frozenset(names)
+
+
 def reap_orphans(tmp: Path | None = None) -> list[str]:
     """Remove what nodes of test runners that died (SIGKILL, a lost session) left behind.
 
@@ -862,12 +886,8 @@ def reap_orphans(tmp: Path | None = None) -> list[str]:
     reaped, described.
     """
     reaped: list[str] = []
-    for owner in sorted(Path(tmp or tempfile.gettempdir()).glob(f"autoroll-node-*/{OWNER_FILE}")):
-        try:
-            tag, name = owner.read_text().split()
-        except (OSError, ValueError):
-            continue
-        if _owner_tag(int(tag.partition(":")[0])) == tag or not name.startswith("autoroll-node-"):
+    for owner, tag, name in _owned_nodes(tmp):
+        if _owner_tag(int(tag.partition(":")[0])) == tag:
             continue  # its runner is alive
         tree = CgroupTree(name)
         survivors = tree.kill_all(timeout=10)
@@ -919,13 +939,15 @@ def processes_after_teardown(node: Node, timeout: float = 15.0) -> list[str]:
     return found
 
 
-def leftovers(before: HostState, after: HostState) -> list[str]:
-    """Everything present after that was not before (paths, mounts, netns, cgroups)."""
+def leftovers(before: HostState, after: HostState, tmp: Path | None = None) -> list[str]:
+    """Everything present after that was not before (paths, mounts, netns, cgroups), except
+    what belongs to a node another live runner owns."""
     problems = [f"host path {p}" for p in sorted(after.paths - before.paths)]
     problems += [f"mount {m}" for m in sorted(after.mounts - before.mounts)]
     problems += [f"network namespace {n}" for n in sorted(after.netns - before.netns)]
     problems += [f"cgroup {c}" for c in sorted(after.cgroups - before.cgroups)]
-    return problems
+    foreign = other_runners_nodes(tmp)
+    return [p for p in problems if not any(name in p for name in foreign)]
 
 
 def binaries_from_path() -> NodeBinaries | None:

@@ -23,6 +23,7 @@ from tests.e2e.node import (
     NODE_IP,
     HostState,
     Node,
+    _owner_tag,
     cgroup_mounts,
     cni_config,
     containerd_config,
@@ -123,6 +124,31 @@ def test_leftovers_name_only_what_appeared() -> None:
         "network namespace cni-1",
         "cgroup /sys/fs/cgroup/pids/autoroll-node-1",
     ]
+
+
+def test_leftovers_leave_out_a_node_another_live_runner_owns(tmp_path: Path) -> None:
+    """A session that starts on a shared machine while this one runs is that session's to
+    check; a node whose runner is gone is still reported (and reaped by the next node)."""
+    live = tmp_path / "autoroll-node-live"
+    dead = tmp_path / "autoroll-node-dead"
+    for directory, tag, name in (
+        (live, f"1:{_owner_tag(1).partition(':')[2]}", "autoroll-node-aaaa"),
+        (dead, "999999999:gone-long-ago", "autoroll-node-bbbb"),
+    ):
+        directory.mkdir()
+        (directory / "owner").write_text(f"{tag} {name}\n")
+    before = HostState(
+        paths=frozenset(), mounts=frozenset(), netns=frozenset(), cgroups=frozenset()
+    )
+    after = HostState(
+        paths=frozenset(),
+        mounts=frozenset(),
+        netns=frozenset(),
+        cgroups=frozenset(
+            {"/sys/fs/cgroup/pids/autoroll-node-aaaa", "/sys/fs/cgroup/pids/autoroll-node-bbbb"}
+        ),
+    )
+    assert leftovers(before, after, tmp_path) == ["cgroup /sys/fs/cgroup/pids/autoroll-node-bbbb"]
 
 
 # --- the session's node -------------------------------------------------------------------
