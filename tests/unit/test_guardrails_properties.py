@@ -309,11 +309,14 @@ def test_no_sequence_of_passes_and_pushes_breaks_a_guardrail(
             reconciler = controller(world, guardrails)  # every memory lost
     event(f"deletions: {min(len(world.deletions), 10)}{'+' if len(world.deletions) >= 10 else ''}")
     by_name = {w.name: w for w in world.workloads}
-    for deletion in world.deletions:
-        # 1. the budget, in every period that ends at a deletion
+    for index, deletion in enumerate(world.deletions):
+        # 1. the budget, in every period that ends at a deletion: the deletions made up to it
+        # (one made later at the same instant, by a later process, ends a period of its own)
         if guardrails.deletions_per_period:
             window = [
-                d for d in world.deletions if deletion.at - guardrails.period < d.at <= deletion.at
+                d
+                for d in world.deletions[: index + 1]
+                if deletion.at - guardrails.period < d.at <= deletion.at
             ]
             began = world.first_pass[deletion.process]
             unknown = [d for d in window if hidden(d, deletion.process, began)]

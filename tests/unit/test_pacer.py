@@ -48,7 +48,9 @@ class Watch:
         self.listener(frozenset({item.workload.key}))
 
 
-def setup(items: Sequence[Enrolled]) -> tuple[RollPacer, Watch, list[Scope], FakeCluster, Metrics]:
+def pacer_world(
+    items: Sequence[Enrolled],
+) -> tuple[RollPacer, Watch, list[Scope], FakeCluster, Metrics]:
     watch = Watch()
     nudged: list[Scope] = []
     metrics = Metrics(CollectorRegistry())
@@ -70,7 +72,7 @@ def web(*pods: PodView) -> Enrolled:
 
 def test_a_deletion_arms_the_workload_and_its_replacement_ready_nudges_its_tag() -> None:
     start = web(pod("web-1"), pod("web-2"))
-    pacer, watch, nudged, cluster, metrics = setup([start])
+    pacer, watch, nudged, cluster, metrics = pacer_world([start])
     run(pacer, cluster)
     assert cluster.deleted == [("shop", "web-1", "uid-web-1")]
     assert nudged == [], "the cache still shows web-1 live: not yet"
@@ -89,14 +91,14 @@ def test_a_deletion_arms_the_workload_and_its_replacement_ready_nudges_its_tag()
 
 
 def test_a_deleted_pod_still_shown_terminating_does_not_count_as_gone() -> None:
-    pacer, watch, nudged, cluster, _ = setup([web(pod("web-1"), pod("web-2"))])
+    pacer, watch, nudged, cluster, _ = pacer_world([web(pod("web-1"), pod("web-2"))])
     run(pacer, cluster)
     watch.shows(web(replace(pod("web-1"), deleting=True), pod("web-2")))
     assert nudged == [], "terminating: not gone, and not settled either"
 
 
 def test_a_pass_that_finds_the_workload_done_disarms_it() -> None:
-    pacer, _watch, _nudged, cluster, _ = setup([web(pod("web-1"))])
+    pacer, _watch, _nudged, cluster, _ = pacer_world([web(pod("web-1"))])
     run(pacer, cluster)
     assert "shop/deployment/web" in pacer.armed
     cluster.items = [web(pod("web-2", NEW, created=T0 + timedelta(seconds=1)))]
@@ -107,7 +109,7 @@ def test_a_pass_that_finds_the_workload_done_disarms_it() -> None:
 def test_a_workload_already_settled_in_the_cache_when_armed_is_nudged_at_once() -> None:
     """The cache may have seen the replacement Ready before the pass ended: no event
     will come, so arming checks at once."""
-    pacer, watch, nudged, cluster, _ = setup([web(pod("web-1"), pod("web-2"))])
+    pacer, watch, nudged, cluster, _ = pacer_world([web(pod("web-1"), pod("web-2"))])
     watch.held["shop/deployment/web"] = web(pod("web-2"), pod("web-3", NEW))
     run(pacer, cluster)
     assert nudged == [APP]
@@ -115,7 +117,7 @@ def test_a_workload_already_settled_in_the_cache_when_armed_is_nudged_at_once() 
 
 def test_waiting_for_settledness_arms_without_a_deleted_pod() -> None:
     unready = web(pod("web-1"), pod("web-2", NEW, ready=False))
-    pacer, watch, nudged, cluster, _ = setup([unready])
+    pacer, watch, nudged, cluster, _ = pacer_world([unready])
     run(pacer, cluster)
     assert cluster.deleted == []
     assert pacer.armed["shop/deployment/web"].deleted_uid == ""
@@ -125,7 +127,7 @@ def test_waiting_for_settledness_arms_without_a_deleted_pod() -> None:
 
 
 def test_a_follower_pass_disarms_everything() -> None:
-    pacer, _watch, _nudged, cluster, _ = setup([web(pod("web-1"))])
+    pacer, _watch, _nudged, cluster, _ = pacer_world([web(pod("web-1"))])
     run(pacer, cluster)
     pacer.passed(TickReport(T0, skipped=True))
     assert pacer.armed == {}
