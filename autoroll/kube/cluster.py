@@ -42,6 +42,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 from autoroll.kube.cache import WatchCache
+from autoroll.kube.cache_objects import workload_converter
 from autoroll.kube.errors import ClusterApiError
 from autoroll.kube.lists import list_items
 from autoroll.kube.nodes import node_from_json, node_platforms
@@ -60,7 +61,7 @@ from autoroll.kube.transport import (
     LazyRest,
     connect,
 )
-from autoroll.kube.workloads import template_repositories, workload_from_json
+from autoroll.kube.workloads import template_repositories
 from autoroll.model import DeleteOutcome, Enrolled, NodeView, WorkloadKind, WorkloadView
 from autoroll.scope import FULL, Scope
 
@@ -269,20 +270,8 @@ def _workloads(
     kind: WorkloadKind, items: list[dict[str, Any]]
 ) -> list[tuple[WorkloadView, LabelSelector]]:
     """Convert each workload; one that cannot be read is logged and skipped, not fatal."""
-    workloads = []
-    for item in items:
-        try:
-            workloads.append(workload_from_json(kind, item))
-        except (ValueError, TypeError, AttributeError) as exc:
-            meta = item.get("metadata") or {}
-            log.warning(
-                "ignoring %s %s/%s: %s",
-                kind.api_kind,
-                meta.get("namespace", "?"),
-                meta.get("name", "?"),
-                exc,
-            )
-    return workloads
+    convert = workload_converter(kind)
+    return [w for w in map(convert, items) if w is not None]
 
 
 __all__ = ["FIRST_SYNC_SECONDS", "KubeCluster"]
