@@ -1,5 +1,6 @@
 """Fixtures for the e2e tier: one control plane and one real node per session, the simulated
-kubelet for what a real runtime cannot show, a namespace.
+kubelet for what a real runtime cannot show, a namespace, and the controller for a test
+(``start_autoroll``).
 
 The binaries come from PATH (``scripts/tools.sh all`` then ``source .tools/env``). Missing ones
 skip locally and fail in CI (``require_tool``). Set ``AUTOROLL_E2E_KEEP=1`` to keep the control
@@ -8,6 +9,7 @@ plane's and the node's directories (logs, kubeconfig) after the session.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 import uuid
@@ -18,6 +20,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import IN_CI, require_tool
+from tests.e2e.controller import Autoroll, StartAutoroll, running_autoroll
 from tests.e2e.controlplane import (
     Binaries,
     ControlPlane,
@@ -26,6 +29,7 @@ from tests.e2e.controlplane import (
 )
 from tests.e2e.helpers import core_api
 from tests.e2e.images import push_pause
+from tests.e2e.incluster import RegistryAccess, installed_autoroll
 from tests.e2e.kubelet import SimulatedKubelet, StaticResolver
 from tests.e2e.node import (
     CNI_DIRS,
@@ -39,6 +43,7 @@ from tests.e2e.node import (
     processes_after_teardown,
     running_node,
 )
+from tests.e2e.scenario import label_selector
 from tests.support.registry import ImagePusher, RegistryServer
 from tests.support.registry_fixtures import fresh_registry, registry_for_tests
 from tests.support.wait import eventually
@@ -225,6 +230,70 @@ def namespace(kube: Any, request: pytest.FixtureRequest) -> Iterator[str]:
     yield name
     # Not awaited: the namespace controller and the kubelet clean up in the background.
     core.delete_namespace(name, _preload_content=False)
+
+
+#: The controller's poll interval unless a test asks for another: its minimum.
+DEFAULT_POLL = 5
+
+
+@pytest.fixture
+def start_autoroll(
+    request: pytest.FixtureRequest,
+    control_plane: ControlPlane,
+    docker_registry: RegistryServer,
+    namespace: str,
+    tmp_path: Path,
+) -> Iterator[StartAutoroll]:
+    """Start the controller for this test, seeing only the workloads of its ``namespace``
+    (``LABEL_SELECTOR``); stopped afterwards, and its output printed, so a failing test
+    shows it.
+
+    On the real node it is the user's install: ``helm install`` of the chart with the
+    controller image built from the Dockerfile, the controller a pod on the node
+    (``incluster.py``). A test on the simulated kubelet (it asks for ``kubelet``) gets a
+    local ``autoroll serve`` instead: no container runs there.
+
+    ``start(poll=5, registry=docker_registry, **env)``: ``registry`` is what the controller
+    is configured for (docker-registry, or an owner's token on Gitea), ``env`` the
+    controller's variables (each maps to a chart value, ``incluster.ENV_TO_VALUES``).
+    """
+    started: list[Autoroll] = []
+    with contextlib.ExitStack() as stack:
+
+        def start(
+            *, poll: int = DEFAULT_POLL, registry: RegistryAccess = docker_registry, **env: str
+        ) -> Autoroll:
+            env = {"LABEL_SELECTOR": label_selector(namespace), **env}
+            if "kubelet" in request.fixturenames:
+                if not isinstance(registry, RegistryServer):
+                    raise TypeError("a local controller runs against a docker-registry only")
+                autoroll = stack.enter_context(
+                    running_autoroll(
+                        plane=control_plane, registry=registry, poll_seconds=poll, extra_env=env
+                    )
+                )
+            else:
+                autoroll = stack.enter_context(
+                    installed_autoroll(
+                        helm=require_tool("helm"),
+                        kubeconfig=control_plane.kubeconfig,
+                        kube=request.getfixturevalue("kube"),
+                        plane=control_plane,
+                        node=request.getfixturevalue("node"),
+                        registry=registry,
+                        image=request.getfixturevalue("controller_image"),
+                        namespace=namespace,
+                        workdir=tmp_path,
+                        poll_seconds=poll,
+                        env=env,
+                    )
+                )
+            started.append(autoroll)
+            return autoroll
+
+        yield start
+    for autoroll in started:
+        print("--- autoroll output ---", *autoroll.output, sep="\n")
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -105,6 +105,11 @@ def controller_env(
     }
 
 
+#: The e2e fixture ``start_autoroll`` (``conftest.py``): ``start(poll=..., registry=..., **env)``
+#: starts the controller for the test and returns it.
+StartAutoroll = Callable[..., Autoroll]
+
+
 @contextlib.contextmanager
 def running_autoroll(
     *,

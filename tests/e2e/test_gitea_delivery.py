@@ -28,18 +28,16 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import require_tool
-from tests.e2e.controlplane import ControlPlane
+from tests.e2e.controller import StartAutoroll
 from tests.e2e.gitea_pusher import SkopeoPusher
 from tests.e2e.helpers import core_api
-from tests.e2e.incluster import Credentials, installed_autoroll
+from tests.e2e.incluster import Credentials
 from tests.e2e.node import Node
 from tests.e2e.scenario import (
     App,
     Recorder,
     became_ready,
     deletions,
-    label_selector,
     metric,
     unsettled_deletions,
 )
@@ -98,13 +96,11 @@ def test_a_skopeo_push_to_gitea_is_delivered_to_the_helm_installed_pod_which_rol
     gitea: GiteaServer,
     skopeo: str,
     owner: Account,
-    control_plane: ControlPlane,
     kube: Any,
-    kubeconfig: Path,
     node: Node,
-    controller_image: str,
     namespace: str,
     tmp_path: Path,
+    start_autoroll: StartAutoroll,
 ) -> None:
     reader = gitea.create_token(owner.name, owner.password, ["read:package"])
     pusher = SkopeoPusher(gitea, owner, skopeo, tmp_path / "push")
@@ -116,47 +112,37 @@ def test_a_skopeo_push_to_gitea_is_delivered_to_the_helm_installed_pod_which_rol
         pusher=pusher,
         test=namespace,
     )
-    with installed_autoroll(
-        helm=require_tool("helm"),
-        kubeconfig=kubeconfig,
-        kube=kube,
-        plane=control_plane,
-        node=node,
+    autoroll = start_autoroll(
+        poll=POLL,
         registry=Credentials(gitea.host, owner.name, reader),  # the node pulls with it too
-        image=controller_image,
-        namespace=namespace,
-        workdir=tmp_path,
-        poll_seconds=POLL,
-        env={"LABEL_SELECTOR": label_selector(namespace)},
-    ) as autoroll:
-        digests = [app.push()]
-        app.deploy(replicas=REPLICAS)
-        app.wait_rolled(digests[0], replicas=REPLICAS, timeout=120)
-        generation = app.deployment()["metadata"]["generation"]
-        hook = gitea.create_hook(owner, url=f"{autoroll.url}/webhook", secret=autoroll.secret)
-        targeted = metric(autoroll, "autoroll_webhook_requests_total", {"outcome": "targeted"})
-        samples: list[float] = []
-        with Recorder(core_api(kube).list_namespaced_pod, namespace, label_selector="app=web") as w:
-            for _ in range(SAMPLES):
-                passed = _after_a_pass(autoroll)
-                seen = len(deletions(w.pods()))
-                digests.append(app.push())
-                pushed = pusher.pushed_at[-1]
+    )
+    digests = [app.push()]
+    app.deploy(replicas=REPLICAS)
+    app.wait_rolled(digests[0], replicas=REPLICAS, timeout=120)
+    generation = app.deployment()["metadata"]["generation"]
+    hook = gitea.create_hook(owner, url=f"{autoroll.url}/webhook", secret=autoroll.secret)
+    targeted = metric(autoroll, "autoroll_webhook_requests_total", {"outcome": "targeted"})
+    samples: list[float] = []
+    with Recorder(core_api(kube).list_namespaced_pod, namespace, label_selector="app=web") as w:
+        for _ in range(SAMPLES):
+            passed = _after_a_pass(autoroll)
+            seen = len(deletions(w.pods()))
+            digests.append(app.push())
+            pushed = pusher.pushed_at[-1]
 
-                def deleted(seen: int = seen) -> Any:
-                    fresh = deletions(w.pods())[seen:]
-                    assert fresh, "no deletion yet"
-                    return fresh[0]
+            def deleted(seen: int = seen) -> Any:
+                fresh = deletions(w.pods())[seen:]
+                assert fresh, "no deletion yet"
+                return fresh[0]
 
-                first = eventually(deleted, timeout=2 * POLL, interval=0.02, what="a deletion")
-                samples.append(first.at - pushed)
-                assert first.at - passed < POLL - 1, "not before the timer pass could have run"
-                app.wait_rolled(digests[-1], replicas=REPLICAS, timeout=4 * POLL + 60)
-            tasks = _deliveries(gitea, hook, SAMPLES)
-        history = w.pods()
-        webhooks = metric(autoroll, "autoroll_webhook_requests_total", {"outcome": "targeted"})
-        output = list(autoroll.output)
-        print("--- autoroll pod output ---", *output, sep="\n")
+            first = eventually(deleted, timeout=2 * POLL, interval=0.02, what="a deletion")
+            samples.append(first.at - pushed)
+            assert first.at - passed < POLL - 1, "not before the timer pass could have run"
+            app.wait_rolled(digests[-1], replicas=REPLICAS, timeout=4 * POLL + 60)
+        tasks = _deliveries(gitea, hook, SAMPLES)
+    history = w.pods()
+    webhooks = metric(autoroll, "autoroll_webhook_requests_total", {"outcome": "targeted"})
+    output = list(autoroll.output)
 
     print(
         f"push -> first deletion over Gitea's delivery: {', '.join(f'{s:.2f}' for s in samples)}"

@@ -17,25 +17,19 @@ import datetime
 import json
 import os
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import require_tool
-from tests.e2e.controller import Autoroll
-from tests.e2e.controlplane import ControlPlane
+from tests.e2e.controller import Autoroll, StartAutoroll
 from tests.e2e.helpers import core_api
-from tests.e2e.incluster import installed_autoroll
-from tests.e2e.node import Node
 from tests.e2e.scenario import (
     App,
     Recorder,
     became_ready,
     decision_lines,
     deletions,
-    label_selector,
     metric,
     unsettled_deletions,
 )
@@ -51,31 +45,9 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
-def default_poll(  # noqa: PLR0917 - pytest passes fixtures by name
-    control_plane: ControlPlane,
-    kube: Any,
-    kubeconfig: Path,
-    node: Node,
-    docker_registry: RegistryServer,
-    controller_image: str,
-    namespace: str,
-    tmp_path: Path,
-) -> Iterator[Autoroll]:
-    with installed_autoroll(
-        helm=require_tool("helm"),
-        kubeconfig=kubeconfig,
-        kube=kube,
-        plane=control_plane,
-        node=node,
-        registry=docker_registry,
-        image=controller_image,
-        namespace=namespace,
-        workdir=tmp_path,
-        poll_seconds=POLL,
-        env={"LABEL_SELECTOR": label_selector(namespace)},
-    ) as autoroll:
-        yield autoroll
-        print("--- autoroll pod output ---", *autoroll.output, sep="\n")
+def default_poll(start_autoroll: StartAutoroll) -> Autoroll:
+    """The chart's install (``start_autoroll``) with the chart's default poll interval."""
+    return start_autoroll(poll=POLL)
 
 
 def package_event(repository: str, tag: str) -> bytes:

@@ -14,20 +14,15 @@ for a busy 2-core machine; the webhook's 2 s bound is the issue's and has no sla
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
 
-from tests.conftest import require_tool
-from tests.e2e.controller import Autoroll, running_autoroll
-from tests.e2e.controlplane import ControlPlane
+from tests.e2e.controller import Autoroll, StartAutoroll
 from tests.e2e.helpers import core_api
 from tests.e2e.images import push_app, push_config
-from tests.e2e.incluster import installed_autoroll
 from tests.e2e.node import Node
 from tests.e2e.scenario import (
     App,
@@ -35,7 +30,6 @@ from tests.e2e.scenario import (
     became_ready,
     decision_lines,
     deletions,
-    label_selector,
     metric,
     unsettled_deletions,
 )
@@ -51,63 +45,7 @@ START_TIMEOUT = 90.0  # a fresh Deployment on the real node: sandboxes, pulls, p
 APP_NAME = "web"  # every scenario's app; its pods are labelled app=web
 
 
-StartAutoroll = Callable[..., Autoroll]
 T = TypeVar("T")
-
-
-@pytest.fixture
-def start_autoroll(
-    request: pytest.FixtureRequest,
-    control_plane: ControlPlane,
-    docker_registry: RegistryServer,
-    namespace: str,
-    tmp_path: Path,
-) -> Iterator[StartAutoroll]:
-    """Start the controller (seeing only this test's Deployments); stopped afterwards.
-
-    The user's install: ``helm install`` of the chart with the controller image, the
-    controller a pod on the node (``incluster.py``); a local ``autoroll serve`` instead for
-    tests on the simulated kubelet (no container runs there).
-    ``start(poll=..., registry=..., **env)``, ``env`` being the controller's variables; the
-    output is printed at teardown, so a failing test shows it.
-    """
-    started: list[Autoroll] = []
-    with contextlib.ExitStack() as stack:
-
-        def start(
-            *, poll: int = POLL, registry: RegistryServer = docker_registry, **env: str
-        ) -> Autoroll:
-            env = {"LABEL_SELECTOR": label_selector(namespace), **env}
-            # A namespace on the simulated kubelet cannot run the controller's pod (nothing
-            # would): those tests keep the local process.
-            if "kubelet" not in request.fixturenames:
-                autoroll = stack.enter_context(
-                    installed_autoroll(
-                        helm=require_tool("helm"),
-                        kubeconfig=control_plane.kubeconfig,
-                        kube=request.getfixturevalue("kube"),
-                        plane=control_plane,
-                        node=request.getfixturevalue("node"),
-                        registry=registry,
-                        image=request.getfixturevalue("controller_image"),
-                        namespace=namespace,
-                        workdir=tmp_path,
-                        poll_seconds=poll,
-                        env=env,
-                    )
-                )
-            else:
-                autoroll = stack.enter_context(
-                    running_autoroll(
-                        plane=control_plane, registry=registry, poll_seconds=poll, extra_env=env
-                    )
-                )
-            started.append(autoroll)
-            return autoroll
-
-        yield start
-    for autoroll in started:
-        print("--- autoroll output ---", *autoroll.output, sep="\n")
 
 
 def make_app(kube: Any, namespace: str, registry: RegistryServer, node: Node) -> App:
@@ -164,6 +102,19 @@ def enrol(
     controller = start_autoroll(**autoroll)
     first_pass_done(controller, app)
     return controller
+
+
+def full_passes_after(autoroll: Autoroll, count: int) -> None:
+    """Wait until the controller has finished ``count`` more full passes (the poll's, which
+    look at every enrolled workload) than it had now; the first may have begun just before."""
+    scope = {"scope": "full"}
+    start = metric(autoroll, "autoroll_pass_scopes_total", scope)
+
+    def done() -> None:
+        seen = metric(autoroll, "autoroll_pass_scopes_total", scope) - start
+        assert seen >= count, f"{seen:.0f} of {count} full passes"
+
+    eventually(done, timeout=count * POLL + SLACK, interval=0.25, what=f"{count} more passes")
 
 
 def _nonempty(items: list[T]) -> list[T]:
@@ -231,7 +182,7 @@ def test_new_latest_rolls_every_pod_one_at_a_time_without_touching_the_deploymen
         pushed_at = time.monotonic()
         new = app.push()
         app.wait_rolled(new, replicas=3, timeout=3 * (POLL + ready_after + 2 * SLACK))
-        time.sleep(POLL + 1)  # one more tick: nothing else happens once the roll is done
+        full_passes_after(autoroll, 1)  # one more pass: nothing else happens once rolled
     history = pods.pods()
 
     deleted = deletions(history)
@@ -422,7 +373,7 @@ def test_multi_arch_index_rolls_once_without_a_deletion_loop(
 
     new = app.push_index()
     app.wait_rolled(new.digest, replicas=2, timeout=2 * (POLL + 2 * SLACK) + POLL)
-    time.sleep(2 * POLL)  # two more passes over pods that report the new index digest
+    full_passes_after(autoroll, 2)  # two more passes over pods reporting the new index digest
     assert [d.digest for d in deletions(pods.pods())] == [old.digest] * 2
     assert metric(autoroll, "autoroll_pod_deletions_total", {"mode": "real"}) == 2
     assert decision_lines(autoroll, app, r": current \(")[-1:], "the last pass says current"

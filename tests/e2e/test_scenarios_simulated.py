@@ -10,25 +10,24 @@ namespace is labelled for the simulated kubelet, so the real node's binder leave
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
 
+from tests.e2e.controller import StartAutoroll
 from tests.e2e.kubelet import Behaviour, RegistryResolver, SimulatedKubelet
 from tests.e2e.scenario import App, Recorder, decision_lines, deletions, metric, unsettled_deletions
 from tests.e2e.test_scenarios import (
     POLL,
     SLACK,
-    StartAutoroll,
     at_least,
     enrol,
+    full_passes_after,
     pods,
-    start_autoroll,
 )
 from tests.support.registry import ImagePusher, RegistryServer
 
-__all__ = ["pods", "start_autoroll"]  # fixtures, shared with test_scenarios
+__all__ = ["pods"]  # a fixture, shared with test_scenarios
 
 pytestmark = pytest.mark.e2e
 
@@ -61,7 +60,7 @@ def test_simulated_cri_o_child_digest_of_a_multi_arch_index_rolls_once_without_a
 
     new = app.push_index()
     app.wait_rolled(new.children[0], replicas=2, timeout=2 * (POLL + SLACK) + POLL)
-    time.sleep(2 * POLL)  # two more passes over pods that report the new child digest
+    full_passes_after(autoroll, 2)  # two more passes over pods reporting the new child digest
     assert [d.digest for d in deletions(pods.pods())] == [old.children[0]] * 2
     assert metric(autoroll, "autoroll_pod_deletions_total", {"mode": "real"}) == 2
     assert decision_lines(autoroll, app, r": current \(")[-1:], "the last pass says current"
@@ -81,7 +80,7 @@ def test_simulated_runtime_stuck_on_the_old_digest_is_bounded_to_one_deletion_pe
         timeout=3 * (POLL + SLACK),
         what="every original pod deleted once",
     )
-    time.sleep(2 * POLL)  # two more passes: the replacements still look stale
+    full_passes_after(autoroll, 2)  # two more passes: the replacements still look stale
     history = pods.pods()
     assert len(deletions(history)) == 3
     assert unsettled_deletions(history, replicas=3) == []

@@ -30,7 +30,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.controller import Autoroll
+from tests.e2e.controller import Autoroll, StartAutoroll
 from tests.e2e.controlplane import ControlPlane
 from tests.e2e.helpers import apps_api, core_api, pod
 from tests.e2e.node import Node
@@ -48,15 +48,11 @@ from tests.e2e.test_scenarios import (
     POLL,
     SLACK,
     START_TIMEOUT,
-    StartAutoroll,
     at_least,
     first_pass_done,
-    start_autoroll,
 )
 from tests.support.registry import ImagePusher, RegistryServer
 from tests.support.wait import eventually
-
-__all__ = ["start_autoroll"]  # a fixture, shared with test_scenarios
 
 # The first test of a session may build the controller image (minutes on a busy machine).
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
