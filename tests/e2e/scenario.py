@@ -10,10 +10,11 @@ The history is pure data (``PodSeen``), so the safety checks (``deletions``,
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -325,3 +326,24 @@ def decision_lines(autoroll: Autoroll, app: App, pattern: str = "") -> list[str]
     """autoroll's decision lines about ``app`` that also match ``pattern``."""
     key = f"{app.namespace}/{app.kind}/{app.name} "
     return [line for line in autoroll.lines(pattern) if key in line]
+
+
+@contextlib.contextmanager
+def nudging(autoroll: Autoroll, every: float = 1.0) -> Iterator[None]:
+    """A signed webhook every ``every`` seconds, as after a burst of pushes: each asks for a
+    full pass, the same pass the poll timer runs, so a test that counts passes needs not wait
+    a poll interval for each (the poll still runs its own)."""
+    stop = threading.Event()
+
+    def run() -> None:
+        while not stop.wait(every):
+            with contextlib.suppress(Exception):  # a refused or lost nudge: the next one
+                autoroll.webhook()
+
+    thread = threading.Thread(target=run, name="e2e-nudger", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(5)

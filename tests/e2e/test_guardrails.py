@@ -3,7 +3,7 @@
 
 - 200 enrolled Deployments on one moved tag with a budget of 10 deletions per period roll at
   most 10 pods per period, and all finish. The period is ``ROLL_BUDGET_PERIOD_SECONDS``,
-  set to 5 s here instead of a minute: the controller is a real process on real clocks (the
+  set to 3 s here instead of a minute: the controller is a real process on real clocks (the
   API server stamps the pods, the kubelet makes them Ready), so its time cannot be faked
   from outside; the budget's arithmetic is the same for any period, and 200 pods at 10 a
   minute would take 20 minutes (``AUTOROLL_E2E_BUDGET_PERIOD=60`` runs that, outside CI).
@@ -27,7 +27,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -39,7 +38,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from tests.e2e.controller import Autoroll, running_autoroll
+from tests.e2e.controller import running_autoroll
 from tests.e2e.controlplane import ControlPlane
 from tests.e2e.helpers import apps_api, core_api, deployment, rbac_api
 from tests.e2e.images import APP_PORT, push_index
@@ -54,6 +53,7 @@ from tests.e2e.scenario import (
     deletions,
     label_selector,
     metric,
+    nudging,
 )
 from tests.support.registry import ImagePusher, RegistryServer
 from tests.support.wait import eventually
@@ -63,31 +63,11 @@ pytestmark = pytest.mark.e2e
 WINDOW = "autoroll.aethnet.se/window"
 # ROLL_BUDGET_PERIOD_SECONDS: "a minute" of the budget, shortened (module docstring).
 # AUTOROLL_E2E_BUDGET_PERIOD=60 runs the real minute (about 20 minutes; not in CI).
-PERIOD = int(os.environ.get("AUTOROLL_E2E_BUDGET_PERIOD", "5"))
+PERIOD = int(os.environ.get("AUTOROLL_E2E_BUDGET_PERIOD", "3"))
 BUDGET = 10  # ROLL_BUDGET_DELETIONS
 #: How much earlier than the controller's deletion the watch may deliver one deletion and
 #: how much later another: both are the watch's arrival times on a busy 2-core machine.
 WATCH_JITTER = 0.5
-
-
-@contextlib.contextmanager
-def nudging(autoroll: Autoroll, every: float = 1.0) -> Iterator[None]:
-    """A signed webhook every ``every`` seconds: passes run back to back, as after a burst
-    of pushes, so only the budget paces the roll."""
-    stop = threading.Event()
-
-    def run() -> None:
-        while not stop.wait(every):
-            with contextlib.suppress(Exception):
-                autoroll.webhook()
-
-    thread = threading.Thread(target=run, name="e2e-nudger", daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join(5)
 
 
 def enrolled(name: str, image: str, test: str, *, replicas: int, **extra: Any) -> dict[str, Any]:

@@ -9,7 +9,11 @@ The two behaviours a real containerd cannot be made to show (a CRI-O-style child
 runtime stuck on an old digest) are in ``test_scenarios_simulated.py``.
 
 Timing: ``POLL`` is the smallest interval the controller accepts (5 s). Bounds add ``SLACK``
-for a busy 2-core machine; the webhook's 2 s bound is the issue's and has no slack.
+for a busy 2-core machine; the webhook's 2 s bound is the issue's and has no slack. A test
+that needs a few passes over an unchanging state (dry-run, an offline registry, a halted
+rollout, ``IfNotPresent``) asks for them with signed webhooks (``nudging``) instead of waiting
+a poll interval for each; the kubelet-restart tests keep the poll's pace, as what they watch
+for (status re-read after the restart) takes its own time to appear.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from tests.e2e.scenario import (
     decision_lines,
     deletions,
     metric,
+    nudging,
     unsettled_deletions,
 )
 from tests.support.registry import ImagePusher, RegistryServer
@@ -145,12 +150,13 @@ def test_dry_run_logs_intended_deletions_and_deletes_nothing(
     before = app.live_pods()
     app.push()
 
-    at_least(
-        3,
-        lambda: autoroll.lines(f"DRY_RUN: would delete stale pod {app.namespace}/"),
-        timeout=3 * POLL + SLACK,
-        what="three ticks that would delete a stale pod",
-    )
+    with nudging(autoroll):
+        at_least(
+            3,
+            lambda: autoroll.lines(f"DRY_RUN: would delete stale pod {app.namespace}/"),
+            timeout=3 * POLL + SLACK,
+            what="three passes that would delete a stale pod",
+        )
     after = app.live_pods()
     assert {p.uid for p in after} == {p.uid for p in before}
     assert not any(p.terminating for p in after)
@@ -299,16 +305,17 @@ def test_registry_offline_warns_deletes_nothing_and_rolling_resumes_when_it_retu
     registry.stop()
     offline = len(autoroll.output)
 
-    at_least(
-        2,
-        lambda: [
-            line
-            for line in decision_lines(autoroll, app, "registry-unknown")
-            if autoroll.output.index(line) >= offline
-        ],
-        timeout=2 * POLL + SLACK,
-        what="two passes with the registry offline",
-    )
+    with nudging(autoroll):
+        at_least(
+            2,
+            lambda: [
+                line
+                for line in decision_lines(autoroll, app, "registry-unknown")
+                if autoroll.output.index(line) >= offline
+            ],
+            timeout=2 * POLL + SLACK,
+            what="two passes with the registry offline",
+        )
     during = autoroll.output[offline:]
     problems = [line for line in during if " ERROR " in line or "Traceback" in line]
     assert problems == [], "an offline registry is a warning, not an error"
@@ -335,18 +342,19 @@ def test_crash_looping_new_image_replaces_one_pod_then_the_rollout_halts_loudly(
 
     eventually(lambda: _nonempty(deletions(pods.pods())), timeout=POLL + SLACK, what="a deletion")
     halted_at = len(autoroll.output)
-    at_least(
-        2,
-        lambda: [
-            line
-            for line in autoroll.lines(
-                rf"WARNING .*rollout of {app.namespace}/deployment/web is halted"
-            )
-            if autoroll.output.index(line) >= halted_at
-        ],
-        timeout=4 * POLL + SLACK,
-        what="two passes saying loudly that the rollout is halted",
-    )
+    with nudging(autoroll):
+        at_least(
+            2,
+            lambda: [
+                line
+                for line in autoroll.lines(
+                    rf"WARNING .*rollout of {app.namespace}/deployment/web is halted"
+                )
+                if autoroll.output.index(line) >= halted_at
+            ],
+            timeout=4 * POLL + SLACK,
+            what="two passes saying loudly that the rollout is halted",
+        )
     assert len(deletions(pods.pods())) == 1
     live = app.live_pods()
     crashing = [p for p in live if p.digest == new]
@@ -389,12 +397,13 @@ def test_if_not_present_pull_policy_warns_every_pass_and_deletes_nothing(
     autoroll = enrol(app, start_autoroll, old, replicas=2, pull_policy="IfNotPresent")
     app.push()
 
-    at_least(
-        3,
-        lambda: decision_lines(autoroll, app, r" WARNING .*pull-policy-not-always"),
-        timeout=2 * POLL + SLACK,
-        what="a warning on every pass",
-    )
+    with nudging(autoroll):
+        at_least(
+            3,
+            lambda: decision_lines(autoroll, app, r" WARNING .*pull-policy-not-always"),
+            timeout=2 * POLL + SLACK,
+            what="a warning on every pass",
+        )
     assert deletions(pods.pods()) == []
     skipped = {"reason": "pull-policy-not-always"}
     assert metric(autoroll, "autoroll_containers_skipped_total", skipped) >= 3
