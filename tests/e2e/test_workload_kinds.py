@@ -42,6 +42,7 @@ from tests.e2e.scenario import (
     deletions,
     label_selector,
     metric,
+    nudging,
     unsettled_deletions,
 )
 from tests.e2e.test_scenarios import (
@@ -49,7 +50,7 @@ from tests.e2e.test_scenarios import (
     SLACK,
     START_TIMEOUT,
     at_least,
-    first_pass_done,
+    pass_done_now,
 )
 from tests.support.registry import ImagePusher, RegistryServer
 from tests.support.wait import eventually
@@ -185,24 +186,25 @@ def test_a_statefulset_and_a_daemonset_roll_one_pod_at_a_time_highest_ordinal_fi
         core_api(kube).create_namespaced_pod(namespace, stray)
         db.deploy(replicas=3)
         agent.deploy(**on_this_node(node))
-        wait_all(db, old, replicas=3, timeout=START_TIMEOUT)
-        wait_all(agent, old, replicas=1, timeout=START_TIMEOUT)
         originals = {a.name: a.workload() for a in (db, agent)}
         for a in (db, agent):
             watch(objects, a)
-        autoroll = start_autoroll()
-        first_pass_done(autoroll, db)
+        autoroll = start_autoroll()  # its pod starts while theirs do
+        wait_all(db, old, replicas=3, timeout=START_TIMEOUT)
+        wait_all(agent, old, replicas=1, timeout=START_TIMEOUT)
+        pass_done_now(autoroll, db)
         new = db.push()
         wait_all(db, new, replicas=3, timeout=ROLL_TIMEOUT)
         wait_all(agent, new, replicas=1, timeout=POLL + SLACK + 30)
         # Two more passes once rolled: nothing else is deleted.
         done_at = len(autoroll.output)
-        at_least(
-            2,
-            since(autoroll, done_at, db, r": current \("),
-            timeout=3 * (POLL + SLACK),
-            what="two passes finding db current",
-        )
+        with nudging(autoroll):
+            at_least(
+                2,
+                since(autoroll, done_at, db, r": current \("),
+                timeout=3 * (POLL + SLACK),
+                what="two passes finding db current",
+            )
     history = [p for p in db_pods.pods() if p.name != "stray"]
     deleted = deletions(history)
     assert [(d.name, d.digest) for d in deleted] == [("db-2", old), ("db-1", old), ("db-0", old)]
@@ -276,12 +278,6 @@ def test_statefulsets_with_an_unreleased_or_partitioned_template_change_are_not_
     ondelete = kind_app(kube, namespace, docker_registry, node, name="ondelete", kind="statefulset")
     canary = sibling(ondelete, "canary", "statefulset")
     old = ondelete.push()
-    ondelete.deploy(replicas=2, on_delete=True)
-    canary.deploy(replicas=3, partition=2)
-    wait_all(ondelete, old, replicas=2, timeout=START_TIMEOUT)
-    wait_all(canary, old, replicas=3, timeout=START_TIMEOUT)
-    release_env(ondelete, "2")  # OnDelete: nothing happens until a pod is deleted
-    release_env(canary, "2")  # partition 2: canary-2 is updated, canary-0 and -1 are held
 
     def held() -> None:
         od, ca = statefulset_status(ondelete), statefulset_status(canary)
@@ -291,24 +287,31 @@ def test_statefulsets_with_an_unreleased_or_partitioned_template_change_are_not_
         assert ca.get("updatedReplicas") == 1 and ca.get("readyReplicas") == 3, ca
         assert ca["currentRevision"] != ca["updateRevision"], ca
 
-    eventually(held, timeout=START_TIMEOUT, what="the template change observed, canary-2 updated")
-    originals = {a.name: a.workload() for a in (ondelete, canary)}
-    for a in (ondelete, canary):
-        watch(objects, a)
     with Recorder(
         core_api(kube).list_namespaced_pod, namespace, label_selector="app in (ondelete,canary)"
     ) as pods:
-        autoroll = start_autoroll()
-        first_pass_done(autoroll, ondelete)
+        ondelete.deploy(replicas=2, on_delete=True)
+        canary.deploy(replicas=3, partition=2)
+        wait_all(ondelete, old, replicas=2, timeout=START_TIMEOUT)
+        wait_all(canary, old, replicas=3, timeout=START_TIMEOUT)
+        release_env(ondelete, "2")  # OnDelete: nothing happens until a pod is deleted
+        release_env(canary, "2")  # partition 2: canary-2 is updated, canary-0 and -1 are held
+        originals = {a.name: a.workload() for a in (ondelete, canary)}
+        for a in (ondelete, canary):
+            watch(objects, a)
+        autoroll = start_autoroll()  # its pod starts while canary-2 is updated
+        eventually(held, timeout=START_TIMEOUT, what="the change observed, canary-2 updated")
+        pass_done_now(autoroll, ondelete)
         ondelete.push()
         pushed_at = len(autoroll.output)
-        for app, reason in ((ondelete, "revision-behind"), (canary, "not-settled")):
-            at_least(
-                3,
-                since(autoroll, pushed_at, app, rf"waiting \({reason}\)"),
-                timeout=4 * (POLL + SLACK),
-                what=f"three passes holding {app.name} ({reason})",
-            )
+        with nudging(autoroll):
+            for app, reason in ((ondelete, "revision-behind"), (canary, "not-settled")):
+                at_least(
+                    3,
+                    since(autoroll, pushed_at, app, rf"waiting \({reason}\)"),
+                    timeout=4 * (POLL + SLACK),
+                    what=f"three passes holding {app.name} ({reason})",
+                )
         plan = run_plan(control_plane, docker_registry, namespace)
     print(plan)
     assert deletions(pods.pods()) == [], "a held StatefulSet's pod was deleted"
@@ -343,18 +346,18 @@ def test_a_crash_looping_new_image_halts_each_kind_after_one_pod(
     db = kind_app(kube, namespace, docker_registry, node, name="db", kind="statefulset")
     agent = sibling(db, "agent", "daemonset")
     old = db.push()
-    db.deploy(replicas=3)
-    agent.deploy(**on_this_node(node))
-    wait_all(db, old, replicas=3, timeout=START_TIMEOUT)
-    wait_all(agent, old, replicas=1, timeout=START_TIMEOUT)
-    originals = {a.name: a.workload() for a in (db, agent)}
-    for a in (db, agent):
-        watch(objects, a)
     with Recorder(
         core_api(kube).list_namespaced_pod, namespace, label_selector="app in (db,agent)"
     ) as pods:
-        autoroll = start_autoroll(ROLLOUT_HALTED_AFTER_SECONDS="5")
-        first_pass_done(autoroll, db)
+        db.deploy(replicas=3)
+        agent.deploy(**on_this_node(node))
+        originals = {a.name: a.workload() for a in (db, agent)}
+        for a in (db, agent):
+            watch(objects, a)
+        autoroll = start_autoroll(ROLLOUT_HALTED_AFTER_SECONDS="5")  # starts while they do
+        wait_all(db, old, replicas=3, timeout=START_TIMEOUT)
+        wait_all(agent, old, replicas=1, timeout=START_TIMEOUT)
+        pass_done_now(autoroll, db)
         new = db.push(crash=True)  # the new :latest exits 3 at once, every time
         halted_at = len(autoroll.output)
         at_least(
@@ -377,12 +380,13 @@ def test_a_crash_looping_new_image_halts_each_kind_after_one_pod(
         eventually(agent_crashing, timeout=3 * (POLL + SLACK), what="agent's replacement crashing")
         # Two more passes: nothing else is deleted, of either.
         seen = len(decision_lines(autoroll, db, r"waiting \(not-settled\)"))
-        at_least(
-            seen + 2,
-            lambda: decision_lines(autoroll, db, r"waiting \(not-settled\)"),
-            timeout=3 * (POLL + SLACK),
-            what="two more passes waiting on db-2",
-        )
+        with nudging(autoroll):
+            at_least(
+                seen + 2,
+                lambda: decision_lines(autoroll, db, r"waiting \(not-settled\)"),
+                timeout=3 * (POLL + SLACK),
+                what="two more passes waiting on db-2",
+            )
     history = pods.pods()
     db_deleted = [d for d in deletions(history) if d.name.startswith("db-")]
     agent_deleted = [d for d in deletions(history) if d.name.startswith("agent-")]
