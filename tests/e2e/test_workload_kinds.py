@@ -287,20 +287,23 @@ def test_statefulsets_with_an_unreleased_or_partitioned_template_change_are_not_
         assert ca.get("updatedReplicas") == 1 and ca.get("readyReplicas") == 3, ca
         assert ca["currentRevision"] != ca["updateRevision"], ca
 
+    ondelete.deploy(replicas=2, on_delete=True)
+    canary.deploy(replicas=3, partition=2)
+    wait_all(ondelete, old, replicas=2, timeout=START_TIMEOUT)
+    wait_all(canary, old, replicas=3, timeout=START_TIMEOUT)
+    release_env(ondelete, "2")  # OnDelete: nothing happens until a pod is deleted
+    release_env(canary, "2")  # partition 2: canary-2 is updated, canary-0 and -1 are held
+    originals = {a.name: a.workload() for a in (ondelete, canary)}
+    for a in (ondelete, canary):
+        watch(objects, a)
+    # Its pod starts while the StatefulSet controller replaces canary-2. That deletion is the
+    # controller's, so the pod watch starts after it; autoroll's deletions are also counted
+    # by its own metric from its start (asserted 0 below).
+    autoroll = start_autoroll()
+    eventually(held, timeout=START_TIMEOUT, what="the change observed, canary-2 updated")
     with Recorder(
         core_api(kube).list_namespaced_pod, namespace, label_selector="app in (ondelete,canary)"
     ) as pods:
-        ondelete.deploy(replicas=2, on_delete=True)
-        canary.deploy(replicas=3, partition=2)
-        wait_all(ondelete, old, replicas=2, timeout=START_TIMEOUT)
-        wait_all(canary, old, replicas=3, timeout=START_TIMEOUT)
-        release_env(ondelete, "2")  # OnDelete: nothing happens until a pod is deleted
-        release_env(canary, "2")  # partition 2: canary-2 is updated, canary-0 and -1 are held
-        originals = {a.name: a.workload() for a in (ondelete, canary)}
-        for a in (ondelete, canary):
-            watch(objects, a)
-        autoroll = start_autoroll()  # its pod starts while canary-2 is updated
-        eventually(held, timeout=START_TIMEOUT, what="the change observed, canary-2 updated")
         pass_done_now(autoroll, ondelete)
         ondelete.push()
         pushed_at = len(autoroll.output)
