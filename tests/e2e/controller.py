@@ -87,6 +87,29 @@ class Autoroll:
         return response.status_code
 
 
+def run_plan(plane: ControlPlane, registry: RegistryServer, label_selector: str) -> str:
+    """``autoroll plan`` as a user runs it, from their machine with their kubeconfig, for the
+    workloads ``label_selector`` picks; its output (fails the test if it exits non-zero)."""
+    env = {
+        **os.environ,
+        "FORGEJO_HOST": registry.host,
+        "FORGEJO_USER": registry.user,
+        "FORGEJO_TOKEN": registry.password,
+        "REGISTRY_SCHEME": "http",
+        "LABEL_SELECTOR": label_selector,
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "autoroll", "plan", "--kubeconfig", str(plane.kubeconfig)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
 def controller_env(
     *, plane: ControlPlane, registry: RegistryServer, secret: str, port: int, poll_seconds: int
 ) -> dict[str, str]:

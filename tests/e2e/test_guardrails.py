@@ -25,8 +25,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -38,7 +36,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from tests.e2e.controller import running_autoroll
+from tests.e2e.controller import run_plan, running_autoroll
 from tests.e2e.controlplane import ControlPlane
 from tests.e2e.helpers import apps_api, core_api, deployment, rbac_api
 from tests.e2e.images import APP_PORT, push_index
@@ -214,27 +212,6 @@ def closed_window(now: datetime, zone: str = "Asia/Tokyo") -> tuple[str, str]:
     return text, f"{opens:%a %Y-%m-%d %H:%M} {zone}"
 
 
-def plan_output(plane: ControlPlane, registry: RegistryServer, namespace: str) -> str:
-    env = {
-        **os.environ,
-        "FORGEJO_HOST": registry.host,
-        "FORGEJO_USER": registry.user,
-        "FORGEJO_TOKEN": registry.password,
-        "REGISTRY_SCHEME": "http",
-        "LABEL_SELECTOR": label_selector(namespace),
-    }
-    done = subprocess.run(
-        [sys.executable, "-m", "autoroll", "plan", "--kubeconfig", str(plane.kubeconfig)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
-
-
 def test_a_closed_window_rolls_nothing_and_plan_shows_when_it_opens_on_the_simulated_kubelet(
     control_plane: ControlPlane,
     kube: Any,
@@ -290,7 +267,7 @@ def test_a_closed_window_rolls_nothing_and_plan_shows_when_it_opens_on_the_simul
                 >= 3
             )
 
-            text = plan_output(control_plane, docker_registry, namespace)
+            text = run_plan(control_plane, docker_registry, label_selector(namespace))
             assert "held (outside-window)" in text and f"next opens {opening}" in text
             assert "0 pod(s) would be deleted now; 1 held by the guardrails." in text
 

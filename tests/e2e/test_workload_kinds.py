@@ -21,16 +21,13 @@ What is shown here, each against the watch's history of what the cluster did:
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
 
 import pytest
 
-from tests.e2e.controller import Autoroll, StartAutoroll
+from tests.e2e.controller import Autoroll, StartAutoroll, run_plan
 from tests.e2e.controlplane import ControlPlane
 from tests.e2e.helpers import apps_api, core_api, pod
 from tests.e2e.node import Node
@@ -243,28 +240,6 @@ def statefulset_status(app: App) -> dict[str, Any]:
     return status
 
 
-def run_plan(plane: ControlPlane, registry: RegistryServer, namespace: str) -> str:
-    """``autoroll plan`` as a user runs it, from their machine with their kubeconfig."""
-    env = {
-        **os.environ,
-        "FORGEJO_HOST": registry.host,
-        "FORGEJO_USER": registry.user,
-        "FORGEJO_TOKEN": registry.password,
-        "REGISTRY_SCHEME": "http",
-        "LABEL_SELECTOR": label_selector(namespace),
-    }
-    done = subprocess.run(
-        [sys.executable, "-m", "autoroll", "plan", "--kubeconfig", str(plane.kubeconfig)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
-
-
 def test_statefulsets_with_an_unreleased_or_partitioned_template_change_are_not_touched(
     *,
     kube: Any,
@@ -315,7 +290,7 @@ def test_statefulsets_with_an_unreleased_or_partitioned_template_change_are_not_
                     timeout=4 * (POLL + SLACK),
                     what=f"three passes holding {app.name} ({reason})",
                 )
-        plan = run_plan(control_plane, docker_registry, namespace)
+        plan = run_plan(control_plane, docker_registry, label_selector(namespace))
     print(plan)
     assert deletions(pods.pods()) == [], "a held StatefulSet's pod was deleted"
     rows = {line.split()[0]: line for line in plan.splitlines() if line.startswith(namespace)}
