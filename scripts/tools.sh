@@ -427,6 +427,9 @@ write_env() {
     echo "# written by scripts/tools.sh; source it to use the pinned tools"
     echo "export PATH=\"$p\$PATH\""
     [ -n "$plugins_dir" ] && echo "export HELM_PLUGINS=\"$plugins_dir\""
+    # uv trusts only the roots it was built with; a machine that reaches PyPI through a
+    # proxy with a CA of its own has that CA in the system store only (as pip and Go use).
+    echo "export UV_SYSTEM_CERTS=1"
     for line in "${env_lines[@]}"; do echo "$line"; done
   } >"$envfile.new"
   mv "$envfile.new" "$envfile"
