@@ -50,10 +50,11 @@ class Autoroll:
     output: list[str] = field(default_factory=list)
     restart: Callable[[], None] | None = None
 
-    def lines(self, pattern: str = "") -> list[str]:
-        """Output lines so far that match the regular expression ``pattern``."""
+    def lines(self, pattern: str = "", *, since: int = 0) -> list[str]:
+        """Output lines so far, from line ``since`` on, that match the regular expression
+        ``pattern``."""
         regex = re.compile(pattern)
-        return [line for line in list(self.output) if regex.search(line)]
+        return [line for line in list(self.output)[since:] if regex.search(line)]
 
     def wait_for_line(self, pattern: str, *, timeout: float = 30.0) -> str:
         """The first output line matching ``pattern``; AssertionError after ``timeout``."""

@@ -322,10 +322,11 @@ def metric(autoroll: Autoroll, name: str, labels: Mapping[str, str] | None = Non
     return scrape_metric(autoroll.url, name, **dict(labels or {}))
 
 
-def decision_lines(autoroll: Autoroll, app: App, pattern: str = "") -> list[str]:
-    """autoroll's decision lines about ``app`` that also match ``pattern``."""
+def decision_lines(autoroll: Autoroll, app: App, pattern: str = "", *, since: int = 0) -> list[str]:
+    """autoroll's decision lines about ``app`` that also match ``pattern``, from output line
+    ``since`` on."""
     key = f"{app.namespace}/{app.kind}/{app.name} "
-    return [line for line in autoroll.lines(pattern) if key in line]
+    return [line for line in autoroll.lines(pattern, since=since) if key in line]
 
 
 @contextlib.contextmanager

@@ -325,11 +325,7 @@ def test_registry_offline_warns_deletes_nothing_and_rolling_resumes_when_it_retu
     with nudging(autoroll):
         at_least(
             2,
-            lambda: [
-                line
-                for line in decision_lines(autoroll, app, "registry-unknown")
-                if autoroll.output.index(line) >= offline
-            ],
+            lambda: decision_lines(autoroll, app, "registry-unknown", since=offline),
             timeout=2 * POLL + SLACK,
             what="two passes with the registry offline",
         )
@@ -362,13 +358,9 @@ def test_crash_looping_new_image_replaces_one_pod_then_the_rollout_halts_loudly(
     with nudging(autoroll):
         at_least(
             2,
-            lambda: [
-                line
-                for line in autoroll.lines(
-                    rf"WARNING .*rollout of {app.namespace}/deployment/web is halted"
-                )
-                if autoroll.output.index(line) >= halted_at
-            ],
+            lambda: autoroll.lines(
+                rf"WARNING .*rollout of {app.namespace}/deployment/web is halted", since=halted_at
+            ),
             timeout=4 * POLL + SLACK,
             what="two passes saying loudly that the rollout is halted",
         )
@@ -377,11 +369,7 @@ def test_crash_looping_new_image_replaces_one_pod_then_the_rollout_halts_loudly(
     crashing = [p for p in live if p.digest == new]
     assert len(crashing) == 1 and not crashing[0].ready and crashing[0].restarts >= 1, live
     assert sorted(p.digest for p in live if p.ready) == [old, old]
-    waiting = [
-        line
-        for line in decision_lines(autoroll, app, r"waiting \(not-settled\)")
-        if autoroll.output.index(line) >= halted_at
-    ]
+    waiting = decision_lines(autoroll, app, r"waiting \(not-settled\)", since=halted_at)
     assert len(waiting) >= 2, "each pass says why it waits"
     assert metric(autoroll, "autoroll_rollouts_halted", {"kind": "deployment"}) == 1
 

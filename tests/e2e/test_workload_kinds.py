@@ -145,14 +145,7 @@ def assert_untouched(app: App, original: dict[str, Any], recorder: Recorder) -> 
 def since(autoroll: Autoroll, start: int, app: App, pattern: str) -> Callable[[], list[str]]:
     """``app``'s decision lines matching ``pattern`` from output line ``start`` on."""
 
-    def found() -> list[str]:
-        return [
-            line
-            for line in decision_lines(autoroll, app, pattern)
-            if autoroll.output.index(line) >= start
-        ]
-
-    return found
+    return lambda: decision_lines(autoroll, app, pattern, since=start)
 
 
 # --- rolls ----------------------------------------------------------------------------------
@@ -340,13 +333,10 @@ def test_a_crash_looping_new_image_halts_each_kind_after_one_pod(
         halted_at = len(autoroll.output)
         at_least(
             2,
-            lambda: [
-                line
-                for line in autoroll.lines(
-                    rf"WARNING .*rollout of {namespace}/statefulset/db is halted: pod db-2"
-                )
-                if autoroll.output.index(line) >= halted_at
-            ],
+            lambda: autoroll.lines(
+                rf"WARNING .*rollout of {namespace}/statefulset/db is halted: pod db-2",
+                since=halted_at,
+            ),
             timeout=6 * POLL + 3 * SLACK,
             what="two passes saying loudly that db's rollout is halted",
         )
