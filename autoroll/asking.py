@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 
 from autoroll.decide import Decision, Sighting, decide
 from autoroll.images import TagRef
@@ -47,9 +48,16 @@ class Asker:
         self._forgejo_host = forgejo_host
 
     def decide(
-        self, item: Enrolled, state: PassState, sightings: Mapping[TagRef, Sighting]
+        self,
+        item: Enrolled,
+        state: PassState,
+        sightings: Mapping[TagRef, Sighting],
+        *,
+        now: datetime | None = None,
+        rolled_from: frozenset[str] | None = None,
     ) -> Decision:
-        """Decide, fetching what ``decide`` asks for (children, content, Nodes) in between."""
+        """Decide, fetching what ``decide`` asks for (children, content, Nodes) in between;
+        ``now`` and ``rolled_from`` are passed on to ``decide``."""
 
         def run() -> Decision:
             return decide(
@@ -61,6 +69,8 @@ class Asker:
                 children=state.children,
                 contents=state.contents,
                 nodes=state.nodes,
+                now=now,
+                rolled_from=rolled_from,
             )
 
         decision = run()

@@ -78,12 +78,13 @@ def compare_pod(
         return PodFinding(pod.name, pod.uid, PodState.NO_DIGEST, running)
     if running.digest == target:
         return PodFinding(pod.name, pod.uid, PodState.CURRENT, running.digest, running)
-    if not running.is_config:
-        if not isinstance(index_children, frozenset):
-            # Children first: a platform child (CRI-O reports one) needs no further GET.
-            return PodFinding(pod.name, pod.uid, PodState.MISMATCH, running.digest, running)
-        if running.digest in index_children:
-            return PodFinding(pod.name, pod.uid, PodState.CURRENT_CHILD, running.digest, running)
+    # Children first, a bare ``sha256:`` too: a runtime may report a platform child's
+    # manifest digest (CRI-O does), with or without a repository, and no GET beyond the
+    # index's tells it apart from a config ID.
+    if not isinstance(index_children, frozenset):
+        return PodFinding(pod.name, pod.uid, PodState.MISMATCH, running.digest, running)
+    if running.digest in index_children:
+        return PodFinding(pod.name, pod.uid, PodState.CURRENT_CHILD, running.digest, running)
     return _compare_content(
         pod, running, target=target, contents=contents, forgejo_host=forgejo_host
     )
@@ -171,12 +172,23 @@ def _judge_content(
             )
 
 
-def guard(finding: PodFinding, pods: Sequence[PodView], sighting: Sighting) -> PodFinding:
-    """Turn STALE into LOOP_GUARD for a pod that may have been created after the target was
-    first seen. A pod the sighting's own pass had listed is surely older. Any other pod is
-    judged by ``creationTimestamp``, which has whole-second resolution: one stamped in the
-    same second as the sighting may be younger than it (a replacement created milliseconds
-    after a deletion), so it counts as created after.
+def guard(
+    finding: PodFinding,
+    pods: Sequence[PodView],
+    sighting: Sighting,
+    rolled_from: frozenset[str] | None = None,
+) -> PodFinding:
+    """Turn STALE into LOOP_GUARD for a pod that may replace one autoroll deleted: created
+    after the target was first seen, and not among the pods read right before autoroll's
+    first deletion in this workload's roll (``rolled_from``; None when it deleted none, so
+    no pod can be its replacement).
+
+    A pod the sighting's own pass had listed is surely older than the sighting. Any other
+    pod is judged by ``creationTimestamp``, which has whole-second resolution: one stamped in
+    the same second as the sighting may be younger than it (a replacement created
+    milliseconds after a deletion), so it counts as created after. Whether a pod predates
+    autoroll's first deletion is told by UIDs only (no clock is compared), so a pod the
+    Deployment controller made for that deletion is never taken for an older one.
     """
     if finding.state is not PodState.STALE:
         return finding
@@ -184,9 +196,14 @@ def guard(finding: PodFinding, pods: Sequence[PodView], sighting: Sighting) -> P
         # Listed before the registry was asked: older than the sighting, whatever its stamp.
         return finding
     pod = next(p for p in pods if p.name == finding.pod)
-    if pod.created_at + CREATION_TIMESTAMP_RESOLUTION > sighting.first_seen_at:
-        return PodFinding(finding.pod, finding.uid, PodState.LOOP_GUARD, finding.digest)
-    return finding
+    if pod.created_at + CREATION_TIMESTAMP_RESOLUTION <= sighting.first_seen_at:
+        return finding
+    if rolled_from is None or (finding.uid and finding.uid in rolled_from):
+        # Not a replacement of autoroll's: made while the tag pointed elsewhere (a drain, a
+        # scale-up, a revert within one poll), so it pulled other content. Rolling it cannot
+        # loop: if its replacement comes back stale too, that one is guarded.
+        return finding
+    return PodFinding(finding.pod, finding.uid, PodState.LOOP_GUARD, finding.digest)
 
 
 def _content_of(

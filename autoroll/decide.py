@@ -43,15 +43,22 @@ Safety properties enforced here (see docs/adr/001-cluster-is-the-state.md):
 - at most one deletion per workload per call, and only while the workload is settled by the
   rules of its kind (``autoroll.kinds``); a StatefulSet pod behind the ``updateRevision``
   and a DaemonSet pod on a Node not read Ready in this pass are never deleted;
-- a pod created after its target digest was first seen is never deleted (loop guard): a pod
-  counts as older only if the sighting's own pass listed it, or if its creationTimestamp is
-  before the sighting by at least the timestamp's one-second resolution.
+- a pod created after its target digest was first seen and after autoroll's first deletion
+  in its workload's current roll (a replacement of autoroll's own, for all it knows) is never
+  deleted (loop guard): a pod counts as older than the sighting only if the sighting's own
+  pass listed it, or if its creationTimestamp is before the sighting by at least the
+  timestamp's one-second resolution; and as older than autoroll's first deletion only if the
+  read right before that deletion listed it (``rolled_from``). A pod created after the
+  sighting by someone else (a drain, a scale-up) while the tag pointed elsewhere is rolled;
+  its replacement, if it came back stale too, is guarded.
+- every container that runs an image counts: containers, native sidecars and init
+  containers alike (``ContainerView.role``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from autoroll.compare import ContentMatch, compare_pod, match_content
@@ -81,6 +88,7 @@ from autoroll.kinds import is_settled
 from autoroll.ladder import ContainerResult, Ladder
 from autoroll.model import (
     PULL_ALWAYS,
+    ContainerRole,
     ContainerView,
     Digest,
     ImageContent,
@@ -253,6 +261,8 @@ def decide(
     children: Mapping[Digest, frozenset[Digest] | Unknown],
     contents: Mapping[Digest, ImageContent | Unknown] | None = None,
     nodes: Mapping[str, NodeView | Unknown] | None = None,
+    now: datetime | None = None,
+    rolled_from: frozenset[str] | None = None,
 ) -> Decision:
     """Decide one workload: a verdict per template container and at most one deletion.
 
@@ -260,9 +270,13 @@ def decide(
     ``sightings`` the loop-guard memory (see ``observe_targets``); ``children`` the known
     child digests of index digests (an empty set for a plain manifest); ``contents`` the
     known image configs of manifest and index digests (``ImageContent``); ``nodes`` the
-    Nodes read in this pass (a DaemonSet pod goes only from a Node read Ready).
+    Nodes read in this pass (a DaemonSet pod goes only from a Node read Ready); ``now``
+    the pass's time (how long a pod has been Ready, for ``minReadySeconds``);
+    ``rolled_from`` the UIDs of the workload's pods read right before autoroll's first
+    deletion in its current roll (None: it deleted none), so the loop guard spares exactly
+    the pods that may be replacements of autoroll's own deletions (``compare.guard``).
     """
-    settledness = is_settled(workload=workload, pods=pods)
+    settledness = is_settled(workload=workload, pods=pods, now=now)
     results: list[ContainerResult] = []
     actions: list[DeletePod] = []
     for container in workload.containers:
@@ -278,7 +292,10 @@ def decide(
             nodes=nodes if nodes is not None else {},
             settledness=settledness,
             already=actions[0] if actions else None,
+            rolled_from=rolled_from,
         )
+        if container.role is not ContainerRole.CONTAINER:
+            result = replace(result, verdict=replace(result.verdict, role=container.role))
         results.append(result)
         if result.action is not None:
             actions.append(result.action)
@@ -308,6 +325,7 @@ def _decide_container(
     nodes: Mapping[str, NodeView | Unknown],
     settledness: Settledness,
     already: DeletePod | None,
+    rolled_from: frozenset[str] | None,
 ) -> ContainerResult:
     """One container's ladder; ``already`` is the deletion chosen for an earlier container."""
     found = _resolved_target(container, forgejo_host=forgejo_host, resolved=resolved)
@@ -331,7 +349,7 @@ def _decide_container(
     return (
         ladder.fetch_first(index_children, contents)
         or ladder.target_content_unknown(contents.get(target))
-        or ladder.guarded_by(sightings.get(ref))
+        or ladder.guarded_by(sightings.get(ref), rolled_from)
         or ladder.stale(settledness, already, nodes)
         or ladder.not_stale()
     )

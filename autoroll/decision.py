@@ -13,7 +13,7 @@ from datetime import datetime
 from enum import StrEnum
 
 from autoroll.images import RunningImage, TagRef
-from autoroll.model import Digest, Unknown, WorkloadKind
+from autoroll.model import ContainerRole, Digest, Unknown, WorkloadKind
 
 # --------------------------------------------------------------------------------------------
 # Result types
@@ -87,7 +87,7 @@ class PodState(StrEnum):
     SAME_CONTENT = "same-content"  # another name for the target's content (configs among its)
     SAME_PLATFORM = "same-platform"  # its node's platform has the same image in both indexes
     STALE = "stale"  # runs other content: no config its reference stands for is the target's
-    LOOP_GUARD = "loop-guard"  # would be stale, but created after the target was first seen
+    LOOP_GUARD = "loop-guard"  # would be stale, but may be a replacement of autoroll's own
     MISMATCH = "mismatch"  # known and different; children not known yet
     NEEDS_CONTENT = "needs-content"  # not the target nor a child; configs not resolved yet
     CONTENT_UNKNOWN = "content-unknown"  # its reference (or the target) cannot be resolved
@@ -106,7 +106,9 @@ class SettledReason(StrEnum):
     TOO_FEW_READY = "too-few-ready"  # fewer pods, or ready pods by its status, than it wants
     GENERATION_NOT_OBSERVED = "generation-not-observed"  # its controller has not caught up
     ROLLOUT_IN_PROGRESS = "rollout-in-progress"  # a template rollout: its controller's business
-    PODS_UNAVAILABLE = "pods-unavailable"  # DaemonSet: numberUnavailable > 0
+    PODS_UNAVAILABLE = "pods-unavailable"  # Ready, not yet for minReadySeconds (or its status)
+    ROLLOUT_PAUSED = "rollout-paused"  # Deployment spec.paused: its owner's to resume
+    PROGRESS_DEADLINE_EXCEEDED = "progress-deadline-exceeded"  # its last rollout failed
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,6 +215,7 @@ class ContainerVerdict:
     registry_digest: Digest | Unknown | None = None
     pods: tuple[PodFinding, ...] = ()
     pod: str | None = None  # the pod deleted (STALE) or next in line (WAITING)
+    role: ContainerRole = ContainerRole.CONTAINER  # a native sidecar or init container, say
 
     @property
     def running_digests(self) -> tuple[Digest, ...]:

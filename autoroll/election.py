@@ -6,6 +6,7 @@ data and a monotonic ``now`` passed in, and table-tested (tests/unit/test_leader
     observe()        first-seen time of the holder record, on this replica's own clock
     decide_lease()   CREATE | ACQUIRE | RENEW | WAIT | STEP_DOWN, with the reason
     has_authority()  may the leader still act (inside the renew deadline)?
+    authority_left() until when a call it starts now must be over
     next_record()    the record to write for CREATE, ACQUIRE or RENEW
     released_record() our lease handed back on shutdown
 
@@ -127,6 +128,22 @@ def has_authority(*, renewed_at: float | None, now: float, renew_deadline: float
     return renewed_at is not None and now < renewed_at + renew_deadline
 
 
+def authority_left(
+    *, renewed_at: float | None, now: float, renew_deadline: float, lease_duration: float
+) -> float:
+    """Seconds until another replica could take the Lease over, while this one may still act
+    (0 otherwise): a call started now must be over by then.
+
+    A contender acquires only after seeing our last renewed record unchanged for a full
+    ``lease_duration`` on its own clock, and it cannot have seen that record before we sent
+    it (``renewed_at``); so no other replica leads before ``renewed_at + lease_duration``.
+    """
+    if not has_authority(renewed_at=renewed_at, now=now, renew_deadline=renew_deadline):
+        return 0.0
+    assert renewed_at is not None
+    return max(0.0, renewed_at + lease_duration - now)
+
+
 def next_record(
     step: Step, lease: LeaseRecord | None, *, identity: str, now: datetime, duration: float
 ) -> LeaseRecord:
@@ -164,6 +181,7 @@ __all__ = [
     "Observation",
     "Step",
     "Timings",
+    "authority_left",
     "decide_lease",
     "default_identity",
     "has_authority",

@@ -4,15 +4,21 @@ way, and only this module looks at ``dry_run``.
 
 With leader election, ``may_act`` (``Elector.may_act``) is asked immediately before every
 deletion: a replica whose leadership lapsed mid-pass deletes nothing more, and the pass ends
-(docs/adr/004-leader-election-and-webhook-handoff.md). What happened is a typed ``Outcome``;
-logging, metrics and Events about it are the observer's (``autoroll.observer``).
+(docs/adr/004-leader-election-and-webhook-handoff.md). And a deletion starts only while the
+Lease's remaining authority (``Elector.authority_left``: until another replica could take the
+Lease over) covers the call's worst case: the call is given that many seconds, its timeouts and
+its one reconnect included, and below ``MIN_AUTHORITY_SECONDS`` it is not sent. What happened is
+a typed ``Outcome``; logging, metrics and Events about it are the observer's
+(``autoroll.observer``).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Final
 
 from autoroll.decide import DeletePod
 from autoroll.model import DeleteOutcome
@@ -58,19 +64,34 @@ class Executed:
     detail: str = ""
 
 
+#: The least authority left, in seconds, in which a deletion is still sent: enough for a
+#: connection and an answer from an API server that is up.
+MIN_AUTHORITY_SECONDS: Final = 1.0
+
+
 def _always() -> bool:
     return True
+
+
+def _unbounded() -> float:
+    return math.inf
 
 
 class Executor:
     """Executes (or, in dry-run, only reports) one ``DeletePod`` at a time."""
 
     def __init__(
-        self, *, cluster: ClusterPort, dry_run: bool, may_act: Callable[[], bool] = _always
+        self,
+        *,
+        cluster: ClusterPort,
+        dry_run: bool,
+        may_act: Callable[[], bool] = _always,
+        authority: Callable[[], float] = _unbounded,
     ) -> None:
         self._cluster = cluster
         self._dry_run = dry_run
         self._may_act = may_act
+        self._authority = authority
 
     def execute(self, action: DeletePod) -> Executed:
         # Asked right before the call: the renew deadline may have passed mid-pass.
@@ -78,12 +99,23 @@ class Executor:
             return Executed(action, Outcome.NOT_LEADER)
         if self._dry_run:
             return Executed(action, Outcome.DRY_RUN)
+        left = self._authority()
+        if left < MIN_AUTHORITY_SECONDS:
+            # The call could still be on its way when another replica may lead: not sent.
+            return Executed(
+                action, Outcome.NOT_LEADER, f"{max(left, 0.0):.1f}s of Lease authority left"
+            )
         try:
-            found = self._cluster.delete_pod(action.namespace, action.name, action.uid)
+            if math.isinf(left):  # no election: the call's own timeouts bound it
+                found = self._cluster.delete_pod(action.namespace, action.name, action.uid)
+            else:
+                found = self._cluster.delete_pod(
+                    action.namespace, action.name, action.uid, within=left
+                )
         except Exception as exc:
             # One failed deletion must not stop the other Deployments' decisions.
             return Executed(action, Outcome.ERROR, str(exc))
         return Executed(action, Outcome.of(found))
 
 
-__all__ = ["Executed", "Executor", "Outcome"]
+__all__ = ["MIN_AUTHORITY_SECONDS", "Executed", "Executor", "Outcome"]

@@ -153,8 +153,11 @@ class Ladder:
             )
         return None
 
-    def guarded_by(self, sighting: Sighting | None) -> ContainerResult | None:
-        """The loop guard: without the target's first sighting no stale pod may go."""
+    def guarded_by(
+        self, sighting: Sighting | None, rolled_from: frozenset[str] | None = None
+    ) -> ContainerResult | None:
+        """The loop guard: without the target's first sighting no stale pod may go; with it,
+        a stale pod that may replace one autoroll deleted is spared (``compare.guard``)."""
         if sighting is None or sighting.digest != self.target:
             if self.with_state(PodState.STALE):
                 # Without the first-seen time the loop guard cannot work: the safe answer is no.
@@ -162,7 +165,7 @@ class Ladder:
                     Verdict.SKIPPED, Reason.SIGHTING_MISSING, f"no sighting of {self.target}"
                 )
             return None
-        self.findings = [guard(f, self.pods, sighting) for f in self.findings]
+        self.findings = [guard(f, self.pods, sighting, rolled_from) for f in self.findings]
         return None
 
     def stale(

@@ -8,7 +8,9 @@ controller's namespace (docs/adr/004-leader-election-and-webhook-handoff.md)::
         GET lease ──► decide_lease() (pure) ──► CREATE | ACQUIRE | RENEW | WAIT | STEP_DOWN
                                                   └─ writes carry the resourceVersion read,
                                                      so two contenders cannot both win
-    Worker, before every deletion: Elector.may_act()  (leading and within the renew deadline)
+    Worker, before every deletion: Elector.may_act()  (leading and within the renew deadline),
+                                   Elector.authority_left() (the call must end before any
+                                   other replica could lead)
 
 Safety in one line: a contender takes an unreleased lease only after *it* has seen the same
 holder record, unchanged, for a full lease duration on its own monotonic clock; the leader
@@ -43,6 +45,7 @@ from autoroll.election import (
     Observation,
     Step,
     Timings,
+    authority_left,
     decide_lease,
     default_identity,
     has_authority,
@@ -104,6 +107,7 @@ class Elector:
         self._wall = wall
         self._lock = threading.Lock()
         self._leading = False
+        self._terms = 0
         self._renewed_at: float | None = None
         self._observed: Observation | None = None
         self._last_record: LeaseRecord | None = None
@@ -122,6 +126,26 @@ class Elector:
                 now=self._clock(),
                 renew_deadline=self._timings.renew_deadline,
             )
+
+    def authority_left(self) -> float:
+        """Seconds a deletion started now may take before another replica could lead
+        (0 when this one may not act): the executor caps the call to it."""
+        with self._lock:
+            if not self._leading:
+                return 0.0
+            return authority_left(
+                renewed_at=self._renewed_at,
+                now=self._clock(),
+                renew_deadline=self._timings.renew_deadline,
+                lease_duration=self._timings.lease_duration,
+            )
+
+    @property
+    def term(self) -> int:
+        """How many times this replica has become leader: a new value is a new term, whose
+        first pass must not trust anything remembered from the last (ARCHITECTURE.md, 13)."""
+        with self._lock:
+            return self._terms
 
     @property
     def leading(self) -> bool:
@@ -239,6 +263,8 @@ class Elector:
             if self._stop.is_set():
                 return  # shutting down: never (re)gain authority after stop() revoked it
             became = not self._leading
+            if became:
+                self._terms += 1
             self._leading = True
             self._renewed_at = started
             self._last_record = written

@@ -110,13 +110,24 @@ class ImageContent:
         return next(iter(found)) if len(found) == 1 else None
 
 
+class ContainerRole(StrEnum):
+    """Where a container sits in its pod spec. Every role runs its image and is compared
+    (docs/adr/015): a plain init container runs at every pod start, so a pod started from a
+    moved tag's old content keeps what that init step did with it."""
+
+    CONTAINER = "container"  # spec.containers[]
+    SIDECAR = "sidecar"  # spec.initContainers[] with restartPolicy Always (native sidecar)
+    INIT = "init"  # any other spec.initContainers[]: runs to completion before the others
+
+
 @dataclass(frozen=True, slots=True)
 class ContainerView:
-    """A container of a pod template or of a pod spec: what was asked for."""
+    """A container of a pod template or of a pod spec: what was asked for, and its role."""
 
     name: str
     image: str
     image_pull_policy: str = PULL_ALWAYS
+    role: ContainerRole = ContainerRole.CONTAINER
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +171,27 @@ _API_KINDS: Final = {
 }
 
 
+@dataclass(frozen=True, slots=True)
+class DeploymentStatus:
+    """What a Deployment's settledness is read from: ``spec.paused`` and the status its
+    controller writes (``kubectl rollout status`` reads the same fields). Counts the API
+    omits when zero read as 0; ``observed_generation`` is None until the first status.
+
+    ``replicas`` is ``status.replicas``: the pods of all its ReplicaSets, old ones included.
+    ``progress_deadline_exceeded`` is the ``Progressing`` condition's ``ProgressDeadlineExceeded``
+    reason: the controller gave up on a rollout.
+    """
+
+    observed_generation: int | None = None
+    replicas: int = 0
+    updated_replicas: int = 0
+    ready_replicas: int = 0
+    available_replicas: int = 0
+    unavailable_replicas: int = 0
+    paused: bool = False
+    progress_deadline_exceeded: bool = False
+
+
 class UpdateStrategy(StrEnum):
     """A StatefulSet's ``spec.updateStrategy.type``."""
 
@@ -179,6 +211,7 @@ class StatefulSetStatus:
     update_strategy: UpdateStrategy = UpdateStrategy.ROLLING_UPDATE
     partition: int = 0  # RollingUpdate: ordinals below it stay at currentRevision
     ready_replicas: int = 0
+    available_replicas: int = 0  # Ready for minReadySeconds
     observed_generation: int | None = None
     current_revision: str = ""
     update_revision: str = ""
@@ -191,17 +224,17 @@ class DaemonSetStatus:
 
     desired_number_scheduled: int = 0
     number_ready: int = 0
+    number_available: int = 0  # Ready for minReadySeconds
     number_unavailable: int = 0
     updated_number_scheduled: int = 0
     observed_generation: int | None = None
 
 
-#: The kind-specific part of a workload: None for a Deployment (its settledness is read from
-#: its pods alone), else the status of its kind.
-WorkloadStatus = StatefulSetStatus | DaemonSetStatus | None
+#: The kind-specific part of a workload: the status its own controller writes.
+WorkloadStatus = DeploymentStatus | StatefulSetStatus | DaemonSetStatus
 
-_STATUS_OF: Final[dict[WorkloadKind, type | None]] = {
-    WorkloadKind.DEPLOYMENT: None,
+_STATUS_OF: Final[dict[WorkloadKind, type]] = {
+    WorkloadKind.DEPLOYMENT: DeploymentStatus,
     WorkloadKind.STATEFULSET: StatefulSetStatus,
     WorkloadKind.DAEMONSET: DaemonSetStatus,
 }
@@ -213,7 +246,8 @@ class WorkloadView:
 
     ``replicas`` is how many pods it should have: ``spec.replicas`` (Deployment,
     StatefulSet) or ``status.desiredNumberScheduled`` (DaemonSet). ``status`` carries what
-    only its kind has, and must match ``kind``. The adapter lists workloads by label, so
+    only its kind has, and must match ``kind``; ``min_ready_seconds`` is ``spec.minReadySeconds``
+    (a pod counts as available only once Ready that long). The adapter lists workloads by label, so
     enrollment is already decided when one of these exists; ``labels`` are carried for logs
     and tables only. Address a workload by ``key``, ``kind``, ``namespace`` and ``name``,
     never by parsing a string. ``annotations`` are the object's own (not its pod
@@ -229,16 +263,14 @@ class WorkloadView:
     generation: int | None = None
     annotations: tuple[tuple[str, str], ...] = ()
     kind: WorkloadKind = WorkloadKind.DEPLOYMENT
-    status: WorkloadStatus = None
+    status: WorkloadStatus | None = None
+    min_ready_seconds: int = 0
 
     def __post_init__(self) -> None:
         expected = _STATUS_OF[self.kind]
-        if (self.status is None) != (expected is None) or (
-            expected is not None and not isinstance(self.status, expected)
-        ):
-            wanted = "no status" if expected is None else expected.__name__
+        if not isinstance(self.status, expected):
             raise ValueError(
-                f"{self.kind} {self.namespace}/{self.name}: expected {wanted},"
+                f"{self.kind} {self.namespace}/{self.name}: expected {expected.__name__},"
                 f" got {type(self.status).__name__}"
             )
 
@@ -321,11 +353,23 @@ class NodeView:
 
 
 @dataclass(frozen=True, slots=True)
+class ForeignPod:
+    """A pod the workload's selector matches but another controller (or none) controls: it
+    is never counted nor deleted; ``controlled_by`` says whose it is (``Deployment/canary``,
+    ``Job/migrate``, ``no controller``) for ``autoroll plan``."""
+
+    name: str
+    controlled_by: str
+
+
+@dataclass(frozen=True, slots=True)
 class Enrolled:
-    """One enrolled workload with the pods it owns that its selector matches (a pass's input)."""
+    """One enrolled workload with the pods it controls (a pass's input), and the pods its
+    selector matches that it does not control (``foreign``: shown, never counted)."""
 
     workload: WorkloadView
     pods: tuple[PodView, ...]
+    foreign: tuple[ForeignPod, ...] = ()
 
 
 class DeleteOutcome(StrEnum):

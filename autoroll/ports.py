@@ -43,16 +43,21 @@ class ClusterPort(Protocol):
     names (a superset is allowed; the pass narrows it to the scope's tags). It may answer
     from a watched cache. ``read_now`` is the fresh read the pass makes before it acts: that
     one workload's live pods (and, for a kind whose settledness reads its status, the
-    object), from the API, never from a cache (ARCHITECTURE.md, property 8). It raises when
-    the workload is gone or was replaced. ``delete_pod`` carries the pod's UID as a
-    precondition.
+    object), from the API, never from a cache (ARCHITECTURE.md, properties 8 and 12): the
+    object itself (its enrolment, annotations, replicas and status as they are now) and the
+    pods it controls. It answers None when the workload is gone, was replaced (another UID)
+    or is no longer enrolled, and raises when it cannot tell. ``delete_pod`` carries the
+    pod's UID as a precondition and, with ``within``, must end (attempts, timeouts and all)
+    within that many seconds.
     """
 
     def snapshot(self, scope: Scope = FULL) -> Sequence[Enrolled]: ...
 
-    def read_now(self, workload: WorkloadView) -> Enrolled: ...
+    def read_now(self, workload: WorkloadView) -> Enrolled | None: ...
 
-    def delete_pod(self, namespace: str, name: str, uid: str) -> DeleteOutcome: ...
+    def delete_pod(
+        self, namespace: str, name: str, uid: str, *, within: float | None = None
+    ) -> DeleteOutcome: ...
 
 
 class WatchPort(Protocol):

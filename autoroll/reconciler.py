@@ -71,6 +71,7 @@ import contracts in pyproject.toml enforce it).
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
@@ -94,6 +95,7 @@ from autoroll.model import Digest, Enrolled, ImageContent, Unknown
 from autoroll.observer import PassObserver
 from autoroll.policy import Guardrails
 from autoroll.ports import ClusterPort, EventPort, NodePort, RegistryPort
+from autoroll.rolls import RollMemory
 from autoroll.scope import FULL, Scope
 
 log = logging.getLogger(__name__)
@@ -142,6 +144,14 @@ def _never() -> bool:
     return False
 
 
+def _unbounded() -> float:
+    return math.inf
+
+
+def _one_term() -> int:
+    return 0
+
+
 def _always() -> bool:
     return True
 
@@ -173,6 +183,8 @@ class Reconciler:
         guardrails: Guardrails | None = None,
         nodes: NodePort | None = None,
         halted_after: timedelta = timedelta(minutes=10),
+        authority: Callable[[], float] = _unbounded,
+        term: Callable[[], int] = _one_term,
     ) -> None:
         self._cluster = cluster
         self._asker = Asker(registry=registry, nodes=nodes, forgejo_host=forgejo_host)
@@ -181,18 +193,25 @@ class Reconciler:
         self._forgejo_host = forgejo_host
         self._clock = clock
         self._leading = leading
-        self._executor = Executor(cluster=cluster, dry_run=dry_run, may_act=may_act)
+        self._term = term
+        self._executor = Executor(
+            cluster=cluster, dry_run=dry_run, may_act=may_act, authority=authority
+        )
         self._observer = PassObserver(metrics=metrics, events=events, evicting=evicting)
-        self._sightings: dict[TagRef, Sighting] = {}
         self._guardrails = guardrails or Guardrails()
-        # When this process deleted (or, in dry-run, would have deleted) a pod, and the
+        # Everything below gates deletions and belongs to one leadership term (``_new_term``):
+        # the loop guard's sightings and the pods read before each roll's first deletion;
+        # when this process deleted (or, in dry-run, would have deleted) a pod, and the
         # evidence of a previous leader's deletions taken as its term began: the budget's
-        # count (autoroll.guardrails); pruned to one period.
+        # count (autoroll.guardrails), pruned to one period; the workloads mid-roll as last
+        # decided (or with a pod deleted since), by key: the in-flight slots a targeted
+        # pass cannot see (``_plan``).
+        self._sightings: dict[TagRef, Sighting] = {}
+        self._rolls = RollMemory()
         self._deleted_at: list[datetime] = []
-        self._term_started = False
-        # Workloads mid-roll as last decided (or with a pod deleted since), by key: the
-        # in-flight slots a targeted pass cannot see (``_plan``).
         self._mid_roll: set[str] = set()
+        self._term_started = False
+        self._term_seen: int | None = None
 
     @property
     def sightings(self) -> Mapping[TagRef, Sighting]:
@@ -209,10 +228,14 @@ class Reconciler:
         """
         now = self._clock()
         if not self._leading():
-            # Another replica may delete now: its deletions will have to be read from the
-            # cluster when this one leads again (``_plan``).
-            self._term_started = False
+            # Another replica may delete now: what it does will have to be read from the
+            # cluster and the registry when this one leads again.
+            self._new_term()
             return TickReport(now, skipped=True, scope=scope)
+        term = self._term()
+        if term != self._term_seen:
+            self._new_term()
+            self._term_seen = term
         scope = self._pass_scope(scope)
         enrolled, resolved = self._read(scope)
         # The caches as this pass starts, plus every answer it gets (Unknown included).
@@ -237,6 +260,9 @@ class Reconciler:
             )
             self._remember_mid_roll(plan, items, scope)
             plan = replace(plan, holds=plan.holds + tuple(acted.holds))
+            self._rolls.settle(
+                (e.workload.key, acted.decisions.get(e.workload.key, d)) for e, d in items
+            )
         self._observer.pass_ended(
             enrolled, scope=scope, fresh_reads=acted.fresh_reads, complete=not abandoned
         )
@@ -256,6 +282,16 @@ class Reconciler:
         )
 
     # -- steps ------------------------------------------------------------------------------
+
+    def _new_term(self) -> None:
+        """Forget everything that gates a deletion: a term starts from the cluster and the
+        registry alone (ARCHITECTURE.md, property 13). Sightings kept from an earlier term
+        would guard, forever, pods another leader rolled meanwhile."""
+        self._term_started = False
+        self._sightings = {}
+        self._rolls.clear()
+        self._deleted_at = []
+        self._mid_roll = set()
 
     def _pass_scope(self, scope: Scope) -> Scope:
         """The scope asked for, except on a term's first pass, which is always full."""
@@ -281,7 +317,7 @@ class Reconciler:
             if stopping():
                 log.info("stop requested; leaving the rest of this pass undone")
                 return items, True
-            decision = self._asker.decide(item, state, self._sightings)
+            decision = self._ask(item, state, now=now)
             items.append((item, decision))
             self._observer.decided(decision)
             halt = rollout_halt(
@@ -357,6 +393,10 @@ class Reconciler:
                 self._observer.executed(item.workload, failed)
                 return True
             acted.decisions[item.workload.key] = now_decision
+            if fresh is None:
+                # Gone, replaced, or no longer enrolled by the fresh read: nothing to act on.
+                log.info("%s: gone or no longer enrolled; not acting on it", item.workload.key)
+                continue
             if now_decision != decision:
                 self._observer.decided(now_decision)
             again = self._replan(fresh, now_decision)
@@ -369,6 +409,9 @@ class Reconciler:
                 executed.append(done)
                 if done.outcome.spends_budget:
                     self._deleted_at.append(self._clock())
+                if done.outcome in (Outcome.DELETED, Outcome.ERROR):
+                    # Sent (an error may have reached the API): its replacement is ours.
+                    self._rolls.deleting(fresh)
                 self._observer.executed(fresh.workload, done)
                 if done.outcome.ends_pass:
                     return True
@@ -423,20 +466,35 @@ class Reconciler:
             )
         ]
 
+    def _ask(self, item: Enrolled, state: PassState, *, now: datetime) -> Decision:
+        """``decide`` one workload with this term's memory (sightings, its roll's start)."""
+        return self._asker.decide(
+            item,
+            state,
+            self._sightings,
+            now=now,
+            rolled_from=self._rolls.rolled_from(item.workload.key),
+        )
+
     def _decide_fresh(
         self, item: Enrolled, state: PassState, *, found: Decision
-    ) -> tuple[Enrolled, Decision, Executed | None]:
-        """Read the workload again and decide on that read (module docstring).
+    ) -> tuple[Enrolled | None, Decision, Executed | None]:
+        """Read the workload again, whole (its object, its pods and, for a DaemonSet, the
+        Nodes again), and decide on that read (module docstring).
 
         A failed read deletes nothing: the decision found is kept without its action, and
-        the failure is reported as that action's outcome (which ends the pass).
+        the failure is reported as that action's outcome (which ends the pass). A workload
+        the read finds gone, replaced or no longer enrolled is None: nothing to act on.
         """
         try:
             fresh = self._cluster.read_now(item.workload)
         except Exception as exc:  # reported as the action's outcome by the observer
             failed = Executed(found.actions[0], Outcome.READ_FAILED, str(exc))
             return item, replace(found, actions=()), failed
-        decision = self._asker.decide(fresh, state, self._sightings)
+        if fresh is None:
+            return None, replace(found, actions=()), None
+        # Node readiness read earlier in the pass is not fresh: ask again.
+        decision = self._ask(fresh, replace(state, nodes={}), now=self._clock())
         return fresh, decision, None
 
     def _remember_targets(

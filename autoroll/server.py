@@ -267,6 +267,7 @@ def build_runtime(
         dry_run=config.dry_run,
         may_act=may_act,  # before every deletion
         leading=may_act,  # followers skip whole passes
+        **_term_and_authority(election),
         events=events or (KubeEvents(instance=identity) if config.emit_events else None),
         evicting=evicting,
         guardrails=config.guardrails,
@@ -309,6 +310,15 @@ def _leadership(
         return None, _always, nudge.nudge
     election = _election(settings, lease, identity=identity, metrics=metrics, nudge=nudge)
     return election, election.elector.may_act, election.handoff.nudge
+
+
+def _term_and_authority(election: Election | None) -> dict[str, Any]:
+    """With an election, the Reconciler's leadership term and the authority a deletion may
+    use; alone, one term for the process and no bound (the defaults)."""
+    if election is None:
+        return {}
+    elector = election.elector
+    return {"term": lambda: elector.term, "authority": elector.authority_left}
 
 
 def _kube_cluster(

@@ -1,16 +1,16 @@
 """The watched cache: enrolled workloads and their pods in memory, for *finding* work.
 
 One informer (``autoroll.kube.informer``) per enabled kind keeps the enrolled workloads
-(Deployments, StatefulSets, DaemonSets; cluster-wide, by the enrolment label); one informer
-per namespace that holds an enrolled workload keeps its live pods, narrowed by the same
-label selector a pass's pod list uses (``pod_list_selector``). When the enrolled workloads
-of a namespace change that selector, that namespace's informer lists again with the new
-one; a namespace left without enrolled workloads is dropped. Pods are filed under every
-workload that claims them, by the rule a listing uses (its selector, found through a
-``SelectorIndex``, and for StatefulSets and DaemonSets its ownerReference:
-``pods.owns``), and workloads under the repositories their templates use, so a
-targeted pass finds its workloads without looking at the others. Workloads are keyed by
-their own ``key`` (namespace, kind and name), so kinds never collide.
+(Deployments, StatefulSets, DaemonSets; cluster-wide, by the enrolment label); one informer per
+namespace that holds an enrolled workload keeps its live pods, narrowed by the same label
+selector a pass's pod list uses (``pod_list_selector``). When the enrolled workloads of a
+namespace change that selector, that namespace's informer lists again with the new one; a
+namespace left without enrolled workloads is dropped. Pods are filed under every workload that
+claims them, by the rule a listing uses (its selector, found through a ``SelectorIndex``, and
+its controller: ``pods.owns``; the pods a selector matches that its workload does not control
+are kept as that workload's foreign pods), and workloads under the repositories their templates
+use, so a targeted pass finds its workloads without looking at the others. Workloads are keyed
+by their own ``key`` (namespace, kind and name), so kinds never collide.
 
 What the cache is *not*: a source of decisions. ``snapshot`` answers where to look (None
 whenever any informer is not synced: the pass then lists the API, as without a cache), and
@@ -36,7 +36,7 @@ from typing import Any, Final
 from autoroll.kube.cache_objects import cached_pod, with_containers, workload_converter
 from autoroll.kube.informer import Collection, Informer, stop_all
 from autoroll.kube.namespace_pods import NamespacePods
-from autoroll.kube.pods import ListedPod
+from autoroll.kube.pods import ListedPod, foreign_pod
 from autoroll.kube.selectors import (
     LabelSelector,
     pod_list_selector,
@@ -383,14 +383,19 @@ class WatchCache:
         if space is None:  # cannot happen once synced (every namespace has its space)
             return Enrolled(view, ())
         pods = (space.pods[uid].view for uid in space.members.get(key, ()))
-        return Enrolled(view, tuple(sorted(pods, key=lambda p: p.name)))
+        foreign = (foreign_pod(space.pods[uid]) for uid in space.foreign.get(key, ()))
+        return Enrolled(
+            view,
+            tuple(sorted(pods, key=lambda p: p.name)),
+            tuple(sorted(foreign, key=lambda p: p.name)),
+        )
 
     def _interned(self, pod: Pod) -> Pod:
         """The same container spec once for all pods of a template (memory per pod)."""
         containers = tuple(self._containers.setdefault(c, c) for c in pod.view.containers)
         if len(self._containers) > 4 * max(1, len(self._workloads)) + 1024:
             self._containers.clear()  # bounded: specs of deleted templates go
-        return ListedPod(with_containers(pod.view, containers), pod.labels, pod.controller_uid)
+        return ListedPod(with_containers(pod.view, containers), pod.labels, pod.controller)
 
     def _count_locked(self) -> None:
         if self._metrics is None:

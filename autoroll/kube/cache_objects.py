@@ -48,9 +48,16 @@ def cached_pod(raw: dict[str, Any]) -> ListedPod | None:
         pod = pod_from_json(raw)
     except (ValueError, TypeError, AttributeError):
         return None
-    # Label keys repeat across every pod: one string each.
+    # Label keys repeat across every pod: one string each; so do a controller's kind.
     labels = {sys.intern(k): v for k, v in pod.labels.items()}
-    return ListedPod(pod.view, labels, pod.controller_uid)
+    controller = pod.controller
+    if controller is not None:
+        controller = replace(
+            controller,
+            api_version=sys.intern(controller.api_version),
+            kind=sys.intern(controller.kind),
+        )
+    return ListedPod(pod.view, labels, controller)
 
 
 def with_containers(view: PodView, containers: tuple[ContainerView, ...]) -> PodView:

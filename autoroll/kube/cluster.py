@@ -13,17 +13,19 @@ with every enrolled workload using a repository it names (on any host: a superse
 pass keeps those using a named tag).
 
 Acting on it. ``read_now`` is the read a pass makes right before it acts, always from the
-API, never from the cache (ARCHITECTURE.md, property 8): one narrow pod list in the
-workload's namespace with its own selector and, for a StatefulSet or DaemonSet (whose
-settledness also reads its status), its object too, by name. Before a DaemonSet pod is
-deleted the core asks for its Node (``node``): one GET, only then.
+API, never from the cache (ARCHITECTURE.md, properties 8 and 12), and whole: the workload
+object, by name and by the enrolment label (so a removed label, a pause or window
+annotation, a scale-up and the status its controller wrote are as they are now), then one
+narrow pod list in its namespace with its own selector, keeping the pods it controls. Before
+a DaemonSet pod is deleted the core asks for its Node (``node``): one GET, only then.
 
-The only write is ``delete_pod``, sent with a UID precondition: a pod recreated under the
-same name is a different object and is never deleted by a decision made about its
-predecessor. RBAC: ``<kind>s: list`` for each enabled kind (and ``watch``, for the cache),
-``pods: list, watch``, ``pods: delete`` and, with DaemonSets, ``nodes: get``; with
-``evict=True`` (ROLLOUT_METHOD=evict) the same call is an Eviction, so PodDisruptionBudgets
-are honoured, and ``pods/eviction: create`` replaces ``pods: delete``.
+The only write is ``delete_pod``, sent with a UID precondition: a pod recreated under the same
+name is a different object and is never deleted by a decision made about its predecessor. Given
+``within`` (the Lease authority left), its timeouts are cut so that both connection attempts and
+the answer fit in it. RBAC: ``<kind>s: list`` for each enabled kind (and ``watch``, for the
+cache), ``pods: list, watch``, ``pods: delete`` and, with DaemonSets, ``nodes: get``; with
+``evict=True`` (ROLLOUT_METHOD=evict) the same call is an Eviction, so PodDisruptionBudgets are
+honoured, and ``pods/eviction: create`` replaces ``pods: delete``.
 
 With ``platform_aware=True`` (PLATFORM_AWARE) a pass also lists the Nodes' metadata (one
 request, labels only; RBAC ``nodes: list``) and gives each pod its node's ``os/arch``, so
@@ -46,7 +48,14 @@ from autoroll.kube.cache_objects import workload_converter
 from autoroll.kube.errors import ClusterApiError
 from autoroll.kube.lists import list_items
 from autoroll.kube.nodes import node_from_json, node_platforms
-from autoroll.kube.pods import ListedPod, group_pods, owns, pod_from_json, with_platforms
+from autoroll.kube.pods import (
+    ListedPod,
+    foreign_pod,
+    group_pods,
+    owns,
+    pod_from_json,
+    with_platforms,
+)
 from autoroll.kube.selectors import (
     LabelSelector,
     pod_list_selector,
@@ -54,6 +63,7 @@ from autoroll.kube.selectors import (
     selector_query,
 )
 from autoroll.kube.transport import (
+    CONNECT_ATTEMPTS,
     LIVE_PODS_FIELD_SELECTOR,
     REQUEST_TIMEOUT,
     SMALL_CALL_TIMEOUT,
@@ -108,7 +118,6 @@ class KubeCluster:
         self._cache = cache
         self._first_sync = first_sync_seconds
         self._waited = False
-        self._selectors: dict[str, LabelSelector] = {}  # from the last listing, by key
         self._platforms: dict[str, str] = {}  # node name -> os/arch, from the last snapshot
         self.requests = 0  # API requests sent, for benchmarks and tests
 
@@ -137,18 +146,14 @@ class KubeCluster:
             found = self._list(scope)
         return self._placed(found, fresh=True)
 
-    def read_now(self, workload: WorkloadView) -> Enrolled:
-        """``workload`` and its live pods as the API has them now (module docstring)."""
-        selector = self._cache.selector(workload.key) if self._cache is not None else None
-        selector = selector or self._selectors.get(workload.key)
-        if selector is None:
-            raise ClusterApiError(
-                f"list pods of {workload.key}: its selector is not known (it was not listed)",
-                status=0,
-            )
+    def read_now(self, workload: WorkloadView) -> Enrolled | None:
+        """``workload`` and the live pods it controls as the API has them now (module
+        docstring); None when it is gone, was replaced or is no longer enrolled."""
         rest = self._api()
-        if workload.kind is not WorkloadKind.DEPLOYMENT:
-            workload, selector = self._workload_now(rest, workload)
+        found = self._workload_now(rest, workload)
+        if found is None:
+            return None
+        workload, selector = found
         self.requests += 1
         body = rest.list_pods(
             workload.namespace,
@@ -157,12 +162,12 @@ class KubeCluster:
             timeout=self._timeout,
         )
         listed = (pod_from_json(item) for item in _items(f"list pods of {workload.key}", body))
-        pods = (
-            pod.view
-            for pod in listed
-            if selector_matches(selector, pod.labels) and owns(workload, pod)
+        matched = [pod for pod in listed if selector_matches(selector, pod.labels)]
+        pods = sorted((p.view for p in matched if owns(workload, p)), key=lambda p: p.name)
+        foreign = sorted(
+            (foreign_pod(p) for p in matched if not owns(workload, p)), key=lambda p: p.name
         )
-        return self._placed((Enrolled(workload, tuple(sorted(pods, key=lambda p: p.name))),))[0]
+        return self._placed((Enrolled(workload, tuple(pods), tuple(foreign)),))[0]
 
     def _placed(self, found: tuple[Enrolled, ...], *, fresh: bool = False) -> tuple[Enrolled, ...]:
         """With PLATFORM_AWARE, give every pod its node's ``os/arch``.
@@ -184,8 +189,9 @@ class KubeCluster:
 
     def _workload_now(
         self, rest: KubeRest, workload: WorkloadView
-    ) -> tuple[WorkloadView, LabelSelector]:
-        """The object itself, by name (its status is part of its settledness)."""
+    ) -> tuple[WorkloadView, LabelSelector] | None:
+        """The object itself, by name and the enrolment label (a list of one: ``list``
+        RBAC, no ``get``); None when it is gone, no longer enrolled or another object now."""
         self.requests += 1
         body = rest.list_workloads(
             workload.kind,
@@ -196,8 +202,7 @@ class KubeCluster:
         )
         found = _workloads(workload.kind, _items(f"read {workload.key}", body))
         if len(found) != 1 or found[0][0].uid != workload.uid:
-            # Gone, no longer enrolled, or a new object of the same name: nothing to act on.
-            raise ClusterApiError(f"read {workload.key}: it is gone or was replaced", status=404)
+            return None
         return found[0]
 
     def node(self, name: str) -> NodeView:
@@ -215,16 +220,20 @@ class KubeCluster:
             raise ClusterApiError(f"get node {name}: the answer is not an object", status=0)
         return node_from_json(document)
 
-    def delete_pod(self, namespace: str, name: str, uid: str) -> DeleteOutcome:
+    def delete_pod(
+        self, namespace: str, name: str, uid: str, *, within: float | None = None
+    ) -> DeleteOutcome:
         """Remove one pod, only if it is still the object with ``uid``.
 
         A plain DELETE, or an Eviction when built with ``evict=True``; both carry the UID
         precondition and both are a single API call, so a shutdown never leaves one half-done.
+        ``within``: the seconds the call may take in all (``capped_timeout``).
         """
         rest = self._api()
         send = rest.evict_pod if self._evict else rest.delete_pod
         self.requests += 1
-        status = send(namespace, name, uid=uid, timeout=self._timeout)
+        timeout = self._timeout if within is None else capped_timeout(self._timeout, within)
+        status = send(namespace, name, uid=uid, timeout=timeout)
         return _OUTCOMES.get(status, DeleteOutcome.DELETED)
 
     def _list(self, scope: Scope) -> tuple[Enrolled, ...]:
@@ -238,7 +247,6 @@ class KubeCluster:
             workloads.extend(
                 _workloads(kind, _items(f"list {kind.resource} (all namespaces)", body))
             )
-        self._selectors = {view.key: selector for view, selector in workloads}
         if not scope.is_full:
             wanted = scope.repositories
             workloads = [w for w in workloads if template_repositories(w[0]) & wanted]
@@ -259,6 +267,17 @@ class KubeCluster:
         return group_pods(workloads, pods)
 
 
+def capped_timeout(timeout: tuple[float, float], within: float) -> tuple[float, float]:
+    """``(connect, read)`` cut so that a call's worst case, ``CONNECT_ATTEMPTS`` connection
+    attempts then the read, ends within ``within`` seconds (unchanged when it already does).
+    The connection gets at most a quarter of it per attempt, the read the rest."""
+    connect, read = timeout
+    if CONNECT_ATTEMPTS * connect + read <= within:
+        return timeout
+    connect = min(connect, within / (2 * CONNECT_ATTEMPTS))
+    return connect, max(within - CONNECT_ATTEMPTS * connect, 0.0)
+
+
 def _items(what: str, body: bytes) -> list[dict[str, Any]]:
     try:
         return list_items(body)
@@ -274,4 +293,4 @@ def _workloads(
     return [w for w in map(convert, items) if w is not None]
 
 
-__all__ = ["FIRST_SYNC_SECONDS", "KubeCluster"]
+__all__ = ["FIRST_SYNC_SECONDS", "KubeCluster", "capped_timeout"]

@@ -1,10 +1,11 @@
 """One watched namespace's pods, filed under the enrolled workloads that claim them.
 
 The watched cache (``autoroll.kube.cache``) keeps one of these per namespace that holds an
-enrolled workload. A pod is filed under every workload that claims it, by the rule a
-listing uses: the workload's selector, found through a ``SelectorIndex``, and for
-StatefulSets and DaemonSets its ownerReference (``pods.owns``). Not thread-safe on its own:
-the cache calls it with its lock held.
+enrolled workload. A pod is filed under the workload that claims it, by the rule a listing
+uses: the workload's selector, found through a ``SelectorIndex``, and its controller
+(``pods.owns``); under every other workload whose selector matches it, it is filed as
+foreign (shown, never counted). Not thread-safe on its own: the cache calls it with its
+lock held.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ class NamespacePods:
     views: dict[str, WorkloadView] = field(default_factory=dict)  # key -> workload, as filed
     pods: dict[str, ListedPod] = field(default_factory=dict)  # uid -> pod
     members: dict[str, set[str]] = field(default_factory=dict)  # workload key -> pod uids
+    foreign: dict[str, set[str]] = field(default_factory=dict)  # workload key -> pod uids
     owners: dict[str, set[str]] = field(default_factory=dict)  # pod uid -> workload keys
 
     def claims(self, key: str, pod: ListedPod) -> bool:
@@ -39,9 +41,10 @@ class NamespacePods:
         """File (or re-file) one pod; returns every workload key it was or is now under."""
         before = self.unfile(uid)
         self.pods[uid] = pod
-        now = {key for key in self.index.matching(pod.labels) if self.claims(key, pod)}
+        now = set(self.index.matching(pod.labels))
         for key in now:
-            self.members.setdefault(key, set()).add(uid)
+            under = self.members if self.claims(key, pod) else self.foreign
+            under.setdefault(key, set()).add(uid)
         if now:
             self.owners[uid] = now
         return before | now
@@ -51,6 +54,7 @@ class NamespacePods:
         keys = self.owners.pop(uid, set())
         for key in keys:
             self.members.get(key, set()).discard(uid)
+            self.foreign.get(key, set()).discard(uid)
         return keys
 
     def put_workload(self, view: WorkloadView, selector: LabelSelector) -> None:
@@ -68,18 +72,14 @@ class NamespacePods:
         self._rematch(key, None)
 
     def _rematch(self, key: str, selector: LabelSelector | None) -> None:
-        for uid in self.members.pop(key, set()):
+        for uid in self.members.pop(key, set()) | self.foreign.pop(key, set()):
             self.owners.get(uid, set()).discard(key)
         if selector is None:
             return
-        found = {
-            uid
-            for uid, pod in self.pods.items()
-            if selector_matches(selector, pod.labels) and self.claims(key, pod)
-        }
-        if found:
-            self.members[key] = found
-            for uid in found:
+        for uid, pod in self.pods.items():
+            if selector_matches(selector, pod.labels):
+                under = self.members if self.claims(key, pod) else self.foreign
+                under.setdefault(key, set()).add(uid)
                 self.owners.setdefault(uid, set()).add(key)
 
 

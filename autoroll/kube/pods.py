@@ -1,10 +1,14 @@
 """Pod JSON into the core's ``PodView``, and pods grouped under the workloads that claim them.
 
-Pure: a pod's readiness and its changes, its containers' statuses (the API's own
-``imageID``, ``containerStatuses``), its ``controller-revision-hash`` and node, and its
-controlling owner. A workload claims the pods its selector matches and, for StatefulSets
-and DaemonSets, that it controls (``owns``); ``with_platforms`` gives each pod its node's
-platform (docs/adr/005-reading-the-cluster.md).
+Pure: a pod's readiness and its changes, its containers' and init containers' statuses
+(the API's own ``imageID``), its ``controller-revision-hash`` and node, and its controlling
+owner. A workload claims the pods its selector matches *and* that it controls (``owns``):
+a StatefulSet or DaemonSet the pods whose controller reference carries its UID, a
+Deployment those whose controller is one of its ReplicaSets, which the Deployment
+controller always names ``<deployment>-<pod-template-hash>`` (docs/adr/005). A pod the
+selector matches but something else controls (a canary Deployment sharing the app's
+label, a Job, a ``helm test`` pod) is never counted, never deleted, and is listed as
+``ForeignPod``. ``with_platforms`` gives each pod its node's platform.
 """
 
 from __future__ import annotations
@@ -16,10 +20,11 @@ from typing import Any, Final
 
 from autoroll.kube.api_time import parse_time
 from autoroll.kube.selectors import LabelSelector, SelectorIndex
-from autoroll.kube.workloads import container_from_json
+from autoroll.kube.workloads import pod_spec_containers
 from autoroll.model import (
     ContainerStatusView,
     Enrolled,
+    ForeignPod,
     PodView,
     WorkloadKind,
     WorkloadView,
@@ -27,6 +32,9 @@ from autoroll.model import (
 
 #: The label the StatefulSet and DaemonSet controllers put on each pod: its ControllerRevision.
 REVISION_LABEL: Final = "controller-revision-hash"
+#: The label the Deployment controller puts on each ReplicaSet's selector and pod template;
+#: the ReplicaSet itself is named ``<deployment>-<this value>``.
+TEMPLATE_HASH_LABEL: Final = "pod-template-hash"
 
 #: Stands in for a missing creationTimestamp (never seen from a real API server): "created
 #: in the future" makes the loop guard spare the pod, the safe direction.
@@ -42,19 +50,34 @@ def with_platforms(found: Sequence[Enrolled], platforms: Mapping[str, str]) -> t
         Enrolled(
             e.workload,
             tuple(replace(p, platform=platforms.get(p.node) if p.node else None) for p in e.pods),
+            e.foreign,
         )
         for e in found
     )
 
 
 @dataclass(frozen=True, slots=True)
+class Controller:
+    """A pod's controlling owner (its ``ownerReferences[]`` entry with ``controller: true``)."""
+
+    api_version: str
+    kind: str
+    name: str
+    uid: str
+
+
+@dataclass(frozen=True, slots=True)
 class ListedPod:
-    """A pod as listed: its view, its labels (for selector matching) and the UID of its
-    controlling owner (``ownerReferences[]`` with ``controller: true``), empty when none."""
+    """A pod as listed: its view, its labels (for selector matching) and its controlling
+    owner (None when it has none: a bare pod)."""
 
     view: PodView
     labels: Mapping[str, str]
-    controller_uid: str = ""
+    controller: Controller | None = None
+
+    @property
+    def controller_uid(self) -> str:
+        return self.controller.uid if self.controller is not None else ""
 
 
 def pod_from_json(
@@ -79,9 +102,8 @@ def pod_from_json(
         deleting=meta.get("deletionTimestamp") is not None,
         ready=any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions),
         ready_changed_at=_ready_changed_at(conditions),
-        containers=tuple(
-            container_from_json(c) for c in (pod.get("spec") or {}).get("containers") or ()
-        ),
+        containers=pod_spec_containers(pod.get("spec") or {}),
+        # Names are unique across a pod's init containers and containers (API validation).
         statuses=tuple(
             ContainerStatusView(
                 name=s.get("name", ""),
@@ -90,21 +112,27 @@ def pod_from_json(
                 ready=bool(s.get("ready")),
                 restart_count=s.get("restartCount") or 0,
             )
-            for s in status.get("containerStatuses") or ()
+            for key in ("initContainerStatuses", "containerStatuses")
+            for s in status.get(key) or ()
         ),
         platform=(platforms or {}).get(node) if isinstance(node, str) else None,
         revision=str(labels.get(REVISION_LABEL) or ""),
         node=str(node or ""),
     )
-    return ListedPod(view, labels, _controller_uid(meta.get("ownerReferences") or ()))
+    return ListedPod(view, labels, _controller(meta.get("ownerReferences") or ()))
 
 
-def _controller_uid(references: Iterable[Mapping[str, Any]]) -> str:
-    """The UID of the one owner reference marked ``controller: true`` (the API allows one)."""
+def _controller(references: Iterable[Mapping[str, Any]]) -> Controller | None:
+    """The one owner reference marked ``controller: true`` (the API allows one), or None."""
     for reference in references:
         if isinstance(reference, Mapping) and reference.get("controller") is True:
-            return str(reference.get("uid") or "")
-    return ""
+            return Controller(
+                api_version=str(reference.get("apiVersion") or ""),
+                kind=str(reference.get("kind") or ""),
+                name=str(reference.get("name") or ""),
+                uid=str(reference.get("uid") or ""),
+            )
+    return None
 
 
 def _ready_changed_at(conditions: Any) -> datetime | None:
@@ -125,18 +153,17 @@ def group_pods(
     workloads: Sequence[tuple[WorkloadView, LabelSelector]],
     pods: Iterable[ListedPod],
 ) -> tuple[Enrolled, ...]:
-    """Give each workload the pods of its namespace that its selector matches and, for a
-    StatefulSet or DaemonSet, that it controls (an ``ownerReference`` with its UID).
+    """Give each workload the pods of its namespace that its selector matches and that it
+    controls (``owns``); the others its selector matches are its ``foreign`` pods.
 
-    Deployments keep the selector rule alone (their pods are owned by ReplicaSets). A pod
-    matched by two enrolled Deployments (overlapping selectors) is given to both: each
-    decision then counts it, which can only make either less eager to delete. A workload
-    without a UID owns nothing (the API always sends one).
+    A workload without a UID owns nothing (the API always sends one). Two workloads never
+    both own one pod: a pod has one controller.
     """
     indexes: dict[str, SelectorIndex] = {}
     for position, (workload, selector) in enumerate(workloads):
         indexes.setdefault(workload.namespace, SelectorIndex()).add(str(position), selector)
     matched: list[list[PodView]] = [[] for _ in workloads]
+    foreign: list[list[ForeignPod]] = [[] for _ in workloads]
     for pod in pods:
         index = indexes.get(pod.view.namespace)
         if index is None:
@@ -145,25 +172,67 @@ def group_pods(
             position = int(found)
             if owns(workloads[position][0], pod):
                 matched[position].append(pod.view)
+            else:
+                foreign[position].append(foreign_pod(pod))
     enrolled = [
-        Enrolled(workload, tuple(sorted(pods_of, key=lambda p: p.name)))
-        for (workload, _), pods_of in zip(workloads, matched, strict=True)
+        Enrolled(
+            workload,
+            tuple(sorted(pods_of, key=lambda p: p.name)),
+            tuple(sorted(others, key=lambda p: p.name)),
+        )
+        for (workload, _), pods_of, others in zip(workloads, matched, foreign, strict=True)
     ]
     return tuple(sorted(enrolled, key=lambda e: e.workload.key))
 
 
 def owns(workload: WorkloadView, pod: ListedPod) -> bool:
-    """Beside its selector, may ``workload`` claim ``pod``? A Deployment claims what its
-    selector matches (its ReplicaSets own the pods); a StatefulSet or DaemonSet only the
-    pods it controls (an ``ownerReference`` with its UID)."""
+    """Does ``workload`` control ``pod`` (its selector matching is checked elsewhere)?
+
+    A StatefulSet or DaemonSet: the pod's controller reference carries its UID. A
+    Deployment: the pod's controller is an ``apps`` ReplicaSet named
+    ``<deployment>-<the pod's pod-template-hash label>``, the name the Deployment controller
+    gives every ReplicaSet it makes: exact without reading a ReplicaSet
+    (docs/adr/005-reading-the-cluster.md says why). A ReplicaSet it adopted under another
+    name is not recognised; its pods are foreign, which only ever holds the roll.
+    """
+    controller = pod.controller
+    if controller is None or not workload.uid:
+        return False
     if workload.kind is WorkloadKind.DEPLOYMENT:
-        return True
-    return bool(workload.uid) and pod.controller_uid == workload.uid
+        template_hash = pod.labels.get(TEMPLATE_HASH_LABEL) or ""
+        return (
+            bool(template_hash)
+            and controller.kind == "ReplicaSet"
+            and controller.api_version.partition("/")[0] == "apps"
+            and controller.name == f"{workload.name}-{template_hash}"
+        )
+    return controller.uid == workload.uid
+
+
+def controlled_by(pod: ListedPod) -> str:
+    """Whose pod it is, for a person: ``Deployment/canary`` (a ReplicaSet named by the
+    Deployment controller's rule), ``Job/migrate``, or ``no controller``."""
+    controller = pod.controller
+    if controller is None:
+        return "no controller"
+    template_hash = pod.labels.get(TEMPLATE_HASH_LABEL) or ""
+    suffix = f"-{template_hash}"
+    if controller.kind == "ReplicaSet" and template_hash and controller.name.endswith(suffix):
+        return f"Deployment/{controller.name.removesuffix(suffix)}"
+    return f"{controller.kind or '?'}/{controller.name or '?'}"
+
+
+def foreign_pod(pod: ListedPod) -> ForeignPod:
+    return ForeignPod(pod.view.name, controlled_by(pod))
 
 
 __all__ = [
     "REVISION_LABEL",
+    "TEMPLATE_HASH_LABEL",
+    "Controller",
     "ListedPod",
+    "controlled_by",
+    "foreign_pod",
     "group_pods",
     "owns",
     "pod_from_json",

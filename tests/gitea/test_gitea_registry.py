@@ -43,6 +43,7 @@ from tests.support.gitea import (
     Pusher,
     running_gitea,
 )
+from tests.support.views import deployment_view
 
 pytestmark = pytest.mark.gitea
 
@@ -175,7 +176,9 @@ class OneNamespace:
             tuple(next((e.pods for e in self.items if e.workload.key == workload.key), ())),
         )
 
-    def delete_pod(self, namespace: str, name: str, uid: str) -> DeleteOutcome:
+    def delete_pod(
+        self, namespace: str, name: str, uid: str, *, within: float | None = None
+    ) -> DeleteOutcome:
         self.deleted.append(name)
         return DeleteOutcome.DELETED
 
@@ -191,7 +194,7 @@ def running(name: str, image: str, image_id: str) -> Enrolled:
         containers=(ContainerView("app", image),),
         statuses=(ContainerStatusView("app", image=image, image_id=image_id, ready=True),),
     )
-    deployment = WorkloadView(
+    deployment = deployment_view(
         namespace="shop", name=name, replicas=1, containers=(ContainerView("app", image),)
     )
     return Enrolled(deployment, (pod,))

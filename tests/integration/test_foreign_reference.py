@@ -35,6 +35,7 @@ from autoroll.reconciler import Reconciler, TickReport
 from autoroll.registry import RegistryClient
 from autoroll.scope import FULL, Scope
 from tests.support.registry import ImagePusher, Pushed, RegistryServer
+from tests.support.views import deployment_view
 
 pytestmark = pytest.mark.integration
 
@@ -78,12 +79,14 @@ class Node:
         return Enrolled(workload, tuple(self.pods))
 
     def snapshot(self, scope: Scope = FULL) -> Sequence[Enrolled]:
-        view = WorkloadView(
+        view = deployment_view(
             "shop", "web", len(self.pods), (ContainerView("app", self.image, "Always"),)
         )
         return [Enrolled(view, tuple(self.pods))]
 
-    def delete_pod(self, namespace: str, name: str, uid: str) -> DeleteOutcome:
+    def delete_pod(
+        self, namespace: str, name: str, uid: str, *, within: float | None = None
+    ) -> DeleteOutcome:
         self.deleted.append(name)
         self.pods = [p for p in self.pods if p.name != name]
         return DeleteOutcome.DELETED

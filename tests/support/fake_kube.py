@@ -4,7 +4,8 @@ It serves what ``autoroll.kube.KubeCluster`` reads and writes — the Deployment
 (empty) StatefulSet and DaemonSet lists, the pod list of one namespace, pod DELETE with a
 UID precondition — as real API JSON, so the real Kubernetes client sits between it and the
 controller. The fault matrix queues faults per route (``list-deployments``,
-``list-workloads`` for the other kinds, ``list-pods``, ``delete``), consumed one per request; a
+``read-deployment`` for the fresh read of ``web``, ``list-workloads`` for the other kinds,
+``list-pods``, ``delete``), consumed one per request; a
 fault can answer an error status (with headers such as ``Retry-After``), answer late, hang
 until released, or drop the connection. The server can be stopped and started again on
 the same port (an API server restart). Without faults it is the plain fake API of
@@ -39,6 +40,7 @@ CREATED = "2026-01-01T00:00:00Z"
 #: lease routes serve the one leader-election Lease (LEASE_NAMESPACE/LEASE_NAME).
 Route = Literal[
     "list-deployments",
+    "read-deployment",
     "list-workloads",
     "list-pods",
     "delete",
@@ -135,6 +137,15 @@ class FaultyKubeApi:
                 "uid": uid or f"uid-{name}",
                 "labels": {"app": "web", "pod-template-hash": "abc"},
                 "creationTimestamp": CREATED,
+                "ownerReferences": [
+                    {
+                        "apiVersion": "apps/v1",
+                        "kind": "ReplicaSet",
+                        "name": "web-abc",
+                        "uid": "uid-rs-web-abc",
+                        "controller": True,
+                    }
+                ],
             },
             "spec": {
                 "containers": [{"name": "app", "image": self.image, "imagePullPolicy": "Always"}]
@@ -155,7 +166,15 @@ class FaultyKubeApi:
         }
 
     def deployment(self) -> dict[str, Any]:
+        """``shop/web``, with the status its controller would write for the pods now."""
         container = {"name": "app", "image": self.image, "imagePullPolicy": "Always"}
+        ready = sum(
+            1
+            for p in self.pods.values()
+            if any(
+                c["type"] == "Ready" and c["status"] == "True" for c in p["status"]["conditions"]
+            )
+        )
         return {
             "metadata": {
                 "name": "web",
@@ -173,6 +192,14 @@ class FaultyKubeApi:
                     "spec": {"containers": [container]},
                 },
             },
+            "status": {
+                "observedGeneration": 1,
+                "replicas": len(self.pods),
+                "updatedReplicas": len(self.pods),
+                "readyReplicas": ready,
+                "availableReplicas": ready,
+                "unavailableReplicas": max(0, 2 - ready),
+            },
         }
 
     # -- routing ---------------------------------------------------------------------------------
@@ -186,6 +213,8 @@ class FaultyKubeApi:
             return "get-lease" if method == "GET" else "patch-lease" if method == "PATCH" else None
         if method == "GET" and path == "/apis/apps/v1/deployments":
             return "list-deployments"
+        if method == "GET" and path == f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments":
+            return "read-deployment"
         if method == "GET" and path in ("/apis/apps/v1/statefulsets", "/apis/apps/v1/daemonsets"):
             return "list-workloads"
         if method == "GET" and path == f"/api/v1/namespaces/{NAMESPACE}/pods":
@@ -206,10 +235,11 @@ class FaultyKubeApi:
         self, route: Route | None, path: str, query: dict[str, list[str]], body: bytes
     ) -> tuple[int, dict[str, Any]]:
         with self.lock:
-            if route == "list-deployments":
+            if route in ("list-deployments", "read-deployment"):
                 selected = query.get("labelSelector") == [SELECTOR]
+                named = query.get("fieldSelector", ["metadata.name=web"]) == ["metadata.name=web"]
                 return 200, _list(
-                    "DeploymentList", "apps/v1", [self.deployment()] if selected else []
+                    "DeploymentList", "apps/v1", [self.deployment()] if selected and named else []
                 )
             if route == "list-workloads":
                 return 200, _list("List", "apps/v1", [])  # only Deployments in this world

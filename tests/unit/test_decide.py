@@ -36,11 +36,14 @@ from autoroll.model import (
     ContainerStatusView,
     ContainerView,
     Digest,
+    Enrolled,
     ImageContent,
     PodView,
     Unknown,
     WorkloadView,
 )
+from autoroll.rolls import RollMemory
+from tests.support.views import deployment_view
 
 HOST = "forgejo.example:3000"
 IMAGE = f"{HOST}/team/app:latest"
@@ -125,7 +128,7 @@ def pod(
 
 
 def deployment(*containers: ContainerView, replicas: int = 2, name: str = "app") -> WorkloadView:
-    return WorkloadView(
+    return deployment_view(
         namespace="ns",
         name=name,
         replicas=replicas,
@@ -151,6 +154,10 @@ class Case:
         default_factory=lambda: dict(OWN_CONTENT)
     )
     container: int = 0
+    # The pods read before autoroll's first deletion in this roll: by default it has deleted
+    # and none of these pods was among them, so any pod made after the sighting may be the
+    # replacement of its own (the strictest loop guard); None: it has deleted nothing.
+    rolled_from: frozenset[str] | None = frozenset()
 
 
 CASES = [
@@ -662,6 +669,34 @@ CASES = [
         Reason.SIGHTING_MISSING,
         sightings={REF: Sighting(OLD, SEEN, frozenset({"uid-a"}))},
     ),
+    # A pod made after the sighting by someone else (a drain, a scale-up, a revert within
+    # one poll) while the tag pointed elsewhere is no replacement of autoroll's: it rolls.
+    Case(
+        "created-after-sighting-before-any-deletion-deleted",
+        "loop guard (no deletion in this roll yet: no pod can be autoroll's replacement)",
+        [pod("a", created=AFTER), pod("b", digest=NEW, created=AFTER)],
+        Verdict.STALE,
+        Reason.STALE_POD,
+        deletes="a",
+        rolled_from=None,
+    ),
+    Case(
+        "created-after-sighting-listed-before-the-first-deletion-deleted",
+        "loop guard (a pod read right before autoroll's first deletion is not its replacement)",
+        [pod("a", created=AFTER), pod("b", digest=NEW, created=AFTER)],
+        Verdict.STALE,
+        Reason.STALE_POD,
+        deletes="a",
+        rolled_from=frozenset({"uid-a", "uid-x"}),
+    ),
+    Case(
+        "created-after-the-first-deletion-not-deleted",
+        "loop guard (a pod not read before autoroll's first deletion may be its replacement)",
+        [pod("a", created=AFTER), pod("b", digest=NEW, created=AFTER)],
+        Verdict.LOOP_GUARD,
+        Reason.CREATED_AFTER_TARGET,
+        rolled_from=frozenset({"uid-x", "uid-b"}),
+    ),
     Case(
         "guard-picks-the-old-pod",
         "loop guard",
@@ -698,6 +733,7 @@ def run(case: Case) -> Decision:
         sightings=case.sightings,
         children=case.children,
         contents=case.contents,
+        rolled_from=case.rolled_from,
     )
 
 
@@ -1003,17 +1039,21 @@ def test_loop_guard_bounds_deletions_when_runtime_reports_old_digest() -> None:
     pods = [pod(f"p{i}", created=BEFORE + timedelta(seconds=i)) for i in range(3)]
     deletions = 0
     clock = AFTER
+    rolls = RollMemory()  # as the reconciler keeps it
+    workload = deployment(replicas=3)
     for _ in range(30):
         decision = decide(
-            workload=deployment(replicas=3),
+            workload=workload,
             pods=pods,
             forgejo_host=HOST,
             resolved={REF: NEW},
             sightings={REF: Sighting(NEW, SEEN)},
             children={NEW: frozenset()},
             contents=OWN_CONTENT,
+            rolled_from=rolls.rolled_from(workload.key),
         )
         for action in decision.actions:
+            rolls.deleting(Enrolled(workload, tuple(pods)))
             deletions += 1
             clock += timedelta(minutes=1)
             pods = [p for p in pods if p.name != action.name]
@@ -1175,12 +1215,13 @@ def test_loop_guard_memory_across_passes_closes_the_same_second_window() -> None
     second = SEEN  # a whole second: what creationTimestamp can say
     pods = [pod("a", created=second), pod("b", digest=NEW, created=BEFORE)]
     memory: dict[TagRef, Sighting] = {}
+    rolls = RollMemory()
 
     def one_pass(now: datetime, target: Digest) -> Decision:
         nonlocal memory
         listed = listed_uids([(dep, pods)], forgejo_host=HOST)
         memory = observe_targets(memory, {REF: target}, now=now, listed=listed)
-        return decide(
+        decision = decide(
             workload=dep,
             pods=pods,
             forgejo_host=HOST,
@@ -1188,7 +1229,12 @@ def test_loop_guard_memory_across_passes_closes_the_same_second_window() -> None
             sightings=memory,
             children={target: frozenset()},
             contents=OWN_CONTENT,
+            rolled_from=rolls.rolled_from(dep.key),
         )
+        if decision.actions:
+            rolls.deleting(Enrolled(dep, tuple(pods)))
+        rolls.settle([(dep.key, decision)])
+        return decision
 
     first = one_pass(second + timedelta(milliseconds=400), NEW)
     assert [a.name for a in first.actions] == ["a"]

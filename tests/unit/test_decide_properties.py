@@ -35,11 +35,14 @@ from autoroll.model import (
     ContainerStatusView,
     ContainerView,
     Digest,
+    Enrolled,
     ImageContent,
     PodView,
     Unknown,
     WorkloadView,
 )
+from autoroll.rolls import RollMemory
+from tests.support.views import deployment_view
 
 HOST = "forgejo.example"
 IMAGES = {"app": f"{HOST}/team/app:latest", "side": f"{HOST}/team/side:v1"}
@@ -129,7 +132,7 @@ def scenarios(draw: st.DrawFn) -> dict[str, object]:
     count = draw(st.integers(min_value=0, max_value=5))
     calm = draw(st.booleans())
     pod_list = [draw(pods(i, calm)) for i in range(count)]
-    deployment = WorkloadView(
+    deployment = deployment_view(
         namespace="ns",
         name="app",
         replicas=draw(st.integers(min_value=0, max_value=max(count, 1))),
@@ -176,6 +179,11 @@ def scenarios(draw: st.DrawFn) -> dict[str, object]:
             contents[digest] = draw(image_contents())
         elif kind == "unknown":
             contents[digest] = Unknown("not-found")
+    # Whether autoroll has deleted in this roll and, if so, which pods its read before that
+    # first deletion listed (any of them may have been made after a sighting since).
+    rolled_from = draw(
+        st.one_of(st.none(), st.frozensets(st.sampled_from([p.uid for p in pod_list] or ["x"])))
+    )
     return {
         "deployment": deployment,
         "pods": pod_list,
@@ -183,6 +191,7 @@ def scenarios(draw: st.DrawFn) -> dict[str, object]:
         "children": children,
         "contents": contents,
         "sightings": sightings,
+        "rolled_from": rolled_from,
     }
 
 
@@ -198,6 +207,8 @@ def test_no_deletion_breaks_a_safety_property(scenario: dict[str, object]) -> No
     assert isinstance(deployment, WorkloadView) and isinstance(pod_list, list)
     assert isinstance(resolved, dict) and isinstance(children, dict) and isinstance(sightings, dict)
     assert isinstance(contents, dict)
+    rolled_from = scenario["rolled_from"]
+    assert rolled_from is None or isinstance(rolled_from, frozenset)
 
     decision = decide(
         workload=deployment,
@@ -207,6 +218,7 @@ def test_no_deletion_breaks_a_safety_property(scenario: dict[str, object]) -> No
         sightings=sightings,
         children=children,
         contents=contents,
+        rolled_from=rolled_from,
     )
 
     # Property 2: at most one deletion per Deployment, and only when settled.
@@ -255,15 +267,21 @@ def test_no_deletion_breaks_a_safety_property(scenario: dict[str, object]) -> No
     assert mine.configs.isdisjoint(theirs.configs) or picked
     event("by platform" if picked else "disjoint content")
     event("bare config" if running.is_config else f"reference on {running.repository}")
-    # Property 4: never a pod created after its target digest was first seen: either the
-    # sighting listed it, or its whole-second stamp is a full second before the sighting.
+    # Property 4: never a pod that may replace one autoroll deleted: one that is older than
+    # its target's first sighting (the sighting listed it, or its whole-second stamp is a
+    # full second before it), or else one that autoroll's read before its first deletion in
+    # this roll listed, or any when it has deleted none in this roll.
     sighting = sightings[ref]
     assert sighting.digest == action.to_digest
-    assert victim.created_at <= sighting.first_seen_at
     listed = victim.uid in sighting.older_uids
-    assert listed or victim.created_at + SECOND <= sighting.first_seen_at
-    if listed and victim.created_at + SECOND > sighting.first_seen_at:
-        event("deletes a listed pod stamped in the sighting's second")
+    older = listed or victim.created_at + SECOND <= sighting.first_seen_at
+    if older:
+        assert victim.created_at <= sighting.first_seen_at
+        if listed and victim.created_at + SECOND > sighting.first_seen_at:
+            event("deletes a listed pod stamped in the sighting's second")
+    else:
+        assert rolled_from is None or victim.uid in rolled_from
+        event("deletes a pod made after the sighting, not by autoroll")
 
 
 # -- many passes: the shell's flow (list, observe, decide) against a simulated ReplicaSet ----
@@ -309,7 +327,7 @@ def test_loop_guard_over_many_passes_is_bounded_and_replaces_every_older_pod(
     closed: a pod stamped in the sighting's second is not spared)."""
     ages, start, steps, quirk = sim["ages_ms"], sim["start_ms"], sim["steps"], sim["quirk"]
     assert isinstance(ages, list) and isinstance(start, int) and isinstance(steps, list)
-    dep = WorkloadView("ns", "app", len(ages), (ContainerView("app", IMAGES["app"]),))
+    dep = deployment_view("ns", "app", len(ages), (ContainerView("app", IMAGES["app"]),))
     ref = REFS["app"]
     old = DIGESTS[0]
     now = T0 + timedelta(milliseconds=start)
@@ -323,6 +341,7 @@ def test_loop_guard_over_many_passes_is_bounded_and_replaces_every_older_pod(
 
     pods = [make_pod(f"p{i}", now - timedelta(milliseconds=a), old) for i, a in enumerate(ages)]
     memory: dict[TagRef, Sighting] = {}
+    rolls = RollMemory()  # the pods before each roll's first deletion, as the reconciler keeps
     moves = 0
     target = fresh_digest(moves)
     deleted_per_sighting: dict[datetime, int] = {}
@@ -344,7 +363,11 @@ def test_loop_guard_over_many_passes_is_bounded_and_replaces_every_older_pod(
             sightings=memory,
             children={target: frozenset()},
             contents=EachItsOwn(),
+            rolled_from=rolls.rolled_from(dep.key),
         )
+        if decision.actions:
+            rolls.deleting(Enrolled(dep, tuple(pods)))
+        rolls.settle([(dep.key, decision)])
         for action in decision.actions:
             assert real[action.uid] < sighting.first_seen_at, f"pass {index} deleted a younger pod"
             seen = deleted_per_sighting.get(sighting.first_seen_at, 0) + 1
@@ -535,7 +558,7 @@ def test_no_pod_running_the_targets_content_is_ever_deleted_and_other_content_ro
     assert isinstance(steps, list)
     world = World(node_platforms=nodes, drops=bool(drops))
     world.push(keep_amd64=False)
-    dep = WorkloadView("ns", "app", len(placements), (ContainerView("app", IMAGES["app"]),))
+    dep = deployment_view("ns", "app", len(placements), (ContainerView("app", IMAGES["app"]),))
     now = T0
     pods: list[PodView] = []
 

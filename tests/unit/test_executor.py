@@ -39,7 +39,9 @@ class Cluster:
     def read_now(self, workload: WorkloadView) -> Enrolled:
         return Enrolled(workload, tuple(()))
 
-    def delete_pod(self, namespace: str, name: str, uid: str) -> DeleteOutcome:
+    def delete_pod(
+        self, namespace: str, name: str, uid: str, *, within: float | None = None
+    ) -> DeleteOutcome:
         self.calls.append((namespace, name, uid))
         if isinstance(self.answer, Exception):
             raise self.answer

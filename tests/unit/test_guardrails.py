@@ -24,10 +24,10 @@ from autoroll.model import (
     ImageContent,
     PodView,
     Unknown,
-    WorkloadView,
 )
 from autoroll.policy import MIN_AGE, PAUSED, WINDOW, Guardrails
 from autoroll.windows import parse_windows
+from tests.support.views import deployment_view
 
 HOST = "forgejo.example"
 REF = TagRef(HOST, "team/app", "latest")
@@ -81,7 +81,7 @@ def workload(
     containers = [ContainerView("app", f"{HOST}/team/app:latest")]
     if side:
         containers.append(ContainerView("side", f"{HOST}/team/side:v1"))
-    view = WorkloadView(
+    view = deployment_view(
         namespace="shop",
         name=name,
         replicas=len([p for p in pods if not p.deleting]),

@@ -45,6 +45,7 @@ from autoroll.model import (
 from autoroll.policy import MIN_AGE, PAUSED, WINDOW, Guardrails, workload_policy
 from autoroll.reconciler import Reconciler
 from autoroll.scope import FULL, ImageTag, Scope
+from tests.support.views import deployment_view
 
 HOST = "forgejo.example"
 TAGS = (TagRef(HOST, "team/base", "latest"), TagRef(HOST, "team/side", "v1"))
@@ -81,7 +82,7 @@ class Workload:
     pods: list[FakePod] = field(default_factory=list)
 
     def view(self) -> WorkloadView:
-        return WorkloadView(
+        return deployment_view(
             namespace="shop",
             name=self.name,
             replicas=self.replicas,
@@ -170,7 +171,9 @@ class World:
             ),
         )
 
-    def delete_pod(self, namespace: str, name: str, uid: str) -> DeleteOutcome:
+    def delete_pod(
+        self, namespace: str, name: str, uid: str, *, within: float | None = None
+    ) -> DeleteOutcome:
         for w in self.workloads:
             for p in w.pods:
                 if p.uid == uid:

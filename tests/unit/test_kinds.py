@@ -39,6 +39,7 @@ from autoroll.model import (
     WorkloadKind,
     WorkloadView,
 )
+from tests.support.views import deployment_view
 
 HOST = "forgejo.example"
 IMAGE = f"{HOST}/team/db:latest"
@@ -91,6 +92,7 @@ def statefulset(
     fields: dict[str, object] = {
         "update_strategy": strategy,
         "ready_replicas": replicas,
+        "available_replicas": replicas,
         "observed_generation": generation,
         "current_revision": REV,
         "update_revision": REV,
@@ -112,6 +114,7 @@ def daemonset(desired: int = 3, *, generation: int = 2, **status: object) -> Wor
     fields: dict[str, object] = {
         "desired_number_scheduled": desired,
         "number_ready": desired,
+        "number_available": desired,
         "number_unavailable": 0,
         "updated_number_scheduled": desired,
         "observed_generation": generation,
@@ -283,13 +286,13 @@ SETTLEDNESS = [
     # Deployment: the pod clauses alone, as before issue 16.
     Row(
         "deployment-settled",
-        WorkloadView("ns", "web", 2, (ContainerView("app", IMAGE),)),
+        deployment_view("ns", "web", 2, (ContainerView("app", IMAGE),)),
         sts_pods(2),
         SettledReason.SETTLED,
     ),
     Row(
         "deployment-too-few",
-        WorkloadView("ns", "web", 3, (ContainerView("app", IMAGE),)),
+        deployment_view("ns", "web", 3, (ContainerView("app", IMAGE),)),
         sts_pods(2),
         SettledReason.TOO_FEW_READY,
     ),
@@ -307,7 +310,7 @@ def test_settledness_clause(row: Row) -> None:
 def test_a_workload_status_must_match_its_kind() -> None:
     with pytest.raises(ValueError, match="statefulset ns/db: expected StatefulSetStatus"):
         WorkloadView("ns", "db", 1, (), kind=WorkloadKind.STATEFULSET)
-    with pytest.raises(ValueError, match="deployment ns/web: expected no status"):
+    with pytest.raises(ValueError, match="deployment ns/web: expected DeploymentStatus"):
         WorkloadView("ns", "web", 1, (), status=DaemonSetStatus())
     with pytest.raises(ValueError, match="daemonset ns/a: expected DaemonSetStatus"):
         WorkloadView("ns", "a", 1, (), kind=WorkloadKind.DAEMONSET, status=StatefulSetStatus())
@@ -423,7 +426,7 @@ def hold_of(workload: WorkloadView, p: PodView, nodes: Mapping[str, NodeView | U
             "node-unknown: agent-a is not bound to a node",
         ),
         # A Deployment's pods are held by nothing of their kind.
-        (WorkloadView("ns", "web", 1, ()), pod("web-1"), {}, "none"),
+        (deployment_view("ns", "web", 1, ()), pod("web-1"), {}, "none"),
     ],
 )
 def test_pod_hold(

@@ -98,14 +98,28 @@ def deployment(
     }
 
 
-def pod(name: str, app: str, *, ns: str = "shop", ready: bool = True) -> dict[str, Any]:
+def pod(
+    name: str, app: str, *, ns: str = "shop", ready: bool = True, deployment: str = ""
+) -> dict[str, Any]:
+    """A pod of Deployment ``deployment`` (by default the one named as its ``app`` label):
+    controlled by that Deployment's ReplicaSet, labelled with its pod-template-hash."""
+    owner = deployment or app
     return {
         "metadata": {
             "name": name,
             "namespace": ns,
             "uid": f"p-{ns}-{name}",
-            "labels": {"app": app},
+            "labels": {"app": app, "pod-template-hash": "h1"},
             "creationTimestamp": "2026-01-01T00:00:00Z",
+            "ownerReferences": [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "ReplicaSet",
+                    "name": f"{owner}-h1",
+                    "uid": f"rs-{ns}-{owner}",
+                    "controller": True,
+                }
+            ],
         },
         "spec": {"containers": [{"name": "app", "image": f"{HOST}/team/app:latest"}]},
         "status": {
@@ -140,9 +154,20 @@ def informer(name: str) -> FakeInformer:
 
 
 def keys(cache: WatchCache, scope: Scope = FULL) -> dict[str, list[str]]:
+    """Per workload, the pods it controls."""
     found = cache.snapshot(scope)
     assert found is not None, "the cache is not synced"
     return {e.workload.kind_name: [p.name for p in e.pods] for e in found}  # all in shop
+
+
+def matched(cache: WatchCache, scope: Scope = FULL) -> dict[str, list[str]]:
+    """Per workload, every pod its selector matches: those it controls and its foreign ones."""
+    found = cache.snapshot(scope)
+    assert found is not None, "the cache is not synced"
+    return {
+        e.workload.kind_name: sorted([p.name for p in e.pods] + [f.name for f in e.foreign])
+        for e in found
+    }
 
 
 def synced(cache: WatchCache) -> WatchCache:
@@ -266,10 +291,11 @@ def test_a_workload_whose_selector_changes_relists_when_the_narrowing_changes(
     informer("watch-statefulsets").listed()
     informer("watch-deployments").listed(deployment("web"), deployment("api", app="web"))
     informer("watch-pods-shop").listed(pod("web-1", "web"))
-    assert keys(cache) == {
+    assert matched(cache) == {
         "deployment/api": ["web-1"],
         "deployment/web": ["web-1"],
-    }  # overlapping
+    }  # overlapping selectors: both match the pod; only web controls it
+    assert keys(cache) == {"deployment/api": [], "deployment/web": ["web-1"]}
     informer("watch-deployments").event("MODIFIED", deployment("api", app="api"))
     pods = informer("watch-pods-shop")
     assert pods.restarts == ["app in (api,web)"]
@@ -287,15 +313,20 @@ def test_a_workload_whose_selector_changes_is_refiled_at_once_when_the_narrowing
     plain, tiered = pod("web-1", "web"), pod("web-2", "web")
     tiered["metadata"]["labels"]["tier"] = "db"
     informer("watch-pods-shop").listed(plain, tiered)
-    assert keys(cache) == {
+    assert matched(cache) == {
         "deployment/api": ["web-2"],
         "deployment/web": ["web-1", "web-2"],
     }
     informer("watch-deployments").event("MODIFIED", deployment("api", app="web"))
     assert informer("watch-pods-shop").restarts == []  # still "app in (web)"
-    assert keys(cache) == {
+    assert matched(cache) == {
         "deployment/api": ["web-1", "web-2"],
         "deployment/web": ["web-1", "web-2"],
+    }
+    # Whatever api's selector matches, the pods are web's: they count for web alone.
+    assert keys(cache) == {"deployment/api": [], "deployment/web": ["web-1", "web-2"]}
+    assert {f.controlled_by for e in cache.snapshot(FULL) or () for f in e.foreign} == {
+        "Deployment/web"
     }
 
 
@@ -357,15 +388,20 @@ def test_a_statefulset_claims_only_the_pods_it_controls_and_kinds_never_collide(
     cache: WatchCache,
 ) -> None:
     """A Deployment and a StatefulSet both named db, both selecting app=db: the key tells
-    them apart, and the StatefulSet takes only pods whose controller is its own UID."""
+    them apart, the StatefulSet takes only pods whose controller is its own UID, and the
+    Deployment only those of its own ReplicaSets."""
     informer("watch-deployments").listed(deployment("db"))
     informer("watch-statefulsets").listed(statefulset("db"))
     informer("watch-pods-shop").listed(
         owned("db-0", "db", "s-db"), owned("db-x", "db", "rs-123"), pod("loose", "db")
     )
     assert keys(cache) == {
-        "deployment/db": ["db-0", "db-x", "loose"],  # a selector is all it needs
+        "deployment/db": ["loose"],  # its ReplicaSet db-h1's
         "statefulset/db": ["db-0"],
+    }
+    assert matched(cache) == {
+        "deployment/db": ["db-0", "db-x", "loose"],
+        "statefulset/db": ["db-0", "db-x", "loose"],
     }
     entry = cache.cached("shop/statefulset/db")
     assert entry is not None and entry.workload.kind is WorkloadKind.STATEFULSET
@@ -410,7 +446,10 @@ def test_platform_awareness_gives_cached_and_freshly_read_pods_their_nodes_platf
     )
     on_arm = {**pod("web-1", "web"), "spec": {**pod("web-1", "web")["spec"], "nodeName": "arm"}}
     informer("watch-pods-shop").listed(on_arm, pod("api-1", "api"))
-    rest = NodesRest(pods=[bound("web-1", "amd"), bound("web-2", "elsewhere")])
+    rest = NodesRest(
+        pods=[bound("web-1", "amd"), bound("web-2", "elsewhere")],
+        workloads={"deployments": [deployment("web")]},  # the fresh read's answer
+    )
     cluster = KubeCluster(
         label_selector="x",
         rest=rest,
@@ -424,5 +463,6 @@ def test_platform_awareness_gives_cached_and_freshly_read_pods_their_nodes_platf
     assert len(rest.node_requests) == 1
     assert rest.list_calls == []  # the work came from memory: only the Nodes were listed
     fresh = cluster.read_now(web.workload)
+    assert fresh is not None
     assert [(p.name, p.platform) for p in fresh.pods] == [("web-1", "linux/amd64"), ("web-2", None)]
     assert len(rest.node_requests) == 1  # the pass's one list

@@ -29,7 +29,7 @@ from autoroll.kube.transport import (
     KubeRest,
     connect,
 )
-from autoroll.model import DeleteOutcome, NodeView, WorkloadKind, WorkloadView
+from autoroll.model import DeleteOutcome, NodeView, WorkloadKind
 from autoroll.scope import ImageTag, Scope
 from tests.support.fake_api_client import FakeApiClient, Reply, always, status_body
 from tests.unit.test_kube_convert import as_json, k8s_deployment, k8s_pod
@@ -86,6 +86,17 @@ class FakeRest(KubeRest):
             if self.list_error is not None:
                 return _reply(self.list_error)
             return 200, self.body if self.body is not None else raw_list(self.deployments)
+        if path.startswith("/apis/apps/v1/namespaces/") and path.endswith("/deployments"):
+            # The fresh read of one Deployment: by namespace and name (a field selector).
+            namespace = unquote(path.split("/")[5])
+            name = dict(request["query_params"]).get("fieldSelector", "").split("=")[-1]
+            found = [
+                d
+                for d in self.deployments
+                if d.metadata is not None
+                and (d.metadata.namespace, d.metadata.name) == (namespace, name)
+            ]
+            return 200, raw_list(found or self.workloads.get("deployments", []))
         if path.startswith("/apis/apps/v1/"):
             return 200, raw_list(self.workloads.get(path.rpartition("/")[2], []))
         if path.startswith("/api/v1/nodes/"):
@@ -608,19 +619,26 @@ def test_read_now_is_one_narrow_list_with_the_workloads_own_selector() -> None:
     rest.list_calls.clear()
     rest.list_kwargs.clear()
     fresh = cluster.read_now(found.workload)
-    assert fresh.workload is found.workload  # a Deployment: its pods are what is read
+    assert fresh is not None
+    assert fresh.workload == found.workload  # read again, the same object
     assert [p.name for p in fresh.pods] == ["web-1"]  # matched exactly, whatever the server sent
     assert rest.list_calls == ["shop"]
     assert rest.list_kwargs[0]["label_selector"] == "app=web,tier notin (db)"
     assert rest.list_kwargs[0]["field_selector"] == LIVE_PODS_FIELD_SELECTOR
 
 
-def test_read_now_without_a_known_selector_is_a_clear_error_and_sends_nothing() -> None:
-    rest = FakeRest()
-    cluster = KubeCluster(label_selector="x", rest=rest)
-    view = WorkloadView("shop", "web", 1, ())
-    with pytest.raises(ClusterApiError, match="shop/deployment/web: its selector is not known"):
-        cluster.read_now(view)
+def test_read_now_of_a_workload_gone_or_replaced_is_none_and_lists_no_pods() -> None:
+    rest = FakeRest([k8s_deployment("web")], [k8s_pod("web-1")])
+    cluster = KubeCluster(label_selector="x", rest=rest, kinds=[WorkloadKind.DEPLOYMENT])
+    [found] = cluster.snapshot()
+    rest.list_calls.clear()
+    rest.deployments = []  # deleted, or no longer carrying the enrolment label
+    assert cluster.read_now(found.workload) is None
+    replaced = k8s_deployment("web")
+    assert replaced.metadata is not None
+    replaced.metadata.uid = "uid-web-2"  # deleted and created again under the same name
+    rest.deployments = [replaced]
+    assert cluster.read_now(found.workload) is None
     assert rest.list_calls == []
 
 
@@ -636,4 +654,4 @@ def test_every_request_is_observed_by_its_operation() -> None:
     [found] = cluster.snapshot()
     cluster.read_now(found.workload)
     cluster.delete_pod("shop", "web-1", "uid-web-1")
-    assert seen == ["list deployments", "list pods", "list pods", "delete pod"]
+    assert seen == ["list deployments", "list pods", "list deployments", "list pods", "delete pod"]

@@ -18,7 +18,7 @@ from kubernetes import client
 
 from autoroll.kube.lists import list_items
 from autoroll.kube.nodes import node_platforms
-from autoroll.kube.pods import ListedPod, group_pods, pod_from_json
+from autoroll.kube.pods import TEMPLATE_HASH_LABEL, ListedPod, group_pods, pod_from_json
 from autoroll.kube.selectors import (
     LabelSelector,
     Operator,
@@ -30,7 +30,7 @@ from autoroll.kube.selectors import (
     selector_query,
 )
 from autoroll.kube.workloads import default_pull_policy, deployment_from_json
-from autoroll.model import ContainerStatusView, ContainerView, WorkloadKind
+from autoroll.model import ContainerStatusView, ContainerView, DeploymentStatus, WorkloadKind
 
 T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 #: Turns the client's models into the JSON the API server sends (camelCase keys, RFC 3339
@@ -38,6 +38,8 @@ T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 SERIALIZER = client.ApiClient()
 IMAGE = "git.example.org/team/app:latest"
 DIGEST = "sha256:" + "a" * 64
+#: The pod-template-hash of every fixture Deployment's one ReplicaSet.
+HASH = "6b8d4f7c9"
 
 
 def k8s_deployment(
@@ -48,7 +50,16 @@ def k8s_deployment(
     match_labels: dict[str, str] | None = None,
     expressions: list[client.V1LabelSelectorRequirement] | None = None,
     containers: list[client.V1Container] | None = None,
+    status: client.V1DeploymentStatus | None = None,
 ) -> client.V1Deployment:
+    """A Deployment as its controller leaves it once rolled out (``status`` overrides)."""
+    done = client.V1DeploymentStatus(
+        observed_generation=3,
+        replicas=replicas,
+        updated_replicas=replicas,
+        ready_replicas=replicas,
+        available_replicas=replicas,
+    )
     return client.V1Deployment(
         metadata=client.V1ObjectMeta(
             name=name,
@@ -57,6 +68,7 @@ def k8s_deployment(
             generation=3,
             labels={"aethnet.se/autoroll": "true"},
         ),
+        status=status if status is not None else done,
         spec=client.V1DeploymentSpec(
             replicas=replicas,
             selector=client.V1LabelSelector(
@@ -83,15 +95,34 @@ def k8s_pod(
     image_id: str = f"{IMAGE}@{DIGEST}",
     deleted: bool = False,
     created: datetime | None = T0,
+    deployment: str | None = "",
 ) -> client.V1Pod:
+    """A pod of Deployment ``deployment`` (by default the one its ``app`` label names):
+    controlled by that Deployment's ReplicaSet ``<deployment>-<HASH>`` and labelled with its
+    ``pod-template-hash``, as the ReplicaSet controller makes it; None: no controller."""
+    found = dict(labels if labels is not None else {"app": "web"})
+    owner = found.get("app") if deployment == "" else deployment
+    references = None
+    if owner:
+        found[TEMPLATE_HASH_LABEL] = HASH
+        references = [
+            client.V1OwnerReference(
+                api_version="apps/v1",
+                kind="ReplicaSet",
+                name=f"{owner}-{HASH}",
+                uid=f"uid-rs-{owner}",
+                controller=True,
+            )
+        ]
     return client.V1Pod(
         metadata=client.V1ObjectMeta(
             name=name,
             namespace=namespace,
             uid=f"uid-{name}",
-            labels=labels if labels is not None else {"app": "web"},
+            labels=found,
             creation_timestamp=created,
             deletion_timestamp=T0 if deleted else None,
+            owner_references=references,
         ),
         spec=client.V1PodSpec(
             containers=[client.V1Container(name="app", image=IMAGE, image_pull_policy="Always")]
@@ -212,7 +243,14 @@ def test_deployment_conversion_keeps_what_the_core_needs() -> None:
         )
     )
     assert view.key == "shop/deployment/web"
-    assert view.kind is WorkloadKind.DEPLOYMENT and view.status is None
+    assert view.kind is WorkloadKind.DEPLOYMENT
+    assert view.status == DeploymentStatus(
+        observed_generation=3,
+        replicas=2,
+        updated_replicas=2,
+        ready_replicas=2,
+        available_replicas=2,
+    )
     assert view.replicas == 2
     assert view.uid == "uid-web"
     assert view.generation == 3
@@ -266,7 +304,7 @@ def test_pod_conversion_reads_status_and_conditions() -> None:
             name="app", image=IMAGE, image_id=f"{IMAGE}@{DIGEST}", ready=True, restart_count=2
         ),
     )
-    assert labels == {"app": "web"}
+    assert labels == {"app": "web", "pod-template-hash": HASH}
 
 
 def test_pod_readiness_comes_from_the_ready_condition() -> None:

@@ -14,7 +14,7 @@ import pytest
 from kubernetes import client
 
 from autoroll.kube.nodes import node_from_json
-from autoroll.kube.pods import group_pods, pod_from_json
+from autoroll.kube.pods import group_pods, owns, pod_from_json
 from autoroll.kube.workloads import workload_from_json
 from autoroll.model import (
     DaemonSetStatus,
@@ -136,7 +136,14 @@ def test_a_daemonset_wants_one_pod_per_scheduled_node_and_omitted_counts_are_zer
     assert "numberUnavailable" not in document["status"]  # as the API sends it
     view, _ = workload_from_json(WorkloadKind.DAEMONSET, document)
     assert (view.key, view.replicas) == ("shop/daemonset/agent", 3)
-    assert view.status == DaemonSetStatus(3, 3, 0, 3, 2)
+    assert view.status == DaemonSetStatus(
+        desired_number_scheduled=3,
+        number_ready=3,
+        number_available=0,  # omitted: the API leaves out counts that are zero
+        number_unavailable=0,
+        updated_number_scheduled=3,
+        observed_generation=2,
+    )
 
 
 def test_a_daemonset_without_a_status_wants_nothing_yet() -> None:
@@ -157,22 +164,64 @@ def test_a_pod_carries_its_revision_node_and_controlling_owner() -> None:
     )
     # An owner that does not control the pod is not its controller.
     assert pod_from_json(owned(model, "uid-db", controller=False)).controller_uid == ""
-    assert pod_from_json(as_json(k8s_pod("web-1"))).controller_uid == ""
+    assert pod_from_json(as_json(k8s_pod("web-1", deployment=None))).controller_uid == ""
 
 
-def test_statefulset_and_daemonset_pods_must_be_owned_deployment_pods_need_not() -> None:
+def test_every_kind_claims_only_the_pods_it_controls() -> None:
     sts = workload_from_json(WorkloadKind.STATEFULSET, k8s_statefulset())
     web = workload_from_json(WorkloadKind.DEPLOYMENT, as_json(k8s_deployment("web")))
     labels = {"app": "db"}
+    job = owned(k8s_pod("web-migrate", labels={"app": "web"}, deployment=None), "uid-job")
+    job["metadata"]["ownerReferences"][0].update({"apiVersion": "batch/v1", "kind": "Job"})
     pods = [
-        pod_from_json(owned(k8s_pod("db-0", labels=labels), "uid-db")),
+        pod_from_json(owned(k8s_pod("db-0", labels=labels, deployment=None), "uid-db")),
         # Matches the selector, but another object controls it (or nothing does).
         pod_from_json(owned(k8s_pod("db-copy", labels=labels), "uid-someone-else")),
-        pod_from_json(as_json(k8s_pod("db-bare", labels=labels))),
-        pod_from_json(as_json(k8s_pod("web-1"))),  # owned by a ReplicaSet in real life
+        pod_from_json(as_json(k8s_pod("db-bare", labels=labels, deployment=None))),
+        pod_from_json(as_json(k8s_pod("web-1"))),  # its ReplicaSet web-<hash>'s
+        # web's labels, another Deployment's ReplicaSet; a Job's pod; a bare helm test pod.
+        pod_from_json(as_json(k8s_pod("canary-1", deployment="canary"))),
+        pod_from_json(job),
+        pod_from_json(as_json(k8s_pod("web-test", deployment=None))),
     ]
-    grouped = {e.workload.key: [p.name for p in e.pods] for e in group_pods([sts, web], pods)}
-    assert grouped == {"shop/statefulset/db": ["db-0"], "shop/deployment/web": ["web-1"]}
+    grouped = group_pods([sts, web], pods)
+    claimed = {e.workload.key: [p.name for p in e.pods] for e in grouped}
+    assert claimed == {"shop/statefulset/db": ["db-0"], "shop/deployment/web": ["web-1"]}
+    foreign = {e.workload.key: [(f.name, f.controlled_by) for f in e.foreign] for e in grouped}
+    assert foreign == {
+        "shop/statefulset/db": [("db-bare", "no controller"), ("db-copy", "X/x")],
+        "shop/deployment/web": [
+            ("canary-1", "Deployment/canary"),
+            ("web-migrate", "Job/x"),
+            ("web-test", "no controller"),
+        ],
+    }
+
+
+@pytest.mark.parametrize(
+    ("reference", "label", "claimed"),
+    [
+        pytest.param(("apps/v1", "ReplicaSet", "web-abc"), "abc", True, id="its ReplicaSet"),
+        pytest.param(("apps/v1", "ReplicaSet", "web-abc"), "", False, id="no hash label"),
+        pytest.param(("apps/v1", "ReplicaSet", "web-abc"), "xyz", False, id="another hash"),
+        pytest.param(("apps/v1", "ReplicaSet", "webx-abc"), "abc", False, id="another prefix"),
+        pytest.param(("apps/v1", "ReplicaSet", "web-a-abc"), "abc", False, id="web-a's"),
+        pytest.param(("apps/v1", "StatefulSet", "web-abc"), "abc", False, id="not a ReplicaSet"),
+        pytest.param(("example.io/v1", "ReplicaSet", "web-abc"), "abc", False, id="other group"),
+    ],
+)
+def test_a_deployment_owns_a_pod_only_through_a_replicaset_named_by_its_controller(
+    reference: tuple[str, str, str], label: str, claimed: bool
+) -> None:
+    web, _ = workload_from_json(WorkloadKind.DEPLOYMENT, as_json(k8s_deployment("web")))
+    document = as_json(k8s_pod("web-1", deployment=None))
+    if label:
+        document["metadata"]["labels"]["pod-template-hash"] = label
+    api_version, kind, name = reference
+    document["metadata"]["ownerReferences"] = [
+        {"apiVersion": api_version, "kind": kind, "name": name, "uid": "u", "controller": True}
+    ]
+    assert owns(web, pod_from_json(document)) is claimed
 
 
 def test_a_workload_without_a_uid_owns_no_pod() -> None:

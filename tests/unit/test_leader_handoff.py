@@ -59,7 +59,9 @@ class GatedCluster:
         self.in_pass.clear()
         return ()
 
-    def delete_pod(self, namespace: str, name: str, uid: str) -> DeleteOutcome:
+    def delete_pod(
+        self, namespace: str, name: str, uid: str, *, within: float | None = None
+    ) -> DeleteOutcome:
         raise AssertionError("nothing to delete")
 
 

@@ -23,6 +23,7 @@ from autoroll.model import (
 from autoroll.plan import HEADERS, render, rows, run_plan
 from autoroll.policy import Guardrails
 from autoroll.scope import FULL, Scope
+from tests.support.views import deployment_view
 
 HOST = "git.example.org"
 IMAGE = f"{HOST}/team/app:latest"
@@ -49,7 +50,7 @@ def pod(name: str, digest: Digest, image: str = IMAGE, *, ready: bool = True) ->
 
 
 def deployment(name: str, image: str, pods: Sequence[PodView], policy: str = "Always") -> Enrolled:
-    view = WorkloadView("shop", name, len(pods), (ContainerView("app", image, policy),))
+    view = deployment_view("shop", name, len(pods), (ContainerView("app", image, policy),))
     return Enrolled(view, tuple(pods))
 
 
@@ -67,7 +68,9 @@ class Cluster:
             tuple(next((e.pods for e in self.items if e.workload.key == workload.key), ())),
         )
 
-    def delete_pod(self, namespace: str, name: str, uid: str) -> DeleteOutcome:
+    def delete_pod(
+        self, namespace: str, name: str, uid: str, *, within: float | None = None
+    ) -> DeleteOutcome:
         self.deleted.append(name)
         return DeleteOutcome.DELETED
 

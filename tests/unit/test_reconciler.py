@@ -26,6 +26,7 @@ from autoroll.model import (
 from autoroll.policy import Guardrails
 from autoroll.reconciler import Reconciler
 from autoroll.scope import FULL, Scope
+from tests.support.views import deployment_view
 
 HOST = "git.example.org"
 IMAGE = f"{HOST}/team/app:latest"
@@ -60,7 +61,7 @@ def pod(
 def enrolled(
     name: str, pods: Sequence[PodView], *, namespace: str = "shop", image: str = IMAGE
 ) -> Enrolled:
-    deployment = WorkloadView(
+    deployment = deployment_view(
         namespace=namespace,
         name=name,
         replicas=len(pods),
@@ -98,7 +99,9 @@ class FakeCluster:
         pods = next((e.pods for e in self.items if e.workload.key == workload.key), ())
         return Enrolled(workload, pods)
 
-    def delete_pod(self, namespace: str, name: str, uid: str) -> DeleteOutcome:
+    def delete_pod(
+        self, namespace: str, name: str, uid: str, *, within: float | None = None
+    ) -> DeleteOutcome:
         if name in self.fail_on:
             raise RuntimeError(f"API said no to {name}")
         self.calls.append(f"delete {name}")
@@ -275,13 +278,16 @@ def test_nothing_enrolled_asks_the_registry_nothing() -> None:
 
 def test_loop_guard_memory_survives_between_ticks() -> None:
     clock = Clock(T0)
-    # Tick 1 at T0: the registry moves to NEW; no pods yet compare (nothing to do).
-    cluster = FakeCluster([enrolled("web", [pod("web-1", NEW)])])
+    # Tick 1 at T0: the registry moves to NEW; web-1 runs OLD and is deleted.
+    cluster = FakeCluster([enrolled("web", [pod("web-1", OLD)])])
     reconciler, metrics = make(cluster, FakeRegistry({REF: NEW}), clock=clock)
     reconciler.tick()
     assert reconciler.sightings[REF].first_seen_at == T0
+    assert [name for _, name, _ in cluster.deleted] == ["web-1"]
+    cluster.deleted.clear()
 
-    # Tick 2, an hour later: a pod created after T0 still reports OLD (a runtime quirk).
+    # Tick 2, an hour later: its replacement, created after T0, still reports OLD (a
+    # runtime quirk).
     clock.now = T0 + timedelta(hours=1)
     cluster.items = [enrolled("web", [pod("web-2", OLD, created=T0 + timedelta(minutes=5))])]
     report = reconciler.tick()
@@ -623,7 +629,7 @@ def test_a_pull_policy_that_is_not_always_warns_every_tick(
 ) -> None:
     item = enrolled("web", [pod("web-1")])
     item = Enrolled(
-        WorkloadView("shop", "web", 1, (ContainerView("app", IMAGE, "IfNotPresent"),)), item.pods
+        deployment_view("shop", "web", 1, (ContainerView("app", IMAGE, "IfNotPresent"),)), item.pods
     )
     cluster = FakeCluster([item])
     reconciler, metrics = make(cluster, FakeRegistry({REF: NEW}))

@@ -70,6 +70,7 @@ def statefulset(replicas: int = 3, **status: object) -> Enrolled:
     item = enrolled("db", [on_node(pod(f"db-{i}"), "n1") for i in range(replicas)])
     fields: dict[str, object] = {
         "ready_replicas": replicas,
+        "available_replicas": replicas,
         "observed_generation": 1,
         "current_revision": REV,
         "update_revision": REV,
@@ -93,7 +94,13 @@ def daemonset(nodes: int = 3) -> Enrolled:
         kind=WorkloadKind.DAEMONSET,
         generation=1,
         uid="uid-agent",
-        status=DaemonSetStatus(nodes, nodes, 0, nodes, 1),
+        status=DaemonSetStatus(
+            desired_number_scheduled=nodes,
+            number_ready=nodes,
+            number_available=nodes,
+            updated_number_scheduled=nodes,
+            observed_generation=1,
+        ),
     )
     return Enrolled(view, item.pods)
 
@@ -148,7 +155,8 @@ def test_a_daemonset_pass_reads_the_first_candidates_nodes_then_deletes_on_a_rea
     nodes = FakeNodes(not_ready={"n0"})
     reconciler, cluster, _ = make([daemonset()], nodes=nodes)
     reconciler.tick()
-    assert nodes.reads == ["n0", "n1", "n2"]  # one round, bounded, in name order
+    # One round, bounded, in name order; then again for the read right before the DELETE.
+    assert nodes.reads == ["n0", "n1", "n2"] * 2
     assert [name for _, name, _ in cluster.deleted] == ["agent-1"]
 
 
@@ -158,7 +166,7 @@ def test_node_readiness_is_read_again_every_pass_never_remembered() -> None:
     reconciler, cluster, _ = make([item], nodes=nodes)
     reconciler.tick()
     reconciler.tick()  # the fake cluster still lists the old pod
-    assert nodes.reads == ["n0", "n0"]
+    assert nodes.reads == ["n0"] * 4  # each pass: its decision, then its fresh read
     assert len(cluster.deleted) == 2
 
 

@@ -18,6 +18,7 @@ from autoroll.model import ContainerView, Digest, Enrolled, ImageContent, PodVie
 from autoroll.policy import Guardrails
 from autoroll.reconciler import Reconciler
 from autoroll.scope import ImageTag, Scope
+from tests.support.views import deployment_view
 from tests.unit.test_reconciler import (
     HOST,
     IMAGE,
@@ -162,7 +163,7 @@ def test_every_deletion_is_the_one_decide_makes_on_the_fresh_read_alone(
 ) -> None:
     """Property 8 over generated snapshots: whatever the snapshot said, a deletion happens
     only if ``decide`` on the fresh read alone makes it, and it is that very deletion."""
-    view = WorkloadView("shop", "web", replicas, (ContainerView("app", IMAGE, "Always"),))
+    view = deployment_view("shop", "web", replicas, (ContainerView("app", IMAGE, "Always"),))
     cluster = FakeCluster([Enrolled(view, tuple(cached))])
     cluster.fresh["shop/deployment/web"] = fresh
     registry = FakeRegistry({REF: NEW})
@@ -304,7 +305,7 @@ def test_a_full_pass_forgets_tags_no_longer_enrolled_a_targeted_one_does_not() -
 
 
 def test_a_second_container_on_another_tag_is_not_in_scope_and_the_first_still_rolls() -> None:
-    view = WorkloadView(
+    view = deployment_view(
         "shop",
         "both",
         1,

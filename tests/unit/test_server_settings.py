@@ -52,7 +52,9 @@ class NoCluster:
     def read_now(self, workload: WorkloadView) -> Enrolled:
         return Enrolled(workload, tuple(()))
 
-    def delete_pod(self, namespace: str, name: str, uid: str) -> DeleteOutcome:
+    def delete_pod(
+        self, namespace: str, name: str, uid: str, *, within: float | None = None
+    ) -> DeleteOutcome:
         raise AssertionError("nothing to delete")
 
 

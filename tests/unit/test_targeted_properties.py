@@ -36,6 +36,7 @@ from autoroll.model import (
 )
 from autoroll.reconciler import Reconciler
 from autoroll.scope import FULL, ImageTag, Scope
+from tests.support.views import deployment_view
 from tests.unit.test_reconciler import FakeRegistry
 
 HOST = "forgejo.example"
@@ -55,7 +56,7 @@ class World:
 
     def __init__(self, counts: dict[str, int], start: datetime) -> None:
         self.views = {
-            name: WorkloadView(
+            name: deployment_view(
                 "ns",
                 name,
                 counts[name],
@@ -111,7 +112,9 @@ class SimCluster:
     def read_now(self, workload: WorkloadView) -> Enrolled:
         return Enrolled(workload, tuple(tuple(self.world.pods[workload.name])))
 
-    def delete_pod(self, namespace: str, name: str, uid: str) -> DeleteOutcome:
+    def delete_pod(
+        self, namespace: str, name: str, uid: str, *, within: float | None = None
+    ) -> DeleteOutcome:
         for workload, pods in self.world.pods.items():
             for pod in pods:
                 if pod.uid == uid:

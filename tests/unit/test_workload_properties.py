@@ -221,6 +221,7 @@ class World:
                 ),
                 partition=self.partition,
                 ready_replicas=ready,
+                available_replicas=ready,  # no minReadySeconds here: Ready is available
                 observed_generation=self.observed,
                 current_revision=self.current_revision,
                 update_revision=self.update_revision,
@@ -230,6 +231,7 @@ class World:
             self.status = DaemonSetStatus(
                 desired_number_scheduled=self.size,
                 number_ready=ready,
+                number_available=ready,
                 number_unavailable=self.size - ready,
                 updated_number_scheduled=updated,
                 observed_generation=self.observed,

@@ -209,14 +209,16 @@ class BeforeFirstDelete:
     def snapshot(self, scope: Scope = FULL) -> Sequence[Enrolled]:
         return self.inner.snapshot(scope)
 
-    def read_now(self, workload: WorkloadView) -> Enrolled:
+    def read_now(self, workload: WorkloadView) -> Enrolled | None:
         return self.inner.read_now(workload)
 
-    def delete_pod(self, namespace: str, name: str, uid: str) -> DeleteOutcome:
+    def delete_pod(
+        self, namespace: str, name: str, uid: str, *, within: float | None = None
+    ) -> DeleteOutcome:
         hook, self.hook = self.hook, None
         if hook is not None:
             hook()
-        return self.inner.delete_pod(namespace, name, uid)
+        return self.inner.delete_pod(namespace, name, uid, within=within)
 
 
 @dataclass

@@ -1,0 +1,50 @@
+"""Builders of the core's views for test tables: one place that knows what a settled
+workload's status looks like, so tables state only what their row is about."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from autoroll.model import ContainerView, DeploymentStatus, WorkloadKind, WorkloadView
+
+
+def rolled_out(replicas: int, generation: int = 1, **fields: Any) -> DeploymentStatus:
+    """A Deployment's status once its controller has finished: every replica updated and
+    available, the latest generation observed (``fields`` override single counts)."""
+    status: dict[str, Any] = {
+        "observed_generation": generation,
+        "replicas": replicas,
+        "updated_replicas": replicas,
+        "ready_replicas": replicas,
+        "available_replicas": replicas,
+        **fields,
+    }
+    return DeploymentStatus(**status)
+
+
+def deployment_view(
+    namespace: str,
+    name: str,
+    replicas: int,
+    containers: Sequence[ContainerView],
+    *,
+    generation: int = 1,
+    status: DeploymentStatus | None = None,
+    **kwargs: Any,
+) -> WorkloadView:
+    """A Deployment its controller reports rolled out (unless ``status`` says otherwise);
+    ``kwargs`` are ``WorkloadView``'s other fields (labels, uid, annotations...)."""
+    return WorkloadView(
+        namespace,
+        name,
+        replicas,
+        tuple(containers),
+        generation=generation,
+        kind=WorkloadKind.DEPLOYMENT,
+        status=status if status is not None else rolled_out(replicas, generation),
+        **kwargs,
+    )
+
+
+__all__ = ["deployment_view", "rolled_out"]
