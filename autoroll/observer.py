@@ -56,6 +56,8 @@ class PassObserver:
         # warning line repeats every pass.
         self._halted: dict[tuple[str, str], WorkloadKind] = {}
         self._halts_announced: set[tuple[str, str]] = set()
+        # (workload key, pod) already said to match a selector under another controller.
+        self._foreign_said: set[tuple[str, str]] = set()
 
     # -- decisions --------------------------------------------------------------------------
 
@@ -80,6 +82,27 @@ class PassObserver:
                 verdict.reason.value,
                 f": {verdict.detail}" if verdict.detail else "",
                 extra=decision_fields(decision, verdict),
+            )
+
+    def foreign(self, item: Enrolled) -> None:
+        """Say once per pod that a workload's selector matches a pod it does not control
+        (a canary's, a Job's, a ``helm test`` pod): never counted, never deleted."""
+        for pod in item.foreign:
+            key = (item.workload.key, pod.name)
+            if key in self._foreign_said:
+                continue
+            self._foreign_said.add(key)
+            log.info(
+                "%s: pod %s matches the selector, controlled by %s: not counted, never deleted",
+                item.workload.key,
+                pod.name,
+                pod.controlled_by,
+                extra={
+                    "event": "foreign-pod",
+                    "workload": item.workload.key,
+                    "pod": pod.name,
+                    "controlled_by": pod.controlled_by,
+                },
             )
 
     def _warn_unresolved(self, decision: Decision) -> None:
@@ -210,6 +233,8 @@ class PassObserver:
             self._metrics.rollouts_halted.labels(kind=kind.value).set(halted)
         listed = {(p.namespace, p.name, p.uid) for e in items for p in e.pods}
         self._warned = {k for k in self._warned if (k[0], k[1], k[2]) in listed}
+        still = {(e.workload.key, p.name) for e in items for p in e.foreign}
+        self._foreign_said &= still
         if complete:
             self._halts_announced &= set(self._halted)
         self._halted = {}

@@ -16,7 +16,7 @@ from prometheus_client import CollectorRegistry
 from autoroll.decide import ContainerVerdict, Decision, Reason, Settledness, Verdict
 from autoroll.guardrails import Hold, RollPlan
 from autoroll.metrics import Metrics
-from autoroll.model import Digest, Unknown, WorkloadKind
+from autoroll.model import ContainerRole, Digest, Enrolled, Unknown, WorkloadKind
 from autoroll.policy import Guardrails, format_duration
 from autoroll.ports import ClusterPort, NodePort, RegistryPort
 from autoroll.reconciler import Reconciler, TickReport
@@ -98,10 +98,13 @@ def rows(decisions: Sequence[Decision], plan: RollPlan | None = None) -> list[tu
         hold = plan.hold_for(decision.key) if plan is not None else None
         for verdict in decision.containers:
             running = ",".join(d.short for d in verdict.running_digests) or "-"
+            container = verdict.container
+            if verdict.role is not ContainerRole.CONTAINER:
+                container = f"{container} ({verdict.role.value})"  # a sidecar, an init container
             table.append(
                 (
                     decision.key,
-                    verdict.container,
+                    container,
                     verdict.image,
                     running,
                     _short(verdict.registry_digest),
@@ -138,7 +141,23 @@ def render(
     )
     if plan is not None:
         lines.extend(guardrail_lines(plan))
+    lines.extend(foreign_lines(report.enrolled))
     return "\n".join(lines) + "\n"
+
+
+def foreign_lines(enrolled: Iterable[Enrolled]) -> list[str]:
+    """One line per pod a workload's selector matches but another controller (or none)
+    controls: such a pod is never counted and never deleted, and this says why it is not in
+    the table (a canary sharing the app's label, a Job's pod, a ``helm test`` pod)."""
+    found = [
+        f"  {item.workload.key}: pod {pod.name} matches the selector, controlled by"
+        f" {pod.controlled_by}"
+        for item in enrolled
+        for pod in item.foreign
+    ]
+    if not found:
+        return []
+    return ["Not counted, never deleted (another controller's pods):", *found]
 
 
 def guardrail_lines(plan: RollPlan) -> list[str]:

@@ -319,6 +319,7 @@ class Reconciler:
                 return items, True
             decision = self._ask(item, state, now=now)
             items.append((item, decision))
+            self._observer.foreign(item)
             self._observer.decided(decision)
             halt = rollout_halt(
                 decision=decision, pods=item.pods, now=now, after=self._halted_after

@@ -5,9 +5,13 @@ What is created, through the real API server (admission, validation and etcd inc
 - namespaces ``bench-00`` … and their ``default`` ServiceAccount (no controller manager);
 - Deployments with 3 replicas, one container ``<registry>/bench/img-<k>:latest`` with
   ``imagePullPolicy: Always``, enrolled by a label;
-- for each Deployment, 3 pods created directly: labelled to match the Deployment's selector,
-  no ownerReferences, no node; then ``pods/status`` is patched to what a kubelet would write
-  (``Running``, ``Ready``, ``imageID`` = ``<registry>/<repo>@<current digest>``);
+- each Deployment's ``deployments/status`` patched to what its controller writes once rolled
+  out (every replica updated and available, the generation observed);
+- for each Deployment, 3 pods created directly: labelled to match the Deployment's selector
+  and with a ``pod-template-hash``, controlled (an ownerReference) by the ReplicaSet
+  ``<deployment>-<hash>`` the Deployment controller would have made (never created: no
+  garbage collector runs), no node; then ``pods/status`` is patched to what a kubelet would
+  write (``Running``, ``Ready``, ``imageID`` = ``<registry>/<repo>@<current digest>``);
 - background pods of unenrolled workloads (another host's image), also Running and Ready,
   spread over the same namespaces, so the per-namespace pod lists carry them too.
 
@@ -17,6 +21,7 @@ Kubernetes client: populating is setup, not what is measured, and this keeps it 
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -30,6 +35,8 @@ BACKGROUND_IMAGE: Final = "docker.io/library/nginx:1.27"
 BACKGROUND_DIGEST: Final = "sha256:" + "b" * 64
 REPLICAS: Final = 3
 WORKERS: Final = 12
+#: The pod-template-hash of every Deployment's one (never created) ReplicaSet.
+TEMPLATE_HASH: Final = "5b7c9d8f6"
 
 
 @dataclass(frozen=True)
@@ -75,10 +82,24 @@ class ApiWriter:
 
 
 def _pod(name: str, app: str, image: str) -> dict[str, Any]:
+    """A pod of Deployment ``app``, as its ReplicaSet would create it."""
+    replica_set = f"{app}-{TEMPLATE_HASH}"
+    owner = {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "name": replica_set,
+        "uid": str(uuid.uuid5(uuid.NAMESPACE_URL, replica_set)),
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": name, "labels": {"app": app}},
+        "metadata": {
+            "name": name,
+            "labels": {"app": app, "pod-template-hash": TEMPLATE_HASH},
+            "ownerReferences": [owner],
+        },
         "spec": {
             "containers": [{"name": "app", "image": image, "imagePullPolicy": "Always"}],
             "terminationGracePeriodSeconds": 5,
@@ -127,6 +148,30 @@ def deployment_body(name: str, image: str, labels: Mapping[str, str]) -> dict[st
             },
         },
     }
+
+
+def rolled_out_status() -> dict[str, Any]:
+    """The status the Deployment controller writes once every replica is updated and available."""
+    return {
+        "status": {
+            "observedGeneration": 1,
+            "replicas": REPLICAS,
+            "updatedReplicas": REPLICAS,
+            "readyReplicas": REPLICAS,
+            "availableReplicas": REPLICAS,
+        }
+    }
+
+
+def create_deployment(
+    writer: ApiWriter, namespace: str, name: str, image: str, labels: Mapping[str, str]
+) -> None:
+    """Create a Deployment, then write the status its controller would once rolled out."""
+    path = f"/apis/apps/v1/namespaces/{namespace}/deployments"
+    writer.send("POST", path, deployment_body(name, image, labels))
+    writer.send(
+        "PATCH", f"{path}/{name}/status", rolled_out_status(), "application/merge-patch+json"
+    )
 
 
 def run_all(tasks: Iterable[Callable[[], None]]) -> int:
@@ -198,9 +243,9 @@ def create_enrolled(
 
     def deployment_task(i: int) -> Callable[[], None]:
         namespace, name = layout.namespace(i), layout.deployment_name(i)
-        body = deployment_body(name, layout.image(i), deployment_labels)
-        path = f"/apis/apps/v1/namespaces/{namespace}/deployments"
-        return lambda: writer.send("POST", path, body)
+        return lambda: create_deployment(
+            writer, namespace, name, layout.image(i), deployment_labels
+        )
 
     def pod_task(i: int, replica: int) -> Callable[[], None]:
         repository = layout.repository(i % layout.unique_images)

@@ -46,8 +46,8 @@ from bench.populate import (
     ENROLL_LABEL,
     ApiWriter,
     Layout,
+    create_deployment,
     create_running_pod,
-    deployment_body,
     run_all,
 )
 from tests.support.ports import free_port
@@ -225,11 +225,7 @@ def create_latency_targets(
         digest = pusher.push_image(repository, "latest").digest
         image = f"{registry_host}/{repository}:latest"
         labels = {ENROLL_LABEL: "true", LATENCY_LABEL: group}
-        writer.send(
-            "POST",
-            f"/apis/apps/v1/namespaces/{LATENCY_NAMESPACE}/deployments",
-            deployment_body(name, image, labels),
-        )
+        create_deployment(writer, LATENCY_NAMESPACE, name, image, labels)
         for replica in range(3):
             create_running_pod(
                 writer,

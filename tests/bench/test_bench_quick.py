@@ -72,8 +72,8 @@ def test_pushes_roll_and_bad_signatures_start_no_pass(results: dict[str, Any]) -
 
 def test_the_cache_rules_were_measured_at_every_size(results: dict[str, Any]) -> None:
     """The request-count rules of issue 17 are checked (``count_violations``) on real counts:
-    a warm-cache poll sends nothing to the API, a targeted pass 1 HEAD and one pod read per
-    affected workload before acting."""
+    a warm-cache poll sends nothing to the API, a targeted pass 1 HEAD and one fresh read
+    (the object and its pods) per affected workload before acting."""
     for cell in results["scale"]:
         cached = cell["results"]["cached"]
         assert cached["cache"]["workloads"] == cell["deployments"]
@@ -83,6 +83,7 @@ def test_the_cache_rules_were_measured_at_every_size(results: dict[str, Any]) ->
         targeted = cached["targeted"]
         assert targeted["registry"]["HEAD"] == 1
         assert targeted["fresh_reads"] == targeted["kube"]["list pods"] == affected(cell) > 0
+        assert targeted["kube"]["list deployments"] == affected(cell)  # each object, fresh
 
 
 def test_each_pass_lists_each_enabled_kind_once_and_each_enrolled_namespace_s_pods_once(

@@ -256,7 +256,7 @@ def _cached_cell() -> dict[str, Any]:
         "targeted": {
             "wall_s": 0.05,
             "cpu_s": 0.01,
-            "kube": {"list pods": 2},
+            "kube": {"list pods": 2, "list deployments": 2},
             "registry": {"HEAD": 1, "GET": 2},
             "deployments": 2,
             "actions": 2,
@@ -293,13 +293,25 @@ def test_the_cache_rules_hold_on_good_counts() -> None:
         # a deletion decided on cached pods alone: no fresh read
         (lambda c: c["targeted"].update({"kube": {}, "fresh_reads": 0}), "1 per affected"),
         # two reads per workload
-        (lambda c: c["targeted"].update({"kube": {"list pods": 4}}), "1 per affected"),
+        (
+            lambda c: c["targeted"].update({"kube": {"list pods": 4, "list deployments": 2}}),
+            "1 per affected",
+        ),
+        # a fresh read of the pods alone, not of the workload object
+        (
+            lambda c: c["targeted"]["kube"].update({"list deployments": 0}),
+            "0 Deployment reads, expected exactly 2",
+        ),
         # the targeted pass missed a workload using the tag
         (lambda c: c["targeted"].update({"actions": 1}), "actions, expected 2"),
         # a targeted pass that lists the workloads again
         (
-            lambda c: c["targeted"]["kube"].update({"list deployments": 1}),
-            "other than pod reads",
+            lambda c: c["targeted"]["kube"].update({"list deployments": 3}),
+            "3 Deployment reads, expected exactly 2",
+        ),
+        (
+            lambda c: c["targeted"]["kube"].update({"list statefulsets": 1}),
+            "other than the fresh reads",
         ),
         # no targeted pass at all
         (lambda c: c.pop("targeted"), "no targeted pass"),

@@ -21,6 +21,7 @@ from autoroll.executor import Executor, Outcome
 from autoroll.images import TagRef
 from autoroll.metrics import Metrics
 from autoroll.model import Digest, ImageContent, Unknown, WorkloadKind
+from autoroll.plan import render, run_plan
 from autoroll.reconciler import Reconciler
 from tests.support.scripted_cluster import (
     ScriptedWorld,
@@ -513,3 +514,78 @@ def test_an_init_container_or_native_sidecar_on_a_moved_tag_is_rolled(
         )
         world.pods.append(pod)
     assert run_pass(world) == [f"web-{HASH}-a"]
+
+
+# --- what autoroll plan says about these shapes ---------------------------------------------
+
+
+def plan_text(world: ScriptedWorld, registry: Registry | None = None) -> str:
+    report = run_plan(
+        cluster=world.cluster(),
+        registry=registry or Registry({REF: NEW}),
+        forgejo_host=HOST,
+        now=NOW,
+    )
+    return render(report)
+
+
+def test_plan_names_each_foreign_pod_once_with_its_controller() -> None:
+    world = ScriptedWorld()
+    world.add(WorkloadKind.DEPLOYMENT, web(replicas=2))
+    job = owner("Job", "migrate", api_version="batch/v1")
+    world.pods = [
+        canary_pod(),
+        app_pod("migrate-x7k2p", controller=job, pod_hash=""),
+        app_pod("web-test-connection", controller=None, pod_hash=""),
+        app_pod(f"web-{HASH}-a"),
+        app_pod(f"web-{HASH}-b"),
+    ]
+    text = plan_text(world)
+    assert "Not counted, never deleted (another controller's pods):" in text
+    for pod, controller in [
+        ("canary-7c9d5b8f4-x2x9q", "Deployment/canary"),
+        ("migrate-x7k2p", "Job/migrate"),
+        ("web-test-connection", "no controller"),
+    ]:
+        line = f"shop/deployment/web: pod {pod} matches the selector, controlled by {controller}"
+        assert text.count(line) == 1, text
+    assert f"stale → would delete pod web-{HASH}-a" in text
+
+
+@pytest.mark.parametrize(
+    ("deployment", "clause"),
+    [
+        (web(paused=True), "not-settled: rollout-paused (spec.paused is true"),
+        (web(status={"updatedReplicas": 2}), "not-settled: rollout-in-progress"),
+        (
+            web(min_ready_seconds=600, status={"availableReplicas": 0}),
+            "not-settled: pods-unavailable",
+        ),
+    ],
+)
+def test_plan_names_the_controller_status_clause_that_holds_a_workload(
+    deployment: dict[str, Any], clause: str
+) -> None:
+    world = ScriptedWorld()
+    world.add(WorkloadKind.DEPLOYMENT, deployment)
+    ready_since = NOW - timedelta(seconds=5)
+    world.pods = [app_pod(f"web-{HASH}-{c}", ready_since=ready_since) for c in "abc"]
+    assert clause in plan_text(world)
+
+
+def test_plan_shows_sidecar_and_init_containers_as_such() -> None:
+    sidecar = container_doc("proxy", SIDECAR_IMAGE, restartPolicy="Always")
+    init = container_doc("migrate", f"{HOST}/team/migrate:latest")
+    world = ScriptedWorld()
+    world.add(
+        WorkloadKind.DEPLOYMENT,
+        deployment_doc(
+            "web",
+            replicas=1,
+            containers=[container_doc("app", APP_IMAGE)],
+            init_containers=[init, sidecar],
+        ),
+    )
+    text = plan_text(world, Registry({REF: NEW, TagRef(HOST, "team/migrate", "latest"): NEW}))
+    rows = {line.split()[1] + " " + line.split()[2]: line for line in text.splitlines()[1:4]}
+    assert "proxy (sidecar)" in rows and "migrate (init)" in rows, text

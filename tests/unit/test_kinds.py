@@ -29,6 +29,7 @@ from autoroll.model import (
     ContainerStatusView,
     ContainerView,
     DaemonSetStatus,
+    DeploymentStatus,
     Digest,
     ImageContent,
     NodeView,
@@ -39,7 +40,7 @@ from autoroll.model import (
     WorkloadKind,
     WorkloadView,
 )
-from tests.support.views import deployment_view
+from tests.support.views import deployment_view, rolled_out
 
 HOST = "forgejo.example"
 IMAGE = f"{HOST}/team/db:latest"
@@ -51,6 +52,7 @@ CONTENT = {
 }
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 SEEN = T0 + timedelta(hours=1)
+NOW = SEEN + timedelta(hours=1)
 REV, NEXT_REV = "db-6c9f7b", "db-7d4e21"
 READY = NodeView("n", True)
 
@@ -65,6 +67,7 @@ def pod(
     node: str = "",
     created: datetime = T0,
     image: str = IMAGE,
+    ready_since: datetime | None = T0,
 ) -> PodView:
     status = ContainerStatusView("app", image, f"{HOST}/team/db@{digest}", ready)
     return PodView(
@@ -78,6 +81,7 @@ def pod(
         statuses=(status,),
         revision=revision,
         node=node or f"node-{name}",
+        ready_changed_at=ready_since,
     )
 
 
@@ -129,6 +133,24 @@ def daemonset(desired: int = 3, *, generation: int = 2, **status: object) -> Wor
         generation=generation,
         kind=WorkloadKind.DAEMONSET,
         status=DaemonSetStatus(**fields),  # type: ignore[arg-type]
+    )
+
+
+def web(
+    *,
+    replicas: int = 3,
+    paused: bool = False,
+    min_ready_seconds: int = 0,
+    status: DeploymentStatus | None = None,
+    **counts: object,
+) -> WorkloadView:
+    """Deployment web of 3 replicas at generation 2; ``replicas`` is its status's count
+    (pods of all its ReplicaSets), ``counts`` override single status counts."""
+    found = status or rolled_out(3, generation=2)
+    found = replace(found, replicas=replicas, paused=paused, **counts)  # type: ignore[arg-type]
+    return replace(
+        deployment_view("ns", "web", 3, (ContainerView("app", IMAGE),), generation=2, status=found),
+        min_ready_seconds=min_ready_seconds,
     )
 
 
@@ -283,7 +305,34 @@ SETTLEDNESS = [
         SettledReason.GENERATION_NOT_OBSERVED,
         ("status.observedGeneration 1 != metadata.generation 2",),
     ),
-    # Deployment: the pod clauses alone, as before issue 16.
+    Row(
+        "ds-number-available-below-desired",
+        daemonset(number_available=2),
+        ds_pods(),
+        SettledReason.PODS_UNAVAILABLE,
+        ("status.numberAvailable 2 < desiredNumberScheduled 3",),
+    ),
+    # Fail safe: neither side of the generation clause is known (issue 27's gap).
+    Row(
+        "ds-no-generation-nor-observed-generation",
+        replace(daemonset(observed_generation=None), generation=None),
+        ds_pods(),
+        SettledReason.GENERATION_NOT_OBSERVED,
+    ),
+    Row(
+        "sts-no-generation-nor-observed-generation",
+        replace(statefulset(observed_generation=None), generation=None),
+        sts_pods(),
+        SettledReason.GENERATION_NOT_OBSERVED,
+    ),
+    Row(
+        "sts-available-below-spec",
+        statefulset(available_replicas=2),
+        sts_pods(),
+        SettledReason.PODS_UNAVAILABLE,
+        ("status.availableReplicas 2 < spec.replicas 3",),
+    ),
+    # Deployment: the pod clauses, then its status as `kubectl rollout status` reads it.
     Row(
         "deployment-settled",
         deployment_view("ns", "web", 2, (ContainerView("app", IMAGE),)),
@@ -296,12 +345,110 @@ SETTLEDNESS = [
         sts_pods(2),
         SettledReason.TOO_FEW_READY,
     ),
+    Row(
+        "deployment-generation-not-observed",
+        web(status=rolled_out(3, generation=1)),
+        sts_pods(),
+        SettledReason.GENERATION_NOT_OBSERVED,
+        ("status.observedGeneration 1 != metadata.generation 2", "Deployment controller"),
+    ),
+    Row(
+        "deployment-no-status-yet",
+        web(status=DeploymentStatus()),
+        sts_pods(),
+        SettledReason.GENERATION_NOT_OBSERVED,
+        ("observedGeneration unset",),
+    ),
+    Row(
+        "deployment-no-generation-nor-observed-generation",
+        replace(web(status=rolled_out(3, generation=None)), generation=None),  # type: ignore[arg-type]
+        sts_pods(),
+        SettledReason.GENERATION_NOT_OBSERVED,
+    ),
+    Row(
+        "deployment-paused",
+        web(paused=True),
+        sts_pods(),
+        SettledReason.ROLLOUT_PAUSED,
+        ("spec.paused is true", "kubectl rollout resume deployment/web"),
+    ),
+    Row(
+        "deployment-progress-deadline-exceeded",
+        web(progress_deadline_exceeded=True),
+        sts_pods(),
+        SettledReason.PROGRESS_DEADLINE_EXCEEDED,
+        ("ProgressDeadlineExceeded",),
+    ),
+    Row(
+        "deployment-not-every-replica-updated",
+        web(updated_replicas=2),
+        sts_pods(),
+        SettledReason.ROLLOUT_IN_PROGRESS,
+        ("status.updatedReplicas 2 < spec.replicas 3", "Deployment controller's"),
+    ),
+    Row(
+        # The surge moment of a template rollout: every pod Ready, an old one still there.
+        "deployment-old-replica-pending-termination",
+        web(replicas=4),
+        [*sts_pods(), pod("db-3")],
+        SettledReason.ROLLOUT_IN_PROGRESS,
+        ("status.replicas 4 > updatedReplicas 3", "1 old replica(s) pending termination"),
+    ),
+    Row(
+        "deployment-scaling-down",
+        web(replicas=4, updated_replicas=4),
+        [*sts_pods(), pod("db-3")],
+        SettledReason.ROLLOUT_IN_PROGRESS,
+        ("status.replicas 4 > spec.replicas 3: scaling down",),
+    ),
+    Row(
+        "deployment-available-below-updated",
+        web(available_replicas=2),
+        sts_pods(),
+        SettledReason.PODS_UNAVAILABLE,
+        ("status.availableReplicas 2 of 3 updated",),
+    ),
+    Row(
+        "deployment-unavailable-replicas",
+        web(unavailable_replicas=1),
+        sts_pods(),
+        SettledReason.PODS_UNAVAILABLE,
+        ("unavailableReplicas 1",),
+    ),
+    Row(
+        # Its status says all available (written before); one pod is Ready 5 s of 30.
+        "deployment-min-ready-seconds-from-the-pods",
+        web(min_ready_seconds=30),
+        [*sts_pods(2), pod("db-2", ready_since=NOW - timedelta(seconds=5))],
+        SettledReason.PODS_UNAVAILABLE,
+        ("db-2 (Ready 5s)", "minReadySeconds 30"),
+    ),
+    Row(
+        "deployment-min-ready-seconds-met",
+        web(min_ready_seconds=30),
+        [*sts_pods(2), pod("db-2", ready_since=NOW - timedelta(seconds=30))],
+        SettledReason.SETTLED,
+    ),
+    Row(
+        "deployment-min-ready-seconds-ready-since-unknown",
+        web(min_ready_seconds=30),
+        [*sts_pods(2), pod("db-2", ready_since=None)],
+        SettledReason.PODS_UNAVAILABLE,
+        ("db-2 (Ready since an unknown time)",),
+    ),
+    Row(
+        "sts-min-ready-seconds-from-the-pods",
+        replace(statefulset(), min_ready_seconds=60),
+        [*sts_pods(2), pod("db-2", ready_since=NOW - timedelta(seconds=59))],
+        SettledReason.PODS_UNAVAILABLE,
+        ("db-2 (Ready 59s)",),
+    ),
 ]
 
 
 @pytest.mark.parametrize("row", SETTLEDNESS, ids=[r.id for r in SETTLEDNESS])
 def test_settledness_clause(row: Row) -> None:
-    found = is_settled(workload=row.workload, pods=row.pods)
+    found = is_settled(workload=row.workload, pods=row.pods, now=NOW)
     assert found.reason is row.reason, found.detail
     for fragment in row.detail:
         assert fragment in found.detail
