@@ -417,6 +417,28 @@ ensure_uv() {
 
 ensure_image_tools() { ensure_image_apt; ensure_base_image; ensure_uv; }
 
+# --- public charts for the e2e tier --------------------------------------------
+# metrics-server's chart, from its Go module (the module cache keeps it by version).
+metrics_server_chart() {
+  echo "$(go env GOMODCACHE)/sigs.k8s.io/metrics-server@$METRICS_SERVER_CHART_VERSION/charts/metrics-server"
+}
+record_public_charts() {
+  command -v go >/dev/null || return 0
+  local dir; dir=$(metrics_server_chart)
+  [ -f "$dir/Chart.yaml" ] && env_lines+=("export AUTOROLL_METRICS_SERVER_CHART=\"$dir\"")
+  return 0
+}
+ensure_public_charts() {
+  need_go "the metrics-server chart"
+  if [ ! -f "$(metrics_server_chart)/Chart.yaml" ]; then
+    say "charts: metrics-server $METRICS_SERVER_CHART_VERSION from its Go module (seconds)"
+    (cd /tmp && go mod download "sigs.k8s.io/metrics-server@$METRICS_SERVER_CHART_VERSION") \
+      || die "could not download sigs.k8s.io/metrics-server@$METRICS_SERVER_CHART_VERSION"
+  fi
+  record_public_charts
+  say "charts: metrics-server $METRICS_SERVER_CHART_VERSION ($(metrics_server_chart))"
+}
+
 # Record an already-built cached tool without building it (so `core` keeps the kube paths).
 add_cached() { [ -x "$1/$2" ] && add_path "$1"; return 0; }
 
@@ -445,27 +467,28 @@ main() {
           add_cached "$cache/kubernetes-node/$KUBERNETES_VERSION" kubelet
           add_cached "$cache/containerd/$CONTAINERD_VERSION" containerd
           add_cached "$cache/gitea/$GITEA_VERSION" gitea
-          add_cached "$cache/uv/$UV_VERSION" uv; record_base_image ;;
+          add_cached "$cache/uv/$UV_VERSION" uv; record_base_image; record_public_charts ;;
     kube) ensure_helm; ensure_unittest; ensure_actionlint; ensure_helm_docs; ensure_etcd; ensure_kube ;;
     node) ensure_helm; ensure_unittest; ensure_actionlint; ensure_helm_docs; ensure_etcd; ensure_kube
           ensure_node_apt; ensure_containerd; ensure_kubelet
           add_cached "$cache/gitea/$GITEA_VERSION" gitea
-          add_cached "$cache/uv/$UV_VERSION" uv; record_base_image ;;
+          add_cached "$cache/uv/$UV_VERSION" uv; record_base_image; record_public_charts ;;
     gitea) ensure_apt; ensure_helm; ensure_unittest; ensure_actionlint; ensure_helm_docs
           add_cached "$cache/etcd/$ETCD_VERSION" etcd
           add_cached "$cache/kubernetes/$KUBERNETES_VERSION" kube-apiserver
           add_cached "$cache/kubernetes-node/$KUBERNETES_VERSION" kubelet
           add_cached "$cache/containerd/$CONTAINERD_VERSION" containerd
           add_cached "$cache/uv/$UV_VERSION" uv; record_base_image
-          ensure_gitea_apt; ensure_gitea ;;
+          record_public_charts; ensure_gitea_apt; ensure_gitea ;;
     image) ensure_helm; ensure_unittest; ensure_actionlint; ensure_helm_docs; ensure_image_tools
           add_cached "$cache/etcd/$ETCD_VERSION" etcd
           add_cached "$cache/kubernetes/$KUBERNETES_VERSION" kube-apiserver
           add_cached "$cache/kubernetes-node/$KUBERNETES_VERSION" kubelet
           add_cached "$cache/containerd/$CONTAINERD_VERSION" containerd
-          add_cached "$cache/gitea/$GITEA_VERSION" gitea ;;
+          add_cached "$cache/gitea/$GITEA_VERSION" gitea; record_public_charts ;;
     all)  ensure_apt; ensure_helm; ensure_unittest; ensure_actionlint; ensure_helm_docs; ensure_etcd; ensure_kube
           ensure_node_apt; ensure_containerd; ensure_kubelet; ensure_image_tools
+          ensure_public_charts
           add_cached "$cache/gitea/$GITEA_VERSION" gitea ;;
     *) die "unknown target '$what' (expected core, kube, node, gitea, image or all)" ;;
   esac

@@ -1,13 +1,17 @@
 """Real, runnable test images, built here from Debian's ``busybox-static`` (no pulls possible).
 
-Every image has one layer: ``/bin/busybox`` and a symlink per applet the images use. The layer
+Every image has one layer: ``/bin/busybox`` and a symlink per applet the images use; its
+script is the image's entrypoint, so a pod's ``args`` do not replace it. The layer
 is byte-for-byte the same every time (fixed mtimes, owners and gzip header), so a node pulls
 it once; images differ only in their config (command and environment), which is enough for a
 new manifest and config digest per push.
 
 - ``app``: serves ``$BUILD`` over HTTP on port 8080 (``busybox httpd``), so a readiness probe
   has something real to ask; exits 0 on SIGTERM, as most servers do; with ``crash=True`` it
-  exits 3 at once, every time (a broken release).
+  exits 3 at once, every time (a broken release); with ``crash_after=N`` it serves for N
+  seconds, then exits 3 (a release that passes readiness and fails a little later).
+- ``sidecar``: sleeps until SIGTERM, with ``$BUILD`` in its environment (a distinct config
+  per push): a native sidecar beside the app.
 - ``pause``: the pod sandbox image (containerd's ``pinned_images.sandbox``): sleeps until
   SIGTERM.
 - ``push_index``: a multi-platform OCI index whose amd64 child is the app and whose arm64
@@ -48,8 +52,11 @@ APP_SCRIPT = (
     'test -z "$CRASH" || { echo "release $BUILD is broken"; exit 3; }; '
     'mkdir -p /tmp/www && echo "$BUILD" > /tmp/www/index.html; '
     "trap 'exit 0' TERM INT; "
-    f"httpd -f -p {APP_PORT} -h /tmp/www & wait"
+    f"httpd -f -p {APP_PORT} -h /tmp/www & "
+    'if test -n "$CRASH_AFTER"; then sleep "$CRASH_AFTER" & wait $!; '
+    'echo "release $BUILD fails after ${CRASH_AFTER}s"; exit 3; fi; wait'
 )
+SIDECAR_SCRIPT = "trap 'exit 0' TERM INT; while true; do sleep 3600 & wait; done"
 PAUSE_SCRIPT = "trap 'exit 0' TERM INT; while true; do sleep 3600 & wait; done"
 JOB_SCRIPT = 'echo "job $BUILD ran"'
 
@@ -139,7 +146,9 @@ def image_config(
         "architecture": architecture,
         "os": "linux",
         "config": {
-            "Cmd": ["/bin/sh", "-c", script],
+            # An entrypoint, not a command: a chart that passes flags to its binary (``args``)
+            # hands them to the script as positional parameters, which it ignores.
+            "Entrypoint": ["/bin/sh", "-c", script, "image"],
             "Env": ["PATH=/bin", *(f"{k}={v}" for k, v in sorted(env.items()))],
             "WorkingDir": "/",
         },
@@ -189,8 +198,12 @@ def push_config(
     return Image(f"{host}/{repository}:{tag or 'untagged'}", digest, _digest(config), media_type)
 
 
-def app_config(build: str, *, crash: bool = False, architecture: str = "amd64") -> bytes:
+def app_config(
+    build: str, *, crash: bool = False, architecture: str = "amd64", crash_after: int = 0
+) -> bytes:
     env = {"BUILD": build, **({"CRASH": "1"} if crash else {})}
+    if crash_after:
+        env["CRASH_AFTER"] = str(crash_after)
     return image_config(
         script=APP_SCRIPT, env=env, architecture=architecture, layer=busybox_layer()
     )
@@ -203,10 +216,18 @@ def push_app(
     *,
     build: str,
     crash: bool = False,
+    crash_after: int = 0,
     flavour: Literal["oci", "docker"] = "oci",
 ) -> Image:
     """The app image (see the module docstring) as ``repository:tag``."""
-    return push_config(pusher, repository, tag, app_config(build, crash=crash), flavour=flavour)
+    config = app_config(build, crash=crash, crash_after=crash_after)
+    return push_config(pusher, repository, tag, config, flavour=flavour)
+
+
+def push_sidecar(pusher: Pusher, repository: str, tag: str = "latest", *, build: str) -> Image:
+    """The sidecar image (see the module docstring) as ``repository:tag``."""
+    config = image_config(script=SIDECAR_SCRIPT, env={"BUILD": build}, layer=busybox_layer())
+    return push_config(pusher, repository, tag, config)
 
 
 def push_pause(pusher: Pusher, repository: str = "e2e-node/pause", tag: str = "1") -> Image:

@@ -57,6 +57,7 @@ ENV_TO_VALUES: Mapping[str, tuple[str, type]] = {
     "LABEL_SELECTOR": ("labelSelector", str),
     "LOG_LEVEL": ("logLevel", str),
     "EMIT_EVENTS": ("emitEvents", bool),
+    "ROLLOUT_METHOD": ("rolloutMethod", str),
 }
 
 

@@ -470,6 +470,15 @@ class Node:
         (certs / "hosts.toml").write_text(hosts_toml(host=host, authorization=authorization))
         self._trusted.add(host)
 
+    def mirror(self, upstream: str, host: str, authorization: str) -> None:
+        """Pull ``upstream``'s images (``docker.io``, say) from the registry at ``host``, as an
+        air-gapped cluster's containerd mirrors them: nothing is asked of ``upstream``."""
+        port = int(host.rpartition(":")[2])
+        self.bridge.import_port(port)
+        certs = self.workdir / "etc" / "certs.d" / upstream
+        certs.mkdir(parents=True, exist_ok=True)
+        (certs / "hosts.toml").write_text(hosts_toml(host=host, authorization=authorization))
+
     def expose(self, port: int) -> None:
         """Make the node's 127.0.0.1:``port`` (a host-network pod's) answer on the host's."""
         self.bridge.expose(port)

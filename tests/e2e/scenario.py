@@ -232,18 +232,24 @@ class App:
     ready_after: float = 1.0
     kind: str = "deployment"
 
+    #: the host the workload's image names, when not the pusher's (a proxy in front of it)
+    image_host: str = ""
+
     @property
     def image(self) -> str:
-        return f"{self.pusher.server.host}/{self.repository}:latest"
+        return f"{self.image_host or self.pusher.server.host}/{self.repository}:latest"
 
-    def push(self, *, crash: bool = False) -> str:
-        """Push a new single-arch ``:latest`` (distinct config each time); its digest."""
-        return self.push_image(crash=crash).digest
+    def push(self, *, crash: bool = False, crash_after: int = 0) -> str:
+        """Push a new single-arch ``:latest`` (distinct config each time); its digest.
+        ``crash_after``: the build serves that many seconds, then exits 3."""
+        return self.push_image(crash=crash, crash_after=crash_after).digest
 
-    def push_image(self, *, crash: bool = False) -> Image:
+    def push_image(self, *, crash: bool = False, crash_after: int = 0) -> Image:
         self.pushes += 1
         build = f"{self.repository} build {self.pushes}"
-        return push_app(self.pusher, self.repository, build=build, crash=crash)
+        return push_app(
+            self.pusher, self.repository, build=build, crash=crash, crash_after=crash_after
+        )
 
     def push_index(self) -> Image:
         """Push a new multi-arch (amd64, arm64) index as ``:latest``."""
