@@ -17,7 +17,12 @@ wins:
                        and digest, never list order) while the budget lasts: at most
                        ``deletions_per_period`` deletions in any period, and at most
                        ``in_flight`` workloads mid-roll, of which a workload already
-                       mid-roll needs no new slot.
+                       mid-roll needs no new slot; and, per namespace, at most its share of
+                       each (``namespace_deletions``, ``namespace_in_flight``: half of each
+                       by default). A namespace counts against the cluster-wide limits only
+                       up to its share, so one tenant's many workloads (or its own
+                       controllers' rollouts, which also look mid-roll) can never take what
+                       the others need.
 
 What has been deleted in the last period is the shell's memory (``deleted_at``): this
 process's deletions, and, from the moment it starts leading, the creation times of the
@@ -82,6 +87,15 @@ class Hold:
     until: datetime | None = None
 
 
+@dataclass(frozen=True, slots=True, order=True)
+class Deletion:
+    """A deletion the budget counts: when, and in which namespace ("" when not known: it
+    counts cluster-wide only)."""
+
+    at: datetime
+    namespace: str = ""
+
+
 @dataclass(frozen=True, slots=True)
 class BudgetState:
     """The cluster-wide budget as this plan found and spent it (limits: 0 = unlimited)."""
@@ -129,16 +143,16 @@ def plan_rolls(
     items: Sequence[tuple[Enrolled, Decision]],
     sightings: Mapping[TagRef, Sighting],
     guardrails: Guardrails,
-    deleted_at: Sequence[datetime],
+    deleted_at: Sequence[datetime | Deletion],
     now: datetime,
     mid_roll_elsewhere: AbstractSet[str] = frozenset(),
 ) -> RollPlan:
     """Which of ``items``' decided deletions go now (``RollPlan.go``, in order) and which
     wait (``RollPlan.holds``). ``deleted_at``: the deletions the shell knows of, any age
-    (its own, and the evidence of a previous leader's: ``pods_started``).
-    ``mid_roll_elsewhere``: workloads a targeted pass cannot judge whole (outside it, or
-    with a container on a tag outside it) last seen mid-roll, by key; they hold in-flight
-    slots as if they were judged mid-roll here."""
+    (its own, and the evidence of a previous leader's: ``pods_started``), with their
+    namespace where known. ``mid_roll_elsewhere``: workloads a targeted pass cannot judge
+    whole (outside it, or with a container on a tag outside it) last seen mid-roll, by key;
+    they hold in-flight slots as if they were judged mid-roll here."""
     if now.tzinfo is None:
         raise ValueError("now must be timezone-aware")
     policies = {
@@ -149,29 +163,132 @@ def plan_rolls(
     mid_roll |= set(mid_roll_elsewhere)
     holds, candidates = _policy_sift(items, policies, guardrails, sightings=sightings, now=now)
 
-    own = [t for t in deleted_at if now - guardrails.period < t <= now + guardrails.period]
-    used = len(own) if guardrails.deletions_per_period else 0
+    recent = [
+        d if isinstance(d, Deletion) else Deletion(d)
+        for d in deleted_at
+        if now - guardrails.period < _at(d) <= now + guardrails.period
+    ]
+    own = [d.at for d in recent]
+    shares = _Shares(guardrails, recent, mid_roll)
     go: list[DeletePod] = []
-    slots_taken = set(mid_roll)
     for _, key, action in sorted(candidates):
-        hold = _deletions_hold(key, action, guardrails, used=used, own=own, go=go, now=now)
-        if hold is None:
-            hold = _in_flight_hold(key, action, guardrails, slots_taken)
+        hold = shares.hold(key, action, own=own, go=go, now=now)
         if hold is not None:
             holds.append(hold)
             continue
         go.append(action)
-        slots_taken.add(key)
+        shares.granted(key, now)
     budget = BudgetState(
         limit=guardrails.deletions_per_period,
         period=guardrails.period,
-        used=used,
+        used=len(own) if guardrails.deletions_per_period else 0,
         granted=len(go),
         in_flight_limit=guardrails.in_flight,
         mid_roll=tuple(sorted(mid_roll)),
         frees_at=_frees_at(own + [now] * len(go), guardrails),
     )
     return RollPlan(tuple(go), tuple(holds), budget, guardrails.paused, policies)
+
+
+def _at(deletion: datetime | Deletion) -> datetime:
+    return deletion.at if isinstance(deletion, Deletion) else deletion
+
+
+def _namespace_of(key: str) -> str:
+    """The namespace of a workload key (``namespace/kind/name``)."""
+    return key.split("/", 1)[0]
+
+
+class _Shares:
+    """The budget as one plan spends it: cluster-wide counts, and per namespace (when
+    shares are on) what each has used, which of its workloads hold slots, and how much of
+    either counts against the cluster-wide limits (up to its share)."""
+
+    def __init__(
+        self, guardrails: Guardrails, recent: Sequence[Deletion], mid_roll: AbstractSet[str]
+    ) -> None:
+        self.guardrails = guardrails
+        self.times: dict[str, list[datetime]] = {}
+        for deletion in recent:
+            self.times.setdefault(deletion.namespace, []).append(deletion.at)
+        self.slots: dict[str, set[str]] = {}
+        for key in mid_roll:
+            self.slots.setdefault(_namespace_of(key), set()).add(key)
+
+    def _counted(self, per_namespace: Mapping[str, int], share: int) -> int:
+        """The cluster-wide count: each namespace up to its share (unknown ones in full)."""
+        if not share:
+            return sum(per_namespace.values())
+        return sum(n if ns == "" else min(n, share) for ns, n in per_namespace.items())
+
+    def hold(
+        self,
+        key: str,
+        action: DeletePod,
+        *,
+        own: Sequence[datetime],
+        go: Sequence[DeletePod],
+        now: datetime,
+    ) -> Hold | None:
+        """The budget hold for this deletion, or None when it may go."""
+        guardrails, namespace = self.guardrails, _namespace_of(key)
+        here = self.times.get(namespace, [])
+        if guardrails.deletions_per_period:
+            counts = {ns: len(times) for ns, times in self.times.items()}
+            used = self._counted(counts, guardrails.namespace_deletions)
+            if used >= guardrails.deletions_per_period:
+                frees = _frees_at([*own, *([now] * len(go))], guardrails)
+                return Hold(
+                    key,
+                    action,
+                    HoldReason.BUDGET,
+                    f"{used} of {guardrails.deletions_per_period} deletions in the"
+                    f" last {format_duration(guardrails.period)} (ROLL_BUDGET_DELETIONS)",
+                    frees,
+                )
+            share = guardrails.namespace_deletions
+            if share and len(here) >= share:
+                return Hold(
+                    key,
+                    action,
+                    HoldReason.BUDGET,
+                    f"namespace {namespace} has had {len(here)} of its share of {share}"
+                    f" deletions in the last {format_duration(guardrails.period)}"
+                    " (ROLL_BUDGET_DELETIONS_PER_NAMESPACE)",
+                    _frees_at(here, guardrails, limit=share),
+                )
+        mine = self.slots.get(namespace, set())
+        if key in mine or not guardrails.in_flight:
+            return None
+        sizes = {ns: len(keys) for ns, keys in self.slots.items()}
+        taken = self._counted(sizes, guardrails.namespace_in_flight)
+        if taken >= guardrails.in_flight:
+            every = sorted(k for keys in self.slots.values() for k in keys)
+            named = ", ".join(every[:_NAMED])
+            more = f" and {len(every) - _NAMED} more" if len(every) > _NAMED else ""
+            return Hold(
+                key,
+                action,
+                HoldReason.BUDGET,
+                f"{taken} of {guardrails.in_flight} workloads mid-roll"
+                f" ({named}{more}; ROLL_BUDGET_IN_FLIGHT)",
+            )
+        share = guardrails.namespace_in_flight
+        if share and len(mine) >= share:
+            named = ", ".join(sorted(mine)[:_NAMED])
+            return Hold(
+                key,
+                action,
+                HoldReason.BUDGET,
+                f"namespace {namespace} has {len(mine)} of its share of {share} workloads"
+                f" mid-roll ({named}; ROLL_BUDGET_IN_FLIGHT_PER_NAMESPACE)",
+            )
+        return None
+
+    def granted(self, key: str, now: datetime) -> None:
+        namespace = _namespace_of(key)
+        self.times.setdefault(namespace, []).append(now)
+        self.slots.setdefault(namespace, set()).add(key)
 
 
 def _policy_sift(
@@ -198,49 +315,6 @@ def _policy_sift(
             continue
         candidates.append((_priority(decision, action, sightings, now), key, action))
     return holds, candidates
-
-
-def _deletions_hold(
-    key: str,
-    action: DeletePod,
-    guardrails: Guardrails,
-    *,
-    used: int,
-    own: list[datetime],
-    go: Sequence[DeletePod],
-    now: datetime,
-) -> Hold | None:
-    """The budget hold once the period's deletions (``used`` known, ``go`` granted) are all
-    spent; None while one is left, or when deletions are unlimited."""
-    if guardrails.deletions_per_period and used + len(go) >= guardrails.deletions_per_period:
-        frees = _frees_at(own + [now] * len(go), guardrails)
-        return Hold(
-            key,
-            action,
-            HoldReason.BUDGET,
-            f"{used + len(go)} of {guardrails.deletions_per_period} deletions in the"
-            f" last {format_duration(guardrails.period)} (ROLL_BUDGET_DELETIONS)",
-            frees,
-        )
-    return None
-
-
-def _in_flight_hold(
-    key: str, action: DeletePod, guardrails: Guardrails, slots_taken: AbstractSet[str]
-) -> Hold | None:
-    """The budget hold when every in-flight slot is taken by another workload; None when
-    ``key`` holds one already, one is free, or in-flight is unlimited."""
-    if guardrails.in_flight and key not in slots_taken and len(slots_taken) >= guardrails.in_flight:
-        named = ", ".join(sorted(slots_taken)[:_NAMED])
-        more = f" and {len(slots_taken) - _NAMED} more" if len(slots_taken) > _NAMED else ""
-        return Hold(
-            key,
-            action,
-            HoldReason.BUDGET,
-            f"{len(slots_taken)} of {guardrails.in_flight} workloads mid-roll"
-            f" ({named}{more}; ROLL_BUDGET_IN_FLIGHT)",
-        )
-    return None
 
 
 # --------------------------------------------------------------------------------------------
@@ -363,7 +437,7 @@ def is_mid_roll(decision: Decision, pods: Sequence[PodView]) -> bool:
     return False
 
 
-def pods_started(items: Sequence[Enrolled], *, now: datetime, period: timedelta) -> list[datetime]:
+def pods_started(items: Sequence[Enrolled], *, now: datetime, period: timedelta) -> list[Deletion]:
     """When the enrolled workloads' pods created in the last ``period`` were created: the
     evidence of deletions this process cannot remember (a deleted pod's replacement is one
     of them; so is anything else that started a pod). Each pod once; whole-second
@@ -371,18 +445,21 @@ def pods_started(items: Sequence[Enrolled], *, now: datetime, period: timedelta)
     created after the period began; a stamp beyond a period ahead is unreadable, not recent.
     """
     start = now - period
-    created: dict[str, datetime] = {}
+    created: dict[str, Deletion] = {}
     for enrolled in items:
         for pod in enrolled.pods:
             stamp = pod.created_at + CREATION_TIMESTAMP_RESOLUTION
             if start < stamp <= now + period:
-                created[pod.uid or f"{pod.namespace}/{pod.name}"] = stamp
+                created[pod.uid or f"{pod.namespace}/{pod.name}"] = Deletion(stamp, pod.namespace)
     return sorted(created.values())
 
 
-def _frees_at(known: Sequence[datetime], guardrails: Guardrails) -> datetime | None:
-    """When the period's count drops below the limit again, if it is at the limit now."""
-    limit = guardrails.deletions_per_period
+def _frees_at(
+    known: Sequence[datetime], guardrails: Guardrails, *, limit: int | None = None
+) -> datetime | None:
+    """When the period's count drops below the limit (the cluster-wide one unless given)
+    again, if it is at the limit now."""
+    limit = guardrails.deletions_per_period if limit is None else limit
     times = sorted(known)
     if not limit or len(times) < limit:
         return None
@@ -411,6 +488,7 @@ def _when(at: datetime, now: datetime) -> str:
 __all__ = [
     "RUNS_TARGET",
     "BudgetState",
+    "Deletion",
     "Hold",
     "HoldReason",
     "RollPlan",

@@ -58,6 +58,28 @@ class Guardrails:
     min_age: timedelta = timedelta(0)
     windows: Windows | None = None  # None: always
     paused: bool = False
+    #: What one namespace may take of the budget's deletions and in-flight slots, so that no
+    #: tenant can stall the others (docs/adr/016). None: half the cluster-wide limit (at
+    #: least 1); 0: no per-namespace share.
+    deletions_per_namespace: int | None = None
+    in_flight_per_namespace: int | None = None
+
+    @property
+    def namespace_deletions(self) -> int:
+        """One namespace's share of ``deletions_per_period`` (0: none)."""
+        return _share(self.deletions_per_period, self.deletions_per_namespace)
+
+    @property
+    def namespace_in_flight(self) -> int:
+        """One namespace's share of ``in_flight`` (0: none)."""
+        return _share(self.in_flight, self.in_flight_per_namespace)
+
+
+def _share(total: int, explicit: int | None) -> int:
+    """An explicit share, else half the cluster-wide limit (at least 1); 0 when unlimited."""
+    if explicit is not None:
+        return explicit
+    return max(1, total // 2) if total else 0
 
 
 @dataclass(frozen=True, slots=True)

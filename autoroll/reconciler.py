@@ -87,7 +87,7 @@ from autoroll.decide import (
     refs_to_resolve,
 )
 from autoroll.executor import Executed, Executor, Outcome
-from autoroll.guardrails import Hold, RollPlan, plan_rolls, pods_started
+from autoroll.guardrails import Deletion, Hold, RollPlan, plan_rolls, pods_started
 from autoroll.halt import rollout_halt
 from autoroll.images import TagRef
 from autoroll.metrics import Metrics
@@ -208,7 +208,7 @@ class Reconciler:
         # pass cannot see (``_plan``).
         self._sightings: dict[TagRef, Sighting] = {}
         self._rolls = RollMemory()
-        self._deleted_at: list[datetime] = []
+        self._deleted_at: list[Deletion] = []
         self._mid_roll: set[str] = set()
         self._term_started = False
         self._term_seen: int | None = None
@@ -347,7 +347,7 @@ class Reconciler:
         if not self._term_started:
             self._term_started = True
             self._deleted_at.extend(pods_started([e for e, _ in items], now=now, period=period))
-        self._deleted_at = [t for t in self._deleted_at if t > now - period]
+        self._deleted_at = [d for d in self._deleted_at if d.at > now - period]
         return plan_rolls(
             items=items,
             sightings=self._sightings,
@@ -409,7 +409,7 @@ class Reconciler:
                 done = self._executor.execute(go)
                 executed.append(done)
                 if done.outcome.spends_budget:
-                    self._deleted_at.append(self._clock())
+                    self._deleted_at.append(Deletion(self._clock(), go.namespace))
                 if done.outcome in (Outcome.DELETED, Outcome.ERROR):
                     # Sent (an error may have reached the API): its replacement is ours.
                     self._rolls.deleting(fresh)
@@ -423,7 +423,7 @@ class Reconciler:
         made so far (this pass's included) counted against the budget. Its in-flight slot
         was granted by the pass's plan."""
         now = self._clock()
-        self._deleted_at = [t for t in self._deleted_at if t > now - self._guardrails.period]
+        self._deleted_at = [d for d in self._deleted_at if d.at > now - self._guardrails.period]
         return plan_rolls(
             items=[(item, decision)],
             sightings=self._sightings,

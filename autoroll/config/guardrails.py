@@ -27,6 +27,13 @@ def read_guardrails(reader: Reader) -> Guardrails:
     )
     windows = reader.optional("ROLL_WINDOW", default.windows, parse_window)
     paused = reader.optional("ROLL_PAUSED", default.paused, parse_bool)
+    half = "(half the cluster-wide limit, at least 1)"
+    per_namespace = reader.optional(
+        "ROLL_BUDGET_DELETIONS_PER_NAMESPACE", None, parse_count, default_text=half
+    )
+    in_flight_namespace = reader.optional(
+        "ROLL_BUDGET_IN_FLIGHT_PER_NAMESPACE", None, parse_count, default_text=half
+    )
     return Guardrails(
         deletions_per_period=deletions,
         period=timedelta(seconds=period),
@@ -34,6 +41,8 @@ def read_guardrails(reader: Reader) -> Guardrails:
         min_age=timedelta(seconds=min_age),
         windows=windows,
         paused=paused,
+        deletions_per_namespace=per_namespace,
+        in_flight_per_namespace=in_flight_namespace,
     )
 
 
@@ -42,6 +51,8 @@ def redacted_guardrails(guardrails: Guardrails) -> dict[str, str]:
         "ROLL_BUDGET_DELETIONS": str(guardrails.deletions_per_period),
         "ROLL_BUDGET_PERIOD_SECONDS": str(int(guardrails.period.total_seconds())),
         "ROLL_BUDGET_IN_FLIGHT": str(guardrails.in_flight),
+        "ROLL_BUDGET_DELETIONS_PER_NAMESPACE": str(guardrails.namespace_deletions),
+        "ROLL_BUDGET_IN_FLIGHT_PER_NAMESPACE": str(guardrails.namespace_in_flight),
         "ROLL_MIN_AGE_SECONDS": str(int(guardrails.min_age.total_seconds())),
         "ROLL_WINDOW": str(guardrails.windows) if guardrails.windows else ALWAYS,
         "ROLL_PAUSED": str(guardrails.paused).lower(),

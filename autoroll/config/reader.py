@@ -45,13 +45,18 @@ class Reader:
             return None
         return Secret(raw)
 
-    def optional(self, name: str, default: T, parse: Callable[[str], T]) -> T:
+    def optional(
+        self, name: str, default: T, parse: Callable[[str], T], *, default_text: str = ""
+    ) -> T:
+        """``name`` parsed, or ``default`` when unset (``default_text`` says what that
+        default is, when ``str(default)`` would not)."""
         raw = self.env.get(name)
         if raw is None:
             return default
         if raw == "":
+            text = default_text or str(default)
             self.problems.append(
-                Problem(name, f"is set but empty; unset it for the default {default!s}")
+                Problem(name, f"is set but empty; unset it for the default {text}")
             )
             return default
         try:

@@ -93,7 +93,8 @@ def wait_own(
     ``digest``; foreign pods under the same label are left out."""
 
     def rolled() -> list[dict[str, Any]]:
-        own = [p for p in raw_pods(app.kube, app.namespace) if controlled_by(p, app.name)]
+        everyone = raw_pods(app.kube, app.namespace, "")
+        own = [p for p in everyone if controlled_by(p, app.name)]
         summary = [
             (p["metadata"]["name"], image_of(p, container_name)[:19], is_ready(p)) for p in own
         ]
@@ -574,7 +575,7 @@ def test_evictions_under_a_budget_that_allows_none_delete_nothing(
     with nudging(autoroll):
         at_least(
             3,
-            lambda: autoroll.lines("disruption", since=start),
+            lambda: autoroll.lines(r"refused \(a PodDisruptionBudget", since=start),
             timeout=4 * (POLL + SLACK) + 30,
             what="three evictions refused by the budget",
         )

@@ -245,7 +245,7 @@ def test_redacted_names_every_variable() -> None:
     assert view["DRY_RUN"] == "false"
     # LEADER_ELECTION=false (its details only when on), 6 ROLL_*, PLATFORM_AWARE, WATCH_CACHE,
     # CACHE_RESYNC_SECONDS
-    assert len(view) == 26
+    assert len(view) == 28
     assert (view["WATCH_CACHE"], view["CACHE_RESYNC_SECONDS"]) == ("true", "1800")
     assert view["PASS_TIMEOUT_SECONDS"] == "300"
     assert view["ROLLOUT_HALTED_AFTER_SECONDS"] == "600"

@@ -14,7 +14,14 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from autoroll.decide import Decision, Sighting, decide, observe_targets
-from autoroll.guardrails import HoldReason, RollPlan, is_mid_roll, plan_rolls, pods_started
+from autoroll.guardrails import (
+    Deletion,
+    HoldReason,
+    RollPlan,
+    is_mid_roll,
+    plan_rolls,
+    pods_started,
+)
 from autoroll.images import TagRef
 from autoroll.model import (
     ContainerStatusView,
@@ -305,9 +312,17 @@ def test_the_ladder_order_pause_before_window_before_min_age() -> None:
 # --- the cluster-wide budget: deletions per period ------------------------------------------
 
 
-def budget(deletions: int = 0, in_flight: int = 0, seconds: int = 60) -> Guardrails:
+def budget(
+    deletions: int = 0, in_flight: int = 0, seconds: int = 60, *, shares: bool = False
+) -> Guardrails:
+    """The cluster-wide budget; the per-namespace shares (every workload here is in one
+    namespace) only with ``shares``, their own table below."""
+    off = {} if shares else {"deletions_per_namespace": 0, "in_flight_per_namespace": 0}
     return Guardrails(
-        deletions_per_period=deletions, period=timedelta(seconds=seconds), in_flight=in_flight
+        deletions_per_period=deletions,
+        period=timedelta(seconds=seconds),
+        in_flight=in_flight,
+        **off,  # type: ignore[arg-type]
     )
 
 
@@ -349,7 +364,10 @@ def test_the_evidence_of_a_previous_leader_is_the_pods_created_in_the_period() -
     ]
     found = pods_started(items, now=NOW, period=timedelta(seconds=60))
     # Whole-second stamps rounded up: a pod stamped 60 s ago may be 59.5 s old.
-    assert found == [NOW - timedelta(seconds=59), NOW - timedelta(seconds=29)]
+    assert found == [
+        Deletion(NOW - timedelta(seconds=59), "shop"),
+        Deletion(NOW - timedelta(seconds=29), "shop"),
+    ]
 
 
 def test_a_pod_listed_twice_is_one_start() -> None:
