@@ -143,6 +143,8 @@ def _plan(env: Mapping[str, str], *, kubeconfig: str | None, verbose: bool) -> i
         api_client_factory=lambda: connect(plan_env),
         platform_aware=config.platform_aware,
         kinds=config.workload_kinds,
+        namespaces=config.tenancy.namespaces,
+        namespaced=config.tenancy.namespaced,
     )
     registry = RegistryClient(
         session=requests.Session(),
@@ -157,6 +159,7 @@ def _plan(env: Mapping[str, str], *, kubeconfig: str | None, verbose: bool) -> i
             forgejo_host=config.forgejo_host,
             guardrails=config.guardrails,
             nodes=cluster,
+            lookups_per_namespace=config.tenancy.lookups_per_namespace,
         )
     except ClusterConfigError as exc:
         print(f"autoroll plan: {exc}", file=sys.stderr)

@@ -33,6 +33,7 @@ def run_plan(
     now: datetime | None = None,
     guardrails: Guardrails | None = None,
     nodes: NodePort | None = None,
+    lookups_per_namespace: int = 0,
 ) -> TickReport:
     """One dry pass: decide everything, plan it with the guardrails, delete nothing (Nodes
     are read as a pass would).
@@ -50,6 +51,7 @@ def run_plan(
         dry_run=True,
         clock=(lambda: now) if now is not None else (lambda: datetime.now(UTC)),
         guardrails=guardrails,
+        lookups_per_namespace=lookups_per_namespace,
     )
     return reconciler.tick()
 

@@ -97,6 +97,7 @@ from autoroll.policy import Guardrails
 from autoroll.ports import ClusterPort, EventPort, NodePort, RegistryPort
 from autoroll.rolls import RollMemory
 from autoroll.scope import FULL, Scope
+from autoroll.tenancy import fair_order
 
 log = logging.getLogger(__name__)
 
@@ -185,6 +186,7 @@ class Reconciler:
         halted_after: timedelta = timedelta(minutes=10),
         authority: Callable[[], float] = _unbounded,
         term: Callable[[], int] = _one_term,
+        lookups_per_namespace: int = 0,
     ) -> None:
         self._cluster = cluster
         self._asker = Asker(registry=registry, nodes=nodes, forgejo_host=forgejo_host)
@@ -194,6 +196,7 @@ class Reconciler:
         self._clock = clock
         self._leading = leading
         self._term = term
+        self._lookups_per_namespace = lookups_per_namespace  # 0: no share (autoroll.tenancy)
         self._executor = Executor(
             cluster=cluster, dry_run=dry_run, may_act=may_act, authority=authority
         )
@@ -435,20 +438,21 @@ class Reconciler:
     def _read(self, scope: Scope) -> tuple[tuple[Enrolled, ...], dict[TagRef, Digest | Unknown]]:
         """The listing, then the sighting clock, then the registry (module docstring)."""
         enrolled = tuple(self._in_scope(self._cluster.snapshot(scope), scope))
-        refs = {
-            ref
-            for ref in refs_to_resolve(
-                (e.workload for e in enrolled), forgejo_host=self._forgejo_host
-            )
-            if scope.covers(ref)
-        }
+        uses: dict[str, set[TagRef]] = {}
+        for item in enrolled:
+            for ref in refs_to_resolve([item.workload], forgejo_host=self._forgejo_host):
+                if scope.covers(ref):
+                    uses.setdefault(item.workload.namespace, set()).add(ref)
+        # In turns across namespaces, each within its share (autoroll.tenancy).
+        order, unasked = fair_order(uses, per_namespace=self._lookups_per_namespace)
         # Order matters to the loop guard: every pod listed is older than the sighting time
         # read after the listing, which is older than the registry's answer.
         listed = listed_uids(
             ((e.workload, e.pods) for e in enrolled), forgejo_host=self._forgejo_host
         )
         seen_at = self._clock()
-        resolved = dict(self._registry.resolve(sorted(refs))) if refs else {}
+        resolved = dict(self._registry.resolve(order)) if order else {}
+        resolved.update(unasked)
         self._sightings = observe_targets(
             self._sightings, resolved, now=seen_at, listed=listed, partial=not scope.is_full
         )

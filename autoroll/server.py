@@ -271,6 +271,7 @@ def build_runtime(
         events=events or (KubeEvents(instance=identity) if config.emit_events else None),
         evicting=evicting,
         guardrails=config.guardrails,
+        lookups_per_namespace=config.tenancy.lookups_per_namespace,
         halted_after=timedelta(seconds=config.rollout_halted_after_seconds),
     )
     tick: Callable[[Callable[[], bool], Scope], TickReport] = reconciler.tick
@@ -333,6 +334,8 @@ def _kube_cluster(
             kinds=config.workload_kinds,
             metrics=metrics,
             resync_seconds=config.cache_resync_seconds,
+            namespaces=config.tenancy.namespaces,
+            namespaced=config.tenancy.namespaced,
         )
     kube = KubeCluster(
         label_selector=config.label_selector,
@@ -341,6 +344,8 @@ def _kube_cluster(
         kinds=config.workload_kinds,
         cache=cache,
         observe=metrics.kube_request,
+        namespaces=config.tenancy.namespaces,
+        namespaced=config.tenancy.namespaced,
     )
     return kube, cache
 

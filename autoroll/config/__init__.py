@@ -41,6 +41,7 @@ from autoroll.config.parsers import (
     parse_selector,
 )
 from autoroll.config.reader import Reader
+from autoroll.config.tenancy import Tenancy, read_tenancy, redacted_tenancy
 from autoroll.model import WorkloadKind
 from autoroll.policy import Guardrails
 
@@ -88,6 +89,9 @@ class Config:
     # metric, Event): long enough for a slow start, short enough that a broken release is
     # noticed the same hour.
     rollout_halted_after_seconds: int = 600
+    #: which namespaces are rolled, how they are reached, their share of registry lookups
+    #: (autoroll.config.tenancy)
+    tenancy: Tenancy = field(default_factory=Tenancy)
 
     @property
     def listen_addr(self) -> str:
@@ -126,6 +130,7 @@ class Config:
         platform_aware = reader.optional("PLATFORM_AWARE", False, parse_bool)
         watch_cache = reader.optional("WATCH_CACHE", True, parse_bool)
         resync = reader.optional("CACHE_RESYNC_SECONDS", 1800, parse_resync)
+        tenancy = read_tenancy(reader)
         if reader.problems:
             raise ConfigError(reader.problems)
         assert host is not None and user is not None and token is not None and secret is not None
@@ -152,6 +157,7 @@ class Config:
             watch_cache=watch_cache,
             cache_resync_seconds=resync,
             rollout_halted_after_seconds=halted_after,
+            tenancy=tenancy,
         )
 
     def redacted(self) -> dict[str, str]:
@@ -178,4 +184,5 @@ class Config:
             **redacted_election(self.leader_election),
             **redacted_guardrails(self.guardrails),
             "PLATFORM_AWARE": str(self.platform_aware).lower(),
+            **redacted_tenancy(self.tenancy),
         }

@@ -80,6 +80,8 @@ class WatchCache:
         resync_seconds: float = RESYNC_SECONDS,
         clock: Callable[[], float] = time.monotonic,
         informer: type[Informer[Any]] = Informer,
+        namespaces: Iterable[str] = (),
+        namespaced: bool = False,
     ) -> None:
         self._label_selector = label_selector
         self._informer = informer
@@ -93,7 +95,9 @@ class WatchCache:
         self._keys: dict[str, str] = {}  # workload key -> object uid
         self._repositories: dict[str, set[str]] = {}  # repository -> workload keys
         self._spaces: dict[str, NamespacePods] = {}
-        self._kinds_ready: set[WorkloadKind] = set()  # listed, and not broken since
+        # Each workload informer's place (kind, namespace; "" when cluster-wide), listed and
+        # not broken since.
+        self._kinds_ready: set[tuple[WorkloadKind, str]] = set()
         self._retired: list[Informer[Pod]] = []
         self._stopping = threading.Event()
         self._changed = threading.Condition(self._lock)
@@ -101,24 +105,37 @@ class WatchCache:
         self._troubled = False  # a list or watch failed since the cache was last synced
         wanted = set(kinds)
         self._kinds = tuple(k for k in WorkloadKind if k in wanted)
+        allowed = frozenset(namespaces)
+        if namespaced and not allowed:
+            raise ValueError("namespaced mode needs the namespaces to watch")
+        # Cluster-wide, one informer per kind; namespaced, one per kind and namespace.
+        self._places = tuple(
+            (kind, namespace)
+            for kind in self._kinds
+            for namespace in (sorted(allowed) if namespaced else [""])
+        )
         self._workload_informers: list[Informer[Workload]] = [
             informer(
                 Collection(
-                    f"/apis/apps/v1/{kind.resource}",
-                    "(all namespaces)",
+                    (
+                        f"/apis/apps/v1/namespaces/{segment(namespace)}/{kind.resource}"
+                        if namespace
+                        else f"/apis/apps/v1/{kind.resource}"
+                    ),
+                    f"in namespace {namespace}" if namespace else "(all namespaces)",
                     LIST_WORKLOADS[kind],
                     WATCH_WORKLOADS[kind],
                     label_selector=label_selector,
                 ),
                 rest=rest,
-                convert=workload_converter(kind),
-                sink=_WorkloadSink(self, kind),
+                convert=workload_converter(kind, allowed),
+                sink=_WorkloadSink(self, kind, namespace),
                 resync_seconds=resync_seconds,
                 on_list=lambda cause: self._relisted("workloads", cause),
                 clock=clock,
-                name=f"watch-{kind.resource}",
+                name=f"watch-{kind.resource}" + (f"-{namespace}" if namespace else ""),
             )
-            for kind in self._kinds
+            for kind, namespace in self._places
         ]
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -203,10 +220,17 @@ class WatchCache:
 
     # -- changes (called from informer threads) --------------------------------------------
 
-    def _workloads_replaced(self, kind: WorkloadKind, items: Mapping[str, Workload]) -> None:
+    def _workloads_replaced(
+        self, kind: WorkloadKind, namespace: str, items: Mapping[str, Workload]
+    ) -> None:
+        """One informer listed (again): its place's workloads are ``items`` now."""
         with self._lock:
-            self._kinds_ready.add(kind)
-            old = [uid for uid, (view, _) in self._workloads.items() if view.kind is kind]
+            self._kinds_ready.add((kind, namespace))
+            old = [
+                uid
+                for uid, (view, _) in self._workloads.items()
+                if view.kind is kind and (not namespace or view.namespace == namespace)
+            ]
             changed = {self._workloads[uid][0].key for uid in old}
             namespaces = {self._workloads[uid][0].namespace for uid in old}
             for uid in old:
@@ -263,11 +287,11 @@ class WatchCache:
             changed = space.unfile(uid)
         self._after(changed)
 
-    def _unsynced(self, space: NamespacePods | WorkloadKind) -> None:
+    def _unsynced(self, space: NamespacePods | tuple[WorkloadKind, str]) -> None:
         """An informer's watch broke (a namespace's pods, or a kind's workloads): not ready
         until it has listed again."""
         with self._lock:
-            if isinstance(space, WorkloadKind):
+            if isinstance(space, tuple):
                 self._kinds_ready.discard(space)
             else:
                 space.ready = False
@@ -368,7 +392,7 @@ class WatchCache:
         return space
 
     def _workloads_ready_locked(self) -> bool:
-        return self._kinds_ready.issuperset(self._kinds)
+        return self._kinds_ready.issuperset(self._places)
 
     def _synced_locked(self) -> bool:
         return (
@@ -431,12 +455,15 @@ class WatchCache:
 
 
 class _WorkloadSink:
-    def __init__(self, cache: WatchCache, kind: WorkloadKind) -> None:
+    """One workload informer's sink: its kind and namespace ("" when cluster-wide)."""
+
+    def __init__(self, cache: WatchCache, kind: WorkloadKind, namespace: str = "") -> None:
         self._cache = cache
         self._kind = kind
+        self._namespace = namespace
 
     def replaced(self, items: Mapping[str, Workload]) -> None:
-        self._cache._workloads_replaced(self._kind, items)
+        self._cache._workloads_replaced(self._kind, self._namespace, items)
 
     def upserted(self, uid: str, item: Workload) -> None:
         self._cache._workload_upserted(uid, item)
@@ -445,7 +472,7 @@ class _WorkloadSink:
         self._cache._workload_deleted(uid)
 
     def unsynced(self) -> None:
-        self._cache._unsynced(self._kind)
+        self._cache._unsynced((self._kind, self._namespace))
 
 
 class _PodSink:

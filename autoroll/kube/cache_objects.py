@@ -24,13 +24,31 @@ log = logging.getLogger("autoroll.kube.cache")
 
 
 def workload_converter(
-    kind: WorkloadKind,
+    kind: WorkloadKind, namespaces: frozenset[str] = frozenset()
 ) -> Callable[[dict[str, Any]], tuple[WorkloadView, LabelSelector] | None]:
+    """Each listed or watched workload of ``kind`` as the core's view; one that cannot be
+    read is skipped with a warning, and one outside ``namespaces`` (ALLOWED_NAMESPACES; empty:
+    all) is ignored, said once per workload and converter (one converter lives as long as
+    its cache or cluster, so once per process)."""
+    outside: set[str] = set()
+
     def convert(raw: dict[str, Any]) -> tuple[WorkloadView, LabelSelector] | None:
+        meta = raw.get("metadata") or {}
+        namespace = str(meta.get("namespace") or "")
+        if namespaces and namespace not in namespaces:
+            key = f"{namespace}/{kind}/{meta.get('name', '?')}"
+            if key not in outside:
+                outside.add(key)
+                log.info(
+                    "ignoring enrolled %s: namespace %s is not among ALLOWED_NAMESPACES",
+                    key,
+                    namespace,
+                    extra={"event": "namespace-not-allowed", "workload": key},
+                )
+            return None
         try:
             return workload_from_json(kind, raw)
         except (ValueError, TypeError, AttributeError) as exc:
-            meta = raw.get("metadata") or {}
             log.warning(
                 "ignoring %s %s/%s: %s",
                 kind.api_kind,

@@ -105,6 +105,8 @@ class KubeCluster:
         cache: WatchCache | None = None,
         observe: Callable[[str], None] | None = None,
         first_sync_seconds: float = FIRST_SYNC_SECONDS,
+        namespaces: Iterable[str] = (),
+        namespaced: bool = False,
     ) -> None:
         self._label_selector = label_selector
         wanted = set(kinds)
@@ -119,6 +121,13 @@ class KubeCluster:
         self._first_sync = first_sync_seconds
         self._waited = False
         self._platforms: dict[str, str] = {}  # node name -> os/arch, from the last snapshot
+        # ALLOWED_NAMESPACES / WATCH_NAMESPACES: the namespaces rolled (empty: all); with
+        # ``namespaced`` each is listed on its own (the rights are per namespace then).
+        self._namespaces = tuple(sorted(set(namespaces)))
+        if namespaced and not self._namespaces:
+            raise ValueError("namespaced mode needs the namespaces to watch")
+        self._namespaced = namespaced
+        self._convert = {k: workload_converter(k, frozenset(self._namespaces)) for k in self.kinds}
         self.requests = 0  # API requests sent, for benchmarks and tests
 
     @property
@@ -200,10 +209,18 @@ class KubeCluster:
             namespace=workload.namespace,
             name=workload.name,
         )
-        found = _workloads(workload.kind, _items(f"read {workload.key}", body))
+        found = self._workloads(workload.kind, _items(f"read {workload.key}", body))
         if len(found) != 1 or found[0][0].uid != workload.uid:
             return None
         return found[0]
+
+    def _workloads(
+        self, kind: WorkloadKind, items: list[dict[str, Any]]
+    ) -> list[tuple[WorkloadView, LabelSelector]]:
+        """Convert each workload; one that cannot be read, or outside the namespaces rolled,
+        is logged (once) and skipped, not fatal."""
+        convert = self._convert[kind]
+        return [w for w in map(convert, items) if w is not None]
 
     def node(self, name: str) -> NodeView:
         """Is Node ``name`` Ready? One GET (``nodes: get``); a Node that is gone is not Ready."""
@@ -239,14 +256,21 @@ class KubeCluster:
     def _list(self, scope: Scope) -> tuple[Enrolled, ...]:
         rest = self._api()
         workloads: list[tuple[WorkloadView, LabelSelector]] = []
+        # Cluster-wide, one list per kind; namespaced, one per kind and watched namespace.
+        places = self._namespaces if self._namespaced else ("",)
         for kind in self.kinds:
-            self.requests += 1
-            body = rest.list_workloads(
-                kind, label_selector=self._label_selector, timeout=self._timeout
-            )
-            workloads.extend(
-                _workloads(kind, _items(f"list {kind.resource} (all namespaces)", body))
-            )
+            for namespace in places:
+                self.requests += 1
+                body = rest.list_workloads(
+                    kind,
+                    label_selector=self._label_selector,
+                    timeout=self._timeout,
+                    namespace=namespace,
+                )
+                where = f"in namespace {namespace}" if namespace else "(all namespaces)"
+                workloads.extend(
+                    self._workloads(kind, _items(f"list {kind.resource} {where}", body))
+                )
         if not scope.is_full:
             wanted = scope.repositories
             workloads = [w for w in workloads if template_repositories(w[0]) & wanted]
@@ -283,14 +307,6 @@ def _items(what: str, body: bytes) -> list[dict[str, Any]]:
         return list_items(body)
     except ValueError as exc:
         raise ClusterApiError(f"{what}: {exc}", status=0) from None
-
-
-def _workloads(
-    kind: WorkloadKind, items: list[dict[str, Any]]
-) -> list[tuple[WorkloadView, LabelSelector]]:
-    """Convert each workload; one that cannot be read is logged and skipped, not fatal."""
-    convert = workload_converter(kind)
-    return [w for w in map(convert, items) if w is not None]
 
 
 __all__ = ["FIRST_SYNC_SECONDS", "KubeCluster", "capped_timeout"]

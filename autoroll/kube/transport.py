@@ -186,15 +186,18 @@ class KubeRest:
         namespace: str = "",
         name: str = "",
     ) -> bytes:
-        """One cluster-wide list of ``kind`` (apps/v1) by label; with ``namespace`` and
-        ``name``, that one object as a list (a field selector: ``list`` RBAC, no ``get``)."""
+        """One cluster-wide list of ``kind`` (apps/v1) by label; with ``namespace``, that
+        namespace's (namespaced mode), and with ``name`` too, that one object as a list (a
+        field selector: ``list`` RBAC, no ``get``)."""
         query = [("labelSelector", label_selector)]
         path = f"/apis/apps/v1/{kind.resource}"
         target = "(all namespaces)"
         if namespace:
             path = f"/apis/apps/v1/namespaces/{segment(namespace)}/{kind.resource}"
-            target = f"{namespace}/{name}"
-            query.append(("fieldSelector", f"metadata.name={name}"))
+            target = f"in namespace {namespace}"
+            if name:
+                target = f"{namespace}/{name}"
+                query.append(("fieldSelector", f"metadata.name={name}"))
         operation = LIST_WORKLOADS[kind]
         return self.send(operation, target, "GET", path, query=query, timeout=timeout).body
 

@@ -174,7 +174,7 @@ class RegistryClient:
         self._tick = deadline
         self._failed_children.clear()
         self._failed_content.clear()
-        unique = sorted(set(refs))
+        unique = list(dict.fromkeys(refs))  # in the caller's order: it shares the budget
         workers = min(self._limits.lookup_concurrency, len(unique))
         if workers <= 1:
             return {ref: self._lookup(partial(self._head_digest, ref, deadline)) for ref in unique}

@@ -143,11 +143,13 @@ def make_reconciler(
     clock: Clock | None = None,
     leading: Callable[[], bool] | None = None,
     kinds: tuple[WorkloadKind, ...] = (WorkloadKind.DEPLOYMENT,),
+    **options: Any,
 ) -> Reconciler:
+    """A reconciler over ``world``'s cluster; ``options`` are the Reconciler's own."""
     cluster = world.cluster(kinds=kinds)
-    extra: dict[str, Any] = {}
+    extra: dict[str, Any] = dict(options)
     if leading is not None:
-        extra = {"leading": leading, "may_act": leading}
+        extra.update(leading=leading, may_act=leading)
     return Reconciler(
         cluster=cluster,
         registry=registry or Registry({REF: NEW}),

@@ -243,9 +243,9 @@ def test_redacted_names_every_variable() -> None:
     assert view["FORGEJO_HOST"] == "forgejo.example:3000"
     assert view["LISTEN_ADDR"] == "0.0.0.0:8080"
     assert view["DRY_RUN"] == "false"
-    # LEADER_ELECTION=false (its details only when on), 6 ROLL_*, PLATFORM_AWARE, WATCH_CACHE,
-    # CACHE_RESYNC_SECONDS
-    assert len(view) == 28
+    # LEADER_ELECTION=false (its details only when on), 8 ROLL_*, PLATFORM_AWARE, WATCH_CACHE,
+    # CACHE_RESYNC_SECONDS, the namespaces rolled and their share of registry lookups
+    assert len(view) == 30
     assert (view["WATCH_CACHE"], view["CACHE_RESYNC_SECONDS"]) == ("true", "1800")
     assert view["PASS_TIMEOUT_SECONDS"] == "300"
     assert view["ROLLOUT_HALTED_AFTER_SECONDS"] == "600"

@@ -466,3 +466,38 @@ def test_platform_awareness_gives_cached_and_freshly_read_pods_their_nodes_platf
     assert fresh is not None
     assert [(p.name, p.platform) for p in fresh.pods] == [("web-1", "linux/amd64"), ("web-2", None)]
     assert len(rest.node_requests) == 1  # the pass's one list
+
+
+def test_in_namespaced_mode_each_namespace_has_its_own_workload_informers(
+    metrics: Metrics,
+) -> None:
+    """WATCH_NAMESPACES: one informer per kind and namespace, on the namespace's own path; a
+    namespace listing again replaces only its own workloads; synced once every one listed."""
+    MADE.clear()
+    cache = WatchCache(
+        label_selector="aethnet.se/autoroll=true",
+        rest=LazyRest(lambda: None),
+        kinds=[WorkloadKind.DEPLOYMENT],
+        metrics=metrics,
+        informer=FakeInformer,  # type: ignore[arg-type]
+        namespaces=["shop", "news"],
+        namespaced=True,
+    )
+    cache.start()
+    try:
+        paths = sorted(i.collection.path for i in MADE)
+        assert paths == [
+            "/apis/apps/v1/namespaces/news/deployments",
+            "/apis/apps/v1/namespaces/shop/deployments",
+        ]
+        informer("watch-deployments-shop").listed(deployment("web"))
+        assert not cache.synced  # news has not listed yet
+        informer("watch-deployments-news").listed(deployment("blog", ns="news"))
+        informer("watch-pods-shop").listed(pod("web-1", "web"))
+        informer("watch-pods-news").listed(pod("blog-1", "blog", ns="news"))
+        assert cache.synced
+        informer("watch-deployments-news").listed()  # blog deleted: shop's web stays
+        found = cache.snapshot(FULL)
+        assert found is not None and [e.workload.key for e in found] == ["shop/deployment/web"]
+    finally:
+        cache.stop()
