@@ -20,6 +20,7 @@ from autoroll.election import (
     Observation,
     Step,
     Timings,
+    authority_left,
     decide_lease,
     has_authority,
     next_record,
@@ -161,6 +162,23 @@ def test_observation_keeps_its_first_sight_until_the_holder_record_changes() -> 
 )
 def test_has_authority(renewed_at: float | None, now: float, expected: bool) -> None:
     assert has_authority(renewed_at=renewed_at, now=now, renew_deadline=10.0) is expected
+
+
+@pytest.mark.parametrize(
+    ("renewed_at", "now", "left"),
+    [
+        (None, 0.0, 0.0),  # never renewed
+        (100.0, 100.0, 15.0),  # the whole lease duration: no contender can lead before
+        (100.0, 109.0, 6.0),
+        (100.0, 109.99, 5.01),  # the last moment a DELETE may start: D - R is left
+        (100.0, 110.0, 0.0),  # past the renew deadline: none, even though 5 s remain
+    ],
+)
+def test_authority_left_is_until_a_contender_could_lead(
+    renewed_at: float | None, now: float, left: float
+) -> None:
+    found = authority_left(renewed_at=renewed_at, now=now, renew_deadline=10.0, lease_duration=15.0)
+    assert found == pytest.approx(left)
 
 
 def test_next_record_for_each_write() -> None:
@@ -357,10 +375,14 @@ def test_a_leader_that_cannot_renew_steps_down_at_the_renew_deadline() -> None:
         == 1
     )
     assert metrics.registry.get_sample_value("autoroll_lease_errors_total") == 2
-    # The API comes back and the lease still names a: renewing makes it leader again.
+    # The API comes back and the lease still names a: renewing makes it leader again,
+    # in a new term (what it remembered may be another leader's history by now).
+    term = a.term
     lease.down = False
     assert a.cycle() is Step.RENEW
     assert a.may_act()
+    assert a.term == term + 1
+    assert a.authority_left() == pytest.approx(15.0)
 
 
 def test_a_released_lease_is_taken_at_once() -> None:
