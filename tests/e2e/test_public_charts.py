@@ -119,7 +119,7 @@ def test_the_helm_create_scaffold_rolls_and_its_helm_test_pod_is_left_alone(
     )
     web = as_app(app, f"{release}-scaffold")
     with Recorder(core_api(kube).list_namespaced_pod, namespace) as pods_of:
-        wait_own(web, old, replicas=2, timeout=START_TIMEOUT)
+        wait_own(web, old, replicas=2, timeout=START_TIMEOUT, container_name="scaffold")
         enrol(kube, namespace, web.name, namespace)
         # The chart's own test, for real: a pod with the Deployment's selector labels.
         tested = helm(
@@ -132,7 +132,7 @@ def test_the_helm_create_scaffold_rolls_and_its_helm_test_pod_is_left_alone(
         autoroll = start_autoroll()
         pass_done_now(autoroll, web)
         new = app.push()
-        wait_own(web, new, replicas=2, timeout=ROLL_TIMEOUT)
+        wait_own(web, new, replicas=2, timeout=ROLL_TIMEOUT, container_name="scaffold")
         passes_about(autoroll, web, 2, pattern=r": current \(")
     history = [p for p in pods_of.pods() if p.name != test_pod]
     deleted = deletions(history)
@@ -213,7 +213,8 @@ def test_the_metrics_server_chart_rolls_one_pod_at_a_time(
         new = app.push()
         wait_own(server, new, replicas=2, timeout=ROLL_TIMEOUT, container_name="metrics-server")
         passes_about(autoroll, server, 2, pattern=r": current \(")
-    history = [p for p in pods_of.pods() if p.name.startswith(f"{server.name}-")]
+        # Before the uninstall (it deletes the pods): the roll's history alone.
+        history = [p for p in pods_of.pods() if p.name.startswith(f"{server.name}-")]
     deleted = deletions(history)
     assert len(deleted) == 2 and all(d.digest == old for d in deleted), deleted
     assert not unsettled_deletions(history, 2)
