@@ -1021,6 +1021,14 @@ class Binder:
     def bind_once(self) -> int:
         from kubernetes.client.exceptions import ApiException
 
+        # Pods first, then namespaces: a pod in the list was made after its namespace was
+        # labelled simulated, so the later namespace list sees the label (the other order
+        # raced a test's label-then-create and bound its pod here).
+        pods = json.loads(
+            self.core.list_pod_for_all_namespaces(
+                field_selector="spec.nodeName=", _preload_content=False
+            ).data
+        )["items"]
         simulated = {
             ns["metadata"]["name"]
             for ns in json.loads(
@@ -1029,11 +1037,6 @@ class Binder:
                 ).data
             )["items"]
         }
-        pods = json.loads(
-            self.core.list_pod_for_all_namespaces(
-                field_selector="spec.nodeName=", _preload_content=False
-            ).data
-        )["items"]
         count = 0
         for pod in pods:
             meta = pod["metadata"]

@@ -17,7 +17,7 @@ import pytest
 from autoroll.kube import ClusterForbiddenError, KubeCluster, connect
 from autoroll.model import DeleteOutcome, WorkloadKind
 from tests.e2e.controlplane import ControlPlane
-from tests.e2e.helpers import apps_api, core_api, deployment, pod, rbac_api
+from tests.e2e.helpers import apps_api, core_api, deployment, rbac_api
 from tests.e2e.rbac import service_account_kubeconfig
 from tests.support.wait import eventually
 
@@ -27,15 +27,22 @@ SELECTOR = "aethnet.se/autoroll=true"
 IMAGE = "registry.invalid/team/app:latest"
 
 
-def enrolled_pod(kube: Any, namespace: str) -> str:
-    """An enrolled Deployment (no replicas of its own) and one bare pod it selects."""
+def enrolled_pod(kube: Any, namespace: str) -> tuple[str, str]:
+    """An enrolled Deployment of one replica and the pod its ReplicaSet made (name, uid).
+
+    The pod comes from the real Deployment and ReplicaSet controllers, so it is the
+    Deployment's own (a bare pod its selector matches is foreign and never listed as its)."""
     apps_api(kube).create_namespaced_deployment(
-        namespace, deployment("web", IMAGE, replicas=0, labels={"aethnet.se/autoroll": "true"})
+        namespace, deployment("web", IMAGE, replicas=1, labels={"aethnet.se/autoroll": "true"})
     )
-    manifest = pod("web-1", IMAGE)
-    manifest["metadata"]["labels"] = {"app": "web"}
-    created = core_api(kube).create_namespaced_pod(namespace, manifest)
-    return str(created.metadata.uid)
+
+    def made() -> Any:
+        pods = core_api(kube).list_namespaced_pod(namespace, label_selector="app=web").items
+        assert len(pods) == 1, pods
+        return pods[0]
+
+    created = eventually(made, timeout=30, what="the ReplicaSet's pod")
+    return str(created.metadata.name), str(created.metadata.uid)
 
 
 def adapter(kubeconfig: Path, *, evict: bool) -> KubeCluster:
@@ -46,9 +53,10 @@ def adapter(kubeconfig: Path, *, evict: bool) -> KubeCluster:
     )
 
 
-def gone_or_terminating(kube: Any, namespace: str) -> None:
+def gone_or_terminating(kube: Any, namespace: str, uid: str) -> None:
+    """The pod with ``uid`` is gone or terminating (its ReplicaSet makes a new one)."""
     pods = core_api(kube).list_namespaced_pod(namespace).items
-    assert all(p.metadata.deletion_timestamp is not None for p in pods), pods
+    assert all(p.metadata.deletion_timestamp is not None for p in pods if p.metadata.uid == uid)
 
 
 @pytest.mark.parametrize("method", ["evict", "delete"])
@@ -64,16 +72,16 @@ def test_the_rendered_rules_allow_exactly_the_rollout_methods_one_write(
         lease_role=False,
     )
     try:
-        uid = enrolled_pod(kube, namespace)
+        name, uid = enrolled_pod(kube, namespace)
         chosen = adapter(kubeconfig, evict=method == "evict")
         other = adapter(kubeconfig, evict=method != "evict")
         [item] = [e for e in chosen.snapshot() if e.workload.namespace == namespace]
-        assert [p.name for p in item.pods] == ["web-1"]  # deployments: list, pods: list
+        assert [p.name for p in item.pods] == [name]  # deployments: list, pods: list
         refused_rule = "pods: delete" if method == "evict" else "pods/eviction: create"
         with pytest.raises(ClusterForbiddenError, match=refused_rule):
-            other.delete_pod(namespace, "web-1", uid)
-        assert chosen.delete_pod(namespace, "web-1", uid) is DeleteOutcome.DELETED
-        eventually(lambda: gone_or_terminating(kube, namespace), timeout=30, what="web-1 gone")
+            other.delete_pod(namespace, name, uid)
+        assert chosen.delete_pod(namespace, name, uid) is DeleteOutcome.DELETED
+        eventually(lambda: gone_or_terminating(kube, namespace, uid), timeout=30, what="pod gone")
     finally:
         rbac_api(kube).delete_cluster_role_binding(f"autoroll-{namespace}")
         rbac_api(kube).delete_cluster_role(f"autoroll-{namespace}")
