@@ -214,6 +214,12 @@ class Metrics:
             "Nudges that arrived while one was already pending and were folded into it.",
             registry=registry,
         )
+        self.nudges_deferred = Counter(
+            f"{PREFIX}_nudges_deferred",
+            "Webhook deliveries for a tag a pass took within TAG_PASS_INTERVAL_SECONDS: held"
+            " until that interval ends, then looked at once (autoroll.debounce).",
+            registry=registry,
+        )
 
     def _election(self, registry: CollectorRegistry) -> None:
         """Leader election and the webhook hand-off (LEADER_ELECTION=true)."""

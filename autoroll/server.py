@@ -249,7 +249,7 @@ def build_runtime(
     Without an injected ``cluster`` the Kubernetes adapter is both the cluster and the Node
     reader; with one, Nodes are read only through ``nodes``."""
     metrics = Metrics(CollectorRegistry())
-    nudge = Nudge(metrics)
+    nudge = Nudge(metrics, tag_interval_seconds=config.tag_pass_interval_seconds)
     settings = config.leader_election
     identity = (settings.identity if settings else None) or default_identity()
     election, may_act, webhook_nudge = _leadership(settings, lease, identity, metrics, nudge)
@@ -308,7 +308,7 @@ def _leadership(
     verified webhook's nudge goes (with an election: handed to the leader)."""
     if settings is None:
         metrics.leader.set(1)  # alone, so always the leader
-        return None, _always, nudge.nudge
+        return None, _always, nudge.deliver
     election = _election(settings, lease, identity=identity, metrics=metrics, nudge=nudge)
     return election, election.elector.may_act, election.handoff.nudge
 
@@ -405,7 +405,7 @@ def _election(
     return Election(
         elector=elector,
         watcher=NudgeWatcher(port, elector=elector, on_nudge=nudge.nudge, metrics=metrics),
-        handoff=HandOff(port, elector=elector, local=nudge.nudge, metrics=metrics),
+        handoff=HandOff(port, elector=elector, local=nudge.deliver, metrics=metrics),
     )
 
 

@@ -12,8 +12,10 @@ A nudge carries a scope (``autoroll.scope``): full, or targeted at some tags. Co
 falls out of the single pending scope: the worker takes it *before* a pass starts, so any
 nudge during the pass leaves a new one pending, and any number of further nudges merge into
 it (a full one absorbs the rest). After the pass the worker finds one pending scope and
-runs exactly one follow-up pass for all of it. A nudge never queues work, so a flood of
-webhooks costs at most one extra pass.
+runs exactly one follow-up pass for all of it. A nudge never queues work. Webhook
+deliveries go through ``Nudge.deliver``, which also spaces the passes for one tag
+(``autoroll.debounce``): a burst for a tag costs one pass at once and one after it, however
+long the passes it meets are.
 
 The poll timer is its own clock: a full pass runs ``interval_seconds`` after the last full
 pass ended, however many targeted passes ran in between (a stream of webhooks for one tag
@@ -47,9 +49,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final, Protocol
 
-from autoroll import logs
+from autoroll import debounce, logs
 from autoroll.metrics import Metrics
-from autoroll.scope import FULL, Scope
+from autoroll.scope import FULL, ImageTag, Scope
 
 log = logging.getLogger(__name__)
 
@@ -100,15 +102,28 @@ class WorkerStopTimeoutError(RuntimeError):
 class Nudge:
     """Ask the worker for a pass soon. Cheap, thread-safe and non-blocking.
 
-    The webhook handler calls ``nudge(scope)`` and returns at once; the worker owns
-    everything else. ``pending`` is true from a nudge until the worker takes it.
+    The webhook handler calls ``deliver(scope)`` and returns at once; the worker owns
+    everything else. ``deliver`` is ``nudge`` with the per-tag debounce of
+    ``autoroll.debounce`` (``tag_interval_seconds``; 0 turns it off): a tag a pass took
+    within the interval waits, deferred, until the interval ends. ``pending`` is true from a
+    nudge until the worker takes it, deferrals included.
     """
 
-    def __init__(self, metrics: Metrics | None = None) -> None:
+    def __init__(
+        self,
+        metrics: Metrics | None = None,
+        *,
+        tag_interval_seconds: float = 0.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._wake = threading.Event()
         self._lock = threading.Lock()
         self._scope: Scope | None = None
         self._metrics = metrics
+        self._interval = tag_interval_seconds
+        self._clock = clock
+        self._taken: dict[ImageTag, float] = {}  # tag -> when a pass last took it
+        self._deferred: dict[ImageTag, float] = {}  # tag -> when its deferral is due
 
     def nudge(self, scope: Scope = FULL) -> None:
         """Request a pass over ``scope``; merges into a pending request instead of queueing."""
@@ -121,21 +136,70 @@ class Nudge:
             if coalesced:
                 self._metrics.nudges_coalesced.inc()
 
+    def deliver(self, scope: Scope = FULL) -> None:
+        """A webhook delivery's nudge: the tags a pass took within the interval are deferred
+        to its end; the rest (and a full scope) are nudged at once."""
+        if scope.tags is None or not scope.tags or self._interval <= 0:
+            self.nudge(scope)
+            return
+        with self._lock:
+            arrival = debounce.arrive(
+                scope.tags,
+                now=self._clock(),
+                taken=self._taken,
+                deferred=self._deferred,
+                interval=self._interval,
+            )
+            self._deferred.update(arrival.deferred)
+            self._wake.set()  # the worker's wait learns the new due time
+        if arrival.due:
+            self.nudge(Scope.of(arrival.due))
+        elif self._metrics is not None:
+            self._metrics.nudges.inc()
+        if arrival.deferred and self._metrics is not None:
+            self._metrics.nudges_deferred.inc()
+
     @property
     def pending(self) -> bool:
         with self._lock:
-            return self._scope is not None
+            return self._scope is not None or bool(self._deferred)
 
     def wait(self, timeout: float) -> bool:
-        """Block up to ``timeout`` seconds for a nudge (or an interrupt); True if woken."""
-        return self._wake.wait(timeout)
+        """Block up to ``timeout`` seconds for a nudge, a deferral coming due, or an
+        interrupt; True if woken."""
+        deadline = self._clock() + timeout
+        while True:
+            with self._lock:
+                due_at = debounce.next_due(self._deferred)
+            now = self._clock()
+            if due_at is not None and due_at <= now:
+                return True
+            until = deadline if due_at is None else min(deadline, due_at)
+            if until <= now:
+                return self._wake.is_set()
+            if self._wake.wait(until - now):
+                return True
 
     def take(self) -> Scope | None:
-        """Consume the pending request (None: woken without one, by ``_interrupt``); called
-        by the worker just before a pass starts."""
+        """Consume the pending request and the deferrals now due (None: nothing due, as
+        after an interrupt); called by the worker just before a pass starts."""
         with self._lock:
-            scope, self._scope = self._scope, None
+            now = self._clock()
+            scope = self._scope
+            ripe = debounce.ripe(self._deferred, now=now)
+            if ripe:
+                scope = Scope.of(ripe) if scope is None else scope.merge(Scope.of(ripe))
+            self._scope = None
             self._wake.clear()
+            if scope is None:
+                return None
+            if scope.tags is None:
+                self._deferred.clear()  # a full pass looks at every deferred tag too
+                return scope
+            for tag in scope.tags:
+                self._deferred.pop(tag, None)
+            self._taken = debounce.forget_old(self._taken, now=now, interval=self._interval)
+            self._taken.update(dict.fromkeys(scope.tags, now))
             return scope
 
     def _interrupt(self) -> None:

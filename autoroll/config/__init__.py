@@ -39,6 +39,7 @@ from autoroll.config.parsers import (
     parse_pass_timeout,
     parse_resync,
     parse_selector,
+    parse_tag_interval,
 )
 from autoroll.config.reader import Reader
 from autoroll.config.tenancy import Tenancy, read_tenancy, redacted_tenancy
@@ -92,6 +93,10 @@ class Config:
     #: which namespaces are rolled, how they are reached, their share of registry lookups
     #: (autoroll.config.tenancy)
     tenancy: Tenancy = field(default_factory=Tenancy)
+    #: webhook deliveries for one repository:tag start at most one pass per this many
+    #: seconds (the rest wait for its end, autoroll.debounce): a burst costs two passes,
+    #: a second push within it waits at most this long; 0 turns the debounce off
+    tag_pass_interval_seconds: int = 5
 
     @property
     def listen_addr(self) -> str:
@@ -131,6 +136,7 @@ class Config:
         watch_cache = reader.optional("WATCH_CACHE", True, parse_bool)
         resync = reader.optional("CACHE_RESYNC_SECONDS", 1800, parse_resync)
         tenancy = read_tenancy(reader)
+        tag_interval = reader.optional("TAG_PASS_INTERVAL_SECONDS", 5, parse_tag_interval)
         if reader.problems:
             raise ConfigError(reader.problems)
         assert host is not None and user is not None and token is not None and secret is not None
@@ -158,6 +164,7 @@ class Config:
             cache_resync_seconds=resync,
             rollout_halted_after_seconds=halted_after,
             tenancy=tenancy,
+            tag_pass_interval_seconds=tag_interval,
         )
 
     def redacted(self) -> dict[str, str]:
@@ -185,4 +192,5 @@ class Config:
             **redacted_guardrails(self.guardrails),
             "PLATFORM_AWARE": str(self.platform_aware).lower(),
             **redacted_tenancy(self.tenancy),
+            "TAG_PASS_INTERVAL_SECONDS": str(self.tag_pass_interval_seconds),
         }

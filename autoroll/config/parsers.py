@@ -88,6 +88,16 @@ def parse_resync(raw: str) -> int:
     return value
 
 
+def parse_tag_interval(raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError("expected a whole number of seconds, 0 (off) to 300") from None
+    if not 0 <= value <= 300:
+        raise ValueError("expected a whole number of seconds, 0 (off) to 300")
+    return value
+
+
 def parse_selector(raw: str) -> str:
     requirements = [part.strip() for part in raw.split(",")]
     if any(not part for part in requirements):

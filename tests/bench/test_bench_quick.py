@@ -65,7 +65,8 @@ def test_pushes_roll_and_bad_signatures_start_no_pass(results: dict[str, Any]) -
     assert load["bad"]["ticks_caused"] == 0
     assert load["bad"]["statuses"] == {"403": QUICK.webhook_requests // 2}
     assert load["good"]["statuses"] == {"202": QUICK.webhook_requests // 2}
-    assert load["good"]["ticks_caused"] >= 1  # the good half did nudge
+    # The good half did nudge, and its burst for one tag cost at most two passes.
+    assert 1 <= load["good"]["ticks_caused"] <= 2
     assert load["burst"]["ticks_caused"] == 0
     assert load["burst"]["statuses"] == {"403": QUICK.webhook_requests // 4}
 

@@ -152,6 +152,15 @@ def test_a_tick_from_a_bad_signature_is_reported() -> None:
     assert count_violations(results) == ["bad-signature webhooks caused 1 pass(es)"]
 
 
+def test_more_than_two_passes_from_one_tag_s_burst_is_reported() -> None:
+    results = _results()
+    results["load"]["good"]["ticks_caused"] = 2
+    assert count_violations(results) == []
+    results["load"]["good"]["ticks_caused"] = 3
+    (found,) = count_violations(results)
+    assert "caused 3 passes; the per-tag debounce allows 2" in found
+
+
 def test_missed_targets_say_by_how_much() -> None:
     results = _results()
     by_name = {t.name: t for t in targets(results)}

@@ -63,9 +63,11 @@ def test_every_variable_parsed() -> None:
             "WATCH_CACHE": "false",
             "CACHE_RESYNC_SECONDS": "600",
             "WORKLOAD_KINDS": "DaemonSet, deployment",
+            "TAG_PASS_INTERVAL_SECONDS": "0",
         }
     )
     assert (cfg.watch_cache, cfg.cache_resync_seconds) == (False, 600)
+    assert cfg.tag_pass_interval_seconds == 0
     assert cfg.poll_interval_seconds == 30
     # Any case and spacing; one order (the kinds' own) whatever the order given.
     assert cfg.workload_kinds == (WorkloadKind.DEPLOYMENT, WorkloadKind.DAEMONSET)
@@ -107,13 +109,16 @@ def test_all_bad_values_reported_at_once_with_value_and_expected_form() -> None:
             "WATCH_CACHE": "sometimes",
             "CACHE_RESYNC_SECONDS": "59",
             "WORKLOAD_KINDS": "deployment,replicaset",
+            "TAG_PASS_INTERVAL_SECONDS": "301",
         }
     )
+    assert "0 (off) to 300" in found["TAG_PASS_INTERVAL_SECONDS"]
     assert (
         "'59'" in found["CACHE_RESYNC_SECONDS"] and "60 to 86400" in found["CACHE_RESYNC_SECONDS"]
     )
     assert "true or false" in found["WATCH_CACHE"]
     assert set(found) == {
+        "TAG_PASS_INTERVAL_SECONDS",
         "WATCH_CACHE",
         "CACHE_RESYNC_SECONDS",
         "FORGEJO_HOST",
@@ -244,8 +249,9 @@ def test_redacted_names_every_variable() -> None:
     assert view["LISTEN_ADDR"] == "0.0.0.0:8080"
     assert view["DRY_RUN"] == "false"
     # LEADER_ELECTION=false (its details only when on), 8 ROLL_*, PLATFORM_AWARE, WATCH_CACHE,
-    # CACHE_RESYNC_SECONDS, the namespaces rolled and their share of registry lookups
-    assert len(view) == 30
+    # CACHE_RESYNC_SECONDS, the namespaces rolled and their share of registry lookups,
+    # TAG_PASS_INTERVAL_SECONDS
+    assert len(view) == 31
     assert (view["WATCH_CACHE"], view["CACHE_RESYNC_SECONDS"]) == ("true", "1800")
     assert view["PASS_TIMEOUT_SECONDS"] == "300"
     assert view["ROLLOUT_HALTED_AFTER_SECONDS"] == "600"
