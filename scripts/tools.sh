@@ -153,6 +153,23 @@ ensure_helm_docs() {
   say "helm-docs: $HELM_DOCS_VERSION ($dir/helm-docs)"
 }
 
+# --- promtool -------------------------------------------------------------------
+# The chart's PrometheusRule and dashboard queries (tests/integration/test_monitoring.py).
+ensure_promtool() {
+  local dir="$cache/promtool/$PROMTOOL_VERSION"
+  if [ ! -x "$dir/promtool" ]; then
+    need_go promtool
+    say "promtool: building $PROMTOOL_VERSION from the Prometheus Go module (first run only, ~5-10 min)"
+    local tmp; tmp=$(mktemp -d)
+    (cd /tmp && GOBIN="$tmp" gobuild go install -trimpath -ldflags "-s -w" "github.com/prometheus/prometheus/cmd/promtool@$PROMTOOL_VERSION") \
+      || { rm -rf "$tmp"; die "building promtool failed (see above)"; }
+    mkdir -p "$(dirname "$dir")"
+    if [ -x "$dir/promtool" ]; then rm -rf "$tmp"; else mv "$tmp" "$dir"; fi
+  fi
+  add_path "$dir"
+  say "promtool: $PROMTOOL_VERSION ($dir/promtool)"
+}
+
 # --- Debian packages --------------------------------------------------------
 ensure_apt() {
   local missing=()
@@ -461,32 +478,32 @@ write_env() {
 main() {
   local what=${1:-core}
   case "$what" in
-    core) ensure_apt; ensure_helm; ensure_unittest; ensure_actionlint; ensure_helm_docs
+    core) ensure_apt; ensure_helm; ensure_unittest; ensure_actionlint; ensure_helm_docs; ensure_promtool
           add_cached "$cache/etcd/$ETCD_VERSION" etcd
           add_cached "$cache/kubernetes/$KUBERNETES_VERSION" kube-apiserver
           add_cached "$cache/kubernetes-node/$KUBERNETES_VERSION" kubelet
           add_cached "$cache/containerd/$CONTAINERD_VERSION" containerd
           add_cached "$cache/gitea/$GITEA_VERSION" gitea
           add_cached "$cache/uv/$UV_VERSION" uv; record_base_image; record_public_charts ;;
-    kube) ensure_helm; ensure_unittest; ensure_actionlint; ensure_helm_docs; ensure_etcd; ensure_kube ;;
-    node) ensure_helm; ensure_unittest; ensure_actionlint; ensure_helm_docs; ensure_etcd; ensure_kube
+    kube) ensure_helm; ensure_unittest; ensure_actionlint; ensure_helm_docs; ensure_promtool; ensure_etcd; ensure_kube ;;
+    node) ensure_helm; ensure_unittest; ensure_actionlint; ensure_helm_docs; ensure_promtool; ensure_etcd; ensure_kube
           ensure_node_apt; ensure_containerd; ensure_kubelet
           add_cached "$cache/gitea/$GITEA_VERSION" gitea
           add_cached "$cache/uv/$UV_VERSION" uv; record_base_image; record_public_charts ;;
-    gitea) ensure_apt; ensure_helm; ensure_unittest; ensure_actionlint; ensure_helm_docs
+    gitea) ensure_apt; ensure_helm; ensure_unittest; ensure_actionlint; ensure_helm_docs; ensure_promtool
           add_cached "$cache/etcd/$ETCD_VERSION" etcd
           add_cached "$cache/kubernetes/$KUBERNETES_VERSION" kube-apiserver
           add_cached "$cache/kubernetes-node/$KUBERNETES_VERSION" kubelet
           add_cached "$cache/containerd/$CONTAINERD_VERSION" containerd
           add_cached "$cache/uv/$UV_VERSION" uv; record_base_image
           record_public_charts; ensure_gitea_apt; ensure_gitea ;;
-    image) ensure_helm; ensure_unittest; ensure_actionlint; ensure_helm_docs; ensure_image_tools
+    image) ensure_helm; ensure_unittest; ensure_actionlint; ensure_helm_docs; ensure_promtool; ensure_image_tools
           add_cached "$cache/etcd/$ETCD_VERSION" etcd
           add_cached "$cache/kubernetes/$KUBERNETES_VERSION" kube-apiserver
           add_cached "$cache/kubernetes-node/$KUBERNETES_VERSION" kubelet
           add_cached "$cache/containerd/$CONTAINERD_VERSION" containerd
           add_cached "$cache/gitea/$GITEA_VERSION" gitea; record_public_charts ;;
-    all)  ensure_apt; ensure_helm; ensure_unittest; ensure_actionlint; ensure_helm_docs; ensure_etcd; ensure_kube
+    all)  ensure_apt; ensure_helm; ensure_unittest; ensure_actionlint; ensure_helm_docs; ensure_promtool; ensure_etcd; ensure_kube
           ensure_node_apt; ensure_containerd; ensure_kubelet; ensure_image_tools
           ensure_public_charts
           add_cached "$cache/gitea/$GITEA_VERSION" gitea ;;

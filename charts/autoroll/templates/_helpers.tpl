@@ -256,3 +256,16 @@ renders this chart has it (helm-unittest does not), and its error names no value
 {{- end -}}
 {{- $out -}}
 {{- end -}}
+
+{{/*
+The label matchers that pick this release's series out of Prometheus: the ServiceMonitor's
+job label (the Service's name) and the namespace, unless prometheusRule.selector replaces
+them (a scrape config of your own labels them differently).
+*/}}
+{{- define "autoroll.metricsSelector" -}}
+{{- if .Values.prometheusRule.selector -}}
+{{- .Values.prometheusRule.selector -}}
+{{- else -}}
+{{- printf "job=%q,namespace=%q" (include "autoroll.fullname" .) .Release.Namespace -}}
+{{- end -}}
+{{- end }}
