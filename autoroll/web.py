@@ -51,11 +51,8 @@ from werkzeug.exceptions import RequestEntityTooLarge
 
 from autoroll.metrics import Metrics
 from autoroll.scope import FULL, Scope
-from autoroll.webhook_body import BodyKind, read_body
+from autoroll.webhook_body import MAX_BODY_BYTES, BodyKind, read_body
 from autoroll.worker import Health
-
-#: Largest webhook body read, in bytes. Forgejo package events are a few KiB.
-MAX_BODY_BYTES: Final = 1024 * 1024
 
 _PLAIN_HEADERS: Final = ("X-Forgejo-Signature", "X-Gitea-Signature")
 _HUB_HEADER: Final = "X-Hub-Signature-256"
@@ -68,6 +65,16 @@ FORM_ENCODED_HINT: Final = (
 )
 
 log = logging.getLogger(__name__)
+
+#: ``MAX_BODY_BYTES`` is the body reader's (``autoroll.webhook_body``), re-exported here.
+__all__ = [
+    "FORM_ENCODED_HINT",
+    "MAX_BODY_BYTES",
+    "create_app",
+    "form_payload",
+    "is_signed",
+    "signature_valid",
+]
 
 
 def is_signed(headers: Mapping[str, str]) -> bool:

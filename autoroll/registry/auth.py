@@ -10,7 +10,6 @@ refused request's ``StatusError`` names what to fix (FORGEJO_USER, FORGEJO_TOKEN
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -19,7 +18,9 @@ from urllib.parse import urlsplit
 import requests
 from authchallenge import Challenge
 
+from autoroll import boundedjson
 from autoroll.registry.errors import (
+    BadResponseError,
     BudgetError,
     ChallengeError,
     RequestTimeoutError,
@@ -28,7 +29,7 @@ from autoroll.registry.errors import (
     TransportError,
 )
 from autoroll.registry.limits import Deadline, Limits, RegistryObserver
-from autoroll.registry.manifests import read_capped
+from autoroll.registry.manifests import MAX_TOKEN_BYTES, read_capped
 
 
 @dataclass(slots=True)
@@ -148,11 +149,16 @@ class TokenFlow:
             response.close()
             raise TokenError(f"token endpoint {realm} answered HTTP {response.status_code}")
         try:
-            document = json.loads(read_capped(response, deadline))
+            body = read_capped(response, deadline, cap=MAX_TOKEN_BYTES)
+        except BadResponseError as exc:
+            # Over the cap: no real token answer is this large; the registry's, not ours.
+            raise TokenError(f"token endpoint {realm} answered {exc.reason}: {exc}") from exc
+        try:
+            document = boundedjson.loads(body, max_bytes=MAX_TOKEN_BYTES)
             value = document.get("token") or document.get("access_token")
             expires_in = float(document.get("expires_in", 60))
         except (ValueError, AttributeError, TypeError) as exc:
-            raise TokenError(f"token endpoint {realm} answered malformed JSON") from exc
+            raise TokenError(f"token endpoint {realm} answered malformed JSON ({exc})") from exc
         if not isinstance(value, str) or not value:
             raise TokenError(f"token endpoint {realm} answered without a token")
         # Renew a little early so a token never expires between check and use.

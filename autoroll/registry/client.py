@@ -57,7 +57,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
@@ -96,6 +95,7 @@ from autoroll.registry.manifests import (
     digest_header,
     index_entries,
     is_index,
+    manifest_document,
     read_capped,
     retry_after_seconds,
 )
@@ -318,13 +318,7 @@ class RegistryClient:
         body = read_capped(response, deadline)
         if hashlib.sha256(body).hexdigest() != digest.value.removeprefix("sha256:"):
             raise BadResponseError("digest-mismatch", f"{url}: body does not hash to {digest}")
-        try:
-            document = json.loads(body)
-        except ValueError as exc:
-            raise BadResponseError("bad-manifest", f"{url}: not JSON") from exc
-        if not isinstance(document, dict):
-            raise BadResponseError("bad-manifest", f"{url}: not a JSON object")
-        return document, url
+        return manifest_document(body, url), url
 
     def _check_host(self, host: str, what: str) -> None:
         if not host_matches(host, self._host):

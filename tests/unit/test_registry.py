@@ -26,6 +26,7 @@ from autoroll.registry import (
     DOCKER_MANIFEST,
     MANIFEST_ACCEPT,
     MAX_MANIFEST_BYTES,
+    MAX_TOKEN_BYTES,
     OCI_INDEX,
     OCI_MANIFEST,
     Limits,
@@ -213,6 +214,11 @@ def test_realm_that_downgrades_https_gets_no_credentials() -> None:
         (response(200, body=b"not json"), "token-failed"),
         (response(200, body=b'{"expires_in": 60}'), "token-failed"),
         (response(200, body=b"[]"), "token-failed"),
+        (response(200, body=b'{"token": "' + b"t" * MAX_TOKEN_BYTES + b'"}'), "token-failed"),
+        (
+            response(200, body=b'{"token": "t", "x": ' + b"[" * 1500 + b"]" * 1500 + b"}"),
+            "token-failed",
+        ),
         (response(401), "unauthorized"),
     ],
 )
