@@ -1,11 +1,12 @@
 """Bearer tokens for the registry client: one fetch per scope, only from the registry's own host.
 
 HTTP Basic (user + token) is sent up front; a 401 with a Bearer challenge sends the client
-here. The realm must be on the registry's own host and may not downgrade https to http, so
-the credentials go nowhere else. A token is cached per scope until shortly before it
-expires; lookups that need one at once wait for the one fetch (a lock per scope), and a
-refused request's ``StatusError`` names what to fix (FORGEJO_USER, FORGEJO_TOKEN and its
-``read:package`` scope, access to the owner).
+here. The realm must be on the registry's own origin (scheme, host and port; an https
+registry's realm never plain http), so the credentials go nowhere else. A token answer is read
+within ``MAX_TOKEN_BYTES`` and the JSON depth cap (``autoroll.boundedjson``). A token is cached
+per scope until shortly before it expires; lookups that need one at once wait for the one fetch
+(a lock per scope), and a refused request's ``StatusError`` names what to fix (FORGEJO_USER,
+FORGEJO_TOKEN and its ``read:package`` scope, access to the owner).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Final
 from urllib.parse import urlsplit
 
 import requests
@@ -167,12 +169,45 @@ class TokenFlow:
         return value
 
     def _check_realm(self, realm: str) -> None:
-        """Credentials go only to the registry's own host, never downgraded to plain http."""
-        parts = urlsplit(realm)
-        if parts.scheme not in {"http", "https"} or not parts.hostname:
-            raise ChallengeError(f"Bearer challenge without a usable realm: {realm!r}")
-        own = urlsplit(self._base_url).hostname or ""
-        if parts.hostname.lower() != own.lower():
-            raise ChallengeError(f"refusing to send credentials to realm host {parts.hostname!r}")
-        if urlsplit(self._base_url).scheme == "https" and parts.scheme != "https":
-            raise ChallengeError("refusing a realm that downgrades https to http")
+        """Credentials go only to the registry's own origin (``realm_refusal``)."""
+        refusal = realm_refusal(realm, self._base_url)
+        if refusal is not None:
+            raise ChallengeError(refusal)
+
+
+_DEFAULT_PORTS: Final = {"http": 80, "https": 443}
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    """(scheme, host, port) with the scheme's default port filled in; ValueError if the
+    port is not a number."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    return scheme, (parts.hostname or "").lower(), parts.port or _DEFAULT_PORTS.get(scheme)
+
+
+def realm_refusal(realm: str, base_url: str) -> str | None:
+    """Why the Basic credentials may not go to ``realm``, or None when they may (pure).
+
+    The realm must be on the registry's own host AND port, never plain http for an https
+    registry; an https realm for an http registry (a TLS front on the same origin is not
+    that) is refused as another origin too. Comparing the host alone would send the
+    credentials to any other port of the same machine, whoever listens there.
+    """
+    try:
+        scheme, host, port = _origin(realm)
+        own_scheme, own_host, own_port = _origin(base_url)
+    except ValueError:
+        return f"Bearer challenge with an unreadable realm: {realm[:200]!r}"
+    if scheme not in _DEFAULT_PORTS or not host:
+        return f"Bearer challenge without a usable realm: {realm[:200]!r}"
+    if host != own_host:
+        return f"refusing to send credentials to realm host {host!r}"
+    if own_scheme == "https" and scheme != "https":
+        return "refusing a realm that downgrades https to http"
+    if port != own_port or scheme != own_scheme:
+        return (
+            f"refusing to send credentials to {scheme}://{host}:{port}: only the registry's"
+            f" own origin {own_scheme}://{own_host}:{own_port} gets them"
+        )
+    return None

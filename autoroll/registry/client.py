@@ -22,13 +22,14 @@ and never read as "changed": the core skips an unknown image for the tick.
 Authentication: HTTP Basic (user + token) is sent up front. A 401 carrying a Bearer challenge
 (``realm``, ``service``, ``scope``) gets a token from the realm with the same credentials; the
 token is cached per scope until it expires and the request is retried once. The realm must be
-on the registry's own host and may not downgrade https to http, so the credentials are never
-sent anywhere else. ``WWW-Authenticate`` may offer several challenges in one answer (Gitea and
-Forgejo send ``Bearer …`` and ``Basic realm="…"`` for a private owner); it is parsed with
-``authchallenge`` (RFC 9110), and the Bearer one is used wherever it stands. Lookups that run
-at once and need a token for the same scope fetch it once: the first fetches, the others wait
-for it (one lock per scope). A refused request says what to fix (``FORGEJO_USER``,
-``FORGEJO_TOKEN`` and its ``read:package`` scope) in its ``Unknown`` detail.
+on the registry's own origin (scheme, host and port; never plain http for an https registry),
+so the credentials are never sent anywhere else. ``WWW-Authenticate`` may offer several
+challenges in one answer (Gitea and Forgejo send ``Bearer …`` and ``Basic realm="…"`` for a
+private owner); it is parsed with ``authchallenge`` (RFC 9110), and the Bearer one is used
+wherever it stands. Lookups that run at once and need a token for the same scope fetch it once:
+the first fetches, the others wait for it (one lock per scope). A refused request says what to
+fix (``FORGEJO_USER``, ``FORGEJO_TOKEN`` and its ``read:package`` scope) in its ``Unknown``
+detail.
 
 Time is bounded twice: each request has connect and read timeouts, and each tick (one
 ``resolve`` and the ``fetch_children`` and ``fetch_content`` calls after it) has an overall
