@@ -168,6 +168,25 @@ def test_a_huge_declared_body_gets_413_before_it_is_sent(server: Serve) -> None:
     assert requests.get(f"{server.url}/healthz", timeout=2).status_code == 200
 
 
+def test_an_unsigned_request_gets_403_before_any_of_its_body_is_sent(server: Serve) -> None:
+    """No signature header: refused on its headers alone. The client declares 1 MiB (under
+    the cap) and sends none of it; an edge that read the body first would wait for it."""
+    before = server.metric("autoroll_webhook_requests_total", outcome="missing-signature")
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+        started = time.monotonic()
+        sock.sendall(
+            b"POST /webhook HTTP/1.1\r\nHost: autoroll\r\n"
+            b"Content-Length: " + str(1024 * 1024).encode() + b"\r\n\r\n"
+        )
+        status = read_status_line(sock)
+        answered = time.monotonic() - started
+    print(f"\nunsigned: 403 after {answered * 1000:.1f} ms with no body sent")
+    assert status.startswith(b"HTTP/1.1 403"), status
+    assert answered < 1.0  # the request read deadline (10 s) never came into it
+    after = server.metric("autoroll_webhook_requests_total", outcome="missing-signature")
+    assert after == before + 1
+
+
 DRIP_CLIENTS = 8
 
 
