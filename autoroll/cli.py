@@ -41,13 +41,14 @@ def build_parser() -> argparse.ArgumentParser:
         prog="autoroll",
         description="Roll enrolled Deployments when a mutable image tag moves.",
         epilog="Configuration comes from the environment: FORGEJO_HOST, FORGEJO_USER,"
-        " FORGEJO_TOKEN, WEBHOOK_SECRET (required), POLL_INTERVAL_SECONDS, PASS_TIMEOUT_SECONDS,"
-        " LABEL_SELECTOR, LISTEN_ADDR, DRY_RUN, LOG_LEVEL, LOG_FORMAT, ROLLOUT_METHOD,"
-        " EMIT_EVENTS, PLATFORM_AWARE; the guardrails ROLL_BUDGET_DELETIONS,"
-        " ROLL_BUDGET_PERIOD_SECONDS, ROLL_BUDGET_IN_FLIGHT, ROLL_MIN_AGE_SECONDS, ROLL_WINDOW,"
-        " ROLL_PAUSED (docs/adr/016-guardrails.md); with several replicas LEADER_ELECTION,"
-        " LEADER_ELECTION_NAMESPACE, LEADER_ELECTION_LEASE, POD_NAME and"
-        " LEADER_ELECTION_{LEASE_DURATION,RENEW_DEADLINE,RETRY_PERIOD}_SECONDS"
+        " FORGEJO_TOKEN, WEBHOOK_SECRET (required; each secret also as <NAME>_FILE, the path"
+        " of a mounted file holding it, e.g. FORGEJO_TOKEN_FILE), POLL_INTERVAL_SECONDS,"
+        " PASS_TIMEOUT_SECONDS, LABEL_SELECTOR, LISTEN_ADDR, DRY_RUN, LOG_LEVEL,"
+        " LOG_FORMAT, ROLLOUT_METHOD, EMIT_EVENTS, PLATFORM_AWARE; the guardrails"
+        " ROLL_BUDGET_DELETIONS, ROLL_BUDGET_PERIOD_SECONDS, ROLL_BUDGET_IN_FLIGHT,"
+        " ROLL_MIN_AGE_SECONDS, ROLL_WINDOW, ROLL_PAUSED (docs/adr/016-guardrails.md); with"
+        " several replicas LEADER_ELECTION, LEADER_ELECTION_NAMESPACE, LEADER_ELECTION_LEASE,"
+        " POD_NAME and LEADER_ELECTION_{LEASE_DURATION,RENEW_DEADLINE,RETRY_PERIOD}_SECONDS"
         " (docs/adr/004-leader-election-and-webhook-handoff.md).",
     )
     parser.add_argument("--version", action="version", version=f"autoroll {__version__}")
@@ -126,7 +127,8 @@ def _serve(env: Mapping[str, str]) -> int:
 
 def _plan(env: Mapping[str, str], *, kubeconfig: str | None, verbose: bool) -> int:
     plan_env = dict(env)
-    plan_env.setdefault("WEBHOOK_SECRET", _PLAN_WEBHOOK_PLACEHOLDER)
+    if "WEBHOOK_SECRET_FILE" not in plan_env:
+        plan_env.setdefault("WEBHOOK_SECRET", _PLAN_WEBHOOK_PLACEHOLDER)
     if kubeconfig is not None:
         plan_env["KUBECONFIG"] = kubeconfig
     config = _load_config(plan_env)

@@ -13,7 +13,7 @@ The settings blocks live in modules of their own (``leader``: ``LEADER_ELECTION*
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from autoroll.config.choices import (
@@ -40,7 +40,7 @@ from autoroll.config.parsers import (
     parse_resync,
     parse_selector,
 )
-from autoroll.config.reader import Reader
+from autoroll.config.reader import Reader, read_secret_file
 from autoroll.config.tenancy import Tenancy, read_tenancy, redacted_tenancy
 from autoroll.model import WorkloadKind
 from autoroll.policy import Guardrails
@@ -103,9 +103,16 @@ class Config:
         return f"{self.registry_scheme}://{self.forgejo_host}"
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str]) -> Config:
-        """Build the config from ``env``; raise ``ConfigError`` naming every bad variable."""
-        reader = Reader(env)
+    def from_env(
+        cls, env: Mapping[str, str], *, read_file: Callable[[str], str] = read_secret_file
+    ) -> Config:
+        """Build the config from ``env``; raise ``ConfigError`` naming every bad variable.
+
+        ``FORGEJO_TOKEN`` and ``WEBHOOK_SECRET`` may each come from a file instead
+        (``FORGEJO_TOKEN_FILE``, ``WEBHOOK_SECRET_FILE``; ``config.reader``), read with
+        ``read_file``.
+        """
+        reader = Reader(env, read_file=read_file)
         host = reader.required("FORGEJO_HOST", parse_forgejo_host)
         user = reader.required("FORGEJO_USER", parse_nonblank)
         token = reader.required_secret("FORGEJO_TOKEN", check_nonblank)
