@@ -108,7 +108,12 @@ def _load_config(env: Mapping[str, str]) -> Config | None:
 
 
 def _secrets(config: Config) -> list[str]:
-    return [config.forgejo_token.reveal(), config.webhook_secret.reveal()]
+    """Every form of the configured secrets a log line could carry (``logs.derived_forms``)."""
+    token = config.forgejo_token.reveal()
+    return [
+        *logs.derived_forms(user=config.forgejo_user, token=token),
+        config.webhook_secret.reveal(),
+    ]
 
 
 def _serve(env: Mapping[str, str]) -> int:
@@ -153,6 +158,7 @@ def _plan(env: Mapping[str, str], *, kubeconfig: str | None, verbose: bool) -> i
         base_url=config.registry_url,
         user=config.forgejo_user,
         token=config.forgejo_token.reveal(),
+        on_secret=logs.redact_also,
     )
     try:
         report = run_plan(

@@ -51,6 +51,7 @@ from gunicorn.app.base import BaseApplication
 from gunicorn.glogging import Logger as GunicornLogger
 from prometheus_client import CollectorRegistry
 
+from autoroll import logs
 from autoroll.config import Config
 from autoroll.config.choices import RolloutMethod
 from autoroll.config.leader import LeaderElection
@@ -378,6 +379,7 @@ def _registry(config: Config, metrics: Metrics) -> RegistryClient:
         user=config.forgejo_user,
         token=config.forgejo_token.reveal(),
         observer=metrics,
+        on_secret=logs.redact_also,  # each Bearer token fetched is redacted from then on
     )
 
 

@@ -55,6 +55,7 @@ class TokenFlow:
         observer: RegistryObserver,
         check_quiet: Callable[[], None],
         note_retry_after: Callable[[requests.Response], None],
+        on_token: Callable[[str], None] | None = None,
     ) -> None:
         self._session = session
         self._user = user
@@ -65,6 +66,7 @@ class TokenFlow:
         self._observer = observer
         self._check_quiet = check_quiet  # the client's back-off applies to the realm too
         self._note_retry_after = note_retry_after
+        self._on_token = on_token  # the log redactor learns each token as it is issued
         self._tokens: dict[str, Token] = {}
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
@@ -163,6 +165,8 @@ class TokenFlow:
             raise TokenError(f"token endpoint {realm} answered malformed JSON ({exc})") from exc
         if not isinstance(value, str) or not value:
             raise TokenError(f"token endpoint {realm} answered without a token")
+        if self._on_token is not None:
+            self._on_token(value)  # before any line could carry it
         # Renew a little early so a token never expires between check and use.
         lifetime = max(0.0, expires_in - min(10.0, expires_in * 0.1))
         self._tokens[scope] = Token(value, self._clock() + lifetime)

@@ -132,7 +132,10 @@ class RegistryClient:
         limits: Limits | None = None,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
+        on_secret: Callable[[str], None] | None = None,
     ) -> None:
+        """``on_secret`` is told every credential learnt while running (each Bearer token
+        fetched), so the log redactor can hide it (``autoroll.logs.redact_also``)."""
         parts = urlsplit(base_url)
         if parts.scheme not in {"http", "https"} or not parts.netloc or parts.path not in {"", "/"}:
             raise ValueError(f"base_url must be scheme://host[:port], got {base_url!r}")
@@ -157,6 +160,7 @@ class RegistryClient:
             observer=self._observer,
             check_quiet=self._check_quiet,
             note_retry_after=self._note_retry_after,
+            on_token=on_secret,
         )
         self._children: OrderedDict[Digest, frozenset[Digest]] = OrderedDict()
         self._failed_children: dict[Digest, Unknown] = {}

@@ -573,3 +573,31 @@ def test_one_lookup_at_a_time_when_the_limit_is_one() -> None:
     client, _ = make(handler, lookup_concurrency=1)
     client.resolve(refs(5))
     assert most == [1]
+
+
+def test_every_bearer_token_fetched_is_told_to_the_redactor_before_it_is_used() -> None:
+    learnt: list[str] = []
+    sent_with: list[str] = []
+
+    def handle(method: str, url: str, kwargs: dict[str, Any]) -> requests.Response:
+        if "/token" in url:
+            return response(200, body=b'{"token":"issued-token-1"}')
+        sent_with.append(kwargs["headers"]["Authorization"])
+        if kwargs["headers"]["Authorization"] == "Bearer issued-token-1":
+            assert learnt == ["issued-token-1"]  # known to the redactor before its first use
+            return response(200, {"Docker-Content-Digest": D1})
+        return response(
+            401, {"WWW-Authenticate": f'Bearer realm="https://{HOST}/token",service="s"'}
+        )
+
+    session = FakeSession(handle)
+    client = RegistryClient(
+        session=session,
+        base_url=f"https://{HOST}",
+        user="robot",
+        token="s3cret",
+        limits=Limits(lookup_concurrency=1),
+        on_secret=learnt.append,
+    )
+    assert client.resolve([REF])[REF] == Digest(D1)
+    assert learnt == ["issued-token-1"]
