@@ -43,7 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Configuration comes from the environment: FORGEJO_HOST, FORGEJO_USER,"
         " FORGEJO_TOKEN, WEBHOOK_SECRET (required; each secret also as <NAME>_FILE, the path"
         " of a mounted file holding it, e.g. FORGEJO_TOKEN_FILE), POLL_INTERVAL_SECONDS,"
-        " PASS_TIMEOUT_SECONDS, LABEL_SELECTOR, LISTEN_ADDR, DRY_RUN, LOG_LEVEL,"
+        " PASS_TIMEOUT_SECONDS, LABEL_SELECTOR, LISTEN_ADDR, PROBE_ADDR (/livez, /readyz and"
+        " /healthz on their own port and threads, default 0.0.0.0:8081), DRY_RUN, LOG_LEVEL,"
         " LOG_FORMAT, ROLLOUT_METHOD, EMIT_EVENTS, PLATFORM_AWARE; the guardrails"
         " ROLL_BUDGET_DELETIONS, ROLL_BUDGET_PERIOD_SECONDS, ROLL_BUDGET_IN_FLIGHT,"
         " ROLL_MIN_AGE_SECONDS, ROLL_WINDOW, ROLL_PAUSED (docs/adr/016-guardrails.md); with"
@@ -56,8 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser(
         "serve",
         help="run the controller: webhook + metrics server and the reconcile loop",
-        description="Validate the environment, then serve /healthz, /metrics and /webhook on"
-        " LISTEN_ADDR and reconcile every POLL_INTERVAL_SECONDS (and on every valid webhook).",
+        description="Validate the environment, then serve /livez, /readyz and /healthz on"
+        " PROBE_ADDR, /metrics and /webhook (and the probes) on LISTEN_ADDR, and reconcile"
+        " every POLL_INTERVAL_SECONDS (and on every valid webhook).",
     )
     plan = commands.add_parser(
         "plan",

@@ -23,7 +23,7 @@ from autoroll.config.choices import (
     RolloutMethod,
     enum_parser,
 )
-from autoroll.config.errors import ConfigError, Secret
+from autoroll.config.errors import ConfigError, Problem, Secret
 from autoroll.config.guardrails import read_guardrails, redacted_guardrails
 from autoroll.config.leader import LeaderElection, read_leader_election, redacted_election
 from autoroll.config.parsers import (
@@ -66,6 +66,10 @@ class Config:
     workload_kinds: tuple[WorkloadKind, ...] = tuple(WorkloadKind)
     listen_host: str = "0.0.0.0"  # all interfaces: probes and webhooks arrive via the pod IP
     listen_port: int = 8080
+    #: /livez, /readyz and /healthz on a listener and threads of their own, so clients of the
+    #: webhook port (slow ones included) can never delay a kubelet probe (autoroll.probes)
+    probe_host: str = "0.0.0.0"
+    probe_port: int = 8081
     dry_run: bool = False  # log intended deletions, delete nothing
     log_level: LogLevel = LogLevel.INFO
     log_format: LogFormat = LogFormat.TEXT
@@ -98,6 +102,10 @@ class Config:
         return f"{self.listen_host}:{self.listen_port}"
 
     @property
+    def probe_addr(self) -> str:
+        return f"{self.probe_host}:{self.probe_port}"
+
+    @property
     def registry_url(self) -> str:
         """Base URL of the registry API (no trailing slash)."""
         return f"{self.registry_scheme}://{self.forgejo_host}"
@@ -123,6 +131,17 @@ class Config:
         kinds_text = reader.optional("WORKLOAD_KINDS", ALL_KINDS, parse_kinds)
         kinds = tuple(WorkloadKind(k) for k in kinds_text.split(","))
         listen = reader.optional("LISTEN_ADDR", ("0.0.0.0", 8080), parse_listen_addr)
+        probe = reader.optional(
+            "PROBE_ADDR", ("0.0.0.0", 8081), parse_listen_addr, default_text="0.0.0.0:8081"
+        )
+        if probe[1] == listen[1]:
+            reader.problems.append(
+                Problem(
+                    "PROBE_ADDR",
+                    f"{probe[0]}:{probe[1]} uses LISTEN_ADDR's port {listen[1]}; give the probes"
+                    " a port of their own (PROBE_ADDR, 8081 unless set)",
+                )
+            )
         dry_run = reader.optional("DRY_RUN", False, parse_bool)
         level = reader.optional("LOG_LEVEL", LogLevel.INFO, enum_parser(LogLevel))
         fmt = reader.optional("LOG_FORMAT", LogFormat.TEXT, enum_parser(LogFormat))
@@ -152,6 +171,8 @@ class Config:
             workload_kinds=kinds,
             listen_host=listen[0],
             listen_port=listen[1],
+            probe_host=probe[0],
+            probe_port=probe[1],
             dry_run=dry_run,
             log_level=level,
             log_format=fmt,
@@ -179,6 +200,7 @@ class Config:
             "LABEL_SELECTOR": self.label_selector,
             "WORKLOAD_KINDS": ",".join(self.workload_kinds),
             "LISTEN_ADDR": self.listen_addr,
+            "PROBE_ADDR": self.probe_addr,
             "DRY_RUN": str(self.dry_run).lower(),
             "LOG_LEVEL": str(self.log_level),
             "LOG_FORMAT": str(self.log_format),

@@ -326,6 +326,7 @@ def test_a_webhook_secret_under_16_bytes_is_refused_at_startup(tmp_path: Path) -
         "FORGEJO_TOKEN": "a-valid-token-0123456789",
         "WEBHOOK_SECRET": short,
         "LISTEN_ADDR": f"127.0.0.1:{port}",
+        "PROBE_ADDR": f"127.0.0.1:{free_port()}",
     }
     result = subprocess.run(
         [sys.executable, "-m", "autoroll", "serve"],
