@@ -10,11 +10,12 @@ there reads as its steps only.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from autoroll.decide import Decision, Sighting, decide
+from autoroll.decide import Decision, Sighting, decide, undecided
 from autoroll.images import TagRef
 from autoroll.model import Digest, Enrolled, ImageContent, NodeView, Unknown
 from autoroll.ports import NodePort, RegistryPort
@@ -25,6 +26,8 @@ FETCH_ROUNDS = 3
 Children = dict[Digest, frozenset[Digest] | Unknown]
 Contents = dict[Digest, ImageContent | Unknown]
 Nodes = dict[str, NodeView | Unknown]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,8 +60,34 @@ class Asker:
         rolled_from: frozenset[str] | None = None,
     ) -> Decision:
         """Decide, fetching what ``decide`` asks for (children, content, Nodes) in between;
-        ``now`` and ``rolled_from`` are passed on to ``decide``."""
+        ``now`` and ``rolled_from`` are passed on to ``decide``.
 
+        Whatever raises while this workload is decided (a bug, an input no cap foresaw) is
+        this workload's: logged once with its name and traceback, and its decision is
+        ``undecided`` (every container ``decision-failed``, no action), so the pass goes on
+        for every other workload (docs/adr/020-one-bad-input-stops-only-itself.md).
+        """
+        try:
+            return self._decide(item, state, sightings, now=now, rolled_from=rolled_from)
+        except Exception as exc:
+            key = item.workload.key
+            log.exception(
+                "%s: deciding raised %s; this workload is unknown this pass, the others go on",
+                key,
+                type(exc).__name__,
+                extra={"event": "decision-failed", "workload": key},
+            )
+            return undecided(item.workload, f"deciding raised {type(exc).__name__}: {exc}")
+
+    def _decide(
+        self,
+        item: Enrolled,
+        state: PassState,
+        sightings: Mapping[TagRef, Sighting],
+        *,
+        now: datetime | None,
+        rolled_from: frozenset[str] | None,
+    ) -> Decision:
         def run() -> Decision:
             return decide(
                 workload=item.workload,

@@ -41,13 +41,15 @@ def build_parser() -> argparse.ArgumentParser:
         prog="autoroll",
         description="Roll enrolled Deployments when a mutable image tag moves.",
         epilog="Configuration comes from the environment: FORGEJO_HOST, FORGEJO_USER,"
-        " FORGEJO_TOKEN, WEBHOOK_SECRET (required), POLL_INTERVAL_SECONDS, PASS_TIMEOUT_SECONDS,"
-        " LABEL_SELECTOR, LISTEN_ADDR, DRY_RUN, LOG_LEVEL, LOG_FORMAT, ROLLOUT_METHOD,"
-        " EMIT_EVENTS, PLATFORM_AWARE; the guardrails ROLL_BUDGET_DELETIONS,"
-        " ROLL_BUDGET_PERIOD_SECONDS, ROLL_BUDGET_IN_FLIGHT, ROLL_MIN_AGE_SECONDS, ROLL_WINDOW,"
-        " ROLL_PAUSED (docs/adr/016-guardrails.md); with several replicas LEADER_ELECTION,"
-        " LEADER_ELECTION_NAMESPACE, LEADER_ELECTION_LEASE, POD_NAME and"
-        " LEADER_ELECTION_{LEASE_DURATION,RENEW_DEADLINE,RETRY_PERIOD}_SECONDS"
+        " FORGEJO_TOKEN, WEBHOOK_SECRET (required; each secret also as <NAME>_FILE, the path"
+        " of a mounted file holding it, e.g. FORGEJO_TOKEN_FILE), POLL_INTERVAL_SECONDS,"
+        " PASS_TIMEOUT_SECONDS, LABEL_SELECTOR, LISTEN_ADDR, PROBE_ADDR (/livez, /readyz and"
+        " /healthz on their own port and threads, default 0.0.0.0:8081), DRY_RUN, LOG_LEVEL,"
+        " LOG_FORMAT, ROLLOUT_METHOD, EMIT_EVENTS, PLATFORM_AWARE; the guardrails"
+        " ROLL_BUDGET_DELETIONS, ROLL_BUDGET_PERIOD_SECONDS, ROLL_BUDGET_IN_FLIGHT,"
+        " ROLL_MIN_AGE_SECONDS, ROLL_WINDOW, ROLL_PAUSED (docs/adr/016-guardrails.md); with"
+        " several replicas LEADER_ELECTION, LEADER_ELECTION_NAMESPACE, LEADER_ELECTION_LEASE,"
+        " POD_NAME and LEADER_ELECTION_{LEASE_DURATION,RENEW_DEADLINE,RETRY_PERIOD}_SECONDS"
         " (docs/adr/004-leader-election-and-webhook-handoff.md).",
     )
     parser.add_argument("--version", action="version", version=f"autoroll {__version__}")
@@ -55,8 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser(
         "serve",
         help="run the controller: webhook + metrics server and the reconcile loop",
-        description="Validate the environment, then serve /healthz, /metrics and /webhook on"
-        " LISTEN_ADDR and reconcile every POLL_INTERVAL_SECONDS (and on every valid webhook).",
+        description="Validate the environment, then serve /livez, /readyz and /healthz on"
+        " PROBE_ADDR, /metrics and /webhook (and the probes) on LISTEN_ADDR, and reconcile"
+        " every POLL_INTERVAL_SECONDS (and on every valid webhook).",
     )
     plan = commands.add_parser(
         "plan",
@@ -107,7 +110,12 @@ def _load_config(env: Mapping[str, str]) -> Config | None:
 
 
 def _secrets(config: Config) -> list[str]:
-    return [config.forgejo_token.reveal(), config.webhook_secret.reveal()]
+    """Every form of the configured secrets a log line could carry (``logs.derived_forms``)."""
+    token = config.forgejo_token.reveal()
+    return [
+        *logs.derived_forms(user=config.forgejo_user, token=token),
+        config.webhook_secret.reveal(),
+    ]
 
 
 def _serve(env: Mapping[str, str]) -> int:
@@ -126,7 +134,8 @@ def _serve(env: Mapping[str, str]) -> int:
 
 def _plan(env: Mapping[str, str], *, kubeconfig: str | None, verbose: bool) -> int:
     plan_env = dict(env)
-    plan_env.setdefault("WEBHOOK_SECRET", _PLAN_WEBHOOK_PLACEHOLDER)
+    if "WEBHOOK_SECRET_FILE" not in plan_env:
+        plan_env.setdefault("WEBHOOK_SECRET", _PLAN_WEBHOOK_PLACEHOLDER)
     if kubeconfig is not None:
         plan_env["KUBECONFIG"] = kubeconfig
     config = _load_config(plan_env)
@@ -151,6 +160,7 @@ def _plan(env: Mapping[str, str], *, kubeconfig: str | None, verbose: bool) -> i
         base_url=config.registry_url,
         user=config.forgejo_user,
         token=config.forgejo_token.reveal(),
+        on_secret=logs.redact_also,
     )
     try:
         report = run_plan(

@@ -121,6 +121,7 @@ __all__ = [
     "observe_targets",
     "refs_to_resolve",
     "select_container",
+    "undecided",
 ]
 
 
@@ -309,6 +310,30 @@ def decide(
         needs_content=frozenset(c for r in results for c in r.needs.content),
         kind=workload.kind,
         needs_nodes=frozenset(n for r in results for n in r.needs.nodes),
+    )
+
+
+def undecided(workload: WorkloadView, detail: str) -> Decision:
+    """The decision for a workload whose deciding raised: every container skipped as
+    ``decision-failed`` with ``detail``, never settled, no action. One bad input (a manifest
+    nested past every cap, a malformed object) makes its own workload unknown for the pass,
+    never the pass's end (docs/adr/020-one-bad-input-stops-only-itself.md)."""
+    return Decision(
+        namespace=workload.namespace,
+        name=workload.name,
+        settledness=Settledness(SettledReason.NOT_JUDGED, detail),
+        containers=tuple(
+            ContainerVerdict(
+                c.name,
+                c.image,
+                Verdict.SKIPPED,
+                Reason.DECISION_FAILED,
+                detail,
+                role=c.role,
+            )
+            for c in workload.containers
+        ),
+        kind=workload.kind,
     )
 
 

@@ -59,6 +59,7 @@ class Reason(StrEnum):
     NODES_NEEDED = "nodes-needed"
     NODE_NOT_READY = "node-not-ready"
     NODE_UNKNOWN = "node-unknown"
+    DECISION_FAILED = "decision-failed"  # deciding raised: this workload is unknown this pass
 
     @property
     def is_warning(self) -> bool:
@@ -76,6 +77,7 @@ class Reason(StrEnum):
             Reason.CHILDREN_UNKNOWN,
             Reason.TARGET_CONTENT_UNKNOWN,
             Reason.NODE_UNKNOWN,
+            Reason.DECISION_FAILED,
         }
 
 
@@ -109,6 +111,7 @@ class SettledReason(StrEnum):
     PODS_UNAVAILABLE = "pods-unavailable"  # Ready, not yet for minReadySeconds (or its status)
     ROLLOUT_PAUSED = "rollout-paused"  # Deployment spec.paused: its owner's to resume
     PROGRESS_DEADLINE_EXCEEDED = "progress-deadline-exceeded"  # its last rollout failed
+    NOT_JUDGED = "not-judged"  # deciding raised before anything was judged: never settled
 
 
 @dataclass(frozen=True, slots=True)

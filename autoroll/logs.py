@@ -14,16 +14,22 @@ pass, and every line logged in that thread meanwhile carries it.
 
 Secrets are kept out of messages by construction (the config is logged redacted, the token
 only lives in the registry session); the redaction step is the belt to those braces: any
-known secret value in the message, a field or an exception's text becomes ``***``.
+known secret value in the message, a field or an exception's text becomes ``***``. Known
+means the configured secrets in every form they take on the wire (``derived_forms``: the
+base64 of ``user:token`` a Basic header carries, the percent-encoded token) and every Bearer
+token the registry issued, registered as it is fetched (``redact_also``).
 """
 
 from __future__ import annotations
 
+import base64
 import logging
 import sys
+import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, Final, TextIO
+from urllib.parse import quote
 
 import structlog
 from structlog.contextvars import bound_contextvars, merge_contextvars
@@ -46,12 +52,33 @@ _HEAD: Final = ("ts", "level", "logger", "message")
 class SecretRedactor:
     """A processor that replaces every known secret value in an event with ``***``.
 
-    Empty secrets are ignored: replacing ``""`` would mangle every message.
+    Empty secrets are ignored: replacing ``""`` would mangle every message. Secrets learnt
+    while running (a Bearer token the registry issued) are added with ``add``; the newest
+    ``MAX_LEARNT`` are kept, as a token lives minutes and a process runs for weeks.
     """
 
+    MAX_LEARNT: Final = 256
+
     def __init__(self, secrets: Iterable[str]) -> None:
+        self._fixed = frozenset(s for s in secrets if s)
+        self._learnt: dict[str, None] = {}  # insertion-ordered: the oldest goes first
+        self._lock = threading.Lock()
+        self._secrets = self._ordered()
+
+    def _ordered(self) -> tuple[str, ...]:
         # Longest first, so a secret that contains another is replaced whole.
-        self._secrets = tuple(sorted({s for s in secrets if s}, key=len, reverse=True))
+        return tuple(sorted(self._fixed | set(self._learnt), key=len, reverse=True))
+
+    def add(self, secret: str) -> None:
+        """Redact ``secret`` too from now on (thread-safe; a no-op for "" or a known one)."""
+        if not secret or secret in self._fixed:
+            return
+        with self._lock:
+            self._learnt.pop(secret, None)
+            self._learnt[secret] = None
+            while len(self._learnt) > self.MAX_LEARNT:
+                del self._learnt[next(iter(self._learnt))]
+            self._secrets = self._ordered()  # one assignment: readers see old or new
 
     def redact(self, text: str) -> str:
         for secret in self._secrets:
@@ -67,6 +94,28 @@ class SecretRedactor:
             elif not isinstance(value, int | float | bool | type(None)):
                 event[key] = self.redact(str(value))
         return event
+
+
+def derived_forms(*, user: str, token: str) -> tuple[str, ...]:
+    """The forms a credential takes on the wire, each worth redacting on its own: the token,
+    its percent-encoding (in a URL), and the base64 of ``user:token`` (an HTTP Basic header,
+    which a debug log of a request would show)."""
+    if not token:
+        return ()
+    basic = base64.b64encode(f"{user}:{token}".encode()).decode("ascii")
+    return tuple(dict.fromkeys((token, quote(token, safe=""), basic)))
+
+
+#: The redactor of the handler ``configure`` installed last (at most one), for
+#: ``redact_also``.
+_ACTIVE: Final[list[SecretRedactor]] = []
+
+
+def redact_also(secret: str) -> None:
+    """Redact ``secret`` in every line from now on: a credential learnt while running (a
+    Bearer token fetched from the registry's realm). A no-op before ``configure``."""
+    for redactor in _ACTIVE:
+        redactor.add(secret)
 
 
 def _message_key(logger: WrappedLogger, name: str, event: EventDict) -> EventDict:
@@ -98,8 +147,11 @@ class TextRenderer:
         return f"{line}\n{exception}" if exception else line
 
 
-def make_formatter(*, log_format: str, secrets: Iterable[str] = ()) -> ProcessorFormatter:
-    """The formatter for ``log_format`` (``text`` or ``json``), redacting ``secrets``."""
+def make_formatter(
+    *, log_format: str, secrets: Iterable[str] = (), redactor: SecretRedactor | None = None
+) -> ProcessorFormatter:
+    """The formatter for ``log_format`` (``text`` or ``json``), redacting ``secrets`` (with
+    ``redactor``, when given, instead: one that may learn more later)."""
     if log_format not in FORMATS:
         raise ValueError(f"LOG_FORMAT={log_format!r}: expected one of {', '.join(FORMATS)}")
     pre_chain: list[Processor] = [
@@ -119,18 +171,22 @@ def make_formatter(*, log_format: str, secrets: Iterable[str] = ()) -> Processor
         processors=[
             ProcessorFormatter.remove_processors_meta,
             structlog.processors.format_exc_info,
-            SecretRedactor(secrets),
+            redactor if redactor is not None else SecretRedactor(secrets),
             renderer,
         ],
     )
 
 
 def make_handler(
-    *, log_format: str, secrets: Iterable[str] = (), stream: TextIO | None = None
+    *,
+    log_format: str,
+    secrets: Iterable[str] = (),
+    stream: TextIO | None = None,
+    redactor: SecretRedactor | None = None,
 ) -> logging.Handler:
     """A stream handler with the chosen format and the secret redaction installed."""
     handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
-    handler.setFormatter(make_formatter(log_format=log_format, secrets=secrets))
+    handler.setFormatter(make_formatter(log_format=log_format, secrets=secrets, redactor=redactor))
     return handler
 
 
@@ -150,7 +206,9 @@ def configure(
         raise ValueError(f"LOG_LEVEL={level!r}: expected one of {', '.join(LEVELS)}")
     numeric = LEVELS[level.lower()]
     root = logging.getLogger()
-    handler = make_handler(log_format=log_format, secrets=secrets, stream=stream)
+    redactor = SecretRedactor(secrets)
+    _ACTIVE[:] = [redactor]
+    handler = make_handler(log_format=log_format, stream=stream, redactor=redactor)
     for old in list(root.handlers):
         root.removeHandler(old)
     root.addHandler(handler)
@@ -175,7 +233,9 @@ __all__ = [
     "SecretRedactor",
     "TextRenderer",
     "configure",
+    "derived_forms",
     "make_formatter",
     "make_handler",
     "pass_context",
+    "redact_also",
 ]

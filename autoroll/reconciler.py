@@ -521,5 +521,11 @@ class Reconciler:
             for ref, digest in resolved.items()
             if isinstance(digest, Digest) and digest not in contents  # not asked this pass
         }
-        if wanted:
+        if not wanted:
+            return
+        try:
             self._registry.fetch_content(wanted)
+        except Exception:
+            # A best-effort fetch for later passes: whatever raised here is told, never the
+            # end of a pass that has already acted (docs/adr/020).
+            log.exception("resolving the targets' image configs for later passes raised")

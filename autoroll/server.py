@@ -51,6 +51,7 @@ from gunicorn.app.base import BaseApplication
 from gunicorn.glogging import Logger as GunicornLogger
 from prometheus_client import CollectorRegistry
 
+from autoroll import logs
 from autoroll.config import Config
 from autoroll.config.choices import RolloutMethod
 from autoroll.config.leader import LeaderElection
@@ -68,6 +69,7 @@ from autoroll.leader import Elector, HandOff, NudgeWatcher
 from autoroll.metrics import Metrics
 from autoroll.pacer import RollPacer
 from autoroll.ports import ClusterPort, EventPort, LeasePort, NodePort, RegistryPort
+from autoroll.probes import ProbeServer
 from autoroll.reconciler import Reconciler, TickReport
 from autoroll.registry import Limits, RegistryClient
 from autoroll.scope import Scope
@@ -82,8 +84,10 @@ RECONCILE_STOP_SECONDS: Final = 10.0
 #: Seconds the three election threads get to stop, together (they wait on events or one
 #: short API call).
 ELECTION_STOP_SECONDS: Final = 3.0
-#: Request threads: webhooks and probes are tiny, but a slow client holds one for up to
-#: ``http_worker.REQUEST_READ_SECONDS``; 16 leave probes unaffected by 15 of them at once.
+#: Request threads: webhooks are tiny, but a slow client holds one for up to
+#: ``http_worker.REQUEST_READ_SECONDS``. The kubelet's probes have their own listener and
+#: threads (``autoroll.probes`` on ``PROBE_ADDR``), so no number of slow clients here delays
+#: them; the probe paths answer here too, for what still asks this port.
 REQUEST_THREADS: Final = 16
 
 #: Connections the watched cache may keep open: one per watch (the enrolled workloads and
@@ -159,9 +163,11 @@ class Runtime:
         app: Flask,
         election: Election | None = None,
         cache: WatchCache | None = None,
+        probes: ProbeServer | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.metrics = metrics
+        self.probes = probes
         self.nudge = nudge
         self.reconciler = reconciler
         self.worker = worker
@@ -172,7 +178,10 @@ class Runtime:
         self._stop_requested_at: float | None = None
 
     def start(self) -> None:
-        """Start the watched cache and campaigning (if on), then the reconcile thread."""
+        """Start the probes' listener (binding first: a port in use stops the worker at
+        boot), the watched cache and campaigning (if on), then the reconcile thread."""
+        if self.probes is not None:
+            self.probes.start()
         if self.cache is not None:
             self.cache.start()
         if self.election is not None:
@@ -215,6 +224,10 @@ class Runtime:
                     self.cache.stop(CACHE_STOP_SECONDS)
                 except Exception as exc:  # daemon threads: the process exits anyway
                     log.error("stopping the watched cache: %s", exc)
+            if self.probes is not None:
+                # Last, so /readyz says "shutting down" until the end; at most one poll
+                # (0.2 s), inside the second GRACEFUL_TIMEOUT_SECONDS leaves for the exit.
+                self.probes.stop(timeout=0.5)
 
     def _stop_election(self, election: Election, *, release: bool) -> None:
         # All three are told first, then joined against one deadline: one stuck must not
@@ -286,6 +299,12 @@ def build_runtime(
         live=worker.liveness,
         ready=worker.readiness,
     )
+    probes = ProbeServer(
+        config.probe_host.strip("[]"),  # "[::]" names the IPv6 wildcard
+        config.probe_port,
+        live=worker.liveness,
+        ready=worker.readiness,
+    )
     return Runtime(
         metrics=metrics,
         nudge=nudge,
@@ -294,6 +313,7 @@ def build_runtime(
         app=app,
         election=election,
         cache=cache,
+        probes=probes,
     )
 
 
@@ -378,6 +398,7 @@ def _registry(config: Config, metrics: Metrics) -> RegistryClient:
         user=config.forgejo_user,
         token=config.forgejo_token.reveal(),
         observer=metrics,
+        on_secret=logs.redact_also,  # each Bearer token fetched is redacted from then on
     )
 
 

@@ -11,17 +11,18 @@ is not running. ``/healthz`` is kept for probes configured before they existed: 
 as ``/livez``, and ``ok`` as its healthy answer, as before. Each failing answer's body says
 why, for the kubelet's event.
 
-The webhook is a doorbell that may say which door. The body is read only after the
-signature checked out, and then only for *which tag to look at* (``autoroll.webhook_body``):
-a Forgejo/Gitea ``container`` package event for a tag nudges a pass targeted at the
-workloads using that repository and tag (``targeted``); one for a digest version (a
-platform manifest of a multi-arch push, delivered just before the tag's own event) is
-answered 202 without a nudge (``digest-version``); anything else nudges a full pass, as the
-poll timer runs (``accepted``). The digest is never taken from the body: the pass asks the
-registry, and decides on a fresh read of the cluster. So the worst a holder of the secret
-can do is cause passes the poll would run anyway. The handler never waits on the
-reconciler, so it answers in milliseconds whatever a pass is doing (Forgejo gives up after
-5 s and does not retry).
+The webhook is a doorbell that may say which door. A request without any signature header is
+refused before its body is read (``missing-signature``); a signed one is read within
+``MAX_BODY_BYTES``, and read for meaning only after the signature checked out, and then only
+for *which tag to look at* (``autoroll.webhook_body``): a Forgejo/Gitea ``container`` package
+event for a tag nudges a pass targeted at the workloads using that repository and tag
+(``targeted``); one for a digest version (a platform manifest of a multi-arch push, delivered
+just before the tag's own event) is answered 202 without a nudge (``digest-version``); anything
+else nudges a full pass, as the poll timer runs (``accepted``). The digest is never taken from
+the body: the pass asks the registry, and decides on a fresh read of the cluster. So the worst
+a holder of the secret can do is cause passes the poll would run anyway. The handler never
+waits on the reconciler, so it answers in milliseconds whatever a pass is doing (Forgejo gives
+up after 5 s and does not retry).
 
 Signature headers accepted, each the lowercase hex HMAC-SHA256 of the raw body:
 ``X-Forgejo-Signature``, ``X-Gitea-Signature`` and ``X-Hub-Signature-256`` (``sha256=<hex>``).
@@ -51,11 +52,8 @@ from werkzeug.exceptions import RequestEntityTooLarge
 
 from autoroll.metrics import Metrics
 from autoroll.scope import FULL, Scope
-from autoroll.webhook_body import BodyKind, read_body
+from autoroll.webhook_body import MAX_BODY_BYTES, BodyKind, read_body
 from autoroll.worker import Health
-
-#: Largest webhook body read, in bytes. Forgejo package events are a few KiB.
-MAX_BODY_BYTES: Final = 1024 * 1024
 
 _PLAIN_HEADERS: Final = ("X-Forgejo-Signature", "X-Gitea-Signature")
 _HUB_HEADER: Final = "X-Hub-Signature-256"
@@ -68,6 +66,16 @@ FORM_ENCODED_HINT: Final = (
 )
 
 log = logging.getLogger(__name__)
+
+#: ``MAX_BODY_BYTES`` is the body reader's (``autoroll.webhook_body``), re-exported here.
+__all__ = [
+    "FORM_ENCODED_HINT",
+    "MAX_BODY_BYTES",
+    "create_app",
+    "form_payload",
+    "is_signed",
+    "signature_valid",
+]
 
 
 def is_signed(headers: Mapping[str, str]) -> bool:
@@ -137,14 +145,16 @@ def create_app(
 
     @app.post("/webhook")
     def webhook() -> Response:
+        headers = {name: request.headers.get(name, "") for name in (*_PLAIN_HEADERS, _HUB_HEADER)}
+        if not is_signed(headers):
+            # Refused before a byte of the body is read: an unsigned sender costs nothing
+            # more than its headers (gunicorn drains at most 64 KiB of what is left).
+            metrics.webhook_requests.labels(outcome="missing-signature").inc()
+            return _answer(403, "missing signature")
         body = _read_capped_body()
         if body is None:
             metrics.webhook_requests.labels(outcome="too-large").inc()
             return _answer(413, f"body larger than {MAX_BODY_BYTES} bytes")
-        headers = {name: request.headers.get(name, "") for name in (*_PLAIN_HEADERS, _HUB_HEADER)}
-        if not is_signed(headers):
-            metrics.webhook_requests.labels(outcome="missing-signature").inc()
-            return _answer(403, "missing signature")
         if not signature_valid(secret, body, headers):
             payload = form_payload(request.headers.get("Content-Type", ""), body)
             if payload is not None and signature_valid(secret, payload, headers):

@@ -14,22 +14,26 @@ before the tag's own event. So (the shapes are Gitea 1.27's own deliveries, kept
 
 - a tag version names an ``ImageTag``: the pass looks only at workloads using it;
 - a digest version moves no tag: no pass (the tag's event follows and covers it);
-- anything else — not JSON, another event, another package type, names that do not parse
-  as an image reference — names nothing: a full pass, as before targeted passes existed.
+- anything else — not JSON, nested or sized past the caps (``autoroll.boundedjson``),
+  another event, another package type, names that do not parse as an image reference —
+  names nothing: a full pass, as before targeted passes existed.
 
 Pure: bytes in, a ``BodyReading`` out.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, Final
 
+from autoroll import boundedjson
 from autoroll.images import is_repository, is_tag
 from autoroll.model import is_digest
 from autoroll.scope import ImageTag
+
+#: Largest webhook body read, in bytes. Forgejo package events are a few KiB.
+MAX_BODY_BYTES: Final = 1024 * 1024
 
 
 class BodyKind(StrEnum):
@@ -54,7 +58,10 @@ def _nothing(detail: str) -> BodyReading:
 def read_body(body: bytes) -> BodyReading:
     """Read a signed delivery: a tag to target, a digest version, or nothing (module doc)."""
     try:
-        document: Any = json.loads(body)
+        document: Any = boundedjson.loads(body, max_bytes=MAX_BODY_BYTES)
+    except boundedjson.BoundedJsonError as exc:
+        # Too deep or too large to be a package event: names nothing, never a crash.
+        return _nothing(f"the body is refused: {exc}")
     except ValueError:
         return _nothing("the body is not JSON")
     package = document.get("package") if isinstance(document, dict) else None
@@ -78,4 +85,4 @@ def read_body(body: bytes) -> BodyReading:
     return BodyReading(BodyKind.TAG, ImageTag(repository, version))
 
 
-__all__ = ["BodyKind", "BodyReading", "read_body"]
+__all__ = ["MAX_BODY_BYTES", "BodyKind", "BodyReading", "read_body"]

@@ -35,7 +35,9 @@ and the pass ends with one ``pass-done`` line giving its outcome, scope and
 Health is read from the loop itself. A pass that runs past ``pass_timeout_seconds`` is told
 to stop (``stopping()`` turns true; it ends before its next Deployment). ``liveness`` fails
 once no pass has finished for ``liveness_bound`` = poll interval + pass timeout + the longest
-single step (one API call): the loop is stuck, and only a restart helps (``/livez``).
+single step (one API call): the loop is stuck, and only a restart helps (``/livez``). A
+pass that raised is no progress: a loop whose every pass fails is as stuck as one that
+hangs, and ``/livez`` says what the last one raised (docs/adr/020).
 ``readiness`` holds while the thread runs and no stop was requested (``/readyz``).
 """
 
@@ -58,6 +60,8 @@ log = logging.getLogger(__name__)
 
 #: The ``outcome`` label of a pass that was skipped (this replica does not lead).
 SKIPPED: Final = "skipped"
+#: The ``outcome`` label of a pass that raised; it is no progress for ``/livez``.
+ERROR: Final = "error"
 
 
 class PassReport(Protocol):
@@ -87,12 +91,19 @@ def liveness_bound(
     return interval_seconds + pass_timeout_seconds + step_seconds
 
 
-def liveness(*, now: float, last_progress: float, bound: float) -> Health:
-    """Live while a pass has finished (or the loop started) within ``bound`` seconds."""
+def liveness(
+    *, now: float, last_progress: float, bound: float, last_error: str | None = None
+) -> Health:
+    """Live while a pass has finished without raising (or the loop started) within
+    ``bound`` seconds; ``last_error`` is what the latest failed pass raised, if it failed."""
     quiet = now - last_progress
+    failing = f"; the last pass raised {last_error}" if last_error else ""
     if quiet > bound:
-        return Health(False, f"no reconcile pass finished for {quiet:.0f}s (bound {bound:.0f}s)")
-    return Health(True, f"last pass finished {quiet:.0f}s ago (bound {bound:.0f}s)")
+        return Health(
+            False,
+            f"no reconcile pass finished for {quiet:.0f}s (bound {bound:.0f}s){failing}",
+        )
+    return Health(True, f"last pass finished {quiet:.0f}s ago (bound {bound:.0f}s){failing}")
 
 
 class WorkerStopTimeoutError(RuntimeError):
@@ -243,6 +254,7 @@ class Worker:
             step_seconds=step_seconds,
         )
         self._last_progress = clock()
+        self._last_error: str | None = None  # what the latest pass raised, if it raised
         self._deadline: float | None = None
         self._nudge = nudge
         self._interval = interval_seconds
@@ -272,7 +284,10 @@ class Worker:
     def liveness(self) -> Health:
         """``/livez``: has a pass finished (or the loop started) within the bound?"""
         return liveness(
-            now=self._clock(), last_progress=self._last_progress, bound=self.liveness_bound
+            now=self._clock(),
+            last_progress=self._last_progress,
+            bound=self.liveness_bound,
+            last_error=self._last_error,
         )
 
     def readiness(self) -> Health:
@@ -365,7 +380,10 @@ class Worker:
                 },
             )
             self._passes += 1
-            self._last_progress = self._clock()
+            if outcome != ERROR:
+                # A pass that raised is no progress: /livez must see a loop that only fails.
+                self._last_progress = self._clock()
+                self._last_error = None
 
     def _attempt(self, scope: Scope) -> str:
         """Run the tick once; its outcome as counted (``ok``, ``skipped`` or ``error``)."""
@@ -375,6 +393,8 @@ class Worker:
         except self._expected as exc:
             # Known adapter failures (API unreachable, RBAC) carry a clear message already.
             log.error("reconcile pass failed: %s; will retry on the next wake-up", exc)
-        except Exception:
+            self._last_error = f"{type(exc).__name__}: {str(exc)[:200]}"
+        except Exception as exc:
             log.exception("reconcile pass failed unexpectedly; will retry on the next wake-up")
-        return "error"
+            self._last_error = type(exc).__name__
+        return ERROR

@@ -88,6 +88,12 @@ _INT64_MIN = -(2**63)
 _INT64_MAX = 2**63 - 1
 _UINT64_MAX = 2**64 - 1
 
+#: Deepest nesting of maps and lists jobhash follows, aliases expanded (a real values file
+#: is about ten deep). Every later step (decode, merge, copy, hash) recurses once per level,
+#: so a value nested ~500 deep behind an alias would end in Python's RecursionError; Helm
+#: would render it, jobhash refuses it with this cap instead (``UnmirrorableError``).
+MAX_VALUE_DEPTH = 100
+
 # go-yaml v2's billion-laughs guard (decode.go allowedAliasRatio).
 _ALIAS_LOW = 400_000
 _ALIAS_HIGH = 4_000_000
@@ -330,6 +336,7 @@ def _compose(text: str, source: str, line_offset: int) -> _Node | None:
     """Compose the first document of ``text``; later documents are never read (go-yaml v2)."""
     parser = _make_parser(text)
     anchors: dict[str, _Node] = {}
+    heights: dict[int, int] = {}  # id(node) -> levels of maps and lists, aliases expanded
     stack: list[_Node] = []
     root: _Node | None = None
     try:
@@ -344,6 +351,7 @@ def _compose(text: str, source: str, line_offset: int) -> _Node | None:
                 continue
             if isinstance(event, yaml.SequenceEndEvent | yaml.MappingEndEvent):
                 done = stack.pop()
+                _note_height(done, heights, source)
                 if not stack:
                     root = done
                 continue
@@ -365,6 +373,24 @@ def _compose(text: str, source: str, line_offset: int) -> _Node | None:
             f"YAML error: {err}", source=source, fix="save the file as valid UTF-8 YAML"
         ) from err
     return root
+
+
+def _note_height(node: _Node, heights: dict[int, int], source: str) -> None:
+    """Record how many levels ``node`` holds once it is complete, an alias counting as its
+    anchor's (without recursion: each child is complete before its parent); refuse a node
+    deeper than ``MAX_VALUE_DEPTH`` before anything recurses into it."""
+    deepest = 0
+    for child in node.children:
+        target = child.alias if child.kind == "alias" and child.alias is not None else child
+        deepest = max(deepest, heights.get(id(target), 0))
+    height = deepest + 1
+    heights[id(node)] = height
+    if height > MAX_VALUE_DEPTH:
+        raise UnmirrorableError(
+            f"line {node.line}: maps and lists nested more than {MAX_VALUE_DEPTH} levels deep"
+            f" (aliases expanded); jobhash follows at most {MAX_VALUE_DEPTH}",
+            source=source,
+        )
 
 
 def _check_version(event: Any, source: str, line_offset: int) -> None:
@@ -745,6 +771,20 @@ def _json_unmarshal(text: str) -> dict[str, GoValue] | None:
         return None
 
 
+def deeper_than(value: Any, cap: int) -> bool:
+    """Do maps and lists nest more than ``cap`` levels in ``value``? (Without recursion.)"""
+    if type(value) not in (dict, list):
+        return cap < 0  # a scalar holds no level
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > cap:
+            return True
+        children = item.values() if type(item) is dict else item
+        stack.extend((c, depth + 1) for c in children if type(c) in (dict, list))
+    return False
+
+
 def _floats(value: Any) -> Any:
     """JSON ints become float64 (json.Marshal then Unmarshal into interface{})."""
     kind = type(value)
@@ -769,8 +809,9 @@ def unmarshal_document(data: bytes, source: str, line_offset: int = 0) -> dict[s
     fast = _json_unmarshal(text)
     if fast is None:
         fast = _fast_unmarshal(text)
-    if fast is not None:
+    if fast is not None and not deeper_than(fast, MAX_VALUE_DEPTH):
         return fast
+    # Also a value too deep: the full path refuses it, naming the line and the cap.
     return _full_unmarshal(text, source, line_offset)
 
 

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from jobhash import schemacheck
 from jobhash.errors import UnmirrorableError, UsageError, ValuesError
 from jobhash.gojson import GoValue, clone
-from jobhash.goyaml import load_values, merge_maps
+from jobhash.goyaml import MAX_VALUE_DEPTH, deeper_than, load_values, merge_maps
 from jobhash.spec import GO_SPACE
 
 if TYPE_CHECKING:
@@ -480,6 +480,13 @@ def _go_json_value(value: Any) -> GoValue:
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+#: A JSON value of a flag nested past the cap every later step can follow (goyaml).
+_TOO_DEEP = (
+    f"a JSON value nested more than {MAX_VALUE_DEPTH} levels deep;"
+    f" jobhash follows at most {MAX_VALUE_DEPTH}"
+)
+
+
 def decode_json_prefix(text: str, start: int) -> tuple[GoValue, int]:
     """``json.Decoder.Decode`` on ``text[start:]``: one JSON value (numbers are float64) and the
     index just after it; whatever follows is left for the caller, as ``InputOffset`` does."""
@@ -488,7 +495,11 @@ def decode_json_prefix(text: str, start: int) -> tuple[GoValue, int]:
         index += 1
     try:
         value, end = _JSON.raw_decode(text, index)
+        if deeper_than(value, MAX_VALUE_DEPTH):
+            raise _StrvalsError(_TOO_DEEP)
         value = _go_json_value(value)
+    except RecursionError as err:  # deeper than Python's own JSON parser follows
+        raise _StrvalsError(_TOO_DEEP) from err
     except ValueError as err:
         raise _StrvalsError(str(err)) from err
     if isinstance(value, float) and end < len(text):

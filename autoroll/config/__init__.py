@@ -13,7 +13,7 @@ The settings blocks live in modules of their own (``leader``: ``LEADER_ELECTION*
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from autoroll.config.choices import (
@@ -23,7 +23,7 @@ from autoroll.config.choices import (
     RolloutMethod,
     enum_parser,
 )
-from autoroll.config.errors import ConfigError, Secret
+from autoroll.config.errors import ConfigError, Problem, Secret
 from autoroll.config.guardrails import read_guardrails, redacted_guardrails
 from autoroll.config.leader import LeaderElection, read_leader_election, redacted_election
 from autoroll.config.parsers import (
@@ -41,7 +41,7 @@ from autoroll.config.parsers import (
     parse_selector,
     parse_tag_interval,
 )
-from autoroll.config.reader import Reader
+from autoroll.config.reader import Reader, read_secret_file
 from autoroll.config.tenancy import Tenancy, read_tenancy, redacted_tenancy
 from autoroll.model import WorkloadKind
 from autoroll.policy import Guardrails
@@ -67,6 +67,10 @@ class Config:
     workload_kinds: tuple[WorkloadKind, ...] = tuple(WorkloadKind)
     listen_host: str = "0.0.0.0"  # all interfaces: probes and webhooks arrive via the pod IP
     listen_port: int = 8080
+    #: /livez, /readyz and /healthz on a listener and threads of their own, so clients of the
+    #: webhook port (slow ones included) can never delay a kubelet probe (autoroll.probes)
+    probe_host: str = "0.0.0.0"
+    probe_port: int = 8081
     dry_run: bool = False  # log intended deletions, delete nothing
     log_level: LogLevel = LogLevel.INFO
     log_format: LogFormat = LogFormat.TEXT
@@ -103,14 +107,25 @@ class Config:
         return f"{self.listen_host}:{self.listen_port}"
 
     @property
+    def probe_addr(self) -> str:
+        return f"{self.probe_host}:{self.probe_port}"
+
+    @property
     def registry_url(self) -> str:
         """Base URL of the registry API (no trailing slash)."""
         return f"{self.registry_scheme}://{self.forgejo_host}"
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str]) -> Config:
-        """Build the config from ``env``; raise ``ConfigError`` naming every bad variable."""
-        reader = Reader(env)
+    def from_env(
+        cls, env: Mapping[str, str], *, read_file: Callable[[str], str] = read_secret_file
+    ) -> Config:
+        """Build the config from ``env``; raise ``ConfigError`` naming every bad variable.
+
+        ``FORGEJO_TOKEN`` and ``WEBHOOK_SECRET`` may each come from a file instead
+        (``FORGEJO_TOKEN_FILE``, ``WEBHOOK_SECRET_FILE``; ``config.reader``), read with
+        ``read_file``.
+        """
+        reader = Reader(env, read_file=read_file)
         host = reader.required("FORGEJO_HOST", parse_forgejo_host)
         user = reader.required("FORGEJO_USER", parse_nonblank)
         token = reader.required_secret("FORGEJO_TOKEN", check_nonblank)
@@ -121,6 +136,17 @@ class Config:
         kinds_text = reader.optional("WORKLOAD_KINDS", ALL_KINDS, parse_kinds)
         kinds = tuple(WorkloadKind(k) for k in kinds_text.split(","))
         listen = reader.optional("LISTEN_ADDR", ("0.0.0.0", 8080), parse_listen_addr)
+        probe = reader.optional(
+            "PROBE_ADDR", ("0.0.0.0", 8081), parse_listen_addr, default_text="0.0.0.0:8081"
+        )
+        if probe[1] == listen[1]:
+            reader.problems.append(
+                Problem(
+                    "PROBE_ADDR",
+                    f"{probe[0]}:{probe[1]} uses LISTEN_ADDR's port {listen[1]}; give the probes"
+                    " a port of their own (PROBE_ADDR, 8081 unless set)",
+                )
+            )
         dry_run = reader.optional("DRY_RUN", False, parse_bool)
         level = reader.optional("LOG_LEVEL", LogLevel.INFO, enum_parser(LogLevel))
         fmt = reader.optional("LOG_FORMAT", LogFormat.TEXT, enum_parser(LogFormat))
@@ -151,6 +177,8 @@ class Config:
             workload_kinds=kinds,
             listen_host=listen[0],
             listen_port=listen[1],
+            probe_host=probe[0],
+            probe_port=probe[1],
             dry_run=dry_run,
             log_level=level,
             log_format=fmt,
@@ -179,6 +207,7 @@ class Config:
             "LABEL_SELECTOR": self.label_selector,
             "WORKLOAD_KINDS": ",".join(self.workload_kinds),
             "LISTEN_ADDR": self.listen_addr,
+            "PROBE_ADDR": self.probe_addr,
             "DRY_RUN": str(self.dry_run).lower(),
             "LOG_LEVEL": str(self.log_level),
             "LOG_FORMAT": str(self.log_format),

@@ -1,25 +1,28 @@
 """Bearer tokens for the registry client: one fetch per scope, only from the registry's own host.
 
 HTTP Basic (user + token) is sent up front; a 401 with a Bearer challenge sends the client
-here. The realm must be on the registry's own host and may not downgrade https to http, so
-the credentials go nowhere else. A token is cached per scope until shortly before it
-expires; lookups that need one at once wait for the one fetch (a lock per scope), and a
-refused request's ``StatusError`` names what to fix (FORGEJO_USER, FORGEJO_TOKEN and its
-``read:package`` scope, access to the owner).
+here. The realm must be on the registry's own origin (scheme, host and port; an https
+registry's realm never plain http), so the credentials go nowhere else. A token answer is read
+within ``MAX_TOKEN_BYTES`` and the JSON depth cap (``autoroll.boundedjson``). A token is cached
+per scope until shortly before it expires; lookups that need one at once wait for the one fetch
+(a lock per scope), and a refused request's ``StatusError`` names what to fix (FORGEJO_USER,
+FORGEJO_TOKEN and its ``read:package`` scope, access to the owner).
 """
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Final
 from urllib.parse import urlsplit
 
 import requests
 from authchallenge import Challenge
 
+from autoroll import boundedjson
 from autoroll.registry.errors import (
+    BadResponseError,
     BudgetError,
     ChallengeError,
     RequestTimeoutError,
@@ -28,7 +31,7 @@ from autoroll.registry.errors import (
     TransportError,
 )
 from autoroll.registry.limits import Deadline, Limits, RegistryObserver
-from autoroll.registry.manifests import read_capped
+from autoroll.registry.manifests import MAX_TOKEN_BYTES, read_capped
 
 
 @dataclass(slots=True)
@@ -52,6 +55,7 @@ class TokenFlow:
         observer: RegistryObserver,
         check_quiet: Callable[[], None],
         note_retry_after: Callable[[requests.Response], None],
+        on_token: Callable[[str], None] | None = None,
     ) -> None:
         self._session = session
         self._user = user
@@ -62,6 +66,7 @@ class TokenFlow:
         self._observer = observer
         self._check_quiet = check_quiet  # the client's back-off applies to the realm too
         self._note_retry_after = note_retry_after
+        self._on_token = on_token  # the log redactor learns each token as it is issued
         self._tokens: dict[str, Token] = {}
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
@@ -148,25 +153,65 @@ class TokenFlow:
             response.close()
             raise TokenError(f"token endpoint {realm} answered HTTP {response.status_code}")
         try:
-            document = json.loads(read_capped(response, deadline))
+            body = read_capped(response, deadline, cap=MAX_TOKEN_BYTES)
+        except BadResponseError as exc:
+            # Over the cap: no real token answer is this large; the registry's, not ours.
+            raise TokenError(f"token endpoint {realm} answered {exc.reason}: {exc}") from exc
+        try:
+            document = boundedjson.loads(body, max_bytes=MAX_TOKEN_BYTES)
             value = document.get("token") or document.get("access_token")
             expires_in = float(document.get("expires_in", 60))
         except (ValueError, AttributeError, TypeError) as exc:
-            raise TokenError(f"token endpoint {realm} answered malformed JSON") from exc
+            raise TokenError(f"token endpoint {realm} answered malformed JSON ({exc})") from exc
         if not isinstance(value, str) or not value:
             raise TokenError(f"token endpoint {realm} answered without a token")
+        if self._on_token is not None:
+            self._on_token(value)  # before any line could carry it
         # Renew a little early so a token never expires between check and use.
         lifetime = max(0.0, expires_in - min(10.0, expires_in * 0.1))
         self._tokens[scope] = Token(value, self._clock() + lifetime)
         return value
 
     def _check_realm(self, realm: str) -> None:
-        """Credentials go only to the registry's own host, never downgraded to plain http."""
-        parts = urlsplit(realm)
-        if parts.scheme not in {"http", "https"} or not parts.hostname:
-            raise ChallengeError(f"Bearer challenge without a usable realm: {realm!r}")
-        own = urlsplit(self._base_url).hostname or ""
-        if parts.hostname.lower() != own.lower():
-            raise ChallengeError(f"refusing to send credentials to realm host {parts.hostname!r}")
-        if urlsplit(self._base_url).scheme == "https" and parts.scheme != "https":
-            raise ChallengeError("refusing a realm that downgrades https to http")
+        """Credentials go only to the registry's own origin (``realm_refusal``)."""
+        refusal = realm_refusal(realm, self._base_url)
+        if refusal is not None:
+            raise ChallengeError(refusal)
+
+
+_DEFAULT_PORTS: Final = {"http": 80, "https": 443}
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    """(scheme, host, port) with the scheme's default port filled in; ValueError if the
+    port is not a number."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    return scheme, (parts.hostname or "").lower(), parts.port or _DEFAULT_PORTS.get(scheme)
+
+
+def realm_refusal(realm: str, base_url: str) -> str | None:
+    """Why the Basic credentials may not go to ``realm``, or None when they may (pure).
+
+    The realm must be on the registry's own host AND port, never plain http for an https
+    registry; an https realm for an http registry (a TLS front on the same origin is not
+    that) is refused as another origin too. Comparing the host alone would send the
+    credentials to any other port of the same machine, whoever listens there.
+    """
+    try:
+        scheme, host, port = _origin(realm)
+        own_scheme, own_host, own_port = _origin(base_url)
+    except ValueError:
+        return f"Bearer challenge with an unreadable realm: {realm[:200]!r}"
+    if scheme not in _DEFAULT_PORTS or not host:
+        return f"Bearer challenge without a usable realm: {realm[:200]!r}"
+    if host != own_host:
+        return f"refusing to send credentials to realm host {host!r}"
+    if own_scheme == "https" and scheme != "https":
+        return "refusing a realm that downgrades https to http"
+    if port != own_port or scheme != own_scheme:
+        return (
+            f"refusing to send credentials to {scheme}://{host}:{port}: only the registry's"
+            f" own origin {own_scheme}://{own_host}:{own_port} gets them"
+        )
+    return None

@@ -22,13 +22,14 @@ and never read as "changed": the core skips an unknown image for the tick.
 Authentication: HTTP Basic (user + token) is sent up front. A 401 carrying a Bearer challenge
 (``realm``, ``service``, ``scope``) gets a token from the realm with the same credentials; the
 token is cached per scope until it expires and the request is retried once. The realm must be
-on the registry's own host and may not downgrade https to http, so the credentials are never
-sent anywhere else. ``WWW-Authenticate`` may offer several challenges in one answer (Gitea and
-Forgejo send ``Bearer …`` and ``Basic realm="…"`` for a private owner); it is parsed with
-``authchallenge`` (RFC 9110), and the Bearer one is used wherever it stands. Lookups that run
-at once and need a token for the same scope fetch it once: the first fetches, the others wait
-for it (one lock per scope). A refused request says what to fix (``FORGEJO_USER``,
-``FORGEJO_TOKEN`` and its ``read:package`` scope) in its ``Unknown`` detail.
+on the registry's own origin (scheme, host and port; never plain http for an https registry),
+so the credentials are never sent anywhere else. ``WWW-Authenticate`` may offer several
+challenges in one answer (Gitea and Forgejo send ``Bearer …`` and ``Basic realm="…"`` for a
+private owner); it is parsed with ``authchallenge`` (RFC 9110), and the Bearer one is used
+wherever it stands. Lookups that run at once and need a token for the same scope fetch it once:
+the first fetches, the others wait for it (one lock per scope). A refused request says what to
+fix (``FORGEJO_USER``, ``FORGEJO_TOKEN`` and its ``read:package`` scope) in its ``Unknown``
+detail.
 
 Time is bounded twice: each request has connect and read timeouts, and each tick (one
 ``resolve`` and the ``fetch_children`` and ``fetch_content`` calls after it) has an overall
@@ -57,7 +58,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
@@ -96,6 +96,7 @@ from autoroll.registry.manifests import (
     digest_header,
     index_entries,
     is_index,
+    manifest_document,
     read_capped,
     retry_after_seconds,
 )
@@ -131,7 +132,10 @@ class RegistryClient:
         limits: Limits | None = None,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
+        on_secret: Callable[[str], None] | None = None,
     ) -> None:
+        """``on_secret`` is told every credential learnt while running (each Bearer token
+        fetched), so the log redactor can hide it (``autoroll.logs.redact_also``)."""
         parts = urlsplit(base_url)
         if parts.scheme not in {"http", "https"} or not parts.netloc or parts.path not in {"", "/"}:
             raise ValueError(f"base_url must be scheme://host[:port], got {base_url!r}")
@@ -156,6 +160,7 @@ class RegistryClient:
             observer=self._observer,
             check_quiet=self._check_quiet,
             note_retry_after=self._note_retry_after,
+            on_token=on_secret,
         )
         self._children: OrderedDict[Digest, frozenset[Digest]] = OrderedDict()
         self._failed_children: dict[Digest, Unknown] = {}
@@ -318,13 +323,7 @@ class RegistryClient:
         body = read_capped(response, deadline)
         if hashlib.sha256(body).hexdigest() != digest.value.removeprefix("sha256:"):
             raise BadResponseError("digest-mismatch", f"{url}: body does not hash to {digest}")
-        try:
-            document = json.loads(body)
-        except ValueError as exc:
-            raise BadResponseError("bad-manifest", f"{url}: not JSON") from exc
-        if not isinstance(document, dict):
-            raise BadResponseError("bad-manifest", f"{url}: not a JSON object")
-        return document, url
+        return manifest_document(body, url), url
 
     def _check_host(self, host: str, what: str) -> None:
         if not host_matches(host, self._host):

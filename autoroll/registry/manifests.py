@@ -14,6 +14,7 @@ from typing import Final
 
 import requests
 
+from autoroll import boundedjson
 from autoroll.model import Digest, is_digest
 from autoroll.registry.errors import BadResponseError, RequestTimeoutError, TransportError
 from autoroll.registry.limits import Deadline
@@ -31,6 +32,8 @@ ATTESTATION_ANNOTATION: Final = "vnd.docker.reference.type"
 
 #: The OCI distribution spec lets registries refuse manifests over 4 MiB; we do the same.
 MAX_MANIFEST_BYTES: Final = 4 * 1024 * 1024
+#: A token answer is a few hundred bytes (a JWT and two numbers); 64 KiB is generous.
+MAX_TOKEN_BYTES: Final = 64 * 1024
 
 
 def digest_header(response: requests.Response) -> Digest:
@@ -113,17 +116,34 @@ def config_digest(document: Mapping[str, object], url: str) -> Digest:
     return Digest(digest)
 
 
-def read_capped(response: requests.Response, deadline: Deadline) -> bytes:
-    """Read a body, stopping at the size cap or when the budget runs out mid-body."""
+def manifest_document(body: bytes, url: str) -> dict[str, object]:
+    """A manifest's or index's JSON object, parsed within the size and depth caps.
+
+    Too deep or not JSON is ``bad-manifest`` (its content is unknown), never a crash: the
+    standard parser recurses per level and would raise ``RecursionError`` (ADR 020).
+    """
+    try:
+        document = boundedjson.loads(body, max_bytes=MAX_MANIFEST_BYTES)
+    except boundedjson.TooDeepError as exc:
+        raise BadResponseError("bad-manifest", f"{url}: {exc}") from exc
+    except ValueError as exc:
+        raise BadResponseError("bad-manifest", f"{url}: not JSON") from exc
+    if not isinstance(document, dict):
+        raise BadResponseError("bad-manifest", f"{url}: not a JSON object")
+    return document
+
+
+def read_capped(
+    response: requests.Response, deadline: Deadline, *, cap: int = MAX_MANIFEST_BYTES
+) -> bytes:
+    """Read a body, stopping at ``cap`` bytes or when the budget runs out mid-body."""
     chunks: list[bytes] = []
     size = 0
     try:
         for chunk in response.iter_content(chunk_size=65536):
             size += len(chunk)
-            if size > MAX_MANIFEST_BYTES:
-                raise BadResponseError(
-                    "too-large", f"{response.url}: body over {MAX_MANIFEST_BYTES} bytes"
-                )
+            if size > cap:
+                raise BadResponseError("too-large", f"{response.url}: body over {cap} bytes")
             chunks.append(chunk)
             deadline.remaining()
     except requests.Timeout as exc:

@@ -110,6 +110,7 @@ def chart_values(
         "apiServer": {"host": api_host, "port": int(api_port)},
         "hostNetwork": True,
         "containerPort": port,
+        "probePort": free_port(),  # the node's network: the probes need a free port too
         "terminationGracePeriodSeconds": 10,
     }
     for name, raw in env.items():

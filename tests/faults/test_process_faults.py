@@ -250,7 +250,9 @@ def test_a_hung_pass_fails_livez_within_its_bound_so_the_pod_is_restarted(world:
         assert probe(serve, "/readyz") == 200
         detail = requests.get(f"{serve.url}/livez", timeout=5).text
         assert "no reconcile pass finished" in detail
-        release.set()  # the call ends (a cut body), the pass fails and finishes: live again
+        # The call ends (a cut body) and that pass fails: a failed pass is no progress, so
+        # /livez recovers only with the next pass, which finishes (the fault was one call's).
+        release.set()
         wait_until(lambda: probe(serve, "/livez") == 200, 30, "/livez to recover", interval=0.2)
         code, _ = serve.terminate()
     finally:
@@ -324,6 +326,7 @@ def test_a_webhook_secret_under_16_bytes_is_refused_at_startup(tmp_path: Path) -
         "FORGEJO_TOKEN": "a-valid-token-0123456789",
         "WEBHOOK_SECRET": short,
         "LISTEN_ADDR": f"127.0.0.1:{port}",
+        "PROBE_ADDR": f"127.0.0.1:{free_port()}",
     }
     result = subprocess.run(
         [sys.executable, "-m", "autoroll", "serve"],

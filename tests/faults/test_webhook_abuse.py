@@ -1,8 +1,9 @@
 """Fault matrix, webhook abuse: the real ``autoroll serve`` (gunicorn) on 127.0.0.1.
 
 The Kubernetes API is a closed port, so passes fail fast and are counted; what matters
-here is the HTTP edge: forged webhooks start no pass, a huge body is refused before it is
-read, and clients that drip bytes cannot starve the probes.
+here is the HTTP edge: forged webhooks start no pass, a huge body (and any unsigned one) is
+refused before it is read, and clients that drip bytes cannot starve the probes, which have
+a port and threads of their own (PROBE_ADDR).
 """
 
 from __future__ import annotations
@@ -168,6 +169,25 @@ def test_a_huge_declared_body_gets_413_before_it_is_sent(server: Serve) -> None:
     assert requests.get(f"{server.url}/healthz", timeout=2).status_code == 200
 
 
+def test_an_unsigned_request_gets_403_before_any_of_its_body_is_sent(server: Serve) -> None:
+    """No signature header: refused on its headers alone. The client declares 1 MiB (under
+    the cap) and sends none of it; an edge that read the body first would wait for it."""
+    before = server.metric("autoroll_webhook_requests_total", outcome="missing-signature")
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+        started = time.monotonic()
+        sock.sendall(
+            b"POST /webhook HTTP/1.1\r\nHost: autoroll\r\n"
+            b"Content-Length: " + str(1024 * 1024).encode() + b"\r\n\r\n"
+        )
+        status = read_status_line(sock)
+        answered = time.monotonic() - started
+    print(f"\nunsigned: 403 after {answered * 1000:.1f} ms with no body sent")
+    assert status.startswith(b"HTTP/1.1 403"), status
+    assert answered < 1.0  # the request read deadline (10 s) never came into it
+    after = server.metric("autoroll_webhook_requests_total", outcome="missing-signature")
+    assert after == before + 1
+
+
 DRIP_CLIENTS = 8
 
 
@@ -211,6 +231,44 @@ def test_slow_drip_clients_do_not_block_other_requests(server: Serve) -> None:
     # Every dripper was cut off by the request-read deadline; none got to drip for a minute.
     assert len(cut) == DRIP_CLIENTS
     assert max(cut) < 15.0
+
+
+#: More drippers than the webhook port has request threads (server.REQUEST_THREADS = 16).
+STARVING_CLIENTS = 24
+
+
+@pytest.mark.timeout(90)
+def test_probes_on_their_own_port_answer_while_drippers_hold_every_webhook_thread(
+    server: Serve,
+) -> None:
+    """24 clients drip their headers a byte a second: every one of the webhook port's 16
+    request threads is held (each up to the 10 s read deadline) and the rest wait. The
+    kubelet asks PROBE_ADDR, whose listener and threads are the probes' own: no probe
+    waits behind them, so no probe times out (3 s) and the pod is never restarted."""
+    drip_request = b"POST /webhook HTTP/1.1\r\nHost: autoroll\r\nContent-Length: 2\r\n\r\n{}"
+    cut: list[float] = []
+    threads = [
+        threading.Thread(target=drip, args=(server.port, b"", drip_request, cut), daemon=True)
+        for _ in range(STARVING_CLIENTS)
+    ]
+    for thread in threads:
+        thread.start()
+    time.sleep(1.5)  # every dripper holds a connection (or waits for a thread)
+    with Prober(server.probe_url) as probes, Prober(server.url) as shared:
+        time.sleep(6)
+    for thread in threads:
+        thread.join(40)
+    print(
+        f"\n{STARVING_CLIENTS} drippers: PROBE_ADDR /healthz max"
+        f" {max(probes.latencies) * 1000:.1f} ms over {len(probes.latencies)} probes;"
+        f" the webhook port's own /healthz max {max(shared.latencies) * 1000:.0f} ms"
+    )
+    assert probes.failures == 0
+    assert max(probes.latencies) < 1.0
+    assert len(probes.latencies) > 50
+    # The starvation is real on the shared port: some request there waited for a thread.
+    assert max(shared.latencies) > 1.0
+    assert len(cut) == STARVING_CLIENTS
 
 
 def test_the_abuse_left_no_traceback_and_no_flood_in_the_log(server: Serve) -> None:

@@ -102,6 +102,7 @@ def serve(podman: Podman, controller_image: ControllerImage, tmp_path: Path) -> 
             "WEBHOOK_SECRET": "webhook-secret-for-the-image-test",
             "KUBECONFIG": KUBECONFIG,
             "LISTEN_ADDR": f"127.0.0.1:{port}",
+            "PROBE_ADDR": f"127.0.0.1:{free_port()}",  # --network=host: a free port of ours
             "POLL_INTERVAL_SECONDS": "3600",
             **env,
         }

@@ -63,6 +63,7 @@ def start_server(tmp: Path, **extra_env: str) -> Server:
         "FORGEJO_TOKEN": TOKEN,
         "WEBHOOK_SECRET": SECRET,
         "LISTEN_ADDR": f"127.0.0.1:{port}",
+        "PROBE_ADDR": f"127.0.0.1:{free_port()}",
         "POLL_INTERVAL_SECONDS": "3600",  # only the first pass and nudges run
         "KUBECONFIG": str(kubeconfig),
         "LOG_LEVEL": "debug",  # the secret filter must hold even at debug

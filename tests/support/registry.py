@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import parse_qs, urlsplit
 
 import requests
 
@@ -365,6 +366,9 @@ class FaultyProxy(LocalHttpServer):
         self.mode = mode
         self.delay_seconds = delay_seconds
         self.token_lifetime_seconds = token_lifetime_seconds
+        #: repository -> the body ``/token`` answers for its scope instead of a token (an
+        #: oversized or malformed token answer, say); other scopes get real tokens
+        self.token_answers: dict[str, bytes] = {}
         self.tokens_issued = 0
         self._valid_tokens: set[str] = set()
 
@@ -410,6 +414,12 @@ class FaultyProxy(LocalHttpServer):
     def _issue_token(self, handler: Request, auth: str) -> None:
         if auth != self.upstream.authorization:
             reply(handler, 401, {"WWW-Authenticate": 'Basic realm="token"'}, b"{}")
+            return
+        scope = parse_qs(urlsplit(handler.path).query).get("scope", [""])[0]
+        repository = scope.removeprefix("repository:").rpartition(":")[0]
+        if repository in self.token_answers:
+            answer = self.token_answers[repository]
+            reply(handler, 200, {"Content-Type": "application/json"}, answer)
             return
         token = secrets.token_hex(16)
         with self._lock:

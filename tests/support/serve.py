@@ -57,10 +57,16 @@ class Serve:
     port: int
     stdout_path: Path
     stderr_path: Path
+    probe_port: int = 0
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def probe_url(self) -> str:
+        """The probes' own listener (``PROBE_ADDR``)."""
+        return f"http://127.0.0.1:{self.probe_port}"
 
     def output(self) -> str:
         """Everything the process wrote so far, stdout then stderr."""
@@ -90,11 +96,12 @@ class Serve:
 
 
 def start_serve(tmp: Path, env: dict[str, str], *, timeout: float = 30) -> Serve:
-    port = free_port()
+    port, probe_port = free_port(), free_port()
     full_env = {
         "PATH": os.environ.get("PATH", ""),
         "HOME": str(tmp),
         "LISTEN_ADDR": f"127.0.0.1:{port}",
+        "PROBE_ADDR": f"127.0.0.1:{probe_port}",  # the probes' own port (autoroll.probes)
         "POLL_INTERVAL_SECONDS": "3600",  # only the first pass and nudges run
         **env,
     }
@@ -103,7 +110,7 @@ def start_serve(tmp: Path, env: dict[str, str], *, timeout: float = 30) -> Serve
         process = subprocess.Popen(
             [sys.executable, "-m", "autoroll", "serve"], env=full_env, stdout=out, stderr=err
         )
-    serve = Serve(process, port, stdout_path, stderr_path)
+    serve = Serve(process, port, stdout_path, stderr_path, probe_port)
 
     def healthy() -> bool:
         if process.poll() is not None:

@@ -250,8 +250,9 @@ def test_redacted_names_every_variable() -> None:
     assert view["DRY_RUN"] == "false"
     # LEADER_ELECTION=false (its details only when on), 8 ROLL_*, PLATFORM_AWARE, WATCH_CACHE,
     # CACHE_RESYNC_SECONDS, the namespaces rolled and their share of registry lookups,
-    # TAG_PASS_INTERVAL_SECONDS
-    assert len(view) == 31
+    # PROBE_ADDR, TAG_PASS_INTERVAL_SECONDS
+    assert len(view) == 32
+    assert view["PROBE_ADDR"] == "0.0.0.0:8081"
     assert (view["WATCH_CACHE"], view["CACHE_RESYNC_SECONDS"]) == ("true", "1800")
     assert view["PASS_TIMEOUT_SECONDS"] == "300"
     assert view["ROLLOUT_HALTED_AFTER_SECONDS"] == "600"
@@ -339,3 +340,29 @@ def test_bad_guardrail_values_are_reported_at_once_with_the_form() -> None:
 def test_an_unknown_zone_in_roll_window_names_the_zone() -> None:
     found = problems(BASE | {"ROLL_WINDOW": "Mon 01:00-02:00 Mars/Olympus"})
     assert "'Mars/Olympus' is not an IANA time zone" in found["ROLL_WINDOW"]
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({}, ("0.0.0.0", 8081)),
+        ({"PROBE_ADDR": "127.0.0.1:9000"}, ("127.0.0.1", 9000)),
+        ({"PROBE_ADDR": "[::]:9000"}, ("[::]", 9000)),
+    ],
+)
+def test_probe_addr(env: dict[str, str], expected: tuple[str, int]) -> None:
+    cfg = Config.from_env(BASE | env)
+    assert (cfg.probe_host, cfg.probe_port) == expected
+
+
+@pytest.mark.parametrize(
+    ("env", "fragment"),
+    [
+        ({"PROBE_ADDR": "8081"}, "expected host:port"),
+        ({"PROBE_ADDR": ""}, "set but empty; unset it for the default 0.0.0.0:8081"),
+        ({"PROBE_ADDR": "0.0.0.0:8080"}, "uses LISTEN_ADDR's port 8080"),
+        ({"LISTEN_ADDR": "0.0.0.0:8081"}, "uses LISTEN_ADDR's port 8081"),
+    ],
+)
+def test_probe_addr_problems(env: dict[str, str], fragment: str) -> None:
+    assert fragment in problems(BASE | env)["PROBE_ADDR"]

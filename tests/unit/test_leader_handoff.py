@@ -20,6 +20,7 @@ from autoroll.metrics import Metrics
 from autoroll.model import DeleteOutcome, Enrolled, LeaseRecord, WorkloadView
 from autoroll.scope import FULL, Scope
 from autoroll.server import Runtime, build_runtime
+from tests.support.ports import free_port
 from tests.support.wait import wait_until
 from tests.unit.test_leader import FakeLease
 from tests.unit.test_server_settings import NoRegistry
@@ -79,7 +80,7 @@ class Pair:
         self.clusters = {name: GatedCluster() for name in ("a", "b")}
         self.runtimes = {
             name: build_runtime(
-                Config.from_env(ENV | {"POD_NAME": name}),
+                Config.from_env(ENV | {"POD_NAME": name, "PROBE_ADDR": f"127.0.0.1:{free_port()}"}),
                 cluster=self.clusters[name],
                 registry=NoRegistry(),
                 lease=self.lease,
@@ -200,6 +201,7 @@ def test_a_clean_shutdown_hands_leadership_over_at_once(pair: Pair) -> None:
 
 def test_without_leader_election_a_single_replica_behaves_as_before() -> None:
     env = {k: v for k, v in ENV.items() if not k.startswith("LEADER_ELECTION")}
+    env["PROBE_ADDR"] = f"127.0.0.1:{free_port()}"
     cluster = GatedCluster()
     runtime = build_runtime(Config.from_env(env), cluster=cluster, registry=NoRegistry())
     assert runtime.election is None

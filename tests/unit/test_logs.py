@@ -161,3 +161,64 @@ def test_an_exception_is_rendered_below_the_text_line(stream: io.StringIO) -> No
     first, *rest = lines(stream)
     assert first.endswith("ERROR autoroll.test failed event=x")
     assert rest[0].startswith("Traceback") and rest[-1] == "RuntimeError: boom"
+
+
+USER = "robot"
+BASIC = "cm9ib3Q6dG9rLzAxMjM0NTY3ODktc2VjcmV0Kys="  # base64("robot:tok/0123456789-secret++")
+
+
+@pytest.mark.parametrize(
+    ("user", "token", "forms"),
+    [
+        (
+            "robot",
+            "tok/0123456789-secret++",
+            ("tok/0123456789-secret++", "tok%2F0123456789-secret%2B%2B", BASIC),
+        ),
+        # A token with nothing to percent-encode has one form fewer.
+        ("u", "plain", ("plain", "dTpwbGFpbg==")),
+        ("u", "", ()),  # nothing to hide: never "" (it would mangle every line)
+    ],
+)
+def test_derived_forms(user: str, token: str, forms: tuple[str, ...]) -> None:
+    assert logs.derived_forms(user=user, token=token) == forms
+
+
+@pytest.mark.parametrize("log_format", ["text", "json"])
+def test_the_basic_header_of_user_and_token_is_redacted(
+    stream: io.StringIO, log_format: str
+) -> None:
+    token = "tok/0123456789-secret++"
+    secrets = logs.derived_forms(user=USER, token=token)
+    logs.configure(level="debug", log_format=log_format, secrets=secrets, stream=stream)
+    log = logging.getLogger("autoroll.test")
+    log.debug("send: Authorization: Basic %s", BASIC)
+    log.debug("GET /token?password=%s", "tok%2F0123456789-secret%2B%2B")
+    text = stream.getvalue()
+    assert BASIC not in text and "tok%2F" not in text and token not in text
+    assert text.count(logs.REDACTED) == 2
+
+
+@pytest.mark.parametrize("log_format", ["text", "json"])
+def test_a_token_learnt_later_is_redacted_from_then_on(
+    stream: io.StringIO, log_format: str
+) -> None:
+    logs.configure(level="info", log_format=log_format, secrets=[TOKEN], stream=stream)
+    log = logging.getLogger("autoroll.test")
+    bearer = "eyJhbGciOiJSUzI1NiJ9.issued-by-the-realm.sig"
+    logs.redact_also(bearer)
+    log.info("retrying with Bearer %s", bearer, extra={"header": f"Bearer {bearer}"})
+    assert bearer not in stream.getvalue()
+    assert stream.getvalue().count(logs.REDACTED) == 2
+
+
+def test_the_redactor_keeps_only_the_newest_learnt_secrets() -> None:
+    redactor = logs.SecretRedactor(["fixed-secret"])
+    for n in range(logs.SecretRedactor.MAX_LEARNT + 10):
+        redactor.add(f"learnt-{n:04d}")
+    assert redactor.redact("learnt-0000") == "learnt-0000"  # the oldest is forgotten
+    newest = f"learnt-{logs.SecretRedactor.MAX_LEARNT + 9:04d}"
+    assert redactor.redact(newest) == logs.REDACTED
+    assert redactor.redact("fixed-secret") == logs.REDACTED  # configured ones stay
+    redactor.add("")  # a no-op, never a pattern matching everything
+    assert redactor.redact("plain text") == "plain text"

@@ -26,6 +26,7 @@ from autoroll.registry import (
     DOCKER_MANIFEST,
     MANIFEST_ACCEPT,
     MAX_MANIFEST_BYTES,
+    MAX_TOKEN_BYTES,
     OCI_INDEX,
     OCI_MANIFEST,
     Limits,
@@ -213,6 +214,11 @@ def test_realm_that_downgrades_https_gets_no_credentials() -> None:
         (response(200, body=b"not json"), "token-failed"),
         (response(200, body=b'{"expires_in": 60}'), "token-failed"),
         (response(200, body=b"[]"), "token-failed"),
+        (response(200, body=b'{"token": "' + b"t" * MAX_TOKEN_BYTES + b'"}'), "token-failed"),
+        (
+            response(200, body=b'{"token": "t", "x": ' + b"[" * 1500 + b"]" * 1500 + b"}"),
+            "token-failed",
+        ),
         (response(401), "unauthorized"),
     ],
 )
@@ -567,3 +573,31 @@ def test_one_lookup_at_a_time_when_the_limit_is_one() -> None:
     client, _ = make(handler, lookup_concurrency=1)
     client.resolve(refs(5))
     assert most == [1]
+
+
+def test_every_bearer_token_fetched_is_told_to_the_redactor_before_it_is_used() -> None:
+    learnt: list[str] = []
+    sent_with: list[str] = []
+
+    def handle(method: str, url: str, kwargs: dict[str, Any]) -> requests.Response:
+        if "/token" in url:
+            return response(200, body=b'{"token":"issued-token-1"}')
+        sent_with.append(kwargs["headers"]["Authorization"])
+        if kwargs["headers"]["Authorization"] == "Bearer issued-token-1":
+            assert learnt == ["issued-token-1"]  # known to the redactor before its first use
+            return response(200, {"Docker-Content-Digest": D1})
+        return response(
+            401, {"WWW-Authenticate": f'Bearer realm="https://{HOST}/token",service="s"'}
+        )
+
+    session = FakeSession(handle)
+    client = RegistryClient(
+        session=session,
+        base_url=f"https://{HOST}",
+        user="robot",
+        token="s3cret",
+        limits=Limits(lookup_concurrency=1),
+        on_secret=learnt.append,
+    )
+    assert client.resolve([REF])[REF] == Digest(D1)
+    assert learnt == ["issued-token-1"]

@@ -13,7 +13,7 @@ from typing import Any
 
 import requests
 
-from autoroll.decide import ContentRequest
+from autoroll.decide import ChildrenRequest, ContentRequest
 from autoroll.images import TagRef
 from autoroll.model import Digest, ImageContent
 from autoroll.registry import (
@@ -220,10 +220,22 @@ def test_unknown_reasons() -> None:
     for expected, (handler, wanted) in cases.items():
         client, _ = make(handler)
         assert reason(client.fetch_content([wanted])[wanted.digest]) == expected
-    for body in (nested, only_attestation):
+    deep = manifest(CFG_AMD)[:-1] + b', "x": ' + b"[" * 1500 + b"]" * 1500 + b"}"
+    for body in (nested, only_attestation, deep):
         client, _ = make(serve(body, BUILD, ATTEST, AMD, ARM))
         assert reason(client.fetch_content([want(body)])[digest_of(body)]) == "bad-manifest"
         assert client.known_content().get(digest_of(body)) is None
+
+
+def test_a_manifest_nested_past_the_cap_is_bad_manifest_never_a_crash() -> None:
+    # 1,500 arrays deep: json.loads would raise RecursionError out of fetch_content.
+    deep = manifest(CFG_AMD)[:-1] + b', "x": ' + b"[" * 1500 + b"]" * 1500 + b"}"
+    client, _ = make(serve(deep))
+    answer = client.fetch_content([want(deep)])[digest_of(deep)]
+    assert reason(answer) == "bad-manifest"
+    assert "nested more than 64" in str(answer)
+    children = client.fetch_children([ChildrenRequest(ENROLLED, digest_of(deep))])
+    assert reason(children[digest_of(deep)]) == "bad-manifest"
 
 
 def test_a_basic_challenge_is_unauthorized() -> None:

@@ -422,6 +422,26 @@ def test_a_chunked_body_over_one_mib_is_413_without_reading_it_all(
     assert stream.served <= MAX_BODY_BYTES + 64 * 1024
 
 
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"HTTP_X_FORGEJO_SIGNATURE": ""},  # no header carries a signature
+        {"HTTP_X_FORGEJO_SIGNATURE": "", "HTTP_X_HUB_SIGNATURE_256": "sha256="},
+        {"HTTP_X_FORGEJO_SIGNATURE": "", "CONTENT_LENGTH": str(MAX_BODY_BYTES)},
+        {"HTTP_X_FORGEJO_SIGNATURE": "", "wsgi.input_terminated": "1"},  # chunked
+    ],
+)
+def test_an_unsigned_request_is_403_before_a_byte_of_its_body_is_read(
+    app: Flask, nudge: CountingNudge, metrics: Metrics, headers: dict[str, str]
+) -> None:
+    stream = Endless()
+    status = call_raw(app, stream, **headers)
+    assert status.startswith("403")
+    assert stream.served == 0
+    assert nudge.count == 0
+    assert outcome(metrics, "missing-signature") == 1
+
+
 def test_a_body_arriving_in_short_reads_is_read_whole(app: Flask, nudge: CountingNudge) -> None:
     body = b"b" * 100_000
 

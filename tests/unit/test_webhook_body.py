@@ -110,3 +110,17 @@ def test_anything_else_names_nothing_and_says_why(body: bytes, why: str) -> None
     reading = read_body(body)
     assert (reading.kind, reading.tag) == (BodyKind.NOTHING, None)
     assert why in reading.detail
+
+
+@pytest.mark.parametrize(
+    ("body", "detail"),
+    [
+        # json.loads would raise RecursionError: a body past the cap names nothing instead.
+        (b'{"package": ' + b"[" * 5000 + b"]" * 5000 + b"}", "nested more than 64"),
+        (b'{"x": "' + b"a" * (1024 * 1024) + b'"}', "over the cap"),
+    ],
+)
+def test_a_body_past_the_caps_names_nothing_and_says_why(body: bytes, detail: str) -> None:
+    reading = read_body(body)
+    assert reading.kind is BodyKind.NOTHING
+    assert detail in reading.detail

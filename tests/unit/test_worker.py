@@ -366,6 +366,57 @@ def test_a_hung_pass_fails_liveness_and_a_finished_one_restores_it(
     assert not w.readiness().ok  # stopped
 
 
+@pytest.mark.parametrize(
+    ("failing", "expected", "shown"),
+    [
+        (RuntimeError("boom"), False, "the last pass raised RuntimeError"),
+        # Expected adapter errors carry a clear message: /livez says it too.
+        (ConnectionError("API refused"), False, "ConnectionError: API refused"),
+        (None, True, "last pass finished"),
+    ],
+)
+def test_a_pass_that_raised_is_no_progress_for_liveness(
+    nudge: Nudge,
+    metrics: Metrics,
+    failing: Exception | None,
+    expected: bool,
+    shown: str,
+) -> None:
+    clock = FakeClock()
+    raising = [failing]
+
+    def tick(stopping: Callable[[], bool], scope: Scope) -> None:
+        if raising[0] is not None:
+            raise raising[0]
+
+    w = Worker(
+        tick,
+        nudge=nudge,
+        interval_seconds=LONG,
+        metrics=metrics,
+        clock=clock,
+        expected_errors=(ConnectionError,),
+        pass_timeout_seconds=300,
+        step_seconds=40,
+    )
+    w.start()
+    try:
+        settle(w, 1)
+        clock.now += w.liveness_bound - 1
+        nudge.nudge()  # another pass, just inside the bound: it raises too (or not)
+        settle(w, 2)
+        clock.now += 2  # past the bound since the loop started, not since a pass ended
+        health = w.liveness()
+        assert health.ok is expected
+        assert shown in health.detail
+        raising[0] = None  # the cause is fixed: the next pass restores liveness
+        nudge.nudge()
+        settle(w, 3)
+        assert w.liveness().ok
+    finally:
+        w.stop(timeout=5)
+
+
 def test_a_pass_is_told_to_stop_once_it_runs_past_its_timeout(
     nudge: Nudge, metrics: Metrics
 ) -> None:
