@@ -77,7 +77,9 @@ class Asker:
                 type(exc).__name__,
                 extra={"event": "decision-failed", "workload": key},
             )
-            return undecided(item.workload, f"deciding raised {type(exc).__name__}: {exc}")
+            # The detail repeats in each container's line every pass: kept short.
+            detail = f"deciding raised {type(exc).__name__}: {str(exc)[:300]}"
+            return undecided(item.workload, detail)
 
     def _decide(
         self,

@@ -178,16 +178,16 @@ class Runtime:
         self._stop_requested_at: float | None = None
 
     def start(self) -> None:
-        """Start the probes' listener (binding first: a port in use stops the worker at
-        boot), the watched cache and campaigning (if on), then the reconcile thread."""
-        if self.probes is not None:
-            self.probes.start()
+        """Start the watched cache and campaigning (if on), the probes' listener (a port in
+        use raises here and stops the worker at boot), then the reconcile thread."""
         if self.cache is not None:
             self.cache.start()
         if self.election is not None:
             self.election.elector.start()
             self.election.watcher.start()
             self.election.handoff.start()
+        if self.probes is not None:
+            self.probes.start()
         self.worker.start()
 
     def begin_stop(self) -> None:

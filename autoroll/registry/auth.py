@@ -1,4 +1,4 @@
-"""Bearer tokens for the registry client: one fetch per scope, only from the registry's own host.
+"""Bearer tokens for the registry client: one fetch per scope, only from the registry's origin.
 
 HTTP Basic (user + token) is sent up front; a 401 with a Bearer challenge sends the client
 here. The realm must be on the registry's own origin (scheme, host and port; an https
@@ -193,10 +193,10 @@ def _origin(url: str) -> tuple[str, str, int | None]:
 def realm_refusal(realm: str, base_url: str) -> str | None:
     """Why the Basic credentials may not go to ``realm``, or None when they may (pure).
 
-    The realm must be on the registry's own host AND port, never plain http for an https
-    registry; an https realm for an http registry (a TLS front on the same origin is not
-    that) is refused as another origin too. Comparing the host alone would send the
-    credentials to any other port of the same machine, whoever listens there.
+    The realm must be on the registry's own host AND port, and never plain http for an
+    https registry; an https realm for a plain-http registry is another origin as well,
+    and refused. Comparing the host alone would send the credentials to any other port of
+    the same machine, whoever listens there.
     """
     try:
         scheme, host, port = _origin(realm)
