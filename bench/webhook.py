@@ -56,6 +56,9 @@ from tests.support.registry import ImagePusher, RegistryServer
 LATENCY_NAMESPACE = "bench-latency"
 LATENCY_LABEL = "bench.autoroll/latency"
 
+#: The per-tag debounce of webhook deliveries (the controller's default, set explicitly).
+TAG_PASS_INTERVAL_SECONDS = 5
+
 #: A signed body that names no package: a full pass, as every webhook was before issue 17.
 FULL_PASS_BODY = b'{"ref": "refs/heads/main"}'
 
@@ -175,6 +178,8 @@ def running_serve(
         "ROLL_BUDGET_IN_FLIGHT": "0",
         "LOG_LEVEL": "info",
         "LOG_FORMAT": "text",
+        # The shipped default, named so the webhook load can wait out its trailing pass.
+        "TAG_PASS_INTERVAL_SECONDS": str(TAG_PASS_INTERVAL_SECONDS),
         **(extra_env or {}),
     }
     with log.open("wb") as out:
@@ -418,8 +423,10 @@ def measure_webhook_load(
             raise RuntimeError("the signed trigger webhook was refused")
         time.sleep(0.05)  # let the worker pick the nudge up and start listing
         result = run_loadgen(serve, kind=kind, count=requests_total // 2)
-        # The trigger's pass, plus whatever the load caused; wait for all of it to end.
-        time.sleep(max(1.0, 2 * serve.tick_seconds()))
+        # The trigger's pass, plus whatever the load caused; wait for all of it to end,
+        # the per-tag debounce's trailing pass included (it comes one interval after the
+        # load's first pass).
+        time.sleep(max(1.0, 2 * serve.tick_seconds(), TAG_PASS_INTERVAL_SECONDS + 1.0))
         after = serve.wait_ticks(before + 1, timeout=300)
         while True:
             time.sleep(max(1.0, 1.5 * serve.tick_seconds()))
