@@ -39,8 +39,14 @@ WORKED: dict[str, Any] = {
 WORKED_JSON = (
     '{"template":{"metadata":{"labels":{"autoroll.aethnet.se/job":"migrate",'
     '"autoroll.aethnet.se/job-group":"db"}},"spec":{"containers":[{"command":["./migrate.sh"],'
-    '"image":"my/migrator:v1","name":"main"}],"restartPolicy":"Never"}}}'
+    '"image":"my/migrator:v1","name":"main","securityContext":{"allowPrivilegeEscalation":false,'
+    '"capabilities":{"drop":["ALL"]}}}],"restartPolicy":"Never","securityContext":'
+    '{"runAsNonRoot":true,"seccompProfile":{"type":"RuntimeDefault"}}}}}'
 )
+
+
+#: The container half of the default ``restricted`` securityContext, as every container has it.
+RESTRICTED = '"securityContext":{"allowPrivilegeEscalation":false,"capabilities":{"drop":["ALL"]}}'
 
 
 def spec_of(values: dict[str, Any], group: str = "db", job: str = "migrate") -> str:
@@ -251,9 +257,9 @@ def test_tasks_become_init_containers_with_merged_image_and_env() -> None:
     spec = spec_of(values, job="m")
     assert (
         '"initContainers":[{"env":[{"name":"A","value":"1"},{"name":"B","value":"t"}],'
-        '"image":"r:v9","imagePullPolicy":"Always","name":"first"},'
+        '"image":"r:v9","imagePullPolicy":"Always","name":"first",' + RESTRICTED + "},"
         '{"command":["x","y"],"env":[{"name":"A","value":"1"},{"name":"B","value":"2"}],'
-        '"image":"r:v1","imagePullPolicy":"Always","name":"second"}]'
+        '"image":"r:v1","imagePullPolicy":"Always","name":"second",' + RESTRICTED + "}]"
     ) in spec
 
 
