@@ -99,6 +99,14 @@ autoroll.secretName: the Secret holding the token and the webhook secret:
 {{- end -}}
 
 {{/*
+autoroll.secretMountPath: where the Secret is mounted read-only when secret.mountAsFiles is on
+(its keys as the files forgejo-token and webhook-secret), "/var/run/secrets/autoroll".
+*/}}
+{{- define "autoroll.secretMountPath" -}}
+/var/run/secrets/autoroll
+{{- end -}}
+
+{{/*
 autoroll.validateSecret: fails unless exactly one source of the two secrets is configured:
 secret.existingSecret, or both secret.forgejoToken and secret.webhookSecret (>= 16 chars).
 Renders nothing; include it from every template that needs the Secret.
