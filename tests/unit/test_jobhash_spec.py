@@ -11,6 +11,7 @@ from jobhash.errors import RenderError
 from jobhash.gojson import GoValue, marshal
 from jobhash.spec import (
     apply_layer,
+    controller_service_account,
     delete_policies,
     go_default,
     go_empty,
@@ -21,6 +22,7 @@ from jobhash.spec import (
     job_group_hash,
     job_group_job_spec,
     job_group_pod_labels,
+    job_group_service_account_guard,
     job_group_spec,
     job_group_values,
     json_round_trip,
@@ -314,3 +316,46 @@ def test_guard_passes_when_opted_out_or_harmless() -> None:
     policy: Any = {"argocd": {"deletePolicy": "HookSucceeded"}}
     job_group_guard({"hashSuffix": False, "hooks": policy}, "db", "m")
     job_group_guard({"hashSuffix": True, "hooks": {"argocd": {"deletePolicy": "x"}}}, "db", "m")
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        ({}, "demo-autoroll"),  # the chart's defaults: created, named after the fullname
+        ({"serviceAccount": {"create": True, "name": "ops"}}, "ops"),
+        ({"serviceAccount": {"create": False, "name": ""}}, "default"),
+        ({"serviceAccount": {"create": False, "name": "robot"}}, "robot"),
+        ({"controller": {"enabled": False}}, None),  # no controller: any account may be used
+    ],
+)
+def test_the_controllers_service_account_mirrors_the_chart_helper(
+    values: dict[str, Any], expected: str | None
+) -> None:
+    # As the chart sees them: user values over values.yaml's defaults.
+    defaults: dict[str, Any] = {
+        "controller": {"enabled": True},
+        "serviceAccount": {"create": True, "name": ""},
+    }
+    assert controller_service_account({**defaults, **values}, "demo-autoroll") == expected
+
+
+@pytest.mark.parametrize(
+    ("given", "controller", "refused"),
+    [
+        ("demo-autoroll", "demo-autoroll", True),
+        ("", "default", True),  # empty is the namespace's default
+        ("default", "default", True),
+        ("", "demo-autoroll", False),
+        ("migrator", "demo-autoroll", False),
+        ("demo-autoroll", None, False),
+    ],
+)
+def test_a_job_may_not_run_as_the_controllers_service_account(
+    given: str, controller: str | None, refused: bool
+) -> None:
+    values: dict[str, GoValue] = {"serviceAccountName": given} if given else {}
+    if not refused:
+        job_group_service_account_guard(values, "db", "migrate", controller)
+        return
+    with pytest.raises(RenderError, match=r'^jobGroups\.db\.jobs\.migrate: serviceAccountName "'):
+        job_group_service_account_guard(values, "db", "migrate", controller)
