@@ -15,6 +15,7 @@ from jobhash.names import fullname, job_group_name
 from jobhash.spec import (
     GoMap,
     check_writable,
+    controller_service_account,
     go_default,
     go_empty,
     go_get,
@@ -22,6 +23,7 @@ from jobhash.spec import (
     job_group_guard,
     job_group_hash,
     job_group_job_spec,
+    job_group_service_account_guard,
     job_group_spec,
     job_group_values,
     valid_key,
@@ -105,6 +107,11 @@ def plan(values: Mapping[str, GoValue], *, release: str, chart_name: str) -> lis
             if go_empty(go_get(effective, "enabled")):
                 continue
             job_group_guard(effective, group, job)
+            if prefix is None:
+                prefix = fullname(values, release, chart_name)
+            job_group_service_account_guard(
+                effective, group, job, controller_service_account(values, prefix)
+            )
             kind = "Job" if go_empty(go_get(effective, "schedule")) else "CronJob"
             spec = job_group_spec(effective, group, job)
             hash_hex = job_group_hash(spec)

@@ -147,6 +147,9 @@ def builtin_defaults() -> GoMap:
         "hashIncludePodAnnotations": True,
         "restartPolicy": "Never",
         "concurrencyPolicy": "Forbid",
+        # The Pod Security "restricted" profile, overridable key by key (ADR 023).
+        "podSecurityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
+        "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
     }
 
 
@@ -593,6 +596,44 @@ def job_group_guard(values: GoMap, group: str, job: str) -> None:
             "hooks.argocd.syncWave instead) so it is a plain resource that runs once per spec "
             f'hash; or set hashSuffix: false on group "{group}" to opt out of spec hashing and '
             "run it on every sync on purpose."
+        )
+
+
+def controller_service_account(values: Mapping[str, GoValue], prefix: str) -> str | None:
+    """``autoroll.serviceAccountName`` while ``controller.enabled``, else ``None``: with
+    ``serviceAccount.create`` the name or ``prefix`` (the fullname), without it the name or
+    ``default``.
+
+    Keep in sync with ``_helpers.tpl`` autoroll.serviceAccountName.
+    """
+    controller = go_default(values.get("controller"), {})
+    if isinstance(controller, dict) and go_empty(go_get(controller, "enabled")):
+        return None
+    account = go_default(values.get("serviceAccount"), {})
+    account_map = account if isinstance(account, dict) else {}
+    name = go_get(account_map, "name")
+    fallback = prefix if not go_empty(go_get(account_map, "create")) else "default"
+    return fallback if go_empty(name) else str(name)
+
+
+def job_group_service_account_guard(
+    values: GoMap, group: str, job: str, controller_account: str | None
+) -> None:
+    """``autoroll.jobGroupServiceAccountGuard``: an entry may not run as the controller's own
+    ServiceAccount (an empty ``serviceAccountName`` is the namespace's ``default``).
+
+    Keep the message in sync with ``_jobs.tpl`` autoroll.jobGroupServiceAccountGuard.
+    """
+    if controller_account is None:
+        return
+    raw = go_get(values, "serviceAccountName")
+    given = "" if go_empty(raw) else str(raw)
+    if (given or "default") == controller_account:
+        raise _fail(
+            f'jobGroups.{group}.jobs.{job}: serviceAccountName "{given}" (empty: the '
+            "namespace's \"default\") is the controller's own ServiceAccount, which may delete "
+            "pods; give the Job a ServiceAccount of its own with serviceAccountName, or run the "
+            "controller as another one (serviceAccount.name)"
         )
 
 

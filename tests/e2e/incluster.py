@@ -13,6 +13,10 @@ values, as a user of such a cluster would set them:
   node, which ``Node.expose`` makes answer on the host's 127.0.0.1 for the webhook and
   ``/metrics``.
 - ``forgejo.scheme: http``: the local registry has no TLS.
+- ``networkPolicy.registry``/``apiServer``: the NetworkPolicy is on by default and needs the
+  addresses it lets the controller reach, here the registry's and the API server's loopback
+  address and port (the test cluster enforces no policy, but the chart renders and the API
+  server admits it, as on any cluster).
 
 The API server cannot reach the kubelet (the node's address lives in its own network
 namespace), so ``kubectl logs`` is not available; ``PodLogs`` reads the container log files
@@ -23,12 +27,13 @@ The lines land in ``Autoroll.output``, as a local process's would.
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import json
 import secrets
 import subprocess
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -49,16 +54,42 @@ RELEASE = "autoroll"
 POD_SELECTOR = f"app.kubernetes.io/instance={RELEASE}"
 INSTALL_TIMEOUT = 180.0
 
+
+def _flag(raw: str) -> bool:
+    return raw.lower() == "true"
+
+
+def _names(raw: str) -> list[str]:
+    return [part.strip() for part in raw.split(",") if part.strip()]
+
+
 # The controller's environment variables a scenario may set, as the chart values that map to
 # them (the chart's own documented mapping).
-ENV_TO_VALUES: Mapping[str, tuple[str, type]] = {
-    "DRY_RUN": ("dryRun", bool),
-    "ROLLOUT_HALTED_AFTER_SECONDS": ("rolloutHaltedAfterSeconds", int),
-    "LABEL_SELECTOR": ("labelSelector", str),
-    "LOG_LEVEL": ("logLevel", str),
-    "EMIT_EVENTS": ("emitEvents", bool),
-    "ROLLOUT_METHOD": ("rolloutMethod", str),
+# A value path is dotted ("tenancy.namespaces"); one variable may set several values.
+ENV_TO_VALUES: Mapping[str, tuple[tuple[str, Callable[[str], Any]], ...]] = {
+    "DRY_RUN": (("dryRun", _flag),),
+    "ROLLOUT_HALTED_AFTER_SECONDS": (("rolloutHaltedAfterSeconds", int),),
+    "LABEL_SELECTOR": (("labelSelector", str),),
+    "LOG_LEVEL": (("logLevel", str),),
+    "EMIT_EVENTS": (("emitEvents", _flag),),
+    "ROLLOUT_METHOD": (("rolloutMethod", str),),
+    "WORKLOAD_KINDS": (("workloadKinds", _names),),
+    "ALLOWED_NAMESPACES": (("tenancy.namespaces", _names),),
+    "WATCH_NAMESPACES": (("tenancy.namespaces", _names), ("tenancy.namespaced", lambda _: True)),
 }
+
+
+def _set_path(values: dict[str, Any], path: str, value: Any) -> None:
+    *parents, leaf = path.split(".")
+    for key in parents:
+        values = values.setdefault(key, {})
+    values[leaf] = value
+
+
+def _loopback_cidr(host: str) -> str:
+    """The /32 (or /128) of ``host``, an IP address (the test cluster's are all literal)."""
+    address = ipaddress.ip_address(host.strip("[]"))
+    return f"{address}/{address.max_prefixlen}"
 
 
 class RegistryAccess(Protocol):
@@ -101,6 +132,7 @@ def chart_values(
     """The values of the test install (``image`` is ``host/repository:tag``)."""
     repository, _, tag = image.rpartition(":")
     api_host, _, api_port = plane.server.removeprefix("https://").rpartition(":")
+    registry_host, _, registry_port = registry.host.rpartition(":")
     values: dict[str, Any] = {
         "image": {"repository": repository, "tag": tag},
         "forgejo": {"host": registry.host, "user": registry.user, "scheme": "http"},
@@ -112,12 +144,19 @@ def chart_values(
         "containerPort": port,
         "probePort": free_port(),  # the node's network: the probes need a free port too
         "terminationGracePeriodSeconds": 10,
+        "networkPolicy": {
+            "registry": {
+                "cidrs": [_loopback_cidr(registry_host)],
+                "ports": [int(registry_port or 443)],
+            },
+            "apiServer": {"cidrs": [_loopback_cidr(api_host)], "ports": [int(api_port)]},
+        },
     }
     for name, raw in env.items():
         if name not in ENV_TO_VALUES:
             raise ValueError(f"{name}: no chart value maps to it (known: {sorted(ENV_TO_VALUES)})")
-        key, kind = ENV_TO_VALUES[name]
-        values[key] = raw.lower() == "true" if kind is bool else kind(raw)
+        for path, convert in ENV_TO_VALUES[name]:
+            _set_path(values, path, convert(raw))
     return values
 
 

@@ -53,7 +53,11 @@ def values(*, job_tag: str = "v1") -> dict[str, Any]:
         "image": {"repository": "forgejo.e2e.example/ops/autoroll"},
         "secret": {"forgejoToken": "e2e-token-not-secret", "webhookSecret": "w" * 32},
         "ingress": {"enabled": True, "host": "hooks.e2e.example"},
-        "networkPolicy": {"enabled": True},
+        "networkPolicy": {
+            "enabled": True,
+            "registry": {"cidrs": ["192.0.2.10/32"]},
+            "apiServer": {"cidrs": ["198.51.100.0/28"]},
+        },
         "serviceMonitor": {"enabled": True},
         "httpRoute": {"enabled": True, "parentRefs": [{"name": "public"}]},
         "jobGroups": {

@@ -15,10 +15,11 @@ where it matters, on kube-apiserver + kube-controller-manager + the simulated ku
   then a server-side apply with field manager argocd-controller and force, plus a prune of
   what left the manifest): no error, a server-side dry run of the second render over the first
   changes no Job spec (no OutOfSync), no Job is replaced; a changed job gets exactly one new Job.
-- `helm upgrade` from the released 0.1.0 chart (tests/e2e/releases) to this one succeeds: every
-  hashed Job is renamed once and runs once more, as documented.
-- `helm upgrade` from the released 0.2.0 chart, the first with same-name-same-spec, to this one
-  succeeds and keeps every Job and CronJob with its name and UID: nothing runs again.
+- `helm upgrade` from the released 0.1.0 and 0.2.0 charts (tests/e2e/releases) to this one
+  succeeds: every hashed Job is renamed once and runs once more, as documented (0.1.0 had its
+  version labels in the pod templates; this chart adds the `restricted` security contexts to
+  them by default, ADR 023), and jobhash predicts the new names. Between two releases of this
+  chart (the bumped copy above) nothing runs again.
 - The documented exception is real: an edit of podAnnotations under
   hashIncludePodAnnotations: false is refused by the API server, and `jobhash diff --strict`
   says so beforehand.
@@ -62,8 +63,7 @@ RELEASES = {
     "server-side": "ssa",
     "client-side": "csa",
     "test_argo_cd_server_side_apply_of_the_next_release_keeps_every_job": "unused",
-    "test_helm_upgrade_from_the_previous_release_renames_every_hashed_job_once": "prev",
-    "test_helm_upgrade_from_the_released_0_2_0_keeps_every_job_and_its_uid": "rel",
+    "test_helm_upgrade_from_a_released_chart_renames_every_hashed_job_once": "prev",
     "test_an_edit_of_opted_out_pod_annotations_is_refused_by_the_api_and_by_jobhash_diff": "exc",
 }
 DIGEST = "sha256:" + "5" * 64
@@ -75,6 +75,11 @@ def values(*, migrator_tag: str = "v1", role: str | None = None) -> dict[str, An
         "forgejo": {"host": "forgejo.e2e.example", "user": "autoroll-bot"},
         "image": {"repository": "forgejo.e2e.example/ops/autoroll"},
         "secret": {"forgejoToken": "e2e-token-not-secret", "webhookSecret": "w" * 32},
+        # Required by the NetworkPolicy (on by default); the released charts accept them too.
+        "networkPolicy": {
+            "registry": {"cidrs": ["192.0.2.10/32"]},
+            "apiServer": {"cidrs": ["198.51.100.0/28"]},
+        },
         "jobGroups": {
             "db": {
                 "image": {"repository": "forgejo.e2e.example/ops/migrator", "tag": migrator_tag},
@@ -456,25 +461,30 @@ def run_argo_syncs(
     assert kept and all(changed[n]["uid"] == after[n]["uid"] for n in kept)
 
 
-# --- helm upgrade from the previous release (0.1.0) -------------------------------------------
+# --- helm upgrade from the released charts (0.1.0, 0.2.0) ------------------------------------
 
 
 @pytest.mark.usefixtures("job_images")
-def test_helm_upgrade_from_the_previous_release_renames_every_hashed_job_once(
-    helm: Helm, kube: Any, namespace: str, tmp_path: Path
+@pytest.mark.parametrize("released", ["0.1.0", "0.2.0"])
+def test_helm_upgrade_from_a_released_chart_renames_every_hashed_job_once(
+    helm: Helm, kube: Any, namespace: str, tmp_path: Path, released: str
 ) -> None:
+    """The upgrade a user of a released chart makes next: same values, this chart. Each hashed
+    Job is renamed once and runs once more: 0.1.0 put its version labels into the pod
+    templates (ADR 012), and this chart adds the Pod Security ``restricted`` security contexts
+    to every Job's pod template by default (ADR 023); 0.2.0's names hashed neither."""
     report = Report()
-    previous = released_chart(tmp_path, "0.1.0")
+    previous = released_chart(tmp_path, released)
     helm.ok(report, "install", helm.release, str(previous), vals=values())
     before = live_jobs(kube, namespace)
     assert len(before) == 3, before
     eventually(
         lambda: jobs_completed(kube, namespace, job_names(before)),
         timeout=90,
-        what="the 0.1.0 Jobs to succeed",
+        what=f"the {released} Jobs to succeed",
     )
     before = live_jobs(kube, namespace)
-    report.table("after install of chart 0.1.0 (the previous release)", before)
+    report.table(f"after install of chart {released} (a released chart)", before)
 
     helm.ok(report, "upgrade", helm.release, str(CHART), vals=values())
 
@@ -484,7 +494,7 @@ def test_helm_upgrade_from_the_previous_release_renames_every_hashed_job_once(
         assert len(now) == 3, now
         return now
 
-    after = eventually(renamed, timeout=60, what="Helm to delete the 0.1.0 Jobs")
+    after = eventually(renamed, timeout=60, what=f"Helm to delete the {released} Jobs")
     eventually(
         lambda: jobs_completed(kube, namespace, job_names(after)),
         timeout=90,
@@ -492,7 +502,7 @@ def test_helm_upgrade_from_the_previous_release_renames_every_hashed_job_once(
     )
     after = live_jobs(kube, namespace)
     report.table(f"after helm upgrade to the working-tree chart ({CURRENT_VERSION})", after)
-    report.flush("upgrade from the previous release 0.1.0")
+    report.flush(f"upgrade from the released {released}")
     assert {o["chart"] for o in after.values()} == {f"autoroll-{CURRENT_VERSION}"}
     assert all(o["pods"] == "1" for o in after.values() if o["kind"] == "Job"), after
     # The names jobhash predicts are the ones in the cluster.
@@ -518,33 +528,6 @@ def test_helm_upgrade_from_the_previous_release_renames_every_hashed_job_once(
     helm.ok(Report(), "upgrade", helm.release, str(chart_release(tmp_path, "9.9.1", "9.9.1")),
             vals=values())  # fmt: skip
     assert uids(live_jobs(kube, namespace)) == uids(after)
-
-
-@pytest.mark.usefixtures("job_images")
-def test_helm_upgrade_from_the_released_0_2_0_keeps_every_job_and_its_uid(
-    helm: Helm, kube: Any, namespace: str, tmp_path: Path
-) -> None:
-    """The upgrade a user of 0.2.0 makes next: same values, this chart. 0.2.0 already kept
-    release labels out of the Job pod templates, so the names and the Jobs stay."""
-    report = Report()
-    helm.ok(report, "install", helm.release, str(released_chart(tmp_path, "0.2.0")), vals=values())
-    before = live_jobs(kube, namespace)
-    assert len(before) == 3, before
-    eventually(
-        lambda: jobs_completed(kube, namespace, job_names(before)),
-        timeout=90,
-        what="the 0.2.0 Jobs to succeed",
-    )
-    before = live_jobs(kube, namespace)
-    report.table("after install of chart 0.2.0 (the released chart)", before)
-
-    helm.ok(report, "upgrade", helm.release, str(CHART), vals=values())
-    after = live_jobs(kube, namespace)
-    report.table(f"after helm upgrade to the working-tree chart ({CURRENT_VERSION})", after)
-    report.flush("upgrade from the released 0.2.0")
-    assert uids(after) == uids(before), "a Job or CronJob was replaced by the upgrade"
-    assert {o["chart"] for o in after.values()} == {f"autoroll-{CURRENT_VERSION}"}
-    assert all(o["pods"] == "1" for o in after.values() if o["kind"] == "Job"), after
 
 
 # --- the documented exception -----------------------------------------------------------------

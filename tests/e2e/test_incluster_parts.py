@@ -69,3 +69,17 @@ def test_cri_log_lines_join_partial_lines_and_drop_the_prefix() -> None:
     ]
     assert parse_cri_log(lines) == (["first line", "half and the rest"], "pending")
     assert parse_cri_log(["t stdout F done"], "pending ") == (["pending done"], "")
+
+
+def test_the_network_policy_lets_the_pod_reach_the_registry_and_the_api_server_only() -> None:
+    assert values()["networkPolicy"] == {
+        "registry": {"cidrs": ["127.0.0.1/32"], "ports": [5000]},
+        "apiServer": {"cidrs": ["127.0.0.1/32"], "ports": [6443]},
+    }
+
+
+def test_tenancy_variables_map_to_the_tenancy_values() -> None:
+    watched = values(WATCH_NAMESPACES="team-a,team-b", WORKLOAD_KINDS="deployment")
+    assert watched["tenancy"] == {"namespaces": ["team-a", "team-b"], "namespaced": True}
+    assert watched["workloadKinds"] == ["deployment"]
+    assert values(ALLOWED_NAMESPACES="team-a")["tenancy"] == {"namespaces": ["team-a"]}

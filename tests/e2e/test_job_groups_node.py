@@ -45,6 +45,8 @@ def job_values(registry: RegistryServer, repository: str, tag: str) -> dict[str,
         "jobGroups": {
             "db": {
                 "image": {"repository": f"{registry.host}/{repository}", "tag": tag},
+                # The image runs as root; the default restricted profile wants a non-root UID.
+                "podSecurityContext": {"runAsUser": 65534},
                 "jobs": {"migrate": {}},
             }
         },

@@ -29,6 +29,8 @@ ROOT = Path(__file__).resolve().parents[2]
 CHART_DIR = ROOT / "charts" / "autoroll"
 CHART = load_chart(CHART_DIR)
 UNWRITABLE = "contains DEL (U+007F), a C1 control character"
+#: The addresses the NetworkPolicy (on by default) requires while the controller is rendered.
+NETWORK = {"registry": {"cidrs": ["192.0.2.10/32"]}, "apiServer": {"cidrs": ["198.51.100.0/28"]}}
 
 
 @dataclass(frozen=True)
@@ -147,6 +149,7 @@ def test_controller_values_with_del_fail_instead_of_vanishing(tmp_path: Path) ->
         "forgejo": {"host": "git.example", "user": "bot"},
         "image": {"repository": "git.example/bot/autoroll"},
         "secret": {"forgejoToken": "t", "webhookSecret": "0123456789abcdefg"},
+        "networkPolicy": NETWORK,
         "podAnnotations": {"a": "x\x7f"},
     }
     helm = run_helm(write(tmp_path, values), "rel")
@@ -179,7 +182,7 @@ def test_odd_overrides_are_refused_by_both_naming_the_key(
 def test_name_label_that_yaml_would_retype_stays_a_string(tmp_path: Path) -> None:
     helm, ours = both(tmp_path, {**base_values(), "nameOverride": "on", "fullnameOverride": "0"})
     assert helm.ok and ours.ok, (helm.error, ours.error)
-    assert helm.names == ours.names == {("Job", "0-db-migrate-b2147093")}
+    assert helm.names == ours.names == {("Job", "0-db-migrate-946f9a6a")}
     (job,) = [d for d in yaml.safe_load_all(helm.stdout) if d]
     assert job["metadata"]["labels"]["app.kubernetes.io/name"] == "on"
 
@@ -230,3 +233,56 @@ def test_dotted_release_names_give_dns1123_job_names_in_both(tmp_path: Path, rel
     for kind, name in helm.names:
         assert re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", name), name
         assert len(name) <= (52 if kind == "CronJob" else 63)
+
+
+# --- the controller's own ServiceAccount ---------------------------------------------------
+
+
+def with_controller(values: dict[str, Any], **account: Any) -> dict[str, Any]:
+    """``values`` with the controller rendered (its required values) and ``serviceAccount``."""
+    return {
+        **values,
+        "controller": {"enabled": True},
+        "forgejo": {"host": "forgejo.example.org", "user": "bot"},
+        "image": {"repository": "forgejo.example.org/ops/autoroll"},
+        "secret": {"forgejoToken": "t", "webhookSecret": "0123456789abcdefg"},
+        "networkPolicy": NETWORK,
+        "serviceAccount": account,
+    }
+
+
+@pytest.mark.parametrize(
+    ("values", "given"),
+    [
+        (with_controller(base_values(serviceAccountName="rel-autoroll")), "rel-autoroll"),
+        (with_controller(base_values(serviceAccountName="ops"), name="ops"), "ops"),
+        (with_controller(base_values(), create=False), ""),
+        (with_controller(base_values(serviceAccountName="default"), create=False), "default"),
+    ],
+)
+def test_a_job_as_the_controllers_service_account_fails_in_helm_and_jobhash(
+    tmp_path: Path, values: dict[str, Any], given: str
+) -> None:
+    helm, ours = both(tmp_path, values)
+    assert not helm.ok and not ours.ok
+    assert ours.error.startswith(
+        f'{JOB}: serviceAccountName "{given}" (empty: the namespace\'s "default") is the'
+        " controller's own ServiceAccount"
+    )
+    assert ours.error in helm.error
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        with_controller(base_values(serviceAccountName="migrator")),
+        with_controller(base_values()),  # the namespace's default, the controller its own
+        base_values(serviceAccountName="rel-autoroll"),  # no controller rendered
+    ],
+)
+def test_a_job_with_another_service_account_renders_the_same_name_in_both(
+    tmp_path: Path, values: dict[str, Any]
+) -> None:
+    helm, ours = both(tmp_path, values)
+    assert helm.ok and ours.ok, (helm.error, ours.error)
+    assert helm.names == ours.names

@@ -50,6 +50,11 @@ CONTROLLER_REQUIRED = {
     "forgejo": {"host": "forgejo.example", "user": "bot"},
     "image": {"repository": "forgejo.example/ops/autoroll"},
     "secret": {"forgejoToken": "token-not-secret", "webhookSecret": "w" * 20},
+    # The NetworkPolicy is on by default and needs these addresses.
+    "networkPolicy": {
+        "registry": {"cidrs": ["192.0.2.10/32"]},
+        "apiServer": {"cidrs": ["198.51.100.0/28"]},
+    },
 }
 
 # --- base values: a few groups and jobs, hashed and unhashed settings -------------------------
@@ -184,7 +189,7 @@ def _controller(draw: st.DrawFn, change: Change, new: dict[str, Any]) -> None:
         "nodeSelector": {"kubernetes.io/os": "linux"},
         "resources": {"limits": {"memory": "512Mi"}},
         "tolerations": [{"key": "x", "operator": "Exists"}],
-        "networkPolicy": {"enabled": True},
+        "networkPolicy": {"enabled": False},
         "emitEvents": True,
     }
     if "forgejo" in new:

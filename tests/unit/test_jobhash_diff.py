@@ -162,7 +162,7 @@ def test_cli_names_json_has_the_stable_keys() -> None:
     assert code == 0
     rows = json.loads(out)
     assert [r["name"] for r in rows] == [
-        "demo-autoroll-db-migrate-b2147093",
+        "demo-autoroll-db-migrate-946f9a6a",
         rows[1]["name"],
     ]
     assert set(rows[0]) == {"group", "job", "kind", "name", "hash", "sha8"}
@@ -229,7 +229,7 @@ def test_cli_takes_every_value_flag_helm_takes(tmp_path: Path) -> None:
     )  # fmt: skip
     assert code == 0
     names = [row["name"] for row in json.loads(out)]
-    assert names[0] != "demo-autoroll-db-migrate-b2147093"
+    assert names[0] != "demo-autoroll-db-migrate-946f9a6a"
     code, spec = run(
         "spec", "--release", "demo", "-f", EXAMPLE, "db/migrate",
         "--set-json", 'jobGroups.db.jobs.migrate.args=["--dry-run"]',

@@ -11,6 +11,7 @@ from jobhash.errors import RenderError
 from jobhash.gojson import GoValue, marshal
 from jobhash.spec import (
     apply_layer,
+    controller_service_account,
     delete_policies,
     go_default,
     go_empty,
@@ -21,6 +22,7 @@ from jobhash.spec import (
     job_group_hash,
     job_group_job_spec,
     job_group_pod_labels,
+    job_group_service_account_guard,
     job_group_spec,
     job_group_values,
     json_round_trip,
@@ -39,8 +41,14 @@ WORKED: dict[str, Any] = {
 WORKED_JSON = (
     '{"template":{"metadata":{"labels":{"autoroll.aethnet.se/job":"migrate",'
     '"autoroll.aethnet.se/job-group":"db"}},"spec":{"containers":[{"command":["./migrate.sh"],'
-    '"image":"my/migrator:v1","name":"main"}],"restartPolicy":"Never"}}}'
+    '"image":"my/migrator:v1","name":"main","securityContext":{"allowPrivilegeEscalation":false,'
+    '"capabilities":{"drop":["ALL"]}}}],"restartPolicy":"Never","securityContext":'
+    '{"runAsNonRoot":true,"seccompProfile":{"type":"RuntimeDefault"}}}}}'
 )
+
+
+#: The container half of the default ``restricted`` securityContext, as every container has it.
+RESTRICTED = '"securityContext":{"allowPrivilegeEscalation":false,"capabilities":{"drop":["ALL"]}}'
 
 
 def spec_of(values: dict[str, Any], group: str = "db", job: str = "migrate") -> str:
@@ -251,9 +259,9 @@ def test_tasks_become_init_containers_with_merged_image_and_env() -> None:
     spec = spec_of(values, job="m")
     assert (
         '"initContainers":[{"env":[{"name":"A","value":"1"},{"name":"B","value":"t"}],'
-        '"image":"r:v9","imagePullPolicy":"Always","name":"first"},'
+        '"image":"r:v9","imagePullPolicy":"Always","name":"first",' + RESTRICTED + "},"
         '{"command":["x","y"],"env":[{"name":"A","value":"1"},{"name":"B","value":"2"}],'
-        '"image":"r:v1","imagePullPolicy":"Always","name":"second"}]'
+        '"image":"r:v1","imagePullPolicy":"Always","name":"second",' + RESTRICTED + "}]"
     ) in spec
 
 
@@ -308,3 +316,46 @@ def test_guard_passes_when_opted_out_or_harmless() -> None:
     policy: Any = {"argocd": {"deletePolicy": "HookSucceeded"}}
     job_group_guard({"hashSuffix": False, "hooks": policy}, "db", "m")
     job_group_guard({"hashSuffix": True, "hooks": {"argocd": {"deletePolicy": "x"}}}, "db", "m")
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        ({}, "demo-autoroll"),  # the chart's defaults: created, named after the fullname
+        ({"serviceAccount": {"create": True, "name": "ops"}}, "ops"),
+        ({"serviceAccount": {"create": False, "name": ""}}, "default"),
+        ({"serviceAccount": {"create": False, "name": "robot"}}, "robot"),
+        ({"controller": {"enabled": False}}, None),  # no controller: any account may be used
+    ],
+)
+def test_the_controllers_service_account_mirrors_the_chart_helper(
+    values: dict[str, Any], expected: str | None
+) -> None:
+    # As the chart sees them: user values over values.yaml's defaults.
+    defaults: dict[str, Any] = {
+        "controller": {"enabled": True},
+        "serviceAccount": {"create": True, "name": ""},
+    }
+    assert controller_service_account({**defaults, **values}, "demo-autoroll") == expected
+
+
+@pytest.mark.parametrize(
+    ("given", "controller", "refused"),
+    [
+        ("demo-autoroll", "demo-autoroll", True),
+        ("", "default", True),  # empty is the namespace's default
+        ("default", "default", True),
+        ("", "demo-autoroll", False),
+        ("migrator", "demo-autoroll", False),
+        ("demo-autoroll", None, False),
+    ],
+)
+def test_a_job_may_not_run_as_the_controllers_service_account(
+    given: str, controller: str | None, refused: bool
+) -> None:
+    values: dict[str, GoValue] = {"serviceAccountName": given} if given else {}
+    if not refused:
+        job_group_service_account_guard(values, "db", "migrate", controller)
+        return
+    with pytest.raises(RenderError, match=r'^jobGroups\.db\.jobs\.migrate: serviceAccountName "'):
+        job_group_service_account_guard(values, "db", "migrate", controller)

@@ -99,6 +99,14 @@ autoroll.secretName: the Secret holding the token and the webhook secret:
 {{- end -}}
 
 {{/*
+autoroll.secretMountPath: where the Secret is mounted read-only when secret.mountAsFiles is on
+(its keys as the files forgejo-token and webhook-secret), "/var/run/secrets/autoroll".
+*/}}
+{{- define "autoroll.secretMountPath" -}}
+/var/run/secrets/autoroll
+{{- end -}}
+
+{{/*
 autoroll.validateSecret: fails unless exactly one source of the two secrets is configured:
 secret.existingSecret, or both secret.forgejoToken and secret.webhookSecret (>= 16 chars).
 Renders nothing; include it from every template that needs the Secret.
@@ -208,6 +216,121 @@ workload kinds and pods): ["list"], and "watch" beside it when the watched cache
 {{- list "list" "watch" | mustToJson -}}
 {{- else -}}
 {{- list "list" | mustToJson -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+autoroll.podRules: the rules the controller needs where it rolls, as a JSON list of RBAC
+rules: list (and watch, with the watched cache) on each kind in workloadKinds and on pods,
+the rollout method's one write (pods: delete, or pods/eviction: create for evict, never
+both), and core events: create when emitEvents is on. The ClusterRole grants them
+cluster-wide; in namespaced mode (tenancy.namespaced) each watched namespace's Role grants
+them there. Takes the root context.
+*/}}
+{{- define "autoroll.podRules" -}}
+{{- $read := include "autoroll.readVerbs" . | mustFromJson -}}
+{{- $rules := list (dict "apiGroups" (list "apps") "resources" (include "autoroll.workloadResources" . | mustFromJson) "verbs" $read) -}}
+{{- if eq .Values.rolloutMethod "evict" -}}
+{{- $rules = append $rules (dict "apiGroups" (list "") "resources" (list "pods") "verbs" $read) -}}
+{{- $rules = append $rules (dict "apiGroups" (list "") "resources" (list "pods/eviction") "verbs" (list "create")) -}}
+{{- else -}}
+{{- $rules = append $rules (dict "apiGroups" (list "") "resources" (list "pods") "verbs" (mustAppend $read "delete")) -}}
+{{- end -}}
+{{- if .Values.emitEvents -}}
+{{- /* core/v1 Events, the API the controller calls and `kubectl describe` reads. */ -}}
+{{- $rules = append $rules (dict "apiGroups" (list "") "resources" (list "events") "verbs" (list "create")) -}}
+{{- end -}}
+{{- $rules | mustToJson -}}
+{{- end -}}
+
+{{/*
+autoroll.nodeRules: the cluster-scoped rule on Nodes, as a JSON list of at most one rule:
+nodes: get with daemonset in workloadKinds (a DaemonSet pod is deleted only once its Node is
+read Ready; one GET per deletion, never a list) and nodes: list with
+guardrails.platformAware (one metadata-only list per pass: the nodes' kubernetes.io/os and
+/arch labels); [] when neither is used. Nodes cannot be granted by a Role, so namespaced
+mode keeps this rule, and only it, in a ClusterRole. Takes the root context.
+*/}}
+{{- define "autoroll.nodeRules" -}}
+{{- $verbs := list -}}
+{{- if has "daemonset" .Values.workloadKinds }}{{ $verbs = append $verbs "get" }}{{ end -}}
+{{- if .Values.guardrails.platformAware }}{{ $verbs = append $verbs "list" }}{{ end -}}
+{{- if $verbs -}}
+{{- list (dict "apiGroups" (list "") "resources" (list "nodes") "verbs" $verbs) | mustToJson -}}
+{{- else -}}
+{{- list | mustToJson -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+autoroll.clusterRules: the ClusterRole's rules as a JSON list: autoroll.podRules and
+autoroll.nodeRules, or in namespaced mode autoroll.nodeRules alone ([] when it is empty:
+then no ClusterRole and no ClusterRoleBinding are rendered). Takes the root context.
+*/}}
+{{- define "autoroll.clusterRules" -}}
+{{- $nodes := include "autoroll.nodeRules" . | mustFromJson -}}
+{{- if include "autoroll.namespaced" . -}}
+{{- $nodes | mustToJson -}}
+{{- else -}}
+{{- concat (include "autoroll.podRules" . | mustFromJson) $nodes | mustToJson -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+autoroll.namespaced: "true" in namespaced mode (tenancy.namespaced: per-namespace lists,
+watches and Roles, no cluster-wide right on pods or workloads), else "". Fails, naming
+tenancy.namespaces, when the mode is on without namespaces to watch. Takes the root context.
+*/}}
+{{- define "autoroll.namespaced" -}}
+{{- if .Values.tenancy.namespaced -}}
+{{- if not .Values.tenancy.namespaces -}}
+{{- fail "tenancy.namespaced: needs tenancy.namespaces, the namespaces to watch and grant Roles in; name them, or set tenancy.namespaced=false to roll every namespace" -}}
+{{- end -}}
+true
+{{- end -}}
+{{- end -}}
+
+{{/*
+autoroll.tenantNamespaces: tenancy.namespaces sorted and checked, as a JSON list ([]: every
+namespace). Fails, naming tenancy.namespaces, on a name that is not a DNS-1123 label or is
+given twice (the schema rejects these already; this guards --skip-schema-validation), and,
+naming selfRoll, when the controller would roll itself but its own namespace is not among
+them (the label on its Deployment would silently never roll it). Takes the root context.
+*/}}
+{{- define "autoroll.tenantNamespaces" -}}
+{{- $given := .Values.tenancy.namespaces | default list -}}
+{{- range $given -}}
+{{- if not (regexMatch "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$" (toString .)) -}}
+{{- fail (printf "tenancy.namespaces: %q is not a namespace name (a DNS-1123 label: lowercase letters, digits and '-', at most 63 characters)" (toString .)) -}}
+{{- end -}}
+{{- end -}}
+{{- if ne (len (uniq $given)) (len $given) -}}
+{{- fail (printf "tenancy.namespaces: %v names a namespace twice; name each once" $given) -}}
+{{- end -}}
+{{- if and $given .Values.selfRoll (not .Values.image.digest) (not (has .Release.Namespace $given)) -}}
+{{- fail (printf "selfRoll: the controller's own namespace %q is not in tenancy.namespaces, so its Deployment would never be rolled; add it, or set selfRoll=false" .Release.Namespace) -}}
+{{- end -}}
+{{- sortAlpha $given | mustToJson -}}
+{{- end -}}
+
+{{/*
+autoroll.tenantRoleName: the name of the Role and RoleBinding namespaced mode renders in each
+watched namespace, "<fullname>-tenant" (distinct from the Lease Role's "<fullname>", which
+may sit in the same namespace). Takes the root context.
+*/}}
+{{- define "autoroll.tenantRoleName" -}}
+{{- printf "%s-tenant" (include "autoroll.fullname" .) -}}
+{{- end -}}
+
+{{/*
+autoroll.networkPolicy.require: fails, naming the value, when a list the NetworkPolicy needs
+is empty while networkPolicy.enabled is on (an empty peer list would otherwise mean "any
+destination"). Takes dict "value" (the list), "path" (its values path) and "what" (what to
+list there, for the message). Renders nothing.
+*/}}
+{{- define "autoroll.networkPolicy.require" -}}
+{{- if not .value -}}
+{{- fail (printf "%s: required while networkPolicy.enabled is true: list %s, or set networkPolicy.enabled=false when another layer filters the controller's traffic" .path .what) -}}
 {{- end -}}
 {{- end -}}
 

@@ -26,9 +26,15 @@ a breaking change of the chart: the golden vectors in tests/golden/ must fail fi
 {{/*
 autoroll.jobs.builtinDefaults: layer 0 of every entry, below jobDefaults. Returns JSON.
 These are the values the chart assumes when no layer sets a key (values.yaml repeats them).
+podSecurityContext and securityContext are the Pod Security "restricted" profile (ADR 023):
+runAsNonRoot and the RuntimeDefault seccomp profile for the pod, no privilege escalation and
+every capability dropped for each container. They are maps, so a layer overrides them key by
+key (runAsNonRoot: false for an image that must run as root).
 */}}
 {{- define "autoroll.jobs.builtinDefaults" -}}
-{{- dict "enabled" true "hashSuffix" true "hashIncludePodAnnotations" true "restartPolicy" "Never" "concurrencyPolicy" "Forbid" | mustToJson -}}
+{{- $pod := dict "runAsNonRoot" true "seccompProfile" (dict "type" "RuntimeDefault") -}}
+{{- $container := dict "allowPrivilegeEscalation" false "capabilities" (dict "drop" (list "ALL")) -}}
+{{- dict "enabled" true "hashSuffix" true "hashIncludePodAnnotations" true "restartPolicy" "Never" "concurrencyPolicy" "Forbid" "podSecurityContext" $pod "securityContext" $container | mustToJson -}}
 {{- end -}}
 
 {{/*
@@ -445,6 +451,27 @@ containing hook-succeeded, would re-run the Job on every sync; the render fails 
 {{- end -}}
 
 {{/*
+autoroll.jobGroupServiceAccountGuard: fails when an entry would run as the controller's own
+ServiceAccount (autoroll.serviceAccountName), which may delete pods wherever the controller
+rolls: a Job's code must never hold those rights. An empty serviceAccountName is the
+namespace's "default" ServiceAccount, refused too when the controller runs as it. Only while
+the controller is rendered (controller.enabled). Takes dict "root", "values", "group", "job".
+Returns nothing.
+*/}}
+{{- define "autoroll.jobGroupServiceAccountGuard" -}}
+{{- if not (and (hasKey . "root") (kindIs "map" .values) (hasKey . "group") (hasKey . "job")) -}}
+{{- fail "autoroll.jobGroupServiceAccountGuard: takes dict \"root\" \"values\" <effective values map> \"group\" \"job\"" -}}
+{{- end -}}
+{{- if .root.Values.controller.enabled -}}
+{{- $controller := include "autoroll.serviceAccountName" .root -}}
+{{- $given := get .values "serviceAccountName" | default "" | toString -}}
+{{- if eq ($given | default "default") $controller -}}
+{{- fail (printf "jobGroups.%s.jobs.%s: serviceAccountName %q (empty: the namespace's \"default\") is the controller's own ServiceAccount, which may delete pods; give the Job a ServiceAccount of its own with serviceAccountName, or run the controller as another one (serviceAccount.name)" .group .job $given) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
 autoroll.jobGroupPodLabels: the identity labels of an entry's pods, part of the hash input.
 Returns JSON {"autoroll.aethnet.se/job-group": <group>, "autoroll.aethnet.se/job": <job>}.
 Takes dict "group", "job" (the keys: DNS-1123 labels, so valid label values). Deliberately
@@ -625,6 +652,7 @@ entries with enabled: false are left out before the per-entry checks.
 {{- $v := include "autoroll.jobGroupValues" (dict "root" $root "group" $g "job" $j) | mustFromJson -}}
 {{- if get $v "enabled" -}}
 {{- include "autoroll.jobGroupGuard" (dict "values" $v "group" $g "job" $j) -}}
+{{- include "autoroll.jobGroupServiceAccountGuard" (dict "root" $root "values" $v "group" $g "job" $j) -}}
 {{- $kind := ternary "CronJob" "Job" (not (empty (get $v "schedule"))) -}}
 {{- $spec := include "autoroll.jobGroupSpec" (dict "values" $v "group" $g "job" $j) -}}
 {{- $hash := include "autoroll.jobGroupHash" $spec -}}

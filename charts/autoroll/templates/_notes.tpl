@@ -25,6 +25,12 @@ for moved tags on {{ .Values.forgejo.host }}{{ if .Values.dryRun }} (DRY RUN: it
      ALLOWED_HOST_LIST = external,{{ $fullname }}.{{ .Release.Namespace }}.svc
 
    Without a webhook the controller still polls every {{ .Values.pollIntervalSeconds }} seconds.
+{{- if and .Values.networkPolicy.enabled (not .Values.networkPolicy.ingressFrom) }}
+
+   The NetworkPolicy lets nothing connect to the controller yet: list the webhook's sender
+   (the ingress controller's namespace, or Forgejo's) and your metrics scraper in
+   networkPolicy.ingressFrom.
+{{- end }}
 
 2. Check what the controller sees and would do, from any machine with a kubeconfig:
 
