@@ -15,14 +15,12 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 
-import requests
-
 from autoroll import __version__, logs
 from autoroll.config import Config
 from autoroll.config.errors import ConfigError
 from autoroll.kube import ClusterConfigError, ClusterError, KubeCluster, connect
 from autoroll.plan import render, run_plan
-from autoroll.registry import RegistryClient
+from autoroll.registry import RegistryClient, registry_session
 from autoroll.server import serve
 
 log = logging.getLogger("autoroll")
@@ -147,10 +145,11 @@ def _plan(env: Mapping[str, str], *, kubeconfig: str | None, verbose: bool) -> i
         namespaced=config.tenancy.namespaced,
     )
     registry = RegistryClient(
-        session=requests.Session(),
+        session=registry_session(config.registry_ca_file),
         base_url=config.registry_url,
         user=config.forgejo_user,
         token=config.forgejo_token.reveal(),
+        ca_file=config.registry_ca_file,
     )
     try:
         report = run_plan(

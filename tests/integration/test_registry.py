@@ -73,7 +73,7 @@ def client_for(
         token=password,
         observer=observer,
         limits=limits,
-        **({"clock": clock} if clock else {}),
+        clock=clock or time.monotonic,
     )
 
 

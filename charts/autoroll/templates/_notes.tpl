@@ -26,10 +26,10 @@ for moved tags on {{ .Values.forgejo.host }}{{ if .Values.dryRun }} (DRY RUN: it
 
    Without a webhook the controller still polls every {{ .Values.pollIntervalSeconds }} seconds.
 
-2. Check what the controller sees and would do, from any machine with a kubeconfig:
+2. Check what the controller sees and would do: one dry pass inside the controller's pod,
+   with this release's token, selector, kinds and guardrails (it deletes nothing):
 
-     FORGEJO_HOST={{ .Values.forgejo.host }} FORGEJO_USER={{ .Values.forgejo.user }} FORGEJO_TOKEN=... WEBHOOK_SECRET=... \
-       autoroll plan
+     kubectl -n {{ .Release.Namespace }} exec deploy/{{ $fullname }} -- autoroll plan
 
    and its own view:
 
