@@ -19,6 +19,10 @@ where it matters, on kube-apiserver + kube-controller-manager + the simulated ku
   hashed Job is renamed once and runs once more, as documented.
 - `helm upgrade` from the released 0.2.0 chart, the first with same-name-same-spec, to this one
   succeeds and keeps every Job and CronJob with its name and UID: nothing runs again.
+- The README's upgrade command, parsed from the README (not a copy), from every committed
+  release package to this chart with the controller enabled: it succeeds, keeps what the user
+  set and renders every value added since with today's default. So does the plain
+  `--reuse-values` users have in their history (the chart backfills what it lacks).
 - The documented exception is real: an edit of podAnnotations under
   hashIncludePodAnnotations: false is refused by the API server, and `jobhash diff --strict`
   says so beforehand.
@@ -31,6 +35,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -65,6 +70,9 @@ RELEASES = {
     "test_helm_upgrade_from_the_previous_release_renames_every_hashed_job_once": "prev",
     "test_helm_upgrade_from_the_released_0_2_0_keeps_every_job_and_its_uid": "rel",
     "test_an_edit_of_opted_out_pod_annotations_is_refused_by_the_api_and_by_jobhash_diff": "exc",
+    "0.1.0-readme": "rd1",
+    "0.2.0-readme": "rd2",
+    "0.2.0-reuse-values": "ru2",
 }
 DIGEST = "sha256:" + "5" * 64
 
@@ -545,6 +553,111 @@ def test_helm_upgrade_from_the_released_0_2_0_keeps_every_job_and_its_uid(
     assert uids(after) == uids(before), "a Job or CronJob was replaced by the upgrade"
     assert {o["chart"] for o in after.values()} == {f"autoroll-{CURRENT_VERSION}"}
     assert all(o["pods"] == "1" for o in after.values() if o["kind"] == "Job"), after
+
+
+# --- the README's upgrade command ----------------------------------------------------------------
+
+README = REPO / "README.md"
+
+
+def readme_upgrade_command() -> list[str]:
+    """The one `helm upgrade` line of the README, split as a shell would."""
+    lines = [
+        line.strip()
+        for line in README.read_text(encoding="utf-8").splitlines()
+        if line.strip().startswith("helm upgrade ")
+    ]
+    assert len(lines) == 1, f"README.md: expected one `helm upgrade` line, found {lines}"
+    return shlex.split(lines[0])
+
+
+def as_run_here(command: list[str], *, release: str, namespace: str, chart: Path) -> list[str]:
+    """The README's command against this test's release, namespace and chart: only the
+    placeholders change (release name, chart reference, namespace, `--version <X.Y.Z>`)."""
+    assert command[:2] == ["helm", "upgrade"], command
+    _, _, documented_release, reference, *flags = command
+    assert documented_release == "autoroll" and reference.startswith("oci://"), command
+    out = [release, str(chart)]
+    rest = iter(flags)
+    for flag in rest:
+        if flag in {"-n", "--namespace"}:
+            out += [flag, namespace]
+            next(rest)
+        elif flag == "--version":
+            assert next(rest) == "<X.Y.Z>", "README: --version should show the <X.Y.Z> placeholder"
+            out += ["--version", CURRENT_VERSION]
+        else:
+            out.append(flag)
+    return out
+
+
+def test_the_readme_upgrade_command_resets_then_reuses_values() -> None:
+    assert "--reset-then-reuse-values" in readme_upgrade_command()
+
+
+def deployment_env(kube: Any, namespace: str, release: str) -> dict[str, str]:
+    from kubernetes import client as k8s
+
+    apps = k8s.AppsV1Api(kube)
+    deployment: Any = apps.read_namespaced_deployment(f"{release}-autoroll", namespace)
+    [container] = deployment.spec.template.spec.containers
+    return {e.name: e.value for e in container.env or [] if e.value is not None}
+
+
+@pytest.mark.parametrize("case", ["0.1.0-readme", "0.2.0-readme", "0.2.0-reuse-values"])
+def test_the_documented_upgrade_from_each_release_works_on_the_real_api(
+    helm: Helm, kube: Any, namespace: str, tmp_path: Path, case: str
+) -> None:
+    """A user of each release upgrades as the README says (or with the plain --reuse-values
+    of their shell history); the controller is enabled, as it is for every user."""
+    version, _, how = case.partition("-")
+    report = Report()
+    old = released_chart(tmp_path, version)
+    helm.ok(report, "install", helm.release, str(old), vals=values())
+    command = as_run_here(
+        readme_upgrade_command(), release=helm.release, namespace=namespace, chart=CHART
+    )
+    if how == "reuse-values":
+        command = [c for c in command if c != "--reset-then-reuse-values"] + ["--reuse-values"]
+    done = subprocess.run(
+        [helm.binary, "upgrade", *command, "--kubeconfig", str(helm.kubeconfig)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    report.add(f"$ helm upgrade {shlex.join(command)}  (exit {done.returncode})", done.stdout)
+    report.flush(f"the README's upgrade from {version} ({how})")
+    assert done.returncode == 0, done.stderr
+
+    env = deployment_env(kube, namespace, helm.release)
+    # What the user set is kept ...
+    assert env["FORGEJO_HOST"] == "forgejo.e2e.example"
+    assert env["FORGEJO_USER"] == "autoroll-bot"
+    # ... and what the old chart did not have is today's default.
+    assert env["WORKLOAD_KINDS"] == "deployment,statefulset,daemonset"
+    assert env["REGISTRY_SCHEME"] == "https"
+    assert env["ROLL_BUDGET_DELETIONS"] == "30"
+    status = subprocess.run(
+        [
+            helm.binary,
+            "status",
+            helm.release,
+            "-n",
+            namespace,
+            "-o",
+            "json",
+            "--kubeconfig",
+            str(helm.kubeconfig),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    info = json.loads(status.stdout)
+    assert info["info"]["status"] == "deployed"
+    assert info["chart"]["metadata"]["version"] == CURRENT_VERSION
 
 
 # --- the documented exception -----------------------------------------------------------------
