@@ -33,7 +33,8 @@ def released_values(package: Path) -> dict[str, Any]:
     with tarfile.open(package) as tar:
         member = tar.extractfile("autoroll/values.yaml")
         assert member is not None
-        return yaml.safe_load(io.TextIOWrapper(member, encoding="utf-8"))
+        loaded: dict[str, Any] = yaml.safe_load(io.TextIOWrapper(member, encoding="utf-8"))
+        return loaded
 
 
 def added_paths(new: dict[str, Any], old: dict[str, Any], prefix: str = "") -> list[str]:
