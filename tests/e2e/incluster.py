@@ -12,7 +12,8 @@ values, as a user of such a cluster would set them:
   pod's own network namespace cannot reach; the controller listens on a free port of the
   node, which ``Node.expose`` makes answer on the host's 127.0.0.1 for the webhook and
   ``/metrics``.
-- ``forgejo.scheme: http``: the local registry has no TLS.
+- ``forgejo.scheme: http``: the local registry has no TLS; one served by a private CA
+  (``RegistryServer.tls``) gets ``https`` and the CA as ``caBundle.pem``, as a user's would.
 
 The API server cannot reach the kubelet (the node's address lives in its own network
 namespace), so ``kubectl logs`` is not available; ``PodLogs`` reads the container log files
@@ -112,6 +113,10 @@ def chart_values(
         "containerPort": port,
         "terminationGracePeriodSeconds": 10,
     }
+    tls = getattr(registry, "tls", None)  # a docker-registry served by a private CA
+    if tls is not None:
+        values["forgejo"]["scheme"] = "https"
+        values["caBundle"] = {"pem": tls.ca_cert.read_text(encoding="ascii")}
     for name, raw in env.items():
         if name not in ENV_TO_VALUES:
             raise ValueError(f"{name}: no chart value maps to it (known: {sorted(ENV_TO_VALUES)})")
@@ -275,7 +280,10 @@ def installed_autoroll(
     )
     values_file = workdir / f"autoroll-values-{port}.yaml"
     values_file.write_text(yaml.safe_dump(values))
-    node.trust_registry(registry.host, registry.authorization)
+    tls = getattr(registry, "tls", None)
+    node.trust_registry(
+        registry.host, registry.authorization, ca_file=tls.ca_cert if tls is not None else None
+    )
     node.expose(port)
     autoroll = Autoroll(url=f"http://127.0.0.1:{port}", secret=secret, process=None)
     installed = False
