@@ -37,13 +37,18 @@ _PLAN_WEBHOOK_PLACEHOLDER = "plan-does-not-serve-webhooks"
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="autoroll",
-        description="Roll enrolled Deployments when a mutable image tag moves.",
+        description="Roll enrolled Deployments, StatefulSets and DaemonSets when a mutable image"
+        " tag moves.",
         epilog="Configuration comes from the environment: FORGEJO_HOST, FORGEJO_USER,"
         " FORGEJO_TOKEN, WEBHOOK_SECRET (required), POLL_INTERVAL_SECONDS, PASS_TIMEOUT_SECONDS,"
-        " LABEL_SELECTOR, LISTEN_ADDR, DRY_RUN, LOG_LEVEL, LOG_FORMAT, ROLLOUT_METHOD,"
-        " EMIT_EVENTS, PLATFORM_AWARE; the guardrails ROLL_BUDGET_DELETIONS,"
-        " ROLL_BUDGET_PERIOD_SECONDS, ROLL_BUDGET_IN_FLIGHT, ROLL_MIN_AGE_SECONDS, ROLL_WINDOW,"
-        " ROLL_PAUSED (docs/adr/016-guardrails.md); with several replicas LEADER_ELECTION,"
+        " LABEL_SELECTOR, WORKLOAD_KINDS, LISTEN_ADDR, DRY_RUN, LOG_LEVEL, LOG_FORMAT,"
+        " ROLLOUT_METHOD, EMIT_EVENTS, ROLLOUT_HALTED_AFTER_SECONDS, REGISTRY_SCHEME,"
+        " REGISTRY_CA_FILE, WATCH_CACHE, CACHE_RESYNC_SECONDS, PLATFORM_AWARE; the guardrails"
+        " ROLL_BUDGET_DELETIONS, ROLL_BUDGET_PERIOD_SECONDS, ROLL_BUDGET_IN_FLIGHT,"
+        " ROLL_MIN_AGE_SECONDS, ROLL_WINDOW, ROLL_PAUSED (docs/adr/016-guardrails.md); the"
+        " tenants WATCH_NAMESPACES, ALLOWED_NAMESPACES, ROLL_BUDGET_DELETIONS_PER_NAMESPACE,"
+        " ROLL_BUDGET_IN_FLIGHT_PER_NAMESPACE, REGISTRY_LOOKUPS_PER_NAMESPACE"
+        " (docs/adr/019-tenants-in-their-lane.md); with several replicas LEADER_ELECTION,"
         " LEADER_ELECTION_NAMESPACE, LEADER_ELECTION_LEASE, POD_NAME and"
         " LEADER_ELECTION_{LEASE_DURATION,RENEW_DEADLINE,RETRY_PERIOD}_SECONDS"
         " (docs/adr/004-leader-election-and-webhook-handoff.md).",
@@ -58,7 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     plan = commands.add_parser(
         "plan",
-        help="one dry-run pass against the current kubeconfig, printed as a table",
+        help="one dry-run pass (in the controller pod: its ServiceAccount; else the"
+        " kubeconfig), printed as a table",
         description="Decide every enrolled workload once, delete nothing, and print a table:"
         " image, running digest(s), registry digest and verdict per container.",
     )

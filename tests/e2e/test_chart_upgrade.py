@@ -70,9 +70,18 @@ RELEASES = {
     "test_helm_upgrade_from_the_previous_release_renames_every_hashed_job_once": "prev",
     "test_helm_upgrade_from_the_released_0_2_0_keeps_every_job_and_its_uid": "rel",
     "test_an_edit_of_opted_out_pod_annotations_is_refused_by_the_api_and_by_jobhash_diff": "exc",
-    "0.1.0-readme": "rd1",
-    "0.2.0-readme": "rd2",
-    "0.2.0-reuse-values": "ru2",
+}
+# The README's upgrade from every committed package (and the plain --reuse-values from the
+# newest), a release name each: "rd" or "ru" and the version's digits.
+PACKAGED = sorted(
+    (p.name.removeprefix("autoroll-").removesuffix(".tgz") for p in RELEASES_DIR.glob("*.tgz")),
+    key=lambda v: tuple(int(n) for n in v.split(".")),
+)
+UPGRADE_CASES = [f"{v}-readme" for v in PACKAGED if v != CURRENT_VERSION]
+UPGRADE_CASES += [f"{v}-reuse-values" for v in PACKAGED[-1:] if v != CURRENT_VERSION]
+RELEASES |= {
+    c: ("rd" if c.endswith("-readme") else "ru") + c.partition("-")[0].replace(".", "")
+    for c in UPGRADE_CASES
 }
 DIGEST = "sha256:" + "5" * 64
 
@@ -604,7 +613,7 @@ def deployment_env(kube: Any, namespace: str, release: str) -> dict[str, str]:
     return {e.name: e.value for e in container.env or [] if e.value is not None}
 
 
-@pytest.mark.parametrize("case", ["0.1.0-readme", "0.2.0-readme", "0.2.0-reuse-values"])
+@pytest.mark.parametrize("case", UPGRADE_CASES)
 def test_the_documented_upgrade_from_each_release_works_on_the_real_api(
     helm: Helm, kube: Any, namespace: str, tmp_path: Path, case: str
 ) -> None:

@@ -5,7 +5,7 @@ context; returns text. Names the Secret but never prints its values.
 {{- define "autoroll.controllerNotes" -}}
 {{- $fullname := include "autoroll.fullname" . -}}
 {{- $svc := printf "http://%s.%s.svc:%d/webhook" $fullname .Release.Namespace (int .Values.service.port) -}}
-autoroll {{ .Chart.AppVersion }} is watching Deployments labelled {{ .Values.labelSelector | quote }}
+autoroll {{ .Chart.AppVersion }} is watching {{ include "autoroll.workloadKinds" . | replace "," ", " }} objects labelled {{ .Values.labelSelector | quote }}
 for moved tags on {{ .Values.forgejo.host }}{{ if .Values.dryRun }} (DRY RUN: it deletes nothing){{ end }}.
 
 1. Point a Forgejo package webhook at the controller: in the settings of the user or
