@@ -48,6 +48,10 @@ extraEnv: []
 extraEnvFrom: []
 extraVolumes: []
 extraVolumeMounts: []
+podDisruptionBudget:
+  enabled: true
+  minAvailable: 1
+topologySpreadConstraints: []
 {{- end -}}
 
 {{/*
