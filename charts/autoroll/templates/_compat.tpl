@@ -52,6 +52,8 @@ podDisruptionBudget:
   enabled: true
   minAvailable: 1
 topologySpreadConstraints: []
+helmTest:
+  enabled: true
 {{- end -}}
 
 {{/*
