@@ -20,7 +20,7 @@ from autoroll.config import Config
 from autoroll.config.errors import ConfigError
 from autoroll.kube import ClusterConfigError, ClusterError, KubeCluster, connect
 from autoroll.plan import render, run_plan
-from autoroll.registry import RegistryClient, registry_session
+from autoroll.registry import RegistryClient, proxies_in_use, registry_session
 from autoroll.server import serve
 
 log = logging.getLogger("autoroll")
@@ -121,6 +121,7 @@ def _serve(env: Mapping[str, str]) -> int:
     logs.configure(level=config.log_level, log_format=config.log_format, secrets=_secrets(config))
     settings = " ".join(f"{k}={v}" for k, v in config.redacted().items())
     log.info("autoroll %s starting: %s", __version__, settings)
+    log.info("registry proxies: %s", proxies_in_use(env))
     if config.dry_run:
         log.warning("DRY_RUN=true: stale pods are logged, never deleted")
     if config.guardrails.paused:

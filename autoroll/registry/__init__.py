@@ -24,7 +24,7 @@ from autoroll.registry.manifests import (
     OCI_MANIFEST,
     retry_after_seconds,
 )
-from autoroll.registry.tls import registry_session
+from autoroll.registry.tls import proxies_in_use, registry_session
 
 __all__ = [
     "DOCKER_LIST",
@@ -39,6 +39,7 @@ __all__ = [
     "NullObserver",
     "RegistryClient",
     "RegistryObserver",
+    "proxies_in_use",
     "registry_session",
     "retry_after_seconds",
 ]

@@ -10,7 +10,9 @@ moves to a public certificate keeps working. ``HTTPS_PROXY``/``NO_PROXY`` are ho
 from __future__ import annotations
 
 import ssl
+from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 import requests
 from requests.adapters import HTTPAdapter
@@ -54,6 +56,22 @@ def registry_session(ca_file: str | None) -> requests.Session:
     if ca_file is not None:
         session.mount("https://", _TrustingAdapter(trust_context(ca_file)))
     return session
+
+
+def proxies_in_use(env: Mapping[str, str]) -> str:
+    """The proxy variables ``requests`` will honour, for the startup log: user info in a
+    proxy URL is replaced (it is a credential), NO_PROXY shown as given."""
+    shown = []
+    for name in ("HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY"):
+        value = env.get(name) or env.get(name.lower())
+        if value:
+            parts = urlsplit(value)
+            if parts.username or parts.password:
+                value = parts._replace(
+                    netloc="<redacted>@" + parts.netloc.rpartition("@")[2]
+                ).geturl()
+            shown.append(f"{name}={value}")
+    return " ".join(shown) or "none"
 
 
 def untrusted_message(exc: BaseException, *, ca_file: str | None) -> str:
