@@ -25,7 +25,8 @@ def test_no_proxy_variables_say_none() -> None:
     [
         (
             requests.exceptions.SSLError(
-                "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: self-signed certificate in certificate chain (_ssl.c:1006)"
+                "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: self-signed"
+                " certificate in chain (_ssl.c:1006)"
             ),
             True,
         ),
