@@ -59,6 +59,7 @@ ENV_TO_VALUES: Mapping[str, tuple[str, type]] = {
     "LOG_LEVEL": ("logLevel", str),
     "EMIT_EVENTS": ("emitEvents", bool),
     "ROLLOUT_METHOD": ("rolloutMethod", str),
+    "ROLL_PAUSED": ("guardrails.paused", bool),
 }
 
 
@@ -121,7 +122,11 @@ def chart_values(
         if name not in ENV_TO_VALUES:
             raise ValueError(f"{name}: no chart value maps to it (known: {sorted(ENV_TO_VALUES)})")
         key, kind = ENV_TO_VALUES[name]
-        values[key] = raw.lower() == "true" if kind is bool else kind(raw)
+        *parents, leaf = key.split(".")  # a nested value: guardrails.paused
+        target = values
+        for parent in parents:
+            target = target.setdefault(parent, {})
+        target[leaf] = raw.lower() == "true" if kind is bool else kind(raw)
     return values
 
 
