@@ -9,7 +9,7 @@ same with or without them. The README's command (`--reset-then-reuse-values`) ne
 it is the net under the command users already have in their shell history.
 
 When you add a value: add it to autoroll.compat.addedSince020 with the same default.
-tests/unit/test_chart_compat.py renders the chart with each added key removed and fails when
+tests/integration/test_chart_compat.py renders the chart with each added key removed and fails when
 the output differs from the defaults' (or when a new key is missing from the list).
 */}}
 
