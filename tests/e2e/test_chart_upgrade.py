@@ -666,7 +666,12 @@ def test_the_documented_upgrade_from_each_release_works_on_the_real_api(
     )
     info = json.loads(status.stdout)
     assert info["info"]["status"] == "deployed"
-    assert info["chart"]["metadata"]["version"] == CURRENT_VERSION
+    from kubernetes import client as k8s
+
+    deployed: Any = k8s.AppsV1Api(kube).read_namespaced_deployment(
+        f"{helm.release}-autoroll", namespace
+    )
+    assert deployed.metadata.labels["helm.sh/chart"] == f"autoroll-{CURRENT_VERSION}"
 
 
 # --- the documented exception -----------------------------------------------------------------
