@@ -7,7 +7,9 @@
 
 # One pinned base for every stage: the venv built below links to this interpreter. Any
 # Debian-like image with python3 (>= 3.11) and its venv module will do; CI passes its own.
-ARG PYTHON_IMAGE=python:3.12.8-slim-bookworm
+# Pinned by digest (the multi-arch index), so a retagged base cannot change the image; the
+# workflow builds with --pull so the pinned bytes are fetched, never a stale local copy.
+ARG PYTHON_IMAGE=docker.io/library/python:3.12.8-slim-bookworm@sha256:10f3aaab98db50cba827d3b33a91f39dc9ec2d02ca9b85cbc5008220d07b17f3
 
 # --- build: the locked dependencies and the wheel, in a venv that never gets pip ---------
 FROM ${PYTHON_IMAGE} AS build

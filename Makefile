@@ -9,7 +9,7 @@ TOOLS_ENV := .tools/env
 WITH_TOOLS = source $(TOOLS_ENV) &&
 
 .PHONY: help tools tools-core tools-gitea venv test lint typecheck pytest pytest-e2e pytest-rest chart-lint chart-test docs names demo bench clean \
-	lock lock-upgrade test-lowest image
+	lock lock-upgrade test-lowest image release-chart
 
 help:
 	@echo "make demo    - watch autoroll replace 3 real containers one at a time on a local cluster"
@@ -22,6 +22,7 @@ help:
 	@echo "make docs    - regenerate the chart README's values table (helm-docs)"
 	@echo "make image   - build the controller image with podman, as CI does (scripts/tools.sh image)"
 	@echo "make lock    - re-resolve requirements/*.txt after a dependency change (lock-upgrade: newest)"
+	@echo "make release-chart - package the chart into tests/e2e/releases for a new version (before tagging)"
 
 # Everything the suites need, including the local control plane (etcd, kube-apiserver,
 # kube-controller-manager) and the node (kubelet, containerd, runc, CNI plugins, busybox) that
@@ -77,6 +78,15 @@ chart-test: $(TOOLS_ENV)
 # The values table in charts/autoroll/README.md, from the `# --` comments in values.yaml.
 docs: $(TOOLS_ENV)
 	$(WITH_TOOLS) scripts/chart_docs.sh
+
+# The chart as users get it, for the upgrade tests of the next releases: `helm package` of
+# charts/autoroll into tests/e2e/releases (as autoroll-<version>.tgz). Run it when Chart.yaml's
+# version changes, before tagging v<version>; an existing package is never overwritten.
+release-chart: $(TOOLS_ENV)
+	@version=$$(sed -n 's/^version: *//p' charts/autoroll/Chart.yaml | tr -d '"'); \
+	target=tests/e2e/releases/autoroll-$$version.tgz; \
+	if [ -e "$$target" ]; then echo "release-chart: $$target exists; bump version in charts/autoroll/Chart.yaml first"; exit 1; fi; \
+	$(WITH_TOOLS) helm package charts/autoroll -d tests/e2e/releases >/dev/null && echo "release-chart: wrote $$target (commit it)"
 
 workflow-lint: $(TOOLS_ENV)
 	$(WITH_TOOLS) if compgen -G '.forgejo/workflows/*.y*ml' >/dev/null; then actionlint .forgejo/workflows/*.y*ml; fi

@@ -15,14 +15,12 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 
-import requests
-
 from autoroll import __version__, logs
 from autoroll.config import Config
 from autoroll.config.errors import ConfigError
 from autoroll.kube import ClusterConfigError, ClusterError, KubeCluster, connect
 from autoroll.plan import render, run_plan
-from autoroll.registry import RegistryClient
+from autoroll.registry import RegistryClient, proxies_in_use, registry_session
 from autoroll.server import serve
 
 log = logging.getLogger("autoroll")
@@ -39,17 +37,23 @@ _PLAN_WEBHOOK_PLACEHOLDER = "plan-does-not-serve-webhooks"
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="autoroll",
-        description="Roll enrolled Deployments when a mutable image tag moves.",
+        description="Roll enrolled Deployments, StatefulSets and DaemonSets when a mutable image"
+        " tag moves.",
         epilog="Configuration comes from the environment: FORGEJO_HOST, FORGEJO_USER,"
         " FORGEJO_TOKEN, WEBHOOK_SECRET (required; each secret also as <NAME>_FILE, the path"
-        " of a mounted file holding it, e.g. FORGEJO_TOKEN_FILE), POLL_INTERVAL_SECONDS,"
-        " PASS_TIMEOUT_SECONDS, LABEL_SELECTOR, LISTEN_ADDR, PROBE_ADDR (/livez, /readyz and"
-        " /healthz on their own port and threads, default 0.0.0.0:8081), DRY_RUN, LOG_LEVEL,"
-        " LOG_FORMAT, ROLLOUT_METHOD, EMIT_EVENTS, PLATFORM_AWARE; the guardrails"
+        " of a mounted file holding it, e.g. FORGEJO_TOKEN_FILE, WEBHOOK_SECRET_FILE),"
+        " POLL_INTERVAL_SECONDS, PASS_TIMEOUT_SECONDS, LABEL_SELECTOR, WORKLOAD_KINDS,"
+        " LISTEN_ADDR, PROBE_ADDR (/livez, /readyz and /healthz on their own port and threads,"
+        " default 0.0.0.0:8081), DRY_RUN, LOG_LEVEL, LOG_FORMAT, ROLLOUT_METHOD, EMIT_EVENTS,"
+        " ROLLOUT_HALTED_AFTER_SECONDS, REGISTRY_SCHEME, REGISTRY_CA_FILE, WATCH_CACHE,"
+        " CACHE_RESYNC_SECONDS, TAG_PASS_INTERVAL_SECONDS, PLATFORM_AWARE; the guardrails"
         " ROLL_BUDGET_DELETIONS, ROLL_BUDGET_PERIOD_SECONDS, ROLL_BUDGET_IN_FLIGHT,"
-        " ROLL_MIN_AGE_SECONDS, ROLL_WINDOW, ROLL_PAUSED (docs/adr/016-guardrails.md); with"
-        " several replicas LEADER_ELECTION, LEADER_ELECTION_NAMESPACE, LEADER_ELECTION_LEASE,"
-        " POD_NAME and LEADER_ELECTION_{LEASE_DURATION,RENEW_DEADLINE,RETRY_PERIOD}_SECONDS"
+        " ROLL_MIN_AGE_SECONDS, ROLL_WINDOW, ROLL_PAUSED (docs/adr/016-guardrails.md); the"
+        " tenants WATCH_NAMESPACES, ALLOWED_NAMESPACES, ROLL_BUDGET_DELETIONS_PER_NAMESPACE,"
+        " ROLL_BUDGET_IN_FLIGHT_PER_NAMESPACE, REGISTRY_LOOKUPS_PER_NAMESPACE"
+        " (docs/adr/019-tenants-in-their-lane.md); with several replicas LEADER_ELECTION,"
+        " LEADER_ELECTION_NAMESPACE, LEADER_ELECTION_LEASE, POD_NAME and"
+        " LEADER_ELECTION_{LEASE_DURATION,RENEW_DEADLINE,RETRY_PERIOD}_SECONDS"
         " (docs/adr/004-leader-election-and-webhook-handoff.md).",
     )
     parser.add_argument("--version", action="version", version=f"autoroll {__version__}")
@@ -63,7 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     plan = commands.add_parser(
         "plan",
-        help="one dry-run pass against the current kubeconfig, printed as a table",
+        help="one dry-run pass (in the controller pod: its ServiceAccount; else the"
+        " kubeconfig), printed as a table",
         description="Decide every enrolled workload once, delete nothing, and print a table:"
         " image, running digest(s), registry digest and verdict per container.",
     )
@@ -125,6 +130,7 @@ def _serve(env: Mapping[str, str]) -> int:
     logs.configure(level=config.log_level, log_format=config.log_format, secrets=_secrets(config))
     settings = " ".join(f"{k}={v}" for k, v in config.redacted().items())
     log.info("autoroll %s starting: %s", __version__, settings)
+    log.info("registry proxies: %s", proxies_in_use(env))
     if config.dry_run:
         log.warning("DRY_RUN=true: stale pods are logged, never deleted")
     if config.guardrails.paused:
@@ -156,11 +162,12 @@ def _plan(env: Mapping[str, str], *, kubeconfig: str | None, verbose: bool) -> i
         namespaced=config.tenancy.namespaced,
     )
     registry = RegistryClient(
-        session=requests.Session(),
+        session=registry_session(config.registry_ca_file),
         base_url=config.registry_url,
         user=config.forgejo_user,
         token=config.forgejo_token.reveal(),
         on_secret=logs.redact_also,
+        ca_file=config.registry_ca_file,
     )
     try:
         report = run_plan(

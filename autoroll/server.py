@@ -45,7 +45,6 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Final
 
-import requests
 from flask import Flask
 from gunicorn.app.base import BaseApplication
 from gunicorn.glogging import Logger as GunicornLogger
@@ -71,7 +70,7 @@ from autoroll.pacer import RollPacer
 from autoroll.ports import ClusterPort, EventPort, LeasePort, NodePort, RegistryPort
 from autoroll.probes import ProbeServer
 from autoroll.reconciler import Reconciler, TickReport
-from autoroll.registry import Limits, RegistryClient
+from autoroll.registry import Limits, RegistryClient, registry_session
 from autoroll.scope import Scope
 from autoroll.web import create_app
 from autoroll.worker import Nudge, Worker, WorkerStopTimeoutError
@@ -393,12 +392,13 @@ def _always() -> bool:
 
 def _registry(config: Config, metrics: Metrics) -> RegistryClient:
     return RegistryClient(
-        session=requests.Session(),
+        session=registry_session(config.registry_ca_file),
         base_url=config.registry_url,
         user=config.forgejo_user,
         token=config.forgejo_token.reveal(),
         observer=metrics,
         on_secret=logs.redact_also,  # each Bearer token fetched is redacted from then on
+        ca_file=config.registry_ca_file,
     )
 
 

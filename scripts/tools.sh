@@ -9,7 +9,7 @@
 # ${AUTOROLL_TOOLS:-~/.cache/autoroll-tools}, so only the first run is slow.
 # A binary already on PATH is preferred when it has the pinned major version.
 #
-# Usage: scripts/tools.sh [core|kube|node|gitea|image|all]
+# Usage: scripts/tools.sh [core|kube|node|gitea|image|cosign|release|all]
 #   core  helm, helm-unittest, actionlint, helm-docs, apt packages (default)
 #   kube  etcd, kube-apiserver, kube-controller-manager (first build: about 10-20 min)
 #   node  kube, plus the e2e node: kubelet (after kube: ~3 min), containerd + runc shim
@@ -17,7 +17,10 @@
 #   gitea core, plus Gitea and skopeo for tests/gitea (first build: about 5 min of 2 idle
 #         cores, 550 CPU-seconds); run after `all` it keeps the kube and node paths in .tools/env
 #   image podman, runc, skopeo, mmdebstrap (apt), the Debian base image of the controller
-#         image (mmdebstrap, first run ~3 min) and uv (PyPI; the lock and the lowest tier)
+#         image (mmdebstrap, first run ~3 min), uv (PyPI; the lock and the lowest tier) and
+#         cosign (signs and verifies the image; first build ~6-10 min)
+#   cosign cosign alone, from its Go module
+#   release helm and cosign: what the publish job of the workflow needs
 #   all   core, kube, node and image (what the demo and every suite but tests/gitea need)
 # On success it writes .tools/env (sourced by the Makefile) with PATH and HELM_PLUGINS.
 set -euo pipefail
@@ -168,6 +171,26 @@ ensure_promtool() {
   fi
   add_path "$dir"
   say "promtool: $PROMTOOL_VERSION ($dir/promtool)"
+}
+
+# --- cosign -------------------------------------------------------------------
+# Signs the images the workflow publishes; the image tier signs the image it built and
+# verifies it against the local registry (tests/image/test_signature.py).
+ensure_cosign() {
+  local dir="$cache/cosign/$COSIGN_VERSION"
+  if [ ! -x "$dir/cosign" ]; then
+    need_go cosign
+    say "cosign: building $COSIGN_VERSION from its Go module (first run only, ~6-10 min of 2 cores)"
+    local tmp; tmp=$(mktemp -d)
+    local ld="-s -w -X sigs.k8s.io/release-utils/version.gitVersion=$COSIGN_VERSION"
+    (cd /tmp && GOBIN="$tmp" gobuild go install -trimpath -ldflags "$ld" "github.com/sigstore/cosign/v2/cmd/cosign@$COSIGN_VERSION") \
+      || { rm -rf "$tmp"; die "building cosign failed (see above)"; }
+    # Another worktree may have finished the same build meanwhile: keep the first one.
+    mkdir -p "$(dirname "$dir")"
+    if [ -x "$dir/cosign" ]; then rm -rf "$tmp"; else mv "$tmp" "$dir"; fi
+  fi
+  add_path "$dir"
+  say "cosign: $COSIGN_VERSION ($dir/cosign)"
 }
 
 # --- Debian packages --------------------------------------------------------
@@ -432,7 +455,7 @@ ensure_uv() {
   say "uv: $("$dir/uv" --version) ($dir/uv)"
 }
 
-ensure_image_tools() { ensure_image_apt; ensure_base_image; ensure_uv; }
+ensure_image_tools() { ensure_image_apt; ensure_base_image; ensure_uv; ensure_cosign; }
 
 # --- public charts for the e2e tier --------------------------------------------
 # metrics-server's chart, from its Go module (the module cache keeps it by version).
@@ -484,7 +507,8 @@ main() {
           add_cached "$cache/kubernetes-node/$KUBERNETES_VERSION" kubelet
           add_cached "$cache/containerd/$CONTAINERD_VERSION" containerd
           add_cached "$cache/gitea/$GITEA_VERSION" gitea
-          add_cached "$cache/uv/$UV_VERSION" uv; record_base_image; record_public_charts ;;
+          add_cached "$cache/uv/$UV_VERSION" uv; record_base_image; record_public_charts
+          add_cached "$cache/cosign/$COSIGN_VERSION" cosign ;;
     kube) ensure_helm; ensure_unittest; ensure_actionlint; ensure_helm_docs; ensure_promtool; ensure_etcd; ensure_kube ;;
     node) ensure_helm; ensure_unittest; ensure_actionlint; ensure_helm_docs; ensure_promtool; ensure_etcd; ensure_kube
           ensure_node_apt; ensure_containerd; ensure_kubelet
@@ -496,6 +520,7 @@ main() {
           add_cached "$cache/kubernetes-node/$KUBERNETES_VERSION" kubelet
           add_cached "$cache/containerd/$CONTAINERD_VERSION" containerd
           add_cached "$cache/uv/$UV_VERSION" uv; record_base_image
+          add_cached "$cache/cosign/$COSIGN_VERSION" cosign
           record_public_charts; ensure_gitea_apt; ensure_gitea ;;
     image) ensure_helm; ensure_unittest; ensure_actionlint; ensure_helm_docs; ensure_promtool; ensure_image_tools
           add_cached "$cache/etcd/$ETCD_VERSION" etcd
@@ -503,11 +528,13 @@ main() {
           add_cached "$cache/kubernetes-node/$KUBERNETES_VERSION" kubelet
           add_cached "$cache/containerd/$CONTAINERD_VERSION" containerd
           add_cached "$cache/gitea/$GITEA_VERSION" gitea; record_public_charts ;;
-    all)  ensure_apt; ensure_helm; ensure_unittest; ensure_actionlint; ensure_helm_docs; ensure_promtool; ensure_etcd; ensure_kube
+    cosign) ensure_cosign ;;
+    release) ensure_helm; ensure_cosign ;;
+    all)  ensure_apt; ensure_helm; ensure_unittest; ensure_actionlint; ensure_helm_docs; ensure_promtool; ensure_cosign; ensure_etcd; ensure_kube
           ensure_node_apt; ensure_containerd; ensure_kubelet; ensure_image_tools
           ensure_public_charts
           add_cached "$cache/gitea/$GITEA_VERSION" gitea ;;
-    *) die "unknown target '$what' (expected core, kube, node, gitea, image or all)" ;;
+    *) die "unknown target '$what' (expected core, kube, node, gitea, image, cosign, release or all)" ;;
   esac
   write_env
   say "ready: source $envfile"

@@ -31,6 +31,7 @@ from autoroll.config.parsers import (
     check_nonblank,
     check_webhook_secret,
     parse_bool,
+    parse_ca_file,
     parse_forgejo_host,
     parse_interval,
     parse_kinds,
@@ -77,6 +78,9 @@ class Config:
     rollout_method: RolloutMethod = RolloutMethod.DELETE  # delete needs the least RBAC
     emit_events: bool = False  # Kubernetes Events need another RBAC verb: opt in
     registry_scheme: RegistryScheme = RegistryScheme.HTTPS  # http only for local registries
+    # PEM CA file trusted beside the default roots (a Forgejo behind a private CA); None: the
+    # default roots alone. Checked to load at startup.
+    registry_ca_file: str | None = None
     leader_election: LeaderElection | None = None  # None: one replica, reconciles alone
     #: the cluster-wide budget, min-age, window and pause (autoroll.policy; defaults and why
     #: in docs/adr/016-guardrails.md)
@@ -155,6 +159,9 @@ class Config:
         scheme = reader.optional(
             "REGISTRY_SCHEME", RegistryScheme.HTTPS, enum_parser(RegistryScheme)
         )
+        ca_file = reader.optional(
+            "REGISTRY_CA_FILE", None, parse_ca_file, default_text="(the default roots alone)"
+        )
         halted_after = reader.optional("ROLLOUT_HALTED_AFTER_SECONDS", 600, parse_interval)
         election = read_leader_election(reader)
         guardrails = read_guardrails(reader)
@@ -185,6 +192,7 @@ class Config:
             rollout_method=method,
             emit_events=events,
             registry_scheme=scheme,
+            registry_ca_file=ca_file,
             leader_election=election,
             guardrails=guardrails,
             platform_aware=platform_aware,
@@ -214,6 +222,7 @@ class Config:
             "ROLLOUT_METHOD": str(self.rollout_method),
             "EMIT_EVENTS": str(self.emit_events).lower(),
             "REGISTRY_SCHEME": str(self.registry_scheme),
+            "REGISTRY_CA_FILE": self.registry_ca_file or "",
             "WATCH_CACHE": str(self.watch_cache).lower(),
             "CACHE_RESYNC_SECONDS": str(self.cache_resync_seconds),
             "ROLLOUT_HALTED_AFTER_SECONDS": str(self.rollout_halted_after_seconds),

@@ -4,6 +4,7 @@ expected form, which ``Reader`` reports under the variable's name."""
 from __future__ import annotations
 
 import re
+import ssl
 from typing import Final
 
 from autoroll.model import WorkloadKind
@@ -144,3 +145,26 @@ def parse_bool(raw: str) -> bool:
     if lowered in _FALSE:
         return False
     raise ValueError("expected true or false")
+
+
+def parse_ca_file(raw: str) -> str:
+    """REGISTRY_CA_FILE: an absolute path to PEM certificates that load as trust anchors.
+
+    Loaded once here, so a wrong mount or a key file in place of a certificate stops the
+    start with the variable named, instead of every registry call failing later.
+    """
+    if not raw.startswith("/"):
+        raise ValueError("expected an absolute path to a PEM file, such as /etc/autoroll/ca/ca.crt")
+    try:
+        ssl.create_default_context().load_verify_locations(cafile=raw)
+    except FileNotFoundError:
+        raise ValueError(
+            "no such file; mount the CA there (chart: caBundle.configMap, caBundle.secret"
+            " or caBundle.pem)"
+        ) from None
+    except (OSError, ssl.SSLError) as exc:
+        raise ValueError(
+            f"cannot be read as PEM CA certificates ({exc.__class__.__name__}: {exc});"
+            " expected one or more -----BEGIN CERTIFICATE----- blocks"
+        ) from None
+    return raw

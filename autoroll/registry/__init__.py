@@ -5,6 +5,7 @@ image configs a manifest stands for, from the one configured registry.
     errors.py     the error tree; every failure becomes ``Unknown(reason)`` at the edge
     manifests.py  pure: media types, the digest header, index entries, config digests
     limits.py     Limits, the per-pass Deadline, and the seams the client reports through
+    tls.py        the session's trusted roots (a private CA beside the defaults), refused certs
 
 ``from autoroll.registry import …`` gives the names callers use; the modules say why.
 """
@@ -24,6 +25,7 @@ from autoroll.registry.manifests import (
     OCI_MANIFEST,
     retry_after_seconds,
 )
+from autoroll.registry.tls import proxies_in_use, registry_session
 
 __all__ = [
     "DOCKER_LIST",
@@ -39,5 +41,7 @@ __all__ = [
     "NullObserver",
     "RegistryClient",
     "RegistryObserver",
+    "proxies_in_use",
+    "registry_session",
     "retry_after_seconds",
 ]

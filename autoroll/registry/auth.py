@@ -29,9 +29,11 @@ from autoroll.registry.errors import (
     StatusError,
     TokenError,
     TransportError,
+    UntrustedCertError,
 )
 from autoroll.registry.limits import Deadline, Limits, RegistryObserver
 from autoroll.registry.manifests import MAX_TOKEN_BYTES, read_capped
+from autoroll.registry.tls import is_untrusted, untrusted_message
 
 
 @dataclass(slots=True)
@@ -56,8 +58,10 @@ class TokenFlow:
         check_quiet: Callable[[], None],
         note_retry_after: Callable[[requests.Response], None],
         on_token: Callable[[str], None] | None = None,
+        ca_file: str | None = None,
     ) -> None:
         self._session = session
+        self._ca_file = ca_file  # named in a refused certificate's message
         self._user = user
         self._basic = basic
         self._base_url = base_url
@@ -138,6 +142,11 @@ class TokenFlow:
             )
         except requests.Timeout as exc:
             raise RequestTimeoutError(f"token request to {realm}: {type(exc).__name__}") from exc
+        except requests.exceptions.SSLError as exc:
+            if is_untrusted(exc):
+                message = untrusted_message(exc, ca_file=self._ca_file)
+                raise UntrustedCertError(f"token request to {realm}: {message}") from exc
+            raise TransportError(f"token request to {realm}: {type(exc).__name__}") from exc
         except requests.RequestException as exc:
             raise TransportError(f"token request to {realm}: {type(exc).__name__}") from exc
         if response.status_code == 401:

@@ -80,6 +80,7 @@ from autoroll.registry.errors import (
     RequestTimeoutError,
     StatusError,
     TransportError,
+    UntrustedCertError,
     WrongHostError,
 )
 from autoroll.registry.limits import (
@@ -100,6 +101,7 @@ from autoroll.registry.manifests import (
     read_capped,
     retry_after_seconds,
 )
+from autoroll.registry.tls import is_untrusted, untrusted_message
 
 #: Same-origin redirects followed per request; registries that redirect use one hop.
 MAX_REDIRECTS: Final = 3
@@ -133,9 +135,12 @@ class RegistryClient:
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
         on_secret: Callable[[str], None] | None = None,
+        ca_file: str | None = None,
     ) -> None:
         """``on_secret`` is told every credential learnt while running (each Bearer token
-        fetched), so the log redactor can hide it (``autoroll.logs.redact_also``)."""
+        fetched), so the log redactor can hide it (``autoroll.logs.redact_also``).
+        ``ca_file`` is what ``session`` trusts beside the default roots (only named in a
+        refused certificate's message; the session itself does the trusting)."""
         parts = urlsplit(base_url)
         if parts.scheme not in {"http", "https"} or not parts.netloc or parts.path not in {"", "/"}:
             raise ValueError(f"base_url must be scheme://host[:port], got {base_url!r}")
@@ -161,7 +166,9 @@ class RegistryClient:
             check_quiet=self._check_quiet,
             note_retry_after=self._note_retry_after,
             on_token=on_secret,
+            ca_file=ca_file,
         )
+        self._ca_file = ca_file
         self._children: OrderedDict[Digest, frozenset[Digest]] = OrderedDict()
         self._failed_children: dict[Digest, Unknown] = {}
         self._content: OrderedDict[Digest, ImageContent] = OrderedDict()
@@ -432,6 +439,11 @@ class RegistryClient:
             )
         except requests.Timeout as exc:
             raise RequestTimeoutError(f"{method} {url}: {type(exc).__name__}") from exc
+        except requests.exceptions.SSLError as exc:
+            if is_untrusted(exc):
+                message = untrusted_message(exc, ca_file=self._ca_file)
+                raise UntrustedCertError(f"{method} {url}: {message}") from exc
+            raise TransportError(f"{method} {url}: {type(exc).__name__}") from exc
         except requests.RequestException as exc:
             raise TransportError(f"{method} {url}: {type(exc).__name__}") from exc
 

@@ -4,7 +4,9 @@ Error tree (raised internally ``from`` the cause, turned into ``Unknown(reason)`
 
     RegistryError                 reason label
     ├── TransportError            network           connection refused/reset, DNS, TLS
-    │   └── RequestTimeoutError   timeout           connect or read timeout
+    │   ├── RequestTimeoutError   timeout           connect or read timeout
+    │   └── UntrustedCertError    tls-untrusted     the certificate chains to no trusted root
+    │                                               (a private CA not given: caBundle)
     ├── BudgetError               budget-exhausted  the call's overall budget is spent
     ├── WrongHostError            other-host        a ref or manifest not on this registry's host
     ├── BackoffError              backoff           a Retry-After from this registry is running
@@ -45,6 +47,12 @@ class TransportError(RegistryError):
 
 class RequestTimeoutError(TransportError):
     reason = "timeout"
+
+
+class UntrustedCertError(TransportError):
+    """Its own reason, not ``network``: retrying never helps, naming the CA value does."""
+
+    reason = "tls-untrusted"
 
 
 class WrongHostError(RegistryError):

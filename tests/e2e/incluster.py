@@ -12,7 +12,8 @@ values, as a user of such a cluster would set them:
   pod's own network namespace cannot reach; the controller listens on a free port of the
   node, which ``Node.expose`` makes answer on the host's 127.0.0.1 for the webhook and
   ``/metrics``.
-- ``forgejo.scheme: http``: the local registry has no TLS.
+- ``forgejo.scheme: http``: the local registry has no TLS; one served by a private CA
+  (``RegistryServer.tls``) gets ``https`` and the CA as ``caBundle.pem``, as a user's would.
 - ``networkPolicy.registry``/``apiServer``: the NetworkPolicy is on by default and needs the
   addresses it lets the controller reach, here the registry's and the API server's loopback
   address and port (the test cluster enforces no policy, but the chart renders and the API
@@ -76,6 +77,7 @@ ENV_TO_VALUES: Mapping[str, tuple[tuple[str, Callable[[str], Any]], ...]] = {
     "WORKLOAD_KINDS": (("workloadKinds", _names),),
     "ALLOWED_NAMESPACES": (("tenancy.namespaces", _names),),
     "WATCH_NAMESPACES": (("tenancy.namespaces", _names), ("tenancy.namespaced", lambda _: True)),
+    "ROLL_PAUSED": (("guardrails.paused", _flag),),
 }
 
 
@@ -152,6 +154,10 @@ def chart_values(
             "apiServer": {"cidrs": [_loopback_cidr(api_host)], "ports": [int(api_port)]},
         },
     }
+    tls = getattr(registry, "tls", None)  # a docker-registry served by a private CA
+    if tls is not None:
+        values["forgejo"]["scheme"] = "https"
+        values["caBundle"] = {"pem": tls.ca_cert.read_text(encoding="ascii")}
     for name, raw in env.items():
         if name not in ENV_TO_VALUES:
             raise ValueError(f"{name}: no chart value maps to it (known: {sorted(ENV_TO_VALUES)})")
@@ -315,7 +321,10 @@ def installed_autoroll(
     )
     values_file = workdir / f"autoroll-values-{port}.yaml"
     values_file.write_text(yaml.safe_dump(values))
-    node.trust_registry(registry.host, registry.authorization)
+    tls = getattr(registry, "tls", None)
+    node.trust_registry(
+        registry.host, registry.authorization, ca_file=tls.ca_cert if tls is not None else None
+    )
     node.expose(port)
     autoroll = Autoroll(url=f"http://127.0.0.1:{port}", secret=secret, process=None)
     installed = False

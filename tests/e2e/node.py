@@ -243,13 +243,16 @@ def kubelet_config(*, cgroup_root: str, node_ip: str, resolv_conf: Path) -> dict
     }
 
 
-def hosts_toml(*, host: str, authorization: str) -> str:
-    """containerd's ``hosts.toml`` for a plain-HTTP registry with Basic credentials."""
-    return f"""server = "http://{host}"
+def hosts_toml(*, host: str, authorization: str, ca: Path | None = None) -> str:
+    """containerd's ``hosts.toml`` for a registry with Basic credentials: plain HTTP, or
+    HTTPS verified with the CA file ``ca`` (a private CA's, as a node is configured for it)."""
+    url = f"https://{host}" if ca is not None else f"http://{host}"
+    trust = f'\n  ca = "{ca}"' if ca is not None else ""
+    return f"""server = "{url}"
 
-[host."http://{host}"]
-  capabilities = ["pull", "resolve"]
-  [host."http://{host}".header]
+[host."{url}"]
+  capabilities = ["pull", "resolve"]{trust}
+  [host."{url}".header]
     Authorization = "{authorization}"
 """
 
@@ -461,13 +464,18 @@ class Node:
             self.enter(*argv), capture_output=True, text=True, timeout=timeout, check=False
         )
 
-    def trust_registry(self, host: str, authorization: str) -> None:
-        """Let the node pull from the registry at ``host`` (``127.0.0.1:<port>``)."""
+    def trust_registry(self, host: str, authorization: str, *, ca_file: Path | None = None) -> None:
+        """Let the node pull from the registry at ``host`` (``127.0.0.1:<port>``); over HTTPS
+        verified with ``ca_file`` when given (copied beside the node's hosts.toml)."""
         port = int(host.rpartition(":")[2])
         self.bridge.import_port(port)
         certs = self.workdir / "etc" / "certs.d" / host
         certs.mkdir(parents=True, exist_ok=True)
-        (certs / "hosts.toml").write_text(hosts_toml(host=host, authorization=authorization))
+        ca = None
+        if ca_file is not None:
+            ca = certs / "ca.crt"
+            ca.write_bytes(ca_file.read_bytes())
+        (certs / "hosts.toml").write_text(hosts_toml(host=host, authorization=authorization, ca=ca))
         self._trusted.add(host)
 
     def mirror(self, upstream: str, host: str, authorization: str) -> None:

@@ -20,6 +20,10 @@ where it matters, on kube-apiserver + kube-controller-manager + the simulated ku
   version labels in the pod templates; this chart adds the `restricted` security contexts to
   them by default, ADR 023), and jobhash predicts the new names. Between two releases of this
   chart (the bumped copy above) nothing runs again.
+- The README's upgrade command, parsed from the README (not a copy), from every committed
+  release package to this chart with the controller enabled: it succeeds, keeps what the user
+  set and renders every value added since with today's default. So does the plain
+  `--reuse-values` users have in their history (the chart backfills what it lacks).
 - The documented exception is real: an edit of podAnnotations under
   hashIncludePodAnnotations: false is refused by the API server, and `jobhash diff --strict`
   says so beforehand.
@@ -32,6 +36,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -65,6 +70,18 @@ RELEASES = {
     "test_argo_cd_server_side_apply_of_the_next_release_keeps_every_job": "unused",
     "test_helm_upgrade_from_a_released_chart_renames_every_hashed_job_once": "prev",
     "test_an_edit_of_opted_out_pod_annotations_is_refused_by_the_api_and_by_jobhash_diff": "exc",
+}
+# The README's upgrade from every committed package (and the plain --reuse-values from the
+# newest), a release name each: "rd" or "ru" and the version's digits.
+PACKAGED = sorted(
+    (p.name.removeprefix("autoroll-").removesuffix(".tgz") for p in RELEASES_DIR.glob("*.tgz")),
+    key=lambda v: tuple(int(n) for n in v.split(".")),
+)
+UPGRADE_CASES = [f"{v}-readme" for v in PACKAGED if v != CURRENT_VERSION]
+UPGRADE_CASES += [f"{v}-reuse-values" for v in PACKAGED[-1:] if v != CURRENT_VERSION]
+RELEASES |= {
+    c: ("rd" if c.endswith("-readme") else "ru") + c.partition("-")[0].replace(".", "")
+    for c in UPGRADE_CASES
 }
 DIGEST = "sha256:" + "5" * 64
 
@@ -528,6 +545,116 @@ def test_helm_upgrade_from_a_released_chart_renames_every_hashed_job_once(
     helm.ok(Report(), "upgrade", helm.release, str(chart_release(tmp_path, "9.9.1", "9.9.1")),
             vals=values())  # fmt: skip
     assert uids(live_jobs(kube, namespace)) == uids(after)
+
+
+# --- the README's upgrade command ----------------------------------------------------------------
+
+README = REPO / "README.md"
+
+
+def readme_upgrade_command() -> list[str]:
+    """The one `helm upgrade` line of the README, split as a shell would."""
+    lines = [
+        line.strip()
+        for line in README.read_text(encoding="utf-8").splitlines()
+        if line.strip().startswith("helm upgrade ")
+    ]
+    assert len(lines) == 1, f"README.md: expected one `helm upgrade` line, found {lines}"
+    return shlex.split(lines[0])
+
+
+def as_run_here(command: list[str], *, release: str, namespace: str, chart: Path) -> list[str]:
+    """The README's command against this test's release, namespace and chart: only the
+    placeholders change (release name, chart reference, namespace, `--version <X.Y.Z>`)."""
+    assert command[:2] == ["helm", "upgrade"], command
+    _, _, documented_release, reference, *flags = command
+    assert documented_release == "autoroll" and reference.startswith("oci://"), command
+    out = [release, str(chart)]
+    rest = iter(flags)
+    for flag in rest:
+        if flag in {"-n", "--namespace"}:
+            out += [flag, namespace]
+            next(rest)
+        elif flag == "--version":
+            assert next(rest) == "<X.Y.Z>", "README: --version should show the <X.Y.Z> placeholder"
+            out += ["--version", CURRENT_VERSION]
+        else:
+            out.append(flag)
+    return out
+
+
+def test_the_readme_upgrade_command_resets_then_reuses_values() -> None:
+    assert "--reset-then-reuse-values" in readme_upgrade_command()
+
+
+def deployment_env(kube: Any, namespace: str, release: str) -> dict[str, str]:
+    from kubernetes import client as k8s
+
+    apps = k8s.AppsV1Api(kube)
+    deployment: Any = apps.read_namespaced_deployment(f"{release}-autoroll", namespace)
+    [container] = deployment.spec.template.spec.containers
+    return {e.name: e.value for e in container.env or [] if e.value is not None}
+
+
+@pytest.mark.parametrize("case", UPGRADE_CASES)
+def test_the_documented_upgrade_from_each_release_works_on_the_real_api(
+    helm: Helm, kube: Any, namespace: str, tmp_path: Path, case: str
+) -> None:
+    """A user of each release upgrades as the README says (or with the plain --reuse-values
+    of their shell history); the controller is enabled, as it is for every user."""
+    version, _, how = case.partition("-")
+    report = Report()
+    old = released_chart(tmp_path, version)
+    helm.ok(report, "install", helm.release, str(old), vals=values())
+    command = as_run_here(
+        readme_upgrade_command(), release=helm.release, namespace=namespace, chart=CHART
+    )
+    if how == "reuse-values":
+        command = [c for c in command if c != "--reset-then-reuse-values"] + ["--reuse-values"]
+    done = subprocess.run(
+        [helm.binary, "upgrade", *command, "--kubeconfig", str(helm.kubeconfig)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    report.add(f"$ helm upgrade {shlex.join(command)}  (exit {done.returncode})", done.stdout)
+    report.flush(f"the README's upgrade from {version} ({how})")
+    assert done.returncode == 0, done.stderr
+
+    env = deployment_env(kube, namespace, helm.release)
+    # What the user set is kept ...
+    assert env["FORGEJO_HOST"] == "forgejo.e2e.example"
+    assert env["FORGEJO_USER"] == "autoroll-bot"
+    # ... and what the old chart did not have is today's default.
+    assert env["WORKLOAD_KINDS"] == "deployment,statefulset,daemonset"
+    assert env["REGISTRY_SCHEME"] == "https"
+    assert env["ROLL_BUDGET_DELETIONS"] == "30"
+    status = subprocess.run(
+        [
+            helm.binary,
+            "status",
+            helm.release,
+            "-n",
+            namespace,
+            "-o",
+            "json",
+            "--kubeconfig",
+            str(helm.kubeconfig),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    info = json.loads(status.stdout)
+    assert info["info"]["status"] == "deployed"
+    from kubernetes import client as k8s
+
+    deployed: Any = k8s.AppsV1Api(kube).read_namespaced_deployment(
+        f"{helm.release}-autoroll", namespace
+    )
+    assert deployed.metadata.labels["helm.sh/chart"] == f"autoroll-{CURRENT_VERSION}"
 
 
 # --- the documented exception -----------------------------------------------------------------

@@ -75,3 +75,14 @@ def test_an_undocumented_value_is_an_error_naming_it(chart: Path) -> None:
     result = check(chart, "--check")
     assert result.returncode == 1
     assert "no `# --` comment documents: undocumentedValue" in result.stderr
+
+
+def test_the_chart_readme_states_the_helm_and_kubernetes_versions_the_suite_tests() -> None:
+    pins = dict(
+        line.split("=", 1)
+        for line in (ROOT / "scripts" / "versions.env").read_text(encoding="utf-8").splitlines()
+        if line and not line.startswith("#") and "=" in line
+    )
+    text = (ROOT / "charts" / "autoroll" / "README.md.gotmpl").read_text(encoding="utf-8")
+    tested = f"Helm {pins['HELM_VERSION']} on Kubernetes {pins['KUBERNETES_VERSION']}"
+    assert tested in " ".join(text.split()), f"chart README: say the suite tests {tested}"

@@ -30,6 +30,7 @@ from urllib.parse import parse_qs, urlsplit
 import requests
 
 from tests.support.local_http import LocalHttpServer, Request, forward, registry_headers, reply
+from tests.support.pki import PrivateCA
 from tests.support.ports import free_port
 
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
@@ -70,6 +71,8 @@ class RegistryServer:
     user: str
     password: str
     process: subprocess.Popen[bytes] | None = None
+    #: served over HTTPS with this CA's server certificate (None: plain HTTP)
+    tls: PrivateCA | None = None
     log_path: Path = field(init=False)
 
     def __post_init__(self) -> None:
@@ -81,7 +84,12 @@ class RegistryServer:
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}"
+        return f"{'https' if self.tls else 'http'}://{self.host}"
+
+    @property
+    def verify(self) -> str | bool:
+        """What ``requests`` should verify this server's certificate with."""
+        return str(self.tls.ca_cert) if self.tls else True
 
     @property
     def authorization(self) -> str:
@@ -95,6 +103,10 @@ class RegistryServer:
     @property
     def running(self) -> bool:
         return self.process is not None
+
+    def _tls_files(self) -> dict[str, str]:
+        assert self.tls is not None
+        return {"certificate": str(self.tls.server_cert), "key": str(self.tls.server_key)}
 
     def write_config(self) -> Path:
         """Filesystem storage, htpasswd (bcrypt) auth, bound to 127.0.0.1 only."""
@@ -115,7 +127,20 @@ class RegistryServer:
                 "filesystem": {"rootdirectory": str(self.root / "data")},
                 "delete": {"enabled": True},
             },
-            "http": {"addr": self.host, "secret": secrets.token_hex(16)},
+            "http": {
+                "addr": self.host,
+                "secret": secrets.token_hex(16),
+                **(
+                    {
+                        "tls": {
+                            "certificate": str(self.tls.server_cert),
+                            "key": str(self.tls.server_key),
+                        }
+                    }
+                    if self.tls
+                    else {}
+                ),
+            },
             "auth": {"htpasswd": {"realm": "autoroll-test", "path": str(self.root / "htpasswd")}},
         }
         path = self.root / "config.yml"
@@ -145,7 +170,8 @@ class RegistryServer:
             if self.process.poll() is not None:
                 raise RegistryError(f"docker-registry exited early:\n{self.log_path.read_text()}")
             try:
-                if requests.get(f"{self.url}/v2/", timeout=1).status_code in {200, 401}:
+                answer = requests.get(f"{self.url}/v2/", timeout=1, verify=self.verify)
+                if answer.status_code in {200, 401}:
                     return
             except requests.ConnectionError:
                 time.sleep(0.05)
@@ -167,7 +193,12 @@ class RegistryServer:
 
 @contextmanager
 def running_registry(
-    binary: str, root: Path, *, user: str = "robot", password: str | None = None
+    binary: str,
+    root: Path,
+    *,
+    user: str = "robot",
+    password: str | None = None,
+    tls: PrivateCA | None = None,
 ) -> Iterator[RegistryServer]:
     """Start a registry in ``root`` and always stop it afterwards."""
     root.mkdir(parents=True, exist_ok=True)
@@ -177,6 +208,7 @@ def running_registry(
         port=free_port(),
         user=user,
         password=password or secrets.token_hex(12),
+        tls=tls,
     )
     server.start()
     try:
@@ -216,6 +248,10 @@ class ImagePusher:
         self.server = server
         self.session = session or requests.Session()
         self.session.headers["Authorization"] = server.authorization
+        if server.tls:
+            # requests lets REQUESTS_CA_BUNDLE beat session.verify (psf/requests#3829).
+            self.session.trust_env = False
+            self.session.verify = server.verify
 
     def push_blob(self, repository: str, data: bytes) -> str:
         digest = sha256_digest(data)

@@ -18,17 +18,19 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import require_tool
+from tests.support.pki import PrivateCA
 from tests.support.registry import ImagePusher, RegistryServer, running_registry
 
 __all__ = ["fresh_registry", "pusher", "registry", "registry_for_tests", "repository"]
 
 
 @contextmanager
-def registry_for_tests(root: Path) -> Iterator[RegistryServer]:
-    """A registry in ``root`` for a fixture: skips locally (fails in CI) without the tools."""
+def registry_for_tests(root: Path, *, tls: PrivateCA | None = None) -> Iterator[RegistryServer]:
+    """A registry in ``root`` for a fixture (HTTPS with ``tls``'s certificate when given):
+    skips locally (fails in CI) without the tools."""
     require_tool("htpasswd")
     binary = require_tool("docker-registry")
-    with running_registry(binary, root) as server:
+    with running_registry(binary, root, tls=tls) as server:
         yield server
 
 

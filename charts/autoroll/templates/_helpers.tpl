@@ -64,14 +64,15 @@ autoroll.serviceAccountName: the ServiceAccount the controller runs as.
 
 {{/*
 autoroll.image: the controller's image reference from .Values.image, "<repository>@<digest>"
-when a digest is set (the tag is then ignored), else "<repository>:<tag>".
+when a digest is set (the tag is then ignored), else "<repository>:<tag>", the tag defaulting
+to the chart's appVersion (the release this chart was made with).
 */}}
 {{- define "autoroll.image" -}}
 {{- $image := .Values.image -}}
 {{- if $image.digest -}}
 {{- printf "%s@%s" $image.repository $image.digest -}}
 {{- else -}}
-{{- printf "%s:%s" $image.repository $image.tag -}}
+{{- printf "%s:%s" $image.repository (default .Chart.AppVersion $image.tag) -}}
 {{- end -}}
 {{- end -}}
 
@@ -392,3 +393,49 @@ them (a scrape config of your own labels them differently).
 {{- printf "job=%q,namespace=%q" (include "autoroll.fullname" .) .Release.Namespace -}}
 {{- end -}}
 {{- end }}
+
+{{/*
+autoroll.caBundle.volume: the pod volume source (YAML, without its name) of the private CA the
+registry client trusts beside the default roots: caBundle.configMap, caBundle.secret, or the
+ConfigMap the chart makes from caBundle.pem; "" when none is set. Takes the root context;
+fails, naming the values, when more than one is set.
+*/}}
+{{- define "autoroll.caBundle.volume" -}}
+{{- $ca := .Values.caBundle -}}
+{{- $set := list -}}
+{{- range $k := list "configMap" "secret" "pem" }}{{ if get $ca $k }}{{ $set = append $set (printf "caBundle.%s" $k) }}{{ end }}{{ end -}}
+{{- if gt (len $set) 1 -}}
+{{- fail (printf "caBundle: set one of caBundle.configMap, caBundle.secret or caBundle.pem, not %s" (join " and " $set)) -}}
+{{- end -}}
+{{- $items := list (dict "key" $ca.key "path" $ca.key) -}}
+{{- if $ca.secret -}}
+{{- dict "secret" (dict "secretName" $ca.secret "items" $items) | toYaml -}}
+{{- else if $ca.configMap -}}
+{{- dict "configMap" (dict "name" $ca.configMap "items" $items) | toYaml -}}
+{{- else if $ca.pem -}}
+{{- dict "configMap" (dict "name" (include "autoroll.caBundle.configMapName" .) "items" $items) | toYaml -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+autoroll.caBundle.configMapName: the ConfigMap the chart creates for an inline caBundle.pem
+("<fullname>-ca"). Takes the root context.
+*/}}
+{{- define "autoroll.caBundle.configMapName" -}}
+{{- printf "%s-ca" (include "autoroll.fullname" . | trunc 60 | trimSuffix "-") -}}
+{{- end -}}
+
+{{/*
+autoroll.caBundle.dir: where the CA bundle is mounted in the controller (read-only).
+*/}}
+{{- define "autoroll.caBundle.dir" -}}
+/etc/autoroll/ca
+{{- end -}}
+
+{{/*
+autoroll.caBundle.path: the CA file the controller reads (REGISTRY_CA_FILE):
+"<caBundle.dir>/<caBundle.key>". Takes the root context.
+*/}}
+{{- define "autoroll.caBundle.path" -}}
+{{- printf "%s/%s" (include "autoroll.caBundle.dir" .) .Values.caBundle.key -}}
+{{- end -}}

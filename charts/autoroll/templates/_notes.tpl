@@ -5,7 +5,7 @@ context; returns text. Names the Secret but never prints its values.
 {{- define "autoroll.controllerNotes" -}}
 {{- $fullname := include "autoroll.fullname" . -}}
 {{- $svc := printf "http://%s.%s.svc:%d/webhook" $fullname .Release.Namespace (int .Values.service.port) -}}
-autoroll {{ .Chart.AppVersion }} is watching Deployments labelled {{ .Values.labelSelector | quote }}
+autoroll {{ .Chart.AppVersion }} is watching {{ include "autoroll.workloadKinds" . | replace "," ", " }} objects labelled {{ .Values.labelSelector | quote }}
 for moved tags on {{ .Values.forgejo.host }}{{ if .Values.dryRun }} (DRY RUN: it deletes nothing){{ end }}.
 
 1. Point a Forgejo package webhook at the controller: in the settings of the user or
@@ -32,10 +32,10 @@ for moved tags on {{ .Values.forgejo.host }}{{ if .Values.dryRun }} (DRY RUN: it
    networkPolicy.ingressFrom.
 {{- end }}
 
-2. Check what the controller sees and would do, from any machine with a kubeconfig:
+2. Check what the controller sees and would do: one dry pass inside the controller's pod,
+   with this release's token, selector, kinds and guardrails (it deletes nothing):
 
-     FORGEJO_HOST={{ .Values.forgejo.host }} FORGEJO_USER={{ .Values.forgejo.user }} FORGEJO_TOKEN=... WEBHOOK_SECRET=... \
-       autoroll plan
+     kubectl -n {{ .Release.Namespace }} exec deploy/{{ $fullname }} -- autoroll plan
 
    and its own view:
 

@@ -1,0 +1,159 @@
+"""A registry behind a private CA: the usual self-hosted Forgejo (issue 24).
+
+A real ``docker-registry`` serves HTTPS with a certificate from a CA this test makes. Without
+that CA the client's answer is ``Unknown("tls-untrusted")``, whose detail names the chart
+value to set; given it (``REGISTRY_CA_FILE``, which the chart's ``caBundle`` sets), the tag
+resolves and the default roots stay trusted beside it. ``autoroll plan`` shows both.
+"""
+
+from __future__ import annotations
+
+import os
+import ssl
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import requests
+
+from autoroll.images import TagRef
+from autoroll.model import Digest, Unknown
+from autoroll.registry import RegistryClient, registry_session
+from autoroll.registry.tls import trust_context
+from tests.support.fake_kube import FaultyKubeApi, KubeApiServer
+from tests.support.pki import PrivateCA, make_private_ca
+from tests.support.registry import ImagePusher, RegistryServer
+from tests.support.registry_fixtures import registry_for_tests
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> PrivateCA:
+    return make_private_ca(tmp_path_factory.mktemp("pki"))
+
+
+@pytest.fixture(scope="module")
+def tls_registry(
+    pki: PrivateCA, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RegistryServer]:
+    with registry_for_tests(tmp_path_factory.mktemp("tls-registry"), tls=pki) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def moved(tls_registry: RegistryServer) -> tuple[str, str]:
+    """The tag ``app:latest`` moved from ``old`` to ``new``."""
+    pusher = ImagePusher(tls_registry)
+    old = pusher.push_image("ops/app", "latest").digest
+    new = pusher.push_image("ops/app", "latest").digest
+    return old, new
+
+
+def client(
+    server: RegistryServer, session: requests.Session, ca_file: str | None
+) -> RegistryClient:
+    return RegistryClient(
+        session=session,
+        base_url=server.url,
+        user=server.user,
+        token=server.password,
+        ca_file=ca_file,
+    )
+
+
+def test_without_the_ca_the_tag_is_unknown_as_tls_untrusted_naming_the_chart_value(
+    tls_registry: RegistryServer, moved: tuple[str, str]
+) -> None:
+    ref = TagRef(tls_registry.host, "ops/app", "latest")
+    session = registry_session(None)
+    session.trust_env = False  # the runner's own REQUESTS_CA_BUNDLE must not decide
+    [answer] = client(tls_registry, session, None).resolve([ref]).values()
+    assert isinstance(answer, Unknown)
+    assert answer.reason == "tls-untrusted"
+    assert "caBundle" in answer.detail and "default roots only" in answer.detail
+    assert "certificate verify failed" in answer.detail
+
+
+def test_with_the_ca_file_the_tag_resolves_to_the_registry_digest(
+    tls_registry: RegistryServer, pki: PrivateCA, moved: tuple[str, str]
+) -> None:
+    ref = TagRef(tls_registry.host, "ops/app", "latest")
+    session = registry_session(str(pki.ca_cert))
+    session.trust_env = False
+    answers = client(tls_registry, session, str(pki.ca_cert)).resolve([ref])
+    assert answers == {ref: Digest(moved[1])}
+
+
+def test_the_ca_is_trusted_in_addition_to_the_default_roots(pki: PrivateCA) -> None:
+    default = ssl.create_default_context()
+    default.load_verify_locations(cafile=requests.utils.DEFAULT_CA_BUNDLE_PATH)
+    with_ca = trust_context(str(pki.ca_cert))
+    subjects = [str(cert["subject"]) for cert in with_ca.get_ca_certs()]
+    assert any("autoroll test CA" in subject for subject in subjects)
+    assert len(with_ca.get_ca_certs()) == len(default.get_ca_certs()) + 1
+
+
+def plan(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "autoroll", "plan"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_autoroll_plan_says_what_to_set_and_rolls_once_the_ca_is_given(
+    tls_registry: RegistryServer, pki: PrivateCA, moved: tuple[str, str], tmp_path: Path
+) -> None:
+    old, new = moved
+    api = FaultyKubeApi(image=f"{tls_registry.host}/ops/app:latest", running=old, target=new)
+    with KubeApiServer(api) as kube:
+        env = {
+            "PATH": os.environ.get("PATH", ""),
+            "HOME": str(tmp_path),
+            "KUBECONFIG": str(kube.write_kubeconfig(tmp_path / "kubeconfig")),
+            "FORGEJO_HOST": tls_registry.host,
+            "FORGEJO_USER": tls_registry.user,
+            "FORGEJO_TOKEN": tls_registry.password,
+        }
+        untrusted = plan(env)
+        assert untrusted.returncode == 0, untrusted.stderr
+        assert "tls-untrusted" in untrusted.stdout
+        assert "caBundle" in untrusted.stdout
+        assert "would delete" not in untrusted.stdout
+
+        trusted = plan({**env, "REGISTRY_CA_FILE": str(pki.ca_cert)})
+        assert trusted.returncode == 0, trusted.stderr
+        rows = trusted.stdout.splitlines()
+        [row] = [line for line in rows if line.startswith("shop/deployment/web")]
+        assert "stale → would delete pod web-1" in row
+    assert api.deletes == []
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [(None, "no such file"), ("not a certificate\n", "cannot be read as PEM CA certificates")],
+)
+def test_a_ca_file_that_does_not_load_stops_the_start_naming_the_variable(
+    tmp_path: Path, content: str | None, expected: str
+) -> None:
+    path = tmp_path / "ca.crt"
+    if content is not None:
+        path.write_text(content)
+    result = plan(
+        {
+            "PATH": os.environ.get("PATH", ""),
+            "HOME": str(tmp_path),
+            "FORGEJO_HOST": "forgejo.example.org",
+            "FORGEJO_USER": "bot",
+            "FORGEJO_TOKEN": "t",
+            "REGISTRY_CA_FILE": str(path),
+        }
+    )
+    assert result.returncode == 2
+    assert "REGISTRY_CA_FILE" in result.stderr and expected in result.stderr
