@@ -45,12 +45,19 @@ def api(
         yield fake, server
 
 
-def container_env(registry: RegistryServer, **values: Any) -> dict[str, str]:
-    """The controller container's environment as the chart's release gives it."""
+def container_env(registry: RegistryServer, mount: Path, **values: Any) -> dict[str, str]:
+    """The controller container's environment as the chart's release gives it; the Secret's
+    files are written under ``mount`` as the kubelet mounts them, and the ``*_FILE``
+    variables point there."""
     settings = {
         "forgejo": {"host": registry.host, "user": registry.user, "scheme": "http"},
         "image": {"repository": f"{registry.host}/ops/autoroll"},
         "secret": {"forgejoToken": registry.password, "webhookSecret": "w" * 32},
+        # The NetworkPolicy is on by default and needs the addresses it lets through.
+        "networkPolicy": {
+            "registry": {"cidrs": ["127.0.0.1/32"]},
+            "apiServer": {"cidrs": ["127.0.0.1/32"]},
+        },
         **values,
     }
     rendered = subprocess.run(
@@ -65,10 +72,21 @@ def container_env(registry: RegistryServer, **values: Any) -> dict[str, str]:
     [secret] = [d for d in docs if d["kind"] == "Secret"]
     [deployment] = [d for d in docs if d["kind"] == "Deployment"]
     [container] = deployment["spec"]["template"]["spec"]["containers"]
+    mounted = {m["name"]: m["mountPath"] for m in container.get("volumeMounts", [])}
+    mount.mkdir(parents=True, exist_ok=True)
+    for volume in deployment["spec"]["template"]["spec"]["volumes"]:
+        if volume.get("secret", {}).get("secretName") == secret["metadata"]["name"]:
+            for item in volume["secret"]["items"]:
+                data = base64.b64decode(secret["data"][item["key"]])
+                (mount / item["path"]).write_bytes(data)
     env: dict[str, str] = {}
     for entry in container["env"]:
         if "value" in entry:
-            env[entry["name"]] = entry["value"]
+            value = entry["value"]
+            for path in mounted.values():
+                if entry["name"].endswith("_FILE") and value.startswith(f"{path}/"):
+                    value = str(mount / value.removeprefix(f"{path}/"))
+            env[entry["name"]] = value
         elif "secretKeyRef" in entry.get("valueFrom", {}):
             key = entry["valueFrom"]["secretKeyRef"]["key"]
             env[entry["name"]] = base64.b64decode(secret["data"][key]).decode()
@@ -104,7 +122,7 @@ def test_with_the_defaults_the_plan_would_roll_the_enrolled_deployment(
     api: tuple[FaultyKubeApi, KubeApiServer], registry: RegistryServer, tmp_path: Path
 ) -> None:
     fake, server = api
-    out = plan_in_pod(container_env(registry), server, tmp_path)
+    out = plan_in_pod(container_env(registry, tmp_path / "secrets"), server, tmp_path)
     assert "shop/deployment/web" in out and "would delete pod web-1" in out
     assert fake.deletes == []
 
@@ -113,7 +131,9 @@ def test_the_release_label_selector_is_the_plans(
     api: tuple[FaultyKubeApi, KubeApiServer], registry: RegistryServer, tmp_path: Path
 ) -> None:
     _, server = api
-    out = plan_in_pod(container_env(registry, labelSelector="team=ops"), server, tmp_path)
+    out = plan_in_pod(
+        container_env(registry, tmp_path / "secrets", labelSelector="team=ops"), server, tmp_path
+    )
     assert "shop/deployment/web" not in out
     assert "would delete" not in out
 
@@ -122,7 +142,7 @@ def test_the_release_workload_kinds_are_the_only_kinds_listed(
     api: tuple[FaultyKubeApi, KubeApiServer], registry: RegistryServer, tmp_path: Path
 ) -> None:
     _, server = api
-    env = container_env(registry, workloadKinds=["statefulset"])
+    env = container_env(registry, tmp_path / "secrets", workloadKinds=["statefulset"])
     out = plan_in_pod(env, server, tmp_path)
     assert "shop/deployment/web" not in out
     assert "/apis/apps/v1/statefulsets" in paths(server)
@@ -133,7 +153,7 @@ def test_the_release_guardrails_hold_the_plans_deletion(
     api: tuple[FaultyKubeApi, KubeApiServer], registry: RegistryServer, tmp_path: Path
 ) -> None:
     _, server = api
-    env = container_env(registry, guardrails={"paused": True})
+    env = container_env(registry, tmp_path / "secrets", guardrails={"paused": True})
     out = plan_in_pod(env, server, tmp_path)
     assert "held (paused)" in out
     assert "PAUSED: rolling is paused cluster-wide" in out
