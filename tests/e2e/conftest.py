@@ -45,10 +45,10 @@ from tests.e2e.node import (
 )
 from tests.e2e.scenario import label_selector
 from tests.support.registry import ImagePusher, RegistryServer
-from tests.support.registry_fixtures import fresh_registry, registry_for_tests
+from tests.support.registry_fixtures import fresh_registry, pki, registry_for_tests, tls_registry
 from tests.support.wait import eventually
 
-__all__ = ["fresh_registry"]  # a fixture, re-exported for the e2e tests
+__all__ = ["fresh_registry", "pki", "tls_registry"]  # fixtures, re-exported for the e2e tests
 
 _timings: dict[str, float] = {}
 _node_problems: list[str] = []

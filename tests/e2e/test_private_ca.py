@@ -12,7 +12,6 @@ lookups are ``tls-untrusted`` with a message naming ``caBundle``
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -23,26 +22,11 @@ from tests.e2e.incluster import POD_SELECTOR
 from tests.e2e.node import Node
 from tests.e2e.scenario import App, Recorder, deletions, nudging
 from tests.e2e.test_scenarios import APP_NAME, START_TIMEOUT, make_app
-from tests.support.pki import PrivateCA, make_private_ca
 from tests.support.registry import RegistryServer
-from tests.support.registry_fixtures import registry_for_tests
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
 ROLL_TIMEOUT = 120.0
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> PrivateCA:
-    return make_private_ca(tmp_path_factory.mktemp("pki"))
-
-
-@pytest.fixture(scope="module")
-def tls_registry(
-    pki: PrivateCA, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[RegistryServer]:
-    with registry_for_tests(tmp_path_factory.mktemp("tls-registry"), tls=pki) as server:
-        yield server
 
 
 def test_the_controller_trusts_the_private_ca_from_the_chart_and_rolls_the_app(

@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
-from tests.support.registry_fixtures import fresh_registry, pusher, registry, repository
+from tests.support.registry_fixtures import (
+    fresh_registry,
+    pki,
+    pusher,
+    registry,
+    repository,
+    tls_registry,
+)
 
-__all__ = ["fresh_registry", "pusher", "registry", "repository"]
+__all__ = ["fresh_registry", "pki", "pusher", "registry", "repository", "tls_registry"]

@@ -12,7 +12,6 @@ import os
 import ssl
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,24 +22,10 @@ from autoroll.model import Digest, Unknown
 from autoroll.registry import RegistryClient, registry_session
 from autoroll.registry.tls import trust_context
 from tests.support.fake_kube import FaultyKubeApi, KubeApiServer
-from tests.support.pki import PrivateCA, make_private_ca
+from tests.support.pki import PrivateCA
 from tests.support.registry import ImagePusher, RegistryServer
-from tests.support.registry_fixtures import registry_for_tests
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> PrivateCA:
-    return make_private_ca(tmp_path_factory.mktemp("pki"))
-
-
-@pytest.fixture(scope="module")
-def tls_registry(
-    pki: PrivateCA, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[RegistryServer]:
-    with registry_for_tests(tmp_path_factory.mktemp("tls-registry"), tls=pki) as server:
-        yield server
 
 
 @pytest.fixture(scope="module")
