@@ -215,10 +215,12 @@ def sync_cache(cache: WatchCache, kube: Counter[str]) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class _Registry:
-    """What ``ImagePusher`` needs of a registry: its URL and Basic credentials."""
+    """What ``ImagePusher`` needs of a registry: its URL and Basic credentials (plain HTTP:
+    no private CA to trust)."""
 
     url: str
     authorization: str
+    tls: None = None
 
 
 def targeted_pass(

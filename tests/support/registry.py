@@ -248,7 +248,7 @@ class ImagePusher:
         self.server = server
         self.session = session or requests.Session()
         self.session.headers["Authorization"] = server.authorization
-        if getattr(server, "tls", None):  # a stand-in with only url and authorization has none
+        if server.tls:
             # requests lets REQUESTS_CA_BUNDLE beat session.verify (psf/requests#3829).
             self.session.trust_env = False
             self.session.verify = server.verify
