@@ -138,59 +138,43 @@ ensure_actionlint() {
   add_path "$dir"
 }
 
-# --- helm-docs ----------------------------------------------------------------
+# --- single Go binaries ---------------------------------------------------------
+# go_tool NAME VERSION PACKAGE HOW-LONG [LDFLAGS]: `go install PACKAGE@VERSION` into
+# $cache/NAME/VERSION unless it is there, then on PATH. Built in a temp dir and moved in
+# whole: another worktree may have finished the same build meanwhile, and the first one is
+# kept.
+go_tool() {
+  local name=$1 version=$2 package=$3 how_long=$4 ldflags=${5:-"-s -w"}
+  local dir="$cache/$name/$version"
+  if [ ! -x "$dir/$name" ]; then
+    need_go "$name"
+    say "$name: building $version from its Go module (first run only, $how_long)"
+    local tmp; tmp=$(mktemp -d)
+    (cd /tmp && GOBIN="$tmp" gobuild go install -trimpath -ldflags "$ldflags" "$package@$version") \
+      || { rm -rf "$tmp"; die "building $name failed (see above)"; }
+    mkdir -p "$(dirname "$dir")"
+    if [ -x "$dir/$name" ]; then rm -rf "$tmp"; else mv "$tmp" "$dir"; fi
+  fi
+  add_path "$dir"
+  say "$name: $version ($dir/$name)"
+}
+
 # The chart README's values table (make docs; tests/integration/test_chart_docs.py).
 ensure_helm_docs() {
-  local dir="$cache/helm-docs/$HELM_DOCS_VERSION"
-  if [ ! -x "$dir/helm-docs" ]; then
-    need_go helm-docs
-    say "helm-docs: building $HELM_DOCS_VERSION from its Go module (first run only, ~1 min)"
-    local tmp; tmp=$(mktemp -d)
-    (cd /tmp && GOBIN="$tmp" gobuild go install -trimpath -ldflags "-s -w" "github.com/norwoodj/helm-docs/cmd/helm-docs@$HELM_DOCS_VERSION") \
-      || { rm -rf "$tmp"; die "building helm-docs failed (see above)"; }
-    # Another worktree may have finished the same build meanwhile: keep the first one.
-    mkdir -p "$(dirname "$dir")"
-    if [ -x "$dir/helm-docs" ]; then rm -rf "$tmp"; else mv "$tmp" "$dir"; fi
-  fi
-  add_path "$dir"
-  say "helm-docs: $HELM_DOCS_VERSION ($dir/helm-docs)"
+  go_tool helm-docs "$HELM_DOCS_VERSION" github.com/norwoodj/helm-docs/cmd/helm-docs "~1 min"
 }
 
-# --- promtool -------------------------------------------------------------------
-# The chart's PrometheusRule and dashboard queries (tests/integration/test_monitoring.py).
+# The chart's PrometheusRule and dashboard queries (tests/integration/test_monitoring.py);
+# the Prometheus module brings many dependencies.
 ensure_promtool() {
-  local dir="$cache/promtool/$PROMTOOL_VERSION"
-  if [ ! -x "$dir/promtool" ]; then
-    need_go promtool
-    say "promtool: building $PROMTOOL_VERSION from the Prometheus Go module (first run only, ~5-10 min)"
-    local tmp; tmp=$(mktemp -d)
-    (cd /tmp && GOBIN="$tmp" gobuild go install -trimpath -ldflags "-s -w" "github.com/prometheus/prometheus/cmd/promtool@$PROMTOOL_VERSION") \
-      || { rm -rf "$tmp"; die "building promtool failed (see above)"; }
-    mkdir -p "$(dirname "$dir")"
-    if [ -x "$dir/promtool" ]; then rm -rf "$tmp"; else mv "$tmp" "$dir"; fi
-  fi
-  add_path "$dir"
-  say "promtool: $PROMTOOL_VERSION ($dir/promtool)"
+  go_tool promtool "$PROMTOOL_VERSION" github.com/prometheus/prometheus/cmd/promtool "~5-10 min"
 }
 
-# --- cosign -------------------------------------------------------------------
 # Signs the images the workflow publishes; the image tier signs the image it built and
 # verifies it against the local registry (tests/image/test_signature.py).
 ensure_cosign() {
-  local dir="$cache/cosign/$COSIGN_VERSION"
-  if [ ! -x "$dir/cosign" ]; then
-    need_go cosign
-    say "cosign: building $COSIGN_VERSION from its Go module (first run only, ~6-10 min of 2 cores)"
-    local tmp; tmp=$(mktemp -d)
-    local ld="-s -w -X sigs.k8s.io/release-utils/version.gitVersion=$COSIGN_VERSION"
-    (cd /tmp && GOBIN="$tmp" gobuild go install -trimpath -ldflags "$ld" "github.com/sigstore/cosign/v2/cmd/cosign@$COSIGN_VERSION") \
-      || { rm -rf "$tmp"; die "building cosign failed (see above)"; }
-    # Another worktree may have finished the same build meanwhile: keep the first one.
-    mkdir -p "$(dirname "$dir")"
-    if [ -x "$dir/cosign" ]; then rm -rf "$tmp"; else mv "$tmp" "$dir"; fi
-  fi
-  add_path "$dir"
-  say "cosign: $COSIGN_VERSION ($dir/cosign)"
+  go_tool cosign "$COSIGN_VERSION" github.com/sigstore/cosign/v2/cmd/cosign "~6-10 min of 2 cores" \
+    "-s -w -X sigs.k8s.io/release-utils/version.gitVersion=$COSIGN_VERSION"
 }
 
 # --- Debian packages --------------------------------------------------------
