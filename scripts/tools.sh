@@ -514,7 +514,7 @@ main() {
           add_cached "$cache/gitea/$GITEA_VERSION" gitea; record_public_charts ;;
     cosign) ensure_cosign ;;
     release) ensure_helm; ensure_cosign ;;
-    all)  ensure_apt; ensure_helm; ensure_unittest; ensure_actionlint; ensure_helm_docs; ensure_promtool; ensure_cosign; ensure_etcd; ensure_kube
+    all)  ensure_apt; ensure_helm; ensure_unittest; ensure_actionlint; ensure_helm_docs; ensure_promtool; ensure_etcd; ensure_kube
           ensure_node_apt; ensure_containerd; ensure_kubelet; ensure_image_tools
           ensure_public_charts
           add_cached "$cache/gitea/$GITEA_VERSION" gitea ;;
