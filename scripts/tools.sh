@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Tool bootstrap for autoroll: makes helm (v4), the helm-unittest plugin, actionlint,
 # helm-docs, docker-registry and htpasswd available, (with `kube`) etcd, kube-apiserver and
-# kube-controller-manager, (with `node`) kubelet, containerd, runc and the CNI plugins, and
+# kube-controller-manager, (with `node`) kubelet, kube-proxy, CoreDNS, containerd, runc and
+# the CNI plugins, and
 # (with `gitea`) Gitea and skopeo for the live-server tier.
 #
 # Everything is built from Go modules or installed from Debian packages; nothing is
@@ -12,8 +13,9 @@
 # Usage: scripts/tools.sh [core|kube|node|gitea|image|cosign|release|all]
 #   core  helm, helm-unittest, actionlint, helm-docs, apt packages (default)
 #   kube  etcd, kube-apiserver, kube-controller-manager (first build: about 10-20 min)
-#   node  kube, plus the e2e node: kubelet (after kube: ~3 min), containerd + runc shim
-#         (~3-5 min), runc, CNI plugins, busybox-static and iproute2 from Debian
+#   node  kube, plus the e2e node: kubelet and kube-proxy (after kube: ~3-5 min), CoreDNS
+#         (~5-8 min), containerd + runc shim (~3-5 min), runc, CNI plugins, busybox-static,
+#         iproute2 and nftables from Debian
 #   gitea core, plus Gitea and skopeo for tests/gitea (first build: about 5 min of 2 idle
 #         cores, 550 CPU-seconds); run after `all` it keeps the kube and node paths in .tools/env
 #   image podman, runc, skopeo, mmdebstrap (apt), the Debian base image of the controller
@@ -275,15 +277,22 @@ build_kubernetes() {
 # --- the e2e node: kubelet, containerd, runc, CNI plugins, busybox ---------------
 # The kubelet has its own cache directory, so building it never touches a kube-apiserver
 # build in $cache/kubernetes. It reuses the Go build cache of that build (same modules).
+# kube-proxy lives beside it: the node's Service routing (tests/e2e/node_network.py).
 ensure_kubelet() {
   local dir="$cache/kubernetes-node/$KUBERNETES_VERSION"
-  if [ ! -x "$dir/kubelet" ]; then
-    say "kubelet: building $KUBERNETES_VERSION from k8s.io/kubernetes (first run only: about 3 min"
-    say "kubelet: after kube-apiserver, whose build cache it shares); later runs reuse $dir."
-    build_kubernetes "$dir" k8s.io/kubernetes/cmd/kubelet
+  if [ ! -x "$dir/kubelet" ] || [ ! -x "$dir/kube-proxy" ]; then
+    say "kubelet: building kubelet and kube-proxy $KUBERNETES_VERSION from k8s.io/kubernetes (first"
+    say "kubelet: run only: about 3-5 min after kube-apiserver, whose build cache they share)."
+    build_kubernetes "$dir" k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy
   fi
   add_path "$dir"
-  say "kubelet: $("$dir/kubelet" --version) ($dir)"
+  say "kubelet: $("$dir/kubelet" --version), kube-proxy ($dir)"
+}
+
+# The node's cluster DNS (tests/e2e/node_network.py), from its Go module (no replace
+# directives); its default plugin set, as a cluster runs it.
+ensure_coredns() {
+  go_tool coredns "$COREDNS_VERSION" github.com/coredns/coredns "~5-8 min of 2 cores"
 }
 
 # containerd and its runc shim from the containerd Go module (no replace directives, so
@@ -321,8 +330,10 @@ ensure_node_apt() {
   dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed' \
     || missing+=(busybox-static)
   command -v ip >/dev/null || missing+=(iproute2)
+  # kube-proxy's nftables mode runs `nft`.
+  command -v nft >/dev/null || [ -x /usr/sbin/nft ] || missing+=(nftables)
   [ ${#missing[@]} -eq 0 ] || apt_install "${missing[@]}"
-  say "node packages: runc $(runc --version | sed -n 's/^runc version //p'), CNI plugins in /usr/lib/cni, busybox"
+  say "node packages: runc $(runc --version | sed -n 's/^runc version //p'), CNI plugins in /usr/lib/cni, busybox, nft"
 }
 
 # --- Gitea (the live Forgejo-family server of the gitea test tier) ----------------
@@ -489,19 +500,21 @@ main() {
           add_cached "$cache/etcd/$ETCD_VERSION" etcd
           add_cached "$cache/kubernetes/$KUBERNETES_VERSION" kube-apiserver
           add_cached "$cache/kubernetes-node/$KUBERNETES_VERSION" kubelet
+          add_cached "$cache/coredns/$COREDNS_VERSION" coredns
           add_cached "$cache/containerd/$CONTAINERD_VERSION" containerd
           add_cached "$cache/gitea/$GITEA_VERSION" gitea
           add_cached "$cache/uv/$UV_VERSION" uv; record_base_image; record_public_charts
           add_cached "$cache/cosign/$COSIGN_VERSION" cosign ;;
     kube) ensure_helm; ensure_unittest; ensure_actionlint; ensure_helm_docs; ensure_promtool; ensure_etcd; ensure_kube ;;
     node) ensure_helm; ensure_unittest; ensure_actionlint; ensure_helm_docs; ensure_promtool; ensure_etcd; ensure_kube
-          ensure_node_apt; ensure_containerd; ensure_kubelet
+          ensure_node_apt; ensure_containerd; ensure_kubelet; ensure_coredns
           add_cached "$cache/gitea/$GITEA_VERSION" gitea
           add_cached "$cache/uv/$UV_VERSION" uv; record_base_image; record_public_charts ;;
     gitea) ensure_apt; ensure_helm; ensure_unittest; ensure_actionlint; ensure_helm_docs; ensure_promtool
           add_cached "$cache/etcd/$ETCD_VERSION" etcd
           add_cached "$cache/kubernetes/$KUBERNETES_VERSION" kube-apiserver
           add_cached "$cache/kubernetes-node/$KUBERNETES_VERSION" kubelet
+          add_cached "$cache/coredns/$COREDNS_VERSION" coredns
           add_cached "$cache/containerd/$CONTAINERD_VERSION" containerd
           add_cached "$cache/uv/$UV_VERSION" uv; record_base_image
           add_cached "$cache/cosign/$COSIGN_VERSION" cosign
@@ -510,6 +523,7 @@ main() {
           add_cached "$cache/etcd/$ETCD_VERSION" etcd
           add_cached "$cache/kubernetes/$KUBERNETES_VERSION" kube-apiserver
           add_cached "$cache/kubernetes-node/$KUBERNETES_VERSION" kubelet
+          add_cached "$cache/coredns/$COREDNS_VERSION" coredns
           add_cached "$cache/containerd/$CONTAINERD_VERSION" containerd
           add_cached "$cache/gitea/$GITEA_VERSION" gitea; record_public_charts ;;
     cosign) ensure_cosign ;;

@@ -97,7 +97,7 @@ def _session_kubelet(control_plane: ControlPlane) -> Iterator[SimulatedKubelet]:
 
 def node_binaries() -> NodeBinaries:
     """The real node's binaries (``scripts/tools.sh node``); skip locally, fail in CI."""
-    for tool in ("nsenter", "unshare", "ip", "openssl"):
+    for tool in ("nsenter", "unshare", "ip", "openssl", "nft"):
         require_tool(tool)
     cni = next((d for d in CNI_DIRS if (Path(d) / "bridge").exists()), None)
     if cni is None:
@@ -111,6 +111,8 @@ def node_binaries() -> NodeBinaries:
         shim=require_tool("containerd-shim-runc-v2"),
         runc=require_tool("runc"),
         cni_dir=cni,
+        kube_proxy=require_tool("kube-proxy"),
+        coredns=require_tool("coredns"),
     )
 
 

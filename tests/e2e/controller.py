@@ -41,7 +41,8 @@ class Autoroll:
     """The running controller: its URL, the webhook secret, and every line it printed.
 
     ``process`` is the local process, or None when the controller runs as a pod
-    (``incluster.py``); then ``restart`` replaces the pod (a self-roll or a failover is one).
+    (``incluster.py``); then ``restart`` replaces the pod (a self-roll or a failover is one)
+    and ``helm`` runs a helm command on its release (``helm("test", "autoroll")``).
     """
 
     url: str
@@ -49,6 +50,8 @@ class Autoroll:
     process: subprocess.Popen[str] | None
     output: list[str] = field(default_factory=list)
     restart: Callable[[], None] | None = None
+    #: ``helm <args>`` against the release (in-cluster only); its standard output.
+    helm: Callable[..., str] | None = None
 
     def lines(self, pattern: str = "", *, since: int = 0) -> list[str]:
         """Output lines so far, from line ``since`` on, that match the regular expression

@@ -57,6 +57,8 @@ KCM_CONTROLLERS = (
     "root-ca-cert-publisher",
     "clusterrole-aggregation",
     "disruption",
+    # The real node's kube-proxy and CoreDNS read a Service's endpoints from its slices.
+    "endpointslice",
 )
 
 # First address of the service range is the `kubernetes` Service; the serving cert names it too.

@@ -5,9 +5,11 @@ Its RBAC, security context, in-cluster configuration and image are the chart's a
 Dockerfile's, unchanged. What the test cluster needs on top is set through documented chart
 values, as a user of such a cluster would set them:
 
-- ``apiServer.host``/``port``: there is no kube-proxy, so the ``kubernetes`` Service routes
-  nowhere; the pod is pointed at the API server's real address (``127.0.0.1:<port>``, which
-  the node's loopback bridge carries to the control plane).
+- ``apiServer.host``/``port``: the API server listens on the host's loopback only and does
+  not publish itself as the ``kubernetes`` Service's endpoint (``--endpoint-reconciler-type
+  =none``), so that Service routes nowhere even with the node's kube-proxy; the pod is
+  pointed at the API server's real address (``127.0.0.1:<port>``, which the node's loopback
+  bridge carries to the control plane).
 - ``hostNetwork: true``: the API server and the registry listen on loopback only, which a
   pod's own network namespace cannot reach; the controller listens on a free port of the
   node, which ``Node.expose`` makes answer on the host's 127.0.0.1 for the webhook and
@@ -366,6 +368,7 @@ def installed_autoroll(
                 )
 
             autoroll.restart = restart
+            autoroll.helm = lambda *args: _helm(helm, kubeconfig, namespace, *args)
             yield autoroll
         finally:
             if installed:

@@ -41,6 +41,10 @@ Scheduling: there is no kube-scheduler. ``Binder`` binds every unscheduled pod t
 ``node.kubernetes.io/not-ready`` taint the kubelet registers it with, as nothing runs the node
 lifecycle controller; a taint only steers a scheduler, and the kubelet admits bound pods.
 
+Services: with ``kube_proxy`` and ``coredns`` among its binaries the node also runs
+kube-proxy and CoreDNS (``node_network.py``), and the kubelet points pods at that CoreDNS: a
+pod reaches a Service by its name and ClusterIP, as ``helm test``'s pod does.
+
 Registries: ``trust_registry`` bridges a registry's port and writes containerd's
 ``hosts.toml`` for it (plain HTTP, its Basic credentials as a header), so pods pull without
 an imagePullSecret, the way node-level registry credentials work.
@@ -60,6 +64,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -73,6 +78,16 @@ import yaml
 
 from tests.e2e.controlplane import ControlPlane, kubeconfig_document
 from tests.e2e.loopback import LoopbackBridge
+from tests.e2e.node_network import (
+    COREDNS_READY,
+    COREDNS_USER,
+    KUBE_PROXY_HEALTHZ,
+    KUBE_PROXY_USER,
+    coredns_rbac,
+    corefile,
+    http_probe_script,
+    kube_proxy_config,
+)
 
 NODE_NAME = "autoroll-node"
 # Addresses inside the node's own network namespace only (RFC 2544 benchmarking ranges, so
@@ -116,6 +131,10 @@ class NodeBinaries:
     shim: str
     runc: str
     cni_dir: str
+    #: Service routing and cluster DNS (``node_network.py``); without them a pod reaches no
+    #: Service and resolves no name (the demo needs neither).
+    kube_proxy: str | None = None
+    coredns: str | None = None
 
 
 # --- pure configuration ---------------------------------------------------------------
@@ -199,9 +218,12 @@ def cni_config(*, subnet: str) -> dict[str, Any]:
     }
 
 
-def kubelet_config(*, cgroup_root: str, node_ip: str, resolv_conf: Path) -> dict[str, Any]:
-    """KubeletConfiguration for a sealed-off test node (see the module docstring for why)."""
-    return {
+def kubelet_config(
+    *, cgroup_root: str, node_ip: str, resolv_conf: Path, cluster_dns: str | None = None
+) -> dict[str, Any]:
+    """KubeletConfiguration for a sealed-off test node (see the module docstring for why);
+    ``cluster_dns``: the nameserver of every ClusterFirst pod (the node's CoreDNS)."""
+    config: dict[str, Any] = {
         "apiVersion": "kubelet.config.k8s.io/v1beta1",
         "kind": "KubeletConfiguration",
         "address": node_ip,
@@ -241,6 +263,9 @@ def kubelet_config(*, cgroup_root: str, node_ip: str, resolv_conf: Path) -> dict
         "registerNode": True,
         "maxPods": 110,
     }
+    if cluster_dns is not None:
+        config["clusterDNS"] = [cluster_dns]
+    return config
 
 
 def hosts_toml(*, host: str, authorization: str, ca: Path | None = None) -> str:
@@ -511,15 +536,17 @@ def _openssl(*args: str, cwd: Path) -> None:
         raise NodeError(f"openssl {args[0]} failed: {done.stderr.strip()}")
 
 
-def kubelet_client_cert(pki: Path, *, ca_dir: Path, node: str) -> None:
-    """A client certificate for ``system:node:<node>`` in ``system:nodes``, signed by the CA
-    the API server trusts: the identity a kubelet really has."""
+def client_cert(pki: Path, *, ca_dir: Path, name: str, user: str, group: str | None) -> None:
+    """``<name>.crt``/``.key`` in ``pki``: a client certificate for ``user`` (in ``group``),
+    signed by the CA the API server trusts: the identity a node component really has (the
+    kubelet's is ``system:node:<node>`` in ``system:nodes``)."""
     pki.mkdir(parents=True, exist_ok=True)
+    subject = (f"/O={group}" if group else "") + f"/CN={user}"
     _openssl(
         "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-        "-keyout", "kubelet.key", "-out", "kubelet.crt", "-days", "2",
+        "-keyout", f"{name}.key", "-out", f"{name}.crt", "-days", "2",
         "-CA", str(ca_dir / "ca.crt"), "-CAkey", str(ca_dir / "ca.key"),
-        "-subj", f"/O=system:nodes/CN=system:node:{node}",
+        "-subj", subject,
         "-addext", "basicConstraints=critical,CA:FALSE",
         "-addext", "keyUsage=critical,digitalSignature",
         "-addext", "extendedKeyUsage=clientAuth",
@@ -527,13 +554,16 @@ def kubelet_client_cert(pki: Path, *, ca_dir: Path, node: str) -> None:
     )  # fmt: skip
 
 
-def kubelet_kubeconfig(*, server: str, ca_pem: bytes, cert: Path, key: Path) -> dict[str, Any]:
+def cert_kubeconfig(
+    *, server: str, ca_pem: bytes, user: str, cert: Path, key: Path
+) -> dict[str, Any]:
+    """A kubeconfig that authenticates with a client certificate (``client_cert``)."""
     import base64
 
-    document = kubeconfig_document(server=server, ca_pem=ca_pem, user="kubelet", token="")
+    document = kubeconfig_document(server=server, ca_pem=ca_pem, user=user, token="")
     document["users"] = [
         {
-            "name": "kubelet",
+            "name": user,
             "user": {
                 "client-certificate-data": base64.b64encode(cert.read_bytes()).decode(),
                 "client-key-data": base64.b64encode(key.read_bytes()).decode(),
@@ -549,10 +579,6 @@ NODE_RBAC_BINDING = "autoroll-e2e:nodes"
 def _grant_node_role(kube: Any) -> None:
     """Bind the built-in ``system:node`` role to ``system:nodes`` (the API server runs RBAC
     only, without the Node authorizer that would otherwise authorize kubelets)."""
-    from kubernetes import client
-    from kubernetes.client.exceptions import ApiException
-
-    rbac: Any = client.RbacAuthorizationV1Api(kube)
     body = {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "ClusterRoleBinding",
@@ -566,11 +592,7 @@ def _grant_node_role(kube: Any) -> None:
             {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:nodes"}
         ],
     }
-    try:
-        rbac.create_cluster_role_binding(body, _preload_content=False)
-    except ApiException as exc:
-        if exc.status != 409:
-            raise
+    _apply_cluster_objects(kube, [body])
 
 
 def node_is_ready(kube: Any, name: str) -> bool:
@@ -632,7 +654,10 @@ def running_node(
     bridge: LoopbackBridge | None = None
     processes: list[_Process] = []
     kube = plane.api_client()
-    logs = {n: root / "logs" / f"{n}.log" for n in ("holder", "containerd", "kubelet")}
+    logs = {
+        n: root / "logs" / f"{n}.log"
+        for n in ("holder", "containerd", "kubelet", "kube-proxy", "coredns")
+    }
     timings: dict[str, float] = {}
     try:
         # No nameserver, for containerd and the kubelet (over /etc/resolv.conf) and for pods
@@ -710,19 +735,16 @@ def running_node(
         )
         (root / "etc" / "kubelet.yaml").write_text(
             yaml.safe_dump(
-                kubelet_config(cgroup_root=f"/{cgroups.name}", node_ip=NODE_IP, resolv_conf=resolv)
-            )
-        )
-        kubelet_client_cert(root / "pki", ca_dir=plane.ca_file.parent, node=name)
-        (root / "etc" / "kubelet.kubeconfig").write_text(
-            yaml.safe_dump(
-                kubelet_kubeconfig(
-                    server=plane.server,
-                    ca_pem=plane.ca_file.read_bytes(),
-                    cert=root / "pki" / "kubelet.crt",
-                    key=root / "pki" / "kubelet.key",
+                kubelet_config(
+                    cgroup_root=f"/{cgroups.name}",
+                    node_ip=NODE_IP,
+                    resolv_conf=resolv,
+                    cluster_dns=NODE_IP if binaries.coredns else None,
                 )
             )
+        )
+        _write_kubeconfig(
+            root, plane, name="kubelet", user=f"system:node:{name}", group="system:nodes"
         )
         _grant_node_role(kube)
 
@@ -765,6 +787,11 @@ def running_node(
 
         _wait(f"Node {name} Ready", ready, watch=processes, deadline=deadline)
         timings["kubelet"] = time.monotonic() - started
+        if binaries.kube_proxy and binaries.coredns:
+            processes += _start_cluster_network(
+                node, plane, binaries, env, cgroups, watch=processes, deadline=deadline
+            )
+            timings["network"] = time.monotonic() - started
         node._kubelet = kubelet
         node._ready = ready
         yield node
@@ -789,6 +816,102 @@ def running_node(
                 shutil.rmtree(root / sub, ignore_errors=True)
         if survivors or stuck:
             raise NodeError(f"node teardown left processes {sorted(survivors)} / cgroups {stuck}")
+
+
+def _write_kubeconfig(
+    root: Path, plane: ControlPlane, *, name: str, user: str, group: str | None
+) -> Path:
+    """``etc/<name>.kubeconfig`` for a node component, with its own client certificate."""
+    client_cert(root / "pki", ca_dir=plane.ca_file.parent, name=name, user=user, group=group)
+    path = root / "etc" / f"{name}.kubeconfig"
+    document = cert_kubeconfig(
+        server=plane.server,
+        ca_pem=plane.ca_file.read_bytes(),
+        user=user,
+        cert=root / "pki" / f"{name}.crt",
+        key=root / "pki" / f"{name}.key",
+    )
+    path.write_text(yaml.safe_dump(document))
+    return path
+
+
+def _start_cluster_network(
+    node: Node,
+    plane: ControlPlane,
+    binaries: NodeBinaries,
+    env: Mapping[str, str],
+    cgroups: CgroupTree,
+    *,
+    watch: Sequence[_Process],
+    deadline: float,
+) -> list[_Process]:
+    """Start kube-proxy and CoreDNS on the node (``node_network.py``); return once kube-proxy
+    has synced its rules and CoreDNS its view of the Services."""
+    assert binaries.kube_proxy is not None and binaries.coredns is not None
+    root = node.workdir
+    _apply_cluster_objects(plane.api_client(), coredns_rbac())
+    proxy_kubeconfig = _write_kubeconfig(
+        root, plane, name="kube-proxy", user=KUBE_PROXY_USER, group=None
+    )
+    dns_kubeconfig = _write_kubeconfig(root, plane, name="coredns", user=COREDNS_USER, group=None)
+    proxy_config = root / "etc" / "kube-proxy.yaml"
+    proxy_config.write_text(
+        yaml.safe_dump(
+            kube_proxy_config(
+                kubeconfig=proxy_kubeconfig, node_name=node.name, cluster_cidr=POD_SUBNET
+            )
+        )
+    )
+    dns_config = root / "etc" / "Corefile"
+    dns_config.write_text(corefile(bind=node.ip, kubeconfig=dns_kubeconfig))
+    started = [
+        _Process(
+            "kube-proxy",
+            node.enter(binaries.kube_proxy, f"--config={proxy_config}", "--v=1"),
+            node.logs["kube-proxy"],
+            env,
+            cgroups.procs_files("runtime"),
+        ),
+        _Process(
+            "coredns",
+            node.enter(binaries.coredns, "-conf", str(dns_config)),
+            node.logs["coredns"],
+            env,
+            cgroups.procs_files("runtime"),
+        ),
+    ]
+    for process in started:
+        process.start()
+    for what, url in (
+        ("kube-proxy's rules", f"http://{KUBE_PROXY_HEALTHZ}/healthz"),
+        ("CoreDNS ready", f"http://{COREDNS_READY}/ready"),
+    ):
+        probe = http_probe_script(url)
+
+        def answers(probe: str = probe) -> bool:
+            return node.run(sys.executable, "-c", probe).returncode == 0
+
+        _wait(what, answers, watch=[*watch, *started], deadline=deadline)
+    return started
+
+
+def _apply_cluster_objects(kube: Any, bodies: Sequence[Mapping[str, Any]]) -> None:
+    """Create cluster-scoped RBAC objects (``ClusterRole``/``ClusterRoleBinding``) unless they
+    exist already (the session's next node finds them)."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    rbac: Any = client.RbacAuthorizationV1Api(kube)
+    create = {
+        "ClusterRole": rbac.create_cluster_role,
+        "ClusterRoleBinding": rbac.create_cluster_role_binding,
+    }
+    for body in bodies:
+        try:
+            create[body["kind"]](body, _preload_content=False)
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
 
 
 def _delete_node(kube: Any, name: str) -> None:

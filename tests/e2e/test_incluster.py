@@ -16,7 +16,7 @@ import pytest
 
 from tests.e2e.controller import Autoroll, StartAutoroll
 from tests.e2e.helpers import core_api
-from tests.e2e.incluster import POD_SELECTOR
+from tests.e2e.incluster import POD_SELECTOR, RELEASE
 from tests.e2e.node import Node
 from tests.e2e.scenario import metric
 from tests.support.wait import eventually
@@ -66,3 +66,18 @@ def test_the_chart_runs_the_controller_image_as_a_restricted_pod_on_the_node(
     # In-cluster configuration: the ServiceAccount token, not a kubeconfig, reached the API.
     assert in_cluster.lines(r"autoroll|gunicorn"), "no output from the pod"
     assert metric(in_cluster, "autoroll_ticks_total", {"outcome": "ok"}) >= 1
+
+
+def test_helm_test_asks_readyz_through_the_service_and_passes(
+    in_cluster: Autoroll, kube: Any, namespace: str
+) -> None:
+    # The chart's own `helm test`, as a user runs it after the install: its pod resolves the
+    # Service's name with the cluster's DNS and reaches the controller through kube-proxy.
+    assert in_cluster.helm is not None
+    report = in_cluster.helm("test", RELEASE, "--timeout", "120s")
+    assert "Phase:" in report and "Succeeded" in report, report
+    # `hook-succeeded`: the passed test pod is gone; only the controller's pod is left.
+    listed = core_api(kube).list_namespaced_pod(namespace, _preload_content=False)
+    items = json.loads(listed.data)["items"]
+    names = [p["metadata"]["name"] for p in items if "deletionTimestamp" not in p["metadata"]]
+    assert not [n for n in names if n.endswith("-test")], names

@@ -36,6 +36,13 @@ from tests.e2e.node import (
     reap_orphans,
     running_node,
 )
+from tests.e2e.node_network import (
+    CLUSTER_DOMAIN,
+    COREDNS_USER,
+    coredns_rbac,
+    corefile,
+    kube_proxy_config,
+)
 from tests.support.registry import ImagePusher, RegistryServer
 from tests.support.wait import eventually
 
@@ -75,6 +82,39 @@ def test_kubelet_config_lifts_the_refusals_of_these_hosts() -> None:
     assert config["cgroupRoot"] == "/autoroll-node-x"
     assert config["volumePluginDir"].startswith("/var/")  # not /usr/libexec/kubernetes
     assert config["readOnlyPort"] == 0
+
+
+def test_pods_ask_the_nodes_coredns_only_when_the_node_runs_one() -> None:
+    plain = kubelet_config(cgroup_root="/x", node_ip=NODE_IP, resolv_conf=Path("/r"))
+    assert "clusterDNS" not in plain
+    served = kubelet_config(
+        cgroup_root="/x", node_ip=NODE_IP, resolv_conf=Path("/r"), cluster_dns=NODE_IP
+    )
+    assert served["clusterDNS"] == [NODE_IP] and served["clusterDomain"] == CLUSTER_DOMAIN
+
+
+def test_kube_proxy_leaves_the_hosts_global_settings_alone() -> None:
+    config = kube_proxy_config(
+        kubeconfig=Path("/n/etc/kube-proxy.kubeconfig"), node_name="n", cluster_cidr="198.18.0.0/24"
+    )
+    assert config["mode"] == "nftables"  # a table of its own, gone with the namespace
+    assert config["conntrack"]["maxPerCore"] == 0  # nf_conntrack_max is global
+    assert config["oomScoreAdj"] == 0  # no CAP_SYS_RESOURCE here
+    assert config["healthzBindAddress"].startswith("127.0.0.1:")
+    assert config["hostnameOverride"] == "n"
+
+
+def test_coredns_answers_cluster_names_only_and_forwards_nothing() -> None:
+    text = corefile(bind=NODE_IP, kubeconfig=Path("/n/etc/coredns.kubeconfig"))
+    assert f"bind {NODE_IP}" in text
+    assert (
+        f"kubernetes {CLUSTER_DOMAIN} " in text and "kubeconfig /n/etc/coredns.kubeconfig" in text
+    )
+    assert "forward" not in text and "proxy" not in text
+    role, binding = coredns_rbac()
+    verbs = {v for rule in role["rules"] for v in rule["verbs"]}
+    assert verbs == {"list", "watch"}  # reads only
+    assert binding["subjects"][0]["name"] == COREDNS_USER
 
 
 def test_registry_hosts_file_is_plain_http_with_credentials() -> None:
@@ -225,6 +265,55 @@ def test_nothing_on_the_node_has_a_nameserver_to_ask(node: Node) -> None:
     resolv = node.run("cat", "/etc/resolv.conf")
     lines = resolv.stdout.splitlines()
     assert resolv.returncode == 0 and not [n for n in lines if n.startswith("nameserver")], lines
+
+
+def _run_to_completion(kube: Any, namespace: str, name: str, image: str, argv: list[str]) -> str:
+    """Run ``argv`` in a pod of ``image`` (``command`` replaces the image's entrypoint) until
+    it ends; its phase."""
+    body = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [{"name": "c", "image": image, "command": argv}],
+        },
+    }
+    core_api(kube).create_namespaced_pod(namespace, body)
+
+    def ended() -> str:
+        raw = json.loads(
+            core_api(kube).read_namespaced_pod(name, namespace, _preload_content=False).data
+        )
+        phase = str(raw["status"].get("phase"))
+        assert phase in {"Succeeded", "Failed"}, phase
+        return phase
+
+    return eventually(ended, timeout=90, interval=0.5, what=f"pod {name} to end")
+
+
+def test_a_pod_reaches_a_service_by_its_name_through_coredns_and_kube_proxy(
+    node: Node, kube: Any, namespace: str, docker_registry: RegistryServer
+) -> None:
+    image = push_app(ImagePusher(docker_registry), f"e2e/{namespace}", build="served")
+    apps_api(kube).create_namespaced_deployment(
+        namespace, deployment("web", image.reference, replicas=1, http_port=APP_PORT)
+    )
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "web"},
+        "spec": {"selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": APP_PORT}]},
+    }
+    core_api(kube).create_namespaced_service(namespace, service)
+    _ready_pods(kube, namespace, "web", 1)
+    # By the Service's name (the kubelet's search path completes it) and its ClusterIP port,
+    # which only kube-proxy's rules turn into the pod's 8080.
+    asked = ["wget", "-q", "-T", "5", "-O", "/dev/null", f"http://web.{namespace}.svc/"]
+    assert _run_to_completion(kube, namespace, "asks-web", image.reference, asked) == "Succeeded"
+    # A name outside the cluster has no answer: CoreDNS forwards nothing off the node.
+    outside = ["wget", "-q", "-T", "5", "-O", "/dev/null", "http://example.com/"]
+    assert _run_to_completion(kube, namespace, "asks-out", image.reference, outside) == "Failed"
 
 
 def test_host_paths_of_the_node_exist_only_inside_its_mount_namespace(node: Node) -> None:

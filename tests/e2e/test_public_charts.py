@@ -3,14 +3,15 @@ on the real node with no foreign pod touched (issue 23).
 
 - ``helm create``'s scaffold, from the pinned helm itself: the starting point of a great many
   charts. Its ``helm test`` pod carries the Deployment's selector labels; ``helm test`` runs it
-  for real (its ``busybox`` image is mirrored from the local registry, as an air-gapped
+  for real and it passes: its ``wget`` reaches the Service by name through the node's CoreDNS
+  and kube-proxy (its ``busybox`` image is mirrored from the local registry, as an air-gapped
   cluster's containerd mirrors docker.io).
 - metrics-server's chart (``sigs.k8s.io/metrics-server``'s own ``charts/``, from its Go
   module: ``scripts/tools.sh`` exports ``AUTOROLL_METRICS_SERVER_CHART``), two replicas. Its
-  image is pointed at the app image of this tier (a real metrics-server cannot serve without
-  the cluster network this node does not have), so its port and probes are set by its own
-  values to the app's, and the enrolment labels come from its ``commonLabels``: only values a
-  user sets, the templates are the chart's.
+  image is pointed at the app image of this tier (a real metrics-server cannot serve here: the
+  API server, on the host, cannot reach a pod to aggregate its API), so its port and probes
+  are set by its own values to the app's, and the enrolment labels come from its
+  ``commonLabels``: only values a user sets, the templates are the chart's.
 
 Each is enrolled by labelling the Deployment *object*, as the README says, and rolled after a
 push; the pod watch shows only its own original pods deleted, one at a time.
@@ -121,10 +122,12 @@ def test_the_helm_create_scaffold_rolls_and_its_helm_test_pod_is_left_alone(
     with Recorder(core_api(kube).list_namespaced_pod, namespace) as pods_of:
         wait_own(web, old, replicas=2, timeout=START_TIMEOUT, container_name="scaffold")
         enrol(kube, namespace, web.name, namespace)
-        # The chart's own test, for real: a pod with the Deployment's selector labels.
+        # The chart's own test, for real: a pod with the Deployment's selector labels that
+        # asks the Service by its name (the node's CoreDNS and kube-proxy), and passes.
         tested = helm(
             "test", release, "-n", namespace, "--timeout", "60s", kubeconfig=kubeconfig, check=False
         )
+        assert tested.returncode == 0 and "Succeeded" in tested.stdout, tested.stderr
         test_pod = f"{web.name}-test-connection"
         assert test_pod in {p["metadata"]["name"] for p in raw_pods(kube, namespace, "")}, (
             tested.stderr
