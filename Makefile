@@ -8,7 +8,7 @@ TOOLS_ENV := .tools/env
 # Every recipe sees the pinned tools (helm v4, helm-unittest, actionlint, ...).
 WITH_TOOLS = source $(TOOLS_ENV) &&
 
-.PHONY: help tools tools-core tools-gitea venv test lint typecheck pytest pytest-e2e pytest-rest chart-lint chart-test docs names demo bench clean \
+.PHONY: help tools tools-core tools-gitea venv test lock-aarch64 lint typecheck pytest pytest-e2e pytest-rest chart-lint chart-test docs names demo bench clean \
 	lock lock-upgrade test-lowest image release-chart
 
 help:
@@ -22,10 +22,12 @@ help:
 	@echo "make docs    - regenerate the chart README's values table (helm-docs)"
 	@echo "make image   - build the controller image with podman, as CI does (scripts/tools.sh image)"
 	@echo "make lock    - re-resolve requirements/*.txt after a dependency change (lock-upgrade: newest)"
+	@echo "make lock-aarch64 - check every runtime pin has an aarch64 wheel (part of make test)"
 	@echo "make release-chart - package the chart into tests/e2e/releases for a new version (before tagging)"
 
 # Everything the suites need, including the local control plane (etcd, kube-apiserver,
-# kube-controller-manager) and the node (kubelet, containerd, runc, CNI plugins, busybox) that
+# kube-controller-manager) and the node (kubelet, kube-proxy, CoreDNS, containerd, runc, CNI
+# plugins, busybox) that
 # the end-to-end tests and the demo run.
 tools $(TOOLS_ENV): scripts/tools.sh scripts/versions.env
 	scripts/tools.sh all
@@ -91,11 +93,25 @@ release-chart: $(TOOLS_ENV)
 workflow-lint: $(TOOLS_ENV)
 	$(WITH_TOOLS) if compgen -G '.forgejo/workflows/*.y*ml' >/dev/null; then actionlint .forgejo/workflows/*.y*ml; fi
 
+# The runtime lock installs on arm64 nodes: every pin has a wheel for the published image's
+# interpreter (the Dockerfile's base, CPython 3.12) on aarch64, hashes checked. The arm64
+# image accepts wheels only, so a pin without one would break only the release build; this
+# catches it in every `make test` and in the workflow's test job. Warm (pip's cache): ~5 s.
+LOCK_PLATFORM_PYTHON = 3.12
+lock-aarch64: venv
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	  $(BIN)/python -m pip download --quiet --disable-pip-version-check --no-deps \
+	    --only-binary :all: --require-hashes --implementation cp \
+	    --python-version $(LOCK_PLATFORM_PYTHON) \
+	    --platform manylinux2014_aarch64 --platform manylinux_2_28_aarch64 \
+	    -r requirements/runtime.txt -d "$$tmp" && \
+	  echo "lock-aarch64: $$(ls "$$tmp" | wc -l) wheels of requirements/runtime.txt for cp$(LOCK_PLATFORM_PYTHON) aarch64"
+
 # The README's test command: tools first, the linters, then every suite. The e2e tier mostly
 # waits (pods start, passes and polls come round) while the other suites keep a core busy, so
 # the three test runs go two at a time (-j2; on 2 cores that halves the wall time and slows
 # neither much). Each one's output is printed whole when it ends (--output-sync).
-test: tools tools-gitea venv lint typecheck chart-lint chart-test workflow-lint
+test: tools tools-gitea venv lint typecheck chart-lint chart-test workflow-lint lock-aarch64
 	@echo "make test: the e2e tier, the other suites and the lowest-bounds tier, two at a time;"
 	@echo "           each prints its output when it ends (the e2e tier takes about 21 minutes)"
 	$(MAKE) --no-print-directory -j2 --output-sync=target pytest-e2e pytest-rest test-lowest
