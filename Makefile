@@ -27,8 +27,7 @@ help:
 
 # Everything the suites need, including the local control plane (etcd, kube-apiserver,
 # kube-controller-manager) and the node (kubelet, kube-proxy, CoreDNS, containerd, runc, CNI
-# plugins, busybox) that
-# the end-to-end tests and the demo run.
+# plugins, busybox) that the end-to-end tests and the demo run.
 tools $(TOOLS_ENV): scripts/tools.sh scripts/versions.env
 	scripts/tools.sh all
 
