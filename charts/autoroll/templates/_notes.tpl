@@ -38,7 +38,10 @@ for moved tags on {{ .Values.forgejo.host }}{{ if .Values.dryRun }} (DRY RUN: it
      kubectl -n {{ .Release.Namespace }} exec deploy/{{ $fullname }} -- autoroll plan
 
    and its own view:
+{{- if .Values.helmTest.enabled }}
 
+     helm test {{ .Release.Name }} -n {{ .Release.Namespace }}   # /readyz through the Service
+{{- end }}
      kubectl -n {{ .Release.Namespace }} logs deploy/{{ $fullname }}
      kubectl -n {{ .Release.Namespace }} port-forward svc/{{ $fullname }} {{ .Values.service.port }} &
      curl -s localhost:{{ .Values.service.port }}/metrics
