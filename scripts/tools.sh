@@ -529,7 +529,7 @@ main() {
     cosign) ensure_cosign ;;
     release) ensure_helm; ensure_cosign ;;
     all)  ensure_apt; ensure_helm; ensure_unittest; ensure_actionlint; ensure_helm_docs; ensure_promtool; ensure_etcd; ensure_kube
-          ensure_node_apt; ensure_containerd; ensure_kubelet; ensure_image_tools
+          ensure_node_apt; ensure_containerd; ensure_kubelet; ensure_coredns; ensure_image_tools
           ensure_public_charts
           add_cached "$cache/gitea/$GITEA_VERSION" gitea ;;
     *) die "unknown target '$what' (expected core, kube, node, gitea, image, cosign, release or all)" ;;
