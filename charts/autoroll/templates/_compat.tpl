@@ -78,6 +78,8 @@ grafanaDashboard:
     grafana_dashboard: "1"
   namespace: ""
   annotations: {}
+jobDefaults:
+  imagePullSecrets: []
 {{- end -}}
 
 {{/*
