@@ -129,6 +129,8 @@ def _fix_for(message: str) -> str:
         return 'give every task of the job its own name, other than "main"'
     if "DNS-1123 label" in message:
         return "use lowercase letters, digits and '-', starting and ending with a letter or digit"
+    if ".imagePullSecrets" in message:
+        return "write each entry as {name: <Secret name>}, e.g. imagePullSecrets: [{name: regcred}]"
     return "see docs/jobhash-algorithm.md and values.yaml for the allowed form"
 
 
