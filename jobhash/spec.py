@@ -129,6 +129,8 @@ def _fix_for(message: str) -> str:
         return 'give every task of the job its own name, other than "main"'
     if "DNS-1123 label" in message:
         return "use lowercase letters, digits and '-', starting and ending with a letter or digit"
+    if ".imagePullSecrets" in message:
+        return "write each entry as {name: <Secret name>}, e.g. imagePullSecrets: [{name: regcred}]"
     return "see docs/jobhash-algorithm.md and values.yaml for the allowed form"
 
 
@@ -424,6 +426,28 @@ def job_group_template_labels(group: str, job: str, hash_hex: str) -> GoMap:
     return labels
 
 
+def check_pull_secrets(value: GoValue, path: str) -> None:
+    """``autoroll.jobs.checkPullSecrets``: unset, or a list of maps holding only a non-empty
+    string ``name``; anything else fails naming the entry.
+
+    Keep in sync with ``_jobs.tpl`` autoroll.jobs.checkPullSecrets.
+    """
+    if not is_set(value):
+        return
+    if not isinstance(value, list):
+        raise _fail(
+            f"{path}: must be a list of {{name: <Secret name>}}, e.g. [{{name: regcred}}], "
+            f"got {go_kind(value)}"
+        )
+    for index, entry in enumerate(value):
+        name = go_get(entry, "name") if isinstance(entry, dict) else ""
+        if not (isinstance(entry, dict) and len(entry) == 1 and isinstance(name, str) and name):
+            raise _fail(
+                f"{path}[{index}]: must be a map holding only name, a Secret's name, "
+                f"e.g. {{name: regcred}}, got {go_kind(entry)}"
+            )
+
+
 def job_group_spec(values: GoMap, group: str, job: str) -> str:
     """``autoroll.jobGroupSpec``: the hash input, the Job ``.spec`` as ``mustToJson`` writes it.
 
@@ -488,10 +512,12 @@ def job_group_spec(values: GoMap, group: str, job: str) -> str:
             )
         )
     set_if_set(pod, "initContainers", inits)
+    check_pull_secrets(go_get(values, "imagePullSecrets"), f"{path}.imagePullSecrets")
     set_if_set(pod, "securityContext", go_get(values, "podSecurityContext"))
     for key in (
         "volumes",
         "serviceAccountName",
+        "imagePullSecrets",
         "restartPolicy",
         "nodeSelector",
         "affinity",

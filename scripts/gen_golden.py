@@ -268,6 +268,43 @@ CASES: list[dict[str, Any]] = [
         ),
     },
     {
+        "description": "imagePullSecrets from jobDefaults: in the pod spec, so in the hash",
+        "release": "demo",
+        "values": {
+            "jobDefaults": {"imagePullSecrets": [{"name": "regcred"}]},
+            **migrator(),
+        },
+    },
+    {
+        "description": "imagePullSecrets on a job replace the defaults' list, order kept",
+        "release": "demo",
+        "values": {
+            "jobDefaults": {"imagePullSecrets": [{"name": "regcred"}]},
+            **migrator(imagePullSecrets=[{"name": "other-registry"}, {"name": "regcred"}]),
+        },
+    },
+    {
+        "description": "imagePullSecrets [] on a job drops the defaults: the worked example's name",
+        "release": "demo",
+        "values": {
+            "jobDefaults": {"imagePullSecrets": [{"name": "regcred"}]},
+            **migrator(imagePullSecrets=[]),
+        },
+    },
+    {
+        "description": "imagePullSecrets on a group, for a CronJob's jobTemplate",
+        "release": "demo",
+        "values": {
+            "jobGroups": {
+                "db": {
+                    "image": {"repository": "registry.example:5000/team/migrator", "tag": "v1"},
+                    "imagePullSecrets": [{"name": "team-registry"}],
+                    "jobs": {"vacuum": {"command": "./vacuum.sh", "schedule": "@daily"}},
+                }
+            },
+        },
+    },
+    {
         "description": "fullnameOverride and a group key longer than 8 characters",
         "release": "demo",
         "values": {

@@ -85,6 +85,9 @@ hashed_fields: dict[str, st.SearchStrategy[Any]] = {
     "backoffLimit": st.integers(0, 3),
     "podAnnotations": st.dictionaries(st.sampled_from(["a.example/x", "b"]), word, max_size=2),
     "serviceAccountName": st.sampled_from(["", "migrator"]),
+    "imagePullSecrets": st.lists(
+        st.fixed_dictionaries({"name": st.sampled_from(["regcred", "other"])}), max_size=2
+    ),
 }
 unhashed_fields: dict[str, st.SearchStrategy[Any]] = {
     "metadataAnnotations": st.dictionaries(st.sampled_from(["note", "owner"]), word, max_size=2),
@@ -178,7 +181,8 @@ def _app_version(draw: st.DrawFn, change: Change, new: dict[str, Any]) -> None:
 
 
 def _controller(draw: st.DrawFn, change: Change, new: dict[str, Any]) -> None:
-    """Controller values, some with the same names as job settings (nodeSelector, resources)."""
+    """Controller values, some with the same names as job settings (nodeSelector, resources,
+    imagePullSecrets)."""
     options: dict[str, Any] = {
         "replicaCount": 2,
         "logLevel": "debug",
@@ -189,6 +193,7 @@ def _controller(draw: st.DrawFn, change: Change, new: dict[str, Any]) -> None:
         "nodeSelector": {"kubernetes.io/os": "linux"},
         "resources": {"limits": {"memory": "512Mi"}},
         "tolerations": [{"key": "x", "operator": "Exists"}],
+        "imagePullSecrets": [{"name": "controller-registry"}],
         "networkPolicy": {"enabled": False},
         "emitEvents": True,
     }

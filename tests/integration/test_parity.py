@@ -237,6 +237,27 @@ hooks = st.fixed_dictionaries(
         ),
     },
 )
+# The schema's message-only alternative for an imagePullSecrets entry: the schema accepts it, so
+# the chart's own check (autoroll.jobs.checkPullSecrets) refuses it, and jobhash must too.
+PULL_SECRETS_MESSAGE = json.loads((CHART_DIR / "values.schema.json").read_text(encoding="utf-8"))[
+    "definitions"
+]["imagePullSecrets"]["items"]["anyOf"][1]["const"]
+secret_name = st.sampled_from(["regcred", "other-registry", "a.b", "r1"])
+
+
+@st.composite
+def pull_secret(draw: st.DrawFn) -> Any:
+    """Mostly a well-formed ``{name: ...}``; now and then a shape the schema or chart refuses."""
+    roll = draw(st.integers(0, 19))
+    if roll == 0:
+        return draw(st.sampled_from(["regcred", PULL_SECRETS_MESSAGE]))
+    if roll == 1:
+        return {"name": draw(text)}
+    if roll == 2:
+        return {"name": draw(secret_name), "namespace": "x"}
+    return {"name": draw(secret_name)}
+
+
 task = st.fixed_dictionaries(
     {"name": dns_label},
     optional={"image": image, "command": argv, "args": argv, "env": env},
@@ -260,6 +281,7 @@ settings_fields: dict[str, st.SearchStrategy[Any]] = {
     "tolerations": object_list,
     "topologySpreadConstraints": object_list,
     "serviceAccountName": text,
+    "imagePullSecrets": st.lists(pull_secret(), max_size=2),
     "restartPolicy": st.sampled_from(["Never", "OnFailure"]),
     "backoffLimit": st.integers(0, 10),
     "activeDeadlineSeconds": st.sampled_from([1, 600, 10**15]),
@@ -351,6 +373,7 @@ def overrides(draw: st.DrawFn, jobgroups: dict[str, Any]) -> Overrides:
             f"jobGroups.{group}.jobs.{job}.command",
             f"jobGroups.{group}.jobs.{job}.args[0]",
             f"jobGroups.{group}.jobs.{job}.podAnnotations.{{name}}",
+            f"jobGroups.{group}.jobs.{job}.imagePullSecrets[0].name",
         ]
         targets = [
             *text_targets,
@@ -485,7 +508,8 @@ def share_anchors(draw: st.DrawFn, jobgroups: dict[str, Any]) -> None:
 
 
 # What a later -f file may do: delete chart defaults with null, deep-merge into groups.
-DEFAULT_KEYS = ["image", "env", "restartPolicy", "hashSuffix", "command", "hooks", "tasks"]
+DEFAULT_KEYS = ["image", "env", "restartPolicy", "hashSuffix", "command", "hooks", "tasks",
+                "imagePullSecrets"]  # fmt: skip
 
 
 @st.composite
@@ -602,7 +626,9 @@ def rendered_part(item: PlanItem) -> str:
 
 
 CHART = load_chart(CHART_DIR)
-STATS = {"examples": 0, "rendered": 0, "refused": 0, "unmirrorable": 0, "entries": 0}
+# pull_secrets: rendered entries whose pod spec has imagePullSecrets (the key is exercised).
+STATS = {"examples": 0, "rendered": 0, "refused": 0, "unmirrorable": 0, "entries": 0,
+         "pull_secrets": 0}  # fmt: skip
 
 
 def render_jobhash(case: Case, sources: ValueSources) -> Rendered:
@@ -655,6 +681,7 @@ def test_jobhash_names_equal_helm_template(helm: str, tmp_path: Path, case: Case
     if ours.ok:
         STATS["rendered"] += 1
         STATS["entries"] += len(ours.names)
+        STATS["pull_secrets"] += sum('"imagePullSecrets":' in spec for spec in ours.specs.values())
         helm_short = {entry for entry in theirs.names if len(entry[2]) == 8}
         ours_comparable = {
             (kind, name, digest[:8]) if (kind, name, digest[:8]) in helm_short else entry
@@ -678,4 +705,5 @@ def test_parity_stats_are_meaningful() -> None:
     # Measured 30-46% rendered across sessions (the rest are refusals both sides agree on).
     assert STATS["rendered"] >= STATS["examples"] // 4, STATS
     assert STATS["unmirrorable"] <= STATS["examples"] // 20, STATS
+    assert STATS["pull_secrets"] > 0, STATS
     print(f"parity stats: {STATS}")

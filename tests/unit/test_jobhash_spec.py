@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from typing import Any
 
 import pytest
@@ -11,6 +12,7 @@ from jobhash.errors import RenderError
 from jobhash.gojson import GoValue, marshal
 from jobhash.spec import (
     apply_layer,
+    check_pull_secrets,
     controller_service_account,
     delete_policies,
     go_default,
@@ -263,6 +265,74 @@ def test_tasks_become_init_containers_with_merged_image_and_env() -> None:
         '{"command":["x","y"],"env":[{"name":"A","value":"1"},{"name":"B","value":"2"}],'
         '"image":"r:v1","imagePullPolicy":"Always","name":"second",' + RESTRICTED + "}]"
     ) in spec
+
+
+def with_pull_secrets(**layers: Any) -> dict[str, Any]:
+    """The worked example with imagePullSecrets on the layers named (defaults, group, job)."""
+    values: dict[str, Any] = {
+        "jobGroups": {
+            "db": {
+                "image": {"repository": "my/migrator", "tag": "v1"},
+                "jobs": {"migrate": {"command": "./migrate.sh"}},
+            }
+        }
+    }
+    if "defaults" in layers:
+        values["jobDefaults"] = {"imagePullSecrets": layers["defaults"]}
+    if "group" in layers:
+        values["jobGroups"]["db"]["imagePullSecrets"] = layers["group"]
+    if "job" in layers:
+        values["jobGroups"]["db"]["jobs"]["migrate"]["imagePullSecrets"] = layers["job"]
+    return values
+
+
+def test_empty_image_pull_secrets_leave_the_worked_example_unchanged() -> None:
+    assert spec_of(with_pull_secrets(defaults=[])) == WORKED_JSON
+    assert spec_of(with_pull_secrets(defaults=[{"name": "r"}], job=[])) == WORKED_JSON
+
+
+def test_image_pull_secrets_are_in_the_pod_spec_and_the_most_specific_list_wins() -> None:
+    spec = spec_of(with_pull_secrets(defaults=[{"name": "regcred"}]))
+    assert '"imagePullSecrets":[{"name":"regcred"}],"restartPolicy"' in spec
+    spec = spec_of(
+        with_pull_secrets(
+            defaults=[{"name": "regcred"}],
+            group=[{"name": "g"}],
+            job=[{"name": "b"}, {"name": "a"}],
+        )
+    )
+    assert '"imagePullSecrets":[{"name":"b"},{"name":"a"}],' in spec
+
+
+#: The values path the chart's message starts with, as a regular expression.
+PULL_PATH = r"jobGroups\.db\.jobs\.m\.imagePullSecrets"
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("regcred", r": must be a list of \{name: <Secret name>\}, e\.g\. .*, got string"),
+        (True, r": must be a list of .*, got bool"),
+        (["regcred"], r"\[0\]: must be a map holding only name, .*, got string"),
+        ([{"name": "a"}, {"secret": "b"}], r"\[1\]: .*, got map"),
+        ([{"name": "a", "namespace": "b"}], r"\[0\]: .*, got map"),
+        ([{"name": ""}], r"\[0\]: .*, got map"),
+        ([{"name": 3.0}], r"\[0\]: .*, got map"),
+        ([None], r"\[0\]: .*, got invalid"),
+    ],
+)
+def test_image_pull_secrets_of_another_shape_fail_naming_the_entry(
+    value: GoValue, message: str
+) -> None:
+    with pytest.raises(RenderError) as caught:
+        check_pull_secrets(value, "jobGroups.db.jobs.m.imagePullSecrets")
+    assert re.fullmatch(PULL_PATH + message, caught.value.message)
+    assert caught.value.fix.startswith("write each entry as {name: <Secret name>}")
+
+
+@pytest.mark.parametrize("value", ["", [], {}, [{"name": "regcred"}, {"name": "a.b"}]])
+def test_image_pull_secrets_unset_or_well_formed_pass(value: GoValue) -> None:
+    check_pull_secrets(value, "p")
 
 
 def test_duplicate_task_names_fail_like_the_chart() -> None:

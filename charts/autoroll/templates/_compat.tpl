@@ -8,7 +8,9 @@ missing ones back, each with the default values.yaml gives it, so the templates 
 same with or without them. The README's command (`--reset-then-reuse-values`) never needs this;
 it is the net under the command users already have in their shell history.
 
-When you add a value: add it to autoroll.compat.addedSince020 with the same default.
+When you add a value: add it to autoroll.compat.addedSince020 with the same default. That
+includes a jobDefaults key whose absence renders as its empty default (imagePullSecrets), so
+the rule needs no exception; one that autoroll.jobs.builtinDefaults (layer 0) holds is covered there.
 tests/integration/test_chart_compat.py renders the chart with each added key removed and fails when
 the output differs from the defaults' (or when a new key is missing from the list).
 */}}
@@ -78,6 +80,8 @@ grafanaDashboard:
     grafana_dashboard: "1"
   namespace: ""
   annotations: {}
+jobDefaults:
+  imagePullSecrets: []
 {{- end -}}
 
 {{/*

@@ -301,6 +301,28 @@ Keys whose value is unset (autoroll.jobs.isSet) are left out.
 {{- end -}}
 
 {{/*
+autoroll.jobs.checkPullSecrets: fails, naming the entry, unless an effective imagePullSecrets
+is unset (autoroll.jobs.isSet) or a list of maps holding only "name", a non-empty string: the
+shape Kubernetes takes ([{name: regcred}]). Takes dict "value", "path". Returns nothing. The
+schema refuses other shapes already; this guards --skip-schema-validation and the schema's
+message-only alternative, so the Job never renders a pod spec Kubernetes would refuse.
+*/}}
+{{- define "autoroll.jobs.checkPullSecrets" -}}
+{{- $v := .value -}}
+{{- $path := .path -}}
+{{- if include "autoroll.jobs.isSet" $v -}}
+{{- if not (kindIs "slice" $v) -}}
+{{- fail (printf "%s: must be a list of {name: <Secret name>}, e.g. [{name: regcred}], got %s" $path (kindOf $v)) -}}
+{{- end -}}
+{{- range $i, $s := $v -}}
+{{- if not (and (kindIs "map" $s) (eq (len $s) 1) (kindIs "string" (get $s "name")) (get $s "name")) -}}
+{{- fail (printf "%s[%d]: must be a map holding only name, a Secret's name, e.g. {name: regcred}, got %s" $path $i (kindOf $s)) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
 autoroll.jobGroupSpec: step 2, the hash input: the Job's .spec as it will be rendered, minus the
 spec-hash pod label (it is the hash). Returns JSON (Helm's mustToJson, keys sorted).
 Takes dict "values" (the effective values map from autoroll.jobGroupValues), "group", "job".
@@ -309,8 +331,9 @@ Takes dict "values" (the effective values map from autoroll.jobGroupValues), "gr
               spec: <PodSpec>}}
 metadata.annotations is present only when hashIncludePodAnnotations is true and they are
 non-empty. The PodSpec: containers [main], initContainers (tasks, in order), volumes,
-serviceAccountName, restartPolicy, securityContext (from podSecurityContext), nodeSelector,
-affinity, tolerations, topologySpreadConstraints. Unset keys are left out (autoroll.jobs.isSet).
+serviceAccountName, imagePullSecrets, restartPolicy, securityContext (from podSecurityContext),
+nodeSelector, affinity, tolerations, topologySpreadConstraints. Unset keys are left out
+(autoroll.jobs.isSet), so an empty imagePullSecrets adds nothing to the hash input.
 Tasks: each task runs as an initContainer named after it, with its image merged over the job's
 image, its env merged over the job's effective env (the fourth layer), and the job's envFrom,
 volumeMounts, resources and securityContext. The main container, named "main", runs the job's
@@ -352,8 +375,9 @@ command/args after every task has succeeded.
 {{- $inits = append $inits (include "autoroll.jobs.container" (dict "name" $name "image" $timage "command" (get $t "command") "args" (get $t "args") "env" $tenv "shared" $v "path" $tpath) | mustFromJson) -}}
 {{- end -}}
 {{- include "autoroll.jobs.setIfSet" (dict "dst" $pod "key" "initContainers" "value" $inits) -}}
+{{- include "autoroll.jobs.checkPullSecrets" (dict "value" (get $v "imagePullSecrets") "path" (printf "%s.imagePullSecrets" $path)) -}}
 {{- include "autoroll.jobs.setIfSet" (dict "dst" $pod "key" "securityContext" "value" (get $v "podSecurityContext")) -}}
-{{- range $k := list "volumes" "serviceAccountName" "restartPolicy" "nodeSelector" "affinity" "tolerations" "topologySpreadConstraints" -}}
+{{- range $k := list "volumes" "serviceAccountName" "imagePullSecrets" "restartPolicy" "nodeSelector" "affinity" "tolerations" "topologySpreadConstraints" -}}
 {{- include "autoroll.jobs.setIfSet" (dict "dst" $pod "key" $k "value" (get $v $k)) -}}
 {{- end -}}
 {{- $meta := dict "labels" (include "autoroll.jobGroupPodLabels" (dict "group" .group "job" .job) | mustFromJson) -}}
