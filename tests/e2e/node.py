@@ -76,7 +76,7 @@ from typing import Any
 
 import yaml
 
-from tests.e2e.controlplane import ControlPlane, kubeconfig_document
+from tests.e2e.controlplane import SERVICE_CIDR, ControlPlane, kubeconfig_document
 from tests.e2e.loopback import LoopbackBridge
 from tests.e2e.node_network import (
     COREDNS_READY,
@@ -200,8 +200,12 @@ disabled_plugins = [
 """
 
 
-def cni_config(*, subnet: str) -> dict[str, Any]:
-    """A bridge network inside the node's namespace: pods get an address, no way out."""
+def cni_config(*, subnet: str, routes: Sequence[str] = ()) -> dict[str, Any]:
+    """A bridge network inside the node's namespace: pods get an address, no way out.
+
+    ``routes``: destinations pods reach through the bridge's gateway, the node (the Service
+    range, which kube-proxy turns into endpoints, and the node IP, where CoreDNS answers); no
+    default route, so a pod has no way even to try an address outside these."""
     return {
         "cniVersion": "1.0.0",
         "name": "autoroll-e2e",
@@ -212,7 +216,11 @@ def cni_config(*, subnet: str) -> dict[str, Any]:
                 "isGateway": True,
                 "ipMasq": False,
                 "hairpinMode": True,
-                "ipam": {"type": "host-local", "ranges": [[{"subnet": subnet}]]},
+                "ipam": {
+                    "type": "host-local",
+                    "ranges": [[{"subnet": subnet}]],
+                    "routes": [{"dst": dst} for dst in routes],
+                },
             }
         ],
     }
@@ -721,7 +729,13 @@ def running_node(
         )
         node.trust_registry(registry_host, registry_authorization)
         (root / "etc" / "cni" / "10-autoroll-e2e.conflist").write_text(
-            json.dumps(cni_config(subnet=POD_SUBNET), indent=2)
+            json.dumps(
+                cni_config(
+                    subnet=POD_SUBNET,
+                    routes=[SERVICE_CIDR, f"{NODE_IP}/32"] if binaries.kube_proxy else [],
+                ),
+                indent=2,
+            )
         )
         (root / "etc" / "containerd.toml").write_text(
             containerd_config(

@@ -10,11 +10,12 @@ is shown by every real-node scenario, each on an install of its own (``start_aut
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.e2e.controller import Autoroll, StartAutoroll
+from tests.e2e.controller import Autoroll, ControllerError, StartAutoroll
 from tests.e2e.helpers import core_api
 from tests.e2e.incluster import POD_SELECTOR, RELEASE
 from tests.e2e.node import Node
@@ -69,12 +70,17 @@ def test_the_chart_runs_the_controller_image_as_a_restricted_pod_on_the_node(
 
 
 def test_helm_test_asks_readyz_through_the_service_and_passes(
-    in_cluster: Autoroll, kube: Any, namespace: str
+    in_cluster: Autoroll, kube: Any, namespace: str, node: Node
 ) -> None:
     # The chart's own `helm test`, as a user runs it after the install: its pod resolves the
     # Service's name with the cluster's DNS and reaches the controller through kube-proxy.
     assert in_cluster.helm is not None
-    report = in_cluster.helm("test", RELEASE, "--timeout", "120s")
+    try:
+        report = in_cluster.helm("test", RELEASE, "--timeout", "120s")
+    except ControllerError as exc:
+        logs = Path(f"/proc/{node.holder_pid}/root/var/log/pods")
+        printed = "".join(f.read_text() for f in logs.glob(f"{namespace}_*-test_*/*/*.log"))
+        raise AssertionError(f"{exc}\nthe test pod printed:\n{printed}") from exc
     assert "Phase:" in report and "Succeeded" in report, report
     # `hook-succeeded`: the passed test pod is gone; only the controller's pod is left.
     listed = core_api(kube).list_namespaced_pod(namespace, _preload_content=False)
