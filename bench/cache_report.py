@@ -60,6 +60,27 @@ def _push(results: Mapping[str, Any], near: int) -> tuple[int, Mapping[str, Any]
     return size, sizes[size]
 
 
+def memory_section(memory: Sequence[Mapping[str, Any]] | None) -> str:
+    """Bytes the cache retains per cached object (``bench.cache_memory``), at each size."""
+    if not memory:
+        return (
+            "Not measured in this run (`python -m bench.cache_memory` measures it;"
+            " `tests/bench/test_cache_memory.py` holds it at 1,000 B or less).\n"
+        )
+    rows = [
+        "| Deployments | workloads | pods | B per workload | B per pod | B per object |",
+        "|---:|---:|---:|---:|---:|---:|",
+    ]
+    for m in memory:
+        objects = m["workloads"] + m["pods"]
+        per_object = (m["workload_bytes"] * m["workloads"] + m["pod_bytes"] * m["pods"]) / objects
+        rows.append(
+            f"| {m['deployments']:,} | {m['workloads']:,} | {m['pods']:,}"
+            f" | {m['workload_bytes']:.0f} | {m['pod_bytes']:.0f} | {per_object:.0f} |"
+        )
+    return "\n".join(rows) + "\n"
+
+
 def cache_cost(cached: Mapping[str, Any]) -> tuple[float, float]:
     """(MB the synced cache added, bytes per cached object)."""
     sync = cached["cache"]
@@ -290,4 +311,12 @@ def pace_section(pace: Mapping[str, Any] | None) -> str:
     )
 
 
-__all__ = ["Verdict", "burst_row", "cache_cost", "cache_table", "pace_section", "verdicts"]
+__all__ = [
+    "Verdict",
+    "burst_row",
+    "cache_cost",
+    "cache_table",
+    "memory_section",
+    "pace_section",
+    "verdicts",
+]

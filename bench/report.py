@@ -488,6 +488,24 @@ def mean(values: Sequence[float]) -> float:
     return statistics.fmean(values) if values else 0.0
 
 
+#: How ``bench.cache_memory`` measures (the text above its table).
+MEMORY_METHOD = (
+    "What the watched cache retains per object, measured by `bench.cache_memory`"
+    " without an API server: the real `WatchCache`, fed synthetic list answers shaped like"
+    " this benchmark's objects (the same names, labels, images, owner references and"
+    " statuses, with the fields a server and a kubelet add) through its informers' sinks;"
+    " `tracemalloc` counts the live bytes after the workloads are listed and again after"
+    " every namespace's pods, over the empty cache, each divided by the objects held (the"
+    " JSON is parsed while measuring, so every string kept from it counts; what objects"
+    " share is counted once). Each cached pod keeps its own name, UID, times and flags;"
+    " its namespace, container specs and statuses, labels and controller reference are"
+    " shared with the pods of its template, and a workload's status, labels and container"
+    " specs with the workloads that have the same (`cache_objects.Shared`). Allocator"
+    " overhead is not counted, so RSS grows by more. `tests/bench/test_cache_memory.py`"
+    " fails above 1,000 B per workload or per pod at each size.\n\n"
+)
+
+
 def render(results: Mapping[str, Any]) -> str:
     """The whole of ``docs/performance.md``."""
     machine = results["machine"]
@@ -634,6 +652,11 @@ def render(results: Mapping[str, Any]) -> str:
             " its deletion logged, not sent); the old manifest is put back afterwards.\n\n",
             cache_report.cache_table(results["scale"]),
         ]
+    parts += [
+        "\n### Bytes per cached object\n",
+        MEMORY_METHOD,
+        cache_report.memory_section(results.get("cache_memory")),
+    ]
     parts += [
         "\n## 6. Roll pace on the real node\n",
         cache_report.pace_section(results.get("roll_pace")),
@@ -881,11 +904,11 @@ def cache_findings(results: Mapping[str, Any]) -> list[str]:
         out.append(
             f"**What the cache costs.** Holding {sync['workloads']:,} workloads and"
             f" {sync['pods']:,} pods added {added / MB:.0f} MB to the process"
-            f" ({added / objects:.0f} B per object): each pod is a frozen `PodView` with its"
-            " container statuses, each workload a view and its selector; container specs are"
-            " interned (one object per distinct image string). The peak of a cached process"
-            f" at this size is {cached['peak_rss_kib'] * 1024 / MB:.0f} MB (`bench.tick`), of"
-            " which the start-up list's JSON is a transient part."
+            f" ({added / objects:.0f} B per object of RSS, which also counts what the"
+            " allocator keeps of the start-up lists' JSON). The peak of a cached process at"
+            f" this size is {cached['peak_rss_kib'] * 1024 / MB:.0f} MB (`bench.tick`), of"
+            " which that JSON is a transient part. What the cache itself retains per object"
+            " is measured apart (section 5, *Bytes per cached object*)."
         )
     return out
 

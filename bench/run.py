@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from bench import cache_memory
 from bench.controlplane import ApiServer, running_apiserver
 from bench.jobhash import measure_jobhash
 from bench.populate import (
@@ -311,6 +312,15 @@ def run(
                     results["push_small"] = measured["push_small"]
                 if "load" in measured:
                     results["load"] = measured["load"]
+    # What the cache retains per object: no cluster needed (bench.cache_memory).
+    results["cache_memory"] = [asdict(cache_memory.measure(d, i)) for d, i in cache_memory.SIZES]
+    say(
+        "bytes per cached object: "
+        + ", ".join(
+            f"{m['deployments']}: {m['workload_bytes']:.0f} / {m['pod_bytes']:.0f}"
+            for m in results["cache_memory"]
+        )
+    )
     results["scale"] = [c.as_json() for c in cells]
     results["sizes"] = asdict(sizes)
     results["elapsed_s"] = time.monotonic() - started

@@ -31,9 +31,10 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
+from sys import intern
 from typing import Any, Final
 
-from autoroll.kube.cache_objects import cached_pod, with_containers, workload_converter
+from autoroll.kube.cache_objects import Shared, cached_pod, workload_converter
 from autoroll.kube.informer import Collection, Informer, stop_all
 from autoroll.kube.namespace_pods import NamespacePods
 from autoroll.kube.pods import ListedPod, foreign_pod
@@ -52,7 +53,7 @@ from autoroll.kube.transport import (
 )
 from autoroll.kube.workloads import template_repositories
 from autoroll.metrics import Metrics
-from autoroll.model import ContainerView, Enrolled, WorkloadKind, WorkloadView
+from autoroll.model import Enrolled, WorkloadKind, WorkloadView
 from autoroll.scope import Scope
 
 log = logging.getLogger(__name__)
@@ -101,7 +102,7 @@ class WatchCache:
         self._retired: list[Informer[Pod]] = []
         self._stopping = threading.Event()
         self._changed = threading.Condition(self._lock)
-        self._containers: dict[ContainerView, ContainerView] = {}  # one object per spec
+        self._shared = Shared()  # what the cached objects repeat, held once
         self._troubled = False  # a list or watch failed since the cache was last synced
         wanted = set(kinds)
         self._kinds = tuple(k for k in WorkloadKind if k in wanted)
@@ -303,8 +304,10 @@ class WatchCache:
     # -- the bookkeeping (lock held) ---------------------------------------------------------
 
     def _put_workload_locked(self, uid: str, workload: Workload) -> None:
+        workload = self._shared.workload(workload)
+        self._shared.trim(len(self._workloads))
         view, selector = workload
-        key = view.key
+        key = intern(view.key)  # one string for every table that files the workload
         self._workloads[uid] = workload
         self._keys[key] = uid
         for repository in template_repositories(view):
@@ -415,11 +418,10 @@ class WatchCache:
         )
 
     def _interned(self, pod: Pod) -> Pod:
-        """The same container spec once for all pods of a template (memory per pod)."""
-        containers = tuple(self._containers.setdefault(c, c) for c in pod.view.containers)
-        if len(self._containers) > 4 * max(1, len(self._workloads)) + 1024:
-            self._containers.clear()  # bounded: specs of deleted templates go
-        return ListedPod(with_containers(pod.view, containers), pod.labels, pod.controller)
+        """``pod`` sharing what the pods of its template repeat (memory per pod)."""
+        shared = self._shared.pod(pod)
+        self._shared.trim(len(self._workloads))
+        return shared
 
     def _count_locked(self) -> None:
         if self._metrics is None:

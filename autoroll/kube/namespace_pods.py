@@ -11,6 +11,7 @@ lock held.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from sys import intern
 
 from autoroll.kube.informer import Informer
 from autoroll.kube.pods import ListedPod, owns
@@ -31,7 +32,9 @@ class NamespacePods:
     pods: dict[str, ListedPod] = field(default_factory=dict)  # uid -> pod
     members: dict[str, set[str]] = field(default_factory=dict)  # workload key -> pod uids
     foreign: dict[str, set[str]] = field(default_factory=dict)  # workload key -> pod uids
-    owners: dict[str, set[str]] = field(default_factory=dict)  # pod uid -> workload keys
+    owners: dict[str, tuple[str, ...]] = field(default_factory=dict)  # pod uid -> workload keys
+    # One tuple for each set of keys the pods are filed under (a tuple is a quarter of a set).
+    _keysets: dict[tuple[str, ...], tuple[str, ...]] = field(default_factory=dict)
 
     def claims(self, key: str, pod: ListedPod) -> bool:
         view = self.views.get(key)
@@ -46,12 +49,12 @@ class NamespacePods:
             under = self.members if self.claims(key, pod) else self.foreign
             under.setdefault(key, set()).add(uid)
         if now:
-            self.owners[uid] = now
+            self._own(uid, now)
         return before | now
 
     def unfile(self, uid: str) -> set[str]:
         self.pods.pop(uid, None)
-        keys = self.owners.pop(uid, set())
+        keys = set(self.owners.pop(uid, ()))
         for key in keys:
             self.members.get(key, set()).discard(uid)
             self.foreign.get(key, set()).discard(uid)
@@ -59,7 +62,7 @@ class NamespacePods:
 
     def put_workload(self, view: WorkloadView, selector: LabelSelector) -> None:
         """File (or re-file) one workload and re-match the namespace's pods against it."""
-        key = view.key
+        key = intern(view.key)  # the cache's own string for it (sys.intern)
         before, self.views[key] = self.views.get(key), view
         if before is not None and before.uid == view.uid and self.index.get(key) == selector:
             return  # its claim on pods is unchanged
@@ -73,14 +76,27 @@ class NamespacePods:
 
     def _rematch(self, key: str, selector: LabelSelector | None) -> None:
         for uid in self.members.pop(key, set()) | self.foreign.pop(key, set()):
-            self.owners.get(uid, set()).discard(key)
+            self._own(uid, set(self.owners.get(uid, ())) - {key})
         if selector is None:
             return
         for uid, pod in self.pods.items():
             if selector_matches(selector, pod.labels):
                 under = self.members if self.claims(key, pod) else self.foreign
                 under.setdefault(key, set()).add(uid)
-                self.owners.setdefault(uid, set()).add(key)
+                self._own(uid, {*self.owners.get(uid, ()), key})
+
+    def _own(self, uid: str, keys: set[str]) -> None:
+        """The pod ``uid`` is filed under ``keys`` (none: it is under no workload)."""
+        if not keys:
+            self.owners.pop(uid, None)
+            return
+        ordered = tuple(sorted(keys))
+        found = self._keysets.get(ordered)
+        if found is None:
+            if len(self._keysets) > 4 * len(self.views) + 64:
+                self._keysets.clear()  # bounded: sets of dropped workloads go
+            found = self._keysets[ordered] = ordered
+        self.owners[uid] = found
 
 
 __all__ = ["NamespacePods"]

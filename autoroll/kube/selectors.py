@@ -165,7 +165,9 @@ class SelectorIndex:
 
     def __init__(self) -> None:
         self._selectors: dict[str, LabelSelector] = {}
-        self._filed: dict[tuple[str, str], set[str]] = {}
+        # A pair pinned by one selector (the usual case) files its key alone: a set costs
+        # four times a string reference.
+        self._filed: dict[tuple[str, str], str | set[str]] = {}
         self._always: set[str] = set()
 
     def __len__(self) -> int:
@@ -184,7 +186,13 @@ class SelectorIndex:
         if pairs is None:
             self._always.add(key)
         for pair in pairs or ():
-            self._filed.setdefault(pair, set()).add(key)
+            filed = self._filed.get(pair)
+            if filed is None:
+                self._filed[pair] = key
+            elif isinstance(filed, str):
+                self._filed[pair] = {filed, key}
+            else:
+                filed.add(key)
 
     def remove(self, key: str) -> None:
         selector = self._selectors.pop(key, None)
@@ -192,17 +200,23 @@ class SelectorIndex:
             return
         self._always.discard(key)
         for pair in _filing_pairs(selector) or ():
-            keys = self._filed.get(pair)
-            if keys is not None:
-                keys.discard(key)
-                if not keys:
-                    del self._filed[pair]
+            filed = self._filed.get(pair)
+            if filed == key:
+                del self._filed[pair]
+            elif isinstance(filed, set):
+                filed.discard(key)
+                if len(filed) == 1:
+                    self._filed[pair] = next(iter(filed))
 
     def matching(self, labels: Mapping[str, str]) -> set[str]:
         """The keys whose selector matches ``labels``."""
         candidates = set(self._always)
         for pair in labels.items():
-            candidates.update(self._filed.get(pair, ()))
+            filed = self._filed.get(pair)
+            if isinstance(filed, str):
+                candidates.add(filed)
+            elif filed is not None:
+                candidates.update(filed)
         return {key for key in candidates if selector_matches(self._selectors[key], labels)}
 
 

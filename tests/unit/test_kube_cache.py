@@ -15,8 +15,12 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from autoroll.kube.cache import WatchCache
+from autoroll.kube.cache_objects import Shared
 from autoroll.kube.informer import Collection, Sink
+from autoroll.kube.pods import pod_from_json
+from autoroll.kube.selectors import selector_from_json
 from autoroll.kube.transport import LazyRest
+from autoroll.kube.workloads import workload_from_json
 from autoroll.metrics import Metrics
 from autoroll.model import WorkloadKind
 from autoroll.scope import FULL, ImageTag, Scope
@@ -501,3 +505,46 @@ def test_in_namespaced_mode_each_namespace_has_its_own_workload_informers(
         assert found is not None and [e.workload.key for e in found] == ["shop/deployment/web"]
     finally:
         cache.stop()
+
+
+def test_cached_objects_read_as_their_plain_conversion_and_share_what_they_repeat(
+    cache: WatchCache,
+) -> None:
+    """``Shared`` changes what is held, never what is read: each pod and workload equals
+    the adapter's own conversion of its JSON, and the pods of one template hold one
+    container spec, one status, one labels mapping and one controller reference."""
+    synced(cache)
+    informer("watch-pods-shop").listed(pod("web-1", "web"), pod("web-2", "web"))
+    (web,) = [e for e in cache.snapshot(FULL) or () if e.workload.name == "web"]
+    assert web.workload == workload_from_json(WorkloadKind.DEPLOYMENT, deployment("web"))[0]
+    assert cache.selector(web.workload.key) == selector_from_json({"matchLabels": {"app": "web"}})
+    one, two = web.pods
+    assert one == pod_from_json(pod("web-1", "web")).view
+    assert two == pod_from_json(pod("web-2", "web")).view
+    assert one.containers is two.containers
+    assert one.statuses is two.statuses
+    assert one.namespace is two.namespace
+    assert one.containers[0].image is web.workload.containers[0].image
+
+
+def test_shared_pods_keep_their_labels_and_controller_read_only() -> None:
+    shared = Shared()
+    first = shared.pod(pod_from_json(pod("web-1", "web")))
+    second = shared.pod(pod_from_json(pod("web-2", "web")))
+    assert first.labels is second.labels
+    assert first.controller is second.controller
+    assert dict(first.labels) == {"app": "web", "pod-template-hash": "h1"}
+    with pytest.raises(TypeError):
+        first.labels["app"] = "other"  # type: ignore[index]
+    other = shared.pod(pod_from_json(pod("api-1", "api")))
+    assert other.labels is not first.labels
+    assert other.controller != first.controller
+
+
+def test_the_shared_table_is_bounded() -> None:
+    shared = Shared()
+    for k in range(5000):
+        shared.pod(pod_from_json(pod(f"web-{k}", f"app-{k}")))
+    assert len(shared) > 4096 + 16
+    shared.trim(workloads=1)
+    assert len(shared) == 0
