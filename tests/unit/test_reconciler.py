@@ -55,6 +55,7 @@ def pod(
         ready=ready,
         containers=(ContainerView("app", image),),
         statuses=(ContainerStatusView("app", image=image, image_id=image_id, ready=ready),),
+        ready_changed_at=created,  # Ready (or not) since it started: past any health window
     )
 
 
