@@ -309,7 +309,8 @@ def decide(
             actions.append(result.action)
     verdicts = tuple(r.verdict for r in results)
     judged = health_window(
-        replacements=_replacements(pods, verdicts),
+        pods=pods,
+        replacements=_replacements(verdicts),
         window=health,
         min_ready_seconds=workload.min_ready_seconds,
         now=now,
@@ -339,17 +340,16 @@ _CHOOSING = frozenset({Verdict.STALE, Verdict.WAITING, Verdict.NEEDS_NODES})
 _WAITS_INSIDE = frozenset({Reason.STALE_POD, Reason.ONE_PER_TICK, Reason.NODES_NEEDED})
 
 
-def _replacements(pods: Sequence[PodView], verdicts: Sequence[ContainerVerdict]) -> list[PodView]:
+def _replacements(verdicts: Sequence[ContainerVerdict]) -> frozenset[str]:
     """The pods already running the target of a container that still has stale pods: the
     replacements of a roll under way (or pods that pulled the new content on their own)."""
-    names = {
+    return frozenset(
         f.pod
         for v in verdicts
         if any(f.state is PodState.STALE for f in v.pods)
         for f in v.pods
         if f.state in RUNS_TARGET
-    }
-    return [p for p in pods if p.name in names]
+    )
 
 
 def _held_by_health(result: ContainerResult, health: Health) -> ContainerResult:

@@ -2,15 +2,18 @@
 
 Settled (``autoroll.kinds``) says a workload's controller has nothing in hand and every pod
 is available (Ready, for ``minReadySeconds`` when set). That is the moment a new image has
-*started*; a crash 20 s later is not seen by it. So a pod that already runs the target (a
-replacement, or any pod that pulled the new content) must also have stayed available, with
-no container restart, for the workload's health window (``ROLL_HEALTHY_SECONDS``, or the
-``autoroll.aethnet.se/healthy-seconds`` annotation) before the workload loses its next pod::
+*started*; a crash 20 s later is not seen by it. So every live pod of the workload, and
+above all a *replacement* (a pod that already runs a moving tag's target), must also have
+stayed available, with no container restart, for the workload's health window
+(``ROLL_HEALTHY_SECONDS``, or the ``autoroll.aethnet.se/health-window`` annotation) before
+the workload loses its next pod. Every pod, not only the replacements ``decide`` can name:
+a pass targeted at one tag does not judge the others, and the pod it would delete pulls
+them all, so a replacement on another tag's new content must be waited for too::
 
     available at  = Ready since (the Ready condition's lastTransitionTime) + minReadySeconds
     healthy at    = available at + window
 
-One answer per workload and container, a ladder over the pods running the target:
+One answer per workload, a ladder over its live pods:
 
 1. ``failed``  a replacement restarted a container and has not been available for a whole
                window since (a restart resets its Ready time, so this is "restarted inside
@@ -18,18 +21,20 @@ One answer per workload and container, a ladder over the pods running the target
                Ready now, inside that window (``seen_ready``: without that memory, after a
                restart of autoroll or a new leader, an unready pod is only not settled);
                the roll halts, reported as a crash loop is (``autoroll.halt``);
-2. ``inside``  a replacement has been available for less than the window, or since a time
-               not known (the safe answer: wait); ``until`` says when it will have been;
-3. ``passed``  every replacement has been available for the whole window (or the window is
-               0: off).
+2. ``inside``  a pod has been available (since its last restart) for less than the
+               window, or since a time not known (the safe answer: wait); ``until`` says
+               when it will have been;
+3. ``passed``  every pod has been available for the whole window (or the window is 0: off).
+
+A pod on other content that restarted is only waited for, never a failure of the new image.
 
 The answer only ever adds a wait: it never makes a workload settled that is not.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Final
@@ -88,23 +93,28 @@ PASSED: Final = Health(HealthState.PASSED)
 
 def health_window(
     *,
-    replacements: Iterable[PodView],
+    pods: Iterable[PodView],
+    replacements: Collection[str],
     window: HealthWindow,
     min_ready_seconds: int,
     now: datetime | None,
 ) -> Health:
-    """Have ``replacements`` (the live pods running the target) all stayed healthy for the
-    window? ``now`` None (no clock given) cannot tell how long: inside, unless the window is
-    off."""
+    """Have the live ``pods`` all stayed healthy for the window, and has none of the
+    ``replacements`` (names of the pods running a moving tag's target) failed inside it?
+    ``now`` None (no clock given) cannot tell how long: inside, unless the window is off."""
     if window.length <= timedelta(0):
         return PASSED
     failed: list[Health] = []
     inside: list[Health] = []
     min_ready = timedelta(seconds=max(0, min_ready_seconds))
-    for pod in sorted(replacements, key=lambda p: p.name):
+    for pod in sorted(pods, key=lambda p: p.name):
         if pod.is_terminal or pod.deleting:
-            continue  # gone or going: not a replacement that can fail or pass any more
-        answer = _judge(pod, window, min_ready, now)
+            continue  # gone or going: not a pod that can fail or pass any more
+        noun = "replacement" if pod.name in replacements else "pod"
+        answer = _judge(pod, noun, window, min_ready, now)
+        if answer.state is HealthState.FAILED and pod.name not in replacements:
+            # Old content restarting says nothing of the new image: only wait for it.
+            answer = _not_failed(answer, pod)
         if answer.state is HealthState.FAILED:
             failed.append(answer)
         elif answer.state is HealthState.INSIDE:
@@ -121,7 +131,7 @@ def health_window(
 
 
 def _judge(
-    pod: PodView, window: HealthWindow, min_ready: timedelta, now: datetime | None
+    pod: PodView, noun: str, window: HealthWindow, min_ready: timedelta, now: datetime | None
 ) -> Health:
     restarts = max((s.restart_count for s in pod.statuses), default=0)
     length = window.length
@@ -133,8 +143,7 @@ def _judge(
             return Health(
                 HealthState.FAILED,
                 pod.name,
-                f"replacement {pod.name} restarted {restarts} time(s) and is not Ready,"
-                f" inside {limit}",
+                f"{noun} {pod.name} restarted {restarts} time(s) and is not Ready, inside {limit}",
                 None,
                 restarts,
             )
@@ -143,7 +152,7 @@ def _judge(
             return Health(
                 HealthState.FAILED,
                 pod.name,
-                f"replacement {pod.name} went unready"
+                f"{noun} {pod.name} went unready"
                 f" {int((now - seen).total_seconds())}s after it became Ready, inside {limit}",
             )
         # Not Ready yet (a slow start) or unready after its window: not settled, which
@@ -155,7 +164,7 @@ def _judge(
             return Health(
                 HealthState.FAILED,
                 pod.name,
-                f"replacement {pod.name} restarted {restarts} time(s); Ready since an unknown"
+                f"{noun} {pod.name} restarted {restarts} time(s); Ready since an unknown"
                 f" time, so not through {limit}",
                 None,
                 restarts,
@@ -163,7 +172,7 @@ def _judge(
         return Health(
             HealthState.INSIDE,
             pod.name,
-            f"replacement {pod.name} Ready since an unknown time, so not through {limit}",
+            f"{noun} {pod.name} Ready since an unknown time, so not through {limit}",
         )
     healthy_at = since + min_ready + length
     if now >= healthy_at:
@@ -175,7 +184,7 @@ def _judge(
         return Health(
             HealthState.FAILED,
             pod.name,
-            f"replacement {pod.name} restarted {restarts} time(s) inside {limit}; available"
+            f"{noun} {pod.name} restarted {restarts} time(s) inside {limit}; available"
             f" again for {int(available_for.total_seconds())}s, {_seconds(left)} left",
             healthy_at,
             restarts,
@@ -183,10 +192,18 @@ def _judge(
     return Health(
         HealthState.INSIDE,
         pod.name,
-        f"replacement {pod.name} available for {int(available_for.total_seconds())}s of {limit},"
+        f"{noun} {pod.name} available for {int(available_for.total_seconds())}s of {limit},"
         f" {_seconds(left)} left",
         healthy_at,
     )
+
+
+def _not_failed(answer: Health, pod: PodView) -> Health:
+    """A failure of a pod that is no replacement: a wait until its window has passed (while
+    Ready), or nothing while it is not Ready (not settled holds the roll then)."""
+    if answer.until is None and not pod.ready:
+        return PASSED
+    return replace(answer, state=HealthState.INSIDE, restarts=0)
 
 
 def _seconds(value: timedelta) -> str:

@@ -302,6 +302,26 @@ def test_every_guardrail_variable_parsed() -> None:
     assert view["ROLL_PAUSED"] == "true" and view["PLATFORM_AWARE"] == "true"
 
 
+def test_the_health_window_is_30_seconds_unless_set_and_0_turns_it_off() -> None:
+    assert Config.from_env(BASE).guardrails.healthy == timedelta(seconds=30)
+    assert Config.from_env(BASE).redacted()["ROLL_HEALTHY_SECONDS"] == "30"
+    off = Config.from_env(BASE | {"ROLL_HEALTHY_SECONDS": "0"})
+    assert off.guardrails.healthy == timedelta(0)
+    assert off.redacted()["ROLL_HEALTHY_SECONDS"] == "0"
+    assert Config.from_env(BASE | {"ROLL_HEALTHY_SECONDS": "3600"}).guardrails.healthy == (
+        timedelta(hours=1)
+    )
+
+
+@pytest.mark.parametrize("raw", ["30s", "-1", "3601", "", " "])
+def test_a_bad_health_window_names_the_variable_and_the_form(raw: str) -> None:
+    found = problems(BASE | {"ROLL_HEALTHY_SECONDS": raw})
+    assert set(found) == {"ROLL_HEALTHY_SECONDS"}
+    if raw.strip():
+        assert f"{raw!r}" in found["ROLL_HEALTHY_SECONDS"]
+        assert "0 (no health window) to 3600" in found["ROLL_HEALTHY_SECONDS"]
+
+
 def test_roll_window_always_means_no_window() -> None:
     cfg = Config.from_env(BASE | {"ROLL_WINDOW": "always"})
     assert cfg.guardrails.windows is None

@@ -320,6 +320,7 @@ def test_a_second_container_on_another_tag_is_not_in_scope_and_the_first_still_r
         T0 - timedelta(days=1),
         containers=view.containers,
         statuses=(pod("x", OLD).statuses[0],),
+        ready_changed_at=T0 - timedelta(days=1),
     )
     cluster = FakeCluster([Enrolled(view, (both,))])
     registry = FakeRegistry({REF: NEW, OTHER: NEW})
