@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from autoroll.decide import Decision, Sighting, decide, undecided
+from autoroll.health import OFF, HealthWindow
 from autoroll.images import TagRef
 from autoroll.model import Digest, Enrolled, ImageContent, NodeView, Unknown
 from autoroll.ports import NodePort, RegistryPort
@@ -58,9 +59,10 @@ class Asker:
         *,
         now: datetime | None = None,
         rolled_from: frozenset[str] | None = None,
+        health: HealthWindow = OFF,
     ) -> Decision:
         """Decide, fetching what ``decide`` asks for (children, content, Nodes) in between;
-        ``now`` and ``rolled_from`` are passed on to ``decide``.
+        ``now``, ``rolled_from`` and ``health`` are passed on to ``decide``.
 
         Whatever raises while this workload is decided (a bug, an input no cap foresaw) is
         this workload's: logged once with its name and traceback, and its decision is
@@ -68,7 +70,9 @@ class Asker:
         for every other workload (docs/adr/020-one-bad-input-stops-only-itself.md).
         """
         try:
-            return self._decide(item, state, sightings, now=now, rolled_from=rolled_from)
+            return self._decide(
+                item, state, sightings, now=now, rolled_from=rolled_from, health=health
+            )
         except Exception as exc:
             key = item.workload.key
             log.exception(
@@ -89,6 +93,7 @@ class Asker:
         *,
         now: datetime | None,
         rolled_from: frozenset[str] | None,
+        health: HealthWindow,
     ) -> Decision:
         def run() -> Decision:
             return decide(
@@ -102,6 +107,7 @@ class Asker:
                 nodes=state.nodes,
                 now=now,
                 rolled_from=rolled_from,
+                health=health,
             )
 
         decision = run()

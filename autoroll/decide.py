@@ -63,6 +63,7 @@ from datetime import datetime
 
 from autoroll.compare import ContentMatch, compare_pod, match_content
 from autoroll.decision import (
+    RUNS_TARGET,
     ChildrenRequest,
     ContainerVerdict,
     ContentRequest,
@@ -77,6 +78,7 @@ from autoroll.decision import (
     Sighting,
     Verdict,
 )
+from autoroll.health import OFF, Health, HealthState, HealthWindow, health_window
 from autoroll.images import (
     ImageRef,
     ImageRefError,
@@ -105,6 +107,7 @@ __all__ = [
     "ContentRequest",
     "Decision",
     "DeletePod",
+    "HealthWindow",
     "NodeRequest",
     "PodFinding",
     "PodState",
@@ -264,6 +267,7 @@ def decide(
     nodes: Mapping[str, NodeView | Unknown] | None = None,
     now: datetime | None = None,
     rolled_from: frozenset[str] | None = None,
+    health: HealthWindow = OFF,
 ) -> Decision:
     """Decide one workload: a verdict per template container and at most one deletion.
 
@@ -275,7 +279,10 @@ def decide(
     the pass's time (how long a pod has been Ready, for ``minReadySeconds``);
     ``rolled_from`` the UIDs of the workload's pods read right before autoroll's first
     deletion in its current roll (None: it deleted none), so the loop guard spares exactly
-    the pods that may be replacements of autoroll's own deletions (``compare.guard``).
+    the pods that may be replacements of autoroll's own deletions (``compare.guard``);
+    ``health`` the workload's health window (``autoroll.health``; off unless given): while
+    a pod already running a moving tag's target is inside it, no pod goes, and one that
+    failed inside it halts the roll.
     """
     settledness = is_settled(workload=workload, pods=pods, now=now)
     results: list[ContainerResult] = []
@@ -300,17 +307,63 @@ def decide(
         results.append(result)
         if result.action is not None:
             actions.append(result.action)
+    verdicts = tuple(r.verdict for r in results)
+    judged = health_window(
+        pods=pods,
+        replacements=_replacements(verdicts),
+        window=health,
+        min_ready_seconds=workload.min_ready_seconds,
+        now=now,
+    )
+    if not judged.passed:
+        # The last replacement must prove itself first: whatever was chosen waits.
+        results = [_held_by_health(r, judged) for r in results]
+        verdicts = tuple(r.verdict for r in results)
+        actions = [r.action for r in results if r.action is not None]
     return Decision(
         namespace=workload.namespace,
         name=workload.name,
         settledness=settledness,
-        containers=tuple(r.verdict for r in results),
+        containers=verdicts,
         actions=tuple(actions),
         needs_children=frozenset(c for r in results for c in r.needs.children),
         needs_content=frozenset(c for r in results for c in r.needs.content),
         kind=workload.kind,
         needs_nodes=frozenset(n for r in results for n in r.needs.nodes),
+        health=judged,
     )
+
+
+#: Verdicts of a container that got as far as choosing among its stale pods.
+_CHOOSING = frozenset({Verdict.STALE, Verdict.WAITING, Verdict.NEEDS_NODES})
+#: Waits a failed window replaces (it says more); the kind's holds stay what they are.
+_WAITS_INSIDE = frozenset({Reason.STALE_POD, Reason.ONE_PER_TICK, Reason.NODES_NEEDED})
+
+
+def _replacements(verdicts: Sequence[ContainerVerdict]) -> frozenset[str]:
+    """The pods already running the target of a container that still has stale pods: the
+    replacements of a roll under way (or pods that pulled the new content on their own)."""
+    return frozenset(
+        f.pod
+        for v in verdicts
+        if any(f.state is PodState.STALE for f in v.pods)
+        for f in v.pods
+        if f.state in RUNS_TARGET
+    )
+
+
+def _held_by_health(result: ContainerResult, health: Health) -> ContainerResult:
+    """``result`` as it reads while the health window holds the workload: a chosen deletion
+    (or a Node read for one) waits on it; a failed window replaces every wait of a stale pod."""
+    verdict = result.verdict
+    if verdict.verdict not in _CHOOSING:
+        return result
+    failed = health.state is HealthState.FAILED
+    if not failed and verdict.reason not in _WAITS_INSIDE:
+        return result  # not settled, or held by its kind: that wait comes first
+    reason = Reason.FAILED_HEALTH_WINDOW if failed else Reason.HEALTH_WINDOW
+    waiting = replace(verdict, verdict=Verdict.WAITING, reason=reason, detail=health.detail)
+    return ContainerResult(waiting)
 
 
 def undecided(workload: WorkloadView, detail: str) -> Decision:

@@ -11,7 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
+from typing import Final
 
+from autoroll.health import PASSED, Health
 from autoroll.images import RunningImage, TagRef
 from autoroll.model import ContainerRole, Digest, Unknown, WorkloadKind
 
@@ -60,6 +62,8 @@ class Reason(StrEnum):
     NODE_NOT_READY = "node-not-ready"
     NODE_UNKNOWN = "node-unknown"
     DECISION_FAILED = "decision-failed"  # deciding raised: this workload is unknown this pass
+    HEALTH_WINDOW = "health-window"  # a replacement is inside its health window (autoroll.health)
+    FAILED_HEALTH_WINDOW = "failed-health-window"  # one restarted or went unready inside it
 
     @property
     def is_warning(self) -> bool:
@@ -97,6 +101,12 @@ class PodState(StrEnum):
     OLD_TEMPLATE = "old-template"  # pod spec image string differs from the template's
     NO_DIGEST = "no-digest"  # imageID missing, a config ID, or malformed
     TERMINATING = "terminating"  # deletionTimestamp set
+
+
+#: Pods in these states run the target's content.
+RUNS_TARGET: Final = frozenset(
+    {PodState.CURRENT, PodState.CURRENT_CHILD, PodState.SAME_CONTENT, PodState.SAME_PLATFORM}
+)
 
 
 class SettledReason(StrEnum):
@@ -243,6 +253,9 @@ class Decision:
     needs_content: frozenset[ContentRequest] = frozenset()
     kind: WorkloadKind = WorkloadKind.DEPLOYMENT
     needs_nodes: frozenset[NodeRequest] = frozenset()
+    #: the health window of the pods already running a moving tag's target: not passed
+    #: means no pod goes (``autoroll.health``); its ``until`` is when to look again
+    health: Health = PASSED
 
     @property
     def kind_name(self) -> str:

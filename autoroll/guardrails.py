@@ -45,15 +45,18 @@ from enum import StrEnum
 from typing import Final
 
 from autoroll.compare import CREATION_TIMESTAMP_RESOLUTION
-from autoroll.decision import ContainerVerdict, Decision, DeletePod, PodState, Sighting
+from autoroll.decision import (
+    RUNS_TARGET,
+    ContainerVerdict,
+    Decision,
+    DeletePod,
+    PodState,
+    Sighting,
+)
 from autoroll.images import TagRef
 from autoroll.model import Digest, Enrolled, PodView
 from autoroll.policy import Guardrails, Policy, format_duration, workload_policy
 
-#: Pods in these states run the target's content.
-RUNS_TARGET: Final = frozenset(
-    {PodState.CURRENT, PodState.CURRENT_CHILD, PodState.SAME_CONTENT, PodState.SAME_PLATFORM}
-)
 #: Mid-roll workloads named in a budget hold's detail, at most.
 _NAMED: Final = 3
 

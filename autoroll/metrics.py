@@ -102,7 +102,9 @@ class Metrics:
         self.rollouts_halted = Gauge(
             f"{PREFIX}_rollouts_halted",
             "Workloads whose rollout the last pass found halted: stale pods wait behind a"
-            " pod that has not been Ready for ROLLOUT_HALTED_AFTER_SECONDS; by kind.",
+            " pod that has not been Ready for ROLLOUT_HALTED_AFTER_SECONDS, or behind a"
+            " replacement that restarted or went unready inside its health window"
+            " (ROLL_HEALTHY_SECONDS); by kind.",
             ["kind"],
             registry=registry,
         )

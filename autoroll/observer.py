@@ -4,7 +4,8 @@ The reconciler hands the observer each ``Decision`` and each ``Executed`` action
 observer counts them, writes one log line per container decision and per action, and, with
 EMIT_EVENTS, records each roll as an Event on its workload (the reason and its text are
 ``autoroll.model.RollEvent.about``). An Event that fails is logged and counted, never allowed
-to fail the pass. A halted rollout (``autoroll.halt``) gets a WARNING every pass, the
+to fail the pass. A halted rollout (``autoroll.halt``: a pod not Ready too long, or a
+replacement that failed inside its health window) gets a WARNING every pass, the
 ``autoroll_rollouts_halted`` gauge and one Warning Event per halt. It keeps two memories of
 its own: which pods it has already warned about because what they run cannot be told, so
 such a warning is logged once per pod and reference, not once per pass; and which halts it
@@ -197,7 +198,7 @@ class PassObserver:
                 "workload": halt.workload,
                 "kind": workload.kind,
                 "pod": halt.pod,
-                "reason": "rollout-halted",
+                "reason": halt.reason.value,
             },
         )
         key = (workload.uid, halt.pod)

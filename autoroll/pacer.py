@@ -15,6 +15,11 @@ the next poll (120 s by default), although its replacement was Ready within a se
 3. That pass decides on a fresh read of the workload's pods, as every pass does before a
    deletion: the cache only says *when* to look.
 
+4. A workload whose decision waits on its health window (``autoroll.health``) is not armed:
+   its pods will not change when the window ends, so the pacer asks for a pass targeted at
+   its tags when it does (``later``, the worker's deferred nudge); one whose replacement
+   failed inside its window is left to the poll (its roll is halted).
+
 Never faster than settledness allows: at most one nudge per armed workload per pass, and
 only once the cache shows it settled. A replacement that never becomes Ready (a crash loop)
 never triggers one; the poll still looks. Without a watched cache (``WATCH_CACHE=false``)
@@ -27,9 +32,11 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from autoroll.decide import Verdict
 from autoroll.executor import Outcome
+from autoroll.health import HealthState
 from autoroll.kinds import is_settled
 from autoroll.metrics import Metrics
 from autoroll.ports import WatchPort
@@ -56,10 +63,18 @@ class RollPacer:
     """Arms rolling workloads after each pass; nudges one when its cached pods settle."""
 
     def __init__(
-        self, *, watch: WatchPort, nudge: Callable[[Scope], None], metrics: Metrics
+        self,
+        *,
+        watch: WatchPort,
+        nudge: Callable[[Scope], None],
+        metrics: Metrics,
+        later: Callable[[Scope, float], None] | None = None,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self._watch = watch
         self._nudge = nudge
+        self._later = later
+        self._clock = clock
         self._metrics = metrics
         self._lock = threading.Lock()
         self._armed: dict[str, Armed] = {}
@@ -92,6 +107,7 @@ class RollPacer:
             if done.outcome is Outcome.DELETED
         }
         armed = []
+        windows: list[tuple[frozenset[ImageTag], datetime]] = []
         with self._lock:
             for decision in report.decisions:
                 tags = frozenset(
@@ -99,8 +115,12 @@ class RollPacer:
                     for verdict in decision.containers
                     if verdict.verdict in _ROLLING and verdict.ref is not None
                 )
-                if not tags:
+                if not tags or not decision.health.passed:
+                    # Done, or waiting on a health window: no pod change ends that wait.
                     self._armed.pop(decision.key, None)
+                    until = decision.health.until
+                    if tags and until is not None and decision.health.state is HealthState.INSIDE:
+                        windows.append((tags, until))
                     continue
                 uid = deleted.get(decision.key, "")
                 self._armed[decision.key] = Armed(tags, uid)
@@ -108,6 +128,10 @@ class RollPacer:
         # It may have settled already (a fast replacement, or a cache that saw it first).
         for key in armed:
             self._check(key)
+        if self._later is not None:
+            now = self._clock()
+            for tags, until in windows:
+                self._later(Scope.of(tags), max(0.0, (until - now).total_seconds()))
 
     def changed(self, keys: frozenset[str]) -> None:
         """The cache's listener: look at the armed workloads among ``keys``."""

@@ -9,12 +9,16 @@ rollout (a new ReplicaSet), and pausing a workload must not restart it. The anno
                                  roll a new digest only once it has been the tag's for this long
     autoroll.aethnet.se/window:  "<days> <HH:MM>-<HH:MM> <zone>[; ...]" | always
                                  roll only inside these windows (autoroll.windows)
+    autoroll.aethnet.se/health-window: 45s | 2m | 0
+                                 a replacement stays available, no restart, this long before
+                                 the next pod goes (autoroll.health; 0: off)
 
 An annotation replaces the cluster-wide setting for its workload (``always`` lifts a
-cluster-wide window, ``0`` a cluster-wide min-age; a workload cannot unpause a global
-pause). A value that cannot be read, or an unknown annotation under the prefix (a typo of a
-guardrail), is a ``PolicyProblem`` naming the workload and the annotation, and that
-workload is not rolled until it is fixed: a guardrail misspelt must not roll anything.
+cluster-wide window, ``0`` a cluster-wide min-age or health window; a workload cannot
+unpause a global pause). A value that cannot be read, or an unknown annotation under the
+prefix (a typo of a guardrail), is a ``PolicyProblem`` naming the workload and the
+annotation, and that workload is not rolled until it is fixed: a guardrail misspelt must
+not roll anything.
 """
 
 from __future__ import annotations
@@ -25,13 +29,15 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Final
 
+from autoroll.health import DEFAULT_HEALTHY, MAX_HEALTHY, HealthWindow
 from autoroll.windows import WindowError, Windows, parse_windows
 
 PREFIX: Final = "autoroll.aethnet.se/"
 PAUSED: Final = f"{PREFIX}paused"
 MIN_AGE: Final = f"{PREFIX}min-age"
 WINDOW: Final = f"{PREFIX}window"
-KNOWN: Final = (PAUSED, MIN_AGE, WINDOW)
+HEALTH_WINDOW: Final = f"{PREFIX}health-window"
+KNOWN: Final = (PAUSED, MIN_AGE, WINDOW, HEALTH_WINDOW)
 #: The ``window`` value that lifts a cluster-wide window for one workload.
 ALWAYS: Final = "always"
 #: The longest min-age accepted: beyond a month a tag is not "maturing", it is frozen
@@ -49,7 +55,8 @@ class Guardrails:
 
     Defaults are argued in docs/adr/016-guardrails.md: a pass may delete at most 30 pods a
     minute across the cluster, and at most 10 workloads may be mid-roll at once (so a broken
-    base image halts after 10 workloads, not 500); no min-age, no window, not paused.
+    base image halts after 10 workloads, not 500); no min-age, no window, not paused; a
+    replacement must stay available, no restart, for 30 s before the next pod goes.
     """
 
     deletions_per_period: int = 30
@@ -63,6 +70,8 @@ class Guardrails:
     #: least 1); 0: no per-namespace share.
     deletions_per_namespace: int | None = None
     in_flight_per_namespace: int | None = None
+    #: the health window (autoroll.health): 0 turns it off
+    healthy: timedelta = DEFAULT_HEALTHY
 
     @property
     def namespace_deletions(self) -> int:
@@ -107,16 +116,24 @@ class Policy:
     windows: Windows | None = None
     problems: tuple[PolicyProblem, ...] = ()
     overridden: frozenset[str] = frozenset()  # annotations that set a value
+    healthy: timedelta = DEFAULT_HEALTHY
 
     @property
     def is_valid(self) -> bool:
         return not self.problems
+
+    @property
+    def health_window(self) -> HealthWindow:
+        """The health window as ``decide`` takes it, naming where its length came from."""
+        source = HEALTH_WINDOW if HEALTH_WINDOW in self.overridden else "ROLL_HEALTHY_SECONDS"
+        return HealthWindow(self.healthy, source)
 
 
 def workload_policy(annotations: Mapping[str, str], *, defaults: Guardrails) -> Policy:
     """The guardrails of a workload with ``annotations`` (its object's, not its pods')."""
     problems: list[PolicyProblem] = []
     paused, min_age, windows = False, defaults.min_age, defaults.windows
+    healthy = defaults.healthy
     overridden: set[str] = set()
     for key in sorted(annotations):
         if not key.startswith(PREFIX) or key in KNOWN:
@@ -147,7 +164,13 @@ def workload_policy(annotations: Mapping[str, str], *, defaults: Guardrails) -> 
             overridden.add(WINDOW)
         except WindowError as exc:
             problems.append(PolicyProblem(WINDOW, raw, f"{exc} (or '{ALWAYS}' for no window)"))
-    return Policy(paused, min_age, windows, tuple(problems), frozenset(overridden))
+    if HEALTH_WINDOW in annotations:
+        try:
+            healthy = parse_duration(annotations[HEALTH_WINDOW], limit=MAX_HEALTHY)
+            overridden.add(HEALTH_WINDOW)
+        except ValueError as exc:
+            problems.append(PolicyProblem(HEALTH_WINDOW, annotations[HEALTH_WINDOW], str(exc)))
+    return Policy(paused, min_age, windows, tuple(problems), frozenset(overridden), healthy)
 
 
 def parse_bool(raw: str) -> bool:
@@ -159,8 +182,9 @@ def parse_bool(raw: str) -> bool:
     raise ValueError("expected true or false")
 
 
-def parse_duration(raw: str) -> timedelta:
-    """``90s``, ``10m``, ``1h30m``, ``2d``, or a whole number of seconds (``0``)."""
+def parse_duration(raw: str, *, limit: timedelta = MAX_MIN_AGE) -> timedelta:
+    """``90s``, ``10m``, ``1h30m``, ``2d``, or a whole number of seconds (``0``), at most
+    ``limit`` (a min-age's by default)."""
     text = raw.strip().lower()
     if text.isdigit():
         value = timedelta(seconds=int(text))
@@ -173,10 +197,12 @@ def parse_duration(raw: str) -> timedelta:
             )
         days, hours, minutes, seconds = (int(g) if g else 0 for g in match.groups())
         value = timedelta(days=days, hours=hours, minutes=minutes, seconds=seconds)
-    if value > MAX_MIN_AGE:
+    if value > limit and limit == MAX_MIN_AGE:
         raise ValueError(
             f"is longer than {MAX_MIN_AGE.days} days; pause the workload instead ({PAUSED}: 'true')"
         )
+    if value > limit:
+        raise ValueError(f"is longer than {format_duration(limit)}, the longest accepted")
     return value
 
 
@@ -194,6 +220,7 @@ def format_duration(value: timedelta) -> str:
 
 __all__ = [
     "ALWAYS",
+    "HEALTH_WINDOW",
     "KNOWN",
     "MIN_AGE",
     "PAUSED",

@@ -93,7 +93,7 @@ from autoroll.images import TagRef
 from autoroll.metrics import Metrics
 from autoroll.model import Digest, Enrolled, ImageContent, Unknown
 from autoroll.observer import PassObserver
-from autoroll.policy import Guardrails
+from autoroll.policy import Guardrails, workload_policy
 from autoroll.ports import ClusterPort, EventPort, NodePort, RegistryPort
 from autoroll.rolls import RollMemory
 from autoroll.scope import FULL, Scope
@@ -321,6 +321,7 @@ class Reconciler:
                 log.info("stop requested; leaving the rest of this pass undone")
                 return items, True
             decision = self._ask(item, state, now=now)
+            self._rolls.saw(item)
             items.append((item, decision))
             self._observer.foreign(item)
             self._observer.decided(decision)
@@ -472,13 +473,19 @@ class Reconciler:
         ]
 
     def _ask(self, item: Enrolled, state: PassState, *, now: datetime) -> Decision:
-        """``decide`` one workload with this term's memory (sightings, its roll's start)."""
+        """``decide`` one workload with this term's memory (sightings, its roll's start, the
+        pods its roll saw Ready) and its health window (ROLL_HEALTHY_SECONDS or its
+        annotation)."""
+        key = item.workload.key
+        policy = workload_policy(dict(item.workload.annotations), defaults=self._guardrails)
+        health = replace(policy.health_window, seen_ready=self._rolls.ready_seen(key))
         return self._asker.decide(
             item,
             state,
             self._sightings,
             now=now,
-            rolled_from=self._rolls.rolled_from(item.workload.key),
+            rolled_from=self._rolls.rolled_from(key),
+            health=health,
         )
 
     def _decide_fresh(
@@ -500,6 +507,7 @@ class Reconciler:
             return None, replace(found, actions=()), None
         # Node readiness read earlier in the pass is not fresh: ask again.
         decision = self._ask(fresh, replace(state, nodes={}), now=self._clock())
+        self._rolls.saw(fresh)
         return fresh, decision, None
 
     def _remember_targets(

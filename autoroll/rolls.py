@@ -7,11 +7,17 @@ workload's roll. This is that memory, by workload key: the UIDs of that read, ke
 first deletion until a pass finds the roll over (every judged container current), so a
 later roll starts from nothing. It is memory that gates deletions, so it belongs to one
 leadership term (``clear`` when a term ends: a new term starts from the cluster alone).
+
+Beside it, for the health window (``autoroll.health``), the pods each pass of a roll saw
+Ready, by UID, with the time they had become Ready: a replacement seen available that is
+unready now failed inside its window. Kept only for the pods still listed, forgotten with
+the roll and the term (a new term tells a slow start from a failure by restarts alone).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from datetime import datetime
 
 from autoroll.decide import Decision, Reason, Verdict
 from autoroll.model import Enrolled
@@ -57,6 +63,24 @@ class RollMemory:
 
     def __init__(self) -> None:
         self._before: dict[str, frozenset[str]] = {}
+        self._ready: dict[str, dict[str, datetime]] = {}
+
+    def ready_seen(self, key: str) -> Mapping[str, datetime]:
+        """The pods of ``key``'s current roll an earlier read saw Ready: UID -> Ready since."""
+        return dict(self._ready.get(key, {}))
+
+    def saw(self, item: Enrolled) -> None:
+        """Remember which of a rolling workload's pods ``item`` shows Ready, and since when;
+        forget those no longer listed. Nothing for a workload autoroll is not rolling."""
+        key = item.workload.key
+        if key not in self._before:
+            return
+        listed = {p.uid for p in item.pods if p.uid}
+        seen = {uid: at for uid, at in self._ready.get(key, {}).items() if uid in listed}
+        for pod in item.pods:
+            if pod.uid and pod.ready and pod.ready_changed_at is not None:
+                seen[pod.uid] = pod.ready_changed_at
+        self._ready[key] = seen
 
     def rolled_from(self, key: str) -> frozenset[str] | None:
         """The UIDs read right before autoroll's first deletion in ``key``'s current roll,
@@ -75,9 +99,11 @@ class RollMemory:
         for key, decision in decisions:
             if key in self._before and roll_is_over(decision):
                 del self._before[key]
+                self._ready.pop(key, None)
 
     def clear(self) -> None:
         self._before.clear()
+        self._ready.clear()
 
     def __len__(self) -> int:
         return len(self._before)

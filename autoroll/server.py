@@ -289,7 +289,9 @@ def build_runtime(
     tick: Callable[[Callable[[], bool], Scope], TickReport] = reconciler.tick
     if cache is not None:
         # Rolls go on as soon as a replacement is Ready, not at the next poll.
-        tick = RollPacer(watch=cache, nudge=nudge.nudge, metrics=metrics).paced(tick)
+        tick = RollPacer(
+            watch=cache, nudge=nudge.nudge, metrics=metrics, later=nudge.nudge_in
+        ).paced(tick)
     worker = _worker(config, tick, nudge, metrics)
     app = create_app(
         webhook_secret=config.webhook_secret.reveal(),

@@ -147,6 +147,19 @@ class Nudge:
             if coalesced:
                 self._metrics.nudges_coalesced.inc()
 
+    def nudge_in(self, scope: Scope, seconds: float) -> None:
+        """Request a pass over ``scope``'s tags ``seconds`` from now (the pacer, for a health
+        window that ends then): a deferral like a debounced delivery's, never later than one
+        already due for a tag. A full scope is nudged at once."""
+        if scope.tags is None:
+            self.nudge(scope)
+            return
+        with self._lock:
+            at = self._clock() + max(0.0, seconds)
+            for tag in scope.tags:
+                self._deferred[tag] = min(self._deferred.get(tag, at), at)
+            self._wake.set()  # the worker's wait learns the new due time
+
     def deliver(self, scope: Scope = FULL) -> None:
         """A webhook delivery's nudge: the tags a pass took within the interval are deferred
         to its end; the rest (and a full scope) are nudged at once."""

@@ -1,4 +1,5 @@
-"""The ``ROLL_*`` settings block: the cluster-wide budget, min-age, window and pause.
+"""The ``ROLL_*`` settings block: the cluster-wide budget, min-age, window, pause and health
+window.
 
 What they mean and why the defaults are what they are: ``autoroll.policy`` and
 docs/adr/016-guardrails.md; this module only reads and redacts them.
@@ -10,12 +11,14 @@ from datetime import timedelta
 
 from autoroll.config.parsers import parse_bool
 from autoroll.config.reader import Reader
+from autoroll.health import MAX_HEALTHY
 from autoroll.policy import ALWAYS, MAX_MIN_AGE, Guardrails, format_duration
 from autoroll.windows import Windows, parse_windows
 
 
 def read_guardrails(reader: Reader) -> Guardrails:
-    """The ``ROLL_*`` variables: the cluster-wide budget, min-age, window and pause."""
+    """The ``ROLL_*`` variables: the cluster-wide budget, min-age, window, pause and health
+    window."""
     default = Guardrails()
     deletions = reader.optional("ROLL_BUDGET_DELETIONS", default.deletions_per_period, parse_count)
     period = reader.optional(
@@ -34,6 +37,9 @@ def read_guardrails(reader: Reader) -> Guardrails:
     in_flight_namespace = reader.optional(
         "ROLL_BUDGET_IN_FLIGHT_PER_NAMESPACE", None, parse_count, default_text=half
     )
+    healthy = reader.optional(
+        "ROLL_HEALTHY_SECONDS", int(default.healthy.total_seconds()), parse_healthy
+    )
     return Guardrails(
         deletions_per_period=deletions,
         period=timedelta(seconds=period),
@@ -43,6 +49,7 @@ def read_guardrails(reader: Reader) -> Guardrails:
         paused=paused,
         deletions_per_namespace=per_namespace,
         in_flight_per_namespace=in_flight_namespace,
+        healthy=timedelta(seconds=healthy),
     )
 
 
@@ -56,6 +63,7 @@ def redacted_guardrails(guardrails: Guardrails) -> dict[str, str]:
         "ROLL_MIN_AGE_SECONDS": str(int(guardrails.min_age.total_seconds())),
         "ROLL_WINDOW": str(guardrails.windows) if guardrails.windows else ALWAYS,
         "ROLL_PAUSED": str(guardrails.paused).lower(),
+        "ROLL_HEALTHY_SECONDS": str(int(guardrails.healthy.total_seconds())),
     }
 
 
@@ -95,3 +103,15 @@ def parse_window(raw: str) -> Windows | None:
     if raw.strip().lower() == ALWAYS:
         return None
     return parse_windows(raw)  # WindowError is a ValueError naming the part and the form
+
+
+def parse_healthy(raw: str) -> int:
+    limit = int(MAX_HEALTHY.total_seconds())
+    form = f"expected a whole number of seconds, 0 (no health window) to {limit}"
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(form) from None
+    if not 0 <= value <= limit:
+        raise ValueError(form)
+    return value

@@ -130,6 +130,8 @@ def controller_env(
         "REGISTRY_SCHEME": "http",
         "LOG_LEVEL": "info",
         "LOG_FORMAT": "text",
+        # No health window unless a test is about it: the scenarios time rolls.
+        "ROLL_HEALTHY_SECONDS": "0",
     }
 
 

@@ -80,6 +80,7 @@ ENV_TO_VALUES: Mapping[str, tuple[tuple[str, Callable[[str], Any]], ...]] = {
     "ALLOWED_NAMESPACES": (("tenancy.namespaces", _names),),
     "WATCH_NAMESPACES": (("tenancy.namespaces", _names), ("tenancy.namespaced", lambda _: True)),
     "ROLL_PAUSED": (("guardrails.paused", _flag),),
+    "ROLL_HEALTHY_SECONDS": (("guardrails.healthySeconds", int),),
 }
 
 
@@ -148,6 +149,9 @@ def chart_values(
         "containerPort": port,
         "probePort": free_port(),  # the node's network: the probes need a free port too
         "terminationGracePeriodSeconds": 10,
+        # No health window unless a test is about it (ROLL_HEALTHY_SECONDS): the scenarios
+        # time rolls, and 30 s between pods would only slow them down.
+        "guardrails": {"healthySeconds": 0},
         "networkPolicy": {
             "registry": {
                 "cidrs": [_loopback_cidr(registry_host)],

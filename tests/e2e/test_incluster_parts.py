@@ -53,6 +53,12 @@ def test_controller_variables_map_to_their_chart_values() -> None:
     )
 
 
+def test_the_health_window_is_off_unless_a_test_sets_it() -> None:
+    assert values()["guardrails"] == {"healthySeconds": 0}
+    found = values(ROLL_HEALTHY_SECONDS="30", ROLL_PAUSED="true")
+    assert found["guardrails"] == {"healthySeconds": 30, "paused": True}
+
+
 def test_a_variable_without_a_chart_value_is_an_error_naming_it() -> None:
     with pytest.raises(ValueError, match="REGISTRY_SCHEME: no chart value maps to it"):
         values(REGISTRY_SCHEME="http")

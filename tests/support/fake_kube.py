@@ -152,7 +152,13 @@ class FaultyKubeApi:
             },
             "status": {
                 "phase": "Running",
-                "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+                "conditions": [
+                    {
+                        "type": "Ready",
+                        "status": "True" if ready else "False",
+                        "lastTransitionTime": CREATED,  # as an API server sets it
+                    }
+                ],
                 "containerStatuses": [
                     {
                         "name": "app",

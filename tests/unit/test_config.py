@@ -248,10 +248,10 @@ def test_redacted_names_every_variable() -> None:
     assert view["FORGEJO_HOST"] == "forgejo.example:3000"
     assert view["LISTEN_ADDR"] == "0.0.0.0:8080"
     assert view["DRY_RUN"] == "false"
-    # LEADER_ELECTION=false (its details only when on), 8 ROLL_*, PLATFORM_AWARE, WATCH_CACHE,
+    # LEADER_ELECTION=false (its details only when on), 9 ROLL_*, PLATFORM_AWARE, WATCH_CACHE,
     # CACHE_RESYNC_SECONDS, REGISTRY_CA_FILE, the namespaces rolled and their share of
     # registry lookups, PROBE_ADDR, TAG_PASS_INTERVAL_SECONDS
-    assert len(view) == 33
+    assert len(view) == 34
     assert view["PROBE_ADDR"] == "0.0.0.0:8081"
     assert (view["WATCH_CACHE"], view["CACHE_RESYNC_SECONDS"]) == ("true", "1800")
     assert view["PASS_TIMEOUT_SECONDS"] == "300"
@@ -300,6 +300,26 @@ def test_every_guardrail_variable_parsed() -> None:
     view = cfg.redacted()
     assert view["ROLL_WINDOW"] == "Mon-Fri 22:00-06:00 Europe/Stockholm; Sat 00:00-24:00 UTC"
     assert view["ROLL_PAUSED"] == "true" and view["PLATFORM_AWARE"] == "true"
+
+
+def test_the_health_window_is_30_seconds_unless_set_and_0_turns_it_off() -> None:
+    assert Config.from_env(BASE).guardrails.healthy == timedelta(seconds=30)
+    assert Config.from_env(BASE).redacted()["ROLL_HEALTHY_SECONDS"] == "30"
+    off = Config.from_env(BASE | {"ROLL_HEALTHY_SECONDS": "0"})
+    assert off.guardrails.healthy == timedelta(0)
+    assert off.redacted()["ROLL_HEALTHY_SECONDS"] == "0"
+    assert Config.from_env(BASE | {"ROLL_HEALTHY_SECONDS": "3600"}).guardrails.healthy == (
+        timedelta(hours=1)
+    )
+
+
+@pytest.mark.parametrize("raw", ["30s", "-1", "3601", "", " "])
+def test_a_bad_health_window_names_the_variable_and_the_form(raw: str) -> None:
+    found = problems(BASE | {"ROLL_HEALTHY_SECONDS": raw})
+    assert set(found) == {"ROLL_HEALTHY_SECONDS"}
+    if raw.strip():
+        assert f"{raw!r}" in found["ROLL_HEALTHY_SECONDS"]
+        assert "0 (no health window) to 3600" in found["ROLL_HEALTHY_SECONDS"]
 
 
 def test_roll_window_always_means_no_window() -> None:

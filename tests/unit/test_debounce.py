@@ -149,6 +149,21 @@ def test_a_full_scope_is_never_deferred_and_takes_the_deferrals_with_it() -> Non
     assert not nudge.pending
 
 
+def test_a_nudge_in_some_seconds_comes_due_then_and_never_later_than_one_due_sooner() -> None:
+    """The pacer's ask for a pass when a health window ends (``Nudge.nudge_in``)."""
+    clock = Clock()
+    nudge = Nudge(clock=clock)
+    nudge.nudge_in(Scope.of([A]), 20.0)
+    nudge.nudge_in(Scope.of([A]), 30.0)  # a later ask does not postpone it
+    assert nudge.take() is None and nudge.pending
+    clock.now = 19.9
+    assert nudge.take() is None
+    clock.now = 20.0
+    assert nudge.wait(0.0)
+    assert nudge.take() == Scope.of([A])
+    assert not nudge.pending
+
+
 def test_off_when_the_interval_is_zero() -> None:
     nudge = Nudge(clock=Clock())
     for _ in range(3):

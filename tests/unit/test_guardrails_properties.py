@@ -14,7 +14,11 @@ delay. Checked over every deletion the cluster received:
 3. no deletion starts an image before its min-age: every tag a deleted pod's replacement
    pulls has had that digest for at least the workload's min-age (counted from the push:
    the controller's sighting can only be later);
-4. workloads mid-roll never exceed the in-flight budget because of a deletion.
+4. workloads mid-roll never exceed the in-flight budget because of a deletion;
+5. no pod is deleted while a pod already running a target it is stale on is inside its
+   health window (``ROLL_HEALTHY_SECONDS`` or the workload's annotation): every such pod
+   has been Ready, since its last restart, for the whole window. Pods crash now and then
+   (a restart: unready, then Ready again after the start delay).
 """
 
 from __future__ import annotations
@@ -42,7 +46,14 @@ from autoroll.model import (
     Unknown,
     WorkloadView,
 )
-from autoroll.policy import MIN_AGE, PAUSED, WINDOW, Guardrails, workload_policy
+from autoroll.policy import (
+    HEALTH_WINDOW,
+    MIN_AGE,
+    PAUSED,
+    WINDOW,
+    Guardrails,
+    workload_policy,
+)
 from autoroll.reconciler import Reconciler
 from autoroll.scope import FULL, ImageTag, Scope
 from tests.support.views import deployment_view
@@ -53,6 +64,7 @@ T0 = datetime(2026, 12, 7, 8, 58, tzinfo=UTC)  # Monday 08:58 UTC
 #: Windows that open and close within the minutes and hours a sequence of steps covers.
 WINDOWS = ("Mon-Fri 09:00-17:00 UTC", "* 09:01-09:03 UTC", "Mon 08:00-09:00 UTC", "always")
 MIN_AGES = ("0", "90s", "10m")
+HEALTH_WINDOWS = ("0", "5s", "45s")
 
 
 def digest(n: int) -> Digest:
@@ -69,8 +81,10 @@ class FakePod:
     uid: str
     digests: dict[TagRef, Digest]
     created_at: datetime  # whole seconds, as creationTimestamp
-    ready_at: datetime
+    ready_at: datetime  # when it became Ready (again, after its last restart)
     deleted_at: datetime | None = None
+    restarts: int = 0
+    unready_since: datetime | None = None  # its last restart, if any
 
 
 @dataclass
@@ -102,6 +116,9 @@ class Deletion:
     pulls: dict[TagRef, Digest]  # what the replacement pulled
     process: int  # which controller process deleted
     replacement: FakePod
+    #: when each other pod running a target the deleted pod was stale on became Ready
+    #: (None: it was not Ready)
+    on_target_ready: tuple[datetime | None, ...] = ()
 
 
 class World:
@@ -132,6 +149,14 @@ class World:
         self.tags[tag] = new
         self.pushed_at[new] = at or self.now
 
+    def crash(self, index: int) -> None:
+        """A container of some pod restarts: unready now, Ready again after the start delay."""
+        pods = [p for w in self.workloads for p in w.pods]
+        pod = pods[index % len(pods)]
+        pod.restarts += 1
+        pod.unready_since = self.now
+        pod.ready_at = self.now + max(self.ready, timedelta(seconds=1))
+
     def new_pod(self, workload: Workload, *, created: datetime) -> FakePod:
         self.serial += 1
         stamp = created.replace(microsecond=0)
@@ -158,17 +183,23 @@ class World:
         return Enrolled(w.view(), tuple(self.pod_view(w, p) for p in w.pods))
 
     def pod_view(self, workload: Workload, pod: FakePod) -> PodView:
+        ready = self.now >= pod.ready_at
         return PodView(
             namespace="shop",
             name=pod.uid,
             uid=pod.uid,
             created_at=pod.created_at,
-            ready=self.now >= pod.ready_at,
+            ready=ready,
             containers=tuple(ContainerView(t.repository, image(t)) for t in workload.tags),
             statuses=tuple(
-                ContainerStatusView(t.repository, image_id=f"{t.host}/{t.repository}@{d}")
+                ContainerStatusView(
+                    t.repository,
+                    image_id=f"{t.host}/{t.repository}@{d}",
+                    restart_count=pod.restarts,
+                )
                 for t, d in pod.digests.items()
             ),
+            ready_changed_at=pod.ready_at if ready else (pod.unready_since or pod.created_at),
         )
 
     def delete_pod(
@@ -177,13 +208,24 @@ class World:
         for w in self.workloads:
             for p in w.pods:
                 if p.uid == uid:
+                    moved = {t for t in w.tags if p.digests[t] != self.tags[t]}
+                    on_target = tuple(
+                        o.ready_at if self.now >= o.ready_at else None
+                        for o in w.pods
+                        if o is not p and any(o.digests[t] == self.tags[t] for t in moved)
+                    )
                     w.pods.remove(p)
                     p.deleted_at = self.now
                     replacement = self.new_pod(w, created=self.now)
                     w.pods.append(replacement)
                     self.deletions.append(
                         Deletion(
-                            self.now, w.name, dict(replacement.digests), self.process, replacement
+                            self.now,
+                            w.name,
+                            dict(replacement.digests),
+                            self.process,
+                            replacement,
+                            on_target,
                         )
                     )
                     return DeleteOutcome.DELETED
@@ -223,6 +265,8 @@ def worlds(draw: st.DrawFn) -> tuple[World, Guardrails, list[tuple[str, object]]
             annotations[MIN_AGE] = draw(st.sampled_from(MIN_AGES))
         if draw(st.integers(0, 5)) == 0:
             annotations[PAUSED] = "true"
+        if draw(st.integers(0, 2)) == 0:
+            annotations[HEALTH_WINDOW] = draw(st.sampled_from(HEALTH_WINDOWS))
         tags = draw(st.sampled_from([TAGS[:1], TAGS[1:], TAGS]))
         workloads.append(Workload(f"w{i}", tags, draw(st.integers(1, 3)), annotations))
     guardrails = Guardrails(
@@ -231,9 +275,10 @@ def worlds(draw: st.DrawFn) -> tuple[World, Guardrails, list[tuple[str, object]]
         in_flight=draw(st.integers(0, 3)),
         min_age=timedelta(seconds=draw(st.sampled_from([0, 0, 120]))),
         paused=draw(st.integers(0, 19)) == 0,
+        healthy=timedelta(seconds=draw(st.sampled_from([0, 30, 30]))),
     )
     kinds = st.sampled_from(
-        ["pass"] * 6 + ["targeted"] * 3 + ["wait"] * 6 + ["push"] * 2 + ["restart"]
+        ["pass"] * 6 + ["targeted"] * 3 + ["wait"] * 6 + ["push"] * 2 + ["restart", "crash"]
     )
     waits = st.sampled_from([0.4, 1.0, 2.5, 5.0, 30.0, 90.0, 900.0])
     steps: list[tuple[str, object]] = [
@@ -243,6 +288,8 @@ def worlds(draw: st.DrawFn) -> tuple[World, Guardrails, list[tuple[str, object]]
             if kind == "wait"
             else draw(st.sampled_from(TAGS))
             if kind in {"push", "targeted"}
+            else draw(st.integers(0, 14))
+            if kind == "crash"
             else None,
         )
         for kind in draw(st.lists(kinds, min_size=10, max_size=60))
@@ -307,6 +354,9 @@ def test_no_sequence_of_passes_and_pushes_breaks_a_guardrail(
         elif kind == "push":
             assert isinstance(arg, TagRef)
             world.push(arg)
+        elif kind == "crash":
+            assert isinstance(arg, int)
+            world.crash(arg)
         else:
             world.process += 1
             reconciler = controller(world, guardrails)  # every memory lost
@@ -341,6 +391,12 @@ def test_no_sequence_of_passes_and_pushes_breaks_a_guardrail(
         for tag, pulled in deletion.pulls.items():
             age = deletion.at - world.pushed_at[pulled]
             assert age >= policy.min_age, (tag, age, policy.min_age)
+        # 5. the health window of every pod already on a target the deleted pod was not
+        if policy.healthy and deletion.on_target_ready:
+            event("health window: a deletion beside pods on the target")
+        for ready_at in deletion.on_target_ready if policy.healthy else ():
+            assert ready_at is not None, deletion.at
+            assert ready_at + policy.healthy <= deletion.at, (ready_at, deletion.at)
 
 
 def hidden(deletion: Deletion, process: int, began: datetime) -> bool:
@@ -355,10 +411,44 @@ def test_the_world_rolls_when_nothing_holds_it() -> None:
     workload = Workload("w0", TAGS[:1], 2, {})
     world = World([workload], ready_seconds=0.0)
     world.push(TAGS[0])
-    reconciler = controller(world, Guardrails(deletions_per_period=1, period=timedelta(seconds=5)))
+    unhindered = Guardrails(
+        deletions_per_period=1, period=timedelta(seconds=5), healthy=timedelta(0)
+    )
+    reconciler = controller(world, unhindered)
     for _ in range(4):
         reconciler.tick()
         world.now += timedelta(seconds=5)
     assert len(world.deletions) == 2
     # Exactly a period apart: within a term the budget counts this process's own deletions.
     assert (world.deletions[1].at - world.deletions[0].at).total_seconds() == 5.0
+
+
+def test_the_next_pod_goes_once_the_replacement_is_through_its_window() -> None:
+    """Property 5 is not vacuous either: with the default 30 s window the second pod goes
+    once the first replacement has been Ready for 30 s, not before; a crash of that
+    replacement inside the window holds the roll until it has had a whole window again."""
+    workload = Workload("w0", TAGS[:1], 3, {})
+    world = World([workload], ready_seconds=3.0)
+    world.push(TAGS[0])
+    reconciler = controller(world, Guardrails(deletions_per_period=0, in_flight=0))
+    reconciler.tick()
+    assert len(world.deletions) == 1
+    first = world.deletions[0].replacement
+    for _ in range(6):  # up to 30 s after the replacement was created: Ready 27 s
+        world.now += timedelta(seconds=5)
+        reconciler.tick()
+    assert len(world.deletions) == 1
+    world.now += timedelta(seconds=5)  # Ready for 32 s
+    reconciler.tick()
+    assert len(world.deletions) == 2
+    second = world.deletions[1].replacement
+    world.now += timedelta(seconds=20)
+    world.crash([p.uid for p in workload.pods].index(second.uid))
+    for _ in range(6):  # Ready again 3 s after the crash; 30 s after that it may go on
+        world.now += timedelta(seconds=5)
+        reconciler.tick()
+        assert len(world.deletions) == 2
+    world.now += timedelta(seconds=5)
+    reconciler.tick()
+    assert len(world.deletions) == 3
+    assert first.restarts == 0 and second.restarts == 1

@@ -131,3 +131,31 @@ def test_a_follower_pass_disarms_everything() -> None:
     run(pacer, cluster)
     pacer.passed(TickReport(T0, skipped=True))
     assert pacer.armed == {}
+
+
+def test_a_workload_waiting_on_its_health_window_is_looked_at_when_the_window_ends() -> None:
+    """Its pods will not change when the window ends: no arming (which would nudge at once,
+    the cache showing it settled, and spin), but a pass asked for at the window's end."""
+    watch = Watch()
+    nudged: list[Scope] = []
+    later: list[tuple[Scope, float]] = []
+    pacer = RollPacer(
+        watch=watch,
+        nudge=nudged.append,
+        metrics=Metrics(CollectorRegistry()),
+        later=lambda scope, seconds: later.append((scope, seconds)),
+        clock=lambda: T0,
+    )
+    fresh = replace(
+        pod("web-3", NEW, created=T0 - timedelta(seconds=12)),
+        ready_changed_at=T0 - timedelta(seconds=10),
+    )
+    item = web(pod("web-2"), fresh)
+    watch.held[item.workload.key] = item
+    cluster = FakeCluster([item])
+    report = run(pacer, cluster)  # the reconciler's default window: 30 s
+    assert cluster.deleted == []
+    assert report.decisions[0].containers[0].reason.value == "health-window"
+    assert "shop/deployment/web" not in pacer.armed
+    assert nudged == []
+    assert later == [(APP, 20.0)]

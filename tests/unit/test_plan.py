@@ -46,6 +46,7 @@ def pod(name: str, digest: Digest, image: str = IMAGE, *, ready: bool = True) ->
         statuses=(
             ContainerStatusView("app", image, f"{image.rpartition(':')[0]}@{digest}", ready),
         ),
+        ready_changed_at=NOW - timedelta(days=1),  # past any health window
     )
 
 

@@ -55,6 +55,7 @@ def pod(
         ready=ready,
         containers=(ContainerView("app", image),),
         statuses=(ContainerStatusView("app", image=image, image_id=image_id, ready=ready),),
+        ready_changed_at=created,  # Ready (or not) since it started: past any health window
     )
 
 
@@ -323,7 +324,9 @@ def test_a_pod_created_in_the_sightings_second_is_rolled_and_its_replacement_is_
     second = T0  # whole seconds, as the API server stamps creationTimestamp
     clock = Clock(second + timedelta(milliseconds=300))
     cluster = FakeCluster([enrolled("web", [pod("web-1", OLD, created=second)])])
-    reconciler, metrics = make(cluster, FakeRegistry({REF: NEW}), clock=clock)
+    # About the loop guard in one second: a pod 0.3 s old is inside any health window.
+    no_window = Guardrails(healthy=timedelta(0))
+    reconciler, metrics = make(cluster, FakeRegistry({REF: NEW}), clock=clock, guardrails=no_window)
     reconciler.tick()
     assert cluster.deleted == [("shop", "web-1", "uid-web-1")]
     assert reconciler.sightings[REF].older_uids == frozenset({"uid-web-1"})

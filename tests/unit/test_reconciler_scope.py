@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autoroll.decide import Reason, Verdict, decide
+from autoroll.decide import HealthWindow, Reason, Verdict, decide
 from autoroll.images import TagRef
 from autoroll.metrics import Metrics
 from autoroll.model import ContainerView, Digest, Enrolled, ImageContent, PodView, WorkloadView
@@ -179,6 +179,8 @@ def test_every_deletion_is_the_one_decide_makes_on_the_fresh_read_alone(
             sightings=reconciler.sightings,
             children={NEW: frozenset()},
             contents={d: ImageContent(frozenset({d})) for d in (OLD, NEW)},
+            now=T0,
+            health=HealthWindow(),  # the reconciler's default window, as it judges
         )
         return [(a.namespace, a.name, a.uid) for a in decision.actions]
 
@@ -318,6 +320,7 @@ def test_a_second_container_on_another_tag_is_not_in_scope_and_the_first_still_r
         T0 - timedelta(days=1),
         containers=view.containers,
         statuses=(pod("x", OLD).statuses[0],),
+        ready_changed_at=T0 - timedelta(days=1),
     )
     cluster = FakeCluster([Enrolled(view, (both,))])
     registry = FakeRegistry({REF: NEW, OTHER: NEW})

@@ -92,6 +92,7 @@ class World:
             created.replace(microsecond=0),
             containers=view.containers,
             statuses=statuses,
+            ready_changed_at=created,  # Ready at once; the health window counts from here
         )
 
     def running(self, pod: PodView) -> dict[str, Digest]:
