@@ -103,6 +103,8 @@ def start_serve(tmp: Path, env: dict[str, str], *, timeout: float = 30) -> Serve
         "LISTEN_ADDR": f"127.0.0.1:{port}",
         "PROBE_ADDR": f"127.0.0.1:{probe_port}",  # the probes' own port (autoroll.probes)
         "POLL_INTERVAL_SECONDS": "3600",  # only the first pass and nudges run
+        # No health window unless a test is about it (it passes ROLL_HEALTHY_SECONDS).
+        "ROLL_HEALTHY_SECONDS": "0",
         **env,
     }
     stdout_path, stderr_path = tmp / "serve.stdout", tmp / "serve.stderr"

@@ -424,13 +424,14 @@ def test_the_world_rolls_when_nothing_holds_it() -> None:
 
 
 def test_the_next_pod_goes_once_the_replacement_is_through_its_window() -> None:
-    """Property 5 is not vacuous either: with the default 30 s window the second pod goes
+    """Property 5 is not vacuous either: with a 30 s window the second pod goes
     once the first replacement has been Ready for 30 s, not before; a crash of that
     replacement inside the window holds the roll until it has had a whole window again."""
     workload = Workload("w0", TAGS[:1], 3, {})
     world = World([workload], ready_seconds=3.0)
     world.push(TAGS[0])
-    reconciler = controller(world, Guardrails(deletions_per_period=0, in_flight=0))
+    guardrails = Guardrails(deletions_per_period=0, in_flight=0, healthy=timedelta(seconds=30))
+    reconciler = controller(world, guardrails)
     reconciler.tick()
     assert len(world.deletions) == 1
     first = world.deletions[0].replacement

@@ -12,6 +12,7 @@ from prometheus_client import CollectorRegistry
 from autoroll.metrics import Metrics
 from autoroll.model import Enrolled, PodView
 from autoroll.pacer import RollPacer
+from autoroll.policy import Guardrails
 from autoroll.reconciler import TickReport
 from autoroll.scope import FULL, ImageTag, Scope
 from tests.unit.test_reconciler import (
@@ -61,8 +62,11 @@ def pacer_world(
     return pacer, watch, nudged, cluster, metrics
 
 
-def run(pacer: RollPacer, cluster: FakeCluster, scope: Scope = FULL) -> TickReport:
-    reconciler, _ = make(cluster, FakeRegistry({REF: NEW}))
+def run(
+    pacer: RollPacer, cluster: FakeCluster, scope: Scope = FULL, *, healthy: float = 0
+) -> TickReport:
+    guardrails = Guardrails(healthy=timedelta(seconds=healthy))
+    reconciler, _ = make(cluster, FakeRegistry({REF: NEW}), guardrails=guardrails)
     return pacer.paced(reconciler.tick)(lambda: False, scope)
 
 
@@ -153,7 +157,7 @@ def test_a_workload_waiting_on_its_health_window_is_looked_at_when_the_window_en
     item = web(pod("web-2"), fresh)
     watch.held[item.workload.key] = item
     cluster = FakeCluster([item])
-    report = run(pacer, cluster)  # the reconciler's default window: 30 s
+    report = run(pacer, cluster, healthy=30)
     assert cluster.deleted == []
     assert report.decisions[0].containers[0].reason.value == "health-window"
     assert "shop/deployment/web" not in pacer.armed

@@ -42,7 +42,7 @@ guardrails:
   minAgeSeconds: 0
   window: ""
   paused: false
-  healthySeconds: 30
+  healthySeconds: 0
   platformAware: false
 rolloutHaltedAfterSeconds: 600
 apiServer:
