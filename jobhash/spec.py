@@ -666,12 +666,15 @@ def job_group_service_account_guard(
 # ---------------------------------------------------------------------------------------------
 # Characters Helm cannot write
 
-UNWRITABLE = re.compile("[\x7f-\x9f\ufffe\uffff]")
-"""``autoroll.jobs.unwritablePattern``: DEL, the C1 controls, U+FFFE and U+FFFF.
+UNWRITABLE = re.compile("[\x7f-\x9f\ufffe\uffff]|(?s:[\u2028\u2029].*\n|\n.*[\u2028\u2029])")
+"""``autoroll.jobs.unwritablePattern``: DEL, the C1 controls, U+FFFE and U+FFFF, and
+U+2028/U+2029 in a string that also holds a line break.
 
-Helm's ``toYaml`` renders ``""`` for a value holding one but U+0085 (its YAML parser refuses
-them), and folds U+0085 (a YAML 1.1 line break, left raw by Go's JSON) into a space, so the
-chart fails instead of rendering an empty Job spec or one that is not the hashed spec.
+Helm's ``toYaml`` renders ``""`` for a value holding one of the first but U+0085 (its YAML
+parser refuses them), folds U+0085 (a YAML 1.1 line break, left raw by Go's JSON) into a
+space, and may write a multi-line string as a block, in which U+2028/U+2029 read back as line
+breaks; so the chart fails instead of rendering an empty Job spec, one that is not the hashed
+spec, or YAML that does not parse.
 """
 
 
@@ -712,8 +715,10 @@ def check_writable(values: Mapping[str, GoValue]) -> None:
     )
     if path:
         raise _fail(
-            f"{path}: contains DEL (U+007F), a C1 control character (U+0080-U+009F) or "
-            "U+FFFE/U+FFFF, which Helm cannot write into the rendered YAML as given (toYaml "
-            "drops the value, or folds U+0085 into a space or line break); remove that "
-            "character (an escape such as \\x7f in a values file is the same character)"
+            f"{path}: contains DEL (U+007F), a C1 control character (U+0080-U+009F), "
+            "U+FFFE/U+FFFF, or U+2028/U+2029 together with a line break, which Helm cannot "
+            "write into the rendered YAML as given (toYaml drops the value, folds U+0085 into "
+            "a space or line break, or writes a multi-line string as a block where "
+            "U+2028/U+2029 read as line breaks); remove that character (an escape such as "
+            "\\x7f in a values file is the same character)"
         )

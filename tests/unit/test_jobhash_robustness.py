@@ -39,6 +39,13 @@ def test_characters_toyaml_can_write_pass(char: str) -> None:
     assert find_unwritable({"a": [f"x{char}"], f"k{char}": "v"}, "root") == ""
 
 
+@pytest.mark.parametrize("text", ["\u2028<\n", "a\nb\u2028c", "\u2029\n", "\n\u2028"])
+def test_a_line_separator_beside_a_line_break_is_unwritable(text: str) -> None:
+    # toYaml may write a multi-line string as a block, where U+2028/U+2029 are line breaks:
+    # "\u2028<\n" made helm template fail with a YAML parse error (found by the parity property).
+    assert find_unwritable({"a": ["x\u2028y", text]}, "root") == "root.a[1]"
+
+
 def test_the_first_path_in_sorted_key_order_is_named_keys_included() -> None:
     value: dict[str, Any] = {"b": "\x7f", "a": {"z\x80": "ok", "y": 1}}
     assert find_unwritable(value, "jobGroups") == "jobGroups.a.z\x80"

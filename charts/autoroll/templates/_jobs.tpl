@@ -574,11 +574,13 @@ autoroll.jobs.unwritablePattern: the characters Helm's toYaml cannot write as gi
 (U+007F), the C1 controls U+0080-U+009F and the noncharacters U+FFFE and U+FFFF. For all but
 U+0085 toYaml renders "" (its YAML parser refuses them: an empty Job spec, a dropped
 annotations block); U+0085 (NEL) is a YAML 1.1 line break, which toYaml's JSON-to-YAML step
-folds into a space (or a line break), so the Job would not run the spec that was hashed. The
-plan refuses them all (autoroll.jobs.checkWritable).
+folds into a space (or a line break), so the Job would not run the spec that was hashed. And
+U+2028/U+2029 in a string that also holds a line break: toYaml may write such a string as a
+block, where they read back as line breaks (a YAML parse error, or another value). The plan
+refuses them all (autoroll.jobs.checkWritable).
 */}}
 {{- define "autoroll.jobs.unwritablePattern" -}}
-[\x{7f}-\x{9f}\x{fffe}\x{ffff}]
+[\x{7f}-\x{9f}\x{fffe}\x{ffff}]|(?s:[\x{2028}\x{2029}].*\n|\n.*[\x{2028}\x{2029}])
 {{- end -}}
 
 {{/*
@@ -619,23 +621,27 @@ autoroll.jobs.unwritableMessage: the fail message for a character toYaml cannot 
 Takes the values path. jobhash/spec.py check_writable repeats it verbatim.
 */}}
 {{- define "autoroll.jobs.unwritableMessage" -}}
-{{- printf "%s: contains DEL (U+007F), a C1 control character (U+0080-U+009F) or U+FFFE/U+FFFF, which Helm cannot write into the rendered YAML as given (toYaml drops the value, or folds U+0085 into a space or line break); remove that character (an escape such as \\x7f in a values file is the same character)" . -}}
+{{- printf "%s: contains DEL (U+007F), a C1 control character (U+0080-U+009F), U+FFFE/U+FFFF, or U+2028/U+2029 together with a line break, which Helm cannot write into the rendered YAML as given (toYaml drops the value, folds U+0085 into a space or line break, or writes a multi-line string as a block where U+2028/U+2029 read as line breaks); remove that character (an escape such as \\x7f in a values file is the same character)" . -}}
 {{- end -}}
 
 {{/*
 autoroll.jobs.checkWritable: fails, naming the values path and the fix, when a key or string
 under jobDefaults or jobGroups holds a character toYaml cannot write (see
 autoroll.jobs.unwritablePattern). Takes the chart context ($); returns nothing. One regexMatch
-over the JSON of both trees keeps the common case cheap; the walk runs only on a hit.
+over the JSON of both trees keeps the common case cheap (there a line break and U+2028/U+2029
+are escapes: any U+2028/U+2029 is a hit); the walk, over the values themselves, runs only on
+a hit and decides.
 */}}
 {{- define "autoroll.jobs.checkWritable" -}}
 {{- $pattern := include "autoroll.jobs.unwritablePattern" . -}}
-{{- if regexMatch $pattern (dict "jobDefaults" .Values.jobDefaults "jobGroups" .Values.jobGroups | mustToJson) -}}
+{{- if regexMatch `[\x{7f}-\x{9f}\x{fffe}\x{ffff}]|\\u202[89]` (dict "jobDefaults" .Values.jobDefaults "jobGroups" .Values.jobGroups | mustToJson) -}}
 {{- $path := include "autoroll.jobs.findUnwritable" (dict "value" .Values.jobDefaults "path" "jobDefaults" "pattern" $pattern) -}}
 {{- if not $path -}}
 {{- $path = include "autoroll.jobs.findUnwritable" (dict "value" .Values.jobGroups "path" "jobGroups" "pattern" $pattern) -}}
 {{- end -}}
+{{- if $path -}}
 {{- fail (include "autoroll.jobs.unwritableMessage" $path) -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 
