@@ -112,7 +112,7 @@ lock-aarch64: venv
 # neither much). Each one's output is printed whole when it ends (--output-sync).
 test: tools tools-gitea venv lint typecheck chart-lint chart-test workflow-lint lock-aarch64
 	@echo "make test: the e2e tier, the other suites and the lowest-bounds tier, two at a time;"
-	@echo "           each prints its output when it ends (the e2e tier takes about 21 minutes)"
+	@echo "           each prints its output when it ends (the e2e tier takes about 18 minutes)"
 	$(MAKE) --no-print-directory -j2 --output-sync=target pytest-e2e pytest-rest test-lowest
 
 # The declared lower bounds, tested: a second venv with the lowest version pyproject.toml
