@@ -68,13 +68,7 @@ def rollout_halt(
     failed = _failed_window(decision, pods, now)
     if failed is not None:
         return failed
-    stale = {
-        f.pod
-        for v in decision.containers
-        if v.verdict is Verdict.WAITING and v.reason is Reason.NOT_SETTLED
-        for f in v.pods
-        if f.state is PodState.STALE
-    }
+    stale = _stale_waiting(decision, Reason.NOT_SETTLED)
     if not stale:
         # Nothing waits to be rolled: a pod that is not Ready is not autoroll's concern.
         return None
@@ -96,17 +90,22 @@ def rollout_halt(
     return RolloutHalt(decision.key, pod.name, age, restarts, len(stale - {pod.name}))
 
 
+def _stale_waiting(decision: Decision, reason: Reason) -> set[str]:
+    """Names of the stale pods that containers waiting for ``reason`` hold back."""
+    return {
+        f.pod
+        for v in decision.containers
+        if v.verdict is Verdict.WAITING and v.reason is reason
+        for f in v.pods
+        if f.state is PodState.STALE
+    }
+
+
 def _failed_window(
     decision: Decision, pods: Sequence[PodView], now: datetime
 ) -> RolloutHalt | None:
     """The halt of a replacement that failed inside its health window, if ``decide`` says so."""
-    stale = {
-        f.pod
-        for v in decision.containers
-        if v.verdict is Verdict.WAITING and v.reason is Reason.FAILED_HEALTH_WINDOW
-        for f in v.pods
-        if f.state is PodState.STALE
-    }
+    stale = _stale_waiting(decision, Reason.FAILED_HEALTH_WINDOW)
     if not stale:
         return None
     health = decision.health

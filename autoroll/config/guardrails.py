@@ -87,9 +87,8 @@ def parse_period(raw: str) -> int:
     return value
 
 
-def parse_min_age(raw: str) -> int:
-    limit = int(MAX_MIN_AGE.total_seconds())
-    form = f"expected a whole number of seconds, 0 to {limit} ({format_duration(MAX_MIN_AGE)})"
+def _seconds(raw: str, limit: int, form: str) -> int:
+    """A whole number of seconds, 0 to ``limit``; ValueError(``form``) otherwise."""
     try:
         value = int(raw)
     except ValueError:
@@ -97,6 +96,12 @@ def parse_min_age(raw: str) -> int:
     if not 0 <= value <= limit:
         raise ValueError(form)
     return value
+
+
+def parse_min_age(raw: str) -> int:
+    limit = int(MAX_MIN_AGE.total_seconds())
+    form = f"expected a whole number of seconds, 0 to {limit} ({format_duration(MAX_MIN_AGE)})"
+    return _seconds(raw, limit, form)
 
 
 def parse_window(raw: str) -> Windows | None:
@@ -108,10 +113,4 @@ def parse_window(raw: str) -> Windows | None:
 def parse_healthy(raw: str) -> int:
     limit = int(MAX_HEALTHY.total_seconds())
     form = f"expected a whole number of seconds, 0 (no health window) to {limit}"
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValueError(form) from None
-    if not 0 <= value <= limit:
-        raise ValueError(form)
-    return value
+    return _seconds(raw, limit, form)

@@ -55,15 +55,18 @@ def workload(min_ready: int = 0, annotations: Mapping[str, str] | None = None) -
 
 
 def decided(
-    new: PodView,
+    new: PodView | None = None,
     *,
     window: HealthWindow = WINDOW,
     w: WorkloadView | None = None,
     now: datetime | None = NOW,
+    pods: list[PodView] | None = None,
 ) -> Decision:
+    """``decide`` with the window: pods ``a`` and ``b`` on the old content and ``new``, unless
+    ``pods`` names them all."""
     return decide(
         workload=w or workload(),
-        pods=[old("a"), old("b"), new],
+        pods=pods if pods is not None else [old("a"), old("b"), *([new] if new else [])],
         forgejo_host=HOST,
         resolved={REF: NEW},
         sightings={REF: Sighting(NEW, SEEN)},
@@ -252,17 +255,7 @@ def test_a_pod_on_old_content_that_restarted_is_waited_for_never_a_failure() -> 
         statuses=tuple(replace(s, restart_count=4) for s in old("b").statuses),
         ready_changed_at=NOW,
     )
-    decision = decide(
-        workload=workload(),
-        pods=[old("a"), crashing_old, replacement(ready_for=300)],
-        forgejo_host=HOST,
-        resolved={REF: NEW},
-        sightings={REF: Sighting(NEW, SEEN)},
-        children={NEW: frozenset()},
-        contents=OWN_CONTENT,
-        now=NOW,
-        health=WINDOW,
-    )
+    decision = decided(pods=[old("a"), crashing_old, replacement(ready_for=300)])
     assert outcome(decision) == "health-window"
     assert decision.containers[0].detail.startswith("pod b restarted 4 time(s)")
     assert (
@@ -278,17 +271,7 @@ def test_a_young_pod_on_another_tags_new_content_holds_a_targeted_pass() -> None
     both, so a pod that started 10 s ago (on the other tag's new content, for all this pass
     knows) is waited for. Found by the guardrails property."""
     young = replace(old("b"), ready_changed_at=NOW - timedelta(seconds=10))
-    decision = decide(
-        workload=workload(),
-        pods=[old("a"), young, old("c")],
-        forgejo_host=HOST,
-        resolved={REF: NEW},
-        sightings={REF: Sighting(NEW, SEEN)},
-        children={NEW: frozenset()},
-        contents=OWN_CONTENT,
-        now=NOW,
-        health=WINDOW,
-    )
+    decision = decided(pods=[old("a"), young, old("c")])
     assert outcome(decision) == "health-window"
     assert (
         "pod b" not in decision.containers[0].detail or "20s left" in decision.containers[0].detail
