@@ -193,7 +193,7 @@ class PodLogs:
 
     def __init__(self, kube: Any, node: Node, namespace: str, output: list[str]) -> None:
         self.core = core_api(kube)
-        self.root = Path(f"/proc/{node.holder_pid}/root/var/log/pods")
+        self.root = node.pod_logs
         self.namespace = namespace
         self.output = output
         self._offsets: dict[Path, int] = {}

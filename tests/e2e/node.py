@@ -83,6 +83,7 @@ from tests.e2e.node_network import (
     COREDNS_USER,
     KUBE_PROXY_HEALTHZ,
     KUBE_PROXY_USER,
+    cluster_role_binding,
     coredns_rbac,
     corefile,
     http_probe_script,
@@ -487,6 +488,12 @@ class Node:
     def netns(self) -> str:
         return f"/proc/{self.holder_pid}/ns/net"
 
+    @property
+    def pod_logs(self) -> Path:
+        """Where the kubelet writes container logs, seen from the host (its mount namespace's
+        ``/var/log/pods``: ``<namespace>_<pod>_<uid>/<container>/<n>.log``)."""
+        return Path(f"/proc/{self.holder_pid}/root/var/log/pods")
+
     def enter(self, *argv: str) -> list[str]:
         """``argv`` prefixed so it runs in the node's network, mount and PID namespaces."""
         return ["nsenter", "-t", str(self.holder_pid), "-n", "-m", "-p", "--", *argv]
@@ -587,19 +594,7 @@ NODE_RBAC_BINDING = "autoroll-e2e:nodes"
 def _grant_node_role(kube: Any) -> None:
     """Bind the built-in ``system:node`` role to ``system:nodes`` (the API server runs RBAC
     only, without the Node authorizer that would otherwise authorize kubelets)."""
-    body = {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRoleBinding",
-        "metadata": {"name": NODE_RBAC_BINDING},
-        "roleRef": {
-            "apiGroup": "rbac.authorization.k8s.io",
-            "kind": "ClusterRole",
-            "name": "system:node",
-        },
-        "subjects": [
-            {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:nodes"}
-        ],
-    }
+    body = cluster_role_binding(NODE_RBAC_BINDING, "system:node", "Group", "system:nodes")
     _apply_cluster_objects(kube, [body])
 
 

@@ -91,20 +91,20 @@ def coredns_rbac() -> tuple[dict[str, Any], dict[str, Any]]:
             },
         ],
     }
-    binding = {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
+    return role, cluster_role_binding(COREDNS_RBAC_NAME, COREDNS_RBAC_NAME, "User", COREDNS_USER)
+
+
+def cluster_role_binding(name: str, role: str, kind: str, subject: str) -> dict[str, Any]:
+    """A ClusterRoleBinding ``name`` of the ClusterRole ``role`` to one ``kind`` (User or
+    Group) ``subject``."""
+    group = "rbac.authorization.k8s.io"
+    return {
+        "apiVersion": f"{group}/v1",
         "kind": "ClusterRoleBinding",
-        "metadata": {"name": COREDNS_RBAC_NAME},
-        "roleRef": {
-            "apiGroup": "rbac.authorization.k8s.io",
-            "kind": "ClusterRole",
-            "name": COREDNS_RBAC_NAME,
-        },
-        "subjects": [
-            {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": COREDNS_USER}
-        ],
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": group, "kind": "ClusterRole", "name": role},
+        "subjects": [{"apiGroup": group, "kind": kind, "name": subject}],
     }
-    return role, binding
 
 
 def http_probe_script(url: str) -> str:

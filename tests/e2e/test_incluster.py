@@ -10,7 +10,6 @@ is shown by every real-node scenario, each on an install of its own (``start_aut
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -78,8 +77,9 @@ def test_helm_test_asks_readyz_through_the_service_and_passes(
     try:
         report = in_cluster.helm("test", RELEASE, "--timeout", "120s")
     except ControllerError as exc:
-        logs = Path(f"/proc/{node.holder_pid}/root/var/log/pods")
-        printed = "".join(f.read_text() for f in logs.glob(f"{namespace}_*-test_*/*/*.log"))
+        printed = "".join(
+            f.read_text() for f in node.pod_logs.glob(f"{namespace}_*-test_*/*/*.log")
+        )
         raise AssertionError(f"{exc}\nthe test pod printed:\n{printed}") from exc
     assert "Phase:" in report and "Succeeded" in report, report
     # `hook-succeeded`: the passed test pod is gone; only the controller's pod is left.

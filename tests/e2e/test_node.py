@@ -294,8 +294,7 @@ def _run_to_completion(
         return phase
 
     phase = eventually(ended, timeout=90, interval=0.5, what=f"pod {name} to end")
-    logs = Path(f"/proc/{node.holder_pid}/root/var/log/pods")
-    printed = "".join(f.read_text() for f in logs.glob(f"{namespace}_{name}_*/c/*.log"))
+    printed = "".join(f.read_text() for f in node.pod_logs.glob(f"{namespace}_{name}_*/c/*.log"))
     return phase, printed
 
 
