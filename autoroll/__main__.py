@@ -1,5 +1,5 @@
 """Allow ``python -m autoroll``."""
 
-from autoroll.cli import main
+from autoroll.edge.cli import main
 
 raise SystemExit(main())

@@ -7,8 +7,8 @@ Deployments, so fifty Deployments on ``app:latest`` cost fifty HEADs and fifty p
 It makes the *same decisions* as autoroll (it reads lists as the same plain JSON, converts
 them with the same functions and calls the same pure ``decide``, with the same registry
 client for one lookup at a time), so the two differ only in how they talk to the API server
-and the registry. It never deletes: it lives in
-``bench/`` only and exists to be measured next to ``autoroll.reconciler.Reconciler.tick``.
+and the registry. It never deletes: it lives in ``bench/`` only and exists to be measured
+next to ``autoroll.controller.reconciler.Reconciler.tick``.
 """
 
 from __future__ import annotations
@@ -17,14 +17,14 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
-from autoroll.decide import Decision, Sighting, decide, observe_targets, refs_to_resolve
-from autoroll.images import TagRef
+from autoroll.core.decide import Decision, Sighting, decide, observe_targets, refs_to_resolve
+from autoroll.core.images import TagRef
+from autoroll.core.model import Digest, ImageContent, Unknown, WorkloadKind
 from autoroll.kube.lists import list_items
 from autoroll.kube.pods import pod_from_json
 from autoroll.kube.selectors import selector_query
 from autoroll.kube.transport import LIVE_PODS_FIELD_SELECTOR, REQUEST_TIMEOUT, KubeRest
 from autoroll.kube.workloads import deployment_from_json
-from autoroll.model import Digest, ImageContent, Unknown, WorkloadKind
 from autoroll.registry import RegistryClient
 
 

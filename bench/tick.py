@@ -40,21 +40,21 @@ from typing import Any, cast
 
 from prometheus_client import CollectorRegistry
 
-from autoroll import logs
-from autoroll.decide import Decision
+from autoroll.controller.reconciler import Reconciler
+from autoroll.core.decide import Decision
+from autoroll.core.model import WorkloadKind
+from autoroll.core.policy import Guardrails
+from autoroll.core.scope import FULL, ImageTag, Scope
+from autoroll.edge.server import CACHE_POOL_SIZE
+from autoroll.instruments import logs
+from autoroll.instruments.metrics import Metrics
 from autoroll.kube import KubeCluster, KubeRest, connect
 from autoroll.kube.cache import WatchCache
 from autoroll.kube.lists import list_items
 from autoroll.kube.selectors import LabelSelector, pod_list_selector
 from autoroll.kube.transport import LIVE_PODS_FIELD_SELECTOR, REQUEST_TIMEOUT, LazyRest
 from autoroll.kube.workloads import workload_from_json
-from autoroll.metrics import Metrics
-from autoroll.model import WorkloadKind
-from autoroll.policy import Guardrails
-from autoroll.reconciler import Reconciler
 from autoroll.registry import RegistryClient
-from autoroll.scope import FULL, ImageTag, Scope
-from autoroll.server import CACHE_POOL_SIZE
 from bench.counting import count_kubernetes, counting_session
 from bench.naive import NaiveController
 from tests.support.registry import OCI_MANIFEST, ImagePusher, RegistryServer
@@ -127,7 +127,7 @@ def build(
         return (lambda scope: Pass(naive.tick())), None
     cache = None
     if args.strategy == "cached":
-        # Wired as autoroll.server wires it: its own connection pool for the watches.
+        # Wired as autoroll.edge.server wires it: its own connection pool for the watches.
         cache = WatchCache(
             label_selector=args.selector,
             rest=LazyRest(lambda: count_kubernetes(connect(env, pool_size=CACHE_POOL_SIZE), kube)),

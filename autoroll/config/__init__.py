@@ -44,8 +44,8 @@ from autoroll.config.parsers import (
 )
 from autoroll.config.reader import Reader, read_secret_file
 from autoroll.config.tenancy import Tenancy, read_tenancy, redacted_tenancy
-from autoroll.model import WorkloadKind
-from autoroll.policy import Guardrails
+from autoroll.core.model import WorkloadKind
+from autoroll.core.policy import Guardrails
 
 # Only Config: every other name has its own module (config.errors, config.choices, ...).
 __all__ = ["Config"]
@@ -69,7 +69,7 @@ class Config:
     listen_host: str = "0.0.0.0"  # all interfaces: probes and webhooks arrive via the pod IP
     listen_port: int = 8080
     #: /livez, /readyz and /healthz on a listener and threads of their own, so clients of the
-    #: webhook port (slow ones included) can never delay a kubelet probe (autoroll.probes)
+    #: webhook port (slow ones included) can never delay a kubelet probe (autoroll.edge.probes)
     probe_host: str = "0.0.0.0"
     probe_port: int = 8081
     dry_run: bool = False  # log intended deletions, delete nothing
@@ -82,7 +82,7 @@ class Config:
     # default roots alone. Checked to load at startup.
     registry_ca_file: str | None = None
     leader_election: LeaderElection | None = None  # None: one replica, reconciles alone
-    #: the cluster-wide budget, min-age, window and pause (autoroll.policy; defaults and why
+    #: the cluster-wide budget, min-age, window and pause (autoroll.core.policy; defaults and why
     #: in docs/adr/016-guardrails.md)
     guardrails: Guardrails = field(default_factory=Guardrails)
     #: read each pod's node platform (nodes: list), so a multi-arch push that leaves a
@@ -102,7 +102,7 @@ class Config:
     #: (autoroll.config.tenancy)
     tenancy: Tenancy = field(default_factory=Tenancy)
     #: webhook deliveries for one repository:tag start at most one pass per this many
-    #: seconds (the rest wait for its end, autoroll.debounce): a burst costs two passes,
+    #: seconds (the rest wait for its end, autoroll.core.debounce): a burst costs two passes,
     #: a second push within it waits at most this long; 0 turns the debounce off
     tag_pass_interval_seconds: int = 5
 

@@ -1,7 +1,7 @@
 """The ``ROLL_*`` settings block: the cluster-wide budget, min-age, window, pause and health
 window.
 
-What they mean and why the defaults are what they are: ``autoroll.policy`` and
+What they mean and why the defaults are what they are: ``autoroll.core.policy`` and
 docs/adr/016-guardrails.md; this module only reads and redacts them.
 """
 
@@ -11,9 +11,9 @@ from datetime import timedelta
 
 from autoroll.config.parsers import parse_bool
 from autoroll.config.reader import Reader
-from autoroll.health import MAX_HEALTHY
-from autoroll.policy import ALWAYS, MAX_MIN_AGE, Guardrails, format_duration
-from autoroll.windows import Windows, parse_windows
+from autoroll.core.health import MAX_HEALTHY
+from autoroll.core.policy import ALWAYS, MAX_MIN_AGE, Guardrails, format_duration
+from autoroll.core.windows import Windows, parse_windows
 
 
 def read_guardrails(reader: Reader) -> Guardrails:

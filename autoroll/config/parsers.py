@@ -7,7 +7,7 @@ import re
 import ssl
 from typing import Final
 
-from autoroll.model import WorkloadKind
+from autoroll.core.model import WorkloadKind
 
 #: A webhook secret shorter than this is guessable enough to forge signatures offline.
 MIN_WEBHOOK_SECRET_BYTES: Final = 16

@@ -15,8 +15,8 @@
     lease.py      KubeLease (LeasePort): the leader-election Lease, its writes and watch
     events.py     KubeEvents (EventPort): one core/v1 Event per roll
 
-Everything that leaves this package is plain data (``autoroll.model``) or one of the errors
-in ``autoroll.kube.errors``; the ports it implements are in ``autoroll.ports``.
+Everything that leaves this package is plain data (``autoroll.core.model``) or one of the errors
+in ``autoroll.kube.errors``; the ports it implements are in ``autoroll.core.ports``.
 """
 
 from __future__ import annotations

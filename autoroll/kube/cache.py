@@ -19,7 +19,7 @@ before any deletion the pass reads that workload fresh from the API
 
 Listeners (``subscribe``) are told which workload keys changed — their pods or their
 object — after each change is applied, outside the lock: the roll pacer
-(``autoroll.pacer``) looks again as soon as a rolling workload's replacement is Ready.
+(``autoroll.controller.pacer``) looks again as soon as a rolling workload's replacement is Ready.
 
 Thread-safety: informer threads apply changes and passes read snapshots under one lock;
 nothing blocking happens while it is held.
@@ -34,6 +34,9 @@ from collections.abc import Callable, Iterable, Mapping
 from sys import intern
 from typing import Any, Final
 
+from autoroll.core.model import Enrolled, WorkloadKind, WorkloadView
+from autoroll.core.scope import Scope
+from autoroll.instruments.metrics import Metrics
 from autoroll.kube.cache_objects import Shared, cached_pod, workload_converter
 from autoroll.kube.informer import Collection, Informer, stop_all
 from autoroll.kube.namespace_pods import NamespacePods
@@ -52,9 +55,6 @@ from autoroll.kube.transport import (
     segment,
 )
 from autoroll.kube.workloads import template_repositories
-from autoroll.metrics import Metrics
-from autoroll.model import Enrolled, WorkloadKind, WorkloadView
-from autoroll.scope import Scope
 
 log = logging.getLogger(__name__)
 

@@ -17,10 +17,10 @@ from sys import intern
 from types import MappingProxyType
 from typing import Any, TypeVar, cast
 
+from autoroll.core.model import ContainerStatusView, ContainerView, WorkloadKind, WorkloadView
 from autoroll.kube.pods import Controller, ListedPod, pod_from_json
 from autoroll.kube.selectors import LabelSelector, Requirement
 from autoroll.kube.workloads import workload_from_json
-from autoroll.model import ContainerStatusView, ContainerView, WorkloadKind, WorkloadView
 
 # The cache's own logger: these warnings are the cache's, as they were before the split.
 log = logging.getLogger("autoroll.kube.cache")

@@ -43,6 +43,8 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
+from autoroll.core.model import DeleteOutcome, Enrolled, NodeView, WorkloadKind, WorkloadView
+from autoroll.core.scope import FULL, Scope
 from autoroll.kube.cache import WatchCache
 from autoroll.kube.cache_objects import workload_converter
 from autoroll.kube.errors import ClusterApiError
@@ -72,8 +74,6 @@ from autoroll.kube.transport import (
     connect,
 )
 from autoroll.kube.workloads import template_repositories
-from autoroll.model import DeleteOutcome, Enrolled, NodeView, WorkloadKind, WorkloadView
-from autoroll.scope import FULL, Scope
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ recovered later by matching message text::
 
 Statuses an operation expects as answers (404 on a delete, 409 on a Lease write, ...) are
 listed in ``Operation.answers`` and returned to the caller instead of raised. Lease writes
-turn their 409 into ``autoroll.ports.LeaseConflictError`` themselves (``autoroll.kube.lease``).
+turn their 409 into ``autoroll.core.ports.LeaseConflictError`` themselves (``autoroll.kube.lease``).
 """
 
 from __future__ import annotations

@@ -16,6 +16,8 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from autoroll.core.model import LeaseRecord
+from autoroll.core.ports import LeaseConflictError
 from autoroll.kube.errors import ClusterApiError
 from autoroll.kube.lease_event_bodies import NUDGE_ANNOTATION, lease_from_json, lease_spec_json
 from autoroll.kube.transport import (
@@ -32,12 +34,10 @@ from autoroll.kube.transport import (
     connect,
     segment,
 )
-from autoroll.model import LeaseRecord
-from autoroll.ports import LeaseConflictError
 
 
 class KubeLease:
-    """One named Lease in one namespace; implements ``autoroll.ports.LeasePort``."""
+    """One named Lease in one namespace; implements ``autoroll.core.ports.LeasePort``."""
 
     def __init__(
         self,

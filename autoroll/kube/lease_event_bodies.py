@@ -11,11 +11,11 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from autoroll.kube.api_time import micro_time, parse_time
-from autoroll.model import (
+from autoroll.core.model import (
     LeaseRecord,
     RollEvent,
 )
+from autoroll.kube.api_time import micro_time, parse_time
 
 #: The Lease annotation a follower bumps to hand a verified webhook to the leader.
 NUDGE_ANNOTATION: Final = "autoroll.aethnet.se/nudge"

@@ -13,10 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from sys import intern
 
+from autoroll.core.model import WorkloadView
 from autoroll.kube.informer import Informer
 from autoroll.kube.pods import ListedPod, owns
 from autoroll.kube.selectors import LabelSelector, SelectorIndex, selector_matches
-from autoroll.model import WorkloadView
 
 
 @dataclass

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from autoroll.model import (
+from autoroll.core.model import (
     NodeView,
 )
 

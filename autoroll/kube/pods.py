@@ -18,10 +18,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from autoroll.kube.api_time import parse_time
-from autoroll.kube.selectors import LabelSelector, SelectorIndex
-from autoroll.kube.workloads import pod_spec_containers
-from autoroll.model import (
+from autoroll.core.model import (
     ContainerStatusView,
     Enrolled,
     ForeignPod,
@@ -29,6 +26,9 @@ from autoroll.model import (
     WorkloadKind,
     WorkloadView,
 )
+from autoroll.kube.api_time import parse_time
+from autoroll.kube.selectors import LabelSelector, SelectorIndex
+from autoroll.kube.workloads import pod_spec_containers
 
 #: The label the StatefulSet and DaemonSet controllers put on each pod: its ControllerRevision.
 REVISION_LABEL: Final = "controller-revision-hash"

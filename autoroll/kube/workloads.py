@@ -14,9 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from autoroll.images import DEFAULT_TAG, ImageRefError, parse_image
-from autoroll.kube.selectors import LabelSelector, selector_from_json
-from autoroll.model import (
+from autoroll.core.images import DEFAULT_TAG, ImageRefError, parse_image
+from autoroll.core.model import (
     PULL_ALWAYS,
     ContainerRole,
     ContainerView,
@@ -27,7 +26,8 @@ from autoroll.model import (
     WorkloadKind,
     WorkloadView,
 )
-from autoroll.policy import PREFIX as ANNOTATION_PREFIX
+from autoroll.core.policy import PREFIX as ANNOTATION_PREFIX
+from autoroll.kube.selectors import LabelSelector, selector_from_json
 
 
 def default_pull_policy(image: str) -> str:

@@ -3,7 +3,7 @@
 HTTP Basic (user + token) is sent up front; a 401 with a Bearer challenge sends the client
 here. The realm must be on the registry's own origin (scheme, host and port; an https
 registry's realm never plain http), so the credentials go nowhere else. A token answer is read
-within ``MAX_TOKEN_BYTES`` and the JSON depth cap (``autoroll.boundedjson``). A token is cached
+within ``MAX_TOKEN_BYTES`` and the JSON depth cap (``autoroll.core.boundedjson``). A token is cached
 per scope until shortly before it expires; lookups that need one at once wait for the one fetch
 (a lock per scope), and a refused request's ``StatusError`` names what to fix (FORGEJO_USER,
 FORGEJO_TOKEN and its ``read:package`` scope, access to the owner).
@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 import requests
 from authchallenge import Challenge
 
-from autoroll import boundedjson
+from autoroll.core import boundedjson
 from autoroll.registry.errors import (
     BadResponseError,
     BudgetError,

@@ -69,8 +69,8 @@ from urllib.parse import urljoin, urlsplit
 import requests
 from authchallenge import parse_challenges
 
-from autoroll.images import TagRef, host_matches
-from autoroll.model import Digest, ImageContent, Unknown
+from autoroll.core.images import TagRef, host_matches
+from autoroll.core.model import Digest, ImageContent, Unknown
 from autoroll.registry.auth import TokenFlow
 from autoroll.registry.errors import (
     BackoffError,
@@ -138,7 +138,7 @@ class RegistryClient:
         ca_file: str | None = None,
     ) -> None:
         """``on_secret`` is told every credential learnt while running (each Bearer token
-        fetched), so the log redactor can hide it (``autoroll.logs.redact_also``).
+        fetched), so the log redactor can hide it (``autoroll.instruments.logs.redact_also``).
         ``ca_file`` is what ``session`` trusts beside the default roots (only named in a
         refused certificate's message; the session itself does the trusting)."""
         parts = urlsplit(base_url)

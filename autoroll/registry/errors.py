@@ -22,14 +22,14 @@ A digest of another algorithm (``sha512:…``) is ``malformed-digest``: pods rec
 digests, so it could only ever compare unequal — unknown, never "changed". A manifest
 without a config digest, an index inside an index, or an index with no runnable child is
 ``bad-manifest``: its content is unknown, never empty (empty would make every pod stale).
-So is a manifest nested past ``autoroll.boundedjson``'s depth cap, refused before the JSON
+So is a manifest nested past ``autoroll.core.boundedjson``'s depth cap, refused before the JSON
 parser could recurse into ``RecursionError``; a token answer over ``MAX_TOKEN_BYTES`` or
 nested past the cap is ``token-failed`` (docs/adr/020-one-bad-input-stops-only-itself.md).
 """
 
 from __future__ import annotations
 
-from autoroll.model import Unknown
+from autoroll.core.model import Unknown
 
 
 class RegistryError(Exception):

@@ -6,13 +6,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from autoroll.images import TagRef
-from autoroll.model import Digest
+from autoroll.core.images import TagRef
+from autoroll.core.model import Digest
 from autoroll.registry.errors import BudgetError
 
 
 class RegistryObserver(Protocol):
-    """What the client reports. ``autoroll.metrics.Metrics`` implements it."""
+    """What the client reports. ``autoroll.instruments.metrics.Metrics`` implements it."""
 
     def request_sent(self, kind: str) -> None:
         """One HTTP request of ``kind`` (``manifest-head``, ``manifest-get``, ``token``)."""
@@ -32,7 +32,7 @@ class NullObserver:
 
 
 class ChildrenWanted(Protocol):
-    """Anything naming an index to expand (``autoroll.decide.ChildrenRequest`` fits)."""
+    """Anything naming an index to expand (``autoroll.core.decide.ChildrenRequest`` fits)."""
 
     @property
     def ref(self) -> TagRef: ...
@@ -42,7 +42,7 @@ class ChildrenWanted(Protocol):
 
 
 class ContentWanted(Protocol):
-    """Anything naming a manifest to resolve (``autoroll.decide.ContentRequest`` fits)."""
+    """Anything naming a manifest to resolve (``autoroll.core.decide.ContentRequest`` fits)."""
 
     @property
     def host(self) -> str: ...

@@ -14,8 +14,8 @@ from typing import Final
 
 import requests
 
-from autoroll import boundedjson
-from autoroll.model import Digest, is_digest
+from autoroll.core import boundedjson
+from autoroll.core.model import Digest, is_digest
 from autoroll.registry.errors import BadResponseError, RequestTimeoutError, TransportError
 from autoroll.registry.limits import Deadline
 

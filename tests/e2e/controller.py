@@ -126,7 +126,7 @@ def controller_env(
         "WEBHOOK_SECRET": secret,
         "POLL_INTERVAL_SECONDS": str(poll_seconds),
         "LISTEN_ADDR": f"127.0.0.1:{port}",
-        "PROBE_ADDR": f"127.0.0.1:{free_port()}",  # the probes' own port (autoroll.probes)
+        "PROBE_ADDR": f"127.0.0.1:{free_port()}",  # the probes' own port (autoroll.edge.probes)
         "REGISTRY_SCHEME": "http",
         "LOG_LEVEL": "info",
         "LOG_FORMAT": "text",

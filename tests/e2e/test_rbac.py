@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from autoroll.core.model import DeleteOutcome, WorkloadKind
 from autoroll.kube import ClusterForbiddenError, KubeCluster, connect
-from autoroll.model import DeleteOutcome, WorkloadKind
 from tests.e2e.controlplane import ControlPlane
 from tests.e2e.helpers import apps_api, core_api, deployment, rbac_api
 from tests.e2e.rbac import service_account_kubeconfig

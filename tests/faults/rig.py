@@ -23,13 +23,13 @@ import requests
 from flask import Flask
 from prometheus_client import CollectorRegistry
 
+from autoroll.controller.reconciler import Reconciler, TickReport
+from autoroll.controller.worker import Nudge, Worker
+from autoroll.core.scope import FULL, Scope
+from autoroll.edge.web import create_app
+from autoroll.instruments.metrics import Metrics
 from autoroll.kube import ClusterError, KubeCluster, connect
-from autoroll.metrics import Metrics
-from autoroll.reconciler import Reconciler, TickReport
 from autoroll.registry import Limits, RegistryClient
-from autoroll.scope import FULL, Scope
-from autoroll.web import create_app
-from autoroll.worker import Nudge, Worker
 from tests.support.fake_kube import SELECTOR, FaultyKubeApi, KubeApiServer
 from tests.support.fault_proxy import FaultProxy
 from tests.support.wait import wait_until
@@ -71,7 +71,7 @@ class Rig:
             nudge=self.nudge,
             interval_seconds=3600,  # only nudges run passes: each test decides when
             metrics=self.metrics,
-            expected_errors=(ClusterError,),  # as autoroll.server wires it
+            expected_errors=(ClusterError,),  # as autoroll.edge.server wires it
         )
         self.app = create_app(
             webhook_secret=WEBHOOK_SECRET,

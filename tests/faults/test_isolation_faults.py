@@ -31,15 +31,15 @@ import pytest
 import requests
 from prometheus_client import CollectorRegistry
 
-from autoroll.decide import Decision, Reason
+from autoroll.controller.reconciler import Reconciler, TickReport
+from autoroll.controller.worker import Nudge, Worker
+from autoroll.core.decide import Decision, Reason
+from autoroll.core.model import WorkloadKind
+from autoroll.core.scope import Scope
+from autoroll.edge.web import create_app
+from autoroll.instruments.metrics import Metrics
 from autoroll.kube import ClusterError
-from autoroll.metrics import Metrics
-from autoroll.model import WorkloadKind
-from autoroll.reconciler import Reconciler, TickReport
 from autoroll.registry import MAX_TOKEN_BYTES, OCI_MANIFEST, Limits, RegistryClient
-from autoroll.scope import Scope
-from autoroll.web import create_app
-from autoroll.worker import Nudge, Worker
 from jobhash.goyaml import MAX_VALUE_DEPTH
 from tests.support.registry import FaultyProxy, ImagePusher, RegistryServer
 from tests.support.scripted_cluster import (

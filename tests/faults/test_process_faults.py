@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from autoroll.server import (
+from autoroll.edge.server import (
     GRACEFUL_TIMEOUT_SECONDS,
     RECONCILE_STOP_SECONDS,
     SHUTDOWN_BUDGET,

@@ -11,9 +11,9 @@ import time
 import pytest
 import requests
 
-from autoroll.decide import Reason, Verdict
-from autoroll.images import TagRef
-from autoroll.model import Digest, Unknown
+from autoroll.core.decide import Reason, Verdict
+from autoroll.core.images import TagRef
+from autoroll.core.model import Digest, Unknown
 from autoroll.registry import Limits, RegistryClient
 from tests.faults.rig import REGISTRY_LIMITS, Rig
 from tests.support.fault_proxy import FaultProxy, Listener, ProxyFault

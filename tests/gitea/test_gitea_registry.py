@@ -18,10 +18,10 @@ import pytest
 import requests
 from prometheus_client import CollectorRegistry
 
-from autoroll.decide import ChildrenRequest
-from autoroll.images import TagRef
-from autoroll.metrics import Metrics
-from autoroll.model import (
+from autoroll.controller.reconciler import Reconciler
+from autoroll.core.decide import ChildrenRequest
+from autoroll.core.images import TagRef
+from autoroll.core.model import (
     ContainerStatusView,
     ContainerView,
     DeleteOutcome,
@@ -31,9 +31,9 @@ from autoroll.model import (
     Unknown,
     WorkloadView,
 )
-from autoroll.reconciler import Reconciler
+from autoroll.core.scope import FULL, Scope
+from autoroll.instruments.metrics import Metrics
 from autoroll.registry import Limits, RegistryClient
-from autoroll.scope import FULL, Scope
 from tests.conftest import require_tool
 from tests.support.gitea import (
     Account,

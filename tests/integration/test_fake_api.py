@@ -24,8 +24,8 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import requests
 
+from autoroll.core.model import DeleteOutcome, WorkloadKind
 from autoroll.kube import KubeCluster, connect
-from autoroll.model import DeleteOutcome, WorkloadKind
 from tests.support.fake_kube import SELECTOR, FaultyKubeApi, KubeApiServer
 from tests.support.registry import ImagePusher, RegistryServer
 from tests.support.serve import start_serve

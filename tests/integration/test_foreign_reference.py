@@ -21,9 +21,9 @@ import pytest
 import requests
 from prometheus_client import CollectorRegistry
 
-from autoroll.decide import PodState, Reason, Verdict
-from autoroll.metrics import Metrics
-from autoroll.model import (
+from autoroll.controller.reconciler import Reconciler, TickReport
+from autoroll.core.decide import PodState, Reason, Verdict
+from autoroll.core.model import (
     ContainerStatusView,
     ContainerView,
     DeleteOutcome,
@@ -31,9 +31,9 @@ from autoroll.model import (
     PodView,
     WorkloadView,
 )
-from autoroll.reconciler import Reconciler, TickReport
+from autoroll.core.scope import FULL, Scope
+from autoroll.instruments.metrics import Metrics
 from autoroll.registry import RegistryClient
-from autoroll.scope import FULL, Scope
 from tests.support.registry import ImagePusher, Pushed, RegistryServer
 from tests.support.views import deployment_view
 

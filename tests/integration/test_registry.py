@@ -14,9 +14,9 @@ from collections.abc import Iterator
 import pytest
 import requests
 
-from autoroll.decide import ChildrenRequest
-from autoroll.images import TagRef
-from autoroll.model import Digest, Unknown
+from autoroll.core.decide import ChildrenRequest
+from autoroll.core.images import TagRef
+from autoroll.core.model import Digest, Unknown
 from autoroll.registry import DOCKER_MANIFEST, OCI_MANIFEST, Limits, RegistryClient
 from tests.support.registry import FaultyProxy, ImagePusher, RegistryServer
 

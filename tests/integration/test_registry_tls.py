@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 import requests
 
-from autoroll.images import TagRef
-from autoroll.model import Digest, Unknown
+from autoroll.core.images import TagRef
+from autoroll.core.model import Digest, Unknown
 from autoroll.registry import RegistryClient, registry_session
 from autoroll.registry.tls import trust_context
 from tests.support.fake_kube import FaultyKubeApi, KubeApiServer

@@ -223,4 +223,4 @@ def test_sigterm_stops_cleanly_and_exits_0(tmp_path: Path) -> None:
     assert "reconcile thread stopped" in srv.log()
     # LOG_FORMAT=json covers gunicorn's own lines too: every line is one JSON object.
     entries = [json.loads(line) for line in srv.log().splitlines() if line.strip()]
-    assert {"gunicorn.error", "autoroll.worker"} <= {e["logger"] for e in entries}
+    assert {"gunicorn.error", "autoroll.controller.worker"} <= {e["logger"] for e in entries}

@@ -57,13 +57,21 @@ def test_the_contracts_hold_on_the_tree_as_it_is(tmp_path: Path) -> None:
     ("module", "line", "broken"),
     [
         # the orchestration must not know the Kubernetes client, nor the adapter
-        ("autoroll.reconciler", "import kubernetes.client", "No Kubernetes, HTTP or web library"),
-        ("autoroll.reconciler", "import autoroll.kube.cluster", "Controller layers"),
+        (
+            "autoroll.controller.reconciler",
+            "import kubernetes.client",
+            "No Kubernetes, HTTP or web library",
+        ),
+        ("autoroll.controller.reconciler", "import autoroll.kube.cluster", "Controller layers"),
         # the pure core must not reach up, or out to HTTP
-        ("autoroll.decide", "import autoroll.reconciler", "Controller layers"),
-        ("autoroll.decide", "import requests", "No Kubernetes, HTTP or web library"),
-        # the model is the bottom layer
-        ("autoroll.model", "import autoroll.images", "Controller layers"),
+        ("autoroll.core.decide", "import autoroll.controller.reconciler", "Controller layers"),
+        ("autoroll.core.decide", "import requests", "No Kubernetes, HTTP or web library"),
+        # instruments sit below the shell they count for
+        ("autoroll.instruments.metrics", "import autoroll.controller.worker", "Controller layers"),
+        # the shell and the adapters are siblings: none of them imports another
+        ("autoroll.kube.cache", "import autoroll.controller.pacer", "Controller layers"),
+        ("autoroll.registry.client", "import autoroll.kube.cluster", "Controller layers"),
+        ("autoroll.config.reader", "import autoroll.instruments.logs", "Controller layers"),
     ],
 )
 def test_a_wrong_import_breaks_a_contract(

@@ -23,9 +23,9 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import unquote
 
+from autoroll.core.model import WorkloadKind
 from autoroll.kube.cluster import KubeCluster
 from autoroll.kube.transport import KubeRest
-from autoroll.model import WorkloadKind
 from tests.support.fake_api_client import FakeApiClient, Reply, status_body
 
 ENROL_KEY, ENROL_VALUE = "aethnet.se/autoroll", "true"

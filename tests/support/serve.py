@@ -101,7 +101,7 @@ def start_serve(tmp: Path, env: dict[str, str], *, timeout: float = 30) -> Serve
         "PATH": os.environ.get("PATH", ""),
         "HOME": str(tmp),
         "LISTEN_ADDR": f"127.0.0.1:{port}",
-        "PROBE_ADDR": f"127.0.0.1:{probe_port}",  # the probes' own port (autoroll.probes)
+        "PROBE_ADDR": f"127.0.0.1:{probe_port}",  # the probes' own port (autoroll.edge.probes)
         "POLL_INTERVAL_SECONDS": "3600",  # only the first pass and nudges run
         # No health window unless a test is about it (it passes ROLL_HEALTHY_SECONDS).
         "ROLL_HEALTHY_SECONDS": "0",

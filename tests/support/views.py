@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from autoroll.model import ContainerView, DeploymentStatus, WorkloadKind, WorkloadView
+from autoroll.core.model import ContainerView, DeploymentStatus, WorkloadKind, WorkloadView
 
 
 def rolled_out(replicas: int, generation: int = 1, **fields: Any) -> DeploymentStatus:

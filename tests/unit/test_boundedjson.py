@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from autoroll import boundedjson
-from autoroll.boundedjson import BoundedJsonError, TooDeepError, TooLargeError
+from autoroll.core import boundedjson
+from autoroll.core.boundedjson import BoundedJsonError, TooDeepError, TooLargeError
 
 
 def nested(depth: int, open_: str = "[", close: str = "]") -> bytes:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
-from autoroll.cli import build_parser
 from autoroll.config import Config
+from autoroll.edge.cli import build_parser
 
 
 class Recording(Mapping[str, str]):

@@ -16,13 +16,13 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from autoroll.decide import ChildrenRequest, ContentRequest, DeletePod
-from autoroll.executor import Executor, Outcome
-from autoroll.images import TagRef
-from autoroll.metrics import Metrics
-from autoroll.model import Digest, ImageContent, Unknown, WorkloadKind
-from autoroll.plan import render, run_plan
-from autoroll.reconciler import Reconciler
+from autoroll.controller.executor import Executor, Outcome
+from autoroll.controller.reconciler import Reconciler
+from autoroll.core.decide import ChildrenRequest, ContentRequest, DeletePod
+from autoroll.core.images import TagRef
+from autoroll.core.model import Digest, ImageContent, Unknown, WorkloadKind
+from autoroll.edge.plan import render, run_plan
+from autoroll.instruments.metrics import Metrics
 from tests.support.scripted_cluster import (
     ScriptedWorld,
     container_doc,

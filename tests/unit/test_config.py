@@ -10,7 +10,7 @@ import pytest
 from autoroll.config import Config
 from autoroll.config.choices import LogFormat, LogLevel, RegistryScheme, RolloutMethod
 from autoroll.config.errors import ConfigError, Secret
-from autoroll.model import WorkloadKind
+from autoroll.core.model import WorkloadKind
 
 TOKEN = "tok-0123456789-very-secret"
 HOOK = "hook-secret-0123456789abcdef"

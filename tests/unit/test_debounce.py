@@ -13,10 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
-from autoroll import debounce
-from autoroll.metrics import Metrics
-from autoroll.scope import FULL, ImageTag, Scope
-from autoroll.worker import Nudge, Worker
+from autoroll.controller.worker import Nudge, Worker
+from autoroll.core import debounce
+from autoroll.core.scope import FULL, ImageTag, Scope
+from autoroll.instruments.metrics import Metrics
 from tests.support.wait import wait_until
 
 A = ImageTag("team/app", "latest")

@@ -1,7 +1,7 @@
 """Table tests for the pure decision core: at least one case per rule of issue 5.
 
 Each case builds a Deployment, its pods and the registry's answers, and states the verdict,
-reason and deletion it expects. Breaking any rule in ``autoroll.decide`` flips at least
+reason and deletion it expects. Breaking any rule in ``autoroll.core.decide`` flips at least
 one row here.
 """
 
@@ -14,7 +14,8 @@ from functools import partial
 
 import pytest
 
-from autoroll.decide import (
+from autoroll.controller.rolls import RollMemory
+from autoroll.core.decide import (
     ChildrenRequest,
     ContentMatch,
     ContentRequest,
@@ -31,8 +32,8 @@ from autoroll.decide import (
     observe_targets,
     refs_to_resolve,
 )
-from autoroll.images import TagRef
-from autoroll.model import (
+from autoroll.core.images import TagRef
+from autoroll.core.model import (
     ContainerStatusView,
     ContainerView,
     Digest,
@@ -42,7 +43,6 @@ from autoroll.model import (
     Unknown,
     WorkloadView,
 )
-from autoroll.rolls import RollMemory
 from tests.support.views import deployment_view
 
 HOST = "forgejo.example:3000"

@@ -21,7 +21,8 @@ from functools import partial
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from autoroll.decide import (
+from autoroll.controller.rolls import RollMemory
+from autoroll.core.decide import (
     ContentRequest,
     Decision,
     Sighting,
@@ -30,8 +31,8 @@ from autoroll.decide import (
     listed_uids,
     observe_targets,
 )
-from autoroll.images import RunningImage, TagRef, parse_running_image
-from autoroll.model import (
+from autoroll.core.images import RunningImage, TagRef, parse_running_image
+from autoroll.core.model import (
     ContainerStatusView,
     ContainerView,
     Digest,
@@ -41,7 +42,6 @@ from autoroll.model import (
     Unknown,
     WorkloadView,
 )
-from autoroll.rolls import RollMemory
 from tests.support.views import deployment_view
 
 HOST = "forgejo.example"

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from autoroll import cli as autoroll_cli
+from autoroll.edge import cli as autoroll_cli
 from jobhash import cli as jobhash_cli
 
 

@@ -7,12 +7,12 @@ from datetime import UTC, datetime
 import pytest
 from prometheus_client import CollectorRegistry
 
-from autoroll.decide import DeletePod
-from autoroll.executor import Executor, Outcome
-from autoroll.metrics import Metrics
-from autoroll.model import DeleteOutcome, Digest, Enrolled, WorkloadView
-from autoroll.reconciler import Reconciler
-from autoroll.scope import FULL, Scope
+from autoroll.controller.executor import Executor, Outcome
+from autoroll.controller.reconciler import Reconciler
+from autoroll.core.decide import DeletePod
+from autoroll.core.model import DeleteOutcome, Digest, Enrolled, WorkloadView
+from autoroll.core.scope import FULL, Scope
+from autoroll.instruments.metrics import Metrics
 from tests.unit.test_reconciler import FakeRegistry
 
 ACTION = DeletePod(

@@ -1,4 +1,4 @@
-"""The guardrails planner (autoroll.guardrails.plan_rolls), clause by clause.
+"""The guardrails planner (autoroll.core.guardrails.plan_rolls), clause by clause.
 
 Decisions come from the real ``decide`` over small workloads, so "stale", "settled" and
 "mid-roll" mean what they mean in a pass. Each test breaks when its clause is removed.
@@ -13,8 +13,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from autoroll.decide import Decision, Sighting, decide, observe_targets
-from autoroll.guardrails import (
+from autoroll.core.decide import Decision, Sighting, decide, observe_targets
+from autoroll.core.guardrails import (
     Deletion,
     HoldReason,
     RollPlan,
@@ -22,8 +22,8 @@ from autoroll.guardrails import (
     plan_rolls,
     pods_started,
 )
-from autoroll.images import TagRef
-from autoroll.model import (
+from autoroll.core.images import TagRef
+from autoroll.core.model import (
     ContainerStatusView,
     ContainerView,
     Digest,
@@ -32,8 +32,8 @@ from autoroll.model import (
     PodView,
     Unknown,
 )
-from autoroll.policy import MIN_AGE, PAUSED, WINDOW, Guardrails
-from autoroll.windows import parse_windows
+from autoroll.core.policy import MIN_AGE, PAUSED, WINDOW, Guardrails
+from autoroll.core.windows import parse_windows
 from tests.support.views import deployment_view
 
 HOST = "forgejo.example"

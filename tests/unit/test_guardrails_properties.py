@@ -31,11 +31,11 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
-from autoroll.decide import ChildrenRequest, ContentRequest, decide
-from autoroll.guardrails import is_mid_roll
-from autoroll.images import TagRef
-from autoroll.metrics import Metrics
-from autoroll.model import (
+from autoroll.controller.reconciler import Reconciler
+from autoroll.core.decide import ChildrenRequest, ContentRequest, decide
+from autoroll.core.guardrails import is_mid_roll
+from autoroll.core.images import TagRef
+from autoroll.core.model import (
     ContainerStatusView,
     ContainerView,
     DeleteOutcome,
@@ -46,7 +46,7 @@ from autoroll.model import (
     Unknown,
     WorkloadView,
 )
-from autoroll.policy import (
+from autoroll.core.policy import (
     HEALTH_WINDOW,
     MIN_AGE,
     PAUSED,
@@ -54,8 +54,8 @@ from autoroll.policy import (
     Guardrails,
     workload_policy,
 )
-from autoroll.reconciler import Reconciler
-from autoroll.scope import FULL, ImageTag, Scope
+from autoroll.core.scope import FULL, ImageTag, Scope
+from autoroll.instruments.metrics import Metrics
 from tests.support.views import deployment_view
 
 HOST = "forgejo.example"

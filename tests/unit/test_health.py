@@ -1,5 +1,5 @@
-"""Table tests for the health window (``autoroll.health``), through ``decide`` as the shell
-calls it, and the halt it causes (``autoroll.halt``).
+"""Table tests for the health window (``autoroll.core.health``), through ``decide`` as the shell
+calls it, and the halt it causes (``autoroll.core.halt``).
 
 A Deployment of three: two pods on the old digest, one replacement on the new one. Each row
 sets the replacement's Ready time, restarts and readiness, the window and
@@ -16,11 +16,11 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from autoroll.decide import Decision, Reason, Sighting, Verdict, decide
-from autoroll.halt import HaltReason, rollout_halt
-from autoroll.health import OFF, HealthState, HealthWindow, health_window
-from autoroll.model import PodView, WorkloadView
-from autoroll.policy import HEALTH_WINDOW, Guardrails, workload_policy
+from autoroll.core.decide import Decision, Reason, Sighting, Verdict, decide
+from autoroll.core.halt import HaltReason, rollout_halt
+from autoroll.core.health import OFF, HealthState, HealthWindow, health_window
+from autoroll.core.model import PodView, WorkloadView
+from autoroll.core.policy import HEALTH_WINDOW, Guardrails, workload_policy
 from tests.unit.test_decide import AFTER, HOST, NEW, OLD, OWN_CONTENT, REF, SEEN, deployment, pod
 
 NOW = AFTER + timedelta(hours=1)

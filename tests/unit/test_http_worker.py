@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from autoroll.http_worker import DeadlineSocket
+from autoroll.edge.http_worker import DeadlineSocket
 
 
 def test_reads_end_at_the_deadline_and_stay_ended() -> None:

@@ -18,7 +18,7 @@ from tests.support.image import (
 
 def test_the_context_is_what_the_dockerfile_copies_and_nothing_of_tests_or_docs() -> None:
     relative = {path.relative_to(REPO).as_posix() for path in context_files()}
-    assert {"pyproject.toml", "README.md", "requirements/runtime.txt", "autoroll/cli.py"} <= (
+    assert {"pyproject.toml", "README.md", "requirements/runtime.txt", "autoroll/edge/cli.py"} <= (
         relative
     )
     assert "charts/autoroll/templates/_jobs.tpl" in relative

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from autoroll.images import (
+from autoroll.core.images import (
     ImageRef,
     ImageRefError,
     RunningImage,
@@ -14,7 +14,7 @@ from autoroll.images import (
     parse_image_id,
     parse_running_image,
 )
-from autoroll.model import Digest, Unknown, is_digest
+from autoroll.core.model import Digest, Unknown, is_digest
 
 D = "sha256:" + "ab" * 32
 

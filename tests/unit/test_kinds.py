@@ -1,4 +1,4 @@
-"""Table tests for ``autoroll.kinds``: each kind's settledness, clause by clause, its order
+"""Table tests for ``autoroll.core.kinds``: each kind's settledness, clause by clause, its order
 and its holds; then ``decide`` on StatefulSets and DaemonSets end to end.
 
 Every clause has a row that fails when the clause is removed or weakened: a settled
@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from autoroll.decide import (
+from autoroll.core.decide import (
     Decision,
     NodeRequest,
     Reason,
@@ -23,9 +23,16 @@ from autoroll.decide import (
     Verdict,
     decide,
 )
-from autoroll.images import TagRef
-from autoroll.kinds import MAX_NODE_CHECKS, choose, deletion_order, is_settled, ordinal, pod_hold
-from autoroll.model import (
+from autoroll.core.images import TagRef
+from autoroll.core.kinds import (
+    MAX_NODE_CHECKS,
+    choose,
+    deletion_order,
+    is_settled,
+    ordinal,
+    pod_hold,
+)
+from autoroll.core.model import (
     ContainerStatusView,
     ContainerView,
     DaemonSetStatus,

@@ -14,6 +14,9 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
+from autoroll.core.model import WorkloadKind
+from autoroll.core.scope import FULL, ImageTag, Scope
+from autoroll.instruments.metrics import Metrics
 from autoroll.kube.cache import WatchCache
 from autoroll.kube.cache_objects import Shared
 from autoroll.kube.informer import Collection, Sink
@@ -21,9 +24,6 @@ from autoroll.kube.pods import pod_from_json
 from autoroll.kube.selectors import selector_from_json
 from autoroll.kube.transport import LazyRest
 from autoroll.kube.workloads import workload_from_json
-from autoroll.metrics import Metrics
-from autoroll.model import WorkloadKind
-from autoroll.scope import FULL, ImageTag, Scope
 
 HOST = "git.example.org"
 MADE: list[FakeInformer] = []

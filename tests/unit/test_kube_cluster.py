@@ -15,6 +15,8 @@ import pytest
 from kubernetes import client
 from urllib3.exceptions import MaxRetryError, NewConnectionError
 
+from autoroll.core.model import DeleteOutcome, NodeView, WorkloadKind
+from autoroll.core.scope import ImageTag, Scope
 from autoroll.kube.cluster import KubeCluster
 from autoroll.kube.errors import (
     ClusterApiError,
@@ -29,8 +31,6 @@ from autoroll.kube.transport import (
     KubeRest,
     connect,
 )
-from autoroll.model import DeleteOutcome, NodeView, WorkloadKind
-from autoroll.scope import ImageTag, Scope
 from tests.support.fake_api_client import FakeApiClient, Reply, always, status_body
 from tests.unit.test_kube_convert import as_json, k8s_deployment, k8s_pod
 from tests.unit.test_kube_convert_kinds import k8s_daemonset, k8s_statefulset, owned
@@ -464,7 +464,7 @@ def test_a_pass_and_its_events_never_import_the_generated_api_classes() -> None:
     probe = """
 import sys
 from autoroll.kube import KubeCluster, KubeEvents, KubeLease
-from autoroll.model import RollEvent, WorkloadKind
+from autoroll.core.model import RollEvent, WorkloadKind
 
 class Answer:
     status, reason = 200, "OK"

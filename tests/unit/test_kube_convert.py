@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kubernetes import client
 
+from autoroll.core.model import ContainerStatusView, ContainerView, DeploymentStatus, WorkloadKind
 from autoroll.kube.lists import list_items
 from autoroll.kube.nodes import node_platforms
 from autoroll.kube.pods import TEMPLATE_HASH_LABEL, ListedPod, group_pods, pod_from_json
@@ -30,7 +31,6 @@ from autoroll.kube.selectors import (
     selector_query,
 )
 from autoroll.kube.workloads import default_pull_policy, deployment_from_json
-from autoroll.model import ContainerStatusView, ContainerView, DeploymentStatus, WorkloadKind
 
 T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 #: Turns the client's models into the JSON the API server sends (camelCase keys, RFC 3339
@@ -313,7 +313,7 @@ def test_pod_readiness_comes_from_the_ready_condition() -> None:
 
 
 def test_the_ready_condition_s_last_transition_is_when_readiness_changed() -> None:
-    # The halted-rollout bound counts from it (autoroll.halt).
+    # The halted-rollout bound counts from it (autoroll.core.halt).
     raw = k8s_pod("web-1", ready="False")
     assert raw.status is not None and raw.status.conditions is not None
     raw.status.conditions[0].last_transition_time = datetime(2026, 1, 1, 7, 0, tzinfo=UTC)

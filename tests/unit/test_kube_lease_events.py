@@ -13,6 +13,14 @@ from typing import Any
 
 import pytest
 
+from autoroll.core.model import (
+    LeaseRecord,
+    RollEvent,
+    StatefulSetStatus,
+    WorkloadKind,
+    WorkloadView,
+)
+from autoroll.core.ports import LeaseConflictError
 from autoroll.kube.errors import ClusterApiError, ClusterForbiddenError
 from autoroll.kube.events import KubeEvents
 from autoroll.kube.lease import KubeLease
@@ -23,14 +31,6 @@ from autoroll.kube.lease_event_bodies import (
     lease_spec_json,
 )
 from autoroll.kube.transport import SMALL_CALL_TIMEOUT, KubeRest
-from autoroll.model import (
-    LeaseRecord,
-    RollEvent,
-    StatefulSetStatus,
-    WorkloadKind,
-    WorkloadView,
-)
-from autoroll.ports import LeaseConflictError
 from tests.support.fake_api_client import FakeApiClient, Reply, Stream, status_body
 
 LEASE_TIMEOUT = SMALL_CALL_TIMEOUT

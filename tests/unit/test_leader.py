@@ -16,7 +16,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from prometheus_client import CollectorRegistry
 
-from autoroll.election import (
+from autoroll.controller.leader import Elector
+from autoroll.core.election import (
     Observation,
     Step,
     Timings,
@@ -27,10 +28,9 @@ from autoroll.election import (
     observe,
     released_record,
 )
-from autoroll.leader import Elector
-from autoroll.metrics import Metrics
-from autoroll.model import LeaseRecord
-from autoroll.ports import LeaseConflictError
+from autoroll.core.model import LeaseRecord
+from autoroll.core.ports import LeaseConflictError
+from autoroll.instruments.metrics import Metrics
 
 T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 ME = "autoroll-a"

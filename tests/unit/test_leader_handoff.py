@@ -14,12 +14,12 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from autoroll.config import Config
-from autoroll.election import Timings
-from autoroll.leader import Elector, NudgeWatcher
-from autoroll.metrics import Metrics
-from autoroll.model import DeleteOutcome, Enrolled, LeaseRecord, WorkloadView
-from autoroll.scope import FULL, Scope
-from autoroll.server import Runtime, build_runtime
+from autoroll.controller.leader import Elector, NudgeWatcher
+from autoroll.core.election import Timings
+from autoroll.core.model import DeleteOutcome, Enrolled, LeaseRecord, WorkloadView
+from autoroll.core.scope import FULL, Scope
+from autoroll.edge.server import Runtime, build_runtime
+from autoroll.instruments.metrics import Metrics
 from tests.support.ports import free_port
 from tests.support.wait import wait_until
 from tests.unit.test_leader import FakeLease

@@ -10,9 +10,9 @@ from datetime import timedelta
 import pytest
 from prometheus_client import CollectorRegistry
 
-from autoroll.metrics import Metrics
-from autoroll.model import DeleteOutcome, Enrolled, RollEvent
-from autoroll.reconciler import NOT_LEADER, Reconciler
+from autoroll.controller.reconciler import NOT_LEADER, Reconciler
+from autoroll.core.model import DeleteOutcome, Enrolled, RollEvent
+from autoroll.instruments.metrics import Metrics
 from tests.unit.test_reconciler import (
     NEW,
     OLD,

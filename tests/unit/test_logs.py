@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from autoroll import logs
+from autoroll.instruments import logs
 
 TOKEN = "tok-0123456789-secret"
 HOOK = "hook-secret-abcdef"

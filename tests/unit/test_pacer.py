@@ -9,12 +9,12 @@ from datetime import timedelta
 
 from prometheus_client import CollectorRegistry
 
-from autoroll.metrics import Metrics
-from autoroll.model import Enrolled, PodView
-from autoroll.pacer import RollPacer
-from autoroll.policy import Guardrails
-from autoroll.reconciler import TickReport
-from autoroll.scope import FULL, ImageTag, Scope
+from autoroll.controller.pacer import RollPacer
+from autoroll.controller.reconciler import TickReport
+from autoroll.core.model import Enrolled, PodView
+from autoroll.core.policy import Guardrails
+from autoroll.core.scope import FULL, ImageTag, Scope
+from autoroll.instruments.metrics import Metrics
 from tests.unit.test_reconciler import (
     NEW,
     REF,

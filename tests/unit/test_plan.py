@@ -6,9 +6,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from autoroll.decide import ChildrenRequest, ContentRequest
-from autoroll.images import TagRef
-from autoroll.model import (
+from autoroll.core.decide import ChildrenRequest, ContentRequest
+from autoroll.core.images import TagRef
+from autoroll.core.model import (
     ContainerStatusView,
     ContainerView,
     DeleteOutcome,
@@ -20,9 +20,9 @@ from autoroll.model import (
     WorkloadKind,
     WorkloadView,
 )
-from autoroll.plan import HEADERS, render, rows, run_plan
-from autoroll.policy import Guardrails
-from autoroll.scope import FULL, Scope
+from autoroll.core.policy import Guardrails
+from autoroll.core.scope import FULL, Scope
+from autoroll.edge.plan import HEADERS, render, rows, run_plan
 from tests.support.views import deployment_view
 
 HOST = "git.example.org"

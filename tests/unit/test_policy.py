@@ -1,4 +1,4 @@
-"""Per-workload guardrails from annotations (autoroll.policy): one row per rule."""
+"""Per-workload guardrails from annotations (autoroll.core.policy): one row per rule."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 
-from autoroll.policy import (
+from autoroll.core.policy import (
     MIN_AGE,
     PAUSED,
     WINDOW,
@@ -15,7 +15,7 @@ from autoroll.policy import (
     parse_duration,
     workload_policy,
 )
-from autoroll.windows import parse_windows
+from autoroll.core.windows import parse_windows
 
 GLOBAL = Guardrails(min_age=timedelta(minutes=5), windows=parse_windows("Sat 01:00-05:00 UTC"))
 

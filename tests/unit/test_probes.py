@@ -9,8 +9,13 @@ from collections.abc import Iterator
 import pytest
 import requests
 
-from autoroll.probes import MAX_PROBE_CONNECTIONS, PROBE_REQUEST_SECONDS, ProbeServer, probe_answer
-from autoroll.worker import Health
+from autoroll.controller.worker import Health
+from autoroll.edge.probes import (
+    MAX_PROBE_CONNECTIONS,
+    PROBE_REQUEST_SECONDS,
+    ProbeServer,
+    probe_answer,
+)
 from tests.support.ports import free_port
 from tests.support.wait import wait_until
 

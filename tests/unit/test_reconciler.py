@@ -9,10 +9,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from prometheus_client import CollectorRegistry
 
-from autoroll.decide import ChildrenRequest, ContentRequest
-from autoroll.images import TagRef
-from autoroll.metrics import Metrics
-from autoroll.model import (
+from autoroll.controller.reconciler import Reconciler
+from autoroll.core.decide import ChildrenRequest, ContentRequest
+from autoroll.core.images import TagRef
+from autoroll.core.model import (
     ContainerStatusView,
     ContainerView,
     DeleteOutcome,
@@ -23,9 +23,9 @@ from autoroll.model import (
     Unknown,
     WorkloadView,
 )
-from autoroll.policy import Guardrails
-from autoroll.reconciler import Reconciler
-from autoroll.scope import FULL, Scope
+from autoroll.core.policy import Guardrails
+from autoroll.core.scope import FULL, Scope
+from autoroll.instruments.metrics import Metrics
 from tests.support.views import deployment_view
 
 HOST = "git.example.org"

@@ -10,12 +10,12 @@ from datetime import timedelta
 import pytest
 from prometheus_client import CollectorRegistry
 
-from autoroll.metrics import Metrics
-from autoroll.model import Enrolled, WorkloadKind, WorkloadView
-from autoroll.policy import PAUSED as PAUSED_KEY
-from autoroll.policy import Guardrails
-from autoroll.reconciler import Reconciler
-from autoroll.windows import parse_windows
+from autoroll.controller.reconciler import Reconciler
+from autoroll.core.model import Enrolled, WorkloadKind, WorkloadView
+from autoroll.core.policy import PAUSED as PAUSED_KEY
+from autoroll.core.policy import Guardrails
+from autoroll.core.windows import parse_windows
+from autoroll.instruments.metrics import Metrics
 from tests.unit.test_reconciler import (
     NEW,
     REF,

@@ -7,9 +7,9 @@ from collections.abc import Iterable, Mapping
 
 import pytest
 
-from autoroll.decide import ContentRequest, Reason, SettledReason, Verdict, undecided
-from autoroll.images import TagRef
-from autoroll.model import ContainerView, Digest, ImageContent, Unknown
+from autoroll.core.decide import ContentRequest, Reason, SettledReason, Verdict, undecided
+from autoroll.core.images import TagRef
+from autoroll.core.model import ContainerView, Digest, ImageContent, Unknown
 from tests.support.views import deployment_view
 from tests.unit.test_reconciler import (
     HOST,

@@ -9,8 +9,8 @@ from dataclasses import replace
 import pytest
 from prometheus_client import CollectorRegistry
 
-from autoroll.metrics import Metrics
-from autoroll.model import (
+from autoroll.controller.reconciler import Reconciler
+from autoroll.core.model import (
     DaemonSetStatus,
     Enrolled,
     NodeView,
@@ -20,8 +20,8 @@ from autoroll.model import (
     UpdateStrategy,
     WorkloadKind,
 )
-from autoroll.plan import render, rows
-from autoroll.reconciler import Reconciler
+from autoroll.edge.plan import render, rows
+from autoroll.instruments.metrics import Metrics
 from tests.unit.test_reconciler import (
     HOST,
     NEW,

@@ -11,13 +11,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autoroll.decide import HealthWindow, Reason, Verdict, decide
-from autoroll.images import TagRef
-from autoroll.metrics import Metrics
-from autoroll.model import ContainerView, Digest, Enrolled, ImageContent, PodView, WorkloadView
-from autoroll.policy import Guardrails
-from autoroll.reconciler import Reconciler
-from autoroll.scope import ImageTag, Scope
+from autoroll.controller.reconciler import Reconciler
+from autoroll.core.decide import HealthWindow, Reason, Verdict, decide
+from autoroll.core.images import TagRef
+from autoroll.core.model import ContainerView, Digest, Enrolled, ImageContent, PodView, WorkloadView
+from autoroll.core.policy import Guardrails
+from autoroll.core.scope import ImageTag, Scope
+from autoroll.instruments.metrics import Metrics
 from tests.support.views import deployment_view
 from tests.unit.test_reconciler import (
     HOST,

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 import requests
 
-from autoroll.decide import ChildrenRequest
-from autoroll.images import TagRef
-from autoroll.model import Digest, Unknown
+from autoroll.core.decide import ChildrenRequest
+from autoroll.core.images import TagRef
+from autoroll.core.model import Digest, Unknown
 from autoroll.registry import (
     DOCKER_LIST,
     DOCKER_MANIFEST,

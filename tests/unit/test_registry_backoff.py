@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 import requests
 
-from autoroll.images import TagRef
-from autoroll.model import Digest, Unknown
+from autoroll.core.images import TagRef
+from autoroll.core.model import Digest, Unknown
 from autoroll.registry import Limits, RegistryClient, retry_after_seconds
 
 NOW = 1_780_000_000.0  # some wall-clock second

@@ -13,9 +13,9 @@ from typing import Any
 
 import requests
 
-from autoroll.decide import ChildrenRequest, ContentRequest
-from autoroll.images import TagRef
-from autoroll.model import Digest, ImageContent
+from autoroll.core.decide import ChildrenRequest, ContentRequest
+from autoroll.core.images import TagRef
+from autoroll.core.model import Digest, ImageContent
 from autoroll.registry import (
     DOCKER_LIST,
     DOCKER_MANIFEST,

@@ -13,9 +13,9 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from autoroll.decide import Sighting, decide
-from autoroll.halt import RolloutHalt, rollout_halt
-from autoroll.model import ContainerStatusView, PodView, WorkloadView
+from autoroll.core.decide import Sighting, decide
+from autoroll.core.halt import RolloutHalt, rollout_halt
+from autoroll.core.model import ContainerStatusView, PodView, WorkloadView
 from tests.unit import test_kinds as kinds
 from tests.unit.test_decide import (
     AFTER,

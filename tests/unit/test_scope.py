@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from autoroll.images import TagRef
-from autoroll.scope import FULL, MAX_TAGS, ImageTag, Scope
+from autoroll.core.images import TagRef
+from autoroll.core.scope import FULL, MAX_TAGS, ImageTag, Scope
 
 HOST = "git.example.org"
 APP = ImageTag("team/app", "latest")

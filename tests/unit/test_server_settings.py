@@ -9,11 +9,9 @@ import yaml
 from gunicorn.workers.gthread import ThreadWorker
 
 from autoroll.config import Config
-from autoroll.decide import ChildrenRequest, ContentRequest
-from autoroll.http_worker import REQUEST_READ_SECONDS
-from autoroll.images import TagRef
-from autoroll.kube.transport import CONNECT_ATTEMPTS, LEASE_CALL_TIMEOUT, call_seconds
-from autoroll.model import (
+from autoroll.core.decide import ChildrenRequest, ContentRequest
+from autoroll.core.images import TagRef
+from autoroll.core.model import (
     DeleteOutcome,
     Digest,
     Enrolled,
@@ -21,8 +19,9 @@ from autoroll.model import (
     Unknown,
     WorkloadView,
 )
-from autoroll.scope import FULL, Scope
-from autoroll.server import (
+from autoroll.core.scope import FULL, Scope
+from autoroll.edge.http_worker import REQUEST_READ_SECONDS
+from autoroll.edge.server import (
     ELECTION_STOP_SECONDS,
     GRACEFUL_TIMEOUT_SECONDS,
     RECONCILE_STOP_SECONDS,
@@ -34,6 +33,7 @@ from autoroll.server import (
     gunicorn_settings,
     worker_tmp_dir,
 )
+from autoroll.kube.transport import CONNECT_ATTEMPTS, LEASE_CALL_TIMEOUT, call_seconds
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {
@@ -82,7 +82,7 @@ class NoRegistry:
 def test_one_gthread_worker_process_without_preloading() -> None:
     settings = gunicorn_settings(Config.from_env(ENV))
     assert settings["workers"] == 1
-    assert settings["worker_class"] == "autoroll.http_worker.DeadlineThreadWorker"
+    assert settings["worker_class"] == "autoroll.edge.http_worker.DeadlineThreadWorker"
     assert settings["preload_app"] is False
     assert settings["bind"] == ["127.0.0.1:9090"]
 
@@ -148,7 +148,7 @@ def test_the_master_builds_nothing_until_the_worker_loads() -> None:
     app = AutorollServer(Config.from_env(ENV), runtime_factory=factory)
     assert built == [] and app.runtime is None
     assert app.cfg.workers == 1
-    assert app.cfg.worker_class_str == "autoroll.http_worker.DeadlineThreadWorker"
+    assert app.cfg.worker_class_str == "autoroll.edge.http_worker.DeadlineThreadWorker"
     assert issubclass(app.cfg.worker_class, ThreadWorker)  # gthread underneath
     wsgi = app.load()
     assert len(built) == 1 and app.runtime is built[0]

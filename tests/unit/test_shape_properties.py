@@ -23,7 +23,7 @@ from typing import Any
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from autoroll.model import WorkloadKind
+from autoroll.core.model import WorkloadKind
 from tests.support.scripted_cluster import (
     ScriptedWorld,
     container_doc,

@@ -22,10 +22,10 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
-from autoroll.decide import Sighting
-from autoroll.images import TagRef
-from autoroll.metrics import Metrics
-from autoroll.model import (
+from autoroll.controller.reconciler import Reconciler
+from autoroll.core.decide import Sighting
+from autoroll.core.images import TagRef
+from autoroll.core.model import (
     ContainerStatusView,
     ContainerView,
     DeleteOutcome,
@@ -34,8 +34,8 @@ from autoroll.model import (
     PodView,
     WorkloadView,
 )
-from autoroll.reconciler import Reconciler
-from autoroll.scope import FULL, ImageTag, Scope
+from autoroll.core.scope import FULL, ImageTag, Scope
+from autoroll.instruments.metrics import Metrics
 from tests.support.views import deployment_view
 from tests.unit.test_reconciler import FakeRegistry
 

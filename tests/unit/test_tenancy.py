@@ -1,5 +1,5 @@
 """Tenancy: the namespaces rolled, how they are reached, and each one's share of a pass's
-registry lookups (``autoroll.tenancy``, ``autoroll.config.tenancy``, the adapter's lists)."""
+registry lookups (``autoroll.core.tenancy``, ``autoroll.config.tenancy``, the adapter's lists)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import pytest
 
 from autoroll.config import Config
 from autoroll.config.errors import ConfigError
-from autoroll.images import TagRef
-from autoroll.model import WorkloadKind
-from autoroll.tenancy import NAMESPACE_SHARE, fair_order
+from autoroll.core.images import TagRef
+from autoroll.core.model import WorkloadKind
+from autoroll.core.tenancy import NAMESPACE_SHARE, fair_order
 from tests.support.scripted_cluster import ScriptedWorld, container_doc, deployment_doc
 from tests.unit.test_cluster_shapes import (
     HASH,

@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autoroll.decide import (
+from autoroll.core.decide import (
     ContainerVerdict,
     Decision,
     DeletePod,
@@ -26,10 +26,10 @@ from autoroll.decide import (
     Sighting,
     Verdict,
 )
-from autoroll.guardrails import Deletion, plan_rolls
-from autoroll.images import TagRef
-from autoroll.model import ContainerView, Digest, Enrolled, PodView
-from autoroll.policy import Guardrails
+from autoroll.core.guardrails import Deletion, plan_rolls
+from autoroll.core.images import TagRef
+from autoroll.core.model import ContainerView, Digest, Enrolled, PodView
+from autoroll.core.policy import Guardrails
 from tests.support.views import deployment_view
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)

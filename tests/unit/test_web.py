@@ -17,9 +17,9 @@ from flask import Flask
 from flask.testing import FlaskClient
 from prometheus_client import CollectorRegistry
 
-from autoroll.metrics import Metrics
-from autoroll.scope import FULL, ImageTag, Scope
-from autoroll.web import (
+from autoroll.controller.worker import Health, Nudge, Worker
+from autoroll.core.scope import FULL, ImageTag, Scope
+from autoroll.edge.web import (
     FORM_ENCODED_HINT,
     MAX_BODY_BYTES,
     create_app,
@@ -27,7 +27,7 @@ from autoroll.web import (
     is_signed,
     signature_valid,
 )
-from autoroll.worker import Health, Nudge, Worker
+from autoroll.instruments.metrics import Metrics
 
 SECRET = "s3cret-webhook-key"
 BODY = b'{"action":"created","package":{"name":"app","version":"latest"}}'
@@ -261,7 +261,7 @@ def test_a_form_delivery_signed_over_its_payload_field_is_told_to_use_json(
     assert nudge.count == 0
     assert outcome(metrics, "form-encoded") == 1
     assert outcome(metrics, "bad-signature") == 0
-    (record,) = [r for r in caplog.records if r.name == "autoroll.web"]
+    (record,) = [r for r in caplog.records if r.name == "autoroll.edge.web"]
     assert record.levelname == "WARNING"
     assert "set the webhook's POST content type to application/json" in record.getMessage()
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from autoroll.scope import ImageTag
-from autoroll.webhook_body import BodyKind, BodyReading, read_body
+from autoroll.core.scope import ImageTag
+from autoroll.core.webhook_body import BodyKind, BodyReading, read_body
 
 DATA = Path(__file__).parent / "data"
 DIGEST = "sha256:" + "ab" * 32

@@ -1,4 +1,4 @@
-"""Maintenance windows (autoroll.windows): reading the text, open or closed at an instant, and
+"""Maintenance windows (autoroll.core.windows): reading the text, open or closed at an instant, and
 when the next one opens. One row per rule; each fails when its rule is broken."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from autoroll.windows import WindowError, parse_windows
+from autoroll.core.windows import WindowError, parse_windows
 
 # 2026-12-07 is a Monday. Stockholm is UTC+1 in winter, UTC+2 in summer.
 MON = datetime(2026, 12, 7, tzinfo=UTC)

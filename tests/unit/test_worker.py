@@ -11,9 +11,15 @@ import pytest
 import structlog
 from prometheus_client import CollectorRegistry
 
-from autoroll.metrics import Metrics
-from autoroll.scope import FULL, ImageTag, Scope
-from autoroll.worker import Nudge, Worker, WorkerStopTimeoutError, liveness, liveness_bound
+from autoroll.controller.worker import (
+    Nudge,
+    Worker,
+    WorkerStopTimeoutError,
+    liveness,
+    liveness_bound,
+)
+from autoroll.core.scope import FULL, ImageTag, Scope
+from autoroll.instruments.metrics import Metrics
 from tests.support.wait import wait_until
 
 LONG = 3600.0  # a poll interval that never fires during a test

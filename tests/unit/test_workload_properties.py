@@ -25,9 +25,9 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from autoroll.decide import Decision, Sighting, decide, listed_uids, observe_targets
-from autoroll.images import TagRef
-from autoroll.model import (
+from autoroll.core.decide import Decision, Sighting, decide, listed_uids, observe_targets
+from autoroll.core.images import TagRef
+from autoroll.core.model import (
     ContainerStatusView,
     ContainerView,
     DaemonSetStatus,

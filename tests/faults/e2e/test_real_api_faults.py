@@ -28,14 +28,14 @@ from flask import Flask
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
+from autoroll.controller.reconciler import Reconciler, TickReport
+from autoroll.controller.worker import Nudge, Worker, WorkerStopTimeoutError
+from autoroll.core.model import DeleteOutcome, Enrolled, WorkloadView
+from autoroll.core.scope import FULL, Scope
+from autoroll.edge.web import create_app
+from autoroll.instruments.metrics import Metrics
 from autoroll.kube import ClusterError, KubeCluster, connect
-from autoroll.metrics import Metrics
-from autoroll.model import DeleteOutcome, Enrolled, WorkloadView
-from autoroll.reconciler import Reconciler, TickReport
 from autoroll.registry import RegistryClient
-from autoroll.scope import FULL, Scope
-from autoroll.web import create_app
-from autoroll.worker import Nudge, Worker, WorkerStopTimeoutError
 from tests.conftest import require_tool
 from tests.e2e.controller import running_autoroll
 from tests.e2e.controlplane import Binaries, ControlPlane, running_control_plane

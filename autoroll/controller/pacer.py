@@ -1,0 +1,161 @@
+"""Roll pace: look again as soon as a rolling workload's replacement can be Ready.
+
+Without this a webhook buys one deletion and the next pod of a 3-replica roll goes only at
+the next poll (120 s by default), although its replacement was Ready within a second. So:
+
+1. After each pass, every workload whose decision left work — a stale pod deleted now, or
+   stale pods waiting for the workload to settle — is *armed* with the tags of its stale
+   containers (and the UID of the pod just deleted, if one was). A workload the pass found
+   done is disarmed.
+2. The watched cache (``autoroll.core.ports.WatchPort``) tells the pacer whose pods changed. An
+   armed workload whose cached pods no longer show the deleted pod as live, and which is
+   settled by the very rule the decision uses (``autoroll.core.kinds.is_settled``: no pod
+   terminating, every pod Ready, enough pods, and what its kind's status must say), is
+   disarmed and a pass targeted at its tags is nudged.
+3. That pass decides on a fresh read of the workload's pods, as every pass does before a
+   deletion: the cache only says *when* to look.
+
+4. A workload whose decision waits on its health window (``autoroll.core.health``) is not armed:
+   its pods will not change when the window ends, so the pacer asks for a pass targeted at
+   its tags when it does (``later``, the worker's deferred nudge); one whose replacement
+   failed inside its window is left to the poll (its roll is halted).
+
+Never faster than settledness allows: at most one nudge per armed workload per pass, and
+only once the cache shows it settled. A replacement that never becomes Ready (a crash loop)
+never triggers one; the poll still looks. Without a watched cache (``WATCH_CACHE=false``)
+there is nothing to pace by: rolls advance with the poll and with webhooks, as before.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from autoroll.controller.executor import Outcome
+from autoroll.controller.reconciler import TickReport
+from autoroll.core.decide import Verdict
+from autoroll.core.health import HealthState
+from autoroll.core.kinds import is_settled
+from autoroll.core.ports import WatchPort
+from autoroll.core.scope import ImageTag, Scope
+from autoroll.instruments.metrics import Metrics
+
+log = logging.getLogger(__name__)
+
+#: Verdicts that leave a workload rolling: a pod went now, or stale pods wait their turn.
+_ROLLING = frozenset({Verdict.STALE, Verdict.WAITING})
+
+Tick = Callable[[Callable[[], bool], Scope], TickReport]
+
+
+@dataclass(frozen=True, slots=True)
+class Armed:
+    """A rolling workload: the tags to look at again, and the pod whose going to wait for."""
+
+    tags: frozenset[ImageTag]
+    deleted_uid: str = ""
+
+
+class RollPacer:
+    """Arms rolling workloads after each pass; nudges one when its cached pods settle."""
+
+    def __init__(
+        self,
+        *,
+        watch: WatchPort,
+        nudge: Callable[[Scope], None],
+        metrics: Metrics,
+        later: Callable[[Scope, float], None] | None = None,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self._watch = watch
+        self._nudge = nudge
+        self._later = later
+        self._clock = clock
+        self._metrics = metrics
+        self._lock = threading.Lock()
+        self._armed: dict[str, Armed] = {}
+        watch.subscribe(self.changed)
+
+    @property
+    def armed(self) -> dict[str, Armed]:
+        with self._lock:
+            return dict(self._armed)
+
+    def paced(self, tick: Tick) -> Tick:
+        """``tick``, followed by ``passed`` with its report (what the worker runs)."""
+
+        def run(stopping: Callable[[], bool], scope: Scope) -> TickReport:
+            report = tick(stopping, scope)
+            self.passed(report)
+            return report
+
+        return run
+
+    def passed(self, report: TickReport) -> None:
+        """Arm the workloads this pass left rolling, disarm those it found done."""
+        if report.skipped:
+            with self._lock:
+                self._armed.clear()  # not the leader: the leader paces its own rolls
+            return
+        deleted = {
+            done.action.workload_key: done.action.uid
+            for done in report.executed
+            if done.outcome is Outcome.DELETED
+        }
+        armed = []
+        windows: list[tuple[frozenset[ImageTag], datetime]] = []
+        with self._lock:
+            for decision in report.decisions:
+                tags = frozenset(
+                    ImageTag.of(verdict.ref)
+                    for verdict in decision.containers
+                    if verdict.verdict in _ROLLING and verdict.ref is not None
+                )
+                if not tags or not decision.health.passed:
+                    # Done, or waiting on a health window: no pod change ends that wait.
+                    self._armed.pop(decision.key, None)
+                    until = decision.health.until
+                    if tags and until is not None and decision.health.state is HealthState.INSIDE:
+                        windows.append((tags, until))
+                    continue
+                uid = deleted.get(decision.key, "")
+                self._armed[decision.key] = Armed(tags, uid)
+                armed.append(decision.key)
+        # It may have settled already (a fast replacement, or a cache that saw it first).
+        for key in armed:
+            self._check(key)
+        if self._later is not None:
+            now = self._clock()
+            for tags, until in windows:
+                self._later(Scope.of(tags), max(0.0, (until - now).total_seconds()))
+
+    def changed(self, keys: frozenset[str]) -> None:
+        """The cache's listener: look at the armed workloads among ``keys``."""
+        with self._lock:
+            wanted = [key for key in keys if key in self._armed]
+        for key in wanted:
+            self._check(key)
+
+    def _check(self, key: str) -> None:
+        found = self._watch.cached(key)
+        if found is None:
+            return
+        with self._lock:
+            armed = self._armed.get(key)
+            if armed is None:
+                return
+            gone = all(p.uid != armed.deleted_uid or p.deleting for p in found.pods)
+            settled = is_settled(workload=found.workload, pods=found.pods)
+            if not gone or not settled.is_settled:
+                return
+            del self._armed[key]
+        self._metrics.roll_pace_nudges.inc()
+        log.debug("%s settled: looking again at %s", key, ", ".join(map(str, armed.tags)))
+        self._nudge(Scope.of(armed.tags))
+
+
+__all__ = ["Armed", "RollPacer"]

@@ -1,0 +1,193 @@
+"""Command-line entry point for the controller (``autoroll``).
+
+``autoroll serve`` validates the environment (every problem at once, exit 2, no secret
+echoed) and then runs the server. ``autoroll plan`` runs one dry pass against the current
+kubeconfig and prints what the controller would do. User errors end in one clear message
+and a non-zero status, never a traceback: exit 2 for configuration (environment,
+kubeconfig), exit 1 for a cluster that could not be reached or refused us.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Mapping, Sequence
+
+from autoroll import __version__
+from autoroll.config import Config
+from autoroll.config.errors import ConfigError
+from autoroll.edge.plan import render, run_plan
+from autoroll.edge.server import serve
+from autoroll.instruments import logs
+from autoroll.kube import ClusterConfigError, ClusterError, KubeCluster, connect
+from autoroll.registry import RegistryClient, proxies_in_use, registry_session
+
+log = logging.getLogger("autoroll")
+
+EXIT_OK = 0
+EXIT_UNAVAILABLE = 1
+EXIT_USAGE = 2
+
+#: ``plan`` never serves the webhook, so it does not need the real secret; this stands in
+#: for an unset WEBHOOK_SECRET only (a set but invalid one is still reported).
+_PLAN_WEBHOOK_PLACEHOLDER = "plan-does-not-serve-webhooks"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="autoroll",
+        description="Roll enrolled Deployments, StatefulSets and DaemonSets when a mutable image"
+        " tag moves.",
+        epilog="Configuration comes from the environment: FORGEJO_HOST, FORGEJO_USER,"
+        " FORGEJO_TOKEN, WEBHOOK_SECRET (required; each secret also as <NAME>_FILE, the path"
+        " of a mounted file holding it, e.g. FORGEJO_TOKEN_FILE, WEBHOOK_SECRET_FILE),"
+        " POLL_INTERVAL_SECONDS, PASS_TIMEOUT_SECONDS, LABEL_SELECTOR, WORKLOAD_KINDS,"
+        " LISTEN_ADDR, PROBE_ADDR (/livez, /readyz and /healthz on their own port and threads,"
+        " default 0.0.0.0:8081), DRY_RUN, LOG_LEVEL, LOG_FORMAT, ROLLOUT_METHOD, EMIT_EVENTS,"
+        " ROLLOUT_HALTED_AFTER_SECONDS, REGISTRY_SCHEME, REGISTRY_CA_FILE, WATCH_CACHE,"
+        " CACHE_RESYNC_SECONDS, TAG_PASS_INTERVAL_SECONDS, PLATFORM_AWARE; the guardrails"
+        " ROLL_BUDGET_DELETIONS, ROLL_BUDGET_PERIOD_SECONDS, ROLL_BUDGET_IN_FLIGHT,"
+        " ROLL_MIN_AGE_SECONDS, ROLL_WINDOW, ROLL_PAUSED, ROLL_HEALTHY_SECONDS (a replacement"
+        " stays available, no restart, this long before the next pod goes; 0: off)"
+        " (docs/adr/016-guardrails.md); the"
+        " tenants WATCH_NAMESPACES, ALLOWED_NAMESPACES, ROLL_BUDGET_DELETIONS_PER_NAMESPACE,"
+        " ROLL_BUDGET_IN_FLIGHT_PER_NAMESPACE, REGISTRY_LOOKUPS_PER_NAMESPACE"
+        " (docs/adr/019-tenants-in-their-lane.md); with several replicas LEADER_ELECTION,"
+        " LEADER_ELECTION_NAMESPACE, LEADER_ELECTION_LEASE, POD_NAME and"
+        " LEADER_ELECTION_{LEASE_DURATION,RENEW_DEADLINE,RETRY_PERIOD}_SECONDS"
+        " (docs/adr/004-leader-election-and-webhook-handoff.md).",
+    )
+    parser.add_argument("--version", action="version", version=f"autoroll {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands.add_parser(
+        "serve",
+        help="run the controller: webhook + metrics server and the reconcile loop",
+        description="Validate the environment, then serve /livez, /readyz and /healthz on"
+        " PROBE_ADDR, /metrics and /webhook (and the probes) on LISTEN_ADDR, and reconcile"
+        " every POLL_INTERVAL_SECONDS (and on every valid webhook).",
+    )
+    plan = commands.add_parser(
+        "plan",
+        help="one dry-run pass (in the controller pod: its ServiceAccount; else the"
+        " kubeconfig), printed as a table",
+        description="Decide every enrolled workload once, delete nothing, and print a table:"
+        " image, running digest(s), registry digest and verdict per container.",
+    )
+    plan.add_argument(
+        "--kubeconfig",
+        metavar="PATH",
+        help="kubeconfig to use (default: $KUBECONFIG, else ~/.kube/config)",
+    )
+    plan.add_argument(
+        "-v", "--verbose", action="store_true", help="also log every decision to stderr"
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return EXIT_USAGE
+    if args.command == "serve":
+        return _serve(os.environ)
+    if args.command == "plan":
+        try:
+            return _plan(os.environ, kubeconfig=args.kubeconfig, verbose=args.verbose)
+        except KeyboardInterrupt:
+            print("autoroll plan: interrupted", file=sys.stderr)
+            return 130
+    parser.error(f"unknown command {args.command!r}")  # pragma: no cover - argparse guards
+    return EXIT_USAGE  # pragma: no cover
+
+
+def _load_config(env: Mapping[str, str]) -> Config | None:
+    try:
+        return Config.from_env(env)
+    except ConfigError as exc:
+        # ConfigError never contains a secret's value (see autoroll.config).
+        print(f"autoroll: {exc}", file=sys.stderr)
+        print(
+            "autoroll: set the variables above in the environment (see `autoroll --help`)",
+            file=sys.stderr,
+        )
+        return None
+
+
+def _secrets(config: Config) -> list[str]:
+    """Every form of the configured secrets a log line could carry (``logs.derived_forms``)."""
+    token = config.forgejo_token.reveal()
+    return [
+        *logs.derived_forms(user=config.forgejo_user, token=token),
+        config.webhook_secret.reveal(),
+    ]
+
+
+def _serve(env: Mapping[str, str]) -> int:
+    config = _load_config(env)
+    if config is None:
+        return EXIT_USAGE
+    logs.configure(level=config.log_level, log_format=config.log_format, secrets=_secrets(config))
+    settings = " ".join(f"{k}={v}" for k, v in config.redacted().items())
+    log.info("autoroll %s starting: %s", __version__, settings)
+    log.info("registry proxies: %s", proxies_in_use(env))
+    if config.dry_run:
+        log.warning("DRY_RUN=true: stale pods are logged, never deleted")
+    if config.guardrails.paused:
+        log.warning("ROLL_PAUSED=true: rolling is paused cluster-wide; nothing is deleted")
+    return serve(config)
+
+
+def _plan(env: Mapping[str, str], *, kubeconfig: str | None, verbose: bool) -> int:
+    plan_env = dict(env)
+    if "WEBHOOK_SECRET_FILE" not in plan_env:
+        plan_env.setdefault("WEBHOOK_SECRET", _PLAN_WEBHOOK_PLACEHOLDER)
+    if kubeconfig is not None:
+        plan_env["KUBECONFIG"] = kubeconfig
+    config = _load_config(plan_env)
+    if config is None:
+        return EXIT_USAGE
+    logs.configure(
+        level=str(config.log_level) if verbose else "warning",
+        log_format=config.log_format,
+        secrets=_secrets(config),
+    )
+
+    cluster = KubeCluster(
+        label_selector=config.label_selector,
+        api_client_factory=lambda: connect(plan_env),
+        platform_aware=config.platform_aware,
+        kinds=config.workload_kinds,
+        namespaces=config.tenancy.namespaces,
+        namespaced=config.tenancy.namespaced,
+    )
+    registry = RegistryClient(
+        session=registry_session(config.registry_ca_file),
+        base_url=config.registry_url,
+        user=config.forgejo_user,
+        token=config.forgejo_token.reveal(),
+        on_secret=logs.redact_also,
+        ca_file=config.registry_ca_file,
+    )
+    try:
+        report = run_plan(
+            cluster=cluster,
+            registry=registry,
+            forgejo_host=config.forgejo_host,
+            guardrails=config.guardrails,
+            nodes=cluster,
+            lookups_per_namespace=config.tenancy.lookups_per_namespace,
+        )
+    except ClusterConfigError as exc:
+        print(f"autoroll plan: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except ClusterError as exc:
+        print(f"autoroll plan: {exc}", file=sys.stderr)
+        return EXIT_UNAVAILABLE
+    sys.stdout.write(
+        render(report, label_selector=config.label_selector, kinds=config.workload_kinds)
+    )
+    return EXIT_OK

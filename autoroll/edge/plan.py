@@ -1,0 +1,196 @@
+"""``autoroll plan``: one reconcile pass in dry-run, shown as a table a person can act on.
+
+It is the same pass the server runs (``Reconciler`` with ``dry_run=True``), so what the
+table says is what the controller would do right now — not a separate re-implementation
+that could drift from it. Rendering is pure: ``render(report)`` turns a ``TickReport`` into
+text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+
+from prometheus_client import CollectorRegistry
+
+from autoroll.controller.reconciler import Reconciler, TickReport
+from autoroll.core.decide import ContainerVerdict, Decision, Reason, Settledness, Verdict
+from autoroll.core.guardrails import Hold, RollPlan
+from autoroll.core.model import ContainerRole, Digest, Enrolled, Unknown, WorkloadKind
+from autoroll.core.policy import Guardrails, format_duration
+from autoroll.core.ports import ClusterPort, NodePort, RegistryPort
+from autoroll.instruments.metrics import Metrics
+
+#: WORKLOAD is ``namespace/kind/name`` (``shop/statefulset/db``).
+HEADERS = ("WORKLOAD", "CONTAINER", "IMAGE", "RUNNING", "REGISTRY", "VERDICT")
+
+
+def run_plan(
+    *,
+    cluster: ClusterPort,
+    registry: RegistryPort,
+    forgejo_host: str,
+    now: datetime | None = None,
+    guardrails: Guardrails | None = None,
+    nodes: NodePort | None = None,
+    lookups_per_namespace: int = 0,
+) -> TickReport:
+    """One dry pass: decide everything, plan it with the guardrails, delete nothing (Nodes
+    are read as a pass would).
+
+    It is the view of a controller starting now: its min-age clock starts at this pass's
+    sighting (a running controller's may be older), and its budget counts the pods the
+    cluster shows created in the last period (the running one also knows its own deletions).
+    """
+    reconciler = Reconciler(
+        cluster=cluster,
+        nodes=nodes,
+        registry=registry,
+        metrics=Metrics(CollectorRegistry()),
+        forgejo_host=forgejo_host,
+        dry_run=True,
+        clock=(lambda: now) if now is not None else (lambda: datetime.now(UTC)),
+        guardrails=guardrails,
+        lookups_per_namespace=lookups_per_namespace,
+    )
+    return reconciler.tick()
+
+
+def verdict_text(
+    verdict: ContainerVerdict,
+    settledness: Settledness | None = None,
+    hold: Hold | None = None,
+) -> str:
+    """The VERDICT column: what would happen, and why, in a few words. A workload that is
+    not settled names the clause that failed (``not-settled: rollout-in-progress``); a
+    deletion the guardrails hold says which and why."""
+    detail = f" ({verdict.detail})" if verdict.detail else ""
+    match verdict.verdict:
+        case Verdict.CURRENT:
+            # The detail names pods running the target's content under another name.
+            return f"current{detail}"
+        case Verdict.STALE if hold is not None and hold.action.name == verdict.pod:
+            return f"stale → pod {verdict.pod} held ({hold.reason.value}): {hold.detail}"
+        case Verdict.STALE:
+            return f"stale → would delete pod {verdict.pod}"
+        case Verdict.WAITING:
+            next_pod = f"{verdict.pod} is stale; " if verdict.pod else ""
+            reason = verdict.reason.value
+            if verdict.reason is Reason.NOT_SETTLED and settledness is not None:
+                reason = f"{reason}: {settledness.reason.value}"
+            return f"waiting: {next_pod}{reason}{detail}"
+        case Verdict.LOOP_GUARD:
+            return f"loop guard: {verdict.reason.value}{detail}"
+        case _:
+            return f"skipped: {verdict.reason.value}{detail}"
+
+
+def _short(value: Digest | Unknown | None) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, Digest):
+        return value.short
+    return f"unknown ({value.reason})"
+
+
+def rows(decisions: Sequence[Decision], plan: RollPlan | None = None) -> list[tuple[str, ...]]:
+    """One row per enrolled workload and container, in the report's order."""
+    table: list[tuple[str, ...]] = []
+    for decision in decisions:
+        hold = plan.hold_for(decision.key) if plan is not None else None
+        for verdict in decision.containers:
+            running = ",".join(d.short for d in verdict.running_digests) or "-"
+            container = verdict.container
+            if verdict.role is not ContainerRole.CONTAINER:
+                container = f"{container} ({verdict.role.value})"  # a sidecar, an init container
+            table.append(
+                (
+                    decision.key,
+                    container,
+                    verdict.image,
+                    running,
+                    _short(verdict.registry_digest),
+                    verdict_text(verdict, decision.settledness, hold),
+                )
+            )
+    return table
+
+
+def render(
+    report: TickReport,
+    *,
+    label_selector: str = "",
+    kinds: Iterable[WorkloadKind] = tuple(WorkloadKind),
+) -> str:
+    """The plan as an aligned text table (or a one-line note when nothing is enrolled);
+    ``kinds`` are the kinds watched (WORKLOAD_KINDS), named in that note."""
+    if not report.decisions:
+        where = f" LABEL_SELECTOR={label_selector}" if label_selector else " the label selector"
+        watched = _kind_list(kinds)
+        return f"No {watched} matches{where}; nothing to roll.\n"
+    body = rows(report.decisions, report.plan)
+    widths = [max(len(row[i]) for row in [HEADERS, *body]) for i in range(len(HEADERS))]
+    lines = [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in [HEADERS, *body]
+    ]
+    plan = report.plan
+    deletions = len(plan.go) if plan is not None else sum(len(d.actions) for d in report.decisions)
+    held = f"; {len(plan.holds)} held by the guardrails" if plan is not None and plan.holds else ""
+    lines.append("")
+    lines.append(
+        f"{len(report.decisions)} workload(s); {deletions} pod(s) would be deleted now{held}."
+    )
+    if plan is not None:
+        lines.extend(guardrail_lines(plan))
+    lines.extend(foreign_lines(report.enrolled))
+    return "\n".join(lines) + "\n"
+
+
+def foreign_lines(enrolled: Iterable[Enrolled]) -> list[str]:
+    """One line per pod a workload's selector matches but another controller (or none)
+    controls: such a pod is never counted and never deleted, and this says why it is not in
+    the table (a canary sharing the app's label, a Job's pod, a ``helm test`` pod)."""
+    found = [
+        f"  {item.workload.key}: pod {pod.name} matches the selector, controlled by"
+        f" {pod.controlled_by}"
+        for item in enrolled
+        for pod in item.foreign
+    ]
+    if not found:
+        return []
+    return ["Not counted, never deleted (another controller's pods):", *found]
+
+
+def guardrail_lines(plan: RollPlan) -> list[str]:
+    """The footer about the guardrails: the budget, and every pause or unreadable annotation
+    (said even when nothing waits on it, so a forgotten pause is seen)."""
+    budget = plan.budget
+    period = format_duration(budget.period)
+    rate = (
+        f"{budget.used + budget.granted} of {budget.limit} deletions in the last {period}"
+        if budget.limit
+        else "deletions unlimited"
+    )
+    if budget.limit and budget.remaining == 0 and budget.frees_at is not None:
+        rate += f" (the next at {budget.frees_at.isoformat(timespec='seconds')})"
+    flight = (
+        f"{len(budget.mid_roll)} of {budget.in_flight_limit} workloads mid-roll"
+        if budget.in_flight_limit
+        else f"{len(budget.mid_roll)} workload(s) mid-roll (unlimited)"
+    )
+    lines = [f"Budget: {rate}; {flight}."]
+    if plan.paused_globally:
+        lines.append("PAUSED: rolling is paused cluster-wide (ROLL_PAUSED=true).")
+    if plan.paused:
+        lines.append(f"Paused by annotation: {', '.join(plan.paused)}.")
+    for key in plan.invalid:
+        problems = "; ".join(str(p) for p in plan.policies[key].problems)
+        lines.append(f"NOT ROLLED, fix the annotation: {key}: {problems}.")
+    return lines
+
+
+def _kind_list(kinds: Iterable[WorkloadKind]) -> str:
+    """``Deployment, StatefulSet or DaemonSet``: the watched kinds as the API names them."""
+    names = [kind.api_kind for kind in WorkloadKind if kind in set(kinds)]
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"

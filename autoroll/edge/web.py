@@ -1,0 +1,249 @@
+"""The HTTP edge: ``/livez``, ``/readyz``, ``/metrics`` and the signed ``/webhook``.
+
+Nothing is built at import time; ``create_app`` receives everything it serves (the nudge,
+the metrics, the secret, the two health checks), so the gunicorn worker, the tests and
+nothing else decide what exists.
+
+The probes answer from the reconcile loop, not from the HTTP server being up: ``/livez`` is
+503 once no pass has finished within the worker's liveness bound (a hung loop: the kubelet
+restarts the container), ``/readyz`` is 503 while shutting down or when the reconcile thread
+is not running. ``/healthz`` is kept for probes configured before they existed: the same check
+as ``/livez``, and ``ok`` as its healthy answer, as before. Each failing answer's body says
+why, for the kubelet's event.
+
+The webhook is a doorbell that may say which door. A request without any signature header is
+refused before its body is read (``missing-signature``); a signed one is read within
+``MAX_BODY_BYTES``, and read for meaning only after the signature checked out, and then only
+for *which tag to look at* (``autoroll.core.webhook_body``): a Forgejo/Gitea ``container`` package
+event for a tag nudges a pass targeted at the workloads using that repository and tag
+(``targeted``); one for a digest version (a platform manifest of a multi-arch push, delivered
+just before the tag's own event) is answered 202 without a nudge (``digest-version``); anything
+else nudges a full pass, as the poll timer runs (``accepted``). The digest is never taken from
+the body: the pass asks the registry, and decides on a fresh read of the cluster. So the worst
+a holder of the secret can do is cause passes the poll would run anyway. The handler never
+waits on the reconciler, so it answers in milliseconds whatever a pass is doing (Forgejo gives
+up after 5 s and does not retry).
+
+Signature headers accepted, each the lowercase hex HMAC-SHA256 of the raw body:
+``X-Forgejo-Signature``, ``X-Gitea-Signature`` and ``X-Hub-Signature-256`` (``sha256=<hex>``).
+A request is accepted when any non-empty one of them matches; every comparison is
+constant-time. A header with nothing after its prefix carries no signature: a hook saved
+without a secret still sends ``X-Gitea-Signature: ""`` and ``X-Hub-Signature-256: sha256=``,
+and that delivery is unsigned (``missing-signature``), not wrongly signed.
+
+Forgejo and Gitea sign the JSON payload, also when a hook posts it form-encoded
+(``payload=<json>``), so such a delivery can never match the raw body. When its ``payload``
+field carries a valid signature, the 403 says so (``form-encoded``) and a warning tells the
+user to choose the JSON content type; the body is still not acted on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+from collections.abc import Callable, Mapping
+from typing import Final
+from urllib.parse import parse_qs
+
+from flask import Flask, Response, request
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from werkzeug.exceptions import RequestEntityTooLarge
+
+from autoroll.controller.worker import Health
+from autoroll.core.scope import FULL, Scope
+from autoroll.core.webhook_body import MAX_BODY_BYTES, BodyKind, read_body
+from autoroll.instruments.metrics import Metrics
+
+_PLAIN_HEADERS: Final = ("X-Forgejo-Signature", "X-Gitea-Signature")
+_HUB_HEADER: Final = "X-Hub-Signature-256"
+_HUB_PREFIX: Final = "sha256="
+_FORM_TYPE: Final = "application/x-www-form-urlencoded"
+#: What a form-encoded delivery is told (the 403 body and the warning).
+FORM_ENCODED_HINT: Final = (
+    "form-encoded delivery: Forgejo and Gitea sign the JSON payload, not the form body;"
+    " set the webhook's POST content type to application/json"
+)
+
+log = logging.getLogger(__name__)
+
+#: ``MAX_BODY_BYTES`` is the body reader's (``autoroll.core.webhook_body``), re-exported here.
+__all__ = [
+    "FORM_ENCODED_HINT",
+    "MAX_BODY_BYTES",
+    "create_app",
+    "form_payload",
+    "is_signed",
+    "signature_valid",
+]
+
+
+def is_signed(headers: Mapping[str, str]) -> bool:
+    """Does any signature header carry something? ``sha256=`` alone carries nothing."""
+    if any(headers.get(name, "").strip() for name in _PLAIN_HEADERS):
+        return True
+    hub = headers.get(_HUB_HEADER, "").strip()
+    return bool(hub) and hub.lower() != _HUB_PREFIX
+
+
+def signature_valid(secret: bytes, body: bytes, headers: Mapping[str, str]) -> bool:
+    """Does any provided signature header carry HMAC-SHA256(secret, body) in hex?
+
+    Pure, so the whole policy is testable without a request. ``headers`` maps the header
+    names above to their raw values (absent names may be missing).
+    """
+    expected = hmac.new(secret, body, hashlib.sha256).hexdigest().encode("ascii")
+    candidates: list[str] = [headers.get(name, "").strip() for name in _PLAIN_HEADERS]
+    hub = headers.get(_HUB_HEADER, "").strip()
+    if hub[: len(_HUB_PREFIX)].lower() == _HUB_PREFIX:
+        candidates.append(hub[len(_HUB_PREFIX) :].strip())
+    valid = False
+    for candidate in candidates:
+        if not candidate:
+            continue
+        given = candidate.lower().encode("ascii", errors="replace")
+        # No early exit: every provided header is compared, in constant time.
+        valid = hmac.compare_digest(expected, given) or valid
+    return valid
+
+
+def form_payload(content_type: str, body: bytes) -> bytes | None:
+    """The ``payload`` field of a form-encoded body (what Forgejo signs), else None.
+
+    Only read to explain a refusal: a form delivery whose field verifies was sent by a
+    hook with the right secret and the wrong content type.
+    """
+    if content_type.partition(";")[0].strip().lower() != _FORM_TYPE:
+        return None
+    try:
+        fields = parse_qs(body.decode("ascii"), strict_parsing=True, max_num_fields=16)
+    except (UnicodeDecodeError, ValueError):
+        return None
+    values = fields.get("payload", [])
+    return values[0].encode("utf-8") if len(values) == 1 else None
+
+
+def create_app(
+    *,
+    webhook_secret: str,
+    nudge: Callable[[Scope], None],
+    metrics: Metrics,
+    live: Callable[[], Health],
+    ready: Callable[[], Health],
+) -> Flask:
+    """Build the Flask app. ``nudge(scope)`` must return immediately (``Nudge.nudge`` does)."""
+    if not webhook_secret:
+        # An empty key makes every signature forgeable; refuse rather than serve it.
+        raise ValueError("webhook_secret must not be empty")
+    secret = webhook_secret.encode("utf-8")
+
+    app = Flask("autoroll")
+    # Werkzeug enforces this on any stream it wraps; the handler also checks explicitly.
+    app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
+
+    _add_probes_and_metrics(app, metrics=metrics, live=live, ready=ready)
+
+    @app.post("/webhook")
+    def webhook() -> Response:
+        headers = {name: request.headers.get(name, "") for name in (*_PLAIN_HEADERS, _HUB_HEADER)}
+        if not is_signed(headers):
+            # Refused before a byte of the body is read: an unsigned sender costs nothing
+            # more than its headers (gunicorn drains at most 64 KiB of what is left).
+            metrics.webhook_requests.labels(outcome="missing-signature").inc()
+            return _answer(403, "missing signature")
+        body = _read_capped_body()
+        if body is None:
+            metrics.webhook_requests.labels(outcome="too-large").inc()
+            return _answer(413, f"body larger than {MAX_BODY_BYTES} bytes")
+        if not signature_valid(secret, body, headers):
+            payload = form_payload(request.headers.get("Content-Type", ""), body)
+            if payload is not None and signature_valid(secret, payload, headers):
+                metrics.webhook_requests.labels(outcome="form-encoded").inc()
+                log.warning(
+                    "webhook refused: %s",
+                    FORM_ENCODED_HINT,
+                    extra={"event": "webhook", "reason": "form-encoded"},
+                )
+                return _answer(403, FORM_ENCODED_HINT)
+            metrics.webhook_requests.labels(outcome="bad-signature").inc()
+            return _answer(403, "bad signature")
+        reading = read_body(body)
+        if reading.kind is BodyKind.DIGEST_VERSION:
+            metrics.webhook_requests.labels(outcome="digest-version").inc()
+            return _answer(202, "a digest version moves no tag; no pass")
+        if reading.tag is not None:
+            nudge(Scope.of([reading.tag]))
+            metrics.webhook_requests.labels(outcome="targeted").inc()
+            return _answer(202, f"targeted pass requested for {reading.tag}")
+        log.debug("webhook names no tag (%s): a full pass", reading.detail)
+        nudge(FULL)
+        metrics.webhook_requests.labels(outcome="accepted").inc()
+        return _answer(202, "reconcile requested")
+
+    return app
+
+
+def _add_probes_and_metrics(
+    app: Flask, *, metrics: Metrics, live: Callable[[], Health], ready: Callable[[], Health]
+) -> None:
+    """``/livez`` (and its old name ``/healthz``), ``/readyz`` and ``/metrics``."""
+
+    @app.get("/livez")
+    def livez() -> Response:
+        return _probe(live())
+
+    @app.get("/healthz")
+    def healthz() -> Response:
+        # The old probe's answer ("ok") kept for what reads it; the check is /livez's.
+        health = live()
+        return _answer(200, "ok") if health.ok else _probe(health)
+
+    @app.get("/readyz")
+    def readyz() -> Response:
+        return _probe(ready())
+
+    @app.get("/metrics")
+    def metrics_text() -> Response:
+        return Response(
+            generate_latest(metrics.registry),
+            status=200,
+            mimetype=None,
+            content_type=CONTENT_TYPE_LATEST,
+        )
+
+
+def _read_capped_body() -> bytes | None:
+    """The raw body, or None when it is larger than ``MAX_BODY_BYTES``.
+
+    A declared Content-Length over the cap is refused before a byte is read; a chunked
+    body is read at most one byte past the cap, never in full.
+    """
+    declared = request.content_length
+    if declared is not None and declared > MAX_BODY_BYTES:
+        return None
+    stream = request.stream
+    chunks: list[bytes] = []
+    total = 0
+    try:
+        while True:
+            # Reads may come back short (sockets); loop until EOF or one byte past the cap.
+            chunk = stream.read(min(64 * 1024, MAX_BODY_BYTES + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > MAX_BODY_BYTES:
+                return None
+    except RequestEntityTooLarge:
+        return None
+    return b"".join(chunks)
+
+
+def _probe(health: Health) -> Response:
+    return _answer(
+        200 if health.ok else 503, ("ok: " if health.ok else "failing: ") + health.detail
+    )
+
+
+def _answer(status: int, text: str) -> Response:
+    return Response(text + "\n", status=status, mimetype="text/plain")
