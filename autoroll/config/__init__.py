@@ -115,6 +115,11 @@ class Config:
         return f"{self.probe_host}:{self.probe_port}"
 
     @property
+    def registry_hosts(self) -> frozenset[str]:
+        """The configured registries' hosts (``registry_host``-ed): only their images roll."""
+        return frozenset({self.forgejo_host})
+
+    @property
     def registry_url(self) -> str:
         """Base URL of the registry API (no trailing slash)."""
         return f"{self.registry_scheme}://{self.forgejo_host}"

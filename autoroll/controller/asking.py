@@ -11,7 +11,7 @@ there reads as its steps only.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -45,11 +45,11 @@ class Asker:
     """Runs ``decide`` for one workload, fetching what it asks for between the runs."""
 
     def __init__(
-        self, *, registry: RegistryPort, nodes: NodePort | None, forgejo_host: str
+        self, *, registry: RegistryPort, nodes: NodePort | None, registries: Collection[str]
     ) -> None:
         self._registry = registry
         self._nodes = nodes
-        self._forgejo_host = forgejo_host
+        self._registries = frozenset(registries)
 
     def decide(
         self,
@@ -99,7 +99,7 @@ class Asker:
             return decide(
                 workload=item.workload,
                 pods=item.pods,
-                forgejo_host=self._forgejo_host,
+                registries=self._registries,
                 resolved=state.resolved,
                 sightings=sightings,
                 children=state.children,

@@ -72,7 +72,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
@@ -174,7 +174,7 @@ class Reconciler:
         cluster: ClusterPort,
         registry: RegistryPort,
         metrics: Metrics,
-        forgejo_host: str,
+        registries: Collection[str],
         dry_run: bool,
         clock: Callable[[], datetime] = _utcnow,
         may_act: Callable[[], bool] = _always,
@@ -189,10 +189,10 @@ class Reconciler:
         lookups_per_namespace: int = 0,
     ) -> None:
         self._cluster = cluster
-        self._asker = Asker(registry=registry, nodes=nodes, forgejo_host=forgejo_host)
+        self._asker = Asker(registry=registry, nodes=nodes, registries=registries)
         self._halted_after = halted_after
         self._registry = registry
-        self._forgejo_host = forgejo_host
+        self._registries = frozenset(registries)
         self._clock = clock
         self._leading = leading
         self._term = term
@@ -441,16 +441,14 @@ class Reconciler:
         enrolled = tuple(self._in_scope(self._cluster.snapshot(scope), scope))
         uses: dict[str, set[TagRef]] = {}
         for item in enrolled:
-            for ref in refs_to_resolve([item.workload], forgejo_host=self._forgejo_host):
+            for ref in refs_to_resolve([item.workload], registries=self._registries):
                 if scope.covers(ref):
                     uses.setdefault(item.workload.namespace, set()).add(ref)
         # In turns across namespaces, each within its share (autoroll.core.tenancy).
         order, unasked = fair_order(uses, per_namespace=self._lookups_per_namespace)
         # Order matters to the loop guard: every pod listed is older than the sighting time
         # read after the listing, which is older than the registry's answer.
-        listed = listed_uids(
-            ((e.workload, e.pods) for e in enrolled), forgejo_host=self._forgejo_host
-        )
+        listed = listed_uids(((e.workload, e.pods) for e in enrolled), registries=self._registries)
         seen_at = self._clock()
         resolved = dict(self._registry.resolve(order)) if order else {}
         resolved.update(unasked)
@@ -468,7 +466,7 @@ class Reconciler:
             for item in listing
             if any(
                 scope.covers(ref)
-                for ref in refs_to_resolve([item.workload], forgejo_host=self._forgejo_host)
+                for ref in refs_to_resolve([item.workload], registries=self._registries)
             )
         ]
 

@@ -176,7 +176,7 @@ def _plan(env: Mapping[str, str], *, kubeconfig: str | None, verbose: bool) -> i
         report = run_plan(
             cluster=cluster,
             registry=registry,
-            forgejo_host=config.forgejo_host,
+            registries=config.registry_hosts,
             guardrails=config.guardrails,
             nodes=cluster,
             lookups_per_namespace=config.tenancy.lookups_per_namespace,

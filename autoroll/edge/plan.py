@@ -8,7 +8,7 @@ text.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from datetime import UTC, datetime
 
 from prometheus_client import CollectorRegistry
@@ -29,7 +29,7 @@ def run_plan(
     *,
     cluster: ClusterPort,
     registry: RegistryPort,
-    forgejo_host: str,
+    registries: Collection[str],
     now: datetime | None = None,
     guardrails: Guardrails | None = None,
     nodes: NodePort | None = None,
@@ -47,7 +47,7 @@ def run_plan(
         nodes=nodes,
         registry=registry,
         metrics=Metrics(CollectorRegistry()),
-        forgejo_host=forgejo_host,
+        registries=registries,
         dry_run=True,
         clock=(lambda: now) if now is not None else (lambda: datetime.now(UTC)),
         guardrails=guardrails,

@@ -275,7 +275,7 @@ def build_runtime(
         nodes=nodes,
         registry=registry or _registry(config, metrics),
         metrics=metrics,
-        forgejo_host=config.forgejo_host,
+        registries=config.registry_hosts,
         dry_run=config.dry_run,
         may_act=may_act,  # before every deletion
         leading=may_act,  # followers skip whole passes
@@ -299,6 +299,7 @@ def build_runtime(
         metrics=metrics,
         live=worker.liveness,
         ready=worker.readiness,
+        forgejo_host=config.forgejo_host,
     )
     probes = ProbeServer(
         config.probe_host.strip("[]"),  # "[::]" names the IPv6 wildcard

@@ -130,8 +130,10 @@ def create_app(
     metrics: Metrics,
     live: Callable[[], Health],
     ready: Callable[[], Health],
+    forgejo_host: str,
 ) -> Flask:
-    """Build the Flask app. ``nudge(scope)`` must return immediately (``Nudge.nudge`` does)."""
+    """Build the Flask app. ``nudge(scope)`` must return immediately (``Nudge.nudge`` does);
+    ``forgejo_host`` is the registry host a Forgejo package event's tag is on."""
     if not webhook_secret:
         # An empty key makes every signature forgeable; refuse rather than serve it.
         raise ValueError("webhook_secret must not be empty")
@@ -167,7 +169,7 @@ def create_app(
                 return _answer(403, FORM_ENCODED_HINT)
             metrics.webhook_requests.labels(outcome="bad-signature").inc()
             return _answer(403, "bad signature")
-        reading = read_body(body)
+        reading = read_body(body, host=forgejo_host)
         if reading.kind is BodyKind.DIGEST_VERSION:
             metrics.webhook_requests.labels(outcome="digest-version").inc()
             return _answer(202, "a digest version moves no tag; no pass")
