@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from autoroll.core.decide import Decision, Sighting, decide, undecided
@@ -39,6 +39,14 @@ class PassState:
     children: Children
     contents: Contents
     nodes: Nodes  # this pass's Node reads only: readiness changes
+    #: by workload key, its own answers where its pull credentials got another than the
+    #: tag's (autoroll.core.lookups.Resolution)
+    own: Mapping[str, Mapping[TagRef, Digest | Unknown]] = field(default_factory=dict)
+
+    def resolved_for(self, key: str) -> Mapping[TagRef, Digest | Unknown]:
+        """The answers the workload ``key`` decides on."""
+        mine = self.own.get(key)
+        return {**self.resolved, **mine} if mine else self.resolved
 
 
 class Asker:
@@ -100,7 +108,7 @@ class Asker:
                 workload=item.workload,
                 pods=item.pods,
                 registries=self._registries,
-                resolved=state.resolved,
+                resolved=state.resolved_for(item.workload.key),
                 sightings=sightings,
                 children=state.children,
                 contents=state.contents,

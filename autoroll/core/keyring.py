@@ -72,6 +72,19 @@ class Credential:
 
 
 @dataclass(frozen=True, slots=True)
+class PullSecret:
+    """A Secret as read from the API, for ``parse_pull_secret``: its ``type`` and ``data``
+    (decoded bytes, never in a repr), and the ``uid``/``resource_version`` it is cached by."""
+
+    namespace: str
+    name: str
+    type: str
+    data: Mapping[str, bytes] = field(repr=False, compare=False, hash=False)
+    uid: str = ""
+    resource_version: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Entry:
     """One key of a pull secret and its credential, in the order the Secret lists it."""
 
@@ -315,6 +328,7 @@ __all__ = [
     "Entry",
     "Keyring",
     "KeyringError",
+    "PullSecret",
     "is_docker_hub_name",
     "key_matches",
     "parse_pull_secret",

@@ -12,7 +12,8 @@ log and ``autoroll plan``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from autoroll.core.images import TagRef
 from autoroll.core.keyring import Credential
@@ -39,4 +40,62 @@ class Answer:
     source: str = ""
 
 
-__all__ = ["ANONYMOUS", "Answer", "Lookup"]
+@dataclass(frozen=True, slots=True)
+class Resolution:
+    """A pass's registry answers: one per tag (``by_ref``: what the loop guard and the plan
+    see), each workload's own where its credentials got another answer than the tag's
+    (``by_workload``, by workload key: a pod whose pull secret is wrong is unknown even when
+    another workload's secret reads the tag), and who answered (``sources``, by workload key
+    and tag: ``registry · credential source``)."""
+
+    by_ref: dict[TagRef, Digest | Unknown] = field(default_factory=dict)
+    by_workload: dict[str, dict[TagRef, Digest | Unknown]] = field(default_factory=dict)
+    sources: dict[str, dict[TagRef, str]] = field(default_factory=dict)
+
+    def for_workload(self, key: str) -> Mapping[TagRef, Digest | Unknown]:
+        """The answers ``key``'s workload decides on."""
+        own = self.by_workload.get(key)
+        return {**self.by_ref, **own} if own else self.by_ref
+
+
+def merge_answers(
+    asked: Mapping[str, Mapping[TagRef, Lookup | Unknown]],
+    answers: Mapping[Lookup, Answer],
+    *,
+    unasked: Mapping[TagRef, Unknown] | None = None,
+) -> Resolution:
+    """Per tag one answer, per workload its own (``Resolution``). ``asked`` is, by workload
+    key, each of its tags' lookup, or the Unknown that kept it from being asked (a pull
+    secret the kubelet would refuse); ``unasked`` the tags left for a later pass.
+
+    A tag's answer is a digest when any workload's lookup got one (the registry's content
+    does not depend on who asks), else the first Unknown, workloads in key order."""
+    unasked = unasked or {}
+    per_workload: dict[str, dict[TagRef, Digest | Unknown]] = {}
+    sources: dict[str, dict[TagRef, str]] = {}
+    for key in sorted(asked):
+        for ref, lookup in asked[key].items():
+            if ref in unasked:
+                per_workload.setdefault(key, {})[ref] = unasked[ref]
+                continue
+            answer = answers.get(lookup) if isinstance(lookup, Lookup) else Answer(lookup)
+            if answer is None:
+                continue  # not asked this pass (out of scope)
+            per_workload.setdefault(key, {})[ref] = answer.value
+            if answer.source:
+                sources.setdefault(key, {})[ref] = f"{ref.host} · {answer.source}"
+    by_ref: dict[TagRef, Digest | Unknown] = dict(unasked)
+    for key in sorted(per_workload):
+        for ref, value in per_workload[key].items():
+            if ref not in by_ref or (
+                isinstance(value, Digest) and isinstance(by_ref[ref], Unknown)
+            ):
+                by_ref[ref] = value
+    own = {
+        key: {ref: v for ref, v in values.items() if by_ref.get(ref) != v}
+        for key, values in per_workload.items()
+    }
+    return Resolution(by_ref, {k: v for k, v in own.items() if v}, sources)
+
+
+__all__ = ["ANONYMOUS", "Answer", "Lookup", "Resolution", "merge_answers"]
