@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 
 from prometheus_client import CollectorRegistry
 
+from autoroll.controller.credentials import PullCredentials
 from autoroll.controller.reconciler import Reconciler, TickReport
 from autoroll.core.decide import ContainerVerdict, Decision, Reason, Settledness, Verdict
 from autoroll.core.guardrails import Hold, RollPlan
@@ -34,6 +35,7 @@ def run_plan(
     guardrails: Guardrails | None = None,
     nodes: NodePort | None = None,
     lookups_per_namespace: int = 0,
+    credentials: PullCredentials | None = None,
 ) -> TickReport:
     """One dry pass: decide everything, plan it with the guardrails, delete nothing (Nodes
     are read as a pass would).
@@ -52,6 +54,7 @@ def run_plan(
         clock=(lambda: now) if now is not None else (lambda: datetime.now(UTC)),
         guardrails=guardrails,
         lookups_per_namespace=lookups_per_namespace,
+        credentials=credentials,
     )
     return reconciler.tick()
 

@@ -70,8 +70,8 @@ from urllib.parse import urljoin, urlsplit
 
 import requests
 
-from autoroll.core.images import TagRef, host_matches
-from autoroll.core.keyring import Credential
+from autoroll.core.images import TagRef, host_matches, registry_host
+from autoroll.core.keyring import Credential, Keyring
 from autoroll.core.lookups import Answer, Lookup
 from autoroll.core.model import Digest, ImageContent, Unknown
 from autoroll.registry.auth import FORGEJO_SOURCE, TokenFlow
@@ -128,7 +128,7 @@ class RegistryClient:
         base_url: str,
         user: str = "",
         token: str = "",
-        credentials: Sequence[Credential] = (),
+        keyring: Keyring | None = None,
         observer: RegistryObserver | None = None,
         limits: Limits | None = None,
         clock: Callable[[], float] = time.monotonic,
@@ -137,9 +137,10 @@ class RegistryClient:
         ca_file: str | None = None,
         realm_hosts: frozenset[str] = frozenset(),
     ) -> None:
-        """``credentials`` are the registry's own (a chart Secret's), tried after a lookup's
-        pull credentials; ``user`` and ``token`` are the Forgejo shorthand's, tried last of
-        them (``FORGEJO_TOKEN``). None at all, and no pull credentials: anonymous.
+        """``keyring`` holds the registry's own credentials (a chart Secret's, matched to each
+        image as the kubelet matches), tried after a lookup's pull credentials; ``user`` and
+        ``token`` are the Forgejo shorthand's, tried last (``FORGEJO_TOKEN``). None at all,
+        and no pull credentials: anonymous.
         ``on_secret`` is told every credential learnt while running (each Bearer token
         fetched), so the log redactor can hide it (``autoroll.instruments.logs.redact_also``).
         ``ca_file`` is what ``session`` trusts beside the default roots (only named in a
@@ -152,10 +153,10 @@ class RegistryClient:
         self._base = f"{parts.scheme}://{parts.netloc}"
         self._scheme = parts.scheme
         self._host = parts.netloc
-        own = tuple(credentials)
-        if user or token:
-            own += (Credential(user, token, FORGEJO_SOURCE, self._host),)
-        self._own = own
+        self._keyring = keyring or Keyring()
+        self._forgejo = (
+            (Credential(user, token, FORGEJO_SOURCE, self._host),) if user or token else ()
+        )
         self._observer: RegistryObserver = observer or NullObserver()
         self._limits = limits or Limits()
         self._clock = clock
@@ -183,6 +184,12 @@ class RegistryClient:
         self._content: OrderedDict[Digest, ImageContent] = OrderedDict()
         self._failed_content: dict[tuple[str, Digest], Unknown] = {}
         self._tick: Deadline | None = None
+
+    def _own(self, repository: str) -> tuple[Credential, ...]:
+        """The registry's own credentials for ``repository``: its Secret's that serve it,
+        then the Forgejo shorthand's."""
+        # Named as images name it (Docker Hub's as docker.io/…), for the kubelet's matching.
+        return self._keyring.lookup(f"{registry_host(self._host)}/{repository}") + self._forgejo
 
     @property
     def host(self) -> str:
@@ -312,7 +319,7 @@ class RegistryClient:
     def _head_digest(self, item: Lookup, deadline: Deadline) -> tuple[Digest, str]:
         ref = item.ref
         self._check_host(ref.host, str(ref))
-        chain = item.credentials + self._own
+        chain = item.credentials + self._own(ref.repository)
         url = f"{self._base}/v2/{ref.repository}/manifests/{ref.tag}"
         response, source = self._send(
             "HEAD", url, ref.repository, deadline, kind="manifest-head", chain=chain
@@ -392,7 +399,7 @@ class RegistryClient:
         with ``chain``, or the chain the repository's last HEAD used (else the registry's
         own credentials); the source of the credential that answered comes back with it."""
         if chain is None:
-            chain = self._chains.get(repository, self._own)
+            chain = self._chains.get(repository) or self._own(repository)
         response, source = self._signin.send(method, url, repository, deadline, chain, kind=kind)
         hops = 0
         while response.status_code in _REDIRECT_STATUSES and response.headers.get("Location"):
