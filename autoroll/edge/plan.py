@@ -8,7 +8,7 @@ text.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 
 from prometheus_client import CollectorRegistry
@@ -17,6 +17,7 @@ from autoroll.controller.credentials import PullCredentials
 from autoroll.controller.reconciler import Reconciler, TickReport
 from autoroll.core.decide import ContainerVerdict, Decision, Reason, Settledness, Verdict
 from autoroll.core.guardrails import Hold, RollPlan
+from autoroll.core.images import TagRef
 from autoroll.core.model import ContainerRole, Digest, Enrolled, Unknown, WorkloadKind
 from autoroll.core.policy import Guardrails, format_duration
 from autoroll.core.ports import ClusterPort, NodePort, RegistryPort
@@ -24,6 +25,10 @@ from autoroll.instruments.metrics import Metrics
 
 #: WORKLOAD is ``namespace/kind/name`` (``shop/statefulset/db``).
 HEADERS = ("WORKLOAD", "CONTAINER", "IMAGE", "RUNNING", "REGISTRY", "VERDICT")
+#: The column added when the registries said who answered: ``<registry> · <credential
+#: source>`` (``imagePullSecret shop/regcred``, ``FORGEJO_TOKEN``, ``anonymous``), never a
+#: secret; ``-`` when no credential got an answer.
+ANSWERED_BY = "ANSWERED BY"
 
 
 def run_plan(
@@ -96,12 +101,21 @@ def _short(value: Digest | Unknown | None) -> str:
     return f"unknown ({value.reason})"
 
 
-def rows(decisions: Sequence[Decision], plan: RollPlan | None = None) -> list[tuple[str, ...]]:
-    """One row per enrolled workload and container, in the report's order."""
+def rows(
+    decisions: Sequence[Decision],
+    plan: RollPlan | None = None,
+    sources: Mapping[str, Mapping[TagRef, str]] | None = None,
+) -> list[tuple[str, ...]]:
+    """One row per enrolled workload and container, in the report's order; with ``sources``
+    (``TickReport.sources``) a last cell says which registry and credential answered."""
     table: list[tuple[str, ...]] = []
     for decision in decisions:
         hold = plan.hold_for(decision.key) if plan is not None else None
         for verdict in decision.containers:
+            answered: tuple[str, ...] = ()
+            if sources is not None:
+                mine = sources.get(decision.key, {})
+                answered = (mine.get(verdict.ref, "-") if verdict.ref is not None else "-",)
             running = ",".join(d.short for d in verdict.running_digests) or "-"
             container = verdict.container
             if verdict.role is not ContainerRole.CONTAINER:
@@ -114,6 +128,7 @@ def rows(decisions: Sequence[Decision], plan: RollPlan | None = None) -> list[tu
                     running,
                     _short(verdict.registry_digest),
                     verdict_text(verdict, decision.settledness, hold),
+                    *answered,
                 )
             )
     return table
@@ -131,11 +146,13 @@ def render(
         where = f" LABEL_SELECTOR={label_selector}" if label_selector else " the label selector"
         watched = _kind_list(kinds)
         return f"No {watched} matches{where}; nothing to roll.\n"
-    body = rows(report.decisions, report.plan)
-    widths = [max(len(row[i]) for row in [HEADERS, *body]) for i in range(len(HEADERS))]
+    sources = report.sources or None
+    headers = (*HEADERS, ANSWERED_BY) if sources else HEADERS
+    body = rows(report.decisions, report.plan, sources)
+    widths = [max(len(row[i]) for row in [headers, *body]) for i in range(len(headers))]
     lines = [
         "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-        for row in [HEADERS, *body]
+        for row in [headers, *body]
     ]
     plan = report.plan
     deletions = len(plan.go) if plan is not None else sum(len(d.actions) for d in report.decisions)

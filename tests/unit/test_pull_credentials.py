@@ -95,12 +95,12 @@ def test_each_image_gets_the_pull_secret_whose_key_serves_it() -> None:
     asked, notes = credentials(secrets).lookups(
         [app(pull_secrets=("gitea-pull", "registry-pull"))], registries=REGISTRIES
     )
-    lookups = asked["shop/deployment/web"]
-    assert isinstance(lookups[REF], Lookup) and isinstance(lookups[SIDE], Lookup)
-    assert [(c.username, c.source) for c in lookups[REF].credentials] == [
+    web, side = asked["shop/deployment/web"][REF], asked["shop/deployment/web"][SIDE]
+    assert isinstance(web, Lookup) and isinstance(side, Lookup)
+    assert [(c.username, c.source) for c in web.credentials] == [
         ("owner", "imagePullSecret shop/gitea-pull")
     ]
-    assert [c.source for c in lookups[SIDE].credentials] == ["imagePullSecret shop/registry-pull"]
+    assert [c.source for c in side.credentials] == ["imagePullSecret shop/registry-pull"]
     assert notes == {}
     # Each Secret read once, the ServiceAccount not at all: the pod lists its own.
     assert sorted(secrets.reads) == [

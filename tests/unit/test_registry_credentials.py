@@ -220,10 +220,12 @@ def test_one_registry_quiet_after_a_429_holds_no_other_registry_back() -> None:
     theirs = TagRef(OTHER, "team/side", "latest")
     first = pool.resolve([REF, theirs])
     assert first[theirs] == Digest(D2)
-    assert isinstance(first[REF], Unknown) and first[REF].reason == "rate-limited"
+    refused = first[REF]
+    assert isinstance(refused, Unknown) and refused.reason == "rate-limited"
     again = pool.resolve([REF, theirs])
     assert again[theirs] == Digest(D2)
-    assert isinstance(again[REF], Unknown) and again[REF].reason == "backoff"
+    quiet = again[REF]
+    assert isinstance(quiet, Unknown) and quiet.reason == "backoff"
     assert len(fine_session.sent) == 2
 
 
