@@ -216,11 +216,7 @@ class RegistryClient:
         """The registry's digest for each unique lookup: one HEAD each, with the lookup's
         credentials and then the registry's own (``signin``). Starts a pass's budget: its
         time, and its ``Limits.requests_per_pass``."""
-        deadline = Deadline(self._clock, self._limits.budget_seconds)
-        self._tick = deadline
-        self._wire.new_pass()
-        self._failed_children.clear()
-        self._failed_content.clear()
+        deadline = self.begin_pass()
         unique = list(dict.fromkeys(lookups))  # in the caller's order: it shares the budget
         workers = min(self._limits.lookup_concurrency, len(unique))
         if workers <= 1:
@@ -232,6 +228,17 @@ class RegistryClient:
         with ThreadPoolExecutor(workers, thread_name_prefix="autoroll-registry") as pool:
             answers = pool.map(lambda item: self._answer(item, deadline), unique)
             return dict(zip(unique, answers, strict=True))
+
+    def begin_pass(self) -> Deadline:
+        """A pass starts: its time budget and request budget are full, and what failed in
+        the last pass may be asked again. ``lookup`` calls it; a pool calls it for a
+        registry the pass asks nothing of by tag (it may still GET by digest there)."""
+        deadline = Deadline(self._clock, self._limits.budget_seconds)
+        self._tick = deadline
+        self._wire.new_pass()
+        self._failed_children.clear()
+        self._failed_content.clear()
+        return deadline
 
     def known_children(self) -> Mapping[Digest, frozenset[Digest]]:
         """Every index expansion cached so far (pass it to ``decide`` as a start)."""

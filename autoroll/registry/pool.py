@@ -61,6 +61,9 @@ class RegistryPool:
                 answers[item] = Answer(
                     Unknown("other-host", f"{host} is not a configured registry")
                 )
+        for host, client in self._clients.items():
+            if host not in by_host:
+                client.begin_pass()  # asked nothing by tag, but maybe by digest this pass
         results = _side_by_side(
             {host: partial(self._clients[host].lookup, by_host[host]) for host in by_host}
         )
