@@ -328,9 +328,16 @@ class RegistryClient:
         self._check_host(ref.host, str(ref))
         chain = item.credentials + self._own(ref.repository)
         url = f"{self._base}/v2/{ref.repository}/manifests/{ref.tag}"
-        response, source = self._send(
-            "HEAD", url, ref.repository, deadline, kind="manifest-head", chain=chain
-        )
+        try:
+            response, source = self._send(
+                "HEAD", url, ref.repository, deadline, kind="manifest-head", chain=chain
+            )
+        except StatusError as refused:
+            if refused.status in (401, 403):
+                # Credentials that stopped working (a rotated or deleted Secret) are not
+                # kept for the repository's GETs either.
+                self._chains.pop(ref.repository, None)
+            raise
         response.close()
         self._chains[ref.repository] = chain  # GETs by digest here ask as the HEAD did
         return digest_header(response), source

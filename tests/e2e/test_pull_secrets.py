@@ -269,6 +269,7 @@ def test_two_registries_are_read_with_the_pods_own_pull_secrets_and_nothing_else
         assert unsettled_deletions(web_pods.pods(), replicas=REPLICAS) == []
 
         # 2. The Gitea Secret gone, the docker-registry Secret wrong; a push to each.
+        solo_uids = [p["metadata"]["uid"] for p in running(kube, namespace, "solo")]
         core.delete_namespaced_secret("gitea-pull", namespace)
         core.replace_namespaced_secret(
             "registry-pull",
@@ -303,5 +304,7 @@ def test_two_registries_are_read_with_the_pods_own_pull_secrets_and_nothing_else
     assert "not-the-password" not in "\n".join(autoroll.output)
     assert reader not in "\n".join(autoroll.output)
     assert fresh_registry.password not in "\n".join(autoroll.output)
-    # The app still runs the last build it could pull, whole.
+    # Both still run the last build they could pull, whole, and no pod of them was replaced.
     wait_on(kube, namespace, "web", {"app": g2, "side": s2}, replicas=REPLICAS, timeout=10)
+    wait_on(kube, namespace, "solo", {"app": g2}, replicas=1, timeout=10)
+    assert [p["metadata"]["uid"] for p in running(kube, namespace, "solo")] == solo_uids
