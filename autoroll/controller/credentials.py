@@ -105,7 +105,7 @@ class PullCredentials:
                 credentials = keyring.keyring.lookup(pull_name(container.image))
                 mine[ref] = Lookup(ref, credentials)
                 if not credentials and keyring.notes:
-                    log.info(
+                    log.debug(
                         "%s: no pull secret serves %s (%s); asking without one",
                         workload.key,
                         ref,
@@ -115,6 +115,8 @@ class PullCredentials:
             asked[workload.key] = mine
             if keyring is not None and keyring.notes:
                 notes[workload.key] = keyring.notes
+        # Parsed Secrets no workload of this pass referenced are forgotten (deleted ones too).
+        self._parsed = {k: v for k, v in self._parsed.items() if k in secrets}
         return asked, notes
 
     # -- reading ----------------------------------------------------------------------------
