@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.controller import StartAutoroll
+from tests.e2e.controller import Autoroll, StartAutoroll
 from tests.e2e.gitea_pusher import SkopeoPusher
 from tests.e2e.helpers import apps_api, container, core_api
 from tests.e2e.images import APP_PORT, push_app, push_sidecar
@@ -36,6 +36,7 @@ from tests.e2e.scenario import (
     TEST_LABEL,
     Recorder,
     deletions,
+    metric,
     nudging,
     unsettled_deletions,
 )
@@ -134,6 +135,24 @@ def wait_on(
     eventually(rolled, timeout=timeout, what=f"{replicas} {name} pods on {want}")
 
 
+def a_pass_saw_them_current(autoroll: Autoroll, namespace: str, *names: str) -> None:
+    """Ask for a pass and wait until one decided every ``names`` workload's ``app`` current
+    and ended: its targets' image configs are then remembered, which a push to Gitea needs
+    (Gitea drops a tag's previous manifest, so the old pods' content is known only if the
+    controller saw it as the target; a controller started after the push cannot)."""
+    ok = {"outcome": "ok"}
+    start, ticks = len(autoroll.output), metric(autoroll, "autoroll_ticks_total", ok)
+    assert autoroll.webhook() == 202
+
+    def done() -> None:
+        for name in names:
+            said = autoroll.lines(rf"{namespace}/deployment/{name} app: current", since=start)
+            assert said, f"no pass saw {name} current yet"
+        assert metric(autoroll, "autoroll_ticks_total", ok) > ticks, "the pass has not ended"
+
+    eventually(done, timeout=30, what="a pass that saw the app current")
+
+
 def pull_secret_names(pod: dict[str, Any]) -> list[str]:
     return [r["name"] for r in pod["spec"].get("imagePullSecrets") or []]
 
@@ -221,6 +240,7 @@ def test_two_registries_are_read_with_the_pods_own_pull_secrets_and_nothing_else
         kube, namespace, "web", {"app": g1, "side": s1}, replicas=REPLICAS, timeout=START_TIMEOUT
     )
     wait_on(kube, namespace, "solo", {"app": g1}, replicas=1, timeout=START_TIMEOUT)
+    a_pass_saw_them_current(autoroll, namespace, "web", "solo")
     # Admission copied the ServiceAccount's pull secrets into the app's pods; solo's are its own.
     [web_pod, *_] = running(kube, namespace, "web")
     assert pull_secret_names(web_pod) == ["gitea-pull", "registry-pull"]
