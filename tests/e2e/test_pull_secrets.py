@@ -179,6 +179,11 @@ def test_two_registries_are_read_with_the_pods_own_pull_secrets_and_nothing_else
     # The node reaches both, with no credentials of its own.
     node.trust_registry(gitea.host, None)
     node.trust_registry(fresh_registry.host, None)
+    for host in (gitea.host, fresh_registry.host):
+        assert (
+            "Authorization"
+            not in (node.workdir / "etc" / "certs.d" / host / "hosts.toml").read_text()
+        )
 
     core.create_namespaced_secret(
         namespace, secret(namespace, "gitea-pull", dockerconfigjson(gitea.host, owner.name, reader))
