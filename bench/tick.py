@@ -121,7 +121,7 @@ def build(
         naive = NaiveController(
             api_client=count_kubernetes(connect(env), kube),
             registry=client,
-            forgejo_host=args.host,
+            registries={args.host},
             label_selector=args.selector,
         )
         return (lambda scope: Pass(naive.tick())), None
@@ -143,7 +143,7 @@ def build(
         cluster=cluster,
         registry=client,
         metrics=Metrics(CollectorRegistry()),
-        forgejo_host=args.host,
+        registries={args.host},
         dry_run=True,
         # The budget lifted: this counts what a pass sends, and the pods the bench created
         # seconds before are, by design, the budget's evidence of a previous leader's
@@ -246,7 +246,7 @@ def targeted_pass(
     kube.clear()
     registry.clear()
     wall, cpu = time.perf_counter(), time.process_time()
-    done = run(Scope.of([ImageTag(repository, "latest")]))
+    done = run(Scope.of([ImageTag.named(args.host, repository, "latest")]))
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     counted = {
         "wall_s": wall,

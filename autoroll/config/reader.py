@@ -58,6 +58,11 @@ class Reader:
         self.problems: list[Problem] = []
         self._read_file = read_file
 
+    def read_file(self, path: str) -> str:
+        """The secret file at ``path`` (``read_secret_file``'s rules); ``ValueError`` saying
+        why it cannot be used."""
+        return self._read_file(path)
+
     def required(self, name: str, parse: Callable[[str], T]) -> T | None:
         raw = self.env.get(name)
         if raw is None or raw == "":

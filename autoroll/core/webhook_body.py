@@ -55,8 +55,11 @@ def _nothing(detail: str) -> BodyReading:
     return BodyReading(BodyKind.NOTHING, detail=detail)
 
 
-def read_body(body: bytes) -> BodyReading:
-    """Read a signed delivery: a tag to target, a digest version, or nothing (module doc)."""
+def read_body(body: bytes, *, host: str) -> BodyReading:
+    """Read a signed delivery: a tag to target, a digest version, or nothing (module doc).
+
+    ``host`` is the registry of the Forgejo that signs (FORGEJO_HOST): a package event names
+    an owner and a name, never the host its registry answers on."""
     try:
         document: Any = boundedjson.loads(body, max_bytes=MAX_BODY_BYTES)
     except boundedjson.BoundedJsonError as exc:
@@ -82,7 +85,7 @@ def read_body(body: bytes) -> BodyReading:
     repository = f"{login}/{name}".lower()
     if not is_repository(repository) or not is_tag(version):
         return _nothing(f"{repository}:{version} is not an image reference")
-    return BodyReading(BodyKind.TAG, ImageTag(repository, version))
+    return BodyReading(BodyKind.TAG, ImageTag.named(host, repository, version))
 
 
 __all__ = ["MAX_BODY_BYTES", "BodyKind", "BodyReading", "read_body"]

@@ -19,10 +19,12 @@ from autoroll import __version__
 from autoroll.config import Config
 from autoroll.config.errors import ConfigError
 from autoroll.edge.plan import render, run_plan
+from autoroll.edge.registries import pull_credentials, registry_pool, registry_secrets
 from autoroll.edge.server import serve
 from autoroll.instruments import logs
 from autoroll.kube import ClusterConfigError, ClusterError, KubeCluster, connect
-from autoroll.registry import RegistryClient, proxies_in_use, registry_session
+from autoroll.kube.secrets import KubeSecrets
+from autoroll.registry import proxies_in_use
 
 log = logging.getLogger("autoroll")
 
@@ -41,7 +43,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Roll enrolled Deployments, StatefulSets and DaemonSets when a mutable image"
         " tag moves.",
         epilog="Configuration comes from the environment: FORGEJO_HOST, FORGEJO_USER,"
-        " FORGEJO_TOKEN, WEBHOOK_SECRET (required; each secret also as <NAME>_FILE, the path"
+        " FORGEJO_TOKEN (the Forgejo registry; required unless REGISTRIES, a JSON list of"
+        " registries, names them), FORGEJO_PULL_SECRETS, WEBHOOK_SECRET (required; each secret"
+        " also as <NAME>_FILE, the path"
         " of a mounted file holding it, e.g. FORGEJO_TOKEN_FILE, WEBHOOK_SECRET_FILE),"
         " POLL_INTERVAL_SECONDS, PASS_TIMEOUT_SECONDS, LABEL_SELECTOR, WORKLOAD_KINDS,"
         " LISTEN_ADDR, PROBE_ADDR (/livez, /readyz and /healthz on their own port and threads,"
@@ -120,10 +124,8 @@ def _load_config(env: Mapping[str, str]) -> Config | None:
 def _secrets(config: Config) -> list[str]:
     """Every form of the configured secrets a log line could carry (``logs.derived_forms``)."""
     token = config.forgejo_token.reveal()
-    return [
-        *logs.derived_forms(user=config.forgejo_user, token=token),
-        config.webhook_secret.reveal(),
-    ]
+    forgejo = logs.derived_forms(user=config.forgejo_user, token=token) if token else []
+    return [*forgejo, config.webhook_secret.reveal(), *registry_secrets(config)]
 
 
 def _serve(env: Mapping[str, str]) -> int:
@@ -164,19 +166,18 @@ def _plan(env: Mapping[str, str], *, kubeconfig: str | None, verbose: bool) -> i
         namespaces=config.tenancy.namespaces,
         namespaced=config.tenancy.namespaced,
     )
-    registry = RegistryClient(
-        session=registry_session(config.registry_ca_file),
-        base_url=config.registry_url,
-        user=config.forgejo_user,
-        token=config.forgejo_token.reveal(),
+    registry = registry_pool(config, on_secret=logs.redact_also)
+    credentials = pull_credentials(
+        config,
+        secrets=KubeSecrets(api_client_factory=lambda: connect(plan_env)),
         on_secret=logs.redact_also,
-        ca_file=config.registry_ca_file,
     )
     try:
         report = run_plan(
             cluster=cluster,
             registry=registry,
-            forgejo_host=config.forgejo_host,
+            credentials=credentials,
+            registries=config.registry_hosts,
             guardrails=config.guardrails,
             nodes=cluster,
             lookups_per_namespace=config.tenancy.lookups_per_namespace,

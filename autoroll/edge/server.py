@@ -58,14 +58,23 @@ from autoroll.controller.pacer import RollPacer
 from autoroll.controller.reconciler import Reconciler, TickReport
 from autoroll.controller.worker import Nudge, Worker, WorkerStopTimeoutError
 from autoroll.core.election import Timings, default_identity
-from autoroll.core.ports import ClusterPort, EventPort, LeasePort, NodePort, RegistryPort
+from autoroll.core.ports import (
+    ClusterPort,
+    EventPort,
+    LeasePort,
+    NodePort,
+    RegistryPort,
+    SecretPort,
+)
 from autoroll.core.scope import Scope
 from autoroll.edge.http_worker import REQUEST_READ_SECONDS
 from autoroll.edge.probes import ProbeServer
+from autoroll.edge.registries import pull_credentials, registry_pool
 from autoroll.edge.web import create_app
 from autoroll.instruments import logs
 from autoroll.instruments.metrics import Metrics
 from autoroll.kube import ClusterError, KubeCluster, KubeEvents, KubeLease, WatchCache
+from autoroll.kube.secrets import KubeSecrets
 from autoroll.kube.transport import (
     LEASE_CALL_TIMEOUT,
     REQUEST_TIMEOUT,
@@ -73,7 +82,8 @@ from autoroll.kube.transport import (
     call_seconds,
     connect,
 )
-from autoroll.registry import Limits, RegistryClient, registry_session
+from autoroll.registry import Limits
+from autoroll.registry.pool import RegistryPool
 
 log = logging.getLogger(__name__)
 
@@ -255,6 +265,7 @@ def build_runtime(
     lease: LeasePort | None = None,
     events: EventPort | None = None,
     nodes: NodePort | None = None,
+    secrets: SecretPort | None = None,
 ) -> Runtime:
     """Wire one process's objects together. Cheap: no network until the first pass.
 
@@ -270,12 +281,17 @@ def build_runtime(
     if cluster is None:
         kube, cache = _kube_cluster(config, metrics, evicting=evicting)
         cluster, nodes = kube, nodes or kube
+    credentials = pull_credentials(
+        config,
+        secrets=secrets or KubeSecrets(observe=metrics.kube_request),
+        on_secret=logs.redact_also,  # each pull secret's password, as it is read
+    )
     reconciler = Reconciler(
         cluster=cluster,
         nodes=nodes,
         registry=registry or _registry(config, metrics),
         metrics=metrics,
-        forgejo_host=config.forgejo_host,
+        registries=config.registry_hosts,
         dry_run=config.dry_run,
         may_act=may_act,  # before every deletion
         leading=may_act,  # followers skip whole passes
@@ -285,6 +301,7 @@ def build_runtime(
         guardrails=config.guardrails,
         lookups_per_namespace=config.tenancy.lookups_per_namespace,
         halted_after=timedelta(seconds=config.rollout_halted_after_seconds),
+        credentials=credentials,
     )
     tick: Callable[[Callable[[], bool], Scope], TickReport] = reconciler.tick
     if cache is not None:
@@ -299,6 +316,7 @@ def build_runtime(
         metrics=metrics,
         live=worker.liveness,
         ready=worker.readiness,
+        forgejo_host=config.forgejo_host,
     )
     probes = ProbeServer(
         config.probe_host.strip("[]"),  # "[::]" names the IPv6 wildcard
@@ -392,16 +410,9 @@ def _always() -> bool:
     return True
 
 
-def _registry(config: Config, metrics: Metrics) -> RegistryClient:
-    return RegistryClient(
-        session=registry_session(config.registry_ca_file),
-        base_url=config.registry_url,
-        user=config.forgejo_user,
-        token=config.forgejo_token.reveal(),
-        observer=metrics,
-        on_secret=logs.redact_also,  # each Bearer token fetched is redacted from then on
-        ca_file=config.registry_ca_file,
-    )
+def _registry(config: Config, metrics: Metrics) -> RegistryPool:
+    # each Bearer token fetched is redacted from then on
+    return registry_pool(config, observer=metrics, on_secret=logs.redact_also)
 
 
 def _election(

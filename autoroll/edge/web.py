@@ -52,7 +52,7 @@ from werkzeug.exceptions import RequestEntityTooLarge
 
 from autoroll.controller.worker import Health
 from autoroll.core.scope import FULL, Scope
-from autoroll.core.webhook_body import MAX_BODY_BYTES, BodyKind, read_body
+from autoroll.core.webhook_body import MAX_BODY_BYTES, BodyKind, BodyReading, read_body
 from autoroll.instruments.metrics import Metrics
 
 _PLAIN_HEADERS: Final = ("X-Forgejo-Signature", "X-Gitea-Signature")
@@ -130,8 +130,11 @@ def create_app(
     metrics: Metrics,
     live: Callable[[], Health],
     ready: Callable[[], Health],
+    forgejo_host: str | None,
 ) -> Flask:
-    """Build the Flask app. ``nudge(scope)`` must return immediately (``Nudge.nudge`` does)."""
+    """Build the Flask app. ``nudge(scope)`` must return immediately (``Nudge.nudge`` does);
+    ``forgejo_host`` is the registry host a Forgejo package event's tag is on (None: no
+    Forgejo is configured, so such an event asks for a full pass)."""
     if not webhook_secret:
         # An empty key makes every signature forgeable; refuse rather than serve it.
         raise ValueError("webhook_secret must not be empty")
@@ -167,7 +170,11 @@ def create_app(
                 return _answer(403, FORM_ENCODED_HINT)
             metrics.webhook_requests.labels(outcome="bad-signature").inc()
             return _answer(403, "bad signature")
-        reading = read_body(body)
+        reading = (
+            read_body(body, host=forgejo_host)
+            if forgejo_host
+            else BodyReading(BodyKind.NOTHING, detail="no FORGEJO_HOST to name its tags")
+        )
         if reading.kind is BodyKind.DIGEST_VERSION:
             metrics.webhook_requests.labels(outcome="digest-version").inc()
             return _answer(202, "a digest version moves no tag; no pass")

@@ -23,6 +23,8 @@ to values.yaml's.
 {{- define "autoroll.compat.addedSince020" -}}
 forgejo:
   scheme: https
+  pullSecrets: false
+registries: []
 secret:
   mountAsFiles: true
 probePort: 8081

@@ -109,8 +109,9 @@ autoroll.secretMountPath: where the Secret is mounted read-only when secret.moun
 
 {{/*
 autoroll.validateSecret: fails unless exactly one source of the two secrets is configured:
-secret.existingSecret, or both secret.forgejoToken and secret.webhookSecret (>= 16 chars).
-Renders nothing; include it from every template that needs the Secret.
+secret.existingSecret, or both secret.forgejoToken and secret.webhookSecret (>= 16 chars);
+secret.forgejoToken only when forgejo.host is set (without the Forgejo shorthand there is no
+token). Renders nothing; include it from every template that needs the Secret.
 */}}
 {{- define "autoroll.validateSecret" -}}
 {{- $s := .Values.secret -}}
@@ -120,7 +121,7 @@ Renders nothing; include it from every template that needs the Secret.
 {{- end -}}
 {{- else -}}
 {{- $missing := list -}}
-{{- if not $s.forgejoToken }}{{ $missing = append $missing "secret.forgejoToken" }}{{ end -}}
+{{- if and (not $s.forgejoToken) .Values.forgejo.host }}{{ $missing = append $missing "secret.forgejoToken" }}{{ end -}}
 {{- if not $s.webhookSecret }}{{ $missing = append $missing "secret.webhookSecret" }}{{ end -}}
 {{- if $missing -}}
 {{- fail (printf "%s: required when secret.existingSecret is empty (or name an existing Secret with secret.existingSecret)" (join ", " $missing)) -}}
@@ -133,13 +134,14 @@ Renders nothing; include it from every template that needs the Secret.
 
 {{/*
 autoroll.validateRequired: fails naming forgejo.host, forgejo.user or image.repository when
-empty. The schema rejects these already; this guards installs run with
+empty: forgejo.host unless registries lists the registries, forgejo.user whenever
+forgejo.host is set. The schema rejects these already; this guards installs run with
 --skip-schema-validation. Renders nothing.
 */}}
 {{- define "autoroll.validateRequired" -}}
 {{- $missing := list -}}
-{{- if not .Values.forgejo.host }}{{ $missing = append $missing "forgejo.host (bare host[:port] of the Forgejo registry)" }}{{ end -}}
-{{- if not .Values.forgejo.user }}{{ $missing = append $missing "forgejo.user (owner of the token)" }}{{ end -}}
+{{- if not (or .Values.forgejo.host .Values.registries) }}{{ $missing = append $missing "forgejo.host (bare host[:port] of the Forgejo registry; or list registries)" }}{{ end -}}
+{{- if and .Values.forgejo.host (not .Values.forgejo.user) }}{{ $missing = append $missing "forgejo.user (owner of the token)" }}{{ end -}}
 {{- if not .Values.image.repository }}{{ $missing = append $missing "image.repository (<host>/<owner>/<repo> of the controller image)" }}{{ end -}}
 {{- if $missing -}}
 {{- fail (printf "required values are empty: %s" (join "; " $missing)) -}}
@@ -224,7 +226,8 @@ workload kinds and pods): ["list"], and "watch" beside it when the watched cache
 autoroll.podRules: the rules the controller needs where it rolls, as a JSON list of RBAC
 rules: list (and watch, with the watched cache) on each kind in workloadKinds and on pods,
 the rollout method's one write (pods: delete, or pods/eviction: create for evict, never
-both), and core events: create when emitEvents is on. The ClusterRole grants them
+both), core events: create when emitEvents is on, and secrets and serviceaccounts: get
+when a registry reads the pods' pull secrets (autoroll.pullSecretRules). The ClusterRole grants them
 cluster-wide; in namespaced mode (tenancy.namespaced) each watched namespace's Role grants
 them there. Takes the root context.
 */}}
@@ -241,6 +244,7 @@ them there. Takes the root context.
 {{- /* core/v1 Events, the API the controller calls and `kubectl describe` reads. */ -}}
 {{- $rules = append $rules (dict "apiGroups" (list "") "resources" (list "events") "verbs" (list "create")) -}}
 {{- end -}}
+{{- $rules = concat $rules (include "autoroll.pullSecretRules" . | mustFromJson) -}}
 {{- $rules | mustToJson -}}
 {{- end -}}
 
