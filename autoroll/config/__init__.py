@@ -7,7 +7,8 @@ Secrets are wrapped in ``Secret``, whose repr and str never show the value; ``re
 is the view logged once at startup.
 
 The settings blocks live in modules of their own (``leader``: ``LEADER_ELECTION*``,
-``guardrails``: ``ROLL_*``, ``choices``: the enumerated settings), on the shared ``reader``
+``guardrails``: ``ROLL_*``, ``receivers``: the registries' webhook secrets, ``choices``: the
+enumerated settings), on the shared ``reader``
 (unset means the default, set-but-empty is an error), ``parsers`` and ``errors``.
 """
 
@@ -43,6 +44,7 @@ from autoroll.config.parsers import (
     parse_tag_interval,
 )
 from autoroll.config.reader import Reader, read_secret_file
+from autoroll.config.receivers import Receivers, read_receivers, redacted_receivers
 from autoroll.config.tenancy import Tenancy, read_tenancy, redacted_tenancy
 from autoroll.core.model import WorkloadKind
 from autoroll.core.policy import Guardrails
@@ -105,6 +107,9 @@ class Config:
     #: seconds (the rest wait for its end, autoroll.core.debounce): a burst costs two passes,
     #: a second push within it waits at most this long; 0 turns the debounce off
     tag_pass_interval_seconds: int = 5
+    #: the registries' webhook receivers that are on, each with its secret
+    #: (autoroll.config.receivers; docs/adr/025-webhook-receivers.md)
+    receivers: Receivers = field(default_factory=Receivers)
 
     @property
     def listen_addr(self) -> str:
@@ -170,6 +175,7 @@ class Config:
         resync = reader.optional("CACHE_RESYNC_SECONDS", 1800, parse_resync)
         tenancy = read_tenancy(reader)
         tag_interval = reader.optional("TAG_PASS_INTERVAL_SECONDS", 5, parse_tag_interval)
+        receivers = read_receivers(reader)
         if reader.problems:
             raise ConfigError(reader.problems)
         assert host is not None and user is not None and token is not None and secret is not None
@@ -201,6 +207,7 @@ class Config:
             rollout_halted_after_seconds=halted_after,
             tenancy=tenancy,
             tag_pass_interval_seconds=tag_interval,
+            receivers=receivers,
         )
 
     def redacted(self) -> dict[str, str]:
@@ -231,4 +238,5 @@ class Config:
             "PLATFORM_AWARE": str(self.platform_aware).lower(),
             **redacted_tenancy(self.tenancy),
             "TAG_PASS_INTERVAL_SECONDS": str(self.tag_pass_interval_seconds),
+            **redacted_receivers(self.receivers),
         }

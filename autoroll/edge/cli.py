@@ -14,10 +14,12 @@ import logging
 import os
 import sys
 from collections.abc import Mapping, Sequence
+from urllib.parse import quote
 
 from autoroll import __version__
 from autoroll.config import Config
 from autoroll.config.errors import ConfigError
+from autoroll.core.receivers.sources import RECEIVERS
 from autoroll.edge.plan import render, run_plan
 from autoroll.edge.server import serve
 from autoroll.instruments import logs
@@ -57,7 +59,11 @@ def build_parser() -> argparse.ArgumentParser:
         " (docs/adr/019-tenants-in-their-lane.md); with several replicas LEADER_ELECTION,"
         " LEADER_ELECTION_NAMESPACE, LEADER_ELECTION_LEASE, POD_NAME and"
         " LEADER_ELECTION_{LEASE_DURATION,RENEW_DEADLINE,RETRY_PERIOD}_SECONDS"
-        " (docs/adr/004-leader-election-and-webhook-handoff.md).",
+        " (docs/adr/004-leader-election-and-webhook-handoff.md); the registries' webhook"
+        " receivers, each on when its secret (or its file: <NAME>_FILE) is set (POST"
+        " /webhook/<source>): "
+        + ", ".join(f"{r.variable} ({r.variable}_FILE)" for r in RECEIVERS.values())
+        + " (docs/adr/025-webhook-receivers.md).",
     )
     parser.add_argument("--version", action="version", version=f"autoroll {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -65,7 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
         "serve",
         help="run the controller: webhook + metrics server and the reconcile loop",
         description="Validate the environment, then serve /livez, /readyz and /healthz on"
-        " PROBE_ADDR, /metrics and /webhook (and the probes) on LISTEN_ADDR, and reconcile"
+        " PROBE_ADDR, /metrics, /webhook and /webhook/<source> (and the probes) on LISTEN_ADDR,"
+        " and reconcile"
         " every POLL_INTERVAL_SECONDS (and on every valid webhook).",
     )
     plan = commands.add_parser(
@@ -123,6 +130,8 @@ def _secrets(config: Config) -> list[str]:
     return [
         *logs.derived_forms(user=config.forgejo_user, token=token),
         config.webhook_secret.reveal(),
+        # A receiver's token may travel in a URL path: its percent-encoded form too.
+        *(f for _, s in config.receivers.secrets for f in (s.reveal(), quote(s.reveal(), safe=""))),
     ]
 
 

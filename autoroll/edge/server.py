@@ -62,6 +62,7 @@ from autoroll.core.ports import ClusterPort, EventPort, LeasePort, NodePort, Reg
 from autoroll.core.scope import Scope
 from autoroll.edge.http_worker import REQUEST_READ_SECONDS
 from autoroll.edge.probes import ProbeServer
+from autoroll.edge.receivers import Receiving
 from autoroll.edge.web import create_app
 from autoroll.instruments import logs
 from autoroll.instruments.metrics import Metrics
@@ -299,6 +300,7 @@ def build_runtime(
         metrics=metrics,
         live=worker.liveness,
         ready=worker.readiness,
+        receiving=receiving(config),
     )
     probes = ProbeServer(
         config.probe_host.strip("[]"),  # "[::]" names the IPv6 wildcard
@@ -316,6 +318,13 @@ def build_runtime(
         cache=cache,
         probes=probes,
     )
+
+
+def receiving(config: Config) -> Receiving:
+    """The registries' receivers that are on, with their secrets, and the registries autoroll
+    reads (today the one ``FORGEJO_HOST``; a push whose body names no host is on it)."""
+    secrets = {s: secret.reveal() for s, secret in config.receivers.secrets}
+    return Receiving(secrets, (config.forgejo_host,), config.forgejo_host)
 
 
 def _leadership(

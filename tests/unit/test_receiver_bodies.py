@@ -228,6 +228,8 @@ def harbor(kind: str = "PUSH_ARTIFACT", **data: Any) -> bytes:
         # No resource_url: the host is not named.
         (harbor(resources=[{"tag": "v1"}]), PUSHED, (Pushed(None, "proj/app", "v1"),)),
         (harbor("DELETE_ARTIFACT"), IGNORED, ()),
+        # Harbor's CloudEvents format at the Default format's route: told where it belongs.
+        (body("harbor-cloudevents-pushed.json"), UNREADABLE, ()),
         (harbor("SCANNING_COMPLETED"), IGNORED, ()),
         (harbor(repository={}), UNREADABLE, ()),
         (harbor(resources="no"), UNREADABLE, ()),
@@ -500,3 +502,8 @@ def test_a_body_past_the_caps_or_not_json_is_unreadable_and_says_why(
     reading = reader(payload, headers)
     assert reading.kind is UNREADABLE
     assert says in reading.detail
+
+
+def test_a_harbor_cloudevent_sent_to_the_default_route_says_where_it_belongs() -> None:
+    reading = read_harbor(body("harbor-cloudevents-pushed.json"), {})
+    assert "/webhook/cloudevents" in reading.detail

@@ -73,6 +73,11 @@ def read_harbor(body: bytes, headers: Mapping[str, str]) -> Reading:
     kind = text(document.get("type"))
     if kind is None:
         return unreadable("not a Harbor event (no type)")
+    if kind.startswith("harbor."):
+        return unreadable(
+            f"a {kind} CloudEvent: this webhook's payload format is CloudEvents; choose Default,"
+            " or point it at /webhook/cloudevents"
+        )
     if kind != "PUSH_ARTIFACT":
         return ignored(f"a {kind} event moves no tag")
     return event_data_pushes(mapping(document.get("event_data")))
