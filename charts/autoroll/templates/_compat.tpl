@@ -25,6 +25,8 @@ forgejo:
   scheme: https
 secret:
   mountAsFiles: true
+  receivers: {}
+webhookReceivers: []
 probePort: 8081
 tenancy:
   namespaces: []
