@@ -20,6 +20,7 @@ import statistics
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -119,6 +120,10 @@ def world(tmp_path: Path) -> Iterator[World]:
             kube.stop()
 
 
+def passed(serve: Serve, ticks: float) -> bool:
+    return serve.ticks() > ticks
+
+
 def test_a_push_is_notified_live_and_its_targeted_pass_deletes_a_stale_pod(world: World) -> None:
     world.notify(f"Bearer {TOKEN}")
     assert world.api.deletes == []  # the first pass found nothing stale: the tag is old
@@ -135,7 +140,7 @@ def test_a_push_is_notified_live_and_its_targeted_pass_deletes_a_stale_pod(world
 
         samples.append(eventually(deleted, timeout=30, interval=0.01, what="a deletion") - pushed)
         # The pass that deleted ends; then its replacement is Ready: the next push may delete.
-        wait_until(lambda ticks=ticks: world.serve.ticks() > ticks, 30, "the pass's end")
+        wait_until(partial(passed, world.serve, ticks), 30, "the pass's end")
         world.api.make_ready()
     print(
         "distribution notification: push -> first deletion "
