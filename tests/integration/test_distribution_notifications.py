@@ -24,6 +24,7 @@ from functools import partial
 from pathlib import Path
 
 import pytest
+import requests
 
 from tests.conftest import require_tool
 from tests.support.fake_kube import FaultyKubeApi, KubeApiServer
@@ -189,3 +190,35 @@ def test_a_wrong_token_in_the_registrys_endpoint_is_refused_and_starts_nothing(
     assert world.api.deletes == []
     assert "not-the-token" not in world.serve.output()
     assert TOKEN not in world.serve.output()
+
+
+def test_a_delivery_naming_another_digest_only_scopes_a_pass_the_registry_decides(
+    world: World,
+) -> None:
+    """An authentic envelope (the right token) whose event names a digest the tag does not
+    hold: the targeted pass asks the registry (HEAD), finds the pods on the tag's digest, and
+    deletes nothing. A body's digest is never read."""
+    passes = world.serve.ticks()
+    envelope = {
+        "events": [
+            {
+                "action": "push",
+                "target": {
+                    "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                    "digest": "sha256:" + "ee" * 32,
+                    "repository": REPOSITORY,
+                    "tag": "latest",
+                },
+                "request": {"host": world.registry.host, "method": "PUT"},
+            }
+        ]
+    }
+    answer = requests.post(
+        f"{world.serve.url}/webhook/distribution",
+        json=envelope,
+        headers={"Authorization": f"Bearer {TOKEN}"},
+        timeout=5,
+    )
+    assert answer.text == f"targeted pass requested for {REPOSITORY}:latest\n"
+    wait_until(partial(passed, world.serve, passes), 30, "the targeted pass")
+    assert world.api.deletes == []
