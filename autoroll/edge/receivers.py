@@ -154,11 +154,12 @@ class _Handler:
         scope = tags_of(reading.pushes, hosts=hosts, default_host=default)
         if scope.tags is not None and not scope.tags:
             self.count(source, "ignored")
-            others = ", ".join(sorted({str(p) for p in elsewhere(reading.pushes, hosts=hosts)}))
+            others = elsewhere(reading.pushes, hosts=hosts, default_host=default)
+            if not others:
+                return answer(202, "no pass: no valid repository:tag among the pushes")
+            named = ", ".join(sorted({str(p) for p in others}))
             read = ", ".join(hosts) or "none"
-            return answer(
-                202, f"no pass: {others or 'nothing'} is on no registry autoroll reads ({read})"
-            )
+            return answer(202, f"no pass: {named} is on no registry autoroll reads ({read})")
         self.nudge(scope)
         self.count(source, "targeted")
         return answer(202, f"targeted pass requested for {scope}")

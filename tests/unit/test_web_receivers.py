@@ -56,7 +56,14 @@ class Edge:
         )
 
 
-def edge(secrets: dict[Source, str] | None = None) -> Edge:
+def edge(
+    secrets: dict[Source, str] | None = None,
+    *,
+    hosts: tuple[str, ...] = HOSTS,
+    default_host: str | None = LIVE_HOST,
+) -> Edge:
+    """The app with the receivers of ``secrets`` on (every one by default), reading the
+    registries ``hosts``."""
     metrics, nudges = Metrics(CollectorRegistry()), Nudges()
     app = create_app(
         webhook_secret="forgejo-secret-0123456789",
@@ -64,7 +71,7 @@ def edge(secrets: dict[Source, str] | None = None) -> Edge:
         metrics=metrics,
         live=lambda: Health(True, ""),
         ready=lambda: Health(True, ""),
-        receiving=Receiving(SECRETS if secrets is None else secrets, HOSTS, LIVE_HOST),
+        receiving=Receiving(SECRETS if secrets is None else secrets, hosts, default_host),
     )
     return Edge(app.test_client(), nudges, metrics)
 
@@ -378,17 +385,8 @@ def test_an_unreadable_body_from_another_source_is_400_naming_what_is_wrong(on: 
 
 
 def test_a_push_to_a_registry_autoroll_does_not_read_starts_nothing_and_says_so() -> None:
-    only_live = edge()
-    only_live_receiving = Receiving(SECRETS, (LIVE_HOST,), LIVE_HOST)
-    app = create_app(
-        webhook_secret="forgejo-secret-0123456789",
-        nudge=only_live.nudges,
-        metrics=only_live.metrics,
-        live=lambda: Health(True, ""),
-        ready=lambda: Health(True, ""),
-        receiving=only_live_receiving,
-    )
-    status, text = BY_SOURCE[Source.DOCKERHUB].send(app.test_client())
+    only_live = edge(hosts=(LIVE_HOST,))
+    status, text = BY_SOURCE[Source.DOCKERHUB].send(only_live.client)
     assert status == 202
     assert "docker.io/svendowideit/testhook:latest is on no registry autoroll reads" in text
     assert only_live.nudges == []
@@ -416,25 +414,16 @@ def test_the_cloudevents_handshake_allows_the_origin_that_asks() -> None:
     assert off.status_code == 404
 
 
-def test_a_structured_cloudevent_of_harbor_starts_a_targeted_pass(on: Edge) -> None:
-    receiving = Receiving(SECRETS, ("harbor.dev",), None)
-    metrics, nudges = Metrics(CollectorRegistry()), Nudges()
-    client = create_app(
-        webhook_secret="forgejo-secret-0123456789",
-        nudge=nudges,
-        metrics=metrics,
-        live=lambda: Health(True, ""),
-        ready=lambda: Health(True, ""),
-        receiving=receiving,
-    ).test_client()
+def test_a_structured_cloudevent_of_harbor_starts_a_targeted_pass() -> None:
+    harbor = edge(hosts=("harbor.dev",), default_host=None)
     delivery = Delivery(
         Source.CLOUDEVENTS,
         fixture("harbor-cloudevents-pushed.json"),
         cloud,
         tags("library/busybox:1.36"),
     )
-    assert delivery.send(client)[0] == 202
-    assert nudges == [delivery.scope]
+    assert delivery.send(harbor.client)[0] == 202
+    assert harbor.nudges == [delivery.scope]
 
 
 def test_an_empty_receiver_secret_is_refused() -> None:
@@ -450,3 +439,14 @@ def test_forgejos_webhook_is_unchanged_beside_the_receivers(on: Edge) -> None:
     assert response.status_code == 202
     assert on.nudges == [tags("team/app:latest")]
     assert on.outcome(Source.FORGEJO, "targeted") == 1
+
+
+def test_a_push_naming_no_valid_repository_starts_nothing_and_says_so() -> None:
+    body = b'{"push_data": {"tag": "latest"}, "repository": {"repo_name": "Not A Repo"}}'
+    hub = edge(hosts=("docker.io",), default_host=None)
+    response = hub.client.post(f"/webhook/dockerhub/{SECRETS[Source.DOCKERHUB]}", data=body)
+    assert (response.status_code, response.get_data(as_text=True)) == (
+        202,
+        "no pass: no valid repository:tag among the pushes\n",
+    )
+    assert hub.nudges == []
