@@ -17,7 +17,10 @@ through the same steps whatever its source:
    and the handler returns at once (202 ``targeted``); an event that moves no tag, or names
    only other registries, is 202 ``ignored``; a body that is not the documented shape is 400
    ``unreadable`` — except for the distribution family, which re-sends anything but a 2xx
-   in order forever, so it gets 202 and the answer's text says why.
+   in order forever, so it gets 202 and the answer's text says why. The distribution family
+   notifies a manifest pushed by tag before the registry has written the tag (measured on
+   the real node: a pass started at once read the old digest), so its pushes are looked at
+   ``SETTLE_SECONDS`` after the notification.
 
 The digest is never taken from the body: the pass asks the registry. Secrets and path tokens
 are never logged (the access log is off, and ``autoroll.instruments.logs`` redacts them).
@@ -45,8 +48,13 @@ from autoroll.instruments.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
-#: Sources whose sender re-sends every delivery not answered 2xx, in order, forever.
-_ALWAYS_ACCEPTED: Final = frozenset({Source.DISTRIBUTION, Source.GITLAB})
+#: Sources whose sender re-sends every delivery not answered 2xx, in order, forever; and
+#: which notify a manifest pushed by tag as soon as the manifest is stored, while the tag
+#: itself is written just after: a pass started at once can still read the old digest.
+_DISTRIBUTION_FAMILY: Final = frozenset({Source.DISTRIBUTION, Source.GITLAB})
+#: How long after its notification the distribution family's push is looked at: the tag is
+#: written by then (milliseconds on a filesystem, a request on object storage).
+SETTLE_SECONDS: Final = 1.0
 #: The CloudEvents webhook handshake's headers (cloudevents/spec http-webhook.md, 4.1).
 _ORIGIN: Final = "WebHook-Request-Origin"
 
@@ -67,12 +75,18 @@ def add_receivers(
     receiving: Receiving,
     nudge: Callable[[Scope], None],
     metrics: Metrics,
+    later: Callable[[Scope, float], None] | None = None,
 ) -> None:
-    """Register ``/webhook/<source>`` and ``/webhook/<source>/<token>`` on ``app``."""
+    """Register ``/webhook/<source>`` and ``/webhook/<source>/<token>`` on ``app``.
+
+    ``later(scope, seconds)`` asks for a pass over ``scope`` that many seconds from now
+    (``Nudge.nudge_in``, or ``HandOff.nudge_in`` with an election): the distribution family's
+    pushes wait until the registry has written the tag (module docstring); without it they
+    are nudged at once."""
     if any(not s for s in receiving.secrets.values()):
         # An empty key makes every signature forgeable; refuse rather than serve it.
         raise ValueError("a receiver's secret must not be empty")
-    handler = _Handler(receiving, nudge, metrics)
+    handler = _Handler(receiving, nudge, later, metrics)
 
     # OPTIONS by hand (no automatic answer): it is CloudEvents' handshake, nothing else.
     @app.route("/webhook/<source>", methods=["POST", "OPTIONS"], provide_automatic_options=False)
@@ -90,10 +104,15 @@ class _Handler:
     """The steps of the module docstring, for every source."""
 
     def __init__(
-        self, receiving: Receiving, nudge: Callable[[Scope], None], metrics: Metrics
+        self,
+        receiving: Receiving,
+        nudge: Callable[[Scope], None],
+        later: Callable[[Scope, float], None] | None,
+        metrics: Metrics,
     ) -> None:
         self.receiving = receiving
         self.nudge = nudge
+        self.later = later
         self.metrics = metrics
 
     def count(self, source: Source, outcome: str) -> None:
@@ -145,7 +164,7 @@ class _Handler:
         if reading.kind is ReadingKind.UNREADABLE:
             self.count(source, "unreadable")
             log.debug("%s webhook unreadable: %s", source, reading.detail)
-            status = 202 if source in _ALWAYS_ACCEPTED else 400
+            status = 202 if source in _DISTRIBUTION_FAMILY else 400
             return answer(status, f"unreadable, no pass: {reading.detail}")
         if reading.kind is ReadingKind.IGNORED:
             self.count(source, "ignored")
@@ -160,7 +179,10 @@ class _Handler:
             named = ", ".join(sorted({str(p) for p in others}))
             read = ", ".join(hosts) or "none"
             return answer(202, f"no pass: {named} is on no registry autoroll reads ({read})")
-        self.nudge(scope)
+        if source in _DISTRIBUTION_FAMILY and self.later is not None:
+            self.later(scope, SETTLE_SECONDS)  # a pass now could read the old digest
+        else:
+            self.nudge(scope)
         self.count(source, "targeted")
         return answer(202, f"targeted pass requested for {scope}")
 

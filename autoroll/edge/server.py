@@ -265,7 +265,9 @@ def build_runtime(
     nudge = Nudge(metrics, tag_interval_seconds=config.tag_pass_interval_seconds)
     settings = config.leader_election
     identity = (settings.identity if settings else None) or default_identity()
-    election, may_act, webhook_nudge = _leadership(settings, lease, identity, metrics, nudge)
+    election, may_act, webhook_nudge, webhook_later = _leadership(
+        settings, lease, identity, metrics, nudge
+    )
     evicting = config.rollout_method is RolloutMethod.EVICT
     cache: WatchCache | None = None
     if cluster is None:
@@ -301,6 +303,7 @@ def build_runtime(
         live=worker.liveness,
         ready=worker.readiness,
         receiving=receiving(config),
+        later=webhook_later,
     )
     probes = ProbeServer(
         config.probe_host.strip("[]"),  # "[::]" names the IPv6 wildcard
@@ -333,14 +336,21 @@ def _leadership(
     identity: str,
     metrics: Metrics,
     nudge: Nudge,
-) -> tuple[Election | None, Callable[[], bool], Callable[[Scope], None]]:
+) -> tuple[
+    Election | None,
+    Callable[[], bool],
+    Callable[[Scope], None],
+    Callable[[Scope, float], None],
+]:
     """The election (None without one), whether this process may act now, and where a
-    verified webhook's nudge goes (with an election: handed to the leader)."""
+    verified webhook's nudge goes, at once and some seconds from now (with an election:
+    handed to the leader)."""
     if settings is None:
         metrics.leader.set(1)  # alone, so always the leader
-        return None, _always, nudge.deliver
+        return None, _always, nudge.deliver, nudge.nudge_in
     election = _election(settings, lease, identity=identity, metrics=metrics, nudge=nudge)
-    return election, election.elector.may_act, election.handoff.nudge
+    handoff = election.handoff
+    return election, election.elector.may_act, handoff.nudge, handoff.nudge_in
 
 
 def _term_and_authority(election: Election | None) -> dict[str, Any]:

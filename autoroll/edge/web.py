@@ -136,11 +136,13 @@ def create_app(
     live: Callable[[], Health],
     ready: Callable[[], Health],
     receiving: Receiving | None = None,
+    later: Callable[[Scope, float], None] | None = None,
 ) -> Flask:
     """Build the Flask app. ``nudge(scope)`` must return immediately (``Nudge.nudge`` does).
 
     ``receiving`` says which registries' receivers are on (``autoroll.edge.receivers``); without
-    it every ``/webhook/<source>`` answers that its receiver is off."""
+    it every ``/webhook/<source>`` answers that its receiver is off. ``later(scope, seconds)``
+    asks for a pass that many seconds from now (``Nudge.nudge_in``), for their re-checks."""
     if not webhook_secret:
         # An empty key makes every signature forgeable; refuse rather than serve it.
         raise ValueError("webhook_secret must not be empty")
@@ -151,7 +153,9 @@ def create_app(
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
 
     _add_probes_and_metrics(app, metrics=metrics, live=live, ready=ready)
-    add_receivers(app, receiving=receiving or Receiving(), nudge=nudge, metrics=metrics)
+    add_receivers(
+        app, receiving=receiving or Receiving(), nudge=nudge, metrics=metrics, later=later
+    )
 
     @app.post("/webhook")
     def webhook() -> Response:

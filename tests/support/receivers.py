@@ -56,11 +56,19 @@ class Nudges(list[Scope]):
         self.append(scope)
 
 
+class Laters(list[tuple[Scope, float]]):
+    """The passes asked for later (``Nudge.nudge_in``), with their delays."""
+
+    def __call__(self, scope: Scope, seconds: float) -> None:
+        self.append((scope, seconds))
+
+
 @dataclass
 class Edge:
     client: FlaskClient
     nudges: Nudges
     metrics: Metrics
+    laters: Laters
 
     def outcome(self, source: Source, outcome: str) -> float:
         labels = {"source": str(source), "outcome": outcome}
@@ -77,7 +85,7 @@ def edge(
 ) -> Edge:
     """The app with the receivers of ``secrets`` on (every one by default), reading the
     registries ``hosts``."""
-    metrics, nudges = Metrics(CollectorRegistry()), Nudges()
+    metrics, nudges, laters = Metrics(CollectorRegistry()), Nudges(), Laters()
     app = create_app(
         webhook_secret="forgejo-secret-0123456789",
         nudge=nudges,
@@ -85,8 +93,9 @@ def edge(
         live=lambda: Health(True, ""),
         ready=lambda: Health(True, ""),
         receiving=Receiving(SECRETS if secrets is None else secrets, hosts, default_host),
+        later=laters,
     )
-    return Edge(app.test_client(), nudges, metrics)
+    return Edge(app.test_client(), nudges, metrics, laters)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ import pytest
 
 from autoroll.core.receivers.sources import Source
 from autoroll.core.scope import FULL
+from autoroll.edge.receivers import SETTLE_SECONDS
 from tests.support.receivers import (
     BY_SOURCE,
     LIVE_HOST,
@@ -120,3 +121,33 @@ def test_a_push_naming_no_valid_repository_starts_nothing_and_says_so() -> None:
         "no pass: no valid repository:tag among the pushes\n",
     )
     assert hub.nudges == []
+
+
+@pytest.mark.parametrize("source", [Source.DISTRIBUTION, Source.GITLAB])
+def test_the_distribution_familys_push_is_looked_at_once_the_tag_is_written(
+    on: Edge, source: Source
+) -> None:
+    # The registry notifies a manifest pushed by tag before it writes the tag: a pass at
+    # once may read the old digest, so the tags are asked for a moment later.
+    delivery = BY_SOURCE[source]
+    assert delivery.send(on.client)[0] == 202
+    assert on.laters == [(delivery.scope, SETTLE_SECONDS)]
+    assert on.nudges == []
+
+
+@pytest.mark.parametrize(
+    "source", [s for s in BY_SOURCE if s not in (Source.DISTRIBUTION, Source.GITLAB)], ids=str
+)
+def test_other_sources_notify_once_the_tag_is_written_and_are_nudged_at_once(
+    on: Edge, source: Source
+) -> None:
+    delivery = BY_SOURCE[source]
+    assert delivery.send(on.client)[0] == 202
+    assert on.nudges == [delivery.scope]
+    assert on.laters == []
+
+
+def test_a_pull_notification_asks_for_no_pass_now_or_later(on: Edge) -> None:
+    pull = Delivery(Source.DISTRIBUTION, fixture("distribution-2.8.2-pull-head.json"), bearer, FULL)
+    assert pull.send(on.client)[0] == 202
+    assert on.laters == [] and on.nudges == []
