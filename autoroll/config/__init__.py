@@ -7,7 +7,8 @@ Secrets are wrapped in ``Secret``, whose repr and str never show the value; ``re
 is the view logged once at startup.
 
 The settings blocks live in modules of their own (``leader``: ``LEADER_ELECTION*``,
-``guardrails``: ``ROLL_*``, ``choices``: the enumerated settings), on the shared ``reader``
+``guardrails``: ``ROLL_*``, ``receivers``: the registries' webhook secrets, ``choices``: the
+enumerated settings), on the shared ``reader``
 (unset means the default, set-but-empty is an error), ``parsers`` and ``errors``.
 """
 
@@ -43,6 +44,7 @@ from autoroll.config.parsers import (
     parse_tag_interval,
 )
 from autoroll.config.reader import Reader, read_secret_file
+from autoroll.config.receivers import Receivers, read_receivers, redacted_receivers
 from autoroll.config.registries import RegistrySettings, read_registries, redacted_registries
 from autoroll.config.tenancy import Tenancy, read_tenancy, redacted_tenancy
 from autoroll.core.model import WorkloadKind
@@ -111,6 +113,9 @@ class Config:
     #: every registry asked, the Forgejo shorthand's first (autoroll.config.registries); only
     #: images on these hosts are rolled
     registries: tuple[RegistrySettings, ...] = ()
+    #: the registries' webhook receivers that are on, each with its secret
+    #: (autoroll.config.receivers; docs/adr/025-webhook-receivers.md)
+    receivers: Receivers = field(default_factory=Receivers)
 
     @property
     def listen_addr(self) -> str:
@@ -193,6 +198,7 @@ class Config:
         tenancy = read_tenancy(reader)
         tag_interval = reader.optional("TAG_PASS_INTERVAL_SECONDS", 5, parse_tag_interval)
         registries = read_registries(reader, forgejo_host=host, scheme=scheme, ca_file=ca_file)
+        receivers = read_receivers(reader)
         if reader.problems:
             raise ConfigError(reader.problems)
         assert secret is not None
@@ -226,6 +232,7 @@ class Config:
             tenancy=tenancy,
             tag_pass_interval_seconds=tag_interval,
             registries=registries,
+            receivers=receivers,
         )
 
     def redacted(self) -> dict[str, str]:
@@ -257,4 +264,5 @@ class Config:
             **redacted_tenancy(self.tenancy),
             "TAG_PASS_INTERVAL_SECONDS": str(self.tag_pass_interval_seconds),
             **redacted_registries(self.registries),
+            **redacted_receivers(self.receivers),
         }

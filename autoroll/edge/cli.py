@@ -14,10 +14,12 @@ import logging
 import os
 import sys
 from collections.abc import Mapping, Sequence
+from urllib.parse import quote
 
 from autoroll import __version__
 from autoroll.config import Config
 from autoroll.config.errors import ConfigError
+from autoroll.core.receivers.sources import RECEIVERS
 from autoroll.edge.plan import render, run_plan
 from autoroll.edge.registries import pull_credentials, registry_pool, registry_secrets
 from autoroll.edge.server import serve
@@ -61,7 +63,11 @@ def build_parser() -> argparse.ArgumentParser:
         " (docs/adr/019-tenants-in-their-lane.md); with several replicas LEADER_ELECTION,"
         " LEADER_ELECTION_NAMESPACE, LEADER_ELECTION_LEASE, POD_NAME and"
         " LEADER_ELECTION_{LEASE_DURATION,RENEW_DEADLINE,RETRY_PERIOD}_SECONDS"
-        " (docs/adr/004-leader-election-and-webhook-handoff.md).",
+        " (docs/adr/004-leader-election-and-webhook-handoff.md); the registries' webhook"
+        " receivers, each on when its secret (or its file: <NAME>_FILE) is set (POST"
+        " /webhook/<source>): "
+        + ", ".join(f"{r.variable} ({r.variable}_FILE)" for r in RECEIVERS.values())
+        + " (docs/adr/025-webhook-receivers.md).",
     )
     parser.add_argument("--version", action="version", version=f"autoroll {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -69,7 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
         "serve",
         help="run the controller: webhook + metrics server and the reconcile loop",
         description="Validate the environment, then serve /livez, /readyz and /healthz on"
-        " PROBE_ADDR, /metrics and /webhook (and the probes) on LISTEN_ADDR, and reconcile"
+        " PROBE_ADDR, /metrics, /webhook and /webhook/<source> (and the probes) on LISTEN_ADDR,"
+        " and reconcile"
         " every POLL_INTERVAL_SECONDS (and on every valid webhook).",
     )
     plan = commands.add_parser(
@@ -125,7 +132,13 @@ def _secrets(config: Config) -> list[str]:
     """Every form of the configured secrets a log line could carry (``logs.derived_forms``)."""
     token = config.forgejo_token.reveal()
     forgejo = logs.derived_forms(user=config.forgejo_user, token=token) if token else []
-    return [*forgejo, config.webhook_secret.reveal(), *registry_secrets(config)]
+    return [
+        *forgejo,
+        config.webhook_secret.reveal(),
+        *registry_secrets(config),
+        # A receiver's token may travel in a URL path: its percent-encoded form too.
+        *(f for _, s in config.receivers.secrets for f in (s.reveal(), quote(s.reveal(), safe=""))),
+    ]
 
 
 def _serve(env: Mapping[str, str]) -> int:

@@ -69,6 +69,7 @@ from autoroll.core.ports import (
 from autoroll.core.scope import Scope
 from autoroll.edge.http_worker import REQUEST_READ_SECONDS
 from autoroll.edge.probes import ProbeServer
+from autoroll.edge.receivers import Receiving
 from autoroll.edge.registries import pull_credentials, registry_pool
 from autoroll.edge.web import create_app
 from autoroll.instruments import logs
@@ -275,7 +276,9 @@ def build_runtime(
     nudge = Nudge(metrics, tag_interval_seconds=config.tag_pass_interval_seconds)
     settings = config.leader_election
     identity = (settings.identity if settings else None) or default_identity()
-    election, may_act, webhook_nudge = _leadership(settings, lease, identity, metrics, nudge)
+    election, may_act, webhook_nudge, webhook_later = _leadership(
+        settings, lease, identity, metrics, nudge
+    )
     evicting = config.rollout_method is RolloutMethod.EVICT
     cache: WatchCache | None = None
     if cluster is None:
@@ -317,6 +320,8 @@ def build_runtime(
         live=worker.liveness,
         ready=worker.readiness,
         forgejo_host=config.forgejo_host,
+        receiving=receiving(config),
+        later=webhook_later,
     )
     probes = ProbeServer(
         config.probe_host.strip("[]"),  # "[::]" names the IPv6 wildcard
@@ -336,20 +341,35 @@ def build_runtime(
     )
 
 
+def receiving(config: Config) -> Receiving:
+    """The registries' receivers that are on, with their secrets, and the registries autoroll
+    reads (``REGISTRIES`` and the ``FORGEJO_HOST`` shorthand); a registry's receiver always
+    names the host, so a push naming none is on no registry autoroll reads."""
+    secrets = {s: secret.reveal() for s, secret in config.receivers.secrets}
+    return Receiving(secrets, tuple(sorted(config.registry_hosts)), None)
+
+
 def _leadership(
     settings: LeaderElection | None,
     lease: LeasePort | None,
     identity: str,
     metrics: Metrics,
     nudge: Nudge,
-) -> tuple[Election | None, Callable[[], bool], Callable[[Scope], None]]:
+) -> tuple[
+    Election | None,
+    Callable[[], bool],
+    Callable[[Scope], None],
+    Callable[[Scope, float], None],
+]:
     """The election (None without one), whether this process may act now, and where a
-    verified webhook's nudge goes (with an election: handed to the leader)."""
+    verified webhook's nudge goes, at once and some seconds from now (with an election:
+    handed to the leader)."""
     if settings is None:
         metrics.leader.set(1)  # alone, so always the leader
-        return None, _always, nudge.deliver
+        return None, _always, nudge.deliver, nudge.nudge_in
     election = _election(settings, lease, identity=identity, metrics=metrics, nudge=nudge)
-    return election, election.elector.may_act, election.handoff.nudge
+    handoff = election.handoff
+    return election, election.elector.may_act, handoff.nudge, handoff.nudge_in
 
 
 def _term_and_authority(election: Election | None) -> dict[str, Any]:

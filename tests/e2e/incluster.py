@@ -81,6 +81,11 @@ ENV_TO_VALUES: Mapping[str, tuple[tuple[str, Callable[[str], Any]], ...]] = {
     "WATCH_NAMESPACES": (("tenancy.namespaces", _names), ("tenancy.namespaced", lambda _: True)),
     "ROLL_PAUSED": (("guardrails.paused", _flag),),
     "ROLL_HEALTHY_SECONDS": (("guardrails.healthySeconds", int),),
+    # A receiver's secret turns it on (docs/adr/025): listed, and stored in the chart's Secret.
+    "DISTRIBUTION_WEBHOOK_TOKEN": (
+        ("webhookReceivers", lambda _: ["distribution"]),
+        ("secret.receivers.distribution", str),
+    ),
 }
 
 

@@ -96,7 +96,10 @@ def client(app: Flask) -> FlaskClient:
 
 def outcome(metrics: Metrics, name: str) -> float:
     return (
-        metrics.registry.get_sample_value("autoroll_webhook_requests_total", {"outcome": name}) or 0
+        metrics.registry.get_sample_value(
+            "autoroll_webhook_requests_total", {"source": "forgejo", "outcome": name}
+        )
+        or 0
     )
 
 
@@ -507,7 +510,9 @@ def test_metrics_serves_the_injected_registry_as_prometheus_text(
     assert response.content_type.startswith("text/plain")
     text = response.get_data(as_text=True)
     assert 'autoroll_pod_deletions_total{kind="deployment",mode="dry"} 3.0' in text
-    assert 'autoroll_webhook_requests_total{outcome="missing-signature"} 1.0' in text
+    assert (
+        'autoroll_webhook_requests_total{outcome="missing-signature",source="forgejo"} 1.0' in text
+    )
     # Only the injected registry: nothing from the process-global default one.
     assert "python_gc_objects_collected_total" not in text
 

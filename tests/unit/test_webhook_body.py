@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from autoroll.core.scope import ImageTag
+from autoroll.core.pushed import Pushed
 from autoroll.core.webhook_body import BodyKind, BodyReading, read_body
 
 DATA = Path(__file__).parent / "data"
@@ -20,19 +20,19 @@ def real(name: str) -> bytes:
 
 
 def test_a_real_user_hook_delivery_of_a_tag_names_the_owners_repository_and_the_tag() -> None:
-    assert read_body(real("tag-user"), host="forgejo.example") == BodyReading(
-        BodyKind.TAG, ImageTag.named("forgejo.example", "team-owner/my-app", "latest")
+    assert read_body(real("tag-user")) == BodyReading(
+        BodyKind.TAG, Pushed(None, "team-owner/my-app", "latest")
     )
 
 
 def test_a_real_org_hook_delivery_of_a_tag_names_the_orgs_repository() -> None:
-    assert read_body(real("tag-org"), host="forgejo.example") == BodyReading(
-        BodyKind.TAG, ImageTag.named("forgejo.example", "my-org/svc", "v1.2")
+    assert read_body(real("tag-org")) == BodyReading(
+        BodyKind.TAG, Pushed(None, "my-org/svc", "v1.2")
     )
 
 
 def test_a_real_delivery_of_a_platform_manifest_is_a_digest_version() -> None:
-    assert read_body(real("digest-org"), host="forgejo.example").kind is BodyKind.DIGEST_VERSION
+    assert read_body(real("digest-org")).kind is BodyKind.DIGEST_VERSION
 
 
 def package(**fields: object) -> bytes:
@@ -55,27 +55,19 @@ def without(field: str) -> bytes:
 @pytest.mark.parametrize(
     ("body", "expected"),
     [
-        (package(), ImageTag.named("forgejo.example", "team/app", "latest")),
+        (package(), Pushed(None, "team/app", "latest")),
         # Owners may be spelled with capitals in Forgejo; registry paths are lowercase.
-        (
-            package(owner={"login": "Team"}, name="App"),
-            ImageTag.named("forgejo.example", "team/app", "latest"),
-        ),
+        (package(owner={"login": "Team"}, name="App"), Pushed(None, "team/app", "latest")),
         # An owner without "login" (an older payload) is read from "username".
-        (
-            package(owner={"username": "team"}),
-            ImageTag.named("forgejo.example", "team/app", "latest"),
-        ),
+        (package(owner={"username": "team"}), Pushed(None, "team/app", "latest")),
         # A nested image name is part of the repository path.
-        (package(name="tools/app"), ImageTag.named("forgejo.example", "team/tools/app", "latest")),
+        (package(name="tools/app"), Pushed(None, "team/tools/app", "latest")),
         # Tags are case-sensitive.
-        (package(version="V1.2_rc-3"), ImageTag.named("forgejo.example", "team/app", "V1.2_rc-3")),
+        (package(version="V1.2_rc-3"), Pushed(None, "team/app", "V1.2_rc-3")),
     ],
 )
-def test_a_container_tag_event_names_its_repository_and_tag(
-    body: bytes, expected: ImageTag
-) -> None:
-    assert read_body(body, host="forgejo.example") == BodyReading(BodyKind.TAG, expected)
+def test_a_container_tag_event_names_its_repository_and_tag(body: bytes, expected: Pushed) -> None:
+    assert read_body(body) == BodyReading(BodyKind.TAG, expected)
 
 
 @pytest.mark.parametrize(
@@ -87,7 +79,7 @@ def test_a_container_tag_event_names_its_repository_and_tag(
     ],
 )
 def test_a_digest_version_moves_no_tag(body: bytes) -> None:
-    assert read_body(body, host="forgejo.example").kind is BodyKind.DIGEST_VERSION
+    assert read_body(body).kind is BodyKind.DIGEST_VERSION
 
 
 @pytest.mark.parametrize(
@@ -115,7 +107,7 @@ def test_a_digest_version_moves_no_tag(body: bytes) -> None:
     ],
 )
 def test_anything_else_names_nothing_and_says_why(body: bytes, why: str) -> None:
-    reading = read_body(body, host="forgejo.example")
+    reading = read_body(body)
     assert (reading.kind, reading.tag) == (BodyKind.NOTHING, None)
     assert why in reading.detail
 
@@ -129,6 +121,6 @@ def test_anything_else_names_nothing_and_says_why(body: bytes, why: str) -> None
     ],
 )
 def test_a_body_past_the_caps_names_nothing_and_says_why(body: bytes, detail: str) -> None:
-    reading = read_body(body, host="forgejo.example")
+    reading = read_body(body)
     assert reading.kind is BodyKind.NOTHING
     assert detail in reading.detail

@@ -27,6 +27,8 @@ forgejo:
 registries: []
 secret:
   mountAsFiles: true
+  receivers: {}
+webhookReceivers: []
 probePort: 8081
 tenancy:
   namespaces: []

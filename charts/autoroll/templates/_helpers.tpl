@@ -130,6 +130,72 @@ token). Renders nothing; include it from every template that needs the Secret.
 {{- fail "secret.webhookSecret: must be at least 16 characters" -}}
 {{- end -}}
 {{- end -}}
+{{- include "autoroll.validateReceivers" . -}}
+{{- end -}}
+
+{{/*
+autoroll.receiverVariable: the variable (and Secret key) holding a webhook receiver's secret.
+Takes the source's name ("harbor"); fails naming webhookReceivers for an unknown one. Keep in
+sync with RECEIVERS in autoroll/core/receivers/sources.py (tests/unit/test_chart_receivers.py).
+*/}}
+{{- define "autoroll.receiverVariable" -}}
+{{- $variables := dict
+  "distribution" "DISTRIBUTION_WEBHOOK_TOKEN"
+  "gitlab" "GITLAB_WEBHOOK_TOKEN"
+  "harbor" "HARBOR_WEBHOOK_TOKEN"
+  "github" "GITHUB_WEBHOOK_SECRET"
+  "dockerhub" "DOCKERHUB_WEBHOOK_TOKEN"
+  "quay" "QUAY_WEBHOOK_TOKEN"
+  "generic" "GENERIC_WEBHOOK_SECRET"
+  "cloudevents" "CLOUDEVENTS_WEBHOOK_TOKEN" -}}
+{{- if not (hasKey $variables .) -}}
+{{- fail (printf "webhookReceivers: %q is not a receiver; choose from %s" . (keys $variables | sortAlpha | join ", ")) -}}
+{{- end -}}
+{{- get $variables . -}}
+{{- end -}}
+
+{{/*
+autoroll.receiverTakesPathToken: "true" for the receivers whose token is the last part of
+their URL (/webhook/<source>/<token>: Docker Hub and Quay cannot sign), else "". Takes the
+source's name.
+*/}}
+{{- define "autoroll.receiverTakesPathToken" -}}
+{{- if has . (list "dockerhub" "quay") }}true{{ end -}}
+{{- end -}}
+
+{{/*
+autoroll.validateReceivers: each of webhookReceivers needs its secret: in secret.receivers
+(at least 16 characters; a path token only letters, digits and ._~-) when the chart creates
+the Secret, and nowhere in the values with secret.existingSecret (the key is then the
+Secret's business). A secret given for a receiver not listed is refused too, so a typo never
+leaves a receiver silently off. Renders nothing.
+*/}}
+{{- define "autoroll.validateReceivers" -}}
+{{- $given := .Values.secret.receivers | default dict -}}
+{{- $listed := .Values.webhookReceivers | default list -}}
+{{- range $listed -}}
+{{- $_ := include "autoroll.receiverVariable" . -}}
+{{- end -}}
+{{- if .Values.secret.existingSecret -}}
+{{- if $given -}}
+{{- fail (printf "secret.receivers: set together with secret.existingSecret; put each receiver's key (%s) in the existing Secret instead" (include "autoroll.receiverVariable" (keys $given | sortAlpha | first))) -}}
+{{- end -}}
+{{- else -}}
+{{- range $source := keys $given | sortAlpha -}}
+{{- if not (has $source $listed) -}}
+{{- fail (printf "secret.receivers.%s: given, but %s is not in webhookReceivers; list it there to turn the receiver on, or remove the secret" $source $source) -}}
+{{- end -}}
+{{- end -}}
+{{- range $source := $listed -}}
+{{- $value := get $given $source | default "" | toString -}}
+{{- if lt (len $value) 16 -}}
+{{- fail (printf "secret.receivers.%s: required (at least 16 characters) while %s is in webhookReceivers and secret.existingSecret is empty" $source $source) -}}
+{{- end -}}
+{{- if and (include "autoroll.receiverTakesPathToken" $source) (not (regexMatch "^[A-Za-z0-9._~-]+$" $value)) -}}
+{{- fail (printf "secret.receivers.%s: the token is part of the URL; use only letters, digits and . _ ~ - (e.g. openssl rand -hex 32)" $source) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 
 {{/*
