@@ -302,12 +302,12 @@ def test_every_guardrail_variable_parsed() -> None:
     assert view["ROLL_PAUSED"] == "true" and view["PLATFORM_AWARE"] == "true"
 
 
-def test_the_health_window_is_off_unless_set() -> None:
-    assert Config.from_env(BASE).guardrails.healthy == timedelta(0)
-    assert Config.from_env(BASE).redacted()["ROLL_HEALTHY_SECONDS"] == "0"
-    on = Config.from_env(BASE | {"ROLL_HEALTHY_SECONDS": "30"})
-    assert on.guardrails.healthy == timedelta(seconds=30)
-    assert on.redacted()["ROLL_HEALTHY_SECONDS"] == "30"
+def test_the_health_window_is_30_seconds_unless_set() -> None:
+    assert Config.from_env(BASE).guardrails.healthy == timedelta(seconds=30)
+    assert Config.from_env(BASE).redacted()["ROLL_HEALTHY_SECONDS"] == "30"
+    off = Config.from_env(BASE | {"ROLL_HEALTHY_SECONDS": "0"})
+    assert off.guardrails.healthy == timedelta(0)
+    assert off.redacted()["ROLL_HEALTHY_SECONDS"] == "0"
     assert Config.from_env(BASE | {"ROLL_HEALTHY_SECONDS": "3600"}).guardrails.healthy == (
         timedelta(hours=1)
     )

@@ -14,6 +14,7 @@ from autoroll.controller.reconciler import NOT_LEADER, Reconciler
 from autoroll.core.model import DeleteOutcome, Enrolled, RollEvent
 from autoroll.instruments.metrics import Metrics
 from tests.unit.test_reconciler import (
+    AT_ONCE,
     NEW,
     OLD,
     REF,
@@ -56,6 +57,7 @@ def build(
         may_act=may_act,
         events=events,
         evicting=evicting,
+        guardrails=AT_ONCE,
     )
     return reconciler, metrics
 

@@ -23,6 +23,7 @@ from autoroll.core.model import (
 from autoroll.edge.plan import render, rows
 from autoroll.instruments.metrics import Metrics
 from tests.unit.test_reconciler import (
+    AT_ONCE,
     HOST,
     NEW,
     REF,
@@ -123,6 +124,7 @@ def make(
         clock=Clock(),
         nodes=nodes,
         events=events,
+        guardrails=AT_ONCE,
     )
     return reconciler, cluster, metrics
 
