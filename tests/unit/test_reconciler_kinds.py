@@ -150,7 +150,7 @@ def test_a_statefulset_pass_deletes_its_highest_ordinal_and_counts_it_by_kind() 
     ]
     [event] = [e for e in events.emitted if e.kind is WorkloadKind.STATEFULSET]
     assert (event.workload, event.workload_uid) == ("db", "uid-db")
-    assert "stale pod db-2 of statefulset/db" in event.message
+    assert "deleted pod db-2, the first of statefulset/db" in event.message
 
 
 def test_a_daemonset_pass_reads_the_first_candidates_nodes_then_deletes_on_a_ready_one() -> None:
