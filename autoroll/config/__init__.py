@@ -16,6 +16,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from autoroll.config.announce import (
+    Notifications,
+    QuarantineRecord,
+    read_notifications,
+    read_quarantine,
+    redacted_announce,
+)
 from autoroll.config.choices import (
     LogFormat,
     LogLevel,
@@ -76,7 +83,9 @@ class Config:
     log_level: LogLevel = LogLevel.INFO
     log_format: LogFormat = LogFormat.TEXT
     rollout_method: RolloutMethod = RolloutMethod.DELETE  # delete needs the least RBAC
-    emit_events: bool = False  # Kubernetes Events need another RBAC verb: opt in
+    #: an Event on the workload per roll started, done, halted or quarantined (never one per
+    #: pass): how `kubectl describe` and `autoroll history` see rolls (events: create)
+    emit_events: bool = True
     registry_scheme: RegistryScheme = RegistryScheme.HTTPS  # http only for local registries
     # PEM CA file trusted beside the default roots (a Forgejo behind a private CA); None: the
     # default roots alone. Checked to load at startup.
@@ -105,6 +114,10 @@ class Config:
     #: seconds (the rest wait for its end, autoroll.core.debounce): a burst costs two passes,
     #: a second push within it waits at most this long; 0 turns the debounce off
     tag_pass_interval_seconds: int = 5
+    #: notifications through Apprise (autoroll.config.announce): off without NOTIFY_URLS
+    notifications: Notifications = field(default_factory=Notifications)
+    #: where the quarantine is kept (docs/adr/026): memory only unless a ConfigMap is named
+    quarantine: QuarantineRecord = field(default_factory=QuarantineRecord)
 
     @property
     def listen_addr(self) -> str:
@@ -155,7 +168,7 @@ class Config:
         level = reader.optional("LOG_LEVEL", LogLevel.INFO, enum_parser(LogLevel))
         fmt = reader.optional("LOG_FORMAT", LogFormat.TEXT, enum_parser(LogFormat))
         method = reader.optional("ROLLOUT_METHOD", RolloutMethod.DELETE, enum_parser(RolloutMethod))
-        events = reader.optional("EMIT_EVENTS", False, parse_bool)
+        events = reader.optional("EMIT_EVENTS", True, parse_bool)
         scheme = reader.optional(
             "REGISTRY_SCHEME", RegistryScheme.HTTPS, enum_parser(RegistryScheme)
         )
@@ -170,6 +183,8 @@ class Config:
         resync = reader.optional("CACHE_RESYNC_SECONDS", 1800, parse_resync)
         tenancy = read_tenancy(reader)
         tag_interval = reader.optional("TAG_PASS_INTERVAL_SECONDS", 5, parse_tag_interval)
+        notifications = read_notifications(reader)
+        quarantine = read_quarantine(reader)
         if reader.problems:
             raise ConfigError(reader.problems)
         assert host is not None and user is not None and token is not None and secret is not None
@@ -201,6 +216,8 @@ class Config:
             rollout_halted_after_seconds=halted_after,
             tenancy=tenancy,
             tag_pass_interval_seconds=tag_interval,
+            notifications=notifications,
+            quarantine=quarantine,
         )
 
     def redacted(self) -> dict[str, str]:
@@ -231,4 +248,5 @@ class Config:
             "PLATFORM_AWARE": str(self.platform_aware).lower(),
             **redacted_tenancy(self.tenancy),
             "TAG_PASS_INTERVAL_SECONDS": str(self.tag_pass_interval_seconds),
+            **redacted_announce(self.notifications, self.quarantine),
         }

@@ -104,6 +104,13 @@ class Reader:
             return None
         return self._checked(file_name, raw, check)
 
+    def optional_secret(self, name: str, check: Callable[[str], None]) -> Secret | None:
+        """``name``'s secret as ``required_secret`` reads it, or None when neither ``name``
+        nor ``<name>_FILE`` is set."""
+        if self.env.get(name) is None and self.env.get(name + FILE_SUFFIX) is None:
+            return None
+        return self.required_secret(name, check)
+
     def _checked(self, where: str, raw: str, check: Callable[[str], None]) -> Secret | None:
         try:
             check(raw)
