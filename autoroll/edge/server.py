@@ -53,19 +53,36 @@ from prometheus_client import CollectorRegistry
 from autoroll.config import Config
 from autoroll.config.choices import RolloutMethod
 from autoroll.config.leader import LeaderElection
+from autoroll.controller.announcer import Announcer
 from autoroll.controller.leader import Elector, HandOff, NudgeWatcher
+from autoroll.controller.notifier import Notifier
 from autoroll.controller.pacer import RollPacer
 from autoroll.controller.reconciler import Reconciler, TickReport
 from autoroll.controller.worker import Nudge, Worker, WorkerStopTimeoutError
 from autoroll.core.election import Timings, default_identity
-from autoroll.core.ports import ClusterPort, EventPort, LeasePort, NodePort, RegistryPort
+from autoroll.core.ports import (
+    ClusterPort,
+    EventPort,
+    LeasePort,
+    NodePort,
+    NotifyPort,
+    QuarantinePort,
+    RegistryPort,
+)
 from autoroll.core.scope import Scope
 from autoroll.edge.http_worker import REQUEST_READ_SECONDS
 from autoroll.edge.probes import ProbeServer
 from autoroll.edge.web import create_app
 from autoroll.instruments import logs
 from autoroll.instruments.metrics import Metrics
-from autoroll.kube import ClusterError, KubeCluster, KubeEvents, KubeLease, WatchCache
+from autoroll.kube import (
+    ClusterError,
+    KubeCluster,
+    KubeEvents,
+    KubeLease,
+    KubeQuarantine,
+    WatchCache,
+)
 from autoroll.kube.transport import (
     LEASE_CALL_TIMEOUT,
     REQUEST_TIMEOUT,
@@ -73,6 +90,7 @@ from autoroll.kube.transport import (
     call_seconds,
     connect,
 )
+from autoroll.notify import AppriseNotifier
 from autoroll.registry import Limits, RegistryClient, registry_session
 
 log = logging.getLogger(__name__)
@@ -94,6 +112,8 @@ REQUEST_THREADS: Final = 16
 CACHE_POOL_SIZE: Final = 512
 #: Seconds the watched cache's threads get to stop (they wait on a socket, aborted at once).
 CACHE_STOP_SECONDS: Final = 3.0
+#: Seconds the notifier's thread gets to stop; a send in flight is abandoned (a daemon).
+NOTIFIER_STOP_SECONDS: Final = 0.5
 
 #: The longest single step of a pass: one Kubernetes API call, or the registry's budget.
 STEP_SECONDS: Final = max(call_seconds(REQUEST_TIMEOUT), Limits().budget_seconds)
@@ -163,6 +183,7 @@ class Runtime:
         election: Election | None = None,
         cache: WatchCache | None = None,
         probes: ProbeServer | None = None,
+        notifier: Notifier | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.metrics = metrics
@@ -173,6 +194,7 @@ class Runtime:
         self.app = app
         self.election = election
         self.cache = cache
+        self.notifier = notifier
         self._clock = clock
         self._stop_requested_at: float | None = None
 
@@ -187,6 +209,8 @@ class Runtime:
             self.election.handoff.start()
         if self.probes is not None:
             self.probes.start()
+        if self.notifier is not None:
+            self.notifier.start()
         self.worker.start()
 
     def begin_stop(self) -> None:
@@ -200,6 +224,8 @@ class Runtime:
         self.worker.request_stop()
         if self.cache is not None:
             self.cache.request_stop()
+        if self.notifier is not None:
+            self.notifier.request_stop()
 
     def stop(self, timeout: float = RECONCILE_STOP_SECONDS) -> None:
         """Stop the reconcile thread, then hand the lease back (only if that stop was clean).
@@ -223,6 +249,8 @@ class Runtime:
                     self.cache.stop(CACHE_STOP_SECONDS)
                 except Exception as exc:  # daemon threads: the process exits anyway
                     log.error("stopping the watched cache: %s", exc)
+            if self.notifier is not None:
+                self.notifier.stop(NOTIFIER_STOP_SECONDS)
             if self.probes is not None:
                 # Last, so /readyz says "shutting down" until the end; at most one poll
                 # (0.2 s), inside the second GRACEFUL_TIMEOUT_SECONDS leaves for the exit.
@@ -255,11 +283,15 @@ def build_runtime(
     lease: LeasePort | None = None,
     events: EventPort | None = None,
     nodes: NodePort | None = None,
+    quarantine: QuarantinePort | None = None,
+    notify: NotifyPort | None = None,
 ) -> Runtime:
     """Wire one process's objects together. Cheap: no network until the first pass.
 
     Without an injected ``cluster`` the Kubernetes adapter is both the cluster and the Node
-    reader; with one, Nodes are read only through ``nodes``."""
+    reader; with one, Nodes are read only through ``nodes``. The quarantine's record is the
+    ConfigMap ``QUARANTINE_CONFIGMAP`` names (memory only without it), notifications go to
+    ``NOTIFY_URLS`` through Apprise (none without them)."""
     metrics = Metrics(CollectorRegistry())
     nudge = Nudge(metrics, tag_interval_seconds=config.tag_pass_interval_seconds)
     settings = config.leader_election
@@ -270,6 +302,14 @@ def build_runtime(
     if cluster is None:
         kube, cache = _kube_cluster(config, metrics, evicting=evicting)
         cluster, nodes = kube, nodes or kube
+    notifier = _notifier(config, metrics, notify)
+    announcer = Announcer(
+        metrics=metrics,
+        events=events or (KubeEvents(instance=identity) if config.emit_events else None),
+        notify=notifier.post if notifier is not None else _nobody,
+        dry_run=config.dry_run,
+        evicting=evicting,
+    )
     reconciler = Reconciler(
         cluster=cluster,
         nodes=nodes,
@@ -280,8 +320,8 @@ def build_runtime(
         may_act=may_act,  # before every deletion
         leading=may_act,  # followers skip whole passes
         **_term_and_authority(election),
-        events=events or (KubeEvents(instance=identity) if config.emit_events else None),
-        evicting=evicting,
+        announcer=announcer,
+        quarantine=quarantine or _quarantine_record(config),
         guardrails=config.guardrails,
         lookups_per_namespace=config.tenancy.lookups_per_namespace,
         halted_after=timedelta(seconds=config.rollout_halted_after_seconds),
@@ -315,7 +355,35 @@ def build_runtime(
         election=election,
         cache=cache,
         probes=probes,
+        notifier=notifier,
     )
+
+
+def _nobody(_: object) -> None:
+    return None
+
+
+def _notifier(config: Config, metrics: Metrics, port: NotifyPort | None) -> Notifier | None:
+    """The notifier thread, when there is anyone to tell (NOTIFY_URLS, or a port given)."""
+    settings = config.notifications
+    if port is None:
+        if not settings.enabled:
+            return None
+        port = AppriseNotifier(settings.url_lines())
+    return Notifier(
+        port,
+        metrics=metrics,
+        happenings=settings.happenings,
+        throttle_seconds=settings.throttle_seconds,
+    )
+
+
+def _quarantine_record(config: Config) -> QuarantinePort | None:
+    """The ConfigMap that keeps the quarantine (docs/adr/026), if one is named."""
+    record = config.quarantine
+    if record.configmap is None:
+        return None
+    return KubeQuarantine(namespace=record.namespace, name=record.configmap)
 
 
 def _leadership(
