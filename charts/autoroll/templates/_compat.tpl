@@ -25,6 +25,14 @@ forgejo:
   scheme: https
 secret:
   mountAsFiles: true
+  notifyUrlsKey: NOTIFY_URLS
+  notifyUrls: ""
+quarantine:
+  persist: true
+notifications:
+  enabled: false
+  events: [started, done, halted, quarantined]
+  throttleSeconds: 60
 probePort: 8081
 tenancy:
   namespaces: []
@@ -42,7 +50,7 @@ guardrails:
   minAgeSeconds: 0
   window: ""
   paused: false
-  healthySeconds: 0
+  healthySeconds: 30
   platformAware: false
 rolloutHaltedAfterSeconds: 600
 apiServer:
@@ -74,6 +82,7 @@ prometheusRule:
     registryUnknown: 30m
     noLeader: 5m
     webhookSignatureFailures: 10m
+    digestQuarantined: 0m
   webhookFailuresPer10m: 5
 grafanaDashboard:
   enabled: false
