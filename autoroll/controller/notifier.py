@@ -12,6 +12,10 @@ throttled per kind (``autoroll.core.throttle``): what comes within the interval 
 message at its end. At most ``MAX_WAITING`` happenings wait in all; more are dropped and
 counted (``autoroll_notifications_total{outcome="dropped"}``). On shutdown what waits is
 not sent (the thread is told to stop and joined briefly); the Events stay in the cluster.
+
+The URLs are a secret: autoroll's own lines about a send name the happening, never where it
+went; what the libraries under Apprise log is the adapter's to keep quiet
+(``autoroll.notify``).
 """
 
 from __future__ import annotations

@@ -29,6 +29,7 @@ from autoroll.instruments import logs
 from autoroll.kube import ClusterConfigError, ClusterError, KubeCluster, KubeQuarantine, connect
 from autoroll.kube.history import read_history
 from autoroll.notify import AppriseNotifier, NotifyConfigError
+from autoroll.notify.apprise_notifier import secret_parts
 from autoroll.registry import RegistryClient, proxies_in_use, registry_session
 
 log = logging.getLogger("autoroll")
@@ -64,7 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
         " (docs/adr/019-tenants-in-their-lane.md); notifications NOTIFY_URLS (or"
         " NOTIFY_URLS_FILE , Apprise URLs, one per line), NOTIFY_EVENTS, NOTIFY_THROTTLE_SECONDS;"
         " the quarantine's record QUARANTINE_CONFIGMAP, QUARANTINE_NAMESPACE"
-        " (docs/adr/026-the-quarantine-lives-in-a-configmap.md); with several replicas LEADER_ELECTION,"
+        " (docs/adr/026-the-quarantine-lives-in-a-configmap.md); with several replicas"
+        " LEADER_ELECTION,"
         " LEADER_ELECTION_NAMESPACE, LEADER_ELECTION_LEASE, POD_NAME and"
         " LEADER_ELECTION_{LEASE_DURATION,RENEW_DEADLINE,RETRY_PERIOD}_SECONDS"
         " (docs/adr/004-leader-election-and-webhook-handoff.md).",
@@ -172,6 +174,7 @@ def _secrets(config: Config) -> list[str]:
     return [
         *logs.derived_forms(user=config.forgejo_user, token=token),
         config.webhook_secret.reveal(),
+        *(part for url in config.notifications.url_lines() for part in secret_parts(url)),
     ]
 
 

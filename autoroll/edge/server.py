@@ -369,7 +369,7 @@ def _notifier(config: Config, metrics: Metrics, port: NotifyPort | None) -> Noti
     if port is None:
         if not settings.enabled:
             return None
-        port = AppriseNotifier(settings.url_lines())
+        port = AppriseNotifier(settings.url_lines(), on_secret=logs.redact_also)
     return Notifier(
         port,
         metrics=metrics,

@@ -15,7 +15,6 @@ from hypothesis import strategies as st
 
 from autoroll.core.decide import Decision, Sighting, decide
 from autoroll.core.guardrails import HoldReason, RollPlan, plan_rolls
-from autoroll.core.health import HealthWindow
 from autoroll.core.images import TagRef
 from autoroll.core.model import (
     ContainerStatusView,
@@ -59,9 +58,7 @@ def pod(name: str, digest: Digest = OLD, *, ready_for: timedelta = timedelta(day
         uid=f"uid-{name}",
         created_at=min(BORN, NOW - ready_for),
         containers=(ContainerView("app", f"{HOST}/team/app:latest"),),
-        statuses=(
-            ContainerStatusView("app", image_id=f"{HOST}/team/app@{digest}", ready=True),
-        ),
+        statuses=(ContainerStatusView("app", image_id=f"{HOST}/team/app@{digest}", ready=True),),
         ready_changed_at=NOW - ready_for,
     )
 
@@ -324,9 +321,7 @@ def pods_for(name: str, state: str) -> list[PodView]:
 
 @settings(max_examples=150, deadline=None)
 @given(
-    st.lists(
-        st.tuples(st.integers(0, 3), st.sampled_from(STATES)), min_size=1, max_size=6
-    ),
+    st.lists(st.tuples(st.integers(0, 3), st.sampled_from(STATES)), min_size=1, max_size=6),
     st.booleans(),
     st.sampled_from(["none", "active", "cleared"]),
 )
