@@ -389,3 +389,29 @@ def test_a_new_push_ends_the_quarantine_in_the_record() -> None:
     reconciler._registry.answers[REF] = OLD  # type: ignore[attr-defined]
     reconciler.tick()
     assert store.book.entries == {}
+
+
+def test_a_one_replica_workload_s_replacement_that_fails_quarantines_its_digest() -> None:
+    """No stale pod is left to wait behind it, so no rollout is halted in the old sense;
+    but the pod made for the new digest crashed inside its window: that is evidence."""
+    store = MemoryQuarantine()
+    cluster = FakeCluster(
+        [enrolled("solo", [pod("solo-1")]), enrolled("api", [pod("api-1"), pod("api-2")])]
+    )
+    reconciler, _ = controller(cluster, store)
+    reconciler.tick()  # solo is the digest's first workload: solo-1 goes, api waits
+    assert [name for _, name, _ in cluster.deleted] == ["solo-1"]
+    made = T0 + timedelta(seconds=1)
+    crashed = replace(
+        restarted(pod("solo-2", NEW, created=made), 1, ready=True),
+        ready_changed_at=made + timedelta(seconds=8),
+    )
+    cluster.items = [enrolled("solo", [crashed]), cluster.items[1]]
+    reconciler._clock.now = T0 + timedelta(seconds=12)  # type: ignore[attr-defined]
+    report = reconciler.tick()
+    assert [(e.key, e.reason.value) for e in store.book.active] == [(KEY, "failed-health-window")]
+    assert report.plan is not None
+    assert {h.workload: h.reason.value for h in report.plan.holds} == {
+        "shop/deployment/api": "quarantined"
+    }
+    assert len(cluster.deleted) == 1
