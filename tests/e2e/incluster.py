@@ -81,6 +81,9 @@ ENV_TO_VALUES: Mapping[str, tuple[tuple[str, Callable[[str], Any]], ...]] = {
     "WATCH_NAMESPACES": (("tenancy.namespaces", _names), ("tenancy.namespaced", lambda _: True)),
     "ROLL_PAUSED": (("guardrails.paused", _flag),),
     "ROLL_HEALTHY_SECONDS": (("guardrails.healthySeconds", int),),
+    # Into the Secret the chart creates, mounted as a file (NOTIFY_URLS_FILE), as a user's.
+    "NOTIFY_URLS": (("secret.notifyUrls", str), ("notifications.enabled", lambda _: True)),
+    "NOTIFY_THROTTLE_SECONDS": (("notifications.throttleSeconds", int),),
 }
 
 
