@@ -34,7 +34,14 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Final
 
-from autoroll.core.decision import RUNS_TARGET, ContainerVerdict, Decision, DeletePod, Verdict
+from autoroll.core.decision import (
+    RUNS_TARGET,
+    ContainerVerdict,
+    Decision,
+    DeletePod,
+    PodState,
+    Verdict,
+)
 from autoroll.core.images import TagRef
 from autoroll.core.model import Digest, Enrolled
 from autoroll.core.policy import WAVE, Policy
@@ -100,12 +107,16 @@ def onto(decision: Decision, action: DeletePod) -> list[tuple[TagRef, Digest]]:
 
 
 def standing(verdict: ContainerVerdict, decision: Decision, policy: Policy) -> Standing:
-    """Where one workload stands on its container's target."""
+    """Where one workload stands on its container's target. A workload with stale pods that
+    is not settled counts as on the target already: its replacement is on its way (the
+    deleted pod still terminating, the new one not made or still pulling, no digest to
+    show yet), and a second workload must not start meanwhile."""
     settled = decision.settledness.is_settled
     healthy = settled and decision.health.passed
-    on_target = any(f.state in RUNS_TARGET for f in verdict.pods)
+    runs = any(f.state in RUNS_TARGET for f in verdict.pods)
+    coming = not settled and any(f.state is PodState.STALE for f in verdict.pods)
     done = verdict.verdict is Verdict.CURRENT and healthy
-    return Standing(policy.wave, done, on_target, on_target and healthy)
+    return Standing(policy.wave, done, runs or coming, runs and healthy)
 
 
 class RollOrder:

@@ -187,14 +187,15 @@ def test_a_build_that_crashes_after_ready_replaces_one_pod_in_all_then_a_good_on
         good = first.push()
         fixed = time.monotonic()
         assert autoroll.webhook(package_event(first.repository)) == 202
-        [broken] = [p for p in first.live_pods() if p.digest == bad]
+        # The one pod on the bad build, in whichever workload the digest reached first.
+        [broken] = [p for app in three for p in app.live_pods() if p.digest == bad]
         core_api(kube).delete_namespaced_pod(broken.name, namespace)
         for app in three:
             app.wait_rolled(good, replicas=2, timeout=420)
         rolled_after = time.monotonic() - fixed
     history = [p for p in pods.pods() if p.name.startswith("wave-")]
     assert quarantine_entries(kube, namespace) == [], "the tag moved: the quarantine ended"
-    _assert_wave_order(history, good)
+    _assert_wave_order(history, good, old, since=fixed)
     assert len(warnings(kube, namespace)) == 1
     record_property("quarantined_after_push_s", round(found_after, 1))
     record_property("rolled_in_waves_s", round(rolled_after, 1))
@@ -214,11 +215,12 @@ def test_a_build_that_crashes_after_ready_replaces_one_pod_in_all_then_a_good_on
     assert "quarantined" in history_cli.stdout and "done" in history_cli.stdout
 
 
-def _assert_wave_order(history: list[PodSeen], good: str) -> None:
-    """No pod of a wave goes before every pod of the earlier waves is Ready on ``good`` and
-    has been for the window."""
+def _assert_wave_order(history: list[PodSeen], good: str, old: str, *, since: float) -> None:
+    """No pod of a wave goes (autoroll's deletions: pods on the old build, after the good
+    push) before every pod of the earlier waves is Ready on ``good`` and has been for the
+    window."""
     ready = became_ready(history, good)
-    gone = [d for d in deletions(history) if d.digest != good]
+    gone = [d for d in deletions(history) if d.digest == old and d.at >= since]
     for later in range(1, len(NAMES)):
         earlier_ready = [r.at for r in ready if r.name.startswith(NAMES[later - 1])]
         assert len(earlier_ready) == 2, (NAMES[later - 1], earlier_ready)

@@ -8,6 +8,7 @@ Decisions come from the real ``decide`` with a health window, so "done", "proven
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from hypothesis import given, settings
@@ -159,6 +160,24 @@ def test_while_the_first_replacement_is_inside_its_window_the_others_wait() -> N
     assert result.go == ()
     assert held(result) == {"b": HoldReason.UNPROVEN, "c": HoldReason.UNPROVEN}
     assert "on shop/deployment/a first" in result.holds[0].detail
+
+
+def pulling(name: str) -> PodView:
+    """A replacement made, its image still being pulled: no digest reported yet."""
+    made = pod(name, ready_for=timedelta(seconds=1))
+    status = ContainerStatusView("app", image_id="", ready=False)
+    return replace(made, ready=False, statuses=(status,), ready_changed_at=None)
+
+
+def test_a_workload_whose_replacement_has_no_digest_yet_rolls_the_digest_already() -> None:
+    """Seen on the real node: the pass after the first deletion finds the replacement still
+    pulling (no digest) or not made yet (the deleted pod terminating): the first workload
+    must still count as rolling, or a second one starts."""
+    for coming in (pulling("a-3"), replace(pod("a-1"), deleting=True)):
+        first = workload("a", [coming, pod("a-2")])
+        result = plan([first, workload("b"), workload("c")])
+        assert result.go == (), coming
+        assert held(result) == {"b": HoldReason.UNPROVEN, "c": HoldReason.UNPROVEN}, coming
 
 
 def test_once_a_replacement_has_run_through_its_window_the_digest_is_proven() -> None:
