@@ -113,7 +113,8 @@ def _running_status(image: str, image_id: str) -> dict[str, Any]:
         "status": {
             "phase": "Running",
             "conditions": [
-                {"type": "Ready", "status": "True"},
+                # With its time, as a kubelet writes it: the health window counts from it.
+                {"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"},
                 {"type": "ContainersReady", "status": "True"},
             ],
             "containerStatuses": [

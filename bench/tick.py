@@ -36,6 +36,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, cast
 
 from prometheus_client import CollectorRegistry
@@ -148,7 +149,9 @@ def build(
         # The budget lifted: this counts what a pass sends, and the pods the bench created
         # seconds before are, by design, the budget's evidence of a previous leader's
         # deletions (ADR 016), which would hold every deletion (and its fresh read) here.
-        guardrails=Guardrails(deletions_per_period=0, in_flight=0),
+        # No health window either: with one, a new digest reaches one Deployment first
+        # (autoroll.core.rollorder), and the fresh reads counted here would be one, not all.
+        guardrails=Guardrails(deletions_per_period=0, in_flight=0, healthy=timedelta(0)),
     )
 
     def run(scope: Scope) -> Pass:

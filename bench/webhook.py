@@ -176,8 +176,9 @@ def running_serve(
         # latency Deployments left rolling (no controller manager) fill the in-flight slots.
         "ROLL_BUDGET_DELETIONS": "0",
         "ROLL_BUDGET_IN_FLIGHT": "0",
-        # Nor is the health window (ROLL_HEALTHY_SECONDS): the bench's pods are made Ready by
-        # the bench, with no Ready time, which the window counts as never yet healthy.
+        # Nor is the health window (ROLL_HEALTHY_SECONDS): this measures how soon a pass
+        # deletes, and the window would pace each Deployment's next pod by 30 s (the bench's
+        # pods carry Ready times, so it would hold them exactly as on a cluster).
         "ROLL_HEALTHY_SECONDS": "0",
         "LOG_LEVEL": "info",
         "LOG_FORMAT": "text",

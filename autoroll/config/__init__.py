@@ -17,6 +17,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from autoroll.config.announce import (
+    Notifications,
+    QuarantineRecord,
+    read_notifications,
+    read_quarantine,
+    redacted_announce,
+)
 from autoroll.config.choices import (
     LogFormat,
     LogLevel,
@@ -81,7 +88,9 @@ class Config:
     log_level: LogLevel = LogLevel.INFO
     log_format: LogFormat = LogFormat.TEXT
     rollout_method: RolloutMethod = RolloutMethod.DELETE  # delete needs the least RBAC
-    emit_events: bool = False  # Kubernetes Events need another RBAC verb: opt in
+    #: an Event on the workload per roll started, done, halted or quarantined (never one per
+    #: pass): how `kubectl describe` and `autoroll history` see rolls (events: create)
+    emit_events: bool = True
     registry_scheme: RegistryScheme = RegistryScheme.HTTPS  # http only for local registries
     # PEM CA file trusted beside the default roots (a Forgejo behind a private CA); None: the
     # default roots alone. Checked to load at startup.
@@ -116,6 +125,10 @@ class Config:
     #: the registries' webhook receivers that are on, each with its secret
     #: (autoroll.config.receivers; docs/adr/025-webhook-receivers.md)
     receivers: Receivers = field(default_factory=Receivers)
+    #: notifications through Apprise (autoroll.config.announce): off without NOTIFY_URLS
+    notifications: Notifications = field(default_factory=Notifications)
+    #: where the quarantine is kept (docs/adr/026): memory only unless a ConfigMap is named
+    quarantine: QuarantineRecord = field(default_factory=QuarantineRecord)
 
     @property
     def listen_addr(self) -> str:
@@ -182,7 +195,7 @@ class Config:
         level = reader.optional("LOG_LEVEL", LogLevel.INFO, enum_parser(LogLevel))
         fmt = reader.optional("LOG_FORMAT", LogFormat.TEXT, enum_parser(LogFormat))
         method = reader.optional("ROLLOUT_METHOD", RolloutMethod.DELETE, enum_parser(RolloutMethod))
-        events = reader.optional("EMIT_EVENTS", False, parse_bool)
+        events = reader.optional("EMIT_EVENTS", True, parse_bool)
         scheme = reader.optional(
             "REGISTRY_SCHEME", RegistryScheme.HTTPS, enum_parser(RegistryScheme)
         )
@@ -199,6 +212,8 @@ class Config:
         tag_interval = reader.optional("TAG_PASS_INTERVAL_SECONDS", 5, parse_tag_interval)
         registries = read_registries(reader, forgejo_host=host, scheme=scheme, ca_file=ca_file)
         receivers = read_receivers(reader)
+        notifications = read_notifications(reader)
+        quarantine = read_quarantine(reader)
         if reader.problems:
             raise ConfigError(reader.problems)
         assert secret is not None
@@ -233,6 +248,8 @@ class Config:
             tag_pass_interval_seconds=tag_interval,
             registries=registries,
             receivers=receivers,
+            notifications=notifications,
+            quarantine=quarantine,
         )
 
     def redacted(self) -> dict[str, str]:
@@ -265,4 +282,5 @@ class Config:
             "TAG_PASS_INTERVAL_SECONDS": str(self.tag_pass_interval_seconds),
             **redacted_registries(self.registries),
             **redacted_receivers(self.receivers),
+            **redacted_announce(self.notifications, self.quarantine),
         }

@@ -1,15 +1,14 @@
-"""What a pass tells people about itself: metrics, log lines and Kubernetes Events.
+"""What a pass tells people about itself: metrics and log lines.
 
 The reconciler hands the observer each ``Decision`` and each ``Executed`` action; the
-observer counts them, writes one log line per container decision and per action, and, with
-EMIT_EVENTS, records each roll as an Event on its workload (the reason and its text are
-``autoroll.core.model.RollEvent.about``). An Event that fails is logged and counted, never allowed
-to fail the pass. A halted rollout (``autoroll.core.halt``: a pod not Ready too long, or a
-replacement that failed inside its health window) gets a WARNING every pass, the
-``autoroll_rollouts_halted`` gauge and one Warning Event per halt. It keeps two memories of
-its own: which pods it has already warned about because what they run cannot be told, so
-such a warning is logged once per pod and reference, not once per pass; and which halts it
-has already recorded an Event for.
+observer counts them and writes one log line per container decision and per action. A
+halted rollout (``autoroll.core.halt``: a pod not Ready too long, or a replacement that
+failed inside its health window) gets a WARNING every pass and the
+``autoroll_rollouts_halted`` gauge; ``halted`` says whether the halt is new, so that the
+``Announcer`` (``autoroll.controller.announcer``: Events and notifications, once per roll)
+tells it once. It keeps two memories of its own: which pods it has already warned about
+because what they run cannot be told, so such a warning is logged once per pod and
+reference, not once per pass; and which halts it has already found.
 """
 
 from __future__ import annotations
@@ -21,16 +20,7 @@ from autoroll.controller.executor import Executed, Outcome
 from autoroll.core.decide import ContainerVerdict, Decision, DeletePod, PodState, Reason, Verdict
 from autoroll.core.guardrails import Hold, RollPlan
 from autoroll.core.halt import RolloutHalt
-from autoroll.core.model import (
-    Digest,
-    Enrolled,
-    EventReason,
-    RollEvent,
-    Unknown,
-    WorkloadKind,
-    WorkloadView,
-)
-from autoroll.core.ports import EventPort
+from autoroll.core.model import Digest, Enrolled, Unknown, WorkloadKind, WorkloadView
 from autoroll.core.scope import Scope
 from autoroll.instruments.metrics import Metrics
 
@@ -42,19 +32,15 @@ _UNRESOLVED = frozenset({PodState.CONTENT_UNKNOWN, PodState.PLATFORM_UNKNOWN})
 
 
 class PassObserver:
-    """Metrics, log lines and Events for the decisions and actions of every pass."""
+    """Metrics and log lines for the decisions and actions of every pass."""
 
-    def __init__(
-        self, *, metrics: Metrics, events: EventPort | None = None, evicting: bool = False
-    ) -> None:
+    def __init__(self, *, metrics: Metrics) -> None:
         self._metrics = metrics
-        self._events = events
-        self._evicting = evicting
         # (namespace, pod, uid, container, reference) already warned as unresolved.
         self._warned: set[tuple[str, str, str, str, str]] = set()
         # (workload UID, pod) of the halts found this pass (with the workload's kind, for the
-        # gauge), and of those already announced with an Event: one Event per halt, while the
-        # warning line repeats every pass.
+        # gauge), and of those already found: a halt is new once, while the warning line
+        # repeats every pass.
         self._halted: dict[tuple[str, str], WorkloadKind] = {}
         self._halts_announced: set[tuple[str, str]] = set()
         # (workload key, pod) already said to match a selector under another controller.
@@ -189,8 +175,9 @@ class PassObserver:
             },
         )
 
-    def halted(self, workload: WorkloadView, halt: RolloutHalt) -> None:
-        """A WARNING every pass while halted; one Warning Event per halt (EMIT_EVENTS)."""
+    def halted(self, workload: WorkloadView, halt: RolloutHalt) -> bool:
+        """A WARNING every pass while halted; True the first time this halt is found (until
+        a complete full pass no longer finds it)."""
         log.warning(
             halt.message(),
             extra={
@@ -204,9 +191,9 @@ class PassObserver:
         key = (workload.uid, halt.pod)
         self._halted[key] = workload.kind
         if key in self._halts_announced:
-            return
+            return False
         self._halts_announced.add(key)
-        self._emit(workload, RollEvent.halted(workload, halt.message()))
+        return True
 
     def pass_ended(
         self,
@@ -243,7 +230,7 @@ class PassObserver:
     # -- actions ----------------------------------------------------------------------------
 
     def executed(self, workload: WorkloadView, done: Executed) -> None:
-        """Count and log what became of an action; record an Event for a roll."""
+        """Count and log what became of an action."""
         action, outcome = done.action, done.outcome
         fields = _action_fields(action)
         where = f"{action.namespace}/{action.name} of {action.kind}/{action.workload}"
@@ -282,7 +269,6 @@ class PassObserver:
             )
         else:
             self._not_done(where, outcome, fields, kind)
-        self._record_event(workload, done)
 
     def _not_done(self, where: str, outcome: Outcome, fields: dict[str, object], kind: str) -> None:
         # One line per workload per pass at most (one action each): no storm.
@@ -303,45 +289,6 @@ class PassObserver:
             )
         else:
             log.info("pod %s not deleted: %s", where, outcome.value, extra=extra)
-
-    def _record_event(self, workload: WorkloadView, done: Executed) -> None:
-        """One Event per executed roll; failures are logged and counted, never raised."""
-        if self._events is None:
-            return
-        if done.outcome is Outcome.DRY_RUN:
-            reason = EventReason.DRY_RUN
-        elif done.outcome is Outcome.DELETED:
-            reason = EventReason.EVICTED if self._evicting else EventReason.DELETED
-        else:
-            return
-        action = done.action
-        event = RollEvent.about(
-            workload,
-            reason,
-            pod=action.name,
-            container=action.container,
-            image=action.image,
-            running=action.from_digest,
-            target=action.to_digest,
-        )
-        self._emit(workload, event)
-
-    def _emit(self, workload: WorkloadView, event: RollEvent) -> None:
-        """Record ``event``; a failure is logged and counted, never raised."""
-        if self._events is None:
-            return
-        try:
-            self._events.emit(event)
-        except Exception as exc:
-            self._metrics.events.labels(outcome="error").inc()
-            log.warning(
-                "could not record an Event on %s: %s",
-                workload.key,
-                exc,
-                extra={"event": "event-failed", "workload": workload.key, "kind": workload.kind},
-            )
-            return
-        self._metrics.events.labels(outcome="created").inc()
 
 
 def _digest_text(value: Digest | Unknown | None) -> str:

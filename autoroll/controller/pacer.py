@@ -19,6 +19,12 @@ the next poll (120 s by default), although its replacement was Ready within a se
    its pods will not change when the window ends, so the pacer asks for a pass targeted at
    its tags when it does (``later``, the worker's deferred nudge); one whose replacement
    failed inside its window is left to the poll (its roll is halted).
+5. Nor is a workload whose deletion the guardrails held (budget, min-age, window, pause,
+   quarantine, wave, a digest not yet proven): nothing was deleted, so the cache shows it
+   settled, and arming it would nudge a pass at once that the guardrail holds again, and
+   again on each of its pod events: a pass in a loop. A hold that says when it may go
+   (``until``) is looked at then; the others wait for the pass that changes their answer
+   (the poll, a webhook, or the window's end of the workload they wait for).
 
 Never faster than settledness allows: at most one nudge per armed workload per pass, and
 only once the cache shows it settled. A replacement that never becomes Ready (a crash loop)
@@ -36,9 +42,10 @@ from datetime import UTC, datetime
 
 from autoroll.controller.executor import Outcome
 from autoroll.controller.reconciler import TickReport
-from autoroll.core.decide import Verdict
+from autoroll.core.decide import Decision, Verdict
 from autoroll.core.health import HealthState
 from autoroll.core.kinds import is_settled
+from autoroll.core.model import Digest
 from autoroll.core.ports import WatchPort
 from autoroll.core.scope import ImageTag, Scope
 from autoroll.instruments.metrics import Metrics
@@ -106,6 +113,7 @@ class RollPacer:
             for done in report.executed
             if done.outcome is Outcome.DELETED
         }
+        holds = {h.workload: h for h in report.plan.holds} if report.plan is not None else {}
         armed = []
         windows: list[tuple[frozenset[ImageTag], datetime]] = []
         with self._lock:
@@ -115,12 +123,18 @@ class RollPacer:
                     for verdict in decision.containers
                     if verdict.verdict in _ROLLING and verdict.ref is not None
                 )
-                if not tags or not decision.health.passed:
-                    # Done, or waiting on a health window: no pod change ends that wait.
+                until = _inside_until(decision)
+                if until is not None:
+                    # Others may wait for this workload's window (a wave, a digest proving
+                    # itself): look at its tags when it ends, done or not.
+                    windows.append((_tags(decision), until))
+                hold = holds.get(decision.key)
+                if not tags or not decision.health.passed or hold is not None:
+                    # Done, waiting on a health window, or held by a guardrail: no pod
+                    # change ends that wait (module docstring, 4 and 5).
                     self._armed.pop(decision.key, None)
-                    until = decision.health.until
-                    if tags and until is not None and decision.health.state is HealthState.INSIDE:
-                        windows.append((tags, until))
+                    if tags and hold is not None and hold.until is not None:
+                        windows.append((tags, hold.until))
                     continue
                 uid = deleted.get(decision.key, "")
                 self._armed[decision.key] = Armed(tags, uid)
@@ -131,7 +145,8 @@ class RollPacer:
         if self._later is not None:
             now = self._clock()
             for tags, until in windows:
-                self._later(Scope.of(tags), max(0.0, (until - now).total_seconds()))
+                if tags:
+                    self._later(Scope.of(tags), max(0.0, (until - now).total_seconds()))
 
     def changed(self, keys: frozenset[str]) -> None:
         """The cache's listener: look at the armed workloads among ``keys``."""
@@ -156,6 +171,21 @@ class RollPacer:
         self._metrics.roll_pace_nudges.inc()
         log.debug("%s settled: looking again at %s", key, ", ".join(map(str, armed.tags)))
         self._nudge(Scope.of(armed.tags))
+
+
+def _inside_until(decision: Decision) -> datetime | None:
+    """When the workload's health window ends, if it is inside one."""
+    health = decision.health
+    return health.until if health.state is HealthState.INSIDE else None
+
+
+def _tags(decision: Decision) -> frozenset[ImageTag]:
+    """Every tag of the workload with a known target."""
+    return frozenset(
+        ImageTag.of(v.ref)
+        for v in decision.containers
+        if v.ref is not None and isinstance(v.registry_digest, Digest)
+    )
 
 
 __all__ = ["Armed", "RollPacer"]

@@ -57,11 +57,14 @@ wait on the same API).
 
 The pass only orders the steps. Carrying out a deletion (or, in dry-run, not; and not at
 all once leadership lapsed) is the ``Executor``'s (``autoroll.controller.executor``), with a typed
-``Outcome``; metrics, log lines and Events about decisions and actions are the
+``Outcome``; metrics and log lines about decisions and actions are the
 ``PassObserver``'s (``autoroll.controller.observer``), and so is saying loudly that a rollout is
 halted (``autoroll.core.halt`` decides when: stale pods have waited ``halted_after`` behind a pod
-that is not Ready). A replica that does not lead (``leading``)
-skips the whole pass and reports it as ``skipped``.
+that is not Ready); Events and notifications, once per roll, are the ``Announcer``'s
+(``autoroll.controller.announcer``). A halt's digest is quarantined for its tag
+(``autoroll.core.quarantine``; the record is the ``QuarantineKeeper``'s, read at the start of
+every term and every full pass), and the guardrails hold every deletion onto it. A replica
+that does not lead (``leading``) skips the whole pass and reports it as ``skipped``.
 
 Collaborators are injected (cluster, registry, clock), so unit tests drive a full pass with
 hand-written fakes; nothing here imports the Kubernetes client or an HTTP library (the
@@ -76,11 +79,13 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
+from autoroll.controller.announcer import Announcer
 from autoroll.controller.asking import Asker, PassState
 from autoroll.controller.credentials import PullCredentials
 from autoroll.controller.executor import Executed, Executor, Outcome
 from autoroll.controller.lookups import RegistryAsk
 from autoroll.controller.observer import PassObserver
+from autoroll.controller.quarantines import QuarantineKeeper
 from autoroll.controller.rolls import RollMemory
 from autoroll.core.decide import (
     ContentRequest,
@@ -92,12 +97,13 @@ from autoroll.core.decide import (
     refs_to_resolve,
 )
 from autoroll.core.guardrails import Deletion, Hold, RollPlan, plan_rolls, pods_started
-from autoroll.core.halt import rollout_halt
+from autoroll.core.halt import RolloutHalt, rollout_halt
 from autoroll.core.images import TagRef
 from autoroll.core.lookups import Resolution
 from autoroll.core.model import Digest, Enrolled, ImageContent, Unknown
 from autoroll.core.policy import Guardrails, workload_policy
-from autoroll.core.ports import ClusterPort, EventPort, NodePort, RegistryPort
+from autoroll.core.ports import ClusterPort, EventPort, NodePort, QuarantinePort, RegistryPort
+from autoroll.core.quarantine import EMPTY, QuarantineBook, condemned
 from autoroll.core.scope import FULL, Scope
 from autoroll.core.tenancy import fair_order
 from autoroll.instruments.metrics import Metrics
@@ -125,6 +131,7 @@ class TickReport:
     #: by workload key and tag, which registry and credential source answered (never a
     #: secret): ``autoroll plan`` shows it
     sources: Mapping[str, Mapping[TagRef, str]] = field(default_factory=dict)
+    quarantine: QuarantineBook = EMPTY  # the quarantined digests as the pass ended
 
 
 @dataclass(slots=True)
@@ -194,6 +201,8 @@ class Reconciler:
         term: Callable[[], int] = _one_term,
         lookups_per_namespace: int = 0,
         credentials: PullCredentials | None = None,
+        quarantine: QuarantinePort | None = None,
+        announcer: Announcer | None = None,
     ) -> None:
         """``credentials``: read each workload's pull secrets for the registries that use
         them (None: every tag asked with the registries' own credentials)."""
@@ -212,7 +221,12 @@ class Reconciler:
         self._executor = Executor(
             cluster=cluster, dry_run=dry_run, may_act=may_act, authority=authority
         )
-        self._observer = PassObserver(metrics=metrics, events=events, evicting=evicting)
+        self._observer = PassObserver(metrics=metrics)
+        self._announcer = announcer or Announcer(
+            metrics=metrics, events=events, dry_run=dry_run, evicting=evicting
+        )
+        # The quarantine's record is written only by a controller that deletes.
+        self._keeper = QuarantineKeeper(metrics=metrics, store=quarantine, writable=not dry_run)
         self._guardrails = guardrails or Guardrails()
         # Everything below gates deletions and belongs to one leadership term (``_new_term``):
         # the loop guard's sightings and the pods read before each roll's first deletion;
@@ -252,6 +266,8 @@ class Reconciler:
             self._new_term()
             self._term_seen = term
         scope = self._pass_scope(scope)
+        # A term that cannot tell what is quarantined acts on nothing (this raises).
+        self._keeper.refresh(full=scope.is_full)
         enrolled, resolution = self._read(scope)
         resolved = resolution.by_ref
         # The caches as this pass starts, plus every answer it gets (Unknown included).
@@ -262,7 +278,8 @@ class Reconciler:
             {},  # this pass's Node reads only
             resolution.by_workload,
         )
-        items, abandoned = self._decide_all(enrolled, state, now=now, stopping=stopping)
+        items, halts, abandoned = self._decide_all(enrolled, state, now=now, stopping=stopping)
+        self._quarantine(halts, now=now)
         plan: RollPlan | None = None
         executed: list[Executed] = []
         acted = _Acted()
@@ -273,13 +290,25 @@ class Reconciler:
             plan = self._plan(items)
             self._observer.planned(plan)
             abandoned = self._execute(
-                plan, items, state=state, acted=acted, executed=executed, stopping=stopping
+                plan,
+                items,
+                state=state,
+                acted=acted,
+                executed=executed,
+                stopping=stopping,
+                scope=scope,
             )
             self._remember_mid_roll(plan, items, scope)
             plan = replace(plan, holds=plan.holds + tuple(acted.holds))
             self._rolls.settle(
                 (e.workload.key, acted.decisions.get(e.workload.key, d)) for e, d in items
             )
+            self._announcer.passed(
+                [(e, acted.decisions.get(e.workload.key, d)) for e, d in items], now=now
+            )
+            self._keeper.prune(resolved)
+            if scope.is_full:
+                self._keeper.warn_active()
         self._observer.pass_ended(
             enrolled, scope=scope, fresh_reads=acted.fresh_reads, complete=not abandoned
         )
@@ -297,6 +326,7 @@ class Reconciler:
             scope=scope,
             fresh_reads=acted.fresh_reads,
             sources=resolution.sources,
+            quarantine=self._keeper.book,
         )
 
     # -- steps ------------------------------------------------------------------------------
@@ -310,6 +340,8 @@ class Reconciler:
         self._rolls.clear()
         self._deleted_at = []
         self._mid_roll = set()
+        self._keeper.new_term()
+        self._announcer.new_term()
 
     def _pass_scope(self, scope: Scope) -> Scope:
         """The scope asked for, except on a term's first pass, which is always full."""
@@ -327,14 +359,18 @@ class Reconciler:
         *,
         now: datetime,
         stopping: Callable[[], bool],
-    ) -> tuple[list[tuple[Enrolled, Decision]], bool]:
-        """Decide every workload in turn, saying loudly which rollouts are halted; True with
-        them if a stop was requested before every one was decided."""
+    ) -> tuple[
+        list[tuple[Enrolled, Decision]], list[tuple[Enrolled, Decision, RolloutHalt, bool]], bool
+    ]:
+        """Decide every workload in turn, saying loudly which rollouts are halted (each with
+        whether it is new); True with them if a stop was requested before every one was
+        decided."""
         items: list[tuple[Enrolled, Decision]] = []
+        halts: list[tuple[Enrolled, Decision, RolloutHalt, bool]] = []
         for item in enrolled:
             if stopping():
                 log.info("stop requested; leaving the rest of this pass undone")
-                return items, True
+                return items, halts, True
             decision = self._ask(item, state, now=now)
             self._rolls.saw(item)
             items.append((item, decision))
@@ -344,8 +380,24 @@ class Reconciler:
                 decision=decision, pods=item.pods, now=now, after=self._halted_after
             )
             if halt is not None:
-                self._observer.halted(item.workload, halt)
-        return items, False
+                halts.append((item, decision, halt, self._observer.halted(item.workload, halt)))
+        return items, halts, False
+
+    def _quarantine(
+        self, halts: Sequence[tuple[Enrolled, Decision, RolloutHalt, bool]], *, now: datetime
+    ) -> None:
+        """Quarantine what each halt is evidence against (again every pass: a record that
+        lost an entry gets it back while the evidence lasts); tell each new halt once."""
+        for item, decision, halt, new in halts:
+            found = condemned([(item, decision, halt)], sightings=self._sightings, now=now)
+            added = self._keeper.condemn(found)
+            if not new:
+                continue
+            book = self._keeper.book.entries
+            active = any(book[e.key].is_active for e in found if e.key in book)
+            self._announcer.halted(
+                item.workload, halt, found=found, added=added, active=active, now=now
+            )
 
     def _plan(self, items: Sequence[tuple[Enrolled, Decision]]) -> RollPlan:
         """The guardrails over the whole pass; the deletion memory is pruned to its period.
@@ -374,6 +426,7 @@ class Reconciler:
             deleted_at=self._deleted_at,
             now=now,
             mid_roll_elsewhere=self._mid_roll - _judged_whole(items),
+            quarantine=self._keeper.book,
         )
 
     def _remember_mid_roll(
@@ -396,6 +449,7 @@ class Reconciler:
         acted: _Acted,
         executed: list[Executed],
         stopping: Callable[[], bool],
+        scope: Scope,
     ) -> bool:
         """Carry out the plan's deletions in its order, each only as a fresh read and the
         guardrails over it still say (module docstring); True if the pass must end early."""
@@ -419,7 +473,8 @@ class Reconciler:
                 continue
             if now_decision != decision:
                 self._observer.decided(now_decision)
-            again = self._replan(fresh, now_decision)
+            others = [(e, d) for e, d in items if e.workload.key != item.workload.key]
+            again = self._replan(fresh, now_decision, others)
             for hold in again.holds:
                 acted.holds.append(hold)
                 self._observer.held(hold)
@@ -433,14 +488,28 @@ class Reconciler:
                     # Sent (an error may have reached the API): its replacement is ours.
                     self._rolls.deleting(fresh)
                 self._observer.executed(fresh.workload, done)
+                self._announcer.executed(
+                    fresh,
+                    now_decision,
+                    done,
+                    scope=scope,
+                    sightings=self._sightings,
+                    now=self._clock(),
+                )
                 if done.outcome.ends_pass:
                     return True
         return False
 
-    def _replan(self, item: Enrolled, decision: Decision) -> RollPlan:
+    def _replan(
+        self,
+        item: Enrolled,
+        decision: Decision,
+        others: Sequence[tuple[Enrolled, Decision]],
+    ) -> RollPlan:
         """The guardrails over one freshly read workload, at this moment, with the deletions
         made so far (this pass's included) counted against the budget. Its in-flight slot
-        was granted by the pass's plan."""
+        was granted by the pass's plan; ``others`` (the rest of the pass) order the roll
+        across workloads (waves, a digest proving itself first)."""
         now = self._clock()
         self._deleted_at = [d for d in self._deleted_at if d.at > now - self._guardrails.period]
         return plan_rolls(
@@ -449,6 +518,8 @@ class Reconciler:
             guardrails=self._guardrails,
             deleted_at=self._deleted_at,
             now=now,
+            quarantine=self._keeper.book,
+            others=others,
         )
 
     def _read(self, scope: Scope) -> tuple[tuple[Enrolled, ...], Resolution]:

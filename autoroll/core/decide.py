@@ -316,7 +316,7 @@ def decide(
     verdicts = tuple(r.verdict for r in results)
     judged = health_window(
         pods=pods,
-        replacements=_replacements(verdicts),
+        replacements=_replacements(verdicts, pods, sightings),
         window=health,
         min_ready_seconds=workload.min_ready_seconds,
         now=now,
@@ -346,16 +346,33 @@ _CHOOSING = frozenset({Verdict.STALE, Verdict.WAITING, Verdict.NEEDS_NODES})
 _WAITS_INSIDE = frozenset({Reason.STALE_POD, Reason.ONE_PER_TICK, Reason.NODES_NEEDED})
 
 
-def _replacements(verdicts: Sequence[ContainerVerdict]) -> frozenset[str]:
-    """The pods already running the target of a container that still has stale pods: the
-    replacements of a roll under way (or pods that pulled the new content on their own)."""
-    return frozenset(
-        f.pod
-        for v in verdicts
-        if any(f.state is PodState.STALE for f in v.pods)
-        for f in v.pods
-        if f.state in RUNS_TARGET
-    )
+def _replacements(
+    verdicts: Sequence[ContainerVerdict],
+    pods: Sequence[PodView],
+    sightings: Mapping[TagRef, Sighting],
+) -> frozenset[str]:
+    """The pods already running the target of a container that still has stale pods (the
+    replacements of a roll under way, or pods that pulled the new content on their own),
+    and those made after the target was first seen (a one-replica workload's replacement
+    has no stale sibling, and its failure says as much of the new image)."""
+    created = {p.name: p for p in pods}
+    found: set[str] = set()
+    for verdict in verdicts:
+        on_target = [f for f in verdict.pods if f.state in RUNS_TARGET]
+        if any(f.state is PodState.STALE for f in verdict.pods):
+            found.update(f.pod for f in on_target)
+            continue
+        sighting = sightings.get(verdict.ref) if verdict.ref is not None else None
+        if sighting is None or sighting.digest != verdict.registry_digest:
+            continue
+        found.update(
+            f.pod
+            for f in on_target
+            if f.uid not in sighting.older_uids
+            and f.pod in created
+            and created[f.pod].created_at >= sighting.first_seen_at
+        )
+    return frozenset(found)
 
 
 def _held_by_health(result: ContainerResult, health: Health) -> ContainerResult:

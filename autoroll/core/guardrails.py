@@ -7,13 +7,19 @@ wins:
 
 1. ``invalid-policy``  an autoroll annotation cannot be read (``autoroll.core.policy``);
 2. ``paused``          ``ROLL_PAUSED=true``, or the workload's ``paused`` annotation;
-3. ``outside-window``  the workload's window (or ``ROLL_WINDOW``) is closed; ``until`` is
+3. ``quarantined``     the deletion would pull a digest quarantined for its tag
+                       (``autoroll.core.quarantine``; until the tag moves or a person clears it);
+4. ``outside-window``  the workload's window (or ``ROLL_WINDOW``) is closed; ``until`` is
                        when the next one opens;
-4. ``maturing``        a tag the deletion would pull has had its digest for less than the
+5. ``maturing``        a tag the deletion would pull has had its digest for less than the
                        min-age (``until``: when it will have). Ages count from the loop
                        guard's sighting, which a restart resets to "now": the delay can only
                        grow;
-5. ``budget``          what is left goes oldest sighting first (ties by a hash of workload
+6. ``wave``, ``unproven``  the order a digest reaches the workloads on its tag
+                       (``autoroll.core.rollorder``): an earlier wave is not done on it, or it
+                       has not yet run through a health window anywhere and another workload
+                       rolls it first; asked in the budget's order, so the first goes;
+7. ``budget``          what is left goes oldest sighting first (ties by a hash of workload
                        and digest, never list order) while the budget lasts: at most
                        ``deletions_per_period`` deletions in any period, and at most
                        ``in_flight`` workloads mid-roll, of which a workload already
@@ -56,6 +62,8 @@ from autoroll.core.decision import (
 from autoroll.core.images import TagRef
 from autoroll.core.model import Digest, Enrolled, PodView
 from autoroll.core.policy import Guardrails, Policy, format_duration, workload_policy
+from autoroll.core.quarantine import EMPTY, QuarantineBook
+from autoroll.core.rollorder import RollOrder
 
 #: Mid-roll workloads named in a budget hold's detail, at most.
 _NAMED: Final = 3
@@ -66,8 +74,11 @@ class HoldReason(StrEnum):
 
     INVALID_POLICY = "invalid-policy"
     PAUSED = "paused"
+    QUARANTINED = "quarantined"
     OUTSIDE_WINDOW = "outside-window"
     MATURING = "maturing"
+    WAVE = "wave"
+    UNPROVEN = "unproven"
     BUDGET = "budget"
 
     @property
@@ -149,22 +160,30 @@ def plan_rolls(
     deleted_at: Sequence[datetime | Deletion],
     now: datetime,
     mid_roll_elsewhere: AbstractSet[str] = frozenset(),
+    quarantine: QuarantineBook = EMPTY,
+    others: Sequence[tuple[Enrolled, Decision]] = (),
 ) -> RollPlan:
     """Which of ``items``' decided deletions go now (``RollPlan.go``, in order) and which
     wait (``RollPlan.holds``). ``deleted_at``: the deletions the shell knows of, any age
     (its own, and the evidence of a previous leader's: ``pods_started``), with their
     namespace where known. ``mid_roll_elsewhere``: workloads a targeted pass cannot judge
     whole (outside it, or with a container on a tag outside it) last seen mid-roll, by key;
-    they hold in-flight slots as if they were judged mid-roll here."""
+    they hold in-flight slots as if they were judged mid-roll here. ``quarantine``: the
+    quarantined digests; ``others``: the rest of the pass (for a fresh read's plan of one
+    workload), whose standing on each digest orders the roll (``autoroll.core.rollorder``)
+    and whose deletions are not planned here."""
     if now.tzinfo is None:
         raise ValueError("now must be timezone-aware")
     policies = {
         e.workload.key: workload_policy(dict(e.workload.annotations), defaults=guardrails)
-        for e, _ in items
+        for e, _ in [*others, *items]
     }
     mid_roll = {e.workload.key for e, d in items if is_mid_roll(d, e.pods)}
     mid_roll |= set(mid_roll_elsewhere)
-    holds, candidates = _policy_sift(items, policies, guardrails, sightings=sightings, now=now)
+    order = RollOrder([*others, *items], policies, book=quarantine)
+    holds, candidates = _policy_sift(
+        items, policies, guardrails, sightings=sightings, now=now, order=order
+    )
 
     recent = [
         d if isinstance(d, Deletion) else Deletion(d)
@@ -174,7 +193,12 @@ def plan_rolls(
     own = [d.at for d in recent]
     shares = _Shares(guardrails, recent, mid_roll)
     go: list[DeletePod] = []
+    decided = {e.workload.key: d for e, d in items}
     for _, key, action in sorted(candidates):
+        ordered = order.sequenced(key, decided[key], action)
+        if ordered is not None:
+            holds.append(Hold(key, action, HoldReason(ordered.rung.value), ordered.detail))
+            continue
         hold = shares.hold(key, action, own=own, go=go, now=now)
         if hold is not None:
             holds.append(hold)
@@ -190,7 +214,14 @@ def plan_rolls(
         mid_roll=tuple(sorted(mid_roll)),
         frees_at=_frees_at(own + [now] * len(go), guardrails),
     )
-    return RollPlan(tuple(go), tuple(holds), budget, guardrails.paused, policies)
+    mine = {e.workload.key for e, _ in items}
+    return RollPlan(
+        tuple(go),
+        tuple(holds),
+        budget,
+        guardrails.paused,
+        {k: p for k, p in policies.items() if k in mine},
+    )
 
 
 def _at(deletion: datetime | Deletion) -> datetime:
@@ -301,9 +332,11 @@ def _policy_sift(
     *,
     sightings: Mapping[TagRef, Sighting],
     now: datetime,
+    order: RollOrder,
 ) -> tuple[list[Hold], list[tuple[tuple[datetime, str], str, DeletePod]]]:
-    """Each decided deletion either held by its workload's policy (paused, window, min-age…)
-    or a candidate for the budget, with the priority that orders the candidates."""
+    """Each decided deletion either held by its workload's policy (paused, quarantine,
+    window, min-age…) or a candidate for the budget, with the priority that orders the
+    candidates."""
     holds: list[Hold] = []
     candidates: list[tuple[tuple[datetime, str], str, DeletePod]] = []
     for enrolled, decision in items:
@@ -311,7 +344,14 @@ def _policy_sift(
             continue
         key, action = enrolled.workload.key, decision.actions[0]
         hold = _policy_hold(
-            key, action, decision, policies[key], guardrails, sightings=sightings, now=now
+            key,
+            action,
+            decision,
+            policies[key],
+            guardrails,
+            sightings=sightings,
+            now=now,
+            order=order,
         )
         if hold is not None:
             holds.append(hold)
@@ -333,6 +373,7 @@ def _policy_hold(
     *,
     sightings: Mapping[TagRef, Sighting],
     now: datetime,
+    order: RollOrder,
 ) -> Hold | None:
     if not policy.is_valid:
         # A guardrail that cannot be read might be one that forbids this: never guess.
@@ -344,6 +385,10 @@ def _policy_hold(
         return Hold(
             key, action, HoldReason.PAUSED, "paused by annotation autoroll.aethnet.se/paused"
         )
+    quarantined = order.quarantined(decision, action)
+    if quarantined is not None:
+        # A digest that halted a roll is rolled onto nowhere else (autoroll.core.quarantine).
+        return Hold(key, action, HoldReason.QUARANTINED, quarantined.detail)
     windows = policy.windows
     if windows is not None and not windows.is_open(now):
         opens, local = windows.next_opening(now), windows.opening_text(now)

@@ -7,7 +7,9 @@ each pass, the ``autoroll_rollouts_halted`` gauge, one Warning Event per halt).
 
 A replacement that restarted or went unready inside its health window (``autoroll.core.health``:
 ``decide`` says ``waiting (failed-health-window)``) halts the rollout at once, by the same
-path: there is no slow start to wait out, the new image has already failed once.
+path: there is no slow start to wait out, the new image has already failed once. That holds
+with no stale pod left to wait too (a one-replica workload): the roll ended on a pod that
+fails, which is what the quarantine (``autoroll.core.quarantine``) needs to know.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 
 from autoroll.core.decision import Decision, PodState, Reason, SettledReason, Verdict
+from autoroll.core.health import HealthState
 from autoroll.core.model import PodView
 
 
@@ -104,11 +107,12 @@ def _stale_waiting(decision: Decision, reason: Reason) -> set[str]:
 def _failed_window(
     decision: Decision, pods: Sequence[PodView], now: datetime
 ) -> RolloutHalt | None:
-    """The halt of a replacement that failed inside its health window, if ``decide`` says so."""
+    """The halt of a replacement that failed inside its health window, if ``decide`` says so:
+    stale pods wait behind it, or none is left (a one-replica workload's roll ended on it)."""
     stale = _stale_waiting(decision, Reason.FAILED_HEALTH_WINDOW)
-    if not stale:
-        return None
     health = decision.health
+    if not stale and health.state is not HealthState.FAILED:
+        return None
     pod = next((p for p in pods if p.name == health.pod), None)
     unready_for = timedelta(0)  # Ready again (after a restart): not unready at all
     if pod is not None and not pod.ready:

@@ -41,11 +41,9 @@ from typing import Final
 
 from autoroll.core.model import PodView
 
-#: The default window: off for now. 30 s is the intended default (long enough for a crash a
-#: few seconds after start to show, short enough that a roll of ten pods takes minutes);
-#: it is turned on once every tier's stand-in pods report a Ready time, which the window
-#: needs (docs/adr/016-guardrails.md, issue 26).
-DEFAULT_HEALTHY: Final = timedelta(0)
+#: The default window: long enough for a crash a few seconds after start to show, short
+#: enough that a roll of ten pods takes minutes (docs/adr/016-guardrails.md, issue 26).
+DEFAULT_HEALTHY: Final = timedelta(seconds=30)
 #: The longest window accepted: a window is a few minutes of watching, not a soak test.
 MAX_HEALTHY: Final = timedelta(hours=1)
 

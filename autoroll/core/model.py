@@ -386,41 +386,17 @@ class DeleteOutcome(StrEnum):
     BLOCKED = "blocked-by-disruption-budget"  # 429 on eviction: try again next pass
 
 
-class EventReason(StrEnum):
-    """The reason of a roll's Kubernetes Event (``kubectl describe`` on the workload shows
-    it), and the verb its message uses."""
-
-    DELETED = "StalePodDeleted"
-    EVICTED = "StalePodEvicted"
-    DRY_RUN = "WouldDeletePod"
-    HALTED = "RolloutHalted"  # a Warning: stale pods wait behind a pod that is not Ready
-
-    @property
-    def verb(self) -> str:
-        return {
-            "StalePodDeleted": "deleted",
-            "StalePodEvicted": "evicted",
-            "WouldDeletePod": "would delete",
-        }.get(self.value, "halted")
-
-
 class EventType(StrEnum):
-    """A core/v1 Event's ``type``: rolls are Normal, a halted rollout is a Warning."""
+    """A core/v1 Event's ``type``: a roll started or done is Normal, a halt a Warning."""
 
     NORMAL = "Normal"
     WARNING = "Warning"
 
 
-#: The reasons as plain strings, for callers that compare with an Event's ``reason``.
-REASON_DELETED: Final = EventReason.DELETED.value
-REASON_EVICTED: Final = EventReason.EVICTED.value
-REASON_DRY_RUN: Final = EventReason.DRY_RUN.value
-REASON_HALTED: Final = EventReason.HALTED.value
-
-
 @dataclass(frozen=True, slots=True)
 class RollEvent:
-    """What a core/v1 Event about one roll says; the adapter turns it into the API body."""
+    """What a core/v1 Event about one roll says; the adapter turns it into the API body.
+    ``annotations`` carry its facts for ``autoroll history`` (``autoroll.core.happenings``)."""
 
     namespace: str
     kind: WorkloadKind
@@ -429,44 +405,7 @@ class RollEvent:
     reason: str
     message: str
     type: EventType = EventType.NORMAL
-
-    @classmethod
-    def about(
-        cls,
-        workload: WorkloadView,
-        reason: EventReason,
-        *,
-        pod: str,
-        container: str,
-        image: str,
-        running: Digest,
-        target: Digest,
-    ) -> RollEvent:
-        """The Event for one roll: its reason and, next to it, the text people read."""
-        return cls(
-            namespace=workload.namespace,
-            kind=workload.kind,
-            workload=workload.name,
-            workload_uid=workload.uid,
-            reason=reason.value,
-            message=(
-                f"autoroll {reason.verb} stale pod {pod} of {workload.kind_name}: container"
-                f" {container} image {image} runs {running}, the registry has {target}"
-            ),
-        )
-
-    @classmethod
-    def halted(cls, workload: WorkloadView, message: str) -> RollEvent:
-        """The Warning Event for a halted rollout (``autoroll.core.halt.RolloutHalt.message``)."""
-        return cls(
-            namespace=workload.namespace,
-            kind=workload.kind,
-            workload=workload.name,
-            workload_uid=workload.uid,
-            reason=EventReason.HALTED.value,
-            message=f"autoroll: {message}",
-            type=EventType.WARNING,
-        )
+    annotations: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,10 @@ rollout (a new ReplicaSet), and pausing a workload must not restart it. The anno
     autoroll.aethnet.se/health-window: 45s | 2m | 0
                                  a replacement stays available, no restart, this long before
                                  the next pod goes (autoroll.core.health; 0: off)
+    autoroll.aethnet.se/wave:    0 | 1 | ... | 100
+                                 the order a new digest reaches the workloads on its tag:
+                                 wave N+1 only once every workload of the earlier waves is
+                                 done on it (autoroll.core.rollorder; unset: wave 0)
 
 An annotation replaces the cluster-wide setting for its workload (``always`` lifts a
 cluster-wide window, ``0`` a cluster-wide min-age or health window; a workload cannot
@@ -37,7 +41,11 @@ PAUSED: Final = f"{PREFIX}paused"
 MIN_AGE: Final = f"{PREFIX}min-age"
 WINDOW: Final = f"{PREFIX}window"
 HEALTH_WINDOW: Final = f"{PREFIX}health-window"
-KNOWN: Final = (PAUSED, MIN_AGE, WINDOW, HEALTH_WINDOW)
+WAVE: Final = f"{PREFIX}wave"
+KNOWN: Final = (PAUSED, MIN_AGE, WINDOW, HEALTH_WINDOW, WAVE)
+#: The highest wave accepted: waves order a few groups (canary, most, the critical last),
+#: not a list of hundreds.
+MAX_WAVE: Final = 100
 #: The ``window`` value that lifts a cluster-wide window for one workload.
 ALWAYS: Final = "always"
 #: The longest min-age accepted: beyond a month a tag is not "maturing", it is frozen
@@ -117,6 +125,7 @@ class Policy:
     problems: tuple[PolicyProblem, ...] = ()
     overridden: frozenset[str] = frozenset()  # annotations that set a value
     healthy: timedelta = DEFAULT_HEALTHY
+    wave: int = 0  # the roll's order across workloads on one tag (autoroll.core.rollorder)
 
     @property
     def is_valid(self) -> bool:
@@ -170,7 +179,22 @@ def workload_policy(annotations: Mapping[str, str], *, defaults: Guardrails) -> 
             overridden.add(HEALTH_WINDOW)
         except ValueError as exc:
             problems.append(PolicyProblem(HEALTH_WINDOW, annotations[HEALTH_WINDOW], str(exc)))
-    return Policy(paused, min_age, windows, tuple(problems), frozenset(overridden), healthy)
+    wave = 0
+    if WAVE in annotations:
+        try:
+            wave = parse_wave(annotations[WAVE])
+            overridden.add(WAVE)
+        except ValueError as exc:
+            problems.append(PolicyProblem(WAVE, annotations[WAVE], str(exc)))
+    return Policy(paused, min_age, windows, tuple(problems), frozenset(overridden), healthy, wave)
+
+
+def parse_wave(raw: str) -> int:
+    """A wave number, ``0`` to ``MAX_WAVE``."""
+    text = raw.strip()
+    if not text.isdigit() or int(text) > MAX_WAVE:
+        raise ValueError(f"expected a whole number, 0 (the first wave) to {MAX_WAVE}")
+    return int(text)
 
 
 def parse_bool(raw: str) -> bool:
@@ -222,9 +246,11 @@ __all__ = [
     "ALWAYS",
     "HEALTH_WINDOW",
     "KNOWN",
+    "MAX_WAVE",
     "MIN_AGE",
     "PAUSED",
     "PREFIX",
+    "WAVE",
     "WINDOW",
     "Guardrails",
     "Policy",
@@ -232,5 +258,6 @@ __all__ = [
     "format_duration",
     "parse_bool",
     "parse_duration",
+    "parse_wave",
     "workload_policy",
 ]

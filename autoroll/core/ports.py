@@ -11,6 +11,8 @@ unit tests; the orchestration (``reconciler``, ``leader``, ``plan``) knows only 
     SecretPort    pull secrets, ServiceAccounts  autoroll.kube.KubeSecrets
     EventPort     record a roll as an Event      autoroll.kube.KubeEvents
     LeasePort     the leader-election Lease      autoroll.kube.KubeLease
+    QuarantinePort  the quarantine's record      autoroll.kube.KubeQuarantine
+    NotifyPort    tell people (chat, email)      autoroll.notify.AppriseNotifier
 
 Everything that crosses a port is plain data from ``autoroll.core.model`` (or a decision type
 from ``autoroll.core.decide``), never a client library's object.
@@ -36,6 +38,7 @@ from autoroll.core.model import (
     Unknown,
     WorkloadView,
 )
+from autoroll.core.quarantine import QuarantineBook
 from autoroll.core.scope import FULL, Scope
 
 
@@ -137,6 +140,28 @@ class EventPort(Protocol):
     def emit(self, event: RollEvent) -> None: ...
 
 
+class QuarantineConflictError(Exception):
+    """The quarantine's record changed since it was read (or was created meanwhile)."""
+
+
+class QuarantinePort(Protocol):
+    """Where the quarantine lives (docs/adr/026). ``load`` reads it (an empty book when there
+    is none yet); ``save`` writes a book read by ``load`` (compare and swap on its version:
+    ``QuarantineConflictError`` when someone wrote since) and returns it with its new
+    version. Both raise on any other failure."""
+
+    def load(self) -> QuarantineBook: ...
+
+    def save(self, book: QuarantineBook) -> QuarantineBook: ...
+
+
+class NotifyPort(Protocol):
+    """Tells people through their channels (chat, email, webhooks). ``send`` is True when
+    every channel took the message; it never raises."""
+
+    def send(self, *, title: str, body: str, warning: bool) -> bool: ...
+
+
 class LeaseConflictError(Exception):
     """A Lease write named a resourceVersion that is no longer current (or the Lease exists)."""
 
@@ -167,6 +192,9 @@ __all__ = [
     "LeasePort",
     "LookupPort",
     "NodePort",
+    "NotifyPort",
+    "QuarantineConflictError",
+    "QuarantinePort",
     "RegistryPort",
     "SecretPort",
     "WatchPort",

@@ -18,14 +18,22 @@ from urllib.parse import quote
 
 from autoroll import __version__
 from autoroll.config import Config
+from autoroll.config.announce import read_quarantine
 from autoroll.config.errors import ConfigError
+from autoroll.config.reader import Reader
+from autoroll.core.ports import QuarantineConflictError
+from autoroll.core.quarantine import QuarantineKey
 from autoroll.core.receivers.sources import RECEIVERS
 from autoroll.edge.plan import render, run_plan
+from autoroll.edge.quarantine_view import clear_in, history_text, list_text
 from autoroll.edge.registries import pull_credentials, registry_pool, registry_secrets
 from autoroll.edge.server import serve
 from autoroll.instruments import logs
-from autoroll.kube import ClusterConfigError, ClusterError, KubeCluster, connect
+from autoroll.kube import ClusterConfigError, ClusterError, KubeCluster, KubeQuarantine, connect
+from autoroll.kube.history import read_history
 from autoroll.kube.secrets import KubeSecrets
+from autoroll.notify import AppriseNotifier, NotifyConfigError
+from autoroll.notify.apprise_notifier import secret_parts
 from autoroll.registry import proxies_in_use
 
 log = logging.getLogger("autoroll")
@@ -60,7 +68,11 @@ def build_parser() -> argparse.ArgumentParser:
         " (docs/adr/016-guardrails.md); the"
         " tenants WATCH_NAMESPACES, ALLOWED_NAMESPACES, ROLL_BUDGET_DELETIONS_PER_NAMESPACE,"
         " ROLL_BUDGET_IN_FLIGHT_PER_NAMESPACE, REGISTRY_LOOKUPS_PER_NAMESPACE"
-        " (docs/adr/019-tenants-in-their-lane.md); with several replicas LEADER_ELECTION,"
+        " (docs/adr/019-tenants-in-their-lane.md); notifications NOTIFY_URLS (or"
+        " NOTIFY_URLS_FILE , Apprise URLs, one per line), NOTIFY_EVENTS, NOTIFY_THROTTLE_SECONDS;"
+        " the quarantine's record QUARANTINE_CONFIGMAP, QUARANTINE_NAMESPACE"
+        " (docs/adr/026-the-quarantine-lives-in-a-configmap.md); with several replicas"
+        " LEADER_ELECTION,"
         " LEADER_ELECTION_NAMESPACE, LEADER_ELECTION_LEASE, POD_NAME and"
         " LEADER_ELECTION_{LEASE_DURATION,RENEW_DEADLINE,RETRY_PERIOD}_SECONDS"
         " (docs/adr/004-leader-election-and-webhook-handoff.md); the registries' webhook"
@@ -94,7 +106,39 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument(
         "-v", "--verbose", action="store_true", help="also log every decision to stderr"
     )
+    _quarantine_parser(commands)
+    history = commands.add_parser(
+        "history",
+        help="what rolled when, from which digest to which, and why (from autoroll's Events)",
+        description="Read autoroll's Events (kept by the API server for an hour by default) and"
+        " print each roll's start, completion, halt and quarantine with its tag, digests and"
+        " trigger. Uses your kubeconfig (events: list).",
+    )
+    history.add_argument("-n", "--namespace", help="one namespace (default: every namespace)")
+    history.add_argument("--kubeconfig", metavar="PATH", help="kubeconfig to use")
     return parser
+
+
+def _quarantine_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    quarantine = commands.add_parser(
+        "quarantine",
+        help="list the quarantined digests, or clear one (in the controller pod)",
+        description="The digests that halted a roll, quarantined for their repository:tag"
+        " (docs/adr/026). Reads QUARANTINE_CONFIGMAP in QUARANTINE_NAMESPACE, which the chart"
+        " sets in the controller's pod: kubectl -n <namespace> exec deploy/<release>-autoroll"
+        " -- autoroll quarantine list.",
+    )
+    quarantine.add_argument("--kubeconfig", metavar="PATH", help="kubeconfig to use")
+    actions = quarantine.add_subparsers(dest="action", metavar="ACTION")
+    actions.add_parser("list", help="every quarantined digest, cleared ones too")
+    clear = actions.add_parser(
+        "clear",
+        help="let workloads roll onto a quarantined digest after all",
+        description="Mark REPOSITORY:TAG's quarantine cleared: the controller's next full pass"
+        " lets every workload on the tag roll onto that digest, and the same halt does not"
+        " quarantine it again (until the tag moves).",
+    )
+    clear.add_argument("key", metavar="REPOSITORY:TAG", help="for example team/app:latest")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -111,6 +155,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         except KeyboardInterrupt:
             print("autoroll plan: interrupted", file=sys.stderr)
             return 130
+    if args.command == "quarantine":
+        if args.action is None:
+            parser.parse_args(["quarantine", "--help"])
+        key = getattr(args, "key", "")
+        return _quarantine(os.environ, action=args.action, key=key, kubeconfig=args.kubeconfig)
+    if args.command == "history":
+        return _history(os.environ, namespace=args.namespace, kubeconfig=args.kubeconfig)
     parser.error(f"unknown command {args.command!r}")  # pragma: no cover - argparse guards
     return EXIT_USAGE  # pragma: no cover
 
@@ -138,6 +189,7 @@ def _secrets(config: Config) -> list[str]:
         *registry_secrets(config),
         # A receiver's token may travel in a URL path: its percent-encoded form too.
         *(f for _, s in config.receivers.secrets for f in (s.reveal(), quote(s.reveal(), safe=""))),
+        *(part for url in config.notifications.url_lines() for part in secret_parts(url)),
     ]
 
 
@@ -153,6 +205,17 @@ def _serve(env: Mapping[str, str]) -> int:
         log.warning("DRY_RUN=true: stale pods are logged, never deleted")
     if config.guardrails.paused:
         log.warning("ROLL_PAUSED=true: rolling is paused cluster-wide; nothing is deleted")
+    if config.quarantine.configmap is None:
+        log.warning(
+            "QUARANTINE_CONFIGMAP is unset: quarantined digests are kept in memory and"
+            " forgotten on a restart or a change of leader (the chart sets it)"
+        )
+    if config.notifications.enabled:
+        try:
+            AppriseNotifier(config.notifications.url_lines())
+        except NotifyConfigError as exc:  # names the line, never the URL
+            print(f"autoroll: {exc}", file=sys.stderr)
+            return EXIT_USAGE
     return serve(config)
 
 
@@ -186,6 +249,16 @@ def _plan(env: Mapping[str, str], *, kubeconfig: str | None, verbose: bool) -> i
         on_secret=logs.redact_also,
     )
     try:
+        record = config.quarantine
+        store = (
+            KubeQuarantine(
+                namespace=record.namespace,
+                name=record.configmap,
+                api_client_factory=lambda: connect(plan_env),
+            )
+            if record.configmap
+            else None
+        )
         report = run_plan(
             cluster=cluster,
             registry=registry,
@@ -194,6 +267,7 @@ def _plan(env: Mapping[str, str], *, kubeconfig: str | None, verbose: bool) -> i
             guardrails=config.guardrails,
             nodes=cluster,
             lookups_per_namespace=config.tenancy.lookups_per_namespace,
+            quarantine=store,
         )
     except ClusterConfigError as exc:
         print(f"autoroll plan: {exc}", file=sys.stderr)
@@ -204,4 +278,71 @@ def _plan(env: Mapping[str, str], *, kubeconfig: str | None, verbose: bool) -> i
     sys.stdout.write(
         render(report, label_selector=config.label_selector, kinds=config.workload_kinds)
     )
+    return EXIT_OK
+
+
+def _quarantine(env: Mapping[str, str], *, action: str, key: str, kubeconfig: str | None) -> int:
+    """``autoroll quarantine list|clear``: the record the controller keeps (docs/adr/026)."""
+    reader = Reader(env)
+    record = read_quarantine(reader)
+    if reader.problems:
+        print(f"autoroll quarantine: {ConfigError(reader.problems)}", file=sys.stderr)
+        return EXIT_USAGE
+    if record.configmap is None:
+        print(
+            "autoroll quarantine: QUARANTINE_CONFIGMAP is not set; run it in the controller's"
+            " pod (kubectl -n <namespace> exec deploy/<release>-autoroll -- autoroll quarantine"
+            " list), where the chart sets it, or set QUARANTINE_CONFIGMAP and"
+            " QUARANTINE_NAMESPACE",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    local = dict(env)
+    if kubeconfig is not None:
+        local["KUBECONFIG"] = kubeconfig
+    store = KubeQuarantine(
+        namespace=record.namespace,
+        name=record.configmap,
+        api_client_factory=lambda: connect(local),
+    )
+    try:
+        if action == "list":
+            sys.stdout.write(list_text(store.load()))
+            return EXIT_OK
+        return _clear(store, key)
+    except ClusterConfigError as exc:
+        print(f"autoroll quarantine: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except (ClusterError, QuarantineConflictError) as exc:
+        print(f"autoroll quarantine: {exc}", file=sys.stderr)
+        return EXIT_UNAVAILABLE
+
+
+def _clear(store: KubeQuarantine, key: str) -> int:
+    try:
+        parsed = QuarantineKey.parse(key)
+    except ValueError as exc:
+        print(f"autoroll quarantine clear: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        sys.stdout.write(clear_in(store, parsed))
+    except KeyError:
+        print(f"autoroll quarantine clear: nothing is quarantined for {parsed}", file=sys.stderr)
+        return EXIT_UNAVAILABLE
+    return EXIT_OK
+
+
+def _history(env: Mapping[str, str], *, namespace: str | None, kubeconfig: str | None) -> int:
+    local = dict(env)
+    if kubeconfig is not None:
+        local["KUBECONFIG"] = kubeconfig
+    try:
+        rows = read_history(namespace=namespace, api_client_factory=lambda: connect(local))
+    except ClusterConfigError as exc:
+        print(f"autoroll history: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except ClusterError as exc:
+        print(f"autoroll history: {exc}", file=sys.stderr)
+        return EXIT_UNAVAILABLE
+    sys.stdout.write(history_text(rows))
     return EXIT_OK

@@ -20,7 +20,8 @@ from autoroll.core.guardrails import Hold, RollPlan
 from autoroll.core.images import TagRef
 from autoroll.core.model import ContainerRole, Digest, Enrolled, Unknown, WorkloadKind
 from autoroll.core.policy import Guardrails, format_duration
-from autoroll.core.ports import ClusterPort, NodePort, RegistryPort
+from autoroll.core.ports import ClusterPort, NodePort, QuarantinePort, RegistryPort
+from autoroll.edge.quarantine_view import quarantine_lines
 from autoroll.instruments.metrics import Metrics
 
 #: WORKLOAD is ``namespace/kind/name`` (``shop/statefulset/db``).
@@ -41,6 +42,7 @@ def run_plan(
     nodes: NodePort | None = None,
     lookups_per_namespace: int = 0,
     credentials: PullCredentials | None = None,
+    quarantine: QuarantinePort | None = None,
 ) -> TickReport:
     """One dry pass: decide everything, plan it with the guardrails, delete nothing (Nodes
     are read as a pass would).
@@ -48,6 +50,7 @@ def run_plan(
     It is the view of a controller starting now: its min-age clock starts at this pass's
     sighting (a running controller's may be older), and its budget counts the pods the
     cluster shows created in the last period (the running one also knows its own deletions).
+    The quarantine is read from its record (``quarantine``), never written.
     """
     reconciler = Reconciler(
         cluster=cluster,
@@ -60,6 +63,7 @@ def run_plan(
         guardrails=guardrails,
         lookups_per_namespace=lookups_per_namespace,
         credentials=credentials,
+        quarantine=quarantine,  # dry-run: read, never written
     )
     return reconciler.tick()
 
@@ -163,6 +167,7 @@ def render(
     )
     if plan is not None:
         lines.extend(guardrail_lines(plan))
+    lines.extend(quarantine_lines(report.quarantine))
     lines.extend(foreign_lines(report.enrolled))
     return "\n".join(lines) + "\n"
 

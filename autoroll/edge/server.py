@@ -53,7 +53,9 @@ from prometheus_client import CollectorRegistry
 from autoroll.config import Config
 from autoroll.config.choices import RolloutMethod
 from autoroll.config.leader import LeaderElection
+from autoroll.controller.announcer import Announcer
 from autoroll.controller.leader import Elector, HandOff, NudgeWatcher
+from autoroll.controller.notifier import Notifier
 from autoroll.controller.pacer import RollPacer
 from autoroll.controller.reconciler import Reconciler, TickReport
 from autoroll.controller.worker import Nudge, Worker, WorkerStopTimeoutError
@@ -63,6 +65,8 @@ from autoroll.core.ports import (
     EventPort,
     LeasePort,
     NodePort,
+    NotifyPort,
+    QuarantinePort,
     RegistryPort,
     SecretPort,
 )
@@ -74,7 +78,14 @@ from autoroll.edge.registries import pull_credentials, registry_pool
 from autoroll.edge.web import create_app
 from autoroll.instruments import logs
 from autoroll.instruments.metrics import Metrics
-from autoroll.kube import ClusterError, KubeCluster, KubeEvents, KubeLease, WatchCache
+from autoroll.kube import (
+    ClusterError,
+    KubeCluster,
+    KubeEvents,
+    KubeLease,
+    KubeQuarantine,
+    WatchCache,
+)
 from autoroll.kube.secrets import KubeSecrets
 from autoroll.kube.transport import (
     LEASE_CALL_TIMEOUT,
@@ -83,6 +94,7 @@ from autoroll.kube.transport import (
     call_seconds,
     connect,
 )
+from autoroll.notify import AppriseNotifier
 from autoroll.registry import Limits
 from autoroll.registry.pool import RegistryPool
 
@@ -105,6 +117,8 @@ REQUEST_THREADS: Final = 16
 CACHE_POOL_SIZE: Final = 512
 #: Seconds the watched cache's threads get to stop (they wait on a socket, aborted at once).
 CACHE_STOP_SECONDS: Final = 3.0
+#: Seconds the notifier's thread gets to stop; a send in flight is abandoned (a daemon).
+NOTIFIER_STOP_SECONDS: Final = 0.5
 
 #: The longest single step of a pass: one Kubernetes API call, or the registry's budget.
 STEP_SECONDS: Final = max(call_seconds(REQUEST_TIMEOUT), Limits().budget_seconds)
@@ -174,6 +188,7 @@ class Runtime:
         election: Election | None = None,
         cache: WatchCache | None = None,
         probes: ProbeServer | None = None,
+        notifier: Notifier | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.metrics = metrics
@@ -184,6 +199,7 @@ class Runtime:
         self.app = app
         self.election = election
         self.cache = cache
+        self.notifier = notifier
         self._clock = clock
         self._stop_requested_at: float | None = None
 
@@ -198,6 +214,8 @@ class Runtime:
             self.election.handoff.start()
         if self.probes is not None:
             self.probes.start()
+        if self.notifier is not None:
+            self.notifier.start()
         self.worker.start()
 
     def begin_stop(self) -> None:
@@ -211,6 +229,8 @@ class Runtime:
         self.worker.request_stop()
         if self.cache is not None:
             self.cache.request_stop()
+        if self.notifier is not None:
+            self.notifier.request_stop()
 
     def stop(self, timeout: float = RECONCILE_STOP_SECONDS) -> None:
         """Stop the reconcile thread, then hand the lease back (only if that stop was clean).
@@ -234,6 +254,8 @@ class Runtime:
                     self.cache.stop(CACHE_STOP_SECONDS)
                 except Exception as exc:  # daemon threads: the process exits anyway
                     log.error("stopping the watched cache: %s", exc)
+            if self.notifier is not None:
+                self.notifier.stop(NOTIFIER_STOP_SECONDS)
             if self.probes is not None:
                 # Last, so /readyz says "shutting down" until the end; at most one poll
                 # (0.2 s), inside the second GRACEFUL_TIMEOUT_SECONDS leaves for the exit.
@@ -267,11 +289,15 @@ def build_runtime(
     events: EventPort | None = None,
     nodes: NodePort | None = None,
     secrets: SecretPort | None = None,
+    quarantine: QuarantinePort | None = None,
+    notify: NotifyPort | None = None,
 ) -> Runtime:
     """Wire one process's objects together. Cheap: no network until the first pass.
 
     Without an injected ``cluster`` the Kubernetes adapter is both the cluster and the Node
-    reader; with one, Nodes are read only through ``nodes``."""
+    reader; with one, Nodes are read only through ``nodes``. The quarantine's record is the
+    ConfigMap ``QUARANTINE_CONFIGMAP`` names (memory only without it), notifications go to
+    ``NOTIFY_URLS`` through Apprise (none without them)."""
     metrics = Metrics(CollectorRegistry())
     nudge = Nudge(metrics, tag_interval_seconds=config.tag_pass_interval_seconds)
     settings = config.leader_election
@@ -289,6 +315,14 @@ def build_runtime(
         secrets=secrets or KubeSecrets(observe=metrics.kube_request),
         on_secret=logs.redact_also,  # each pull secret's password, as it is read
     )
+    notifier = _notifier(config, metrics, notify)
+    announcer = Announcer(
+        metrics=metrics,
+        events=events or (KubeEvents(instance=identity) if config.emit_events else None),
+        notify=notifier.post if notifier is not None else _nobody,
+        dry_run=config.dry_run,
+        evicting=evicting,
+    )
     reconciler = Reconciler(
         cluster=cluster,
         nodes=nodes,
@@ -299,8 +333,8 @@ def build_runtime(
         may_act=may_act,  # before every deletion
         leading=may_act,  # followers skip whole passes
         **_term_and_authority(election),
-        events=events or (KubeEvents(instance=identity) if config.emit_events else None),
-        evicting=evicting,
+        announcer=announcer,
+        quarantine=quarantine or _quarantine_record(config),
         guardrails=config.guardrails,
         lookups_per_namespace=config.tenancy.lookups_per_namespace,
         halted_after=timedelta(seconds=config.rollout_halted_after_seconds),
@@ -338,6 +372,7 @@ def build_runtime(
         election=election,
         cache=cache,
         probes=probes,
+        notifier=notifier,
     )
 
 
@@ -347,6 +382,33 @@ def receiving(config: Config) -> Receiving:
     names the host, so a push naming none is on no registry autoroll reads."""
     secrets = {s: secret.reveal() for s, secret in config.receivers.secrets}
     return Receiving(secrets, tuple(sorted(config.registry_hosts)), None)
+
+
+def _nobody(_: object) -> None:
+    return None
+
+
+def _notifier(config: Config, metrics: Metrics, port: NotifyPort | None) -> Notifier | None:
+    """The notifier thread, when there is anyone to tell (NOTIFY_URLS, or a port given)."""
+    settings = config.notifications
+    if port is None:
+        if not settings.enabled:
+            return None
+        port = AppriseNotifier(settings.url_lines(), on_secret=logs.redact_also)
+    return Notifier(
+        port,
+        metrics=metrics,
+        happenings=settings.happenings,
+        throttle_seconds=settings.throttle_seconds,
+    )
+
+
+def _quarantine_record(config: Config) -> QuarantinePort | None:
+    """The ConfigMap that keeps the quarantine (docs/adr/026), if one is named."""
+    record = config.quarantine
+    if record.configmap is None:
+        return None
+    return KubeQuarantine(namespace=record.namespace, name=record.configmap)
 
 
 def _leadership(

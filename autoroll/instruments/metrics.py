@@ -110,8 +110,36 @@ class Metrics:
         )
         self.events = Counter(
             f"{PREFIX}_kubernetes_events",
-            "Kubernetes Events about rolls (EMIT_EVENTS=true), by outcome (created, error).",
+            "Kubernetes Events about rolls (EMIT_EVENTS=true): one per roll started, done,"
+            " halted or quarantined; by outcome (created, error).",
             ["outcome"],
+            registry=registry,
+        )
+        self.notifications = Counter(
+            f"{PREFIX}_notifications",
+            "Notifications about rolls (NOTIFY_URLS): by happening (started, done, halted,"
+            " quarantined) and outcome (sent, failed, dropped: more than the queue holds).",
+            ["happening", "outcome"],
+            registry=registry,
+        )
+        self._quarantine(registry)
+
+    def _quarantine(self, registry: CollectorRegistry) -> None:
+        """The digests quarantined for their tags (docs/adr/026)."""
+        self.digests_quarantined = Gauge(
+            f"{PREFIX}_digests_quarantined",
+            "Digests quarantined for their repository:tag (a halt's evidence; not cleared, the"
+            " tag not moved since): no workload rolls onto them.",
+            registry=registry,
+        )
+        self.quarantines = Counter(
+            f"{PREFIX}_quarantines",
+            "Digests quarantined for their repository:tag by this process (a halted roll).",
+            registry=registry,
+        )
+        self.quarantine_write_errors = Counter(
+            f"{PREFIX}_quarantine_write_errors",
+            "Writes of the quarantine's ConfigMap that failed (tried again at the next pass).",
             registry=registry,
         )
 

@@ -13,7 +13,9 @@
     informer.py   Informer: one collection kept by list + watch, in a thread of its own
     cache.py      WatchCache (WatchPort): enrolled workloads and their pods, for finding work
     lease.py      KubeLease (LeasePort): the leader-election Lease, its writes and watch
-    events.py     KubeEvents (EventPort): one core/v1 Event per roll
+    events.py     KubeEvents (EventPort): one core/v1 Event per happening of a roll
+    quarantine_store.py  KubeQuarantine (QuarantinePort): the quarantine's ConfigMap
+    history.py    the autoroll Events read back for `autoroll history`
 
 Everything that leaves this package is plain data (``autoroll.core.model``) or one of the errors
 in ``autoroll.kube.errors``; the ports it implements are in ``autoroll.core.ports``.
@@ -33,6 +35,7 @@ from autoroll.kube.errors import (
 )
 from autoroll.kube.events import KubeEvents
 from autoroll.kube.lease import KubeLease
+from autoroll.kube.quarantine_store import KubeQuarantine
 from autoroll.kube.transport import KubeRest, connect
 
 __all__ = [
@@ -45,6 +48,7 @@ __all__ = [
     "KubeCluster",
     "KubeEvents",
     "KubeLease",
+    "KubeQuarantine",
     "KubeRest",
     "WatchCache",
     "connect",

@@ -68,6 +68,10 @@ class Grant(StrEnum):
         " (the chart grants it when a registry has pullSecrets: true)"
     )
     LEASE_ROLE = "the namespaced Role must grant {rule} (LEADER_ELECTION=true)"
+    #: the quarantine's ConfigMap, in the release namespace (docs/adr/026)
+    QUARANTINE_ROLE = "the namespaced Role must grant {rule} (QUARANTINE_CONFIGMAP is set)"
+    #: `autoroll history` reads the Events with the kubeconfig of the person running it
+    HISTORY = "your kubeconfig's user needs {rule} to read autoroll's Events"
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,7 @@
 """The Lease and Event bodies the adapters read and send (``lease.py``, ``events.py``).
 
 Pure, so a test pins every field: a Lease into a ``LeaseRecord`` and back into a ``spec``,
-and one core/v1 Event per roll.
+and one core/v1 Event per happening of a roll (``autoroll.core.happenings``).
 """
 
 from __future__ import annotations
@@ -58,6 +58,7 @@ def event_json(event: RollEvent, *, now: datetime, instance: str) -> dict[str, A
             # Unique per roll; the workload's name first, as kubectl's own events do.
             "name": f"{event.workload[:200]}.{uuid.uuid4().hex[:16]}",
             "namespace": event.namespace,
+            **({"annotations": dict(event.annotations)} if event.annotations else {}),
         },
         "involvedObject": {
             "apiVersion": "apps/v1",

@@ -97,6 +97,16 @@ PATCH_LEASE: Final = Operation(
     "patch lease", "leases: patch", Grant.LEASE_ROLE, answers=frozenset({404, 409})
 )
 WATCH_LEASE: Final = Operation("watch lease", "leases: watch", Grant.LEASE_ROLE)
+GET_CONFIGMAP: Final = Operation(
+    "get configmap", "configmaps: get", Grant.QUARANTINE_ROLE, answers=frozenset({404})
+)
+CREATE_CONFIGMAP: Final = Operation(
+    "create configmap", "configmaps: create", Grant.QUARANTINE_ROLE, answers=frozenset({409})
+)
+UPDATE_CONFIGMAP: Final = Operation(
+    "update configmap", "configmaps: update", Grant.QUARANTINE_ROLE, answers=frozenset({404, 409})
+)
+LIST_EVENTS: Final = Operation("list events", "events: list", Grant.HISTORY)
 WATCH_WORKLOADS: Final = {
     kind: Operation(f"watch {kind.resource}", f"{kind.resource}: watch", Grant.WATCH)
     for kind in WorkloadKind

@@ -86,6 +86,9 @@ ENV_TO_VALUES: Mapping[str, tuple[tuple[str, Callable[[str], Any]], ...]] = {
         ("webhookReceivers", lambda _: ["distribution"]),
         ("secret.receivers.distribution", str),
     ),
+    # Into the Secret the chart creates, mounted as a file (NOTIFY_URLS_FILE), as a user's.
+    "NOTIFY_URLS": (("secret.notifyUrls", str), ("notifications.enabled", lambda _: True)),
+    "NOTIFY_THROTTLE_SECONDS": (("notifications.throttleSeconds", int),),
 }
 
 

@@ -193,6 +193,7 @@ def running(name: str, image: str, image_id: str) -> Enrolled:
         created_at=created,
         containers=(ContainerView("app", image),),
         statuses=(ContainerStatusView("app", image=image, image_id=image_id, ready=True),),
+        ready_changed_at=created,  # Ready since it started, as the kubelet reports it
     )
     deployment = deployment_view(
         namespace="shop", name=name, replicas=1, containers=(ContainerView("app", image),)

@@ -73,6 +73,7 @@ class Node:
             created_at=T0 - timedelta(days=1, seconds=-age),
             containers=(ContainerView("app", self.image),),
             statuses=(status,),
+            ready_changed_at=T0 - timedelta(days=1, seconds=-age),  # Ready since it started
         )
 
     def read_now(self, workload: WorkloadView) -> Enrolled:

@@ -95,21 +95,27 @@ def test_the_rules_pass_promtool_check_and_their_unit_tests(
     (tmp_path / "rules.yaml").write_text(yaml.safe_dump(rules))
     checked = promtool("check", "rules", "rules.yaml", cwd=tmp_path)
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert "SUCCESS: 5 rules found" in checked.stdout
+    assert "SUCCESS: 6 rules found" in checked.stdout
     shutil.copy(ALERT_TESTS, tmp_path / "alerts_test.yaml")
     tested = promtool("test", "rules", "alerts_test.yaml", cwd=tmp_path)
     assert tested.returncode == 0, tested.stdout + tested.stderr
 
 
-def test_a_broken_expectation_fails_the_unit_tests(rules: dict[str, Any], tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("index", "alert"), [(0, "AutorollRolloutHalted"), (5, "AutorollDigestQuarantined")]
+)
+def test_a_broken_expectation_fails_the_unit_tests(
+    rules: dict[str, Any], tmp_path: Path, index: int, alert: str
+) -> None:
     """The control: the unit tests can fail (a rule quieter than its test expects)."""
     quiet = json.loads(json.dumps(rules))
-    quiet["groups"][0]["rules"][0]["expr"] = "vector(0) > 1"
+    assert quiet["groups"][0]["rules"][index]["alert"] == alert
+    quiet["groups"][0]["rules"][index]["expr"] = "vector(0) > 1"
     (tmp_path / "rules.yaml").write_text(yaml.safe_dump(quiet))
     shutil.copy(ALERT_TESTS, tmp_path / "alerts_test.yaml")
     tested = promtool("test", "rules", "alerts_test.yaml", cwd=tmp_path)
     assert tested.returncode != 0
-    assert "AutorollRolloutHalted" in tested.stdout + tested.stderr
+    assert alert in tested.stdout + tested.stderr
 
 
 def test_every_dashboard_query_parses(dashboard: dict[str, Any], tmp_path: Path) -> None:

@@ -41,7 +41,7 @@ def test_defaults() -> None:
     assert cfg.log_level is LogLevel.INFO
     assert cfg.log_format is LogFormat.TEXT
     assert cfg.rollout_method is RolloutMethod.DELETE
-    assert cfg.emit_events is False
+    assert cfg.emit_events is True  # once per roll, never per pass (issue 26)
     assert cfg.registry_url == "https://forgejo.example:3000"
     assert (cfg.watch_cache, cfg.cache_resync_seconds) == (True, 1800)
     assert cfg.workload_kinds == tuple(WorkloadKind)  # all three
@@ -250,8 +250,9 @@ def test_redacted_names_every_variable() -> None:
     assert view["DRY_RUN"] == "false"
     # LEADER_ELECTION=false (its details only when on), 9 ROLL_*, PLATFORM_AWARE, WATCH_CACHE,
     # CACHE_RESYNC_SECONDS, REGISTRY_CA_FILE, the namespaces rolled and their share of
-    # registry lookups, PROBE_ADDR, TAG_PASS_INTERVAL_SECONDS, REGISTRIES
-    assert len(view) == 35
+    # registry lookups, PROBE_ADDR, TAG_PASS_INTERVAL_SECONDS, REGISTRIES, NOTIFY_URLS,
+    # NOTIFY_EVENTS, NOTIFY_THROTTLE_SECONDS, QUARANTINE_CONFIGMAP, QUARANTINE_NAMESPACE
+    assert len(view) == 40
     assert view["PROBE_ADDR"] == "0.0.0.0:8081"
     assert (view["WATCH_CACHE"], view["CACHE_RESYNC_SECONDS"]) == ("true", "1800")
     assert view["PASS_TIMEOUT_SECONDS"] == "300"
@@ -302,12 +303,12 @@ def test_every_guardrail_variable_parsed() -> None:
     assert view["ROLL_PAUSED"] == "true" and view["PLATFORM_AWARE"] == "true"
 
 
-def test_the_health_window_is_off_unless_set() -> None:
-    assert Config.from_env(BASE).guardrails.healthy == timedelta(0)
-    assert Config.from_env(BASE).redacted()["ROLL_HEALTHY_SECONDS"] == "0"
-    on = Config.from_env(BASE | {"ROLL_HEALTHY_SECONDS": "30"})
-    assert on.guardrails.healthy == timedelta(seconds=30)
-    assert on.redacted()["ROLL_HEALTHY_SECONDS"] == "30"
+def test_the_health_window_is_30_seconds_unless_set() -> None:
+    assert Config.from_env(BASE).guardrails.healthy == timedelta(seconds=30)
+    assert Config.from_env(BASE).redacted()["ROLL_HEALTHY_SECONDS"] == "30"
+    off = Config.from_env(BASE | {"ROLL_HEALTHY_SECONDS": "0"})
+    assert off.guardrails.healthy == timedelta(0)
+    assert off.redacted()["ROLL_HEALTHY_SECONDS"] == "0"
     assert Config.from_env(BASE | {"ROLL_HEALTHY_SECONDS": "3600"}).guardrails.healthy == (
         timedelta(hours=1)
     )
@@ -386,3 +387,53 @@ def test_probe_addr(env: dict[str, str], expected: tuple[str, int]) -> None:
 )
 def test_probe_addr_problems(env: dict[str, str], fragment: str) -> None:
     assert fragment in problems(BASE | env)["PROBE_ADDR"]
+
+
+# --- notifications and the quarantine's record ---------------------------------------------------
+
+SLACK = "slack://T000/B000/XXXXsecretXXXX"
+
+
+def test_notifications_are_off_and_the_quarantine_in_memory_unless_set() -> None:
+    cfg = Config.from_env(BASE)
+    assert not cfg.notifications.enabled and cfg.notifications.throttle_seconds == 60
+    assert {k.value for k in cfg.notifications.happenings} == {
+        "started",
+        "done",
+        "halted",
+        "quarantined",
+    }
+    assert cfg.quarantine.configmap is None
+
+
+def test_notify_urls_come_from_a_file_and_are_never_shown() -> None:
+    files = {"/run/urls": f"# chat\n{SLACK}\n\njson://127.0.0.1:9/hook\n"}
+    cfg = Config.from_env(
+        BASE | {"NOTIFY_URLS_FILE": "/run/urls", "NOTIFY_EVENTS": "halted, quarantined"},
+        read_file=files.__getitem__,
+    )
+    assert cfg.notifications.url_lines() == [SLACK, "json://127.0.0.1:9/hook"]
+    assert {k.value for k in cfg.notifications.happenings} == {"halted", "quarantined"}
+    view = cfg.redacted()
+    assert view["NOTIFY_URLS"] == "<2 redacted>"
+    assert "XXXXsecret" not in repr(cfg) + str(view)
+
+
+@pytest.mark.parametrize(
+    ("env", "variable", "says"),
+    [
+        ({"NOTIFY_URLS": f"{SLACK}\nnot a url"}, "NOTIFY_URLS", "URL 2 is not an Apprise URL"),
+        ({"NOTIFY_URLS": "# only a comment"}, "NOTIFY_URLS", "holds no URL"),
+        ({"NOTIFY_EVENTS": "started,rolled"}, "NOTIFY_EVENTS", "expected some of started"),
+        ({"NOTIFY_THROTTLE_SECONDS": "-1"}, "NOTIFY_THROTTLE_SECONDS", "0 (no throttle) to 3600"),
+        ({"QUARANTINE_CONFIGMAP": "Bad_Name"}, "QUARANTINE_CONFIGMAP", "a ConfigMap name"),
+        ({"QUARANTINE_CONFIGMAP": "autoroll-quarantine"}, "QUARANTINE_NAMESPACE", "required"),
+    ],
+)
+def test_a_bad_notification_or_quarantine_setting_names_the_variable(
+    env: dict[str, str], variable: str, says: str
+) -> None:
+    found = problems(BASE | env)
+    assert set(found) == {variable}
+    assert says in found[variable]
+    assert "XXXXsecret" not in found[variable] and "not a url" not in found[variable]

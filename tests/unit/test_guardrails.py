@@ -47,8 +47,9 @@ CONTENTS = {
 NOW = datetime(2026, 12, 7, 12, 0, tzinfo=UTC)  # a Monday
 LONG_AGO = NOW - timedelta(days=1)  # when the targets were first seen
 BORN = NOW - timedelta(days=2)  # when the old pods were created
-#: No budget, no pause, no window, no min-age: only the clause under test is switched on.
-OPEN = Guardrails(deletions_per_period=0, in_flight=0)
+#: No budget, no pause, no window, no min-age, no health window (so no first workload
+#: proving a digest: test_rollorder.py): only the clause under test is switched on.
+OPEN = Guardrails(deletions_per_period=0, in_flight=0, healthy=timedelta(0))
 
 
 def pod(
@@ -322,6 +323,7 @@ def budget(
         deletions_per_period=deletions,
         period=timedelta(seconds=seconds),
         in_flight=in_flight,
+        healthy=timedelta(0),  # every workload at once: the budget alone orders them
         **off,  # type: ignore[arg-type]
     )
 

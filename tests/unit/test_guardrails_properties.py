@@ -56,6 +56,7 @@ from autoroll.core.policy import (
 )
 from autoroll.core.scope import FULL, ImageTag, Scope
 from autoroll.instruments.metrics import Metrics
+from tests.support.quarantine import MemoryQuarantine
 from tests.support.views import deployment_view
 
 HOST = "forgejo.example"
@@ -298,7 +299,9 @@ def worlds(draw: st.DrawFn) -> tuple[World, Guardrails, list[tuple[str, object]]
     return world, guardrails, steps
 
 
-def controller(world: World, guardrails: Guardrails) -> Reconciler:
+def controller(
+    world: World, guardrails: Guardrails, quarantine: MemoryQuarantine | None = None
+) -> Reconciler:
     return Reconciler(
         cluster=world,
         registry=world,
@@ -307,6 +310,7 @@ def controller(world: World, guardrails: Guardrails) -> Reconciler:
         dry_run=False,
         clock=lambda: world.now,
         guardrails=guardrails,
+        quarantine=quarantine,
     )
 
 
@@ -426,12 +430,14 @@ def test_the_world_rolls_when_nothing_holds_it() -> None:
 def test_the_next_pod_goes_once_the_replacement_is_through_its_window() -> None:
     """Property 5 is not vacuous either: with a 30 s window the second pod goes
     once the first replacement has been Ready for 30 s, not before; a crash of that
-    replacement inside the window holds the roll until it has had a whole window again."""
+    replacement inside the window holds the roll until it has had a whole window again,
+    and quarantines the digest, which holds it until a person clears it."""
     workload = Workload("w0", TAGS[:1], 3, {})
     world = World([workload], ready_seconds=3.0)
     world.push(TAGS[0])
     guardrails = Guardrails(deletions_per_period=0, in_flight=0, healthy=timedelta(seconds=30))
-    reconciler = controller(world, guardrails)
+    record = MemoryQuarantine()
+    reconciler = controller(world, guardrails, record)
     reconciler.tick()
     assert len(world.deletions) == 1
     first = world.deletions[0].replacement
@@ -450,6 +456,11 @@ def test_the_next_pod_goes_once_the_replacement_is_through_its_window() -> None:
         reconciler.tick()
         assert len(world.deletions) == 2
     world.now += timedelta(seconds=5)
-    reconciler.tick()
+    report = reconciler.tick()
+    assert len(world.deletions) == 2, "through its window again, but its digest is quarantined"
+    assert [h.reason.value for h in report.plan.holds] == ["quarantined"]  # type: ignore[union-attr]
+    [entry] = record.book.active
+    record.clear(entry.key, now=world.now)
+    reconciler.tick()  # a full pass reads the record again
     assert len(world.deletions) == 3
     assert first.restarts == 0 and second.restarts == 1

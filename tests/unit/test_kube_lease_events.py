@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from autoroll.core.happenings import Happening, HappeningKind
 from autoroll.core.model import (
     LeaseRecord,
     RollEvent,
@@ -182,7 +183,7 @@ def test_event_json_names_the_deployment_so_describe_shows_it() -> None:
     assert event_json(EVENT, now=T, instance="x")["metadata"]["name"] != body["metadata"]["name"]
 
 
-def test_a_halted_rollout_is_a_warning_event_on_its_workload() -> None:
+def test_a_halted_rollout_is_a_warning_event_on_its_workload_with_its_facts_annotated() -> None:
     db = WorkloadView(
         namespace="shop",
         name="db",
@@ -192,15 +193,28 @@ def test_a_halted_rollout_is_a_warning_event_on_its_workload() -> None:
         kind=WorkloadKind.STATEFULSET,
         status=StatefulSetStatus(),
     )
-    body = event_json(
-        RollEvent.halted(db, "rollout of shop/statefulset/db is halted"), now=T, instance="x"
+    halted = Happening(
+        HappeningKind.HALTED,
+        db,
+        "team/db:latest",
+        "sha256:" + "0" * 64,
+        "sha256:" + "1" * 64,
+        "rollout of shop/statefulset/db is halted",
+        T,
     )
+    body = event_json(halted.event(), now=T, instance="x")
     assert (body["reason"], body["type"]) == ("RolloutHalted", "Warning")
-    assert body["message"] == "autoroll: rollout of shop/statefulset/db is halted"
+    assert body["message"] == (
+        "autoroll: team/db:latest sha256:000000000000 → sha256:111111111111:"
+        " rollout of shop/statefulset/db is halted"
+    )
     assert (body["involvedObject"]["kind"], body["involvedObject"]["uid"]) == (
         "StatefulSet",
         "uid-db",
     )
+    annotations = body["metadata"]["annotations"]
+    assert annotations["autoroll.aethnet.se/happening"] == "halted"
+    assert annotations["autoroll.aethnet.se/to"] == "sha256:" + "1" * 64
 
 
 class FakeRest(KubeRest):

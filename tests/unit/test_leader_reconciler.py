@@ -1,5 +1,5 @@
-"""The reconciler's side of HA: the leadership check before each deletion, Events, and
-eviction refusals that wait for the next pass instead of storming."""
+"""The reconciler's side of HA: the leadership check before each deletion, Events once per
+roll, and eviction refusals that wait for the next pass instead of storming."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from autoroll.controller.reconciler import NOT_LEADER, Reconciler
 from autoroll.core.model import DeleteOutcome, Enrolled, RollEvent
 from autoroll.instruments.metrics import Metrics
 from tests.unit.test_reconciler import (
+    AT_ONCE,
     NEW,
     OLD,
     REF,
@@ -56,6 +57,7 @@ def build(
         may_act=may_act,
         events=events,
         evicting=evicting,
+        guardrails=AT_ONCE,
     )
     return reconciler, metrics
 
@@ -95,18 +97,23 @@ def test_a_replica_that_never_led_deletes_nothing() -> None:
     assert cluster.deleted == []
 
 
-def test_each_roll_is_recorded_as_an_event_naming_pod_image_and_digests() -> None:
+def test_a_roll_s_start_is_one_event_naming_the_tag_both_digests_and_the_trigger() -> None:
     cluster = two_stale_deployments()
     events = FakeEvents()
     reconciler, metrics = build(cluster, events=events)
     reconciler.tick()
     assert sorted((e.workload, e.reason) for e in events.emitted) == [
-        ("api", "StalePodDeleted"),
-        ("web", "StalePodDeleted"),
+        ("api", "RollStarted"),
+        ("web", "RollStarted"),
     ]
-    message = next(e.message for e in events.emitted if e.workload == "api")
-    for part in ("api-1", "git.example.org/team/app:latest", str(OLD), str(NEW)):
-        assert part in message
+    event = next(e for e in events.emitted if e.workload == "api")
+    for part in ("api-1", "team/app:latest", OLD.short, NEW.short, "a full pass"):
+        assert part in event.message
+    facts = dict(event.annotations)
+    assert (facts["autoroll.aethnet.se/from"], facts["autoroll.aethnet.se/to"]) == (
+        str(OLD),
+        str(NEW),
+    )
     assert (
         metrics.registry.get_sample_value(
             "autoroll_kubernetes_events_total", {"outcome": "created"}
@@ -115,11 +122,39 @@ def test_each_roll_is_recorded_as_an_event_naming_pod_image_and_digests() -> Non
     )
 
 
+def test_a_roll_is_told_when_it_starts_and_when_it_is_done_never_per_deletion() -> None:
+    """web has two old pods: two deletions, two Events (started, completed), not one per
+    deletion or per pass."""
+    events = FakeEvents()
+    cluster = FakeCluster([enrolled("web", [pod("web-1"), pod("web-2")])])
+    reconciler, _ = build(cluster, events=events)
+    replacement = pod("web-3", NEW, created=T0 - timedelta(minutes=5))
+    reconciler.tick()  # web-1 goes
+    cluster.items = [enrolled("web", [pod("web-2"), replacement])]
+    reconciler.tick()  # web-2 goes: the roll is under way, no second "started"
+    cluster.items = [enrolled("web", [replacement, pod("web-4", NEW)])]
+    for _ in range(3):
+        reconciler.tick()
+    assert [e.reason for e in events.emitted] == ["RollStarted", "RollCompleted"]
+    assert len(cluster.deleted) == 2
+
+
+def test_a_restarted_controller_does_not_announce_a_roll_already_under_way() -> None:
+    """The start is read from the pods: one already runs the target."""
+    events = FakeEvents()
+    under_way = enrolled("web", [pod("web-2"), pod("web-3", NEW)])
+    reconciler, _ = build(FakeCluster([under_way]), events=events)
+    reconciler.tick()
+    assert events.emitted == []
+
+
 @pytest.mark.parametrize(
-    ("dry_run", "evicting", "reason"),
-    [(True, False, "WouldDeletePod"), (False, True, "StalePodEvicted")],
+    ("dry_run", "evicting", "reason", "verb"),
+    [(True, False, "WouldRoll", "would delete"), (False, True, "RollStarted", "evicted")],
 )
-def test_event_reason_follows_the_mode(dry_run: bool, evicting: bool, reason: str) -> None:
+def test_event_reason_follows_the_mode(
+    dry_run: bool, evicting: bool, reason: str, verb: str
+) -> None:
     events = FakeEvents()
     reconciler, _ = build(
         FakeCluster([enrolled("web", [pod("web-1")])]),
@@ -127,8 +162,10 @@ def test_event_reason_follows_the_mode(dry_run: bool, evicting: bool, reason: st
         dry_run=dry_run,
         evicting=evicting,
     )
-    reconciler.tick()
+    for _ in range(3):  # dry-run finds the same roll every pass: told once
+        reconciler.tick()
     assert [e.reason for e in events.emitted] == [reason]
+    assert f"{verb} pod web-1" in events.emitted[0].message
 
 
 def test_no_event_when_nothing_was_rolled() -> None:
@@ -190,7 +227,7 @@ def halted_app() -> Enrolled:
     return enrolled("web", [pod("web-1"), pod("web-2"), crashing])
 
 
-def test_a_halted_rollout_warns_every_pass_counts_and_records_one_warning_event(
+def test_a_halted_rollout_warns_every_pass_and_quarantines_its_digest_in_one_warning_event(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.INFO)
@@ -198,27 +235,41 @@ def test_a_halted_rollout_warns_every_pass_counts_and_records_one_warning_event(
     reconciler, metrics = build(FakeCluster([halted_app()]), events=events)
     for _ in range(3):
         reconciler.tick()
-    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
-    assert len(warnings) == 3
+    halted = [r for r in caplog.records if r.__dict__.get("event") == "rollout-halted"]
+    assert len(halted) == 3
     message = "rollout of shop/deployment/web is halted: pod web-3"
-    assert all(message in r.getMessage() for r in warnings)
-    assert warnings[0].__dict__["event"] == "rollout-halted"
+    assert all(message in r.getMessage() for r in halted)
     assert halted_gauge(metrics) == 1
-    assert [(e.reason, e.type) for e in events.emitted] == [("RolloutHalted", "Warning")]
+    assert [(e.reason, e.type) for e in events.emitted] == [("DigestQuarantined", "Warning")]
     assert "2 stale pod(s) wait" in events.emitted[0].message
+    assert "quarantined for git.example.org/team/app:latest" in events.emitted[0].message
+    assert metrics.registry.get_sample_value("autoroll_digests_quarantined") == 1
+
+
+def test_a_halt_on_old_content_is_a_rollout_halted_warning_and_quarantines_nothing() -> None:
+    """A pod still on the old digest not Ready says nothing against the target."""
+    stuck = pod("web-3", OLD, created=T0 - timedelta(hours=1), ready=False)
+    events = FakeEvents()
+    reconciler, metrics = build(
+        FakeCluster([enrolled("web", [pod("web-1"), pod("web-2"), stuck])]), events=events
+    )
+    reconciler.tick()
+    assert [(e.reason, e.type) for e in events.emitted] == [("RolloutHalted", "Warning")]
+    assert metrics.registry.get_sample_value("autoroll_digests_quarantined") == 0
 
 
 def test_a_halt_that_ended_clears_the_gauge_and_may_be_announced_again() -> None:
     events = FakeEvents()
-    cluster = FakeCluster([halted_app()])
+    stuck = pod("web-3", OLD, created=T0 - timedelta(hours=1), ready=False)
+    cluster = FakeCluster([enrolled("web", [pod("web-1"), pod("web-2"), stuck])])
     reconciler, metrics = build(cluster, events=events)
     reconciler.tick()
     cluster.items = [enrolled("web", [pod("web-1"), pod("web-2"), pod("web-3", NEW)])]
     reconciler.tick()  # web-3 became Ready: the roll goes on (web-1 is deleted)
     assert halted_gauge(metrics) == 0
-    cluster.items = [halted_app()]
+    cluster.items = [enrolled("web", [pod("web-1"), pod("web-2"), stuck])]
     reconciler.tick()
-    assert len(events.emitted) == 3  # halted, the roll's own StalePodDeleted, halted again
+    assert [e.reason for e in events.emitted] == ["RolloutHalted", "RolloutHalted"]
 
 
 def test_a_rollout_within_the_bound_is_not_halted(caplog: pytest.LogCaptureFixture) -> None:

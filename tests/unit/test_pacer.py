@@ -163,3 +163,53 @@ def test_a_workload_waiting_on_its_health_window_is_looked_at_when_the_window_en
     assert "shop/deployment/web" not in pacer.armed
     assert nudged == []
     assert later == [(APP, 20.0)]
+
+
+def held_world(
+    guardrails: Guardrails,
+) -> tuple[RollPacer, Watch, list[Scope], list[tuple[Scope, float]], FakeCluster]:
+    watch = Watch()
+    nudged: list[Scope] = []
+    later: list[tuple[Scope, float]] = []
+    pacer = RollPacer(
+        watch=watch,
+        nudge=nudged.append,
+        metrics=Metrics(CollectorRegistry()),
+        later=lambda scope, seconds: later.append((scope, seconds)),
+        clock=lambda: T0,
+    )
+    item = web(pod("web-1"), pod("web-2"))
+    watch.held[item.workload.key] = item
+    cluster = FakeCluster([item])
+    reconciler, _ = make(cluster, FakeRegistry({REF: NEW}), guardrails=guardrails)
+    pacer.paced(reconciler.tick)(lambda: False, FULL)
+    return pacer, watch, nudged, later, cluster
+
+
+def test_a_deletion_held_by_the_min_age_is_not_armed_and_is_looked_at_when_it_may_go() -> None:
+    """Held by a guardrail, nothing was deleted: the cache shows the workload settled, so
+    arming it would nudge a pass at once, which the guardrail holds again, and every pod
+    event of the workload would nudge another. The hold's ``until`` says when to look."""
+    min_age = Guardrails(min_age=timedelta(minutes=5), healthy=timedelta(0))
+    pacer, watch, nudged, later, cluster = held_world(min_age)
+    assert cluster.deleted == []
+    assert "shop/deployment/web" not in pacer.armed
+    assert nudged == []
+    watch.shows(web(pod("web-1"), pod("web-2")))  # any pod event of the workload
+    assert nudged == []
+    assert later == [(APP, 300.0)]
+
+
+def test_a_deletion_held_by_the_budget_is_not_armed() -> None:
+    none_left = Guardrails(deletions_per_period=1, healthy=timedelta(0))
+    pacer, watch, nudged, _later, cluster = held_world(none_left)
+    assert len(cluster.deleted) == 1  # the budget's one deletion
+    other = enrolled("api", [pod("api-1")])
+    watch.held[other.workload.key] = other
+    cluster.items = [*cluster.items, other]
+    reconciler, _ = make(cluster, FakeRegistry({REF: NEW}), guardrails=none_left)
+    report = pacer.paced(reconciler.tick)(lambda: False, FULL)
+    assert report.plan is not None and [h.reason.value for h in report.plan.holds] == ["budget"]
+    assert "shop/deployment/api" not in pacer.armed
+    watch.shows(other)
+    assert nudged == []

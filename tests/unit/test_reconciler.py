@@ -35,6 +35,9 @@ OLD = Digest("sha256:" + "0" * 64)
 NEW = Digest("sha256:" + "1" * 64)
 CHILD = Digest("sha256:" + "2" * 64)
 T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+#: No health window: a new digest reaches every workload on its tag in the same pass, as
+#: before the window (with one, it proves itself on one workload first: test_rollorder.py).
+AT_ONCE = Guardrails(healthy=timedelta(0))
 
 
 def pod(
@@ -223,7 +226,7 @@ def test_at_most_one_deletion_per_deployment_per_tick() -> None:
     web = enrolled("web", [pod("web-1"), pod("web-2"), pod("web-3")])
     api = enrolled("api", [pod("api-1"), pod("api-2")])
     cluster = FakeCluster([web, api])
-    reconciler, metrics = make(cluster, FakeRegistry({REF: NEW}))
+    reconciler, metrics = make(cluster, FakeRegistry({REF: NEW}), guardrails=AT_ONCE)
     reconciler.tick()
     assert sorted(name for _, name, _ in cluster.deleted) == ["api-1", "web-1"]
     assert sample(metrics, "autoroll_pod_deletions_total", mode="real") == 2
@@ -559,7 +562,7 @@ def test_a_failed_deletion_is_logged_and_the_pass_goes_on(caplog: pytest.LogCapt
         [enrolled("web", [pod("web-1")]), enrolled("api", [pod("api-1")], namespace="blog")]
     )
     cluster.fail_on = {"api-1"}
-    reconciler, _ = make(cluster, FakeRegistry({REF: NEW}))
+    reconciler, _ = make(cluster, FakeRegistry({REF: NEW}), guardrails=AT_ONCE)
     report = reconciler.tick()
     assert [name for _, name, _ in cluster.deleted] == ["web-1"]
     assert sorted(e.outcome for e in report.executed) == ["deleted", "error"]
@@ -589,7 +592,7 @@ def test_stopping_while_deciding_abandons_the_pass_and_deletes_nothing() -> None
 
 def test_stopping_between_deletions_leaves_the_rest_undone() -> None:
     cluster = FakeCluster([enrolled("a", [pod("a-1")]), enrolled("b", [pod("b-1")])])
-    reconciler, _ = make(cluster, FakeRegistry({REF: NEW}))
+    reconciler, _ = make(cluster, FakeRegistry({REF: NEW}), guardrails=AT_ONCE)
     answers = iter([False, False, False, True])  # two decisions, one deletion, then stop
     report = reconciler.tick(lambda: next(answers))
     assert report.abandoned

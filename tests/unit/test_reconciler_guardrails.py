@@ -68,7 +68,9 @@ def test_the_budget_remembers_this_process_s_deletions_across_passes(dry_run: bo
     # A dry run counts its would-be deletions too: it shows what the budget would allow.
     clock = Clock()
     cluster = stale("a", "b", "c")
-    one_a_minute = Guardrails(deletions_per_period=1, period=timedelta(minutes=1), in_flight=0)
+    one_a_minute = Guardrails(
+        deletions_per_period=1, period=timedelta(minutes=1), in_flight=0, healthy=timedelta(0)
+    )
     reconciler, metrics = build(cluster, one_a_minute, clock=clock, dry_run=dry_run)
     done = []
     for seconds in (0, 10, 59, 61, 62):
@@ -157,7 +159,8 @@ def test_pods_started_during_the_term_by_others_do_not_spend_the_budget() -> Non
     # are not autoroll's deletions, and this process knows its own.
     clock = Clock()
     cluster = stale("a", "b")
-    reconciler, _ = build(cluster, Guardrails(deletions_per_period=1), clock=clock)
+    at_once = Guardrails(deletions_per_period=1, healthy=timedelta(0))
+    reconciler, _ = build(cluster, at_once, clock=clock)
     cluster.items = [*cluster.items[:1]]  # a first pass over "a" alone starts the term
     assert len(reconciler.tick().executed) == 1
     clock.now = T0 + timedelta(seconds=61)
@@ -217,7 +220,9 @@ def test_the_guardrails_are_asked_again_on_the_fresh_read_right_before_each_dele
     takes the pass past the window's end, and each deletion is planned again after its
     read, at that time: neither goes, and both are said as holds."""
     clock = Clock(T0.replace(hour=9, minute=59, second=59))
-    window = Guardrails(windows=parse_windows("* 09:00-10:00 UTC"), in_flight=0)
+    window = Guardrails(
+        windows=parse_windows("* 09:00-10:00 UTC"), in_flight=0, healthy=timedelta(0)
+    )
 
     class SlowRead(FakeCluster):
         def read_now(self, workload: WorkloadView) -> Enrolled:

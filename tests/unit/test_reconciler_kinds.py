@@ -23,6 +23,7 @@ from autoroll.core.model import (
 from autoroll.edge.plan import render, rows
 from autoroll.instruments.metrics import Metrics
 from tests.unit.test_reconciler import (
+    AT_ONCE,
     HOST,
     NEW,
     REF,
@@ -123,6 +124,7 @@ def make(
         clock=Clock(),
         nodes=nodes,
         events=events,
+        guardrails=AT_ONCE,
     )
     return reconciler, cluster, metrics
 
@@ -148,7 +150,7 @@ def test_a_statefulset_pass_deletes_its_highest_ordinal_and_counts_it_by_kind() 
     ]
     [event] = [e for e in events.emitted if e.kind is WorkloadKind.STATEFULSET]
     assert (event.workload, event.workload_uid) == ("db", "uid-db")
-    assert "stale pod db-2 of statefulset/db" in event.message
+    assert "deleted pod db-2, the first of statefulset/db" in event.message
 
 
 def test_a_daemonset_pass_reads_the_first_candidates_nodes_then_deletes_on_a_ready_one() -> None:

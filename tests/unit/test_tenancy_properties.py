@@ -84,7 +84,9 @@ def run(
     deletions, in_flight = example["deletions"], example["in_flight"]
     spaces = example["namespaces"]
     assert isinstance(deletions, int) and isinstance(in_flight, int) and isinstance(spaces, dict)
-    guardrails = Guardrails(deletions_per_period=deletions, in_flight=in_flight)
+    guardrails = Guardrails(
+        deletions_per_period=deletions, in_flight=in_flight, healthy=timedelta(0)
+    )
     items = [candidate(ns, f"w{k}") for ns, (n, _, _) in spaces.items() for k in range(n)]
     elsewhere = {f"{ns}/deployment/m{k}" for ns, (_, m, _) in spaces.items() for k in range(m)}
     deleted = [
@@ -136,7 +138,9 @@ def test_every_namespace_stays_within_its_share_and_the_cluster_within_its_limit
 def test_one_greedy_namespace_never_stalls_a_modest_one(
     deletions: int, in_flight: int, greedy: tuple[int, int, int], data: st.DataObject
 ) -> None:
-    guardrails = Guardrails(deletions_per_period=deletions, in_flight=in_flight)
+    guardrails = Guardrails(
+        deletions_per_period=deletions, in_flight=in_flight, healthy=timedelta(0)
+    )
     share_d, share_f = guardrails.namespace_deletions, guardrails.namespace_in_flight
     modest = (
         data.draw(st.integers(1, 5)),

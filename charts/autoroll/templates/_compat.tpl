@@ -28,7 +28,15 @@ registries: []
 secret:
   mountAsFiles: true
   receivers: {}
+  notifyUrlsKey: NOTIFY_URLS
+  notifyUrls: ""
 webhookReceivers: []
+quarantine:
+  persist: true
+notifications:
+  enabled: false
+  events: [started, done, halted, quarantined]
+  throttleSeconds: 60
 probePort: 8081
 tenancy:
   namespaces: []
@@ -46,7 +54,7 @@ guardrails:
   minAgeSeconds: 0
   window: ""
   paused: false
-  healthySeconds: 0
+  healthySeconds: 30
   platformAware: false
 rolloutHaltedAfterSeconds: 600
 apiServer:
@@ -78,6 +86,7 @@ prometheusRule:
     registryUnknown: 30m
     noLeader: 5m
     webhookSignatureFailures: 10m
+    digestQuarantined: 0m
   webhookFailuresPer10m: 5
 grafanaDashboard:
   enabled: false

@@ -199,6 +199,26 @@ leaves a receiver silently off. Renders nothing.
 {{- end -}}
 
 {{/*
+autoroll.validateNotifications: fails, naming secret.notifyUrls, when notifications.enabled
+is on with a Secret the chart creates but no URLs to put in it (an existing Secret must hold
+the secret.notifyUrlsKey key; the pod then fails to start naming it). Renders nothing.
+*/}}
+{{- define "autoroll.validateNotifications" -}}
+{{- if and .Values.notifications.enabled (not .Values.secret.existingSecret) (not .Values.secret.notifyUrls) -}}
+{{- fail "secret.notifyUrls: required with notifications.enabled (Apprise URLs, one per line), or name an existing Secret holding them under secret.notifyUrlsKey with secret.existingSecret" -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+autoroll.quarantineName: the name of the ConfigMap that keeps the quarantine and of the Role
+and RoleBinding that let the controller write it, "<fullname>-quarantine". Takes the root
+context.
+*/}}
+{{- define "autoroll.quarantineName" -}}
+{{- printf "%s-quarantine" (include "autoroll.fullname" . | trunc 52 | trimSuffix "-") -}}
+{{- end -}}
+
+{{/*
 autoroll.validateRequired: fails naming forgejo.host, forgejo.user or image.repository when
 empty: forgejo.host unless registries lists the registries, forgejo.user whenever
 forgejo.host is set. The schema rejects these already; this guards installs run with

@@ -19,6 +19,7 @@ import time
 import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from autoroll.controller.reconciler import Reconciler, TickReport
 from autoroll.controller.worker import Nudge, Worker, WorkerStopTimeoutError
 from autoroll.core.model import DeleteOutcome, Enrolled, WorkloadView
+from autoroll.core.policy import Guardrails
 from autoroll.core.scope import FULL, Scope
 from autoroll.edge.web import create_app
 from autoroll.instruments.metrics import Metrics
@@ -273,6 +275,9 @@ def controller(cluster_port: Any, registry: RegistryServer) -> Controller:
         metrics=metrics,
         registries={registry.host},
         dry_run=False,
+        # Not about the health window: the stale pods were made Ready seconds before, and
+        # each row expects its deletion in the first pass.
+        guardrails=Guardrails(healthy=timedelta(0)),
     )
     reports: list[TickReport] = []
 

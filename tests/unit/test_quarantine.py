@@ -1,0 +1,438 @@
+"""The quarantine: which halts condemn which digest (autoroll.core.quarantine), how the book
+changes, and the keeper that holds it in step with the record (autoroll.controller.quarantines),
+through whole passes of the real Reconciler: a restart and a new term find it again."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import timedelta
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from autoroll.controller.quarantines import QuarantineKeeper
+from autoroll.controller.reconciler import Reconciler
+from autoroll.core.decide import Decision, Sighting, decide
+from autoroll.core.halt import HaltReason, RolloutHalt
+from autoroll.core.model import ContainerStatusView, ContainerView, Enrolled, PodView, Unknown
+from autoroll.core.policy import Guardrails
+from autoroll.core.quarantine import (
+    MAX_ENTRIES,
+    QuarantineBook,
+    QuarantineEntry,
+    QuarantineKey,
+    QuarantineReason,
+    blocking,
+    clear,
+    condemned,
+    prune,
+    record,
+)
+from autoroll.instruments.metrics import Metrics
+from tests.support.quarantine import MemoryQuarantine
+from tests.unit.test_reconciler import (
+    HOST,
+    IMAGE,
+    NEW,
+    OLD,
+    REF,
+    T0,
+    Clock,
+    FakeCluster,
+    FakeRegistry,
+    enrolled,
+    pod,
+)
+
+KEY = QuarantineKey.named(HOST, "team/app", "latest")
+SEEN = Sighting(NEW, T0 - timedelta(minutes=30), frozenset({"uid-web-1", "uid-web-2"}))
+
+
+def judged(item: Enrolled) -> Decision:
+    return decide(
+        workload=item.workload,
+        pods=item.pods,
+        registries={HOST},
+        resolved={REF: NEW},
+        sightings={REF: SEEN},
+        children={NEW: frozenset()},
+        contents={},
+        now=T0,
+    )
+
+
+def halt(
+    pod_name: str, *, restarts: int = 0, reason: HaltReason = HaltReason.NOT_READY
+) -> RolloutHalt:
+    return RolloutHalt(
+        "shop/deployment/web", pod_name, timedelta(minutes=11), restarts, 1, reason, "detail"
+    )
+
+
+def restarted(p: PodView, restarts: int, *, ready: bool) -> PodView:
+    status = replace(p.statuses[0], restart_count=restarts, ready=ready)
+    return replace(p, ready=ready, statuses=(status,))
+
+
+def found(item: Enrolled, h: RolloutHalt) -> list[QuarantineEntry]:
+    return condemned([(item, judged(item), h)], sightings={REF: SEEN}, now=T0)
+
+
+# --- what a halt condemns ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("restarts", "reason", "expected"),
+    [
+        (1, HaltReason.FAILED_HEALTH_WINDOW, QuarantineReason.FAILED_HEALTH_WINDOW),
+        (4, HaltReason.NOT_READY, QuarantineReason.CRASH_LOOP),
+        (0, HaltReason.NOT_READY, QuarantineReason.NOT_READY),
+    ],
+)
+def test_a_halted_pod_on_the_target_condemns_the_target_for_its_tag(
+    restarts: int, reason: HaltReason, expected: QuarantineReason
+) -> None:
+    failing = restarted(
+        pod("web-3", NEW, created=T0 - timedelta(minutes=20)), restarts, ready=False
+    )
+    item = enrolled("web", [pod("web-1"), failing])
+    [entry] = found(item, halt("web-3", restarts=restarts, reason=reason))
+    assert (entry.key, entry.digest, entry.reason) == (KEY, NEW, expected)
+    assert (entry.workload, entry.pod, entry.at, entry.is_active) == (
+        "shop/deployment/web",
+        "web-3",
+        T0,
+        True,
+    )
+
+
+def no_image(name: str, created: object) -> PodView:
+    """A pod whose container reports no image yet: it has not pulled (ErrImagePull)."""
+    p = pod(name, "", created=created, ready=False)  # type: ignore[arg-type]
+    return replace(p, statuses=(ContainerStatusView("app", image=IMAGE, image_id=""),))
+
+
+def test_a_pod_made_after_the_sighting_that_cannot_pull_condemns_the_target() -> None:
+    item = enrolled("web", [pod("web-1"), no_image("web-3", T0 - timedelta(minutes=20))])
+    [entry] = found(item, halt("web-3"))
+    assert (entry.digest, entry.reason) == (NEW, QuarantineReason.FAILED_TO_PULL)
+
+
+def test_a_pod_older_than_the_sighting_that_cannot_pull_says_nothing_of_the_target() -> None:
+    item = enrolled("web", [pod("web-1"), no_image("web-3", T0 - timedelta(hours=2))])
+    assert found(item, halt("web-3")) == []
+
+
+def test_a_halted_pod_on_the_old_content_says_nothing_of_the_target() -> None:
+    stuck = restarted(pod("web-3", OLD), 3, ready=False)
+    item = enrolled("web", [pod("web-1"), stuck])
+    assert found(item, halt("web-3", restarts=3)) == []
+
+
+def test_only_the_container_that_fails_condemns_its_tag() -> None:
+    side_image = f"{HOST}/team/side:v1"
+    side_ref = replace(REF, repository="team/side", tag="v1")
+    failing = PodView(
+        namespace="shop",
+        name="web-3",
+        uid="uid-web-3",
+        created_at=T0 - timedelta(minutes=20),
+        ready=False,
+        containers=(ContainerView("app", IMAGE), ContainerView("side", side_image)),
+        statuses=(
+            ContainerStatusView("app", IMAGE, f"{HOST}/team/app@{NEW}", ready=True),
+            ContainerStatusView(
+                "side", side_image, f"{HOST}/team/side@{NEW}", ready=False, restart_count=2
+            ),
+        ),
+    )
+    view = replace(
+        enrolled("web", [failing]).workload,
+        containers=(ContainerView("app", IMAGE), ContainerView("side", side_image)),
+    )
+    item = Enrolled(view, (failing,))
+    decision = decide(
+        workload=view,
+        pods=item.pods,
+        registries={HOST},
+        resolved={REF: NEW, side_ref: NEW},
+        sightings={REF: SEEN, side_ref: SEEN},
+        children={NEW: frozenset()},
+        contents={},
+        now=T0,
+    )
+    entries = condemned([(item, decision, halt("web-3", restarts=2))], sightings={}, now=T0)
+    assert [e.key for e in entries] == [QuarantineKey.named(HOST, "team/side", "v1")]
+
+
+# --- the book ---------------------------------------------------------------------------------
+
+
+def entry(digest: object = NEW, **fields: object) -> QuarantineEntry:
+    base = QuarantineEntry(
+        KEY, NEW, QuarantineReason.CRASH_LOOP, "shop/deployment/web", "web-3", "d", T0
+    )
+    return replace(base, digest=digest, **fields)  # type: ignore[arg-type]
+
+
+def test_record_adds_a_new_digest_and_keeps_the_first_evidence_of_one_it_holds() -> None:
+    book, added = record(QuarantineBook(), [entry()])
+    assert added == (entry(),) and blocking(book, REF, NEW) == entry()
+    again, added = record(book, [entry(pod="web-4")])
+    assert added == () and again.entries[KEY].pod == "web-3"
+    moved, added = record(book, [entry(OLD)])
+    assert added == (entry(OLD),) and moved.entries[KEY].digest == OLD
+
+
+def test_a_cleared_digest_is_not_quarantined_again_by_the_same_evidence() -> None:
+    book, _ = record(QuarantineBook(), [entry()])
+    cleared = clear(book, KEY, now=T0 + timedelta(minutes=1))
+    assert blocking(cleared, REF, NEW) is None
+    again, added = record(cleared, [entry(at=T0 + timedelta(minutes=2))])
+    assert added == () and blocking(again, REF, NEW) is None
+    with pytest.raises(KeyError):
+        clear(QuarantineBook(), KEY, now=T0)
+
+
+def test_a_new_push_ends_the_quarantine_an_unknown_answer_does_not() -> None:
+    book, _ = record(QuarantineBook(), [entry()])
+    assert prune(book, {REF: Unknown("timeout")}) == book
+    assert prune(book, {REF: NEW}) == book
+    assert prune(book, {REF: OLD}).entries == {}
+
+
+def test_the_book_is_bounded_newest_kept() -> None:
+    many = [
+        replace(
+            entry(),
+            key=QuarantineKey.named(HOST, f"team/app{i}", "latest"),
+            at=T0 + timedelta(seconds=i),
+        )
+        for i in range(MAX_ENTRIES + 5)
+    ]
+    book, _ = record(QuarantineBook(), many)
+    assert len(book.entries) == MAX_ENTRIES
+    assert QuarantineKey.named(HOST, "team/app0", "latest") not in book.entries
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "team/app:latest",  # no host: the same path on two registries is two images
+        "forgejo.example/team/app",
+        "forgejo.example/team/app:",
+        "forgejo.example/:latest",
+        "forgejo.example/team/app@sha256:00",
+        "forgejo.example/team/app:a/b",
+    ],
+)
+def test_a_key_that_is_not_host_repository_colon_tag_names_the_form(text: str) -> None:
+    with pytest.raises(ValueError, match="is not <host>/<repository>:<tag>"):
+        QuarantineKey.parse(text)
+
+
+def test_a_key_is_read_with_its_host_normalised_as_images_are() -> None:
+    assert QuarantineKey.parse(" Git.Example.ORG/Team/App:Latest ") == QuarantineKey.named(
+        HOST, "team/app", "Latest"
+    )
+    assert QuarantineKey.parse("index.docker.io/nginx:1") == QuarantineKey(
+        "docker.io", "library/nginx", "1"
+    )
+    assert QuarantineKey.parse("localhost:5000/app:v1").host == "localhost:5000"
+
+
+# --- the keeper and the record ----------------------------------------------------------------
+
+
+def keeper(store: MemoryQuarantine | None) -> tuple[QuarantineKeeper, Metrics]:
+    metrics = Metrics(CollectorRegistry())
+    return QuarantineKeeper(metrics=metrics, store=store), metrics
+
+
+def test_a_term_that_cannot_read_the_record_acts_on_nothing() -> None:
+    store = MemoryQuarantine()
+    store.fail = ConnectionError("API unreachable")
+    held, _ = keeper(store)
+    with pytest.raises(ConnectionError):
+        held.refresh(full=True)
+
+
+def test_a_later_read_that_fails_keeps_the_copy() -> None:
+    store = MemoryQuarantine()
+    held, _ = keeper(store)
+    held.refresh(full=True)
+    held.condemn([entry()])
+    store.fail = ConnectionError("API unreachable")
+    held.refresh(full=True)
+    assert blocking(held.book, REF, NEW) is not None
+
+
+def test_a_write_refused_for_a_stale_read_is_made_again_on_a_fresh_one() -> None:
+    """A person cleared another tag while this term held its copy: both survive."""
+    store = MemoryQuarantine()
+    other = replace(entry(), key=QuarantineKey.named(HOST, "team/other", "v1"))
+    store.book, _ = record(QuarantineBook(), [other])
+    store.version = 1
+    held, metrics = keeper(store)
+    held.refresh(full=True)
+    store.clear(other.key, now=T0)  # the record moves on under the copy
+    held.condemn([entry()])
+    assert set(store.book.entries) == {KEY, other.key}
+    assert store.book.entries[other.key].cleared_at == T0
+    assert store.book.entries[KEY].is_active
+    assert metrics.registry.get_sample_value("autoroll_digests_quarantined") == 1
+
+
+def test_a_failed_write_holds_in_the_copy_and_is_written_at_the_next_full_pass() -> None:
+    store = MemoryQuarantine()
+    held, metrics = keeper(store)
+    held.refresh(full=True)
+    store.fail = ConnectionError("API unreachable")
+    held.condemn([entry()])
+    assert blocking(held.book, REF, NEW) is not None
+    assert metrics.registry.get_sample_value("autoroll_quarantine_write_errors_total") == 1
+    store.fail = None
+    held.refresh(full=True)
+    assert blocking(store.book, REF, NEW) is not None
+
+
+# --- whole passes: a restart and a new term find the quarantine --------------------------------
+
+#: Two workloads on one tag; the 30 s window.
+WINDOW = Guardrails(deletions_per_period=0, in_flight=0, healthy=timedelta(seconds=30))
+
+
+def crashing_world() -> FakeCluster:
+    """web's replacement restarted inside its window (a crash after Ready); api has not
+    rolled yet."""
+    fresh = replace(
+        restarted(pod("web-3", NEW, created=T0 - timedelta(seconds=20)), 1, ready=True),
+        ready_changed_at=T0 - timedelta(seconds=5),
+    )
+    return FakeCluster(
+        [enrolled("web", [pod("web-1"), fresh]), enrolled("api", [pod("api-1"), pod("api-2")])]
+    )
+
+
+def controller(
+    cluster: FakeCluster, store: MemoryQuarantine | None, *, term: list[int] | None = None
+) -> tuple[Reconciler, Metrics]:
+    metrics = Metrics(CollectorRegistry())
+    terms = term or [1]
+    reconciler = Reconciler(
+        cluster=cluster,
+        registry=FakeRegistry({REF: NEW}),
+        metrics=metrics,
+        registries={HOST},
+        dry_run=False,
+        clock=Clock(),
+        guardrails=WINDOW,
+        quarantine=store,
+        term=lambda: terms[0],
+    )
+    return reconciler, metrics
+
+
+def test_a_crash_inside_the_window_quarantines_the_digest_and_no_other_workload_rolls() -> None:
+    store = MemoryQuarantine()
+    cluster = crashing_world()
+    reconciler, metrics = controller(cluster, store)
+    report = reconciler.tick()
+    assert cluster.deleted == []
+    assert report.plan is not None
+    assert {h.workload: h.reason.value for h in report.plan.holds} == {
+        "shop/deployment/api": "quarantined"
+    }
+    assert [(e.key, e.digest) for e in store.book.active] == [(KEY, NEW)]
+    assert report.quarantine.active == store.book.active
+    assert metrics.registry.get_sample_value("autoroll_quarantines_total") == 1
+
+
+def test_the_quarantine_survives_a_restart_with_no_evidence_left() -> None:
+    """The crashed pod is gone (a person deleted it, say): a restarted controller has no
+    halt to see, and the record alone holds api."""
+    store = MemoryQuarantine()
+    cluster = crashing_world()
+    controller(cluster, store)[0].tick()
+    cluster.items = [enrolled("api", [pod("api-1"), pod("api-2")])]
+    restarted_one, _ = controller(cluster, store)
+    report = restarted_one.tick()
+    assert cluster.deleted == []
+    assert report.plan is not None and [h.reason.value for h in report.plan.holds] == [
+        "quarantined"
+    ]
+
+
+def test_without_a_record_a_restart_forgets_the_quarantine() -> None:
+    """What the record is for: the same world with QUARANTINE_CONFIGMAP unset."""
+    cluster = crashing_world()
+    controller(cluster, None)[0].tick()
+    cluster.items = [enrolled("api", [pod("api-1"), pod("api-2")])]
+    controller(cluster, None)[0].tick()
+    assert [name for _, name, _ in cluster.deleted] == ["api-1"]
+
+
+def test_a_new_term_reads_the_record_another_leader_wrote() -> None:
+    """This replica led before the quarantine; another leader quarantined meanwhile; when
+    this one leads again its term starts from the record, not from its old copy."""
+    store = MemoryQuarantine()
+    cluster = FakeCluster([enrolled("api", [pod("api-1"), pod("api-2")])])
+    term = [1]
+    follower, _ = controller(cluster, store, term=term)
+    follower._keeper.refresh(full=True)  # it read the (empty) record in its first term
+    other, _ = controller(crashing_world(), store)
+    other.tick()  # the other leader quarantines NEW
+    term[0] = 2
+    report = follower.tick()
+    assert cluster.deleted == []
+    assert report.plan is not None and [h.reason.value for h in report.plan.holds] == [
+        "quarantined"
+    ]
+
+
+def test_a_person_s_clear_is_seen_at_the_next_full_pass_and_the_roll_goes_on() -> None:
+    store = MemoryQuarantine()
+    cluster = crashing_world()
+    reconciler, _ = controller(cluster, store)
+    reconciler.tick()
+    store.clear(KEY, now=T0)
+    cluster.items = [cluster.items[1]]  # the crashed workload rolled back by hand, say
+    reconciler.tick()
+    assert [name for _, name, _ in cluster.deleted] == ["api-1"]
+
+
+def test_a_new_push_ends_the_quarantine_in_the_record() -> None:
+    store = MemoryQuarantine()
+    cluster = crashing_world()
+    reconciler, _ = controller(cluster, store)
+    reconciler.tick()
+    assert store.book.active
+    reconciler._registry.answers[REF] = OLD  # type: ignore[attr-defined]
+    reconciler.tick()
+    assert store.book.entries == {}
+
+
+def test_a_one_replica_workload_s_replacement_that_fails_quarantines_its_digest() -> None:
+    """No stale pod is left to wait behind it, so no rollout is halted in the old sense;
+    but the pod made for the new digest crashed inside its window: that is evidence."""
+    store = MemoryQuarantine()
+    cluster = FakeCluster(
+        [enrolled("solo", [pod("solo-1")]), enrolled("api", [pod("api-1"), pod("api-2")])]
+    )
+    reconciler, _ = controller(cluster, store)
+    reconciler.tick()  # solo is the digest's first workload: solo-1 goes, api waits
+    assert [name for _, name, _ in cluster.deleted] == ["solo-1"]
+    made = T0 + timedelta(seconds=1)
+    crashed = replace(
+        restarted(pod("solo-2", NEW, created=made), 1, ready=True),
+        ready_changed_at=made + timedelta(seconds=8),
+    )
+    cluster.items = [enrolled("solo", [crashed]), cluster.items[1]]
+    reconciler._clock.now = T0 + timedelta(seconds=12)  # type: ignore[attr-defined]
+    report = reconciler.tick()
+    assert [(e.key, e.reason.value) for e in store.book.active] == [(KEY, "failed-health-window")]
+    assert report.plan is not None
+    assert {h.workload: h.reason.value for h in report.plan.holds} == {
+        "shop/deployment/api": "quarantined"
+    }
+    assert len(cluster.deleted) == 1
