@@ -42,6 +42,7 @@ from autoroll.config.parsers import (
     parse_selector,
     parse_tag_interval,
 )
+from autoroll.config.pinning import Pinning, read_pinning, redacted_pinning
 from autoroll.config.reader import Reader, read_secret_file
 from autoroll.config.registries import RegistrySettings, read_registries, redacted_registries
 from autoroll.config.tenancy import Tenancy, read_tenancy, redacted_tenancy
@@ -111,6 +112,8 @@ class Config:
     #: every registry asked, the Forgejo shorthand's first (autoroll.config.registries); only
     #: images on these hosts are rolled
     registries: tuple[RegistrySettings, ...] = ()
+    #: the pod-pinning admission webhook (autoroll.config.pinning, docs/adr/028); None: off
+    pinning: Pinning | None = None
 
     @property
     def listen_addr(self) -> str:
@@ -193,6 +196,15 @@ class Config:
         tenancy = read_tenancy(reader)
         tag_interval = reader.optional("TAG_PASS_INTERVAL_SECONDS", 5, parse_tag_interval)
         registries = read_registries(reader, forgejo_host=host, scheme=scheme, ca_file=ca_file)
+        pinning = read_pinning(reader)
+        if pinning is not None and pinning.port in (listen[1], probe[1]):
+            reader.problems.append(
+                Problem(
+                    "PINNING_ADDR",
+                    f"{pinning.addr} uses the port of LISTEN_ADDR or PROBE_ADDR; give the"
+                    " webhook a port of its own (PINNING_ADDR, 8443 unless set)",
+                )
+            )
         if reader.problems:
             raise ConfigError(reader.problems)
         assert secret is not None
@@ -226,6 +238,7 @@ class Config:
             tenancy=tenancy,
             tag_pass_interval_seconds=tag_interval,
             registries=registries,
+            pinning=pinning,
         )
 
     def redacted(self) -> dict[str, str]:
@@ -257,4 +270,5 @@ class Config:
             **redacted_tenancy(self.tenancy),
             "TAG_PASS_INTERVAL_SECONDS": str(self.tag_pass_interval_seconds),
             **redacted_registries(self.registries),
+            **redacted_pinning(self.pinning),
         }

@@ -120,6 +120,7 @@ class LookupPort(Protocol):
     def lookup(self, lookups: Iterable[Lookup]) -> Mapping[Lookup, Answer]: ...
 
 
+@runtime_checkable
 class PresencePort(Protocol):
     """Whether the registry still holds a digest in a tag's repository: True, False (gone),
     None (it cannot say). The pinning webhook pins a held-back digest only when True

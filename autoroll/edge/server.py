@@ -63,16 +63,19 @@ from autoroll.core.ports import (
     EventPort,
     LeasePort,
     NodePort,
+    PresencePort,
     RegistryPort,
     SecretPort,
 )
 from autoroll.core.scope import Scope
 from autoroll.edge.http_worker import REQUEST_READ_SECONDS
+from autoroll.edge.pinning_service import PinningService
 from autoroll.edge.probes import ProbeServer
 from autoroll.edge.registries import pull_credentials, registry_pool
 from autoroll.edge.web import create_app
 from autoroll.instruments import logs
 from autoroll.instruments.metrics import Metrics
+from autoroll.instruments.pinning_metrics import PinningMetrics
 from autoroll.kube import ClusterError, KubeCluster, KubeEvents, KubeLease, WatchCache
 from autoroll.kube.secrets import KubeSecrets
 from autoroll.kube.transport import (
@@ -82,6 +85,7 @@ from autoroll.kube.transport import (
     call_seconds,
     connect,
 )
+from autoroll.kube.webhook_config import KubeWebhookConfig
 from autoroll.registry import Limits
 from autoroll.registry.pool import RegistryPool
 
@@ -174,6 +178,7 @@ class Runtime:
         cache: WatchCache | None = None,
         probes: ProbeServer | None = None,
         clock: Callable[[], float] = time.monotonic,
+        pinning: PinningService | None = None,
     ) -> None:
         self.metrics = metrics
         self.probes = probes
@@ -183,6 +188,7 @@ class Runtime:
         self.app = app
         self.election = election
         self.cache = cache
+        self.pinning = pinning
         self._clock = clock
         self._stop_requested_at: float | None = None
 
@@ -197,6 +203,8 @@ class Runtime:
             self.election.handoff.start()
         if self.probes is not None:
             self.probes.start()
+        if self.pinning is not None:
+            self.pinning.start()
         self.worker.start()
 
     def begin_stop(self) -> None:
@@ -233,6 +241,8 @@ class Runtime:
                     self.cache.stop(CACHE_STOP_SECONDS)
                 except Exception as exc:  # daemon threads: the process exits anyway
                     log.error("stopping the watched cache: %s", exc)
+            if self.pinning is not None:
+                self.pinning.stop(timeout=0.5)
             if self.probes is not None:
                 # Last, so /readyz says "shutting down" until the end; at most one poll
                 # (0.2 s), inside the second GRACEFUL_TIMEOUT_SECONDS leaves for the exit.
@@ -281,6 +291,9 @@ def build_runtime(
     if cluster is None:
         kube, cache = _kube_cluster(config, metrics, evicting=evicting)
         cluster, nodes = kube, nodes or kube
+    events = events or (KubeEvents(instance=identity) if config.emit_events else None)
+    registry = registry or _registry(config, metrics)
+    pinning = _pinning(config, metrics, registry=registry, events=events)
     credentials = pull_credentials(
         config,
         secrets=secrets or KubeSecrets(observe=metrics.kube_request),
@@ -289,19 +302,21 @@ def build_runtime(
     reconciler = Reconciler(
         cluster=cluster,
         nodes=nodes,
-        registry=registry or _registry(config, metrics),
+        registry=registry,
         metrics=metrics,
         registries=config.registry_hosts,
         dry_run=config.dry_run,
         may_act=may_act,  # before every deletion
         leading=may_act,  # followers skip whole passes
         **_term_and_authority(election),
-        events=events or (KubeEvents(instance=identity) if config.emit_events else None),
+        events=events,
         evicting=evicting,
         guardrails=config.guardrails,
         lookups_per_namespace=config.tenancy.lookups_per_namespace,
         halted_after=timedelta(seconds=config.rollout_halted_after_seconds),
         credentials=credentials,
+        pinning=pinning is not None,
+        approvals=pinning.approver if pinning is not None else None,
     )
     tick: Callable[[Callable[[], bool], Scope], TickReport] = reconciler.tick
     if cache is not None:
@@ -333,6 +348,29 @@ def build_runtime(
         election=election,
         cache=cache,
         probes=probes,
+        pinning=pinning,
+    )
+
+
+def _pinning(
+    config: Config, metrics: Metrics, *, registry: RegistryPort, events: EventPort | None
+) -> PinningService | None:
+    """The pinning webhook (docs/adr/028), or None when ``PINNING`` is off."""
+    settings = config.pinning
+    if settings is None:
+        return None
+    return PinningService(
+        settings,
+        guardrails=config.guardrails,
+        registries=config.registry_hosts,
+        metrics=PinningMetrics(metrics.registry),
+        presence=registry if isinstance(registry, PresencePort) else None,
+        events=events,
+        webhook_config=KubeWebhookConfig(
+            settings.webhook_configuration, observe=metrics.kube_request
+        )
+        if settings.webhook_configuration
+        else None,
     )
 
 
