@@ -238,6 +238,7 @@ class ControllerCertificates:
         with self._lock:
             now = self._clock()
             assert self._ca is not None and self._serving is not None
+            before = self._last_published  # what the API server had before this check
             left = self._ca.cert.not_valid_after_utc - now
             if self._next is None and left < self._lifetime * NEXT_CA_AT:
                 # Published a whole rotation before it signs anything.
@@ -246,7 +247,7 @@ class ControllerCertificates:
             self._publish(now)
             if now < self._serving.not_before + self._lifetime * 2 / 3 and left > timedelta(0):
                 return
-            if self._next is not None and self._published(self._next):
+            if self._next is not None and self._next.pem in before:
                 self._kept.append(self._ca.cert)  # until its last certificate expires
                 self._ca, self._next = self._next, None
             self._use(issue(self._ca, self._names, now, self._lifetime))
@@ -259,9 +260,6 @@ class ControllerCertificates:
         return b"".join(
             c.public_bytes(serialization.Encoding.PEM) for c in list(unique.values())[-MAX_BUNDLE:]
         )
-
-    def _published(self, authority: Authority) -> bool:
-        return authority.pem in self._last_published
 
     def _publish(self, now: datetime) -> None:
         wanted = self.bundle()
