@@ -250,8 +250,10 @@ def test_redacted_names_every_variable() -> None:
     assert view["DRY_RUN"] == "false"
     # LEADER_ELECTION=false (its details only when on), 9 ROLL_*, PLATFORM_AWARE, WATCH_CACHE,
     # CACHE_RESYNC_SECONDS, REGISTRY_CA_FILE, the namespaces rolled and their share of
-    # registry lookups, PROBE_ADDR, TAG_PASS_INTERVAL_SECONDS, REGISTRIES
-    assert len(view) == 35
+    # registry lookups, PROBE_ADDR, TAG_PASS_INTERVAL_SECONDS, REGISTRIES, PINNING=false (its
+    # details only when on)
+    assert len(view) == 36
+    assert view["PINNING"] == "false"
     assert view["PROBE_ADDR"] == "0.0.0.0:8081"
     assert (view["WATCH_CACHE"], view["CACHE_RESYNC_SECONDS"]) == ("true", "1800")
     assert view["PASS_TIMEOUT_SECONDS"] == "300"
