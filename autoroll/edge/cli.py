@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from autoroll import __version__
 from autoroll.config import Config
 from autoroll.config.errors import ConfigError
+from autoroll.controller.approvals import ApprovalBook
 from autoroll.edge.plan import render, run_plan
 from autoroll.edge.registries import pull_credentials, registry_pool, registry_secrets
 from autoroll.edge.server import serve
@@ -172,6 +173,7 @@ def _plan(env: Mapping[str, str], *, kubeconfig: str | None, verbose: bool) -> i
         secrets=KubeSecrets(api_client_factory=lambda: connect(plan_env)),
         on_secret=logs.redact_also,
     )
+    book = ApprovalBook() if config.pinning is not None else None
     try:
         report = run_plan(
             cluster=cluster,
@@ -181,6 +183,7 @@ def _plan(env: Mapping[str, str], *, kubeconfig: str | None, verbose: bool) -> i
             guardrails=config.guardrails,
             nodes=cluster,
             lookups_per_namespace=config.tenancy.lookups_per_namespace,
+            approvals=book,
         )
     except ClusterConfigError as exc:
         print(f"autoroll plan: {exc}", file=sys.stderr)
@@ -189,6 +192,11 @@ def _plan(env: Mapping[str, str], *, kubeconfig: str | None, verbose: bool) -> i
         print(f"autoroll plan: {exc}", file=sys.stderr)
         return EXIT_UNAVAILABLE
     sys.stdout.write(
-        render(report, label_selector=config.label_selector, kinds=config.workload_kinds)
+        render(
+            report,
+            label_selector=config.label_selector,
+            kinds=config.workload_kinds,
+            approvals=book,
+        )
     )
     return EXIT_OK

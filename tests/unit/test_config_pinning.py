@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from autoroll.config import Config, ConfigError
+from autoroll.config import Config
+from autoroll.config.errors import ConfigError
 from autoroll.config.pinning import PinningTLS
 from tests.unit.test_config import BASE, problems
 
