@@ -76,25 +76,22 @@ def start(start_autoroll: StartAutoroll, namespace: str) -> Autoroll:
     app's approvals (before that, new pods are admitted unpinned, by design)."""
     controller = start_autoroll(values=pinning_values(namespace), EMIT_EVENTS="true")
     controller.wait_for_line("pinning webhook: serving POST /pin", timeout=60)
-    eventually(
-        lambda: (
-            metric(controller, "autoroll_pinning_workloads", {"state": "target"}) >= 1
-            or pytest.fail("the view holds no workload yet")
-        ),
-        timeout=60,
-        what="the app's approvals published",
-    )
+
+    def published() -> None:
+        assert metric(controller, "autoroll_pinning_workloads", {"state": "target"}) >= 1
+
+    eventually(published, timeout=60, what="the app's approvals published")
     return controller
 
 
 def held(controller: Autoroll, app: App, reason: str, *, since: int) -> None:
     """Wait for a pass to hold the app's deletion with ``reason``."""
     pattern = rf"{app.namespace}/deployment/{app.name}: not deleting .* held \({reason}\)"
-    eventually(
-        lambda: controller.lines(pattern, since=since) or pytest.fail(f"not held ({reason})"),
-        timeout=30,
-        what=f"the new digest held ({reason})",
-    )
+
+    def found() -> None:
+        assert controller.lines(pattern, since=since), f"not held ({reason}) yet"
+
+    eventually(found, timeout=30, what=f"the new digest held ({reason})")
 
 
 def manifest(
@@ -116,20 +113,18 @@ def manifest(
 
 def apply(app: App, body: Mapping[str, Any], *, dry_run: bool = False) -> dict[str, Any]:
     """Server-side apply as a GitOps tool does (field manager ``gitops``)."""
-    response = apps_api(app.kube).api_client.call_api(
-        f"/apis/apps/v1/namespaces/{app.namespace}/deployments/{app.name}",
-        "PATCH",
-        query_params=[("fieldManager", GITOPS), ("force", "true")]
-        + ([("dryRun", "All")] if dry_run else []),
-        header_params={
-            "Content-Type": "application/apply-patch+yaml",
-            "Accept": "application/json",
-        },
-        body=body,
-        auth_settings=["BearerToken"],
+    extra = {"dry_run": "All"} if dry_run else {}
+    response = apps_api(app.kube).patch_namespaced_deployment(
+        app.name,
+        app.namespace,
+        body,
+        field_manager=GITOPS,
+        force=True,
+        _content_type="application/apply-patch+yaml",
         _preload_content=False,
+        **extra,
     )
-    result: dict[str, Any] = json.loads(response[0].data)
+    result: dict[str, Any] = json.loads(response.data)
     return result
 
 
@@ -293,11 +288,11 @@ def test_with_the_webhook_stopped_pods_are_still_made_and_a_warning_event_says_s
     # The controller (and its webhook) stopped: the API server cannot reach it.
     apps = apps_api(app.kube)
     apps.patch_namespaced_deployment_scale("autoroll", namespace, {"spec": {"replicas": 0}})
-    eventually(
-        lambda: _no_controller_pod(app) or pytest.fail("still running"),
-        timeout=60,
-        what="the controller's pod gone",
-    )
+
+    def stopped() -> None:
+        assert _no_controller_pod(app), "the controller's pod is still there"
+
+    eventually(stopped, timeout=60, what="the controller's pod gone")
     scale(app, 3)
     found = wait_pods(app, 3, pinned=None, runs=old)
     unpinned = newest(found)
