@@ -5,19 +5,22 @@ tag after each pass's plan:
 
 - the registry's digest (the *target*) once its roll may proceed: no guardrail holds it for
   this workload, and its roll has begun (a pod already runs the target), or the plan let its
-  first deletion go this pass, or it has no pod on other content to roll;
+  first deletion go this pass; or when no pod runs other content (the target is then not a
+  new digest for this workload: a window or a delay holds nothing back);
 - while the target is held, the digest the workload was last rolled to, read from its own
   pods (``previous``): what the pods are pinned to or, unpinned, what the runtime reports
   under the same repository; never the held target, never a digest a hold names;
 - nothing (not pinned) when the registry's answer is unknown, or no pod says what the
   workload runs.
 
-The rungs, first answer wins, are the planner's (``autoroll.core.guardrails``) judged for the
+The rungs, first answer wins: any ``DigestHolds`` given (the quarantine of issue 26 plugs in
+here, as one more reason to hold, without a change to this module: a digest held for its
+tag is never pinned to, whatever the workload runs); then, when some pod runs other content
+(a roll onto a new digest), the planner's rungs (``autoroll.core.guardrails``) judged for the
 tag rather than for a chosen deletion, so a workload that is not settled (no deletion
-chosen) is judged too: ``invalid-policy``, ``paused``, ``outside-window``, ``maturing``, then
-any ``DigestHolds`` given (the quarantine of issue 26 plugs in here, as one more reason to
-hold, without a change to this module), then ``budget`` (the plan held its first deletion)
-and ``waiting`` (its roll has not begun: not settled, or held by its kind).
+chosen) is judged too: ``invalid-policy``, ``paused``, ``outside-window``, ``maturing``; then
+``budget`` (the plan held its first deletion) and ``waiting`` (its roll has not begun: not
+settled, or held by its kind).
 
 A previous digest must still be in the registry to be pinned to: Gitea and Forgejo drop a
 tag's previous manifest when the tag is pushed again, and a pod pinned to a manifest the
@@ -157,7 +160,15 @@ def _approve_tag(
         return Approval(
             ref, None, None, HeldBy.REGISTRY_UNKNOWN, "the registry's digest is not known"
         )
-    held = _held(ref, target, policy, guardrails, sighting=sighting, now=now, holds=holds)
+    why = holds.held(ref, target)
+    held: tuple[HeldBy, str, datetime | None] | None = (
+        (HeldBy.QUARANTINED, why, None) if why is not None else None
+    )
+    if held is None and _runs_other(verdicts):
+        # A roll onto a new digest: the guardrails' rungs. When every pod runs the target
+        # already (or there are none), it is not new for this workload and nothing is held
+        # back; only a hold on the digest itself (above) counts then.
+        held = _held(ref, target, policy, guardrails, sighting=sighting, now=now)
     if held is None:
         held = _not_begun(verdicts, planned)
     if held is None:
@@ -177,7 +188,6 @@ def _held(
     *,
     sighting: Sighting | None,
     now: datetime,
-    holds: DigestHolds,
 ) -> tuple[HeldBy, str, datetime | None] | None:
     """The planner's per-workload rungs, for this tag's target (module docstring)."""
     if not policy.is_valid:
@@ -203,10 +213,12 @@ def _held(
                 f" {format_duration(policy.min_age)}",
                 ready_at,
             )
-    why = holds.held(ref, target)
-    if why is not None:
-        return HeldBy.QUARANTINED, why, None
     return None
+
+
+def _runs_other(verdicts: Sequence[ContainerVerdict]) -> bool:
+    """Does some pod of the workload run other content than the target?"""
+    return any(f.state in (PodState.STALE, PodState.LOOP_GUARD) for v in verdicts for f in v.pods)
 
 
 def _not_begun(

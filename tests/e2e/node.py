@@ -18,8 +18,8 @@ How it is kept off the machine (a test run must leave nothing behind):
   inside the same namespace. There is no default route and no interface leading out, so
   nothing on the node can send a packet anywhere else; the Service CIDR is routed onto
   ``node0``, where kube-proxy's rules turn a ClusterIP into an endpoint (node processes, and
-  the API server's egress proxy, ``egress.py``, reach Services as a node's do). The control plane and registries (on
-  the host's 127.0.0.1) are reached through ``loopback.LoopbackBridge``, which makes each
+  the API server's egress proxy, ``egress.py``, reach Services as a node's do). The control
+  plane and registries (on the host's 127.0.0.1) are reached through ``loopback.LoopbackBridge``, which makes each
   host port answer on the node's 127.0.0.1 too: the same ``127.0.0.1:<port>`` strings work on
   both sides, and the only traffic is loopback.
 - **cgroups.** The kubelet uses the cgroupfs driver under a cgroup root of this node's own

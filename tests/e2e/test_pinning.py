@@ -45,7 +45,8 @@ from tests.support.ports import free_port
 from tests.support.registry import RegistryServer
 from tests.support.wait import eventually
 
-pytestmark = pytest.mark.e2e
+# Each scenario waits on real pods being made, pulled and probed, several times over.
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
 START = 120.0  # a fresh pod on the real node: sandbox, pull, probe; the machine is shared
 MIN_AGE = "autoroll.aethnet.se/min-age"
@@ -71,9 +72,10 @@ def pinning_values(namespace: str) -> dict[str, Any]:
     }
 
 
-def start(start_autoroll: StartAutoroll, namespace: str) -> Autoroll:
+def start(start_autoroll: StartAutoroll, app: App) -> Autoroll:
     """The controller with pinning on, once its webhook serves and a pass has published the
     app's approvals (before that, new pods are admitted unpinned, by design)."""
+    namespace = app.namespace
     controller = start_autoroll(values=pinning_values(namespace), EMIT_EVENTS="true")
     controller.wait_for_line("pinning webhook: serving POST /pin", timeout=60)
 
@@ -81,6 +83,21 @@ def start(start_autoroll: StartAutoroll, namespace: str) -> Autoroll:
         assert metric(controller, "autoroll_pinning_workloads", {"state": "target"}) >= 1
 
     eventually(published, timeout=60, what="the app's approvals published")
+
+    def reached() -> None:
+        # A pod created in dry run is reviewed too (sideEffects: None): once one reaches the
+        # webhook, the Service has its endpoint and kube-proxy routes to it.
+        core_api(app.kube).create_namespaced_pod(
+            namespace,
+            {
+                "metadata": {"generateName": "probe-"},
+                "spec": {"containers": [{"name": "c", "image": "example.invalid/probe:1"}]},
+            },
+            dry_run="All",
+        )
+        assert metric(controller, "autoroll_admissions_total", {"result": "no-controller"}) >= 1
+
+    eventually(reached, timeout=60, what="the API server reaching the webhook")
     return controller
 
 
@@ -219,7 +236,7 @@ def test_a_maturing_digest_keeps_new_pods_on_the_approved_one_until_its_roll_may
     body = manifest(app, annotations={MIN_AGE: "45s"})
     apply(app, body)
     scale(app, 2)
-    controller = start(start_autoroll, namespace)
+    controller = start(start_autoroll, app)
     wait_pods(app, 2, pinned=None, runs=old)  # made before the webhook: not pinned
     scale(app, 3)
     found = wait_pods(app, 3, pinned=None, runs=old)
@@ -254,7 +271,7 @@ def test_a_closed_window_keeps_new_pods_on_the_approved_digest_until_it_opens(
     body = manifest(app, annotations={WINDOW: closed})
     apply(app, body)
     scale(app, 2)
-    controller = start(start_autoroll, namespace)
+    controller = start(start_autoroll, app)
     wait_pods(app, 2, pinned=None, runs=old)
     new = app.push()
     seen = len(controller.output)
@@ -279,7 +296,7 @@ def test_with_the_webhook_stopped_pods_are_still_made_and_a_warning_event_says_s
     old = app.push()
     apply(app, manifest(app, annotations={}))
     scale(app, 1)
-    controller = start(start_autoroll, namespace)
+    controller = start(start_autoroll, app)
     wait_pods(app, 1, pinned=None, runs=old)
     scale(app, 2)
     found = wait_pods(app, 2, pinned=None, runs=old)
@@ -318,7 +335,7 @@ def test_an_if_not_present_container_is_rolled_with_pinning_on(
     old = app.push()
     apply(app, manifest(app, pull_policy="IfNotPresent", annotations={}))
     scale(app, 2)
-    start(start_autoroll, namespace)
+    start(start_autoroll, app)
     wait_pods(app, 2, pinned=None, runs=old)
     new = app.push()  # the node has :latest cached as the old build
     # Replacements name the digest, so IfNotPresent pulls it: every pod ends on the new one.

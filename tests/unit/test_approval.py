@@ -385,3 +385,12 @@ def test_never_the_target_while_the_guardrails_hold_it_never_a_digest_a_hold_nam
             assert approval.needs_presence
     if NEW in quarantined:
         assert approval.digest != NEW
+
+
+def test_a_workload_already_on_the_target_is_not_held_by_its_window_or_delay() -> None:
+    closed = {WINDOW: "Sat 02:00-04:00 UTC", MIN_AGE: "1h"}
+    approval = approve(workload([pod("web-1", NEW)], annotations=closed), seen=None)
+    assert (approval.digest, approval.held_by) == (NEW, None)
+    # A hold on the digest itself (the quarantine) still counts: nothing is pinned to it.
+    quarantined = approve(workload([pod("web-1", NEW)]), holds=Quarantine(NEW))
+    assert quarantined.digest is None
