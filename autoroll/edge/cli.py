@@ -62,7 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
         " (docs/adr/019-tenants-in-their-lane.md); with several replicas LEADER_ELECTION,"
         " LEADER_ELECTION_NAMESPACE, LEADER_ELECTION_LEASE, POD_NAME and"
         " LEADER_ELECTION_{LEASE_DURATION,RENEW_DEADLINE,RETRY_PERIOD}_SECONDS"
-        " (docs/adr/004-leader-election-and-webhook-handoff.md).",
+        " (docs/adr/004-leader-election-and-webhook-handoff.md); the pod-pinning webhook"
+        " PINNING, PINNING_ADDR, PINNING_TLS, PINNING_TLS_DIR, PINNING_WEBHOOK_CONFIGURATION,"
+        " PINNING_DNS_NAMES, PINNING_CERT_SECONDS (docs/adr/028-pinning-new-pods-at-admission.md).",
     )
     parser.add_argument("--version", action="version", version=f"autoroll {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
