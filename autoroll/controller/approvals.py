@@ -60,7 +60,7 @@ class ApprovalBook:
 
     def __init__(self) -> None:
         self._view: dict[str, dict[TagRef, Approval]] = {}
-        self._since: dict[tuple[str, TagRef], datetime] = {}
+        self._since: dict[str, dict[TagRef, datetime]] = {}
 
     def approved(self, key: str, ref: TagRef) -> Digest | None:
         found = self._view.get(key)
@@ -76,7 +76,7 @@ class ApprovalBook:
 
     def pinnable_since(self, key: str) -> dict[TagRef, datetime]:
         """Since when the view has named a digest for each of ``key``'s tags, continuously."""
-        return {ref: at for (k, ref), at in self._since.items() if k == key}
+        return dict(self._since.get(key, {}))
 
     def publish(
         self, found: Mapping[str, Sequence[Approval]], *, whole: bool, now: datetime
@@ -86,12 +86,14 @@ class ApprovalBook:
         view = {} if whole else dict(self._view)
         for key, approvals in found.items():
             view[key] = {a.ref: a for a in approvals}
-        since = {
-            (key, ref): self._since.get((key, ref), now)
-            for key, tags in view.items()
-            for ref, approval in tags.items()
-            if approval.digest is not None
-        }
+        since = {} if whole else dict(self._since)
+        for key in found:
+            before = self._since.get(key, {})
+            since[key] = {
+                ref: before.get(ref, now)
+                for ref, approval in view[key].items()
+                if approval.digest is not None
+            }
         self._view, self._since = view, since
 
     def clear(self) -> None:
