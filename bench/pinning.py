@@ -3,10 +3,10 @@
 The real handler: ``autoroll.edge.admission.AdmissionServer`` over TLS on 127.0.0.1, with a
 certificate ``ControllerCertificates`` made, answering from an ``ApprovalBook`` filled with
 ``WORKLOADS`` enrolled Deployments (one to three tags each, a third of them held back on an
-older digest), as a pass publishes it. The client is what the API server is: a few
-keep-alive HTTPS connections sending pod CREATE reviews (the pod of a random enrolled
-Deployment, two containers and a sidecar), each timed from the request's first byte to the
-answer's last. Every answer is checked (allowed, and the JSONPatch pins what the book
+older digest), as a pass publishes it. The client is what the API server is: another process
+(here ``--clients`` processes), each with a keep-alive HTTPS connection, sending pod CREATE
+reviews (the pod of a random enrolled Deployment: one to three containers and a native
+sidecar on another registry), each timed from the request's first byte to the answer's last. Every answer is checked (allowed, and the JSONPatch pins what the book
 says), so a fast wrong answer cannot pass.
 
 The figure depends on the machine's load, so the report carries ``os.getloadavg()`` taken
@@ -21,12 +21,12 @@ import argparse
 import base64
 import http.client
 import json
+import multiprocessing
 import os
 import random
 import ssl
 import statistics
 import sys
-import threading
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
@@ -82,11 +82,9 @@ def fill(book: ApprovalBook, workloads: int, rng: random.Random) -> list[tuple[s
     return layout
 
 
-def review(uid: str, key: str, refs: list[TagRef]) -> dict[str, Any]:
+def review(uid: str, key: str, images: list[str]) -> dict[str, Any]:
     namespace, _, name = key.split("/")
-    containers = [
-        {"name": f"c{j}", "image": f"{r.host}/{r.repository}:{r.tag}"} for j, r in enumerate(refs)
-    ]
+    containers = [{"name": f"c{j}", "image": image} for j, image in enumerate(images)]
     return {
         "apiVersion": "admission.k8s.io/v1",
         "kind": "AdmissionReview",
@@ -132,33 +130,28 @@ class _ByName(http.client.HTTPSConnection):
 
 
 def _client(
-    *,
-    port: int,
-    bundle: bytes,
-    work: list[tuple[str, list[TagRef]]],
-    book: ApprovalBook,
-    latencies: list[float],
-    errors: list[str],
-) -> None:
+    port: int, bundle: bytes, work: list[tuple[str, list[str], list[str]]]
+) -> tuple[list[float], list[str]]:
+    """One API server connection, in a process of its own (the API server is one): each
+    review's latency, and every answer that is not the expected pin."""
     context = ssl.create_default_context(cadata=bundle.decode())
     connection = _ByName("127.0.0.1", port, context=context, timeout=10)
+    latencies: list[float] = []
+    errors: list[str] = []
     try:
-        for n, (key, refs) in enumerate(work):
-            body = json.dumps(review(f"{key}-{n}", key, refs)).encode()
+        for n, (key, images, wanted) in enumerate(work):
+            body = json.dumps(review(f"{key}-{n}", key, images)).encode()
             started = time.perf_counter()
             connection.request("POST", "/pin", body, {"Content-Type": "application/json"})
-            response = connection.getresponse()
-            data = response.read()
+            data = connection.getresponse().read()
             latencies.append(time.perf_counter() - started)
             answer = json.loads(data)["response"]
-            patch = (
-                json.loads(base64.b64decode(answer.get("patch", ""))) if "patch" in answer else []
-            )
-            wanted = [f"{r.host}/{r.repository}:{r.tag}@{book.approved(key, r)}" for r in refs]
+            patch = json.loads(base64.b64decode(answer["patch"])) if "patch" in answer else []
             if not answer["allowed"] or [p["value"] for p in patch] != wanted:
                 errors.append(f"{key}: {answer}")
     finally:
         connection.close()
+    return latencies, errors
 
 
 def run(*, workloads: int, requests: int, clients: int, seed: int = 1) -> dict[str, Any]:
@@ -183,26 +176,20 @@ def run(*, workloads: int, requests: int, clients: int, seed: int = 1) -> dict[s
     server.start()
     latencies: list[float] = []
     errors: list[str] = []
+    share = requests // clients
+    jobs = []
+    for _ in range(clients):
+        work = []
+        for key, refs in (rng.choice(layout) for _ in range(share)):
+            images = [f"{r.host}/{r.repository}:{r.tag}" for r in refs]
+            wanted = [f"{i}@{book.approved(key, r)}" for i, r in zip(images, refs, strict=True)]
+            work.append((key, images, wanted))
+        jobs.append((server.port, config.bundle, work))
     try:
-        share = requests // clients
-        threads = [
-            threading.Thread(
-                target=_client,
-                kwargs={
-                    "port": server.port,
-                    "bundle": config.bundle,
-                    "work": [rng.choice(layout) for _ in range(share)],
-                    "book": book,
-                    "latencies": latencies,
-                    "errors": errors,
-                },
-            )
-            for _ in range(clients)
-        ]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        with multiprocessing.get_context("spawn").Pool(clients) as pool:
+            for found, wrong in pool.starmap(_client, jobs):
+                latencies.extend(found)
+                errors.extend(wrong)
     finally:
         server.stop()
     ordered = sorted(latencies)
