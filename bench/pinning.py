@@ -6,8 +6,9 @@ certificate ``ControllerCertificates`` made, answering from an ``ApprovalBook`` 
 older digest), as a pass publishes it. The client is what the API server is: another process
 (here ``--clients`` processes), each with a keep-alive HTTPS connection, sending pod CREATE
 reviews (the pod of a random enrolled Deployment: one to three containers and a native
-sidecar on another registry), each timed from the request's first byte to the answer's last. Every answer is checked (allowed, and the JSONPatch pins what the book
-says), so a fast wrong answer cannot pass.
+sidecar on another registry), each timed from the request's first byte to the answer's last.
+Every answer is checked (allowed, and the JSONPatch pins what the book says), so a fast wrong
+answer cannot pass.
 
 The figure depends on the machine's load, so the report carries ``os.getloadavg()`` taken
 before and after::
