@@ -50,6 +50,7 @@ from autoroll.config.parsers import (
     parse_selector,
     parse_tag_interval,
 )
+from autoroll.config.pinning import Pinning, read_pinning, redacted_pinning
 from autoroll.config.reader import Reader, read_secret_file
 from autoroll.config.receivers import Receivers, read_receivers, redacted_receivers
 from autoroll.config.registries import RegistrySettings, read_registries, redacted_registries
@@ -129,6 +130,8 @@ class Config:
     notifications: Notifications = field(default_factory=Notifications)
     #: where the quarantine is kept (docs/adr/026): memory only unless a ConfigMap is named
     quarantine: QuarantineRecord = field(default_factory=QuarantineRecord)
+    #: the pod-pinning admission webhook (autoroll.config.pinning, docs/adr/028); None: off
+    pinning: Pinning | None = None
 
     @property
     def listen_addr(self) -> str:
@@ -214,6 +217,15 @@ class Config:
         receivers = read_receivers(reader)
         notifications = read_notifications(reader)
         quarantine = read_quarantine(reader)
+        pinning = read_pinning(reader)
+        if pinning is not None and pinning.port in (listen[1], probe[1]):
+            reader.problems.append(
+                Problem(
+                    "PINNING_ADDR",
+                    f"{pinning.addr} uses the port of LISTEN_ADDR or PROBE_ADDR; give the"
+                    " webhook a port of its own (PINNING_ADDR, 8443 unless set)",
+                )
+            )
         if reader.problems:
             raise ConfigError(reader.problems)
         assert secret is not None
@@ -250,6 +262,7 @@ class Config:
             receivers=receivers,
             notifications=notifications,
             quarantine=quarantine,
+            pinning=pinning,
         )
 
     def redacted(self) -> dict[str, str]:
@@ -283,4 +296,5 @@ class Config:
             **redacted_registries(self.registries),
             **redacted_receivers(self.receivers),
             **redacted_announce(self.notifications, self.quarantine),
+            **redacted_pinning(self.pinning),
         }

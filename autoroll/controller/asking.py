@@ -53,11 +53,17 @@ class Asker:
     """Runs ``decide`` for one workload, fetching what it asks for between the runs."""
 
     def __init__(
-        self, *, registry: RegistryPort, nodes: NodePort | None, registries: Collection[str]
+        self,
+        *,
+        registry: RegistryPort,
+        nodes: NodePort | None,
+        registries: Collection[str],
+        pinning: bool = False,
     ) -> None:
         self._registry = registry
         self._nodes = nodes
         self._registries = frozenset(registries)
+        self._pinning = pinning  # new pods are pinned at admission (docs/adr/028)
 
     def decide(
         self,
@@ -116,6 +122,7 @@ class Asker:
                 now=now,
                 rolled_from=rolled_from,
                 health=health,
+                pinning=self._pinning,
             )
 
         decision = run()

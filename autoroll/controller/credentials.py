@@ -78,7 +78,11 @@ class PullCredentials:
         return self._hosts
 
     def lookups(
-        self, workloads: Iterable[WorkloadView], *, registries: Collection[str]
+        self,
+        workloads: Iterable[WorkloadView],
+        *,
+        registries: Collection[str],
+        pinning: bool = False,
     ) -> tuple[dict[str, dict[TagRef, Lookup | Unknown]], dict[str, tuple[str, ...]]]:
         """By workload key, each counted container's tag: its lookup, with the credentials
         that serve its image in the kubelet's order, or the Unknown that stops it; and, by
@@ -91,7 +95,7 @@ class PullCredentials:
             mine: dict[TagRef, Lookup | Unknown] = {}
             keyring: WorkloadKeyring | None = None
             for container in workload.containers:
-                ref = select_container(container, registries=registries).ref
+                ref = select_container(container, registries=registries, pinning=pinning).ref
                 if ref is None:
                     continue
                 if ref.host not in self._hosts:

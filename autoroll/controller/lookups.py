@@ -30,10 +30,12 @@ class RegistryAsk:
         registry: RegistryPort,
         registries: Collection[str],
         credentials: PullCredentials | None = None,
+        pinning: bool = False,
     ) -> None:
         self._registry = registry
         self._registries = frozenset(registries)
         self._credentials = credentials
+        self._pinning = pinning
 
     def ask(
         self,
@@ -68,11 +70,16 @@ class RegistryAsk:
     ) -> tuple[dict[str, dict[TagRef, Lookup | Unknown]], dict[str, tuple[str, ...]]]:
         workloads = [item.workload for item in enrolled]
         if self._credentials is not None:
-            asked, notes = self._credentials.lookups(workloads, registries=self._registries)
+            asked, notes = self._credentials.lookups(
+                workloads, registries=self._registries, pinning=self._pinning
+            )
         else:
             asked = {
                 w.key: {
-                    ref: Lookup(ref) for ref in refs_to_resolve([w], registries=self._registries)
+                    ref: Lookup(ref)
+                    for ref in refs_to_resolve(
+                        [w], registries=self._registries, pinning=self._pinning
+                    )
                 }
                 for w in workloads
             }

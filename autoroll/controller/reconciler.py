@@ -80,6 +80,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 from autoroll.controller.announcer import Announcer
+from autoroll.controller.approvals import PlanListener
 from autoroll.controller.asking import Asker, PassState
 from autoroll.controller.credentials import PullCredentials
 from autoroll.controller.executor import Executed, Executor, Outcome
@@ -203,16 +204,22 @@ class Reconciler:
         credentials: PullCredentials | None = None,
         quarantine: QuarantinePort | None = None,
         announcer: Announcer | None = None,
+        pinning: bool = False,
+        approvals: PlanListener | None = None,
     ) -> None:
         """``credentials``: read each workload's pull secrets for the registries that use
-        them (None: every tag asked with the registries' own credentials)."""
+        them (None: every tag asked with the registries' own credentials). ``pinning``: new
+        pods are pinned at admission, so ``IfNotPresent`` containers roll too; ``approvals``
+        is told each plan before its first deletion, and when a term ends (docs/adr/028)."""
         self._cluster = cluster
-        self._asker = Asker(registry=registry, nodes=nodes, registries=registries)
+        self._pinning = pinning
+        self._approvals = approvals
+        self._asker = Asker(registry=registry, nodes=nodes, registries=registries, pinning=pinning)
         self._halted_after = halted_after
         self._registry = registry
         self._registries = frozenset(registries)
         self._registry_ask = RegistryAsk(
-            registry=registry, registries=registries, credentials=credentials
+            registry=registry, registries=registries, credentials=credentials, pinning=pinning
         )
         self._clock = clock
         self._leading = leading
@@ -289,6 +296,11 @@ class Reconciler:
             # is then decided again on a fresh read, and planned again, right before it.
             plan = self._plan(items)
             self._observer.planned(plan)
+            if self._approvals is not None:
+                # Before the first DELETE: its replacement is admitted on the new approval.
+                self._approvals.planned(
+                    items, plan, self._sightings, now=self._clock(), whole=scope.is_full
+                )
             abandoned = self._execute(
                 plan,
                 items,
@@ -337,6 +349,8 @@ class Reconciler:
         would guard, forever, pods another leader rolled meanwhile."""
         self._term_started = False
         self._sightings = {}
+        if self._approvals is not None:
+            self._approvals.term_ended()
         self._rolls.clear()
         self._deleted_at = []
         self._mid_roll = set()
@@ -527,14 +541,18 @@ class Reconciler:
         enrolled = tuple(self._in_scope(self._cluster.snapshot(scope), scope))
         uses: dict[str, set[TagRef]] = {}
         for item in enrolled:
-            for ref in refs_to_resolve([item.workload], registries=self._registries):
+            for ref in self._refs(item):
                 if scope.covers(ref):
                     uses.setdefault(item.workload.namespace, set()).add(ref)
         # In turns across namespaces, each within its share (autoroll.core.tenancy).
         order, unasked = fair_order(uses, per_namespace=self._lookups_per_namespace)
         # Order matters to the loop guard: every pod listed is older than the sighting time
         # read after the listing, which is older than the registry's answer.
-        listed = listed_uids(((e.workload, e.pods) for e in enrolled), registries=self._registries)
+        listed = listed_uids(
+            ((e.workload, e.pods) for e in enrolled),
+            registries=self._registries,
+            pinning=self._pinning,
+        )
         seen_at = self._clock()
         # Each tag asked with the credentials its workloads' pods pull with (pull secrets).
         resolution = self._registry_ask.ask(enrolled, scope=scope, order=order, unasked=unasked)
@@ -551,14 +569,10 @@ class Reconciler:
         """The workloads of ``listing`` that use a tag of ``scope`` (all, for a full one)."""
         if scope.is_full:
             return list(listing)
-        return [
-            item
-            for item in listing
-            if any(
-                scope.covers(ref)
-                for ref in refs_to_resolve([item.workload], registries=self._registries)
-            )
-        ]
+        return [item for item in listing if any(scope.covers(ref) for ref in self._refs(item))]
+
+    def _refs(self, item: Enrolled) -> set[TagRef]:
+        return refs_to_resolve([item.workload], registries=self._registries, pinning=self._pinning)
 
     def _ask(self, item: Enrolled, state: PassState, *, now: datetime) -> Decision:
         """``decide`` one workload with this term's memory (sightings, its roll's start, the

@@ -15,7 +15,13 @@ from datetime import timedelta
 from enum import StrEnum
 
 from autoroll.core.decision import PodFinding, PodState, Sighting
-from autoroll.core.images import RunningImage, is_listed, parse_running_image
+from autoroll.core.images import (
+    RunningImage,
+    is_listed,
+    parse_image,
+    parse_running_image,
+    pinned_digest,
+)
 from autoroll.core.model import ContainerView, Digest, ImageContent, PodView, Unknown
 
 #: The API server stamps ``creationTimestamp`` in whole seconds (RFC 3339, no fraction). Only
@@ -69,11 +75,12 @@ def compare_pod(
     """Compare one pod's container with the registry's digest (no loop guard yet)."""
     if pod.deleting:
         return PodFinding(pod.name, pod.uid, PodState.TERMINATING)
-    if pod.spec_image(container.name) != container.image:
+    spec_image = pod.spec_image(container.name)
+    pinned = pinned_digest(container.image, spec_image) if spec_image is not None else None
+    if spec_image != container.image and pinned is None:
         # Pods of an older template are the Deployment controller's business.
         return PodFinding(pod.name, pod.uid, PodState.OLD_TEMPLATE)
-    status = pod.status_of(container.name)
-    running = parse_running_image(status.image_id) if status is not None else Unknown("no-status")
+    running = _running(pod, container, pinned)
     if isinstance(running, Unknown):
         return PodFinding(pod.name, pod.uid, PodState.NO_DIGEST, running)
     if running.digest == target:
@@ -86,6 +93,20 @@ def compare_pod(
     if running.digest in index_children:
         return PodFinding(pod.name, pod.uid, PodState.CURRENT_CHILD, running.digest, running)
     return _compare_content(pod, running, target=target, contents=contents, registries=registries)
+
+
+def _running(
+    pod: PodView, container: ContainerView, pinned: Digest | None
+) -> RunningImage | Unknown:
+    """What the container runs: for a pod the pinning webhook pinned (docs/adr/028), the
+    digest in its spec, which is exactly what the kubelet pulled (by digest, verified), under
+    the template's repository, whatever name the runtime reports and whatever the pull
+    policy; otherwise what the runtime reports (``imageID``)."""
+    if pinned is not None:
+        image = parse_image(container.image)
+        return RunningImage(pinned, image.host, image.repository)
+    status = pod.status_of(container.name)
+    return parse_running_image(status.image_id) if status is not None else Unknown("no-status")
 
 
 def _compare_content(

@@ -90,6 +90,7 @@ from autoroll.core.kinds import is_settled
 from autoroll.core.ladder import ContainerResult, Ladder
 from autoroll.core.model import (
     PULL_ALWAYS,
+    PULL_IF_NOT_PRESENT,
     ContainerRole,
     ContainerView,
     Digest,
@@ -131,6 +132,11 @@ __all__ = [
 # --------------------------------------------------------------------------------------------
 # Which containers count
 
+#: Pull policies under which a recreated pod is sure to run the tag's new digest: Always
+#: (it pulls the tag again), and, once pinned at admission, IfNotPresent (it names the digest).
+_POLICIES = frozenset({PULL_ALWAYS})
+_PINNED_POLICIES = frozenset({PULL_ALWAYS, PULL_IF_NOT_PRESENT})
+
 
 @dataclass(frozen=True, slots=True)
 class Selection:
@@ -146,8 +152,14 @@ class Selection:
         return self.ref is not None
 
 
-def select_container(container: ContainerView, *, registries: Collection[str]) -> Selection:
-    """Does this container take part in rolling? A ladder: the first reason to ignore wins."""
+def select_container(
+    container: ContainerView, *, registries: Collection[str], pinning: bool = False
+) -> Selection:
+    """Does this container take part in rolling? A ladder: the first reason to ignore wins.
+
+    ``pinning``: the pinning webhook is on (docs/adr/028), so a replacement is admitted
+    pinned to its digest and runs it whatever its pull policy: ``IfNotPresent`` rolls too.
+    ``Never`` never does (the kubelet would not pull the pinned digest)."""
     try:
         image: ImageRef = parse_image(container.image)
     except ImageRefError as exc:
@@ -166,26 +178,27 @@ def select_container(container: ContainerView, *, registries: Collection[str]) -
     if ref is None:
         # Pinned by digest: the image cannot move, so there is nothing to roll.
         return Selection(container, None, Reason.DIGEST_PINNED, "image is pinned by digest")
-    if container.image_pull_policy != PULL_ALWAYS:
+    if container.image_pull_policy not in (_PINNED_POLICIES if pinning else _POLICIES):
         # A recreated pod might reuse the node's cached image and come back stale: never roll.
         return Selection(
             container,
             None,
             Reason.PULL_POLICY_NOT_ALWAYS,
             f"imagePullPolicy is {container.image_pull_policy or 'unset'!s}; set it to Always"
-            " to have this container rolled",
+            + (" or IfNotPresent" if pinning else "")
+            + " to have this container rolled",
         )
     return Selection(container, ref)
 
 
 def refs_to_resolve(
-    workloads: Iterable[WorkloadView], *, registries: Collection[str]
+    workloads: Iterable[WorkloadView], *, registries: Collection[str], pinning: bool = False
 ) -> set[TagRef]:
     """Every ref the registry must be asked about this tick (deduplicated)."""
     refs: set[TagRef] = set()
     for workload in workloads:
         for container in workload.containers:
-            ref = select_container(container, registries=registries).ref
+            ref = select_container(container, registries=registries, pinning=pinning).ref
             if ref is not None:
                 refs.add(ref)
     return refs
@@ -196,7 +209,10 @@ def refs_to_resolve(
 
 
 def listed_uids(
-    snapshot: Iterable[tuple[WorkloadView, Sequence[PodView]]], *, registries: Collection[str]
+    snapshot: Iterable[tuple[WorkloadView, Sequence[PodView]]],
+    *,
+    registries: Collection[str],
+    pinning: bool = False,
 ) -> dict[TagRef, frozenset[str]]:
     """Per ref, the UIDs of the listed pods of every workload with a container using it.
 
@@ -207,7 +223,7 @@ def listed_uids(
     for workload, pods in snapshot:
         pod_uids = {p.uid for p in pods if p.uid}
         for container in workload.containers:
-            ref = select_container(container, registries=registries).ref
+            ref = select_container(container, registries=registries, pinning=pinning).ref
             if ref is not None:
                 uids.setdefault(ref, set()).update(pod_uids)
     return {ref: frozenset(found) for ref, found in uids.items()}
@@ -274,6 +290,7 @@ def decide(
     now: datetime | None = None,
     rolled_from: frozenset[str] | None = None,
     health: HealthWindow = OFF,
+    pinning: bool = False,
 ) -> Decision:
     """Decide one workload: a verdict per template container and at most one deletion.
 
@@ -288,7 +305,8 @@ def decide(
     the pods that may be replacements of autoroll's own deletions (``compare.guard``);
     ``health`` the workload's health window (``autoroll.core.health``; off unless given): while
     a pod already running a moving tag's target is inside it, no pod goes, and one that
-    failed inside it halts the roll.
+    failed inside it halts the roll. ``pinning``: new pods are pinned at admission
+    (docs/adr/028), so an ``IfNotPresent`` container rolls too (``select_container``).
     """
     settledness = is_settled(workload=workload, pods=pods, now=now)
     results: list[ContainerResult] = []
@@ -307,6 +325,7 @@ def decide(
             settledness=settledness,
             already=actions[0] if actions else None,
             rolled_from=rolled_from,
+            pinning=pinning,
         )
         if container.role is not ContainerRole.CONTAINER:
             result = replace(result, verdict=replace(result.verdict, role=container.role))
@@ -427,9 +446,10 @@ def _decide_container(
     settledness: Settledness,
     already: DeletePod | None,
     rolled_from: frozenset[str] | None,
+    pinning: bool,
 ) -> ContainerResult:
     """One container's ladder; ``already`` is the deletion chosen for an earlier container."""
-    found = _resolved_target(container, registries=registries, resolved=resolved)
+    found = _resolved_target(container, registries=registries, resolved=resolved, pinning=pinning)
     if isinstance(found, ContainerResult):
         return found
     ref, target = found
@@ -461,11 +481,12 @@ def _resolved_target(
     *,
     registries: Collection[str],
     resolved: Mapping[TagRef, Digest | Unknown],
+    pinning: bool,
 ) -> tuple[TagRef, Digest] | ContainerResult:
     """The container's tag and its target digest, or the SKIPPED result saying why there is
     no target to compare with (not autoroll's image, outside this pass, registry Unknown)."""
     name, image = container.name, container.image
-    selection = select_container(container, registries=registries)
+    selection = select_container(container, registries=registries, pinning=pinning)
     if selection.ref is None:
         assert selection.reason is not None
         skipped = Verdict.SKIPPED

@@ -222,6 +222,20 @@ def parse_image_id(image_id: str) -> Digest | Unknown:
     return running.digest
 
 
+def pinned_digest(template_image: str, pod_image: str) -> Digest | None:
+    """The digest ``pod_image`` pins ``template_image`` to, or None when it does not.
+
+    The pinning webhook (docs/adr/028) admits a pod of ``repo:tag`` as ``repo:tag@sha256:…``:
+    the template's image string, unchanged, then ``@`` and a digest. Only that exact form
+    counts: a pod of an older template differs before the ``@`` and stays the workload
+    controller's business; a template that pins by itself is never rolled at all.
+    """
+    head, at, digest = pod_image.rpartition("@")
+    if not at or head != template_image or "@" in template_image or not is_digest(digest):
+        return None
+    return Digest(digest)
+
+
 def is_tag(text: str) -> bool:
     """Is ``text`` a tag as the reference grammar allows one (``[A-Za-z0-9_][A-Za-z0-9_.-]*``,
     at most 128 characters)?"""

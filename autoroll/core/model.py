@@ -22,6 +22,8 @@ TERMINAL_PHASES: Final = frozenset({"Succeeded", "Failed"})
 
 #: The only pull policy under which a recreated pod is guaranteed to pull the tag again.
 PULL_ALWAYS: Final = "Always"
+#: Pull only when the node lacks the image: rolled only when pods are pinned (docs/adr/028).
+PULL_IF_NOT_PRESENT: Final = "IfNotPresent"
 
 
 @dataclass(frozen=True, slots=True, order=True)

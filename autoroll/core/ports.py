@@ -8,6 +8,7 @@ unit tests; the orchestration (``reconciler``, ``leader``, ``plan``) knows only 
     NodePort      is a Node Ready? (DaemonSets)  autoroll.kube.KubeCluster
     RegistryPort  tag → digest, index children  autoroll.registry.RegistryPool
     LookupPort    tag + pull credentials → digest  autoroll.registry.RegistryPool
+    PresencePort  is a digest still there?      autoroll.registry.RegistryPool
     SecretPort    pull secrets, ServiceAccounts  autoroll.kube.KubeSecrets
     EventPort     record a roll as an Event      autoroll.kube.KubeEvents
     LeasePort     the leader-election Lease      autoroll.kube.KubeLease
@@ -122,6 +123,15 @@ class LookupPort(Protocol):
     def lookup(self, lookups: Iterable[Lookup]) -> Mapping[Lookup, Answer]: ...
 
 
+@runtime_checkable
+class PresencePort(Protocol):
+    """Whether the registry still holds a digest in a tag's repository: True, False (gone),
+    None (it cannot say). The pinning webhook pins a held-back digest only when True
+    (docs/adr/028)."""
+
+    def holds_manifest(self, ref: TagRef, digest: Digest) -> bool | None: ...
+
+
 class SecretPort(Protocol):
     """Reads what the kubelet reads to pull: a pod's pull secrets and its ServiceAccount's.
 
@@ -193,6 +203,7 @@ __all__ = [
     "LookupPort",
     "NodePort",
     "NotifyPort",
+    "PresencePort",
     "QuarantineConflictError",
     "QuarantinePort",
     "RegistryPort",

@@ -21,6 +21,7 @@ from autoroll.config import Config
 from autoroll.config.announce import read_quarantine
 from autoroll.config.errors import ConfigError
 from autoroll.config.reader import Reader
+from autoroll.controller.approvals import ApprovalBook
 from autoroll.core.ports import QuarantineConflictError
 from autoroll.core.quarantine import QuarantineKey
 from autoroll.core.receivers.sources import RECEIVERS
@@ -79,7 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
         " receivers, each on when its secret (or its file: <NAME>_FILE) is set (POST"
         " /webhook/<source>): "
         + ", ".join(f"{r.variable} ({r.variable}_FILE)" for r in RECEIVERS.values())
-        + " (docs/adr/025-webhook-receivers.md).",
+        + " (docs/adr/025-webhook-receivers.md); the pod-pinning webhook PINNING, PINNING_ADDR,"
+        " PINNING_TLS, PINNING_TLS_DIR, PINNING_WEBHOOK_CONFIGURATION, PINNING_DNS_NAMES,"
+        " PINNING_CERT_SECONDS (docs/adr/028-pinning-new-pods-at-admission.md).",
     )
     parser.add_argument("--version", action="version", version=f"autoroll {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -248,6 +251,7 @@ def _plan(env: Mapping[str, str], *, kubeconfig: str | None, verbose: bool) -> i
         secrets=KubeSecrets(api_client_factory=lambda: connect(plan_env)),
         on_secret=logs.redact_also,
     )
+    book = ApprovalBook() if config.pinning is not None else None
     try:
         record = config.quarantine
         store = (
@@ -268,6 +272,7 @@ def _plan(env: Mapping[str, str], *, kubeconfig: str | None, verbose: bool) -> i
             nodes=cluster,
             lookups_per_namespace=config.tenancy.lookups_per_namespace,
             quarantine=store,
+            approvals=book,
         )
     except ClusterConfigError as exc:
         print(f"autoroll plan: {exc}", file=sys.stderr)
@@ -276,7 +281,12 @@ def _plan(env: Mapping[str, str], *, kubeconfig: str | None, verbose: bool) -> i
         print(f"autoroll plan: {exc}", file=sys.stderr)
         return EXIT_UNAVAILABLE
     sys.stdout.write(
-        render(report, label_selector=config.label_selector, kinds=config.workload_kinds)
+        render(
+            report,
+            label_selector=config.label_selector,
+            kinds=config.workload_kinds,
+            approvals=book,
+        )
     )
     return EXIT_OK
 

@@ -13,14 +13,16 @@ from datetime import UTC, datetime
 
 from prometheus_client import CollectorRegistry
 
+from autoroll.controller.approvals import ApprovalBook, Approver
 from autoroll.controller.credentials import PullCredentials
 from autoroll.controller.reconciler import Reconciler, TickReport
+from autoroll.core.approval import Approval
 from autoroll.core.decide import ContainerVerdict, Decision, Reason, Settledness, Verdict
 from autoroll.core.guardrails import Hold, RollPlan
 from autoroll.core.images import TagRef
 from autoroll.core.model import ContainerRole, Digest, Enrolled, Unknown, WorkloadKind
 from autoroll.core.policy import Guardrails, format_duration
-from autoroll.core.ports import ClusterPort, NodePort, QuarantinePort, RegistryPort
+from autoroll.core.ports import ClusterPort, NodePort, PresencePort, QuarantinePort, RegistryPort
 from autoroll.edge.quarantine_view import quarantine_lines
 from autoroll.instruments.metrics import Metrics
 
@@ -43,15 +45,27 @@ def run_plan(
     lookups_per_namespace: int = 0,
     credentials: PullCredentials | None = None,
     quarantine: QuarantinePort | None = None,
+    approvals: ApprovalBook | None = None,
 ) -> TickReport:
     """One dry pass: decide everything, plan it with the guardrails, delete nothing (Nodes
-    are read as a pass would).
+    are read as a pass would). With ``approvals`` (pinning on: docs/adr/028) the pass also
+    fills it with each workload's approved digests, as the controller's view would be.
 
     It is the view of a controller starting now: its min-age clock starts at this pass's
     sighting (a running controller's may be older), and its budget counts the pods the
     cluster shows created in the last period (the running one also knows its own deletions).
     The quarantine is read from its record (``quarantine``), never written.
     """
+    approver = (
+        Approver(
+            book=approvals,
+            guardrails=guardrails or Guardrails(),
+            registries=registries,
+            presence=registry if isinstance(registry, PresencePort) else None,
+        )
+        if approvals is not None
+        else None
+    )
     reconciler = Reconciler(
         cluster=cluster,
         nodes=nodes,
@@ -64,6 +78,8 @@ def run_plan(
         lookups_per_namespace=lookups_per_namespace,
         credentials=credentials,
         quarantine=quarantine,  # dry-run: read, never written
+        pinning=approvals is not None,
+        approvals=approver,
     )
     return reconciler.tick()
 
@@ -143,9 +159,11 @@ def render(
     *,
     label_selector: str = "",
     kinds: Iterable[WorkloadKind] = tuple(WorkloadKind),
+    approvals: ApprovalBook | None = None,
 ) -> str:
     """The plan as an aligned text table (or a one-line note when nothing is enrolled);
-    ``kinds`` are the kinds watched (WORKLOAD_KINDS), named in that note."""
+    ``kinds`` are the kinds watched (WORKLOAD_KINDS), named in that note; with
+    ``approvals`` (pinning on), what new pods are pinned to, per workload and tag."""
     if not report.decisions:
         where = f" LABEL_SELECTOR={label_selector}" if label_selector else " the label selector"
         watched = _kind_list(kinds)
@@ -169,7 +187,36 @@ def render(
         lines.extend(guardrail_lines(plan))
     lines.extend(quarantine_lines(report.quarantine))
     lines.extend(foreign_lines(report.enrolled))
+    if approvals is not None:
+        lines.extend(approval_lines([d.key for d in report.decisions], approvals))
     return "\n".join(lines) + "\n"
+
+
+def approval_lines(keys: Sequence[str], book: ApprovalBook) -> list[str]:
+    """What a new pod of each workload is pinned to at admission, per tag, and, while a
+    newer digest is held, why and until when (docs/adr/028)."""
+    found = [
+        f"  {key}  {ref.repository}:{ref.tag}  {approval_text(approval)}"
+        for key in keys
+        for ref, approval in sorted(book.of(key).items())
+    ]
+    if not found:
+        return []
+    return ["New pods are pinned to (pinning):", *found]
+
+
+def approval_text(approval: Approval) -> str:
+    """``sha256:… (the target)``, or the digest held back and why the target is not yet."""
+    pinned = approval.digest.short if approval.digest is not None else "not pinned"
+    if approval.held_by is None:
+        return f"{pinned} (the registry's digest)"
+    target = approval.target.short if approval.target is not None else "unknown"
+    until = (
+        f", until {approval.until.isoformat(timespec='seconds')}"
+        if approval.until is not None
+        else ""
+    )
+    return f"{pinned}; {target} held ({approval.held_by.value}{until}): {approval.detail}"
 
 
 def foreign_lines(enrolled: Iterable[Enrolled]) -> list[str]:

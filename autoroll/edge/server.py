@@ -66,18 +66,21 @@ from autoroll.core.ports import (
     LeasePort,
     NodePort,
     NotifyPort,
+    PresencePort,
     QuarantinePort,
     RegistryPort,
     SecretPort,
 )
 from autoroll.core.scope import Scope
 from autoroll.edge.http_worker import REQUEST_READ_SECONDS
+from autoroll.edge.pinning_service import PinningService
 from autoroll.edge.probes import ProbeServer
 from autoroll.edge.receivers import Receiving
 from autoroll.edge.registries import pull_credentials, registry_pool
 from autoroll.edge.web import create_app
 from autoroll.instruments import logs
 from autoroll.instruments.metrics import Metrics
+from autoroll.instruments.pinning_metrics import PinningMetrics
 from autoroll.kube import (
     ClusterError,
     KubeCluster,
@@ -94,6 +97,7 @@ from autoroll.kube.transport import (
     call_seconds,
     connect,
 )
+from autoroll.kube.webhook_config import KubeWebhookConfig
 from autoroll.notify import AppriseNotifier
 from autoroll.registry import Limits
 from autoroll.registry.pool import RegistryPool
@@ -190,6 +194,7 @@ class Runtime:
         probes: ProbeServer | None = None,
         notifier: Notifier | None = None,
         clock: Callable[[], float] = time.monotonic,
+        pinning: PinningService | None = None,
     ) -> None:
         self.metrics = metrics
         self.probes = probes
@@ -200,6 +205,7 @@ class Runtime:
         self.election = election
         self.cache = cache
         self.notifier = notifier
+        self.pinning = pinning
         self._clock = clock
         self._stop_requested_at: float | None = None
 
@@ -216,6 +222,8 @@ class Runtime:
             self.probes.start()
         if self.notifier is not None:
             self.notifier.start()
+        if self.pinning is not None:
+            self.pinning.start()
         self.worker.start()
 
     def begin_stop(self) -> None:
@@ -256,6 +264,8 @@ class Runtime:
                     log.error("stopping the watched cache: %s", exc)
             if self.notifier is not None:
                 self.notifier.stop(NOTIFIER_STOP_SECONDS)
+            if self.pinning is not None:
+                self.pinning.stop(timeout=0.5)
             if self.probes is not None:
                 # Last, so /readyz says "shutting down" until the end; at most one poll
                 # (0.2 s), inside the second GRACEFUL_TIMEOUT_SECONDS leaves for the exit.
@@ -310,6 +320,9 @@ def build_runtime(
     if cluster is None:
         kube, cache = _kube_cluster(config, metrics, evicting=evicting)
         cluster, nodes = kube, nodes or kube
+    events = events or (KubeEvents(instance=identity) if config.emit_events else None)
+    registry = registry or _registry(config, metrics)
+    pinning = _pinning(config, metrics, registry=registry, events=events)
     credentials = pull_credentials(
         config,
         secrets=secrets or KubeSecrets(observe=metrics.kube_request),
@@ -318,7 +331,7 @@ def build_runtime(
     notifier = _notifier(config, metrics, notify)
     announcer = Announcer(
         metrics=metrics,
-        events=events or (KubeEvents(instance=identity) if config.emit_events else None),
+        events=events,
         notify=notifier.post if notifier is not None else _nobody,
         dry_run=config.dry_run,
         evicting=evicting,
@@ -326,7 +339,7 @@ def build_runtime(
     reconciler = Reconciler(
         cluster=cluster,
         nodes=nodes,
-        registry=registry or _registry(config, metrics),
+        registry=registry,
         metrics=metrics,
         registries=config.registry_hosts,
         dry_run=config.dry_run,
@@ -339,6 +352,8 @@ def build_runtime(
         lookups_per_namespace=config.tenancy.lookups_per_namespace,
         halted_after=timedelta(seconds=config.rollout_halted_after_seconds),
         credentials=credentials,
+        pinning=pinning is not None,
+        approvals=pinning.approver if pinning is not None else None,
     )
     tick: Callable[[Callable[[], bool], Scope], TickReport] = reconciler.tick
     if cache is not None:
@@ -373,6 +388,29 @@ def build_runtime(
         cache=cache,
         probes=probes,
         notifier=notifier,
+        pinning=pinning,
+    )
+
+
+def _pinning(
+    config: Config, metrics: Metrics, *, registry: RegistryPort, events: EventPort | None
+) -> PinningService | None:
+    """The pinning webhook (docs/adr/028), or None when ``PINNING`` is off."""
+    settings = config.pinning
+    if settings is None:
+        return None
+    return PinningService(
+        settings,
+        guardrails=config.guardrails,
+        registries=config.registry_hosts,
+        metrics=PinningMetrics(metrics.registry),
+        presence=registry if isinstance(registry, PresencePort) else None,
+        events=events,
+        webhook_config=KubeWebhookConfig(
+            settings.webhook_configuration, observe=metrics.kube_request
+        )
+        if settings.webhook_configuration
+        else None,
     )
 
 

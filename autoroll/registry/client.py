@@ -304,6 +304,28 @@ class RegistryClient:
             answers[item.digest] = answer
         return answers
 
+    def holds_manifest(self, ref: TagRef, digest: Digest) -> bool | None:
+        """Does the registry still hold ``digest`` in ``ref``'s repository? One HEAD by
+        digest, asked as the repository's last HEAD was (its pods' pull credentials), within
+        the pass's budget: True (200), False (404), None (anything else: it cannot say).
+
+        A digest a pod is pinned to must be pullable; Gitea and Forgejo drop a tag's previous
+        manifest when the tag is pushed again (docs/adr/028)."""
+        deadline = self._tick or Deadline(self._clock, self._limits.budget_seconds)
+        url = f"{self._base}/v2/{ref.repository}/manifests/{digest}"
+        try:
+            self._check_host(ref.host, f"{ref.host}/{ref.repository}@{digest}")
+            response, _ = self._send(
+                "HEAD", url, ref.repository, deadline, kind="manifest-presence"
+            )
+        except StatusError as refused:
+            return False if refused.status == 404 else None
+        except RegistryError as exc:
+            self._observer.lookup_failed(exc.reason)
+            return None
+        response.close()
+        return True
+
     # -- lookups ------------------------------------------------------------------------------
 
     def _lookup(self, call: Callable[[], _T]) -> _T | Unknown:

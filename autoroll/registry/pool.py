@@ -112,6 +112,11 @@ class RegistryPool:
                     answers[digest] = answer
         return answers
 
+    def holds_manifest(self, ref: TagRef, digest: Digest) -> bool | None:
+        """``RegistryClient.holds_manifest`` on ``ref``'s registry (None: not configured)."""
+        client = self._clients.get(registry_host(ref.host))
+        return None if client is None else client.holds_manifest(ref, digest)
+
 
 def _grouped(items: Iterable[_V], host_of: Callable[[_V], str]) -> dict[str, list[_V]]:
     groups: dict[str, list[_V]] = {}

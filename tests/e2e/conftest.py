@@ -27,6 +27,7 @@ from tests.e2e.controlplane import (
     keep_workdir_requested,
     running_control_plane,
 )
+from tests.e2e.egress import ClusterEgressProxy
 from tests.e2e.helpers import core_api
 from tests.e2e.images import push_pause
 from tests.e2e.incluster import RegistryAccess, installed_autoroll
@@ -144,7 +145,11 @@ def node(
             workdir=workdir,
         ) as real_node,
         Binder(control_plane.api_client(), real_node.name) as binder,
+        # The API server's calls to Services (webhooks) into the node's network (egress.py).
+        contextlib.ExitStack() as egress,
     ):
+        if control_plane.cluster_egress is not None:
+            egress.enter_context(ClusterEgressProxy(control_plane.cluster_egress, real_node.netns))
         _timings.update({f"node: {k}": v for k, v in real_node.timings.items()})
         _node_notes.extend(f"reaped a dead runner's node: {r}" for r in real_node.reaped)
         yield real_node

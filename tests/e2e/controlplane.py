@@ -94,6 +94,8 @@ class ControlPlane:
     etcd_url: str
     logs: dict[str, Path]
     timings: dict[str, float] = field(default_factory=dict)
+    #: where the API server's ``cluster`` egress goes (HTTP CONNECT; ``egress.py``)
+    cluster_egress: Path | None = None
 
     def api_client(self) -> Any:
         """A fresh ``kubernetes.client.ApiClient`` authenticated as cluster admin."""
@@ -150,8 +152,28 @@ def etcd_args(*, data_dir: Path, client_port: int, peer_port: int) -> list[str]:
     ]
 
 
-def apiserver_args(*, pki: Path, etcd_url: str, port: int) -> list[str]:
-    """kube-apiserver with token auth and RBAC only (no Node authorizer: there are no kubelets)."""
+def egress_selector_config(*, socket_path: Path) -> dict[str, Any]:
+    """The API server's egress selector: the ``cluster`` network context (webhooks by
+    Service, aggregated APIs, kubelets) over HTTP CONNECT through ``socket_path``, which the
+    node's proxy serves (``egress.ClusterEgressProxy``); the others direct."""
+    return {
+        "apiVersion": "apiserver.k8s.io/v1beta1",
+        "kind": "EgressSelectorConfiguration",
+        "egressSelections": [
+            {
+                "name": "cluster",
+                "connection": {
+                    "proxyProtocol": "HTTPConnect",
+                    "transport": {"uds": {"udsName": str(socket_path)}},
+                },
+            }
+        ],
+    }
+
+
+def apiserver_args(*, pki: Path, etcd_url: str, port: int, egress: Path | None = None) -> list[str]:
+    """kube-apiserver with token auth and RBAC only (no Node authorizer: there are no
+    kubelets), and ``egress``, its egress selector configuration file, when given."""
     return [
         f"--etcd-servers={etcd_url}",
         "--bind-address=127.0.0.1",
@@ -172,6 +194,7 @@ def apiserver_args(*, pki: Path, etcd_url: str, port: int) -> list[str]:
         "--endpoint-reconciler-type=none",
         "--profiling=false",
         "--v=1",
+        *([f"--egress-selector-config-file={egress}"] if egress is not None else []),
     ]
 
 
@@ -413,11 +436,14 @@ def running_control_plane(
         )
         timings["etcd"] = time.monotonic() - started
 
+        egress_socket = root / "egress.sock"
+        egress_file = root / "egress-selector.yaml"
+        egress_file.write_text(yaml.safe_dump(egress_selector_config(socket_path=egress_socket)))
         apiserver = _Component(
             "kube-apiserver",
             [
                 binaries.kube_apiserver,
-                *apiserver_args(pki=pki, etcd_url=etcd_url, port=api_port),
+                *apiserver_args(pki=pki, etcd_url=etcd_url, port=api_port, egress=egress_file),
             ],
             logs["kube-apiserver"],
         )
@@ -464,6 +490,7 @@ def running_control_plane(
             etcd_url=etcd_url,
             logs=logs,
             timings=timings,
+            cluster_egress=egress_socket,
         )
     finally:
         _terminate_all(components)

@@ -16,10 +16,13 @@ How it is kept off the machine (a test run must leave nothing behind):
 - **Network.** The namespace has ``lo`` and a veth pair whose both ends stay inside it: one end
   carries the node IP (the kubelet refuses a loopback one). Pods get addresses on a CNI bridge
   inside the same namespace. There is no default route and no interface leading out, so
-  nothing on the node can send a packet anywhere else. The control plane and registries (on
-  the host's 127.0.0.1) are reached through ``loopback.LoopbackBridge``, which makes each
-  host port answer on the node's 127.0.0.1 too: the same ``127.0.0.1:<port>`` strings work on
-  both sides, and the only traffic is loopback.
+  nothing on the node can send a packet anywhere else; the Service CIDR is routed onto
+  ``node0``, where kube-proxy's rules turn a ClusterIP into an endpoint (node processes, and
+  the API server's egress proxy, ``egress.py``, reach Services as a node's do). The control
+  plane and registries (on the host's 127.0.0.1) are reached through
+  ``loopback.LoopbackBridge``, which makes each host port answer on the node's 127.0.0.1
+  too: the same ``127.0.0.1:<port>`` strings work on both sides, and the only traffic is
+  loopback.
 - **cgroups.** The kubelet uses the cgroupfs driver under a cgroup root of this node's own
   (``/autoroll-node-<id>`` in every hierarchy); the holder, containerd, its shims and the
   kubelet live in ``<root>/runtime``. Teardown thaws, then kills every process in that tree
@@ -630,6 +633,7 @@ ip link add node0 type veth peer name node0-peer
 ip addr add "$NODE_IP/32" dev node0
 ip link set node0 up
 ip link set node0-peer up
+ip route add "$SERVICE_CIDR" dev node0
 echo ready
 exec cat >/dev/null
 """
@@ -683,6 +687,9 @@ def running_node(
             ),
             "NODE_DIR": str(root),
             "NODE_IP": NODE_IP,
+            # Services are routed from the node itself too (kube-proxy rewrites the address
+            # on the way out): the API server's egress proxy dials ClusterIPs from here.
+            "SERVICE_CIDR": SERVICE_CIDR,
             "HOME": "/root",
         }
         with logs["holder"].open("ab") as holder_log:

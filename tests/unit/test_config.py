@@ -251,8 +251,10 @@ def test_redacted_names_every_variable() -> None:
     # LEADER_ELECTION=false (its details only when on), 9 ROLL_*, PLATFORM_AWARE, WATCH_CACHE,
     # CACHE_RESYNC_SECONDS, REGISTRY_CA_FILE, the namespaces rolled and their share of
     # registry lookups, PROBE_ADDR, TAG_PASS_INTERVAL_SECONDS, REGISTRIES, NOTIFY_URLS,
-    # NOTIFY_EVENTS, NOTIFY_THROTTLE_SECONDS, QUARANTINE_CONFIGMAP, QUARANTINE_NAMESPACE
-    assert len(view) == 40
+    # NOTIFY_EVENTS, NOTIFY_THROTTLE_SECONDS, QUARANTINE_CONFIGMAP, QUARANTINE_NAMESPACE,
+    # PINNING=false (its details only when on)
+    assert len(view) == 41
+    assert view["PINNING"] == "false"
     assert view["PROBE_ADDR"] == "0.0.0.0:8081"
     assert (view["WATCH_CACHE"], view["CACHE_RESYNC_SECONDS"]) == ("true", "1800")
     assert view["PASS_TIMEOUT_SECONDS"] == "300"

@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+from autoroll.controller.approvals import ApprovalBook
 from autoroll.core.decide import ChildrenRequest, ContentRequest
 from autoroll.core.images import TagRef
 from autoroll.core.model import (
@@ -20,7 +21,7 @@ from autoroll.core.model import (
     WorkloadKind,
     WorkloadView,
 )
-from autoroll.core.policy import Guardrails
+from autoroll.core.policy import MIN_AGE, Guardrails
 from autoroll.core.scope import FULL, Scope
 from autoroll.edge.plan import HEADERS, render, rows, run_plan
 from tests.support.views import deployment_view
@@ -270,3 +271,63 @@ def test_plan_says_loudly_that_rolling_is_paused_cluster_wide() -> None:
     text = render(report)
     assert "PAUSED: rolling is paused cluster-wide (ROLL_PAUSED=true)." in text
     assert "held (paused): paused cluster-wide" in text
+
+
+# --- pinning (docs/adr/028) ------------------------------------------------------------------
+
+
+class HoldingRegistry(Registry):
+    """A registry that still holds every digest asked about (``PresencePort``)."""
+
+    def __init__(self, answers: Mapping[TagRef, Digest | Unknown], gone: frozenset[Digest]) -> None:
+        super().__init__(answers)
+        self.gone = gone
+        self.asked: list[Digest] = []
+
+    def holds_manifest(self, ref: TagRef, digest: Digest) -> bool | None:
+        self.asked.append(digest)
+        return digest not in self.gone
+
+
+def test_plan_shows_what_new_pods_are_pinned_to_and_why_a_newer_digest_waits() -> None:
+    maturing = deployment("web", IMAGE, [pod("web-1", OLD), pod("web-2", OLD)])
+    maturing = replace(
+        maturing, workload=replace(maturing.workload, annotations=((MIN_AGE, "1h"),))
+    )
+    # IfNotPresent rolls with pinning on: its replacement is pinned to the digest.
+    cached = deployment("cache", IMAGE, [pod("cache-1", NEW)], policy="IfNotPresent")
+    book = ApprovalBook()
+    registry = HoldingRegistry({REF: NEW}, gone=frozenset())
+    report = run_plan(
+        cluster=Cluster([maturing, cached]),
+        registry=registry,
+        registries={HOST},
+        now=NOW,
+        guardrails=Guardrails(deletions_per_period=0, in_flight=0),
+        approvals=book,
+    )
+    text = render(report, approvals=book)
+    assert "New pods are pinned to (pinning):" in text
+    assert (
+        f"  shop/deployment/web  team/app:latest  {OLD.short}; {NEW.short} held (maturing,"
+        f" until {(NOW + timedelta(hours=1)).isoformat(timespec='seconds')})"
+    ) in text
+    assert f"  shop/deployment/cache  team/app:latest  {NEW.short} (the registry's digest)" in text
+    assert registry.asked == [OLD]  # the held-back digest is checked, the target is not
+    [cache_row] = [r for r in rows(report.decisions) if r[0] == "shop/deployment/cache"]
+    assert cache_row[5] == "current"  # not skipped for its pull policy
+
+
+def test_plan_says_a_held_back_digest_the_registry_dropped_is_not_pinned() -> None:
+    book = ApprovalBook()
+    run_plan(
+        cluster=Cluster([deployment("web", IMAGE, [pod("web-1", OLD)])]),
+        registry=HoldingRegistry({REF: NEW}, gone=frozenset({OLD})),
+        registries={HOST},
+        now=NOW,
+        guardrails=Guardrails(deletions_per_period=0, in_flight=0, paused=True),
+        approvals=book,
+    )
+    [approval] = book.of("shop/deployment/web").values()
+    assert approval.digest is None
+    assert "no longer holds it" in approval.detail

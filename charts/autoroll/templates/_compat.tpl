@@ -57,6 +57,17 @@ guardrails:
   healthySeconds: 30
   platformAware: false
 rolloutHaltedAfterSeconds: 600
+pinning:
+  enabled: false
+  port: 8443
+  servicePort: 443
+  timeoutSeconds: 2
+  namespaceSelector: {}
+  objectSelector: {}
+  certificateSeconds: 604800
+  certManager:
+    enabled: false
+    issuerRef: {}
 apiServer:
   host: ""
   port: 443

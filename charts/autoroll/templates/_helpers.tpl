@@ -354,16 +354,18 @@ mode keeps this rule, and only it, in a ClusterRole. Takes the root context.
 {{- end -}}
 
 {{/*
-autoroll.clusterRules: the ClusterRole's rules as a JSON list: autoroll.podRules and
-autoroll.nodeRules, or in namespaced mode autoroll.nodeRules alone ([] when it is empty:
-then no ClusterRole and no ClusterRoleBinding are rendered). Takes the root context.
+autoroll.clusterRules: the ClusterRole's rules as a JSON list: autoroll.podRules,
+autoroll.nodeRules and autoroll.pinningRules, or in namespaced mode the last two alone ([]
+when empty: then no ClusterRole and no ClusterRoleBinding are rendered). Takes the root
+context.
 */}}
 {{- define "autoroll.clusterRules" -}}
 {{- $nodes := include "autoroll.nodeRules" . | mustFromJson -}}
+{{- $cluster := concat $nodes (include "autoroll.pinningRules" . | mustFromJson) -}}
 {{- if include "autoroll.namespaced" . -}}
-{{- $nodes | mustToJson -}}
+{{- $cluster | mustToJson -}}
 {{- else -}}
-{{- concat (include "autoroll.podRules" . | mustFromJson) $nodes | mustToJson -}}
+{{- concat (include "autoroll.podRules" . | mustFromJson) $cluster | mustToJson -}}
 {{- end -}}
 {{- end -}}
 
@@ -528,4 +530,76 @@ autoroll.caBundle.path: the CA file the controller reads (REGISTRY_CA_FILE):
 */}}
 {{- define "autoroll.caBundle.path" -}}
 {{- printf "%s/%s" (include "autoroll.caBundle.dir" .) .Values.caBundle.key -}}
+{{- end -}}
+
+{{/*
+autoroll.pinning.name: the name of the MutatingWebhookConfiguration (cluster-scoped, so the
+release name is in it), of the cert-manager Certificate and Issuer, and of their Secret:
+the fullname with "-pinning", the fullname trimmed first so the whole fits 63 characters.
+Takes the root context.
+*/}}
+{{- define "autoroll.pinning.name" -}}
+{{- printf "%s-pinning" (include "autoroll.fullname" . | trunc 55 | trimSuffix "-") -}}
+{{- end -}}
+
+{{/*
+autoroll.pinning.dnsNames: the names the API server calls the webhook by (the Service's),
+comma-separated, for the serving certificate. Takes the root context.
+*/}}
+{{- define "autoroll.pinning.dnsNames" -}}
+{{- $svc := printf "%s.%s.svc" (include "autoroll.fullname" .) .Release.Namespace -}}
+{{- printf "%s,%s.cluster.local" $svc $svc -}}
+{{- end -}}
+
+{{/*
+autoroll.pinning.validate: fails, naming the value, when pinning cannot work as configured:
+more than one replica (the admission view is the leader's: docs/adr/028) or a timeout
+outside what the API server accepts. Takes the root context; renders nothing.
+*/}}
+{{- define "autoroll.pinning.validate" -}}
+{{- if .Values.pinning.enabled -}}
+{{- if gt (int .Values.replicaCount) 1 -}}
+{{- fail (printf "pinning.enabled needs replicaCount: 1 (it is %d): the approved digests are the leader's, kept in its memory, so another replica would admit pods unpinned (docs/adr/028)" (int .Values.replicaCount)) -}}
+{{- end -}}
+{{- $t := int .Values.pinning.timeoutSeconds -}}
+{{- if or (lt $t 1) (gt $t 30) -}}
+{{- fail (printf "pinning.timeoutSeconds: %d is outside 1-30, what the API server accepts" $t) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+autoroll.pinning.namespaceSelector: the webhook's namespaceSelector as YAML:
+pinning.namespaceSelector when set; else the namespaces of tenancy.namespaces; else every
+namespace but kube-system and the release's own (the controller's own pods are never
+reviewed by its own webhook). Takes the root context.
+*/}}
+{{- define "autoroll.pinning.namespaceSelector" -}}
+{{- if .Values.pinning.namespaceSelector -}}
+{{- include "autoroll.toYaml" (dict "value" .Values.pinning.namespaceSelector "path" "pinning.namespaceSelector") -}}
+{{- else -}}
+{{- $tenants := include "autoroll.tenantNamespaces" . | mustFromJson -}}
+matchExpressions:
+  - key: kubernetes.io/metadata.name
+{{- if $tenants }}
+    operator: In
+    values: {{ $tenants | sortAlpha | mustToJson }}
+{{- else }}
+    operator: NotIn
+    values: {{ list "kube-system" .Release.Namespace | sortAlpha | uniq | mustToJson }}
+{{- end }}
+{{- end -}}
+{{- end -}}
+
+{{/*
+autoroll.pinningRules: the cluster-scoped rule the controller's own certificate needs, as a
+JSON list: get and patch on the one MutatingWebhookConfiguration (its caBundle), only with
+pinning on and cert-manager off; [] otherwise. Takes the root context.
+*/}}
+{{- define "autoroll.pinningRules" -}}
+{{- if and .Values.pinning.enabled (not .Values.pinning.certManager.enabled) -}}
+{{- list (dict "apiGroups" (list "admissionregistration.k8s.io") "resources" (list "mutatingwebhookconfigurations") "resourceNames" (list (include "autoroll.pinning.name" .)) "verbs" (list "get" "patch")) | mustToJson -}}
+{{- else -}}
+{{- list | mustToJson -}}
+{{- end -}}
 {{- end -}}
