@@ -23,7 +23,12 @@ from bench.populate import ENROLL_LABEL, ApiWriter, Layout, create_enrolled
 from tests.support.registry import RegistryServer
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-STRATEGIES = ("autoroll", "cached", "naive", "floor")
+STRATEGIES = ("autoroll", "stalled", "cached", "naive", "floor")
+#: The ``stalled`` strategy's registry budget and how long each of its passes is held after
+#: the registry answered: longer than the budget, as a pass deciding thousands of workloads
+#: on a loaded CPU is (issue 28: the targets' GETs must still go in the cold pass).
+STALLED_BUDGET_SECONDS = 2.0
+STALLED_SECONDS = 3.0
 
 #: The repository the cached strategy's targeted pass pushes to (image 0: every size uses it).
 TARGETED_REPOSITORY = "bench/img-000"
@@ -55,6 +60,12 @@ class Cell:
         }
 
 
+STALLED_ARGS = (
+    f"--registry-budget={STALLED_BUDGET_SECONDS}",
+    f"--stall-after-resolve={STALLED_SECONDS}",
+)
+
+
 def run_tick_child(
     strategy: str,
     *,
@@ -64,6 +75,7 @@ def run_tick_child(
     ticks: int,
     profile: bool = False,
     targeted: str = "",
+    extra: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Start ``python -m bench.tick`` for one strategy; return its JSON (raise with its stderr)."""
     argv = [
@@ -80,6 +92,7 @@ def run_tick_child(
         f"--ticks={ticks}",
         *(["--profile"] if profile else []),
         *([f"--targeted={targeted}"] if targeted else []),
+        *extra,
     ]
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     done = subprocess.run(
@@ -126,6 +139,7 @@ def measure_scale(
                 selector=f"{ENROLL_LABEL}=true",
                 ticks=passes,
                 targeted=TARGETED_REPOSITORY if strategy == "cached" else "",
+                extra=STALLED_ARGS if strategy == "stalled" else (),
             )
             for strategy in STRATEGIES
         }

@@ -33,8 +33,11 @@ detail.
 
 Time is bounded twice: each request has connect and read timeouts, and each tick (one
 ``resolve`` and the ``fetch_children`` and ``fetch_content`` calls after it) has an overall
-budget; lookups left when it runs out are ``Unknown("budget-exhausted")``, so one slow
-registry cannot stall a tick.
+budget of registry time; lookups left when it runs out are ``Unknown("budget-exhausted")``,
+so one slow registry cannot stall a tick. The budget's clock runs only inside those calls:
+the pass's own work between them (deciding thousands of workloads, on a CPU it may share)
+spends none of it (``limits.Deadline``). ``resolve`` and ``fetch_content`` send a few
+requests at once (``Limits.lookup_concurrency``).
 
 Back-off: a 429 (or a 503 carrying ``Retry-After``) makes the client send nothing more to
 this registry until the time it names has passed — lookups meanwhile are
@@ -58,6 +61,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
@@ -107,6 +111,7 @@ from autoroll.registry.tls import is_untrusted, untrusted_message
 MAX_REDIRECTS: Final = 3
 _REDIRECT_STATUSES: Final = frozenset({301, 302, 303, 307, 308})
 _T = TypeVar("_T")
+_A = TypeVar("_A")
 
 
 # --------------------------------------------------------------------------------------------
@@ -174,6 +179,7 @@ class RegistryClient:
         self._content: OrderedDict[Digest, ImageContent] = OrderedDict()
         self._failed_content: dict[tuple[str, Digest], Unknown] = {}
         self._tick: Deadline | None = None
+        self._cache_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"RegistryClient(base_url={self._base!r})"
@@ -187,18 +193,15 @@ class RegistryClient:
         self._failed_children.clear()
         self._failed_content.clear()
         unique = list(dict.fromkeys(refs))  # in the caller's order: it shares the budget
-        workers = min(self._limits.lookup_concurrency, len(unique))
-        if workers <= 1:
-            return {ref: self._lookup(partial(self._head_digest, ref, deadline)) for ref in unique}
         # A few HEADs in flight at once: against a remote registry each is a round trip, and
         # a pass resolves every enrolled tag. Each lookup still checks the budget and any
         # quiet period before it sends, so after a 429 only the requests already in flight
         # (at most workers - 1) are answered; the rest are Unknown("backoff").
-        with ThreadPoolExecutor(workers, thread_name_prefix="autoroll-registry") as pool:
-            answers = pool.map(
+        with deadline.running():
+            answers = self._each(
                 lambda ref: self._lookup(partial(self._head_digest, ref, deadline)), unique
             )
-            return dict(zip(unique, answers, strict=True))
+        return dict(zip(unique, answers, strict=True))
 
     def known_children(self) -> Mapping[Digest, frozenset[Digest]]:
         """Every index expansion cached so far (pass it to ``decide`` as a start)."""
@@ -213,6 +216,12 @@ class RegistryClient:
         again until the next ``resolve``, however many Deployments want it.
         """
         deadline = self._tick or Deadline(self._clock, self._limits.budget_seconds)
+        with deadline.running():
+            return self._children_of(wanted, deadline)
+
+    def _children_of(
+        self, wanted: Iterable[ChildrenWanted], deadline: Deadline
+    ) -> dict[Digest, frozenset[Digest] | Unknown]:
         answers: dict[Digest, frozenset[Digest] | Unknown] = {}
         for item in sorted(wanted, key=lambda w: (w.digest, w.ref)):
             if item.digest in answers:
@@ -248,23 +257,44 @@ class RegistryClient:
         another, but is not asked again from the same one until the next ``resolve``.
         """
         deadline = self._tick or Deadline(self._clock, self._limits.budget_seconds)
-        answers: dict[Digest, ImageContent | Unknown] = {}
+        by_digest: dict[Digest, list[ContentWanted]] = {}
         for item in sorted(wanted, key=lambda w: (w.digest, w.host, w.repository)):
-            if isinstance(answers.get(item.digest), ImageContent):
-                continue
+            by_digest.setdefault(item.digest, []).append(item)
+        # Distinct digests a few at once, as ``resolve`` does: the end of a pass asks for
+        # every new target's configs, after a base-image push one per tag.
+        with deadline.running():
+            answers = self._each(
+                lambda items: self._content_from(items, deadline), list(by_digest.values())
+            )
+        return dict(zip(by_digest, answers, strict=True))
+
+    # -- lookups ------------------------------------------------------------------------------
+
+    def _each(self, call: Callable[[_A], _T], items: list[_A]) -> list[_T]:
+        """``call`` for each item, up to ``Limits.lookup_concurrency`` at once, in order."""
+        workers = min(self._limits.lookup_concurrency, len(items))
+        if workers <= 1:
+            return [call(item) for item in items]
+        with ThreadPoolExecutor(workers, thread_name_prefix="autoroll-registry") as pool:
+            return list(pool.map(call, items))
+
+    def _content_from(
+        self, items: list[ContentWanted], deadline: Deadline
+    ) -> ImageContent | Unknown:
+        """One digest's configs from the first of ``items``' repositories that has them."""
+        answer: ImageContent | Unknown = Unknown("not-asked")
+        for item in items:
             failed = self._failed_content.get((item.repository, item.digest))
             if failed is not None:
-                answers[item.digest] = failed
+                answer = failed
                 continue
             answer = self._lookup(
                 partial(self._content_of, item.host, item.repository, item.digest, deadline)
             )
-            if isinstance(answer, Unknown):
-                self._failed_content[(item.repository, item.digest)] = answer
-            answers[item.digest] = answer
-        return answers
-
-    # -- lookups ------------------------------------------------------------------------------
+            if isinstance(answer, ImageContent):
+                return answer
+            self._failed_content[(item.repository, item.digest)] = answer
+        return answer
 
     def _lookup(self, call: Callable[[], _T]) -> _T | Unknown:
         """Run one lookup; every failure becomes Unknown(reason) and is reported once."""
@@ -293,9 +323,8 @@ class RegistryClient:
     ) -> ImageContent:
         """The configs ``digest`` stands for: its config, or its runnable children's."""
         self._check_host(host, f"{host}/{repository}@{digest}")
-        cached = self._content.get(digest)
+        cached = self._cached_content(digest)
         if cached is not None:
-            self._content.move_to_end(digest)
             return cached
         document, url = self._get_manifest(repository, digest, deadline)
         if not is_index(document):
@@ -447,14 +476,25 @@ class RegistryClient:
         except requests.RequestException as exc:
             raise TransportError(f"{method} {url}: {type(exc).__name__}") from exc
 
+    # Locked: ``fetch_content``'s worker threads file their answers at once.
+
+    def _cached_content(self, digest: Digest) -> ImageContent | None:
+        with self._cache_lock:
+            cached = self._content.get(digest)
+            if cached is not None:
+                self._content.move_to_end(digest)
+            return cached
+
     def _remember(self, digest: Digest, children: frozenset[Digest]) -> None:
-        self._children[digest] = children
-        self._children.move_to_end(digest)
-        while len(self._children) > self._limits.children_cache_size:
-            self._children.popitem(last=False)
+        with self._cache_lock:
+            self._children[digest] = children
+            self._children.move_to_end(digest)
+            while len(self._children) > self._limits.children_cache_size:
+                self._children.popitem(last=False)
 
     def _remember_content(self, digest: Digest, content: ImageContent) -> None:
-        self._content[digest] = content
-        self._content.move_to_end(digest)
-        while len(self._content) > self._limits.content_cache_size:
-            self._content.popitem(last=False)
+        with self._cache_lock:
+            self._content[digest] = content
+            self._content.move_to_end(digest)
+            while len(self._content) > self._limits.content_cache_size:
+                self._content.popitem(last=False)

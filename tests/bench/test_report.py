@@ -331,3 +331,34 @@ def test_each_cache_rule_fails_when_broken(break_it: Any, expected: str) -> None
     break_it(cell["results"]["cached"])
     found = count_violations(_with_cached(cell))
     assert any(expected in v for v in found), found
+
+
+def _with_stalled(first: dict[str, int], later: dict[str, int]) -> dict[str, Any]:
+    results = _results()
+    cell = results["scale"][0]
+    passes = [_pass(3.5, heads=50, lists=23), _pass(3.2, heads=50, lists=23)]
+    passes[0]["registry"], passes[1]["registry"] = first, later
+    cell["results"]["stalled"] = {"passes": passes, "rss_setup_kib": 1, "peak_rss_kib": 1}
+    return results
+
+
+def test_a_stalled_pass_holds_when_the_targets_are_fetched_in_the_cold_pass() -> None:
+    assert count_violations(_with_stalled({"HEAD": 50, "GET": 50}, {"HEAD": 50})) == []
+
+
+@pytest.mark.parametrize(
+    ("first", "later"),
+    [
+        # Issue 28 under load: the cold pass ran out of budget, the next one fetched.
+        ({"HEAD": 50}, {"HEAD": 50, "GET": 50}),
+        # Never fetched at all (every pass ran out): the rule wants them in the cold pass.
+        ({"HEAD": 50}, {"HEAD": 50}),
+        ({"HEAD": 50, "GET": 49}, {"HEAD": 50, "GET": 1}),
+    ],
+)
+def test_a_stalled_pass_whose_gets_slid_is_reported(
+    first: dict[str, int], later: dict[str, int]
+) -> None:
+    found = count_violations(_with_stalled(first, later))
+    assert found and all("stalled pass" in f for f in found)
+    assert not next(t for t in targets(_with_stalled(first, later)) if "cold pass" in t.name).met
