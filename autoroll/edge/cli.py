@@ -117,7 +117,7 @@ def _load_config(env: Mapping[str, str]) -> Config | None:
         return None
 
 
-def _secrets(config: Config) -> list[str]:
+def log_secrets(config: Config) -> list[str]:
     """Every form of the configured secrets a log line could carry (``logs.derived_forms``)."""
     token = config.forgejo_token.reveal()
     return [
@@ -130,7 +130,9 @@ def _serve(env: Mapping[str, str]) -> int:
     config = _load_config(env)
     if config is None:
         return EXIT_USAGE
-    logs.configure(level=config.log_level, log_format=config.log_format, secrets=_secrets(config))
+    logs.configure(
+        level=config.log_level, log_format=config.log_format, secrets=log_secrets(config)
+    )
     settings = " ".join(f"{k}={v}" for k, v in config.redacted().items())
     log.info("autoroll %s starting: %s", __version__, settings)
     log.info("registry proxies: %s", proxies_in_use(env))
@@ -153,7 +155,7 @@ def _plan(env: Mapping[str, str], *, kubeconfig: str | None, verbose: bool) -> i
     logs.configure(
         level=str(config.log_level) if verbose else "warning",
         log_format=config.log_format,
-        secrets=_secrets(config),
+        secrets=log_secrets(config),
     )
 
     cluster = KubeCluster(

@@ -130,8 +130,12 @@ def create_app(
     metrics: Metrics,
     live: Callable[[], Health],
     ready: Callable[[], Health],
+    exposition: Callable[[], bytes] | None = None,
 ) -> Flask:
-    """Build the Flask app. ``nudge(scope)`` must return immediately (``Nudge.nudge`` does)."""
+    """Build the Flask app. ``nudge(scope)`` must return immediately (``Nudge.nudge`` does).
+
+    ``/metrics`` serves ``exposition()`` (the reconcile process's metrics with this process's
+    webhook counters, under ``autoroll serve``), else ``metrics``' registry."""
     if not webhook_secret:
         # An empty key makes every signature forgeable; refuse rather than serve it.
         raise ValueError("webhook_secret must not be empty")
@@ -141,7 +145,12 @@ def create_app(
     # Werkzeug enforces this on any stream it wraps; the handler also checks explicitly.
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
 
-    _add_probes_and_metrics(app, metrics=metrics, live=live, ready=ready)
+    _add_probes_and_metrics(
+        app,
+        live=live,
+        ready=ready,
+        exposition=exposition or (lambda: generate_latest(metrics.registry)),
+    )
 
     @app.post("/webhook")
     def webhook() -> Response:
@@ -184,7 +193,11 @@ def create_app(
 
 
 def _add_probes_and_metrics(
-    app: Flask, *, metrics: Metrics, live: Callable[[], Health], ready: Callable[[], Health]
+    app: Flask,
+    *,
+    live: Callable[[], Health],
+    ready: Callable[[], Health],
+    exposition: Callable[[], bytes],
 ) -> None:
     """``/livez`` (and its old name ``/healthz``), ``/readyz`` and ``/metrics``."""
 
@@ -204,8 +217,13 @@ def _add_probes_and_metrics(
 
     @app.get("/metrics")
     def metrics_text() -> Response:
+        try:
+            text = exposition()
+        except Exception as exc:  # the reconcile process did not answer: say so, no trace
+            log.warning("/metrics: %s", exc)
+            return _answer(503, f"metrics unavailable: {exc}")
         return Response(
-            generate_latest(metrics.registry),
+            text,
             status=200,
             mimetype=None,
             content_type=CONTENT_TYPE_LATEST,
