@@ -20,6 +20,7 @@ from autoroll.config import Config
 from autoroll.config.errors import ConfigError
 from autoroll.edge.plan import render, run_plan
 from autoroll.edge.server import serve
+from autoroll.edge.wiring import log_secrets
 from autoroll.instruments import logs
 from autoroll.kube import ClusterConfigError, ClusterError, KubeCluster, connect
 from autoroll.registry import RegistryClient, proxies_in_use, registry_session
@@ -115,15 +116,6 @@ def _load_config(env: Mapping[str, str]) -> Config | None:
             file=sys.stderr,
         )
         return None
-
-
-def log_secrets(config: Config) -> list[str]:
-    """Every form of the configured secrets a log line could carry (``logs.derived_forms``)."""
-    token = config.forgejo_token.reveal()
-    return [
-        *logs.derived_forms(user=config.forgejo_user, token=token),
-        config.webhook_secret.reveal(),
-    ]
 
 
 def _serve(env: Mapping[str, str]) -> int:

@@ -230,6 +230,16 @@ def build_controller(
     )
 
 
+def log_secrets(config: Config) -> list[str]:
+    """Every form of the configured secrets a log line could carry (``logs.derived_forms``):
+    each process that logs redacts them (``logs.configure(secrets=...)``)."""
+    token = config.forgejo_token.reveal()
+    return [
+        *logs.derived_forms(user=config.forgejo_user, token=token),
+        config.webhook_secret.reveal(),
+    ]
+
+
 def _leadership(
     settings: LeaderElection | None,
     lease: LeasePort | None,
