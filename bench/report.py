@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench import cache_report
+from bench.side_by_side import side_by_side
 
 MB = 1_000_000
 
@@ -504,6 +505,22 @@ def jobhash_table(jobs: Mapping[str, Any]) -> str:
     return head + "\n".join(rows) + "\n"
 
 
+def _loaded_section(results: Mapping[str, Any], found: Sequence[Target]) -> str:
+    """The quiet and the loaded run side by side, when the results carry a loaded run."""
+    loaded = results.get("loaded")
+    if not loaded:
+        return ""
+    return (
+        "### Quiet and loaded, side by side\n\n"
+        "The same benchmark run twice: on the machine as it was (the table above), and with"
+        " a bounded CPU load beside it (`bench.run --load-cpus N`: Debian's `stress-ng`, a"
+        " fixed number of workers and a time limit; `make bench-loaded`). Each column says"
+        " what ran beside it and the load average it saw. The rest of this page is the quiet"
+        " run's; the loaded run's raw results are `loaded` in `bench/results.json`.\n\n"
+        + side_by_side(found, targets(loaded), quiet_results=results, loaded_results=loaded)
+    )
+
+
 def targets_table(found: Sequence[Target]) -> str:
     head = "| target | status | measured |\n|---|---|---|\n"
     mark = {True: "met", False: "**missed**", None: "pending"}
@@ -562,6 +579,7 @@ def render(results: Mapping[str, Any]) -> str:
         else "",
         "## Targets\n",
         targets_table(found),
+        _loaded_section(results, found),
         "## Why\n",
         "\n\n".join(findings(results)),
         "## How the cluster is built\n",

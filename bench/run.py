@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from bench import cache_memory
+from bench import cache_memory, load
 from bench.controlplane import ApiServer, running_apiserver
 from bench.jobhash import measure_jobhash
 from bench.populate import (
@@ -372,6 +372,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--smaller", action="store_true", help="every size below 10,000, one image count"
     )
+    parser.add_argument(
+        "--load-cpus",
+        type=int,
+        default=0,
+        metavar="N",
+        help="run beside `stress-ng --cpu N` (a bounded CPU load; its load average is recorded)",
+    )
+    parser.add_argument(
+        "--load-seconds",
+        type=int,
+        default=3 * 3600,
+        metavar="T",
+        help="stress-ng's own time limit (it is stopped when the run ends)",
+    )
     parser.add_argument("--out", type=Path, help="markdown report (full run: docs/performance.md)")
     parser.add_argument("--json", type=Path, help="raw results (full run: bench/results.json)")
     args = parser.parse_args(argv)
@@ -393,7 +407,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             text = json.dumps({**partial, "partial": True, "machine": machine}, sort_keys=True)
             raw.with_suffix(".partial.json").write_text(text + "\n")
 
-    results = run(sizes, say=say, checkpoint=checkpoint)
+    # The load average is sampled all along; with --load-cpus, stress-ng runs beside.
+    with load.cpu_load(args.load_cpus, args.load_seconds) as loaded:
+        if args.load_cpus > 0:
+            say(f"CPU load beside the run: {loaded.command}")
+        results = run(sizes, say=say, checkpoint=checkpoint)
+    results["cpu_load"] = loaded.as_json()
+    say(load.describe(results["cpu_load"]))
     machine["load_after"] = _load()
     results["machine"] = machine
     results["jobhash"] = measure_jobhash(sizes.jobs, say=say) if sizes.jobs else {}
@@ -406,6 +426,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     flag = next(
         (f" --{name}" for name in ("quick", "largest", "smaller") if getattr(args, name)), ""
     )
+    if args.load_cpus > 0:
+        flag += f" --load-cpus {args.load_cpus}"
     results["command"] = "python -m bench.run" + flag
     text = json.dumps(results, indent=2, sort_keys=True)
     if raw is not None:
