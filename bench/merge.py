@@ -48,9 +48,11 @@ def merge(smaller: dict[str, Any], largest: dict[str, Any]) -> dict[str, Any]:
     merged["largest_partial"] = partial
     if largest.get("note"):
         merged["largest_note"] = largest["note"]
+    load = next((p["cpu_load"] for p in (smaller, largest) if p.get("cpu_load")), {})
+    flag = f" --load-cpus {load['workers']}" if load.get("workers") else ""
     merged["command"] = (
-        "python -m bench.run --smaller --json S.json & python -m bench.run --largest"
-        " --json L.json; python -m bench.merge S.json L.json"
+        f"python -m bench.run --smaller{flag} --json S.json; python -m bench.run --largest"
+        f"{flag} --json L.json; python -m bench.merge S.json L.json"
     )
     merged["date"] = max(smaller["date"], largest.get("date", ""))
     merged["parts"] = {"smaller": smaller["date"], "largest": largest.get("date", "part-way")}
