@@ -240,7 +240,8 @@ def measure_webhooks(
                         say=say,
                     )
                     results["load"]["enrolled"] = enrolled
-                push["peak_rss_kib"] = serve.peak_rss_kib()
+                push["rss_kib_by_process"] = serve.peak_rss_by_process()
+                push["peak_rss_kib"] = max(push["rss_kib_by_process"].values(), default=0)
                 say(f"  autoroll serve ({design}) peak RSS {push['peak_rss_kib'] / 1024:.0f} MB")
     finally:
         watch.close()
