@@ -162,7 +162,8 @@ def verdicts(results: Mapping[str, Any], violations: Sequence[str]) -> list[Verd
         by_process = serve.get("rss_kib_by_process") or {}
         over = "" if rss_kib * 1024 <= 150 * MB else f": {rss_kib * 1024 / MB - 150:.0f} MB over"
         processes = (
-            " (" + ", ".join(f"{k} {v * 1024 / MB:.0f}" for k, v in sorted(by_process.items()))
+            " ("
+            + ", ".join(f"{k} {v * 1024 / MB:.0f}" for k, v in sorted(by_process.items()))
             + " MB: the largest process counts; shared pages count in each)"
             if by_process
             else ""
@@ -174,8 +175,7 @@ def verdicts(results: Mapping[str, Any], violations: Sequence[str]) -> list[Verd
                 f"{rss_kib * 1024 / MB:.0f} MB (`autoroll serve`, through pushes, load and a"
                 f" watch burst){processes}; the synced cache adds {added:.0f} MB for"
                 f" {cached['cache']['workloads']:,} workloads + {cached['cache']['pods']:,} pods,"
-                f" {per_object:.0f} B per object"
-                + over),
+                f" {per_object:.0f} B per object" + over,
             )
         )
         idle = max(_lists(p["kube"]) for p in cached["passes"])
