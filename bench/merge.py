@@ -48,7 +48,9 @@ def merge(smaller: dict[str, Any], largest: dict[str, Any]) -> dict[str, Any]:
     merged["largest_partial"] = partial
     if largest.get("note"):
         merged["largest_note"] = largest["note"]
-    load = next((p["cpu_load"] for p in (smaller, largest) if p.get("cpu_load")), {})
+    load: dict[str, Any] = next(
+        (p["cpu_load"] for p in (smaller, largest) if p.get("cpu_load")), {}
+    )
     flag = f" --load-cpus {load['workers']}" if load.get("workers") else ""
     merged["command"] = (
         f"python -m bench.run --smaller{flag} --json S.json; python -m bench.run --largest"
