@@ -31,6 +31,8 @@ def merge(smaller: dict[str, Any], largest: dict[str, Any]) -> dict[str, Any]:
     merged["push"] = {**smaller.get("push", {}), **largest.get("push", {})}
     if largest.get("load"):
         merged["load"] = largest["load"]
+    if largest.get("giant"):
+        merged["giant"] = largest["giant"]
     # A --largest run stopped part-way leaves results.partial.json: what it measured, without
     # its sizes, times or closing load.
     partial = bool(largest.get("partial"))

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bench import cache_report
+from bench import cache_report, scale_fit
 from bench.side_by_side import side_by_side
 
 MB = 1_000_000
@@ -317,6 +317,8 @@ def targets(results: Mapping[str, Any]) -> list[Target]:
         Target(v.name, v.met, v.detail)
         for v in cache_report.verdicts(results, count_violations(results))
     ]
+    if any("cached" in c["results"] for c in cells):
+        out.append(Target(*scale_fit.verdict(results)))
     jobs = results.get("jobhash")
     if jobs and jobs.get("rows"):
         top = max(jobs["rows"], key=lambda r: r["jobs"])
@@ -706,6 +708,7 @@ def render(results: Mapping[str, Any]) -> str:
     parts += [
         "\n## 6. Roll pace on the real node\n",
         cache_report.pace_section(results.get("roll_pace")),
+        scale_fit.section(results),
     ]
     violations = count_violations(results)
     parts.append("\n## Request-count check (what CI enforces with the quick mode)\n")

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +46,7 @@ class Cell:
     results: Mapping[str, Mapping[str, Any]]  # strategy → bench.tick JSON
     populate_s: float
     profile: str = ""  # cProfile top functions of one autoroll pass (largest size only)
+    control_plane_kib: Mapping[str, int] = field(default_factory=dict)  # etcd, API server
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -56,6 +57,7 @@ class Cell:
             "pods": self.pods,
             "populate_s": self.populate_s,
             "profile": self.profile,
+            "control_plane_kib": dict(self.control_plane_kib),
             "results": dict(self.results),
         }
 
@@ -116,11 +118,13 @@ def measure_scale(
     ticks: int,
     say: Callable[[str], None],
     large_ticks: int | None = None,
+    strategies: Sequence[str] = STRATEGIES,
+    created: int = 0,
 ) -> list[Cell]:
-    """Grow the enrolled set through ``sizes`` and measure every strategy at each size
-    (``large_ticks`` passes at sizes over 2,000, where the naive loop takes minutes)."""
+    """Grow the enrolled set through ``sizes`` (``created`` exist already) and measure each
+    of ``strategies`` at each size (``large_ticks`` passes at sizes over 2,000, where the
+    naive loop takes minutes)."""
     cells = []
-    created = 0
     for size in sizes:
         started = time.monotonic()
         create_enrolled(writer, layout, range(created, size), digests)
@@ -141,10 +145,10 @@ def measure_scale(
                 targeted=TARGETED_REPOSITORY if strategy == "cached" else "",
                 extra=STALLED_ARGS if strategy == "stalled" else (),
             )
-            for strategy in STRATEGIES
+            for strategy in strategies
         }
         profile = ""
-        if size == max(sizes):
+        if size == max(sizes) and "autoroll" in strategies:
             # A separate, profiled run: profiling slows the pass, so it is not the one timed.
             profile = run_tick_child(
                 "autoroll",
@@ -164,6 +168,7 @@ def measure_scale(
                 results=results,
                 populate_s=populate_s,
                 profile=profile,
+                control_plane_kib=api.peak_rss_kib(),
             )
         )
     return cells
