@@ -817,11 +817,13 @@ def findings(results: Mapping[str, Any]) -> list[str]:
     if load:
         both = load["bad"]["latencies_ms"] + load["good"]["latencies_ms"]
         out.append(
-            "**Webhook latency during a pass.** The one gunicorn worker process also runs"
-            " the reconcile thread (on purpose, see docs/adr/002-one-worker-process.md); a"
-            " pass is CPU-bound Python that holds the GIL between I/O, so a request thread"
-            " waits for its turn (the interpreter switches every 5 ms) several times per"
-            f" request: p50 {percentile(both, 50):.1f} ms, p95 {percentile(both, 95):.1f} ms,"
+            "**Webhook latency during a pass.** The gunicorn worker process only answers;"
+            " the pass runs in the reconcile process beside it"
+            " (docs/adr/027-a-reconcile-process-beside-the-http-worker.md), so a request"
+            " thread no longer waits for the interpreter lock a pass holds (until issue 28 it"
+            " did, several times per request: p95 81.8 ms on a loaded node); what is left is"
+            " waiting for a core on a shared machine:"
+            f" p50 {percentile(both, 50):.1f} ms, p95 {percentile(both, 95):.1f} ms,"
             f" max {max(both):.0f} ms, far inside Forgejo's 5 s"
             + (
                 f" (with the controller idle: p95"
@@ -829,9 +831,9 @@ def findings(results: Mapping[str, Any]) -> list[str]:
                 if load.get("idle")
                 else ""
             )
-            + ". A shorter pass shortens the window; the answer never waits for a pass"
-            " (after its signature checks out the body is read only for whether it names a"
-            " digest version)."
+            + ". The answer never waits for a pass (after its signature checks out the body"
+            " is read only for the tag it names, and the scope is handed to the pipe's"
+            " sender)."
             f" Coalescing holds: {len(load['good']['latencies_ms'])} valid webhooks during a"
             f" pass caused {load['good']['ticks_caused']} follow-up pass(es)"
             + (
@@ -956,8 +958,10 @@ def cache_findings(results: Mapping[str, Any]) -> list[str]:
             f" ({added / objects:.0f} B per object of RSS, which also counts what the"
             " allocator keeps of the start-up lists' JSON). The peak of a cached process at"
             f" this size is {cached['peak_rss_kib'] * 1024 / MB:.0f} MB (`bench.tick`), of"
-            " which that JSON is a transient part. What the cache itself retains per object"
-            " is measured apart (section 5, *Bytes per cached object*)."
+            " which that JSON is a transient part (the informers list two pages at a time,"
+            " `informer.LISTS_AT_ONCE`, so at start twenty namespaces' pages are not parsed"
+            " at once). What the cache itself retains per object is measured apart (section"
+            " 5, *Bytes per cached object*)."
         )
     return out
 
