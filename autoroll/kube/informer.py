@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Generic, Protocol, TypeVar
 
 from autoroll.kube.errors import ClusterApiError, ClusterError, Operation
-from autoroll.kube.lists import list_page
+from autoroll.kube.streamed_lists import StreamedList
 from autoroll.kube.transport import REQUEST_TIMEOUT, LazyRest, WatchStream
 
 log = logging.getLogger(__name__)
@@ -270,15 +270,20 @@ class Informer(Generic[T]):
             query=query,
             timeout=REQUEST_TIMEOUT,
         )
-        try:
-            page = list_page(answer.body)
-        except ValueError as exc:
-            raise ClusterApiError(
-                f"{collection.list_operation.action} {collection.target}: {exc}", status=0
-            ) from None
-        for raw in page.items:
+        # One object at a time, converted as it is parsed (``streamed_lists``).
+        page = StreamedList(answer.body)
+        del answer
+        parsed = page.items()
+        while True:
+            try:
+                raw = next(parsed, None)
+            except ValueError as exc:
+                raise ClusterApiError(
+                    f"{collection.list_operation.action} {collection.target}: {exc}", status=0
+                ) from None
+            if raw is None:
+                return page.resource_version or version, page.continue_token
             self._keep(items, raw)
-        return page.resource_version or version, page.continue_token
 
     def _keep(self, items: dict[str, T], raw: dict[str, Any]) -> None:
         uid = str((raw.get("metadata") or {}).get("uid") or "")
