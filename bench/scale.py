@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from autoroll.edge.reconcile_process import RECONCILE_ENV
 from bench.controlplane import ApiServer
 from bench.populate import ENROLL_LABEL, ApiWriter, Layout, create_enrolled
 from tests.support.registry import RegistryServer
@@ -96,7 +97,8 @@ def run_tick_child(
         *([f"--targeted={targeted}"] if targeted else []),
         *extra,
     ]
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    # As ``autoroll serve`` runs its reconcile process (``RECONCILE_ENV``).
+    env = {**RECONCILE_ENV, **os.environ, "PYTHONPATH": str(REPO_ROOT)}
     done = subprocess.run(
         argv, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=1800, check=False
     )

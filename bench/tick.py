@@ -370,6 +370,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "fresh_reads": done.fresh_reads,
             }
         )
+        # The reconcile thread keeps nothing of a pass once it returns: neither does this,
+        # or each pass would run beside the last one's report and the peak count both.
+        del done, decisions
     if cache is not None and args.targeted:
         extra["targeted"] = targeted_pass(args, run, kube, registry)
     if cache is not None:

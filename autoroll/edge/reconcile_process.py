@@ -45,6 +45,12 @@ log = logging.getLogger(__name__)
 
 #: Seconds a scrape waits for the reconcile process's metrics.
 METRICS_SECONDS: Final = 5.0
+#: What the reconcile process's environment gets unless already set. glibc gives each
+#: thread that allocates its own malloc arena (up to 8 per core), and the informers, the
+#: registry lookups and the pass each do: at 10,000 Deployments the freed list pages left
+#: about 20 MB more resident across arenas than in two (issue 28). Python's small objects
+#: are not affected (its own allocator); only what glibc serves.
+RECONCILE_ENV: Final = {"MALLOC_ARENA_MAX": "2"}
 
 
 class ReconcileProcessError(RuntimeError):
@@ -67,7 +73,7 @@ class ReconcileProcess:
         self._owner = owner
         self._edge_metrics = edge_metrics
         self._on_lost = on_lost
-        self._env = dict(os.environ if env is None else env)
+        self._env = {**RECONCILE_ENV, **(os.environ if env is None else env)}
         self._clock = clock
         self._bound = liveness_bound
         self._status: LoopStatus | None = None
