@@ -831,6 +831,13 @@ def findings(results: Mapping[str, Any]) -> list[str]:
                 if load.get("idle")
                 else ""
             )
+            + (
+                f" (the load generator ran at nice {load['bad']['client_nice']}, so its own"
+                " waits for a core are not counted as the answer's: Forgejo sends from"
+                " another machine)"
+                if load["bad"].get("client_nice", 0) < 0
+                else ""
+            )
             + ". The answer never waits for a pass (after its signature checks out the body"
             " is read only for the tag it names, and the scope is handed to the pipe's"
             " sender)."
