@@ -13,6 +13,7 @@ next to ``autoroll.controller.reconciler.Reconciler.tick``.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any
@@ -36,12 +37,12 @@ class NaiveController:
         *,
         api_client: Any,
         registry: RegistryClient,
-        forgejo_host: str,
+        registries: Collection[str],
         label_selector: str,
     ) -> None:
         self._rest = KubeRest(api_client)  # the same transport as autoroll's
         self._registry = registry
-        self._forgejo_host = forgejo_host
+        self._registries = registries
         self._label_selector = label_selector
         self._sightings: dict[TagRef, Sighting] = {}
 
@@ -63,7 +64,7 @@ class NaiveController:
                 )
             )
             pods = tuple(pod_from_json(p).view for p in page)
-            refs = refs_to_resolve([deployment], forgejo_host=self._forgejo_host)
+            refs = refs_to_resolve([deployment], registries=self._registries)
             # A fresh lookup per Deployment: nothing is shared with the previous one.
             resolved: dict[TagRef, Digest | Unknown] = dict(self._registry.resolve(refs))
             self._sightings.update(observe_targets(self._sightings, resolved, now=now))
@@ -73,7 +74,7 @@ class NaiveController:
                 decide,
                 workload=deployment,
                 pods=pods,
-                forgejo_host=self._forgejo_host,
+                registries=self._registries,
                 resolved=resolved,
                 sightings=self._sightings,
                 children=children,  # filled in place below; the next run sees them

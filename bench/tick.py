@@ -79,8 +79,9 @@ class Pass:
 
 
 class StalledRegistry:
-    """A ``RegistryPort`` whose ``resolve`` returns only ``seconds`` after the registry
-    answered: the pass's deciding, stretched as a loaded CPU stretches it (simulated)."""
+    """A ``RegistryPort`` whose ``resolve`` and ``lookup`` return only ``seconds`` after the
+    registry answered: the pass's deciding, stretched as a loaded CPU stretches it
+    (simulated)."""
 
     def __init__(self, client: RegistryClient, seconds: float) -> None:
         self._client = client
@@ -88,6 +89,11 @@ class StalledRegistry:
 
     def resolve(self, refs: Any) -> Any:
         answers = self._client.resolve(refs)
+        time.sleep(self._seconds)
+        return answers
+
+    def lookup(self, lookups: Any) -> Any:
+        answers = self._client.lookup(lookups)
         time.sleep(self._seconds)
         return answers
 
@@ -149,7 +155,7 @@ def build(
         naive = NaiveController(
             api_client=count_kubernetes(connect(env), kube),
             registry=client,
-            forgejo_host=args.host,
+            registries={args.host},
             label_selector=args.selector,
         )
         return (lambda scope: Pass(naive.tick())), None
@@ -171,7 +177,7 @@ def build(
         cluster=cluster,
         registry=port,
         metrics=Metrics(CollectorRegistry()),
-        forgejo_host=args.host,
+        registries={args.host},
         dry_run=True,
         # The budget lifted: this counts what a pass sends, and the pods the bench created
         # seconds before are, by design, the budget's evidence of a previous leader's
@@ -274,7 +280,7 @@ def targeted_pass(
     kube.clear()
     registry.clear()
     wall, cpu = time.perf_counter(), time.process_time()
-    done = run(Scope.of([ImageTag(repository, "latest")]))
+    done = run(Scope.of([ImageTag.named(args.host, repository, "latest")]))
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     counted = {
         "wall_s": wall,

@@ -7,7 +7,8 @@ Secrets are wrapped in ``Secret``, whose repr and str never show the value; ``re
 is the view logged once at startup.
 
 The settings blocks live in modules of their own (``leader``: ``LEADER_ELECTION*``,
-``guardrails``: ``ROLL_*``, ``choices``: the enumerated settings), on the shared ``reader``
+``guardrails``: ``ROLL_*``, ``receivers``: the registries' webhook secrets, ``choices``: the
+enumerated settings), on the shared ``reader``
 (unset means the default, set-but-empty is an error), ``parsers`` and ``errors``.
 """
 
@@ -43,6 +44,8 @@ from autoroll.config.parsers import (
     parse_tag_interval,
 )
 from autoroll.config.reader import Reader, read_secret_file
+from autoroll.config.receivers import Receivers, read_receivers, redacted_receivers
+from autoroll.config.registries import RegistrySettings, read_registries, redacted_registries
 from autoroll.config.tenancy import Tenancy, read_tenancy, redacted_tenancy
 from autoroll.core.model import WorkloadKind
 from autoroll.core.policy import Guardrails
@@ -55,9 +58,11 @@ __all__ = ["Config"]
 class Config:
     """Effective configuration. Units are in the names; defaults say why in ``from_env``."""
 
-    forgejo_host: str  # bare host[:port]; the registry to ask and the image-host filter
-    forgejo_user: str  # the user that owns the token (HTTP Basic user name)
-    forgejo_token: Secret  # read:package token (HTTP Basic password)
+    #: the Forgejo shorthand's bare host[:port] (None: only REGISTRIES); its package webhooks
+    #: name tags on it
+    forgejo_host: str | None
+    forgejo_user: str  # the user that owns the token (HTTP Basic user name); "" without one
+    forgejo_token: Secret  # read:package token (HTTP Basic password); "" without one
     webhook_secret: Secret  # HMAC-SHA256 key for POST /webhook
     poll_interval_seconds: int = 120  # a missed webhook is noticed within two minutes
     #: a pass still running after this is told to stop between Deployments, and /livez fails
@@ -105,6 +110,12 @@ class Config:
     #: seconds (the rest wait for its end, autoroll.core.debounce): a burst costs two passes,
     #: a second push within it waits at most this long; 0 turns the debounce off
     tag_pass_interval_seconds: int = 5
+    #: every registry asked, the Forgejo shorthand's first (autoroll.config.registries); only
+    #: images on these hosts are rolled
+    registries: tuple[RegistrySettings, ...] = ()
+    #: the registries' webhook receivers that are on, each with its secret
+    #: (autoroll.config.receivers; docs/adr/025-webhook-receivers.md)
+    receivers: Receivers = field(default_factory=Receivers)
 
     @property
     def listen_addr(self) -> str:
@@ -115,8 +126,18 @@ class Config:
         return f"{self.probe_host}:{self.probe_port}"
 
     @property
+    def registry_hosts(self) -> frozenset[str]:
+        """The configured registries' hosts (``registry_host``-ed): only their images roll."""
+        return frozenset(r.host for r in self.registries)
+
+    @property
+    def pull_secret_hosts(self) -> frozenset[str]:
+        """The registries asked with the pods' pull secrets (the chart grants secrets: get)."""
+        return frozenset(r.host for r in self.registries if r.pull_secrets)
+
+    @property
     def registry_url(self) -> str:
-        """Base URL of the registry API (no trailing slash)."""
+        """Base URL of the Forgejo shorthand's registry API (no trailing slash)."""
         return f"{self.registry_scheme}://{self.forgejo_host}"
 
     @classmethod
@@ -127,12 +148,18 @@ class Config:
 
         ``FORGEJO_TOKEN`` and ``WEBHOOK_SECRET`` may each come from a file instead
         (``FORGEJO_TOKEN_FILE``, ``WEBHOOK_SECRET_FILE``; ``config.reader``), read with
-        ``read_file``.
+        ``read_file``, as are the registries' Secret files (``config.registries``). The
+        Forgejo shorthand (``FORGEJO_HOST``, ``FORGEJO_USER``, ``FORGEJO_TOKEN``) is required
+        unless ``REGISTRIES`` names the registries.
         """
         reader = Reader(env, read_file=read_file)
-        host = reader.required("FORGEJO_HOST", parse_forgejo_host)
-        user = reader.required("FORGEJO_USER", parse_nonblank)
-        token = reader.required_secret("FORGEJO_TOKEN", check_nonblank)
+        shorthand = "FORGEJO_HOST" in env or "REGISTRIES" not in env
+        host = user = token = None
+        if shorthand:
+            # The Forgejo shorthand: required unless REGISTRIES names the registries.
+            host = reader.required("FORGEJO_HOST", parse_forgejo_host)
+            user = reader.required("FORGEJO_USER", parse_nonblank)
+            token = reader.required_secret("FORGEJO_TOKEN", check_nonblank)
         secret = reader.required_secret("WEBHOOK_SECRET", check_webhook_secret)
         poll = reader.optional("POLL_INTERVAL_SECONDS", 120, parse_interval)
         pass_timeout = reader.optional("PASS_TIMEOUT_SECONDS", 300, parse_pass_timeout)
@@ -170,13 +197,16 @@ class Config:
         resync = reader.optional("CACHE_RESYNC_SECONDS", 1800, parse_resync)
         tenancy = read_tenancy(reader)
         tag_interval = reader.optional("TAG_PASS_INTERVAL_SECONDS", 5, parse_tag_interval)
+        registries = read_registries(reader, forgejo_host=host, scheme=scheme, ca_file=ca_file)
+        receivers = read_receivers(reader)
         if reader.problems:
             raise ConfigError(reader.problems)
-        assert host is not None and user is not None and token is not None and secret is not None
+        assert secret is not None
+        assert not shorthand or (host is not None and user is not None and token is not None)
         return cls(
             forgejo_host=host,
-            forgejo_user=user,
-            forgejo_token=token,
+            forgejo_user=user or "",
+            forgejo_token=token or Secret(""),
             webhook_secret=secret,
             poll_interval_seconds=poll,
             pass_timeout_seconds=pass_timeout,
@@ -201,14 +231,16 @@ class Config:
             rollout_halted_after_seconds=halted_after,
             tenancy=tenancy,
             tag_pass_interval_seconds=tag_interval,
+            registries=registries,
+            receivers=receivers,
         )
 
     def redacted(self) -> dict[str, str]:
         """The effective configuration by variable name, secrets replaced, for one log line."""
         return {
-            "FORGEJO_HOST": self.forgejo_host,
+            "FORGEJO_HOST": self.forgejo_host or "",
             "FORGEJO_USER": self.forgejo_user,
-            "FORGEJO_TOKEN": "<redacted>",
+            "FORGEJO_TOKEN": "<redacted>" if self.forgejo_token.reveal() else "",
             "WEBHOOK_SECRET": "<redacted>",
             "POLL_INTERVAL_SECONDS": str(self.poll_interval_seconds),
             "PASS_TIMEOUT_SECONDS": str(self.pass_timeout_seconds),
@@ -231,4 +263,6 @@ class Config:
             "PLATFORM_AWARE": str(self.platform_aware).lower(),
             **redacted_tenancy(self.tenancy),
             "TAG_PASS_INTERVAL_SECONDS": str(self.tag_pass_interval_seconds),
+            **redacted_registries(self.registries),
+            **redacted_receivers(self.receivers),
         }

@@ -58,6 +58,11 @@ class Reader:
         self.problems: list[Problem] = []
         self._read_file = read_file
 
+    def read_file(self, path: str) -> str:
+        """The secret file at ``path`` (``read_secret_file``'s rules); ``ValueError`` saying
+        why it cannot be used."""
+        return self._read_file(path)
+
     def required(self, name: str, parse: Callable[[str], T]) -> T | None:
         raw = self.env.get(name)
         if raw is None or raw == "":
@@ -71,6 +76,15 @@ class Reader:
 
     def required_secret(self, name: str, check: Callable[[str], None]) -> Secret | None:
         """``name``'s secret, from the file ``<name>_FILE`` names or else from ``name``."""
+        return self._secret(name, check, required=True)
+
+    def optional_secret(self, name: str, check: Callable[[str], None]) -> Secret | None:
+        """``name``'s secret as ``required_secret`` reads it, or None when neither ``name``
+        nor ``<name>_FILE`` is set (the feature it keys is off). Set but empty is an error,
+        as for every variable."""
+        return self._secret(name, check, required=False)
+
+    def _secret(self, name: str, check: Callable[[str], None], *, required: bool) -> Secret | None:
         file_name = name + FILE_SUFFIX
         path, raw = self.env.get(file_name), self.env.get(name)
         if path is not None and raw is not None:
@@ -83,10 +97,16 @@ class Reader:
             )
             return None
         if path is None:
+            if raw is None and not required:
+                return None
             if raw is None or raw == "":
-                self.problems.append(
-                    Problem(name, f"is required but not set (nor {file_name}, a file holding it)")
+                why = (
+                    f"is required but not set (nor {file_name}, a file holding it)"
+                    if required
+                    else f"is set but empty; give the secret (or {file_name}, a file holding"
+                    " it), or unset it to leave what it keys off"
                 )
+                self.problems.append(Problem(name, why))
                 return None
             return self._checked(name, raw, check)
         if path == "":

@@ -11,8 +11,8 @@ there reads as its steps only.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from autoroll.core.decide import Decision, Sighting, decide, undecided
@@ -39,17 +39,25 @@ class PassState:
     children: Children
     contents: Contents
     nodes: Nodes  # this pass's Node reads only: readiness changes
+    #: by workload key, its own answers where its pull credentials got another than the
+    #: tag's (autoroll.core.lookups.Resolution)
+    own: Mapping[str, Mapping[TagRef, Digest | Unknown]] = field(default_factory=dict)
+
+    def resolved_for(self, key: str) -> Mapping[TagRef, Digest | Unknown]:
+        """The answers the workload ``key`` decides on."""
+        mine = self.own.get(key)
+        return {**self.resolved, **mine} if mine else self.resolved
 
 
 class Asker:
     """Runs ``decide`` for one workload, fetching what it asks for between the runs."""
 
     def __init__(
-        self, *, registry: RegistryPort, nodes: NodePort | None, forgejo_host: str
+        self, *, registry: RegistryPort, nodes: NodePort | None, registries: Collection[str]
     ) -> None:
         self._registry = registry
         self._nodes = nodes
-        self._forgejo_host = forgejo_host
+        self._registries = frozenset(registries)
 
     def decide(
         self,
@@ -99,8 +107,8 @@ class Asker:
             return decide(
                 workload=item.workload,
                 pods=item.pods,
-                forgejo_host=self._forgejo_host,
-                resolved=state.resolved,
+                registries=self._registries,
+                resolved=state.resolved_for(item.workload.key),
                 sightings=sightings,
                 children=state.children,
                 contents=state.contents,

@@ -399,7 +399,9 @@ class HandOff:
     an event. A thread then nudges the local worker with that scope if this replica leads,
     or publishes the nudge on the Lease for the leader, whose pass is then a full one (the
     Lease carries that a webhook came, not what it named). Requests arriving while one is
-    being delivered fold into one more delivery, their scopes merged.
+    being delivered fold into one more delivery, their scopes merged. ``nudge_in(scope,
+    seconds)`` is the same delivery that many seconds from now (a registry that notifies
+    before it has written the tag: docs/adr/025); a sooner request takes it along.
     """
 
     def __init__(
@@ -411,6 +413,7 @@ class HandOff:
         metrics: Metrics,
         wall: Callable[[], datetime] = _wall,
         min_interval_seconds: float = PUBLISH_INTERVAL_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._port = port
         self._elector = elector
@@ -418,16 +421,24 @@ class HandOff:
         self._metrics = metrics
         self._wall = wall
         self._min_interval = min_interval_seconds
+        self._clock = clock
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._scope: Scope | None = None
+        self._due = 0.0  # when the pending scope is to be delivered (clock seconds)
         self._serial = itertools.count(1)
         self._thread = threading.Thread(target=self._run, name="autoroll-handoff", daemon=True)
 
     def nudge(self, scope: Scope = FULL) -> None:
         """Request a reconcile of ``scope`` by whichever replica leads; never blocks."""
+        self.nudge_in(scope, 0.0)
+
+    def nudge_in(self, scope: Scope, seconds: float) -> None:
+        """``nudge(scope)``, delivered ``seconds`` from now (or sooner, with a sooner one)."""
         with self._lock:
+            at = self._clock() + max(0.0, seconds)
+            self._due = at if self._scope is None else min(self._due, at)
             self._scope = scope if self._scope is None else self._scope.merge(scope)
         self._wake.set()
 
@@ -449,6 +460,13 @@ class HandOff:
             if self._stop.is_set():
                 break
             self._wake.clear()  # before delivering: a webhook meanwhile means one more
+            with self._lock:
+                wait = self._due - self._clock() if self._scope is not None else 0.0
+            if wait > 0:
+                # Not due yet (nudge_in): wait for it, or for a sooner request or a stop.
+                if not self._wake.wait(wait):
+                    self._wake.set()
+                continue
             with self._lock:
                 scope, self._scope = self._scope or FULL, None
             self._deliver(scope)

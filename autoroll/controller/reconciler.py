@@ -72,12 +72,14 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 from autoroll.controller.asking import Asker, PassState
+from autoroll.controller.credentials import PullCredentials
 from autoroll.controller.executor import Executed, Executor, Outcome
+from autoroll.controller.lookups import RegistryAsk
 from autoroll.controller.observer import PassObserver
 from autoroll.controller.rolls import RollMemory
 from autoroll.core.decide import (
@@ -92,6 +94,7 @@ from autoroll.core.decide import (
 from autoroll.core.guardrails import Deletion, Hold, RollPlan, plan_rolls, pods_started
 from autoroll.core.halt import rollout_halt
 from autoroll.core.images import TagRef
+from autoroll.core.lookups import Resolution
 from autoroll.core.model import Digest, Enrolled, ImageContent, Unknown
 from autoroll.core.policy import Guardrails, workload_policy
 from autoroll.core.ports import ClusterPort, EventPort, NodePort, RegistryPort
@@ -119,6 +122,9 @@ class TickReport:
     plan: RollPlan | None = None  # the guardrails' plan (None when the pass ended before it)
     scope: Scope = FULL  # what the pass looked at
     fresh_reads: int = 0  # workloads whose pods were read again before acting
+    #: by workload key and tag, which registry and credential source answered (never a
+    #: secret): ``autoroll plan`` shows it
+    sources: Mapping[str, Mapping[TagRef, str]] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -174,7 +180,7 @@ class Reconciler:
         cluster: ClusterPort,
         registry: RegistryPort,
         metrics: Metrics,
-        forgejo_host: str,
+        registries: Collection[str],
         dry_run: bool,
         clock: Callable[[], datetime] = _utcnow,
         may_act: Callable[[], bool] = _always,
@@ -187,12 +193,18 @@ class Reconciler:
         authority: Callable[[], float] = _unbounded,
         term: Callable[[], int] = _one_term,
         lookups_per_namespace: int = 0,
+        credentials: PullCredentials | None = None,
     ) -> None:
+        """``credentials``: read each workload's pull secrets for the registries that use
+        them (None: every tag asked with the registries' own credentials)."""
         self._cluster = cluster
-        self._asker = Asker(registry=registry, nodes=nodes, forgejo_host=forgejo_host)
+        self._asker = Asker(registry=registry, nodes=nodes, registries=registries)
         self._halted_after = halted_after
         self._registry = registry
-        self._forgejo_host = forgejo_host
+        self._registries = frozenset(registries)
+        self._registry_ask = RegistryAsk(
+            registry=registry, registries=registries, credentials=credentials
+        )
         self._clock = clock
         self._leading = leading
         self._term = term
@@ -240,13 +252,15 @@ class Reconciler:
             self._new_term()
             self._term_seen = term
         scope = self._pass_scope(scope)
-        enrolled, resolved = self._read(scope)
+        enrolled, resolution = self._read(scope)
+        resolved = resolution.by_ref
         # The caches as this pass starts, plus every answer it gets (Unknown included).
         state = PassState(
             resolved,
             dict(self._registry.known_children()),
             dict(self._registry.known_content()),
             {},  # this pass's Node reads only
+            resolution.by_workload,
         )
         items, abandoned = self._decide_all(enrolled, state, now=now, stopping=stopping)
         plan: RollPlan | None = None
@@ -282,6 +296,7 @@ class Reconciler:
             plan=plan,
             scope=scope,
             fresh_reads=acted.fresh_reads,
+            sources=resolution.sources,
         )
 
     # -- steps ------------------------------------------------------------------------------
@@ -436,28 +451,30 @@ class Reconciler:
             now=now,
         )
 
-    def _read(self, scope: Scope) -> tuple[tuple[Enrolled, ...], dict[TagRef, Digest | Unknown]]:
+    def _read(self, scope: Scope) -> tuple[tuple[Enrolled, ...], Resolution]:
         """The listing, then the sighting clock, then the registry (module docstring)."""
         enrolled = tuple(self._in_scope(self._cluster.snapshot(scope), scope))
         uses: dict[str, set[TagRef]] = {}
         for item in enrolled:
-            for ref in refs_to_resolve([item.workload], forgejo_host=self._forgejo_host):
+            for ref in refs_to_resolve([item.workload], registries=self._registries):
                 if scope.covers(ref):
                     uses.setdefault(item.workload.namespace, set()).add(ref)
         # In turns across namespaces, each within its share (autoroll.core.tenancy).
         order, unasked = fair_order(uses, per_namespace=self._lookups_per_namespace)
         # Order matters to the loop guard: every pod listed is older than the sighting time
         # read after the listing, which is older than the registry's answer.
-        listed = listed_uids(
-            ((e.workload, e.pods) for e in enrolled), forgejo_host=self._forgejo_host
-        )
+        listed = listed_uids(((e.workload, e.pods) for e in enrolled), registries=self._registries)
         seen_at = self._clock()
-        resolved = dict(self._registry.resolve(order)) if order else {}
-        resolved.update(unasked)
+        # Each tag asked with the credentials its workloads' pods pull with (pull secrets).
+        resolution = self._registry_ask.ask(enrolled, scope=scope, order=order, unasked=unasked)
         self._sightings = observe_targets(
-            self._sightings, resolved, now=seen_at, listed=listed, partial=not scope.is_full
+            self._sightings,
+            resolution.by_ref,
+            now=seen_at,
+            listed=listed,
+            partial=not scope.is_full,
         )
-        return enrolled, resolved
+        return enrolled, resolution
 
     def _in_scope(self, listing: Sequence[Enrolled], scope: Scope) -> list[Enrolled]:
         """The workloads of ``listing`` that use a tag of ``scope`` (all, for a full one)."""
@@ -468,7 +485,7 @@ class Reconciler:
             for item in listing
             if any(
                 scope.covers(ref)
-                for ref in refs_to_resolve([item.workload], forgejo_host=self._forgejo_host)
+                for ref in refs_to_resolve([item.workload], registries=self._registries)
             )
         ]
 

@@ -10,12 +10,12 @@ is never evidence: another manifest is compared by the image configs both stand 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import timedelta
 from enum import StrEnum
 
 from autoroll.core.decision import PodFinding, PodState, Sighting
-from autoroll.core.images import RunningImage, host_matches, parse_running_image
+from autoroll.core.images import RunningImage, is_listed, parse_running_image
 from autoroll.core.model import ContainerView, Digest, ImageContent, PodView, Unknown
 
 #: The API server stamps ``creationTimestamp`` in whole seconds (RFC 3339, no fraction). Only
@@ -64,7 +64,7 @@ def compare_pod(
     target: Digest,
     index_children: frozenset[Digest] | Unknown | None,
     contents: Mapping[Digest, ImageContent | Unknown],
-    forgejo_host: str,
+    registries: Collection[str],
 ) -> PodFinding:
     """Compare one pod's container with the registry's digest (no loop guard yet)."""
     if pod.deleting:
@@ -85,9 +85,7 @@ def compare_pod(
         return PodFinding(pod.name, pod.uid, PodState.MISMATCH, running.digest, running)
     if running.digest in index_children:
         return PodFinding(pod.name, pod.uid, PodState.CURRENT_CHILD, running.digest, running)
-    return _compare_content(
-        pod, running, target=target, contents=contents, forgejo_host=forgejo_host
-    )
+    return _compare_content(pod, running, target=target, contents=contents, registries=registries)
 
 
 def _compare_content(
@@ -96,14 +94,14 @@ def _compare_content(
     *,
     target: Digest,
     contents: Mapping[Digest, ImageContent | Unknown],
-    forgejo_host: str,
+    registries: Collection[str],
 ) -> PodFinding:
     """The name is not the target's: compare the image configs both stand for."""
 
     def found(state: PodState, note: str = "") -> PodFinding:
         return PodFinding(pod.name, pod.uid, state, running.digest, running, note)
 
-    mine = _content_of(running, contents, forgejo_host=forgejo_host)
+    mine = _content_of(running, contents, registries=registries)
     if isinstance(mine, str):
         return found(PodState.CONTENT_UNKNOWN, mine)
     theirs = contents.get(target)
@@ -207,7 +205,10 @@ def guard(
 
 
 def _content_of(
-    running: RunningImage, contents: Mapping[Digest, ImageContent | Unknown], *, forgejo_host: str
+    running: RunningImage,
+    contents: Mapping[Digest, ImageContent | Unknown],
+    *,
+    registries: Collection[str],
 ) -> ImageContent | Unknown | str | None:
     """The image configs a pod's reference stands for: known, Unknown, None (not fetched
     yet), or, as text, why it can never be fetched."""
@@ -220,11 +221,11 @@ def _content_of(
             f"{reference} names no repository autoroll can read; not rolled, not counted"
             " current (delete the pod by hand to replace it)"
         )
-    if not host_matches(running.host, forgejo_host):
-        # Only the configured registry is asked; another host's copy cannot be resolved.
+    if not is_listed(running.host, registries):
+        # Only the configured registries are asked; another host's copy cannot be resolved.
         return (
-            f"{reference} is on another registry host than {forgejo_host}, which autoroll"
-            " does not ask; not rolled, not counted current (delete the pod by hand to"
-            " replace it)"
+            f"{reference} is on another registry host than the configured ones"
+            f" ({', '.join(sorted(registries))}), which autoroll does not ask; not rolled, not"
+            " counted current (delete the pod by hand to replace it)"
         )
     return contents.get(running.digest)

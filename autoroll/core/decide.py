@@ -2,16 +2,16 @@
 
 API for the shell (stable; extended, never renamed)
 ---------------------------------------------------
-1. ``refs = refs_to_resolve(workloads, forgejo_host=cfg.forgejo_host)`` -> ``set[TagRef]``.
+1. ``refs = refs_to_resolve(workloads, registries=cfg.registry_hosts)`` -> ``set[TagRef]``.
 2. ``resolved = registry.resolve(refs)`` -> ``dict[TagRef, Digest | Unknown]`` (one HEAD each).
 3. ``sightings = observe_targets(sightings, resolved, now=now, listed=listed)``: the loop-guard
    memory, a plain ``dict[TagRef, Sighting]`` the shell keeps in memory between ticks (nothing
-   on disk). ``listed = listed_uids(snapshot, forgejo_host=...)`` names, per ref, the pods the
+   on disk). ``listed = listed_uids(snapshot, registries=...)`` names, per ref, the pods the
    shell listed *before* step 2 asked the registry, and ``now`` is read after that listing:
    both are what lets a first sighting remember which pods are surely older than it.
 4. Per workload (a Deployment, StatefulSet or DaemonSet: ``WorkloadView``)::
 
-       decision = decide(workload=w, pods=pods, forgejo_host=..., resolved=resolved,
+       decision = decide(workload=w, pods=pods, registries=..., resolved=resolved,
                          sightings=sightings, children=children_cache, contents=contents,
                          nodes=nodes)
 
@@ -57,7 +57,7 @@ Safety properties enforced here (see docs/adr/001-cluster-is-the-state.md):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
@@ -83,7 +83,7 @@ from autoroll.core.images import (
     ImageRef,
     ImageRefError,
     TagRef,
-    host_matches,
+    is_listed,
     parse_image,
 )
 from autoroll.core.kinds import is_settled
@@ -146,17 +146,21 @@ class Selection:
         return self.ref is not None
 
 
-def select_container(container: ContainerView, *, forgejo_host: str) -> Selection:
+def select_container(container: ContainerView, *, registries: Collection[str]) -> Selection:
     """Does this container take part in rolling? A ladder: the first reason to ignore wins."""
     try:
         image: ImageRef = parse_image(container.image)
     except ImageRefError as exc:
         # An image the runtime would not accept either; nothing sensible to compare.
         return Selection(container, None, Reason.INVALID_IMAGE, str(exc))
-    if not host_matches(image.host, forgejo_host):
-        # Only our registry's tags are watched; other hosts are someone else's business.
+    if not is_listed(image.host, registries):
+        # Only the configured registries' tags are watched; other hosts are someone else's.
+        listed = ", ".join(sorted(registries)) or "none"
         return Selection(
-            container, None, Reason.OTHER_HOST, f"host {image.host} is not {forgejo_host}"
+            container,
+            None,
+            Reason.OTHER_HOST,
+            f"host {image.host} is not a configured registry (configured: {listed})",
         )
     ref = image.tag_ref
     if ref is None:
@@ -174,12 +178,14 @@ def select_container(container: ContainerView, *, forgejo_host: str) -> Selectio
     return Selection(container, ref)
 
 
-def refs_to_resolve(workloads: Iterable[WorkloadView], *, forgejo_host: str) -> set[TagRef]:
+def refs_to_resolve(
+    workloads: Iterable[WorkloadView], *, registries: Collection[str]
+) -> set[TagRef]:
     """Every ref the registry must be asked about this tick (deduplicated)."""
     refs: set[TagRef] = set()
     for workload in workloads:
         for container in workload.containers:
-            ref = select_container(container, forgejo_host=forgejo_host).ref
+            ref = select_container(container, registries=registries).ref
             if ref is not None:
                 refs.add(ref)
     return refs
@@ -190,7 +196,7 @@ def refs_to_resolve(workloads: Iterable[WorkloadView], *, forgejo_host: str) -> 
 
 
 def listed_uids(
-    snapshot: Iterable[tuple[WorkloadView, Sequence[PodView]]], *, forgejo_host: str
+    snapshot: Iterable[tuple[WorkloadView, Sequence[PodView]]], *, registries: Collection[str]
 ) -> dict[TagRef, frozenset[str]]:
     """Per ref, the UIDs of the listed pods of every workload with a container using it.
 
@@ -201,7 +207,7 @@ def listed_uids(
     for workload, pods in snapshot:
         pod_uids = {p.uid for p in pods if p.uid}
         for container in workload.containers:
-            ref = select_container(container, forgejo_host=forgejo_host).ref
+            ref = select_container(container, registries=registries).ref
             if ref is not None:
                 uids.setdefault(ref, set()).update(pod_uids)
     return {ref: frozenset(found) for ref, found in uids.items()}
@@ -259,7 +265,7 @@ def decide(
     *,
     workload: WorkloadView,
     pods: Sequence[PodView],
-    forgejo_host: str,
+    registries: Collection[str],
     resolved: Mapping[TagRef, Digest | Unknown],
     sightings: Mapping[TagRef, Sighting],
     children: Mapping[Digest, frozenset[Digest] | Unknown],
@@ -292,7 +298,7 @@ def decide(
             workload=workload,
             container=container,
             pods=pods,
-            forgejo_host=forgejo_host,
+            registries=registries,
             resolved=resolved,
             sightings=sightings,
             children=children,
@@ -395,7 +401,7 @@ def _decide_container(
     workload: WorkloadView,
     container: ContainerView,
     pods: Sequence[PodView],
-    forgejo_host: str,
+    registries: Collection[str],
     resolved: Mapping[TagRef, Digest | Unknown],
     sightings: Mapping[TagRef, Sighting],
     children: Mapping[Digest, frozenset[Digest] | Unknown],
@@ -406,7 +412,7 @@ def _decide_container(
     rolled_from: frozenset[str] | None,
 ) -> ContainerResult:
     """One container's ladder; ``already`` is the deletion chosen for an earlier container."""
-    found = _resolved_target(container, forgejo_host=forgejo_host, resolved=resolved)
+    found = _resolved_target(container, registries=registries, resolved=resolved)
     if isinstance(found, ContainerResult):
         return found
     ref, target = found
@@ -418,7 +424,7 @@ def _decide_container(
             target=target,
             index_children=index_children,
             contents=contents,
-            forgejo_host=forgejo_host,
+            registries=registries,
         )
         for pod in pods
         if not pod.is_terminal
@@ -436,13 +442,13 @@ def _decide_container(
 def _resolved_target(
     container: ContainerView,
     *,
-    forgejo_host: str,
+    registries: Collection[str],
     resolved: Mapping[TagRef, Digest | Unknown],
 ) -> tuple[TagRef, Digest] | ContainerResult:
     """The container's tag and its target digest, or the SKIPPED result saying why there is
     no target to compare with (not autoroll's image, outside this pass, registry Unknown)."""
     name, image = container.name, container.image
-    selection = select_container(container, forgejo_host=forgejo_host)
+    selection = select_container(container, registries=registries)
     if selection.ref is None:
         assert selection.reason is not None
         skipped = Verdict.SKIPPED

@@ -25,6 +25,7 @@ imageID forms seen in the wild (``pod.status.containerStatuses[].imageID``):
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final
@@ -33,6 +34,8 @@ from autoroll.core.model import Digest, Unknown, is_digest
 
 DEFAULT_HOST: Final = "docker.io"
 DEFAULT_TAG: Final = "latest"
+#: The names Docker Hub answers to; one registry, written ``docker.io`` (``registry_host``).
+DOCKER_HUB_ALIASES: Final = frozenset({"docker.io", "index.docker.io", "registry-1.docker.io"})
 
 _COMPONENT: Final = re.compile(r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*")
 #: The reference grammar's tag, ``[\w][\w.-]{0,127}`` with ``\w`` meaning ASCII
@@ -110,17 +113,41 @@ def parse_image(reference: str) -> ImageRef:
     host, path = _split_host(rest)
     if host is None:
         host = DEFAULT_HOST
-        if "/" not in path:
-            path = f"library/{path}"
     elif not _HOST.fullmatch(host):
         raise ImageRefError(f"image reference {reference!r}: malformed registry host {host!r}")
+    host = registry_host(host)
+    path = canonical_repository(host, path)
     for component in path.split("/"):
         if not _COMPONENT.fullmatch(component):
             raise ImageRefError(
                 f"image reference {reference!r}: repository component {component!r} must be"
                 " lowercase letters, digits and single separators (. _ __ -)"
             )
-    return ImageRef(host=host.lower(), repository=path, tag=tag, digest=digest if at else None)
+    return ImageRef(host=host, repository=path, tag=tag, digest=digest if at else None)
+
+
+def registry_host(host: str) -> str:
+    """The one name of a registry host: ``host[:port]`` lowercased, and every Docker Hub alias
+    (``docker.io``, ``index.docker.io``, ``registry-1.docker.io``) as ``docker.io``.
+
+    Images, configured registries and webhook bodies all compare hosts through this, so
+    ``Index.Docker.IO/library/nginx`` and ``nginx`` are one image on one registry.
+    """
+    lowered = host.strip().lower()
+    return DEFAULT_HOST if lowered in DOCKER_HUB_ALIASES else lowered
+
+
+def canonical_repository(host: str, repository: str) -> str:
+    """``repository`` as the registry names it: on Docker Hub a one-part name is an official
+    image, ``library/<name>`` (``nginx`` is ``library/nginx``); elsewhere unchanged."""
+    if registry_host(host) == DEFAULT_HOST and "/" not in repository:
+        return f"library/{repository}"
+    return repository
+
+
+def is_listed(host: str, registries: Collection[str]) -> bool:
+    """Is ``host`` one of the configured ``registries`` (hosts already ``registry_host``-ed)?"""
+    return registry_host(host) in registries
 
 
 def _split_host(name: str) -> tuple[str | None, str]:
@@ -212,6 +239,6 @@ def is_repository(text: str) -> bool:
     return bool(text) and all(_COMPONENT.fullmatch(part) for part in text.split("/"))
 
 
-def host_matches(host: str, forgejo_host: str) -> bool:
-    """Is ``host`` the configured registry host? Hostnames compare case-insensitively."""
-    return host.lower() == forgejo_host.lower()
+def host_matches(host: str, other: str) -> bool:
+    """Are ``host`` and ``other`` the same registry (``registry_host`` of each)?"""
+    return registry_host(host) == registry_host(other)

@@ -252,6 +252,9 @@ class WorkloadView:
     and tables only. Address a workload by ``key``, ``kind``, ``namespace`` and ``name``,
     never by parsing a string. ``annotations`` are the object's own (not its pod
     template's) under ``autoroll.aethnet.se/``: the guardrail overrides (``autoroll.core.policy``).
+    ``pull_secrets`` and ``service_account`` are its pod template's ``imagePullSecrets``
+    names and ``serviceAccountName`` ("" for unset, which admission makes ``default``): the
+    credentials a new pod of it pulls with (``autoroll.core.keyring``).
     """
 
     namespace: str
@@ -265,6 +268,8 @@ class WorkloadView:
     kind: WorkloadKind = WorkloadKind.DEPLOYMENT
     status: WorkloadStatus | None = None
     min_ready_seconds: int = 0
+    pull_secrets: tuple[str, ...] = ()
+    service_account: str = ""
 
     def __post_init__(self) -> None:
         expected = _STATUS_OF[self.kind]

@@ -6,7 +6,9 @@ unit tests; the orchestration (``reconciler``, ``leader``, ``plan``) knows only 
     ClusterPort   snapshot, fresh read, delete  autoroll.kube.KubeCluster
     WatchPort     what a watch sees change      autoroll.kube.WatchCache
     NodePort      is a Node Ready? (DaemonSets)  autoroll.kube.KubeCluster
-    RegistryPort  tag → digest, index children  autoroll.registry.RegistryClient
+    RegistryPort  tag → digest, index children  autoroll.registry.RegistryPool
+    LookupPort    tag + pull credentials → digest  autoroll.registry.RegistryPool
+    SecretPort    pull secrets, ServiceAccounts  autoroll.kube.KubeSecrets
     EventPort     record a roll as an Event      autoroll.kube.KubeEvents
     LeasePort     the leader-election Lease      autoroll.kube.KubeLease
 
@@ -17,10 +19,12 @@ from ``autoroll.core.decide``), never a client library's object.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from autoroll.core.decide import ChildrenRequest, ContentRequest
 from autoroll.core.images import TagRef
+from autoroll.core.keyring import PullSecret
+from autoroll.core.lookups import Answer, Lookup
 from autoroll.core.model import (
     DeleteOutcome,
     Digest,
@@ -107,6 +111,26 @@ class RegistryPort(Protocol):
     ) -> Mapping[Digest, ImageContent | Unknown]: ...
 
 
+@runtime_checkable
+class LookupPort(Protocol):
+    """A registry that asks with each lookup's pull credentials and says who answered
+    (``autoroll.core.lookups``). A ``RegistryPort`` without it is asked by tag alone."""
+
+    def lookup(self, lookups: Iterable[Lookup]) -> Mapping[Lookup, Answer]: ...
+
+
+class SecretPort(Protocol):
+    """Reads what the kubelet reads to pull: a pod's pull secrets and its ServiceAccount's.
+
+    ``pull_secret`` is the Secret, or None when it does not exist; ``service_account`` the
+    names in a ServiceAccount's ``imagePullSecrets``, or None when it does not exist. Both
+    raise on any other failure (a 403 names the RBAC rule to grant)."""
+
+    def pull_secret(self, namespace: str, name: str) -> PullSecret | None: ...
+
+    def service_account(self, namespace: str, name: str) -> tuple[str, ...] | None: ...
+
+
 class EventPort(Protocol):
     """Records a Kubernetes Event about one roll."""
 
@@ -141,7 +165,9 @@ __all__ = [
     "EventPort",
     "LeaseConflictError",
     "LeasePort",
+    "LookupPort",
     "NodePort",
     "RegistryPort",
+    "SecretPort",
     "WatchPort",
 ]

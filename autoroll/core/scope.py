@@ -2,7 +2,7 @@
 
 A full pass (the poll timer, the first pass, a webhook whose body names nothing readable)
 looks at every enrolled workload. A targeted pass looks only at the workloads whose
-template uses one of the scope's ``repository:tag`` pairs on the configured registry: a
+template uses one of the scope's ``host/repository:tag`` images on a configured registry: a
 signed package event names one (``autoroll.core.webhook_body``), a workload in the middle of a
 roll names its own (``autoroll.controller.pacer``).
 
@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
-from autoroll.core.images import TagRef
+from autoroll.core.images import TagRef, canonical_repository, registry_host
 
 #: More distinct tags than this waiting at once: one full pass is cheaper to reason about
 #: than a long list, and costs what the poll costs.
@@ -30,25 +30,34 @@ MAX_TAGS: Final = 64
 
 @dataclass(frozen=True, slots=True, order=True)
 class ImageTag:
-    """A repository and a tag on the configured registry, as a package event names them.
+    """A tag of a repository on one registry host, as a webhook event names it.
 
-    ``repository`` is lowercase (the reference grammar allows nothing else); the tag is
-    compared exactly (tags are case-sensitive).
+    Build it with ``ImageTag.named`` (or ``of``), which normalises: ``host`` through
+    ``autoroll.core.images.registry_host`` (lowercase ``host[:port]``, Docker Hub's aliases
+    as ``docker.io``), ``repository`` lowercase with Docker Hub's implied ``library/``. The
+    tag is compared exactly (tags are case-sensitive).
     """
 
+    host: str
     repository: str
     tag: str
 
     def __str__(self) -> str:
-        return f"{self.repository}:{self.tag}"
+        return f"{self.host}/{self.repository}:{self.tag}"
 
     def names(self, ref: TagRef) -> bool:
-        """Is ``ref`` (already known to be on the configured host) this repository:tag?"""
-        return ref.repository.lower() == self.repository and ref.tag == self.tag
+        """Is ``ref`` this host/repository:tag?"""
+        return ImageTag.of(ref) == self
+
+    @classmethod
+    def named(cls, host: str, repository: str, tag: str) -> ImageTag:
+        """The tag, normalised as the class docstring says."""
+        canonical = registry_host(host)
+        return cls(canonical, canonical_repository(canonical, repository.lower()), tag)
 
     @classmethod
     def of(cls, ref: TagRef) -> ImageTag:
-        return cls(ref.repository.lower(), ref.tag)
+        return cls.named(ref.host, ref.repository, ref.tag)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +84,8 @@ class Scope:
 
     @property
     def repositories(self) -> frozenset[str]:
-        """The repositories named (empty for a full scope, which names none)."""
+        """The repositories named, on whichever host (empty for a full scope, which names
+        none): what a cache indexed by repository narrows to, a superset of the work."""
         return frozenset(t.repository for t in self.tags or ())
 
     def covers(self, ref: TagRef) -> bool:

@@ -12,7 +12,8 @@ for each platform manifest of a multi-arch push, a digest (``sha256:…``), deli
 before the tag's own event. So (the shapes are Gitea 1.27's own deliveries, kept in
 ``tests/unit/data/``):
 
-- a tag version names an ``ImageTag``: the pass looks only at workloads using it;
+- a tag version names a ``Pushed`` tag on the configured registry (``autoroll.core.pushed``
+  turns it into the scope): the pass looks only at workloads using it;
 - a digest version moves no tag: no pass (the tag's event follows and covers it);
 - anything else — not JSON, nested or sized past the caps (``autoroll.core.boundedjson``),
   another event, another package type, names that do not parse as an image reference —
@@ -30,7 +31,7 @@ from typing import Any, Final
 from autoroll.core import boundedjson
 from autoroll.core.images import is_repository, is_tag
 from autoroll.core.model import is_digest
-from autoroll.core.scope import ImageTag
+from autoroll.core.pushed import Pushed
 
 #: Largest webhook body read, in bytes. Forgejo package events are a few KiB.
 MAX_BODY_BYTES: Final = 1024 * 1024
@@ -47,7 +48,7 @@ class BodyReading:
     """What the body names; ``detail`` says why it names nothing (for the debug log)."""
 
     kind: BodyKind
-    tag: ImageTag | None = None
+    tag: Pushed | None = None  # no host: a package event is about the configured Forgejo
     detail: str = ""
 
 
@@ -82,7 +83,7 @@ def read_body(body: bytes) -> BodyReading:
     repository = f"{login}/{name}".lower()
     if not is_repository(repository) or not is_tag(version):
         return _nothing(f"{repository}:{version} is not an image reference")
-    return BodyReading(BodyKind.TAG, ImageTag(repository, version))
+    return BodyReading(BodyKind.TAG, Pushed(None, repository, version))
 
 
 __all__ = ["MAX_BODY_BYTES", "BodyKind", "BodyReading", "read_body"]

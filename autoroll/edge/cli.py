@@ -18,12 +18,15 @@ from collections.abc import Mapping, Sequence
 from autoroll import __version__
 from autoroll.config import Config
 from autoroll.config.errors import ConfigError
+from autoroll.core.receivers.sources import RECEIVERS
 from autoroll.edge.plan import render, run_plan
+from autoroll.edge.registries import pull_credentials, registry_pool
 from autoroll.edge.server import serve
 from autoroll.edge.wiring import log_secrets
 from autoroll.instruments import logs
 from autoroll.kube import ClusterConfigError, ClusterError, KubeCluster, connect
-from autoroll.registry import RegistryClient, proxies_in_use, registry_session
+from autoroll.kube.secrets import KubeSecrets
+from autoroll.registry import proxies_in_use
 
 log = logging.getLogger("autoroll")
 
@@ -42,7 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Roll enrolled Deployments, StatefulSets and DaemonSets when a mutable image"
         " tag moves.",
         epilog="Configuration comes from the environment: FORGEJO_HOST, FORGEJO_USER,"
-        " FORGEJO_TOKEN, WEBHOOK_SECRET (required; each secret also as <NAME>_FILE, the path"
+        " FORGEJO_TOKEN (the Forgejo registry; required unless REGISTRIES, a JSON list of"
+        " registries, names them), FORGEJO_PULL_SECRETS, WEBHOOK_SECRET (required; each secret"
+        " also as <NAME>_FILE, the path"
         " of a mounted file holding it, e.g. FORGEJO_TOKEN_FILE, WEBHOOK_SECRET_FILE),"
         " POLL_INTERVAL_SECONDS, PASS_TIMEOUT_SECONDS, LABEL_SELECTOR, WORKLOAD_KINDS,"
         " LISTEN_ADDR, PROBE_ADDR (/livez, /readyz and /healthz on their own port and threads,"
@@ -58,7 +63,11 @@ def build_parser() -> argparse.ArgumentParser:
         " (docs/adr/019-tenants-in-their-lane.md); with several replicas LEADER_ELECTION,"
         " LEADER_ELECTION_NAMESPACE, LEADER_ELECTION_LEASE, POD_NAME and"
         " LEADER_ELECTION_{LEASE_DURATION,RENEW_DEADLINE,RETRY_PERIOD}_SECONDS"
-        " (docs/adr/004-leader-election-and-webhook-handoff.md).",
+        " (docs/adr/004-leader-election-and-webhook-handoff.md); the registries' webhook"
+        " receivers, each on when its secret (or its file: <NAME>_FILE) is set (POST"
+        " /webhook/<source>): "
+        + ", ".join(f"{r.variable} ({r.variable}_FILE)" for r in RECEIVERS.values())
+        + " (docs/adr/025-webhook-receivers.md).",
     )
     parser.add_argument("--version", action="version", version=f"autoroll {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -66,7 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
         "serve",
         help="run the controller: webhook + metrics server and the reconcile loop",
         description="Validate the environment, then serve /livez, /readyz and /healthz on"
-        " PROBE_ADDR, /metrics and /webhook (and the probes) on LISTEN_ADDR, and reconcile"
+        " PROBE_ADDR, /metrics, /webhook and /webhook/<source> (and the probes) on LISTEN_ADDR,"
+        " and reconcile"
         " every POLL_INTERVAL_SECONDS (and on every valid webhook).",
     )
     plan = commands.add_parser(
@@ -158,19 +168,18 @@ def _plan(env: Mapping[str, str], *, kubeconfig: str | None, verbose: bool) -> i
         namespaces=config.tenancy.namespaces,
         namespaced=config.tenancy.namespaced,
     )
-    registry = RegistryClient(
-        session=registry_session(config.registry_ca_file),
-        base_url=config.registry_url,
-        user=config.forgejo_user,
-        token=config.forgejo_token.reveal(),
+    registry = registry_pool(config, on_secret=logs.redact_also)
+    credentials = pull_credentials(
+        config,
+        secrets=KubeSecrets(api_client_factory=lambda: connect(plan_env)),
         on_secret=logs.redact_also,
-        ca_file=config.registry_ca_file,
     )
     try:
         report = run_plan(
             cluster=cluster,
             registry=registry,
-            forgejo_host=config.forgejo_host,
+            credentials=credentials,
+            registries=config.registry_hosts,
             guardrails=config.guardrails,
             nodes=cluster,
             lookups_per_namespace=config.tenancy.lookups_per_namespace,

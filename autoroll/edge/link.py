@@ -8,7 +8,8 @@ the reconcile process and ``autoroll.edge.reconcile_process.ReconcileProcess`` a
 over one pipe (docs/adr/027), with these messages (pickled by
 ``multiprocessing.connection``; both ends are this package, over an inherited socketpair):
 
-    edge → controller   Deliver(scope)        a verified webhook (scopes merged while queued)
+    edge → controller   Deliver(scope, s)     a verified webhook, to look at now or in ``s``
+                                          seconds (scopes merged while queued)
                         MetricsWanted(n)      a scrape of /metrics
     controller → edge   LoopStatus            the loop's health, every STATUS_SECONDS
                         MetricsText(n, text)  the answer to MetricsWanted(n)
@@ -40,6 +41,9 @@ class ControllerLink(Protocol):
     def deliver(self, scope: Scope) -> None:
         """A verified webhook's nudge; returns at once, whatever the controller is doing."""
 
+    def deliver_later(self, scope: Scope, seconds: float) -> None:
+        """The same, for a pass ``seconds`` from now (a registry receiver's re-check)."""
+
     def liveness(self) -> Health: ...
 
     def readiness(self) -> Health: ...
@@ -58,6 +62,7 @@ class ControllerLink(Protocol):
 @dataclass(frozen=True, slots=True)
 class Deliver:
     scope: Scope
+    seconds: float = 0.0  # 0: now (``deliver``); else ``deliver_later``
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,14 +8,16 @@ text.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 
 from prometheus_client import CollectorRegistry
 
+from autoroll.controller.credentials import PullCredentials
 from autoroll.controller.reconciler import Reconciler, TickReport
 from autoroll.core.decide import ContainerVerdict, Decision, Reason, Settledness, Verdict
 from autoroll.core.guardrails import Hold, RollPlan
+from autoroll.core.images import TagRef
 from autoroll.core.model import ContainerRole, Digest, Enrolled, Unknown, WorkloadKind
 from autoroll.core.policy import Guardrails, format_duration
 from autoroll.core.ports import ClusterPort, NodePort, RegistryPort
@@ -23,17 +25,22 @@ from autoroll.instruments.metrics import Metrics
 
 #: WORKLOAD is ``namespace/kind/name`` (``shop/statefulset/db``).
 HEADERS = ("WORKLOAD", "CONTAINER", "IMAGE", "RUNNING", "REGISTRY", "VERDICT")
+#: The column added when the registries said who answered: ``<registry> · <credential
+#: source>`` (``imagePullSecret shop/regcred``, ``FORGEJO_TOKEN``, ``anonymous``), never a
+#: secret; ``-`` when no credential got an answer.
+ANSWERED_BY = "ANSWERED BY"
 
 
 def run_plan(
     *,
     cluster: ClusterPort,
     registry: RegistryPort,
-    forgejo_host: str,
+    registries: Collection[str],
     now: datetime | None = None,
     guardrails: Guardrails | None = None,
     nodes: NodePort | None = None,
     lookups_per_namespace: int = 0,
+    credentials: PullCredentials | None = None,
 ) -> TickReport:
     """One dry pass: decide everything, plan it with the guardrails, delete nothing (Nodes
     are read as a pass would).
@@ -47,11 +54,12 @@ def run_plan(
         nodes=nodes,
         registry=registry,
         metrics=Metrics(CollectorRegistry()),
-        forgejo_host=forgejo_host,
+        registries=registries,
         dry_run=True,
         clock=(lambda: now) if now is not None else (lambda: datetime.now(UTC)),
         guardrails=guardrails,
         lookups_per_namespace=lookups_per_namespace,
+        credentials=credentials,
     )
     return reconciler.tick()
 
@@ -93,12 +101,21 @@ def _short(value: Digest | Unknown | None) -> str:
     return f"unknown ({value.reason})"
 
 
-def rows(decisions: Sequence[Decision], plan: RollPlan | None = None) -> list[tuple[str, ...]]:
-    """One row per enrolled workload and container, in the report's order."""
+def rows(
+    decisions: Sequence[Decision],
+    plan: RollPlan | None = None,
+    sources: Mapping[str, Mapping[TagRef, str]] | None = None,
+) -> list[tuple[str, ...]]:
+    """One row per enrolled workload and container, in the report's order; with ``sources``
+    (``TickReport.sources``) a last cell says which registry and credential answered."""
     table: list[tuple[str, ...]] = []
     for decision in decisions:
         hold = plan.hold_for(decision.key) if plan is not None else None
         for verdict in decision.containers:
+            answered: tuple[str, ...] = ()
+            if sources is not None:
+                mine = sources.get(decision.key, {})
+                answered = (mine.get(verdict.ref, "-") if verdict.ref is not None else "-",)
             running = ",".join(d.short for d in verdict.running_digests) or "-"
             container = verdict.container
             if verdict.role is not ContainerRole.CONTAINER:
@@ -111,6 +128,7 @@ def rows(decisions: Sequence[Decision], plan: RollPlan | None = None) -> list[tu
                     running,
                     _short(verdict.registry_digest),
                     verdict_text(verdict, decision.settledness, hold),
+                    *answered,
                 )
             )
     return table
@@ -128,11 +146,13 @@ def render(
         where = f" LABEL_SELECTOR={label_selector}" if label_selector else " the label selector"
         watched = _kind_list(kinds)
         return f"No {watched} matches{where}; nothing to roll.\n"
-    body = rows(report.decisions, report.plan)
-    widths = [max(len(row[i]) for row in [HEADERS, *body]) for i in range(len(HEADERS))]
+    sources = report.sources or None
+    headers = (*HEADERS, ANSWERED_BY) if sources else HEADERS
+    body = rows(report.decisions, report.plan, sources)
+    widths = [max(len(row[i]) for row in [headers, *body]) for i in range(len(headers))]
     lines = [
         "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-        for row in [HEADERS, *body]
+        for row in [headers, *body]
     ]
     plan = report.plan
     deletions = len(plan.go) if plan is not None else sum(len(d.actions) for d in report.decisions)

@@ -111,7 +111,9 @@ class _Serving:
             except (EOFError, OSError):
                 log.info("the worker process is gone; stopping")
                 break
-            if isinstance(message, Deliver):
+            if isinstance(message, Deliver) and message.seconds > 0:
+                controller.deliver_later(message.scope, message.seconds)
+            elif isinstance(message, Deliver):
                 controller.deliver(message.scope)
             elif isinstance(message, MetricsWanted):
                 self.send(MetricsText(message.request, controller.exposition()))

@@ -8,6 +8,7 @@ between them (``autoroll.edge.link``):
 
 - ``deliver`` merges the scope into the one pending delivery and returns; a sender thread
   writes it to the pipe. A webhook never waits on the pipe or on the controller.
+  ``deliver_later`` does the same for a pass some seconds from now (merged per delay).
 - a reader thread keeps the last ``LoopStatus`` the child sent (every ``STATUS_SECONDS``);
   ``liveness`` and ``readiness`` are computed from it, so ``/livez`` reflects the pass as
   before. Until the first status the loop counts as started when the child was.
@@ -81,7 +82,7 @@ class ReconcileProcess:
         self._process: subprocess.Popen[bytes] | None = None
         self._conn: Connection | None = None
         self._send_lock = threading.Lock()
-        self._pending: Scope | None = None
+        self._pending: dict[float, Scope] = {}  # seconds from now (0: now) -> merged scope
         self._pending_lock = threading.Lock()
         self._wake = threading.Event()
         self._stopping = False
@@ -120,8 +121,12 @@ class ReconcileProcess:
             threading.Thread(target=target, name=f"autoroll-link-{name}", daemon=True).start()
 
     def deliver(self, scope: Scope) -> None:
+        self.deliver_later(scope, 0.0)
+
+    def deliver_later(self, scope: Scope, seconds: float) -> None:
         with self._pending_lock:
-            self._pending = scope if self._pending is None else self._pending.merge(scope)
+            pending = self._pending.get(seconds)
+            self._pending[seconds] = scope if pending is None else pending.merge(scope)
         self._wake.set()
 
     def liveness(self) -> Health:
@@ -209,12 +214,11 @@ class ReconcileProcess:
         while self._exit_code is None:
             self._wake.wait()
             with self._pending_lock:
-                scope, self._pending = self._pending, None
+                pending, self._pending = self._pending, {}
                 self._wake.clear()
-            if scope is None:
-                continue
             try:
-                self._post(Deliver(scope))
+                for seconds, scope in sorted(pending.items()):
+                    self._post(Deliver(scope, seconds))
             except ReconcileProcessError as exc:
                 log.error("a webhook's nudge was not delivered: %s", exc)
                 return

@@ -53,10 +53,18 @@ from prometheus_client import CollectorRegistry
 
 from autoroll.config import Config
 from autoroll.controller.worker import WorkerStopTimeoutError, liveness_bound
-from autoroll.core.ports import ClusterPort, EventPort, LeasePort, NodePort, RegistryPort
+from autoroll.core.ports import (
+    ClusterPort,
+    EventPort,
+    LeasePort,
+    NodePort,
+    RegistryPort,
+    SecretPort,
+)
 from autoroll.edge.http_worker import REQUEST_READ_SECONDS
 from autoroll.edge.link import ControllerLink
 from autoroll.edge.probes import ProbeServer
+from autoroll.edge.receivers import Receiving
 from autoroll.edge.reconcile_process import ReconcileProcess, ReconcileProcessError
 from autoroll.edge.web import create_app
 from autoroll.edge.wiring import (
@@ -229,11 +237,18 @@ def build_runtime(
     lease: LeasePort | None = None,
     events: EventPort | None = None,
     nodes: NodePort | None = None,
+    secrets: SecretPort | None = None,
 ) -> Runtime:
     """The controller and the edge in one process (tests inject adapters). Cheap: no
     network until it starts."""
     controller = build_controller(
-        config, cluster=cluster, registry=registry, lease=lease, events=events, nodes=nodes
+        config,
+        cluster=cluster,
+        registry=registry,
+        lease=lease,
+        events=events,
+        nodes=nodes,
+        secrets=secrets,
     )
     app = create_app(
         webhook_secret=config.webhook_secret.reveal(),
@@ -241,6 +256,9 @@ def build_runtime(
         metrics=controller.metrics,
         live=controller.liveness,
         ready=controller.readiness,
+        forgejo_host=config.forgejo_host,
+        receiving=receiving(config),
+        later=controller.deliver_later,
     )
     return Runtime(
         app=app,
@@ -271,6 +289,9 @@ def build_served_runtime(config: Config, *, owner: str) -> Runtime:
         metrics=metrics,
         live=link.liveness,
         ready=link.readiness,
+        forgejo_host=config.forgejo_host,
+        receiving=receiving(config),
+        later=link.deliver_later,
         exposition=link.exposition,
     )
     return Runtime(
@@ -281,6 +302,14 @@ def build_served_runtime(config: Config, *, owner: str) -> Runtime:
         stop_seconds=SHUTDOWN_BUDGET.worst_case(electing=config.leader_election is not None),
         probes=_probes(config, link),
     )
+
+
+def receiving(config: Config) -> Receiving:
+    """The registries' receivers that are on, with their secrets, and the registries autoroll
+    reads (``REGISTRIES`` and the ``FORGEJO_HOST`` shorthand); a registry's receiver always
+    names the host, so a push naming none is on no registry autoroll reads."""
+    secrets = {s: secret.reveal() for s, secret in config.receivers.secrets}
+    return Receiving(secrets, tuple(sorted(config.registry_hosts)), None)
 
 
 def _probes(config: Config, link: ControllerLink) -> ProbeServer:

@@ -48,17 +48,22 @@ from urllib.parse import parse_qs
 
 from flask import Flask, Response, request
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from werkzeug.exceptions import RequestEntityTooLarge
 
 from autoroll.controller.worker import Health
+from autoroll.core.pushed import tags_of
+from autoroll.core.receivers.sources import Source
 from autoroll.core.scope import FULL, Scope
-from autoroll.core.webhook_body import MAX_BODY_BYTES, BodyKind, read_body
+from autoroll.core.webhook_body import MAX_BODY_BYTES, BodyKind, BodyReading, read_body
+from autoroll.edge.bodies import answer, read_capped_body
+from autoroll.edge.receivers import Receiving, add_receivers
 from autoroll.instruments.metrics import Metrics
 
 _PLAIN_HEADERS: Final = ("X-Forgejo-Signature", "X-Gitea-Signature")
 _HUB_HEADER: Final = "X-Hub-Signature-256"
 _HUB_PREFIX: Final = "sha256="
 _FORM_TYPE: Final = "application/x-www-form-urlencoded"
+#: This route's label in ``autoroll_webhook_requests_total{source}``.
+FORGEJO: Final = str(Source.FORGEJO)
 #: What a form-encoded delivery is told (the 403 body and the warning).
 FORM_ENCODED_HINT: Final = (
     "form-encoded delivery: Forgejo and Gitea sign the JSON payload, not the form body;"
@@ -130,10 +135,18 @@ def create_app(
     metrics: Metrics,
     live: Callable[[], Health],
     ready: Callable[[], Health],
+    forgejo_host: str | None,
+    receiving: Receiving | None = None,
+    later: Callable[[Scope, float], None] | None = None,
     exposition: Callable[[], bytes] | None = None,
 ) -> Flask:
     """Build the Flask app. ``nudge(scope)`` must return immediately (``Nudge.nudge`` does).
 
+    ``forgejo_host`` is the registry host a Forgejo package event's tag is on (None: no
+    Forgejo is configured, so such an event asks for a full pass). ``receiving`` says which
+    registries' receivers are on (``autoroll.edge.receivers``); without it every
+    ``/webhook/<source>`` answers that its receiver is off. ``later(scope, seconds)`` asks for
+    a pass that many seconds from now (``Nudge.nudge_in``), for their re-checks.
     ``/metrics`` serves ``exposition()`` (the reconcile process's metrics with this process's
     webhook counters, under ``autoroll serve``), else ``metrics``' registry."""
     if not webhook_secret:
@@ -151,6 +164,9 @@ def create_app(
         ready=ready,
         exposition=exposition or (lambda: generate_latest(metrics.registry)),
     )
+    add_receivers(
+        app, receiving=receiving or Receiving(), nudge=nudge, metrics=metrics, later=later
+    )
 
     @app.post("/webhook")
     def webhook() -> Response:
@@ -158,36 +174,43 @@ def create_app(
         if not is_signed(headers):
             # Refused before a byte of the body is read: an unsigned sender costs nothing
             # more than its headers (gunicorn drains at most 64 KiB of what is left).
-            metrics.webhook_requests.labels(outcome="missing-signature").inc()
-            return _answer(403, "missing signature")
-        body = _read_capped_body()
+            metrics.webhook_requests.labels(source=FORGEJO, outcome="missing-signature").inc()
+            return answer(403, "missing signature")
+        body = read_capped_body()
         if body is None:
-            metrics.webhook_requests.labels(outcome="too-large").inc()
-            return _answer(413, f"body larger than {MAX_BODY_BYTES} bytes")
+            metrics.webhook_requests.labels(source=FORGEJO, outcome="too-large").inc()
+            return answer(413, f"body larger than {MAX_BODY_BYTES} bytes")
         if not signature_valid(secret, body, headers):
             payload = form_payload(request.headers.get("Content-Type", ""), body)
             if payload is not None and signature_valid(secret, payload, headers):
-                metrics.webhook_requests.labels(outcome="form-encoded").inc()
+                metrics.webhook_requests.labels(source=FORGEJO, outcome="form-encoded").inc()
                 log.warning(
                     "webhook refused: %s",
                     FORM_ENCODED_HINT,
                     extra={"event": "webhook", "reason": "form-encoded"},
                 )
-                return _answer(403, FORM_ENCODED_HINT)
-            metrics.webhook_requests.labels(outcome="bad-signature").inc()
-            return _answer(403, "bad signature")
-        reading = read_body(body)
+                return answer(403, FORM_ENCODED_HINT)
+            metrics.webhook_requests.labels(source=FORGEJO, outcome="bad-signature").inc()
+            return answer(403, "bad signature")
+        reading = (
+            read_body(body)
+            if forgejo_host
+            else BodyReading(BodyKind.NOTHING, detail="no FORGEJO_HOST to name its tags")
+        )
+        home = forgejo_host or ""
         if reading.kind is BodyKind.DIGEST_VERSION:
-            metrics.webhook_requests.labels(outcome="digest-version").inc()
-            return _answer(202, "a digest version moves no tag; no pass")
+            metrics.webhook_requests.labels(source=FORGEJO, outcome="digest-version").inc()
+            return answer(202, "a digest version moves no tag; no pass")
         if reading.tag is not None:
-            nudge(Scope.of([reading.tag]))
-            metrics.webhook_requests.labels(outcome="targeted").inc()
-            return _answer(202, f"targeted pass requested for {reading.tag}")
+            # A package event names no host: its tag is on the configured Forgejo, by definition.
+            scope = tags_of([reading.tag], hosts=(home,), default_host=home)
+            nudge(scope)
+            metrics.webhook_requests.labels(source=FORGEJO, outcome="targeted").inc()
+            return answer(202, f"targeted pass requested for {scope}")
         log.debug("webhook names no tag (%s): a full pass", reading.detail)
         nudge(FULL)
-        metrics.webhook_requests.labels(outcome="accepted").inc()
-        return _answer(202, "reconcile requested")
+        metrics.webhook_requests.labels(source=FORGEJO, outcome="accepted").inc()
+        return answer(202, "reconcile requested")
 
     return app
 
@@ -209,7 +232,7 @@ def _add_probes_and_metrics(
     def healthz() -> Response:
         # The old probe's answer ("ok") kept for what reads it; the check is /livez's.
         health = live()
-        return _answer(200, "ok") if health.ok else _probe(health)
+        return answer(200, "ok") if health.ok else _probe(health)
 
     @app.get("/readyz")
     def readyz() -> Response:
@@ -221,7 +244,7 @@ def _add_probes_and_metrics(
             text = exposition()
         except Exception as exc:  # the reconcile process did not answer: say so, no trace
             log.warning("/metrics: %s", exc)
-            return _answer(503, f"metrics unavailable: {exc}")
+            return answer(503, f"metrics unavailable: {exc}")
         return Response(
             text,
             status=200,
@@ -230,38 +253,5 @@ def _add_probes_and_metrics(
         )
 
 
-def _read_capped_body() -> bytes | None:
-    """The raw body, or None when it is larger than ``MAX_BODY_BYTES``.
-
-    A declared Content-Length over the cap is refused before a byte is read; a chunked
-    body is read at most one byte past the cap, never in full.
-    """
-    declared = request.content_length
-    if declared is not None and declared > MAX_BODY_BYTES:
-        return None
-    stream = request.stream
-    chunks: list[bytes] = []
-    total = 0
-    try:
-        while True:
-            # Reads may come back short (sockets); loop until EOF or one byte past the cap.
-            chunk = stream.read(min(64 * 1024, MAX_BODY_BYTES + 1 - total))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
-            if total > MAX_BODY_BYTES:
-                return None
-    except RequestEntityTooLarge:
-        return None
-    return b"".join(chunks)
-
-
 def _probe(health: Health) -> Response:
-    return _answer(
-        200 if health.ok else 503, ("ok: " if health.ok else "failing: ") + health.detail
-    )
-
-
-def _answer(status: int, text: str) -> Response:
-    return Response(text + "\n", status=status, mimetype="text/plain")
+    return answer(200 if health.ok else 503, ("ok: " if health.ok else "failing: ") + health.detail)

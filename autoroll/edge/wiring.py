@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Final
+from urllib.parse import quote
 
 from prometheus_client import CollectorRegistry, generate_latest
 
@@ -33,13 +34,23 @@ from autoroll.controller.pacer import RollPacer
 from autoroll.controller.reconciler import Reconciler, TickReport
 from autoroll.controller.worker import Health, LoopStatus, Nudge, Worker
 from autoroll.core.election import Timings, default_identity
-from autoroll.core.ports import ClusterPort, EventPort, LeasePort, NodePort, RegistryPort
+from autoroll.core.ports import (
+    ClusterPort,
+    EventPort,
+    LeasePort,
+    NodePort,
+    RegistryPort,
+    SecretPort,
+)
 from autoroll.core.scope import Scope
+from autoroll.edge.registries import pull_credentials, registry_pool, registry_secrets
 from autoroll.instruments import logs
 from autoroll.instruments.metrics import Metrics
 from autoroll.kube import ClusterError, KubeCluster, KubeEvents, KubeLease, WatchCache
+from autoroll.kube.secrets import KubeSecrets
 from autoroll.kube.transport import REQUEST_TIMEOUT, LazyRest, call_seconds, connect
-from autoroll.registry import Limits, RegistryClient, registry_session
+from autoroll.registry import Limits
+from autoroll.registry.pool import RegistryPool
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +89,7 @@ class Controller:
         reconciler: Reconciler,
         worker: Worker,
         deliver: Callable[[Scope], None],
+        deliver_later: Callable[[Scope, float], None],
         election: Election | None = None,
         cache: WatchCache | None = None,
         clock: Callable[[], float] = time.monotonic,
@@ -89,6 +101,7 @@ class Controller:
         self.election = election
         self.cache = cache
         self._deliver = deliver
+        self._deliver_later = deliver_later
         self._clock = clock
         self._stop_requested_at: float | None = None
 
@@ -97,6 +110,10 @@ class Controller:
     def deliver(self, scope: Scope) -> None:
         """A verified webhook's nudge: debounced per tag, or handed to the leader."""
         self._deliver(scope)
+
+    def deliver_later(self, scope: Scope, seconds: float) -> None:
+        """A verified delivery to look at ``seconds`` from now (the receivers' re-checks)."""
+        self._deliver_later(scope, seconds)
 
     def status(self) -> LoopStatus:
         return self.worker.status()
@@ -182,6 +199,7 @@ def build_controller(
     lease: LeasePort | None = None,
     events: EventPort | None = None,
     nodes: NodePort | None = None,
+    secrets: SecretPort | None = None,
 ) -> Controller:
     """Wire the controller's objects together. Cheap: no network until it starts.
 
@@ -191,18 +209,25 @@ def build_controller(
     nudge = Nudge(metrics, tag_interval_seconds=config.tag_pass_interval_seconds)
     settings = config.leader_election
     identity = (settings.identity if settings else None) or default_identity()
-    election, may_act, webhook_nudge = _leadership(settings, lease, identity, metrics, nudge)
+    election, may_act, webhook_nudge, webhook_later = _leadership(
+        settings, lease, identity, metrics, nudge
+    )
     evicting = config.rollout_method is RolloutMethod.EVICT
     cache: WatchCache | None = None
     if cluster is None:
         kube, cache = _kube_cluster(config, metrics, evicting=evicting)
         cluster, nodes = kube, nodes or kube
+    credentials = pull_credentials(
+        config,
+        secrets=secrets or KubeSecrets(observe=metrics.kube_request),
+        on_secret=logs.redact_also,  # each pull secret's password, as it is read
+    )
     reconciler = Reconciler(
         cluster=cluster,
         nodes=nodes,
         registry=registry or _registry(config, metrics),
         metrics=metrics,
-        forgejo_host=config.forgejo_host,
+        registries=config.registry_hosts,
         dry_run=config.dry_run,
         may_act=may_act,  # before every deletion
         leading=may_act,  # followers skip whole passes
@@ -212,6 +237,7 @@ def build_controller(
         guardrails=config.guardrails,
         lookups_per_namespace=config.tenancy.lookups_per_namespace,
         halted_after=timedelta(seconds=config.rollout_halted_after_seconds),
+        credentials=credentials,
     )
     tick: Callable[[Callable[[], bool], Scope], TickReport] = reconciler.tick
     if cache is not None:
@@ -225,6 +251,7 @@ def build_controller(
         reconciler=reconciler,
         worker=_worker(config, tick, nudge, metrics),
         deliver=webhook_nudge,
+        deliver_later=webhook_later,
         election=election,
         cache=cache,
     )
@@ -234,9 +261,13 @@ def log_secrets(config: Config) -> list[str]:
     """Every form of the configured secrets a log line could carry (``logs.derived_forms``):
     each process that logs redacts them (``logs.configure(secrets=...)``)."""
     token = config.forgejo_token.reveal()
+    forgejo = logs.derived_forms(user=config.forgejo_user, token=token) if token else []
     return [
-        *logs.derived_forms(user=config.forgejo_user, token=token),
+        *forgejo,
         config.webhook_secret.reveal(),
+        *registry_secrets(config),
+        # A receiver's token may travel in a URL path: its percent-encoded form too.
+        *(f for _, s in config.receivers.secrets for f in (s.reveal(), quote(s.reveal(), safe=""))),
     ]
 
 
@@ -246,14 +277,21 @@ def _leadership(
     identity: str,
     metrics: Metrics,
     nudge: Nudge,
-) -> tuple[Election | None, Callable[[], bool], Callable[[Scope], None]]:
+) -> tuple[
+    Election | None,
+    Callable[[], bool],
+    Callable[[Scope], None],
+    Callable[[Scope, float], None],
+]:
     """The election (None without one), whether this process may act now, and where a
-    verified webhook's nudge goes (with an election: handed to the leader)."""
+    verified webhook's nudge goes, at once and some seconds from now (with an election:
+    handed to the leader)."""
     if settings is None:
         metrics.leader.set(1)  # alone, so always the leader
-        return None, _always, nudge.deliver
+        return None, _always, nudge.deliver, nudge.nudge_in
     election = _election(settings, lease, identity=identity, metrics=metrics, nudge=nudge)
-    return election, election.elector.may_act, election.handoff.nudge
+    handoff = election.handoff
+    return election, election.elector.may_act, handoff.nudge, handoff.nudge_in
 
 
 def _term_and_authority(election: Election | None) -> dict[str, Any]:
@@ -314,16 +352,9 @@ def _always() -> bool:
     return True
 
 
-def _registry(config: Config, metrics: Metrics) -> RegistryClient:
-    return RegistryClient(
-        session=registry_session(config.registry_ca_file),
-        base_url=config.registry_url,
-        user=config.forgejo_user,
-        token=config.forgejo_token.reveal(),
-        observer=metrics,
-        on_secret=logs.redact_also,  # each Bearer token fetched is redacted from then on
-        ca_file=config.registry_ca_file,
-    )
+def _registry(config: Config, metrics: Metrics) -> RegistryPool:
+    # each Bearer token fetched is redacted from then on
+    return registry_pool(config, observer=metrics, on_secret=logs.redact_also)
 
 
 def _election(

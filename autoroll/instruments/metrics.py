@@ -199,11 +199,12 @@ class Metrics:
         )
 
     def _webhooks(self, registry: CollectorRegistry) -> None:
-        """POST /webhook and the nudges it causes."""
+        """POST /webhook, the registries' receivers, and the nudges they cause."""
         self.webhook_requests = Counter(
             f"{PREFIX}_webhook_requests",
-            "POST /webhook requests, by outcome.",
-            ["outcome"],
+            "Webhook deliveries by source (forgejo: POST /webhook; a registry: POST"
+            " /webhook/<source>) and outcome; a refused token counts as bad-signature.",
+            ["source", "outcome"],
             registry=registry,
         )
         self.nudges = Counter(

@@ -199,6 +199,8 @@ class Shared:
             labels=self.pairs(view.labels),
             annotations=self.pairs(view.annotations),
             status=self.one(view.status),
+            pull_secrets=self.one(view.pull_secrets),
+            service_account=intern(view.service_account),
         )
         return shared, self.selector(selector)
 

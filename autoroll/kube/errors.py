@@ -62,6 +62,11 @@ class Grant(StrEnum):
     #: platform awareness lists the Nodes; the chart grants it with guardrails.platformAware
     NODE_PLATFORMS = "the ClusterRole must grant {rule} (PLATFORM_AWARE=true)"
     WATCH = "the ClusterRole must grant {rule} (WATCH_CACHE=true)"
+    #: pull secrets and ServiceAccounts are read only for registries with pullSecrets on
+    PULL_SECRETS = (
+        "the ClusterRole (or, in namespaced mode, the namespace's Role) must grant {rule}"
+        " (the chart grants it when a registry has pullSecrets: true)"
+    )
     LEASE_ROLE = "the namespaced Role must grant {rule} (LEADER_ELECTION=true)"
 
 

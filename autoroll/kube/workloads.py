@@ -118,8 +118,17 @@ def workload_from_json(
         kind=kind,
         status=kind_status,
         min_ready_seconds=int(spec.get("minReadySeconds") or 0),
+        pull_secrets=pull_secret_names(pod_spec),
+        service_account=str(pod_spec.get("serviceAccountName") or ""),
     )
     return view, selector_from_json(spec.get("selector"))
+
+
+def pull_secret_names(pod_spec: Mapping[str, Any]) -> tuple[str, ...]:
+    """The names in a pod spec's ``imagePullSecrets``, in order; an entry without a name is
+    skipped, as the kubelet skips it (``getPullSecretsForPod``)."""
+    refs = pod_spec.get("imagePullSecrets") or ()
+    return tuple(str(r["name"]) for r in refs if isinstance(r, Mapping) and r.get("name"))
 
 
 def _autoroll_annotations(annotations: object) -> tuple[tuple[str, str], ...]:

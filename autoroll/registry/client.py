@@ -19,33 +19,37 @@ and never read as "changed": the core skips an unknown image for the tick.
   Every body must hash to the digest it was asked by. Cached by digest, bounded
   (``Limits.content_cache_size``), like the children.
 
-Authentication: HTTP Basic (user + token) is sent up front. A 401 carrying a Bearer challenge
-(``realm``, ``service``, ``scope``) gets a token from the realm with the same credentials; the
-token is cached per scope until it expires and the request is retried once. The realm must be
-on the registry's own origin (scheme, host and port; never plain http for an https registry),
-so the credentials are never sent anywhere else. ``WWW-Authenticate`` may offer several
-challenges in one answer (Gitea and Forgejo send ``Bearer …`` and ``Basic realm="…"`` for a
-private owner); it is parsed with ``authchallenge`` (RFC 9110), and the Bearer one is used
-wherever it stands. Lookups that run at once and need a token for the same scope fetch it once:
-the first fetches, the others wait for it (one lock per scope). A refused request says what to
-fix (``FORGEJO_USER``, ``FORGEJO_TOKEN`` and its ``read:package`` scope) in its ``Unknown``
-detail.
+Authentication (``signin``, ``auth``): each lookup carries the credentials a pod would pull
+with (``autoroll.core.lookups``); the registry's own (a chart Secret's, then the Forgejo
+shorthand's ``FORGEJO_USER``/``FORGEJO_TOKEN``) follow them, and with none at all the registry
+is asked anonymously, as the kubelet pulls. Each credential is tried in turn, HTTP Basic up
+front; a 401 carrying a Bearer challenge (``realm``, ``service``, ``scope``) gets a token from
+the realm with that credential, cached per credential and scope until it expires, and the
+request is retried once. The realm must be on the registry's own origin (scheme, host and
+port; never plain http for an https registry) or a configured realm host, so the credentials
+are never sent anywhere else. ``WWW-Authenticate`` may offer several challenges in one answer
+(Gitea and Forgejo send ``Bearer …`` and ``Basic realm="…"`` for a private owner); it is
+parsed with ``authchallenge`` (RFC 9110), and the Bearer one is used wherever it stands.
+Lookups that run at once and need a token for the same credential and scope fetch it once. A
+refused request says what to fix (the Secret it came from; ``FORGEJO_USER``,
+``FORGEJO_TOKEN`` and its ``read:package`` scope) in its ``Unknown`` detail. A GET by digest
+asks with the chain that last answered its repository's HEAD.
 
 Time is bounded twice: each request has connect and read timeouts, and each tick (one
 ``resolve`` and the ``fetch_children`` and ``fetch_content`` calls after it) has an overall
-budget of registry time; lookups left when it runs out are ``Unknown("budget-exhausted")``,
-so one slow registry cannot stall a tick. The budget's clock runs only inside those calls:
-the pass's own work between them (deciding thousands of workloads, on a CPU it may share)
-spends none of it (``limits.Deadline``). ``resolve`` and ``fetch_content`` send a few
-requests at once (``Limits.lookup_concurrency``).
+budget, in seconds of registry time and in requests (``Limits.requests_per_pass``); lookups
+left when it runs out are ``Unknown("budget-exhausted")``, so one slow or busy registry cannot
+stall a tick. The budget's clock runs only inside those calls: the pass's own work between
+them (deciding thousands of workloads, on a CPU it may share) spends none of it
+(``limits.Deadline``; issue 28). ``lookup`` and ``fetch_content`` send a few requests at once
+(``Limits.lookup_concurrency``).
 
-Back-off: a 429 (or a 503 carrying ``Retry-After``) makes the client send nothing more to
-this registry until the time it names has passed — lookups meanwhile are
-``Unknown("backoff")`` without a request. ``Retry-After`` may be seconds or an HTTP date;
-the wait is capped at ``Limits.max_backoff_seconds`` (a bogus "come back tomorrow" must not
-silence autoroll for a day), and a 429 without a usable value waits
-``Limits.default_backoff_seconds``. The state belongs to the client, and a client talks
-to one registry, so other registries are never affected.
+Back-off (``wire``): a 429 (or a 503 carrying ``Retry-After``) makes the client send nothing
+more to this registry until the time it names has passed — lookups meanwhile are
+``Unknown("backoff")`` without a request; repeated 429s without a usable ``Retry-After``
+wait longer each time. The state belongs to the client, and a client talks to one registry,
+so other registries are never affected (``autoroll.registry.pool`` asks each in turn of its
+own).
 
 Redirects: a 3xx whose ``Location`` is on the registry's own origin (same scheme, host and
 port) is followed with the same credentials, at most ``MAX_REDIRECTS`` hops. A redirect
@@ -59,32 +63,28 @@ The error tree and the pure parsing of answers are in ``autoroll.registry.errors
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Final, TypeVar
 from urllib.parse import urljoin, urlsplit
 
 import requests
-from authchallenge import parse_challenges
 
-from autoroll.core.images import TagRef, host_matches
+from autoroll.core.images import TagRef, host_matches, registry_host
+from autoroll.core.keyring import Credential, Keyring
+from autoroll.core.lookups import Answer, Lookup
 from autoroll.core.model import Digest, ImageContent, Unknown
-from autoroll.registry.auth import TokenFlow
+from autoroll.registry.auth import FORGEJO_SOURCE, TokenFlow
 from autoroll.registry.errors import (
-    BackoffError,
     BadResponseError,
     RedirectError,
     RegistryError,
-    RequestTimeoutError,
     StatusError,
-    TransportError,
-    UntrustedCertError,
     WrongHostError,
 )
 from autoroll.registry.limits import (
@@ -96,16 +96,15 @@ from autoroll.registry.limits import (
     RegistryObserver,
 )
 from autoroll.registry.manifests import (
-    MANIFEST_ACCEPT,
     config_digest,
     digest_header,
     index_entries,
     is_index,
     manifest_document,
     read_capped,
-    retry_after_seconds,
 )
-from autoroll.registry.tls import is_untrusted, untrusted_message
+from autoroll.registry.signin import SignIn
+from autoroll.registry.wire import Wire
 
 #: Same-origin redirects followed per request; registries that redirect use one hop.
 MAX_REDIRECTS: Final = 3
@@ -133,47 +132,59 @@ class RegistryClient:
         *,
         session: requests.Session,
         base_url: str,
-        user: str,
-        token: str,
+        user: str = "",
+        token: str = "",
+        keyring: Keyring | None = None,
         observer: RegistryObserver | None = None,
         limits: Limits | None = None,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
         on_secret: Callable[[str], None] | None = None,
         ca_file: str | None = None,
+        realm_hosts: frozenset[str] = frozenset(),
     ) -> None:
-        """``on_secret`` is told every credential learnt while running (each Bearer token
+        """``keyring`` holds the registry's own credentials (a chart Secret's, matched to each
+        image as the kubelet matches), tried after a lookup's pull credentials; ``user`` and
+        ``token`` are the Forgejo shorthand's, tried last (``FORGEJO_TOKEN``). None at all,
+        and no pull credentials: anonymous.
+        ``on_secret`` is told every credential learnt while running (each Bearer token
         fetched), so the log redactor can hide it (``autoroll.instruments.logs.redact_also``).
         ``ca_file`` is what ``session`` trusts beside the default roots (only named in a
-        refused certificate's message; the session itself does the trusting)."""
+        refused certificate's message; the session itself does the trusting).
+        ``realm_hosts`` are other hosts credentials may be sent to for a token (Docker Hub's
+        ``auth.docker.io``)."""
         parts = urlsplit(base_url)
         if parts.scheme not in {"http", "https"} or not parts.netloc or parts.path not in {"", "/"}:
             raise ValueError(f"base_url must be scheme://host[:port], got {base_url!r}")
-        self._session = session
         self._base = f"{parts.scheme}://{parts.netloc}"
         self._scheme = parts.scheme
         self._host = parts.netloc
-        self._user = user
-        self._basic = "Basic " + base64.b64encode(f"{user}:{token}".encode()).decode("ascii")
+        self._keyring = keyring or Keyring()
+        self._forgejo = (
+            (Credential(user, token, FORGEJO_SOURCE, self._host),) if user or token else ()
+        )
         self._observer: RegistryObserver = observer or NullObserver()
         self._limits = limits or Limits()
         self._clock = clock
-        self._wall_clock = wall_clock
-        self._quiet_until = float("-inf")  # monotonic time before which nothing is sent
-        self._auth = TokenFlow(
+        self._wire = Wire(
             session=session,
-            user=user,
-            basic=self._basic,
             base_url=self._base,
-            clock=clock,
             limits=self._limits,
             observer=self._observer,
-            check_quiet=self._check_quiet,
-            note_retry_after=self._note_retry_after,
-            on_token=on_secret,
+            clock=clock,
+            wall_clock=wall_clock,
             ca_file=ca_file,
         )
-        self._ca_file = ca_file
+        tokens = TokenFlow(
+            wire=self._wire,
+            base_url=self._base,
+            clock=clock,
+            on_token=on_secret,
+            realm_hosts=realm_hosts,
+        )
+        self._signin = SignIn(wire=self._wire, tokens=tokens)
+        #: the chain that last got an answer per repository: GETs by digest there use it
+        self._chains: dict[str, tuple[Credential, ...]] = {}
         self._children: OrderedDict[Digest, frozenset[Digest]] = OrderedDict()
         self._failed_children: dict[Digest, Unknown] = {}
         self._content: OrderedDict[Digest, ImageContent] = OrderedDict()
@@ -181,27 +192,58 @@ class RegistryClient:
         self._tick: Deadline | None = None
         self._cache_lock = threading.Lock()
 
+    def _own(self, repository: str) -> tuple[Credential, ...]:
+        """The registry's own credentials for ``repository``: its Secret's that serve it,
+        then the Forgejo shorthand's."""
+        # Named as images name it (Docker Hub's as docker.io/…), for the kubelet's matching.
+        return self._keyring.lookup(f"{registry_host(self._host)}/{repository}") + self._forgejo
+
+    @property
+    def host(self) -> str:
+        """The registry's ``host[:port]``, as its base URL names it."""
+        return self._host
+
+    @property
+    def requests_this_pass(self) -> int:
+        """Requests sent since the last ``resolve`` or ``lookup`` began."""
+        return self._wire.sent
+
     def __repr__(self) -> str:
         return f"RegistryClient(base_url={self._base!r})"
 
     # -- public -------------------------------------------------------------------------------
 
     def resolve(self, refs: Iterable[TagRef]) -> dict[TagRef, Digest | Unknown]:
-        """The registry's digest for each unique ref: one HEAD each. Starts a tick's budget."""
-        deadline = Deadline(self._clock, self._limits.budget_seconds)
-        self._tick = deadline
-        self._failed_children.clear()
-        self._failed_content.clear()
-        unique = list(dict.fromkeys(refs))  # in the caller's order: it shares the budget
+        """The registry's digest for each unique ref, asked with the registry's own
+        credentials: one HEAD each. Starts a pass's budget."""
+        answers = self.lookup(Lookup(ref) for ref in refs)
+        return {lookup.ref: answer.value for lookup, answer in answers.items()}
+
+    def lookup(self, lookups: Iterable[Lookup]) -> dict[Lookup, Answer]:
+        """The registry's digest for each unique lookup: one HEAD each, with the lookup's
+        credentials and then the registry's own (``signin``). Starts a pass's budget: its
+        time, and its ``Limits.requests_per_pass``."""
+        deadline = self.begin_pass()
+        unique = list(dict.fromkeys(lookups))  # in the caller's order: it shares the budget
         # A few HEADs in flight at once: against a remote registry each is a round trip, and
         # a pass resolves every enrolled tag. Each lookup still checks the budget and any
         # quiet period before it sends, so after a 429 only the requests already in flight
         # (at most workers - 1) are answered; the rest are Unknown("backoff").
         with deadline.running():
-            answers = self._each(
-                lambda ref: self._lookup(partial(self._head_digest, ref, deadline)), unique
-            )
+            answers = self._each(lambda item: self._answer(item, deadline), unique)
         return dict(zip(unique, answers, strict=True))
+
+    def begin_pass(self) -> Deadline:
+        """A pass starts: its time budget and request budget are full, and what failed in
+        the last pass may be asked again. ``lookup`` calls it; a pool calls it for a
+        registry the pass asks nothing of by tag (it may still GET by digest there)."""
+        deadline = Deadline(self._clock, self._limits.budget_seconds)
+        deadline.pause()  # it runs inside this client's calls only
+        self._tick = deadline
+        self._wire.new_pass()
+        self._failed_children.clear()
+        self._failed_content.clear()
+        return deadline
 
     def known_children(self) -> Mapping[Digest, frozenset[Digest]]:
         """Every index expansion cached so far (pass it to ``decide`` as a start)."""
@@ -226,9 +268,8 @@ class RegistryClient:
         for item in sorted(wanted, key=lambda w: (w.digest, w.ref)):
             if item.digest in answers:
                 continue
-            cached = self._children.get(item.digest)
+            cached = self._cached_children(item.digest)
             if cached is not None:
-                self._children.move_to_end(item.digest)
                 answers[item.digest] = cached
                 continue
             failed = self._failed_children.get(item.digest)
@@ -260,7 +301,7 @@ class RegistryClient:
         by_digest: dict[Digest, list[ContentWanted]] = {}
         for item in sorted(wanted, key=lambda w: (w.digest, w.host, w.repository)):
             by_digest.setdefault(item.digest, []).append(item)
-        # Distinct digests a few at once, as ``resolve`` does: the end of a pass asks for
+        # Distinct digests a few at once, as ``lookup`` does: the end of a pass asks for
         # every new target's configs, after a base-image push one per tag.
         with deadline.running():
             answers = self._each(
@@ -304,12 +345,33 @@ class RegistryClient:
             self._observer.lookup_failed(exc.reason)
             return exc.to_unknown()
 
-    def _head_digest(self, ref: TagRef, deadline: Deadline) -> Digest:
+    def _answer(self, item: Lookup, deadline: Deadline) -> Answer:
+        """One lookup's answer; every failure is Unknown(reason), reported once."""
+        try:
+            digest, source = self._head_digest(item, deadline)
+        except RegistryError as exc:
+            self._observer.lookup_failed(exc.reason)
+            return Answer(exc.to_unknown())
+        return Answer(digest, source)
+
+    def _head_digest(self, item: Lookup, deadline: Deadline) -> tuple[Digest, str]:
+        ref = item.ref
         self._check_host(ref.host, str(ref))
+        chain = item.credentials + self._own(ref.repository)
         url = f"{self._base}/v2/{ref.repository}/manifests/{ref.tag}"
-        response = self._send("HEAD", url, ref.repository, deadline, kind="manifest-head")
+        try:
+            response, source = self._send(
+                "HEAD", url, ref.repository, deadline, kind="manifest-head", chain=chain
+            )
+        except StatusError as refused:
+            if refused.status in (401, 403):
+                # Credentials that stopped working (a rotated or deleted Secret) are not
+                # kept for the repository's GETs either.
+                self._chains.pop(ref.repository, None)
+            raise
         response.close()
-        return digest_header(response)
+        self._chains[ref.repository] = chain  # GETs by digest here ask as the HEAD did
+        return digest_header(response), source
 
     def _get_children(self, ref: TagRef, digest: Digest, deadline: Deadline) -> frozenset[Digest]:
         self._check_host(ref.host, str(ref))
@@ -355,7 +417,7 @@ class RegistryClient:
     ) -> tuple[dict[str, object], str]:
         """GET a manifest or index by digest: its JSON object, verified against the digest."""
         url = f"{self._base}/v2/{repository}/manifests/{digest}"
-        response = self._send("GET", url, repository, deadline, kind="manifest-get")
+        response, _ = self._send("GET", url, repository, deadline, kind="manifest-get")
         body = read_capped(response, deadline)
         if hashlib.sha256(body).hexdigest() != digest.value.removeprefix("sha256:"):
             raise BadResponseError("digest-mismatch", f"{url}: body does not hash to {digest}")
@@ -368,10 +430,21 @@ class RegistryClient:
     # -- HTTP ---------------------------------------------------------------------------------
 
     def _send(
-        self, method: str, url: str, repository: str, deadline: Deadline, *, kind: str
-    ) -> requests.Response:
-        """One request, following same-origin redirects; anything but a 200 raises."""
-        response = self._authorized(method, url, repository, deadline, kind=kind)
+        self,
+        method: str,
+        url: str,
+        repository: str,
+        deadline: Deadline,
+        *,
+        kind: str,
+        chain: Sequence[Credential] | None = None,
+    ) -> tuple[requests.Response, str]:
+        """One request, following same-origin redirects; anything but a 200 raises. Asked
+        with ``chain``, or the chain the repository's last HEAD used (else the registry's
+        own credentials); the source of the credential that answered comes back with it."""
+        if chain is None:
+            chain = self._chains.get(repository) or self._own(repository)
+        response, source = self._signin.send(method, url, repository, deadline, chain, kind=kind)
         hops = 0
         while response.status_code in _REDIRECT_STATUSES and response.headers.get("Location"):
             location = response.headers["Location"]
@@ -380,47 +453,14 @@ class RegistryClient:
             if hops > MAX_REDIRECTS:
                 raise RedirectError(f"{url}: more than {MAX_REDIRECTS} redirects")
             url = self._redirect_target(url, location)
-            response = self._authorized(method, url, repository, deadline, kind=kind)
+            response, source = self._signin.send(
+                method, url, repository, deadline, chain, kind=kind
+            )
+        self._wire.note_answer(response)
         if response.status_code != 200:
-            self._note_retry_after(response)
             response.close()
             raise StatusError(response.status_code, url)
-        return response
-
-    def _authorized(
-        self, method: str, url: str, repository: str, deadline: Deadline, *, kind: str
-    ) -> requests.Response:
-        """One request with the best credentials we have; on a Bearer challenge, retry once."""
-        scope = f"repository:{repository}:pull"
-        token = self._auth.fresh_token(scope)
-        auth = f"Bearer {token.value}" if token else self._basic
-        response = self._request(method, url, deadline, auth, kind=kind)
-        if response.status_code == 401:
-            header = response.headers.get("WWW-Authenticate", "")
-            response.close()
-            challenges = parse_challenges(header)
-            bearer = next((c for c in challenges if c.scheme.lower() == "bearer"), None)
-            if bearer is None:
-                # Gitea and Forgejo answer a token without the read:package scope, and a
-                # user who may not see the owner's packages, with ``Basic realm="…"`` only.
-                raise StatusError(401, url, self._auth.refused_hint(header, repository))
-            value = self._auth.token_for(bearer, scope, deadline, refused=token)
-            response = self._request(method, url, deadline, f"Bearer {value}", kind=kind)
-            if response.status_code == 401:
-                response.close()
-                raise StatusError(
-                    401, url, "the Bearer token was refused; " + self._auth.access_hint(repository)
-                )
-        if response.status_code == 403:
-            response.close()
-            raise StatusError(
-                403,
-                url,
-                f"user {self._user!r} may not read {repository!r}: FORGEJO_TOKEN lacks access"
-                " to it (a token limited to public packages cannot read a private owner's;"
-                " grant read:package on all packages)",
-            )
-        return response
+        return response, source
 
     def _redirect_target(self, url: str, location: str) -> str:
         """The absolute redirect target, only if it is on the registry's own origin."""
@@ -434,49 +474,14 @@ class RegistryClient:
             )
         return target
 
-    def _check_quiet(self) -> None:
-        """Raise while a Retry-After from this registry is still running."""
-        left = self._quiet_until - self._clock()
-        if left > 0:
-            raise BackoffError(f"{self._base} asked us to wait; {left:.0f}s left")
-
-    def _note_retry_after(self, response: requests.Response) -> None:
-        """Start a quiet period on a 429, or on a 503 that names one."""
-        if response.status_code not in (429, 503):
-            return
-        wait = retry_after_seconds(response.headers.get("Retry-After"), now=self._wall_clock())
-        if wait is None:
-            if response.status_code != 429:
-                return
-            wait = self._limits.default_backoff_seconds
-        wait = min(wait, self._limits.max_backoff_seconds)
-        self._quiet_until = max(self._quiet_until, self._clock() + wait)
-
-    def _request(
-        self, method: str, url: str, deadline: Deadline, authorization: str, *, kind: str
-    ) -> requests.Response:
-        self._check_quiet()
-        timeout = (
-            min(self._limits.connect_seconds, deadline.remaining()),
-            min(self._limits.read_seconds, deadline.remaining()),
-        )
-        headers = {"Accept": MANIFEST_ACCEPT, "Authorization": authorization}
-        self._observer.request_sent(kind)
-        try:
-            return self._session.request(
-                method, url, headers=headers, timeout=timeout, allow_redirects=False, stream=True
-            )
-        except requests.Timeout as exc:
-            raise RequestTimeoutError(f"{method} {url}: {type(exc).__name__}") from exc
-        except requests.exceptions.SSLError as exc:
-            if is_untrusted(exc):
-                message = untrusted_message(exc, ca_file=self._ca_file)
-                raise UntrustedCertError(f"{method} {url}: {message}") from exc
-            raise TransportError(f"{method} {url}: {type(exc).__name__}") from exc
-        except requests.RequestException as exc:
-            raise TransportError(f"{method} {url}: {type(exc).__name__}") from exc
-
     # Locked: ``fetch_content``'s worker threads file their answers at once.
+
+    def _cached_children(self, digest: Digest) -> frozenset[Digest] | None:
+        with self._cache_lock:
+            cached = self._children.get(digest)
+            if cached is not None:
+                self._children.move_to_end(digest)
+            return cached
 
     def _cached_content(self, digest: Digest) -> ImageContent | None:
         with self._cache_lock:

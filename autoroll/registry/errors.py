@@ -75,6 +75,7 @@ class StatusError(RegistryError):
     def __init__(self, status: int, url: str, hint: str = "") -> None:
         super().__init__(f"HTTP {status} from {url}" + (f": {hint}" if hint else ""))
         self.status = status
+        self.hint = hint or f"HTTP {status}"
         self.reason = status_reason(status)
 
 

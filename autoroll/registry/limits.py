@@ -68,6 +68,9 @@ class Limits:
     max_backoff_seconds: float = 300.0  # longest Retry-After honoured: 2.5 poll intervals
     default_backoff_seconds: float = 10.0  # a 429 without a usable Retry-After
     lookup_concurrency: int = 4  # HEADs in flight at once in resolve(); 1 sends them in turn
+    #: requests to this registry in one pass, tokens included (0: no cap); the rest of the
+    #: pass's lookups on it are unknown, never stale (autoroll.registry.wire)
+    requests_per_pass: int = 0
 
 
 class Deadline:

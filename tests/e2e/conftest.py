@@ -13,7 +13,7 @@ import contextlib
 import re
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -255,15 +255,20 @@ def start_autoroll(
     (``incluster.py``). A test on the simulated kubelet (it asks for ``kubelet``) gets a
     local ``autoroll serve`` instead: no container runs there.
 
-    ``start(poll=5, registry=docker_registry, **env)``: ``registry`` is what the controller
-    is configured for (docker-registry, or an owner's token on Gitea), ``env`` the
-    controller's variables (each maps to a chart value, ``incluster.ENV_TO_VALUES``).
+    ``start(poll=5, registry=docker_registry, values=None, **env)``: ``registry`` is what the
+    controller is configured for (docker-registry, or an owner's token on Gitea), ``env`` the
+    controller's variables (each maps to a chart value, ``incluster.ENV_TO_VALUES``),
+    ``values`` chart values merged over the install's (on the real node only).
     """
     started: list[Autoroll] = []
     with contextlib.ExitStack() as stack:
 
         def start(
-            *, poll: int = DEFAULT_POLL, registry: RegistryAccess = docker_registry, **env: str
+            *,
+            poll: int = DEFAULT_POLL,
+            registry: RegistryAccess = docker_registry,
+            values: Mapping[str, Any] | None = None,
+            **env: str,
         ) -> Autoroll:
             env = {"LABEL_SELECTOR": label_selector(namespace), **env}
             if "kubelet" in request.fixturenames:
@@ -288,6 +293,7 @@ def start_autoroll(
                         workdir=tmp_path,
                         poll_seconds=poll,
                         env=env,
+                        values=values,
                     )
                 )
             started.append(autoroll)

@@ -81,6 +81,11 @@ ENV_TO_VALUES: Mapping[str, tuple[tuple[str, Callable[[str], Any]], ...]] = {
     "WATCH_NAMESPACES": (("tenancy.namespaces", _names), ("tenancy.namespaced", lambda _: True)),
     "ROLL_PAUSED": (("guardrails.paused", _flag),),
     "ROLL_HEALTHY_SECONDS": (("guardrails.healthySeconds", int),),
+    # A receiver's secret turns it on (docs/adr/025): listed, and stored in the chart's Secret.
+    "DISTRIBUTION_WEBHOOK_TOKEN": (
+        ("webhookReceivers", lambda _: ["distribution"]),
+        ("secret.receivers.distribution", str),
+    ),
 }
 
 
@@ -124,6 +129,17 @@ class Credentials:
         return basic_auth(self.user, self.password)
 
 
+def merged(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` with ``over`` merged in, maps key by key (as Helm merges a values file)."""
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
+            out[key] = merged(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
 def chart_values(
     *,
     plane: ControlPlane,
@@ -133,12 +149,14 @@ def chart_values(
     port: int,
     poll_seconds: int,
     env: Mapping[str, str],
+    values: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The values of the test install (``image`` is ``host/repository:tag``)."""
+    """The values of the test install (``image`` is ``host/repository:tag``); ``values``
+    are merged over them (``registries``, say)."""
     repository, _, tag = image.rpartition(":")
     api_host, _, api_port = plane.server.removeprefix("https://").rpartition(":")
     registry_host, _, registry_port = registry.host.rpartition(":")
-    values: dict[str, Any] = {
+    chart: dict[str, Any] = {
         "image": {"repository": repository, "tag": tag},
         "forgejo": {"host": registry.host, "user": registry.user, "scheme": "http"},
         "secret": {"forgejoToken": registry.password, "webhookSecret": secret},
@@ -162,14 +180,14 @@ def chart_values(
     }
     tls = getattr(registry, "tls", None)  # a docker-registry served by a private CA
     if tls is not None:
-        values["forgejo"]["scheme"] = "https"
-        values["caBundle"] = {"pem": tls.ca_cert.read_text(encoding="ascii")}
+        chart["forgejo"]["scheme"] = "https"
+        chart["caBundle"] = {"pem": tls.ca_cert.read_text(encoding="ascii")}
     for name, raw in env.items():
         if name not in ENV_TO_VALUES:
             raise ValueError(f"{name}: no chart value maps to it (known: {sorted(ENV_TO_VALUES)})")
         for path, convert in ENV_TO_VALUES[name]:
-            _set_path(values, path, convert(raw))
-    return values
+            _set_path(chart, path, convert(raw))
+    return merged(chart, values or {})
 
 
 def parse_cri_log(lines: list[str], pending: str = "") -> tuple[list[str], str]:
@@ -311,12 +329,14 @@ def installed_autoroll(
     workdir: Path,
     poll_seconds: int = 5,
     env: Mapping[str, str] | None = None,
+    values: Mapping[str, Any] | None = None,
 ) -> Iterator[Autoroll]:
     """``helm install`` the chart in ``namespace``; yield the controller once its pod is Ready
-    and answers /healthz through the node's bridge; ``helm uninstall`` afterwards."""
+    and answers /healthz through the node's bridge; ``helm uninstall`` afterwards. ``values``
+    are merged over the test install's own (``chart_values``)."""
     port = free_port()
     secret = secrets.token_hex(32)
-    values = chart_values(
+    chart = chart_values(
         plane=plane,
         registry=registry,
         image=image,
@@ -324,9 +344,10 @@ def installed_autoroll(
         port=port,
         poll_seconds=poll_seconds,
         env=env or {},
+        values=values,
     )
     values_file = workdir / f"autoroll-values-{port}.yaml"
-    values_file.write_text(yaml.safe_dump(values))
+    values_file.write_text(yaml.safe_dump(chart))
     tls = getattr(registry, "tls", None)
     node.trust_registry(
         registry.host, registry.authorization, ca_file=tls.ca_cert if tls is not None else None

@@ -277,17 +277,22 @@ def kubelet_config(
     return config
 
 
-def hosts_toml(*, host: str, authorization: str, ca: Path | None = None) -> str:
-    """containerd's ``hosts.toml`` for a registry with Basic credentials: plain HTTP, or
-    HTTPS verified with the CA file ``ca`` (a private CA's, as a node is configured for it)."""
+def hosts_toml(*, host: str, authorization: str | None, ca: Path | None = None) -> str:
+    """containerd's ``hosts.toml`` for a registry with Basic credentials (None: none, so the
+    node pulls only with what the kubelet hands containerd, the pod's pull secrets): plain
+    HTTP, or HTTPS verified with the CA file ``ca`` (a private CA's, as a node is configured
+    for it)."""
     url = f"https://{host}" if ca is not None else f"http://{host}"
     trust = f'\n  ca = "{ca}"' if ca is not None else ""
+    header = (
+        f'\n  [host."{url}".header]\n    Authorization = "{authorization}"'
+        if authorization is not None
+        else ""
+    )
     return f"""server = "{url}"
 
 [host."{url}"]
-  capabilities = ["pull", "resolve"]{trust}
-  [host."{url}".header]
-    Authorization = "{authorization}"
+  capabilities = ["pull", "resolve"]{trust}{header}
 """
 
 
@@ -504,9 +509,13 @@ class Node:
             self.enter(*argv), capture_output=True, text=True, timeout=timeout, check=False
         )
 
-    def trust_registry(self, host: str, authorization: str, *, ca_file: Path | None = None) -> None:
+    def trust_registry(
+        self, host: str, authorization: str | None, *, ca_file: Path | None = None
+    ) -> None:
         """Let the node pull from the registry at ``host`` (``127.0.0.1:<port>``); over HTTPS
-        verified with ``ca_file`` when given (copied beside the node's hosts.toml)."""
+        verified with ``ca_file`` when given (copied beside the node's hosts.toml). With
+        ``authorization`` None the node has no credentials of its own for it: a pull works
+        only with the pod's pull secrets, which the kubelet passes to containerd."""
         port = int(host.rpartition(":")[2])
         self.bridge.import_port(port)
         certs = self.workdir / "etc" / "certs.d" / host

@@ -13,9 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kubernetes import client
 
 from autoroll.core.model import DeleteOutcome, WorkloadKind
 from autoroll.kube import ClusterForbiddenError, KubeCluster, connect
+from autoroll.kube.secrets import KubeSecrets
 from tests.e2e.controlplane import ControlPlane
 from tests.e2e.helpers import apps_api, core_api, deployment, rbac_api
 from tests.e2e.rbac import service_account_kubeconfig
@@ -130,6 +132,49 @@ def test_the_rules_grant_list_on_the_enabled_kinds_only_and_nodes_get_with_daemo
         else:
             with pytest.raises(ClusterForbiddenError, match="nodes: get"):
                 reader.node("no-such-node")
+    finally:
+        rbac_api(kube).delete_cluster_role_binding(f"autoroll-{namespace}")
+        rbac_api(kube).delete_cluster_role(f"autoroll-{namespace}")
+
+
+@pytest.mark.parametrize("pull_secrets", [False, True])
+def test_secrets_and_serviceaccounts_are_readable_only_with_pull_secrets_and_never_listed(
+    *, control_plane: ControlPlane, kube: Any, namespace: str, tmp_path: Path, pull_secrets: bool
+) -> None:
+    """ADR 024: the chart grants ``get`` on secrets and serviceaccounts only when a registry
+    reads the pods' pull secrets, and never ``list``; the real authorizer agrees."""
+    values = (
+        "registries[0].host=ghcr.io",
+        f"registries[0].pullSecrets={str(pull_secrets).lower()}",
+    )
+    kubeconfig = service_account_kubeconfig(
+        control_plane, kube, namespace, tmp_path / "kubeconfig", values=values, lease_role=False
+    )
+    core_api(kube).create_namespaced_secret(
+        namespace,
+        {
+            "metadata": {"name": "regcred"},
+            "type": "kubernetes.io/dockerconfigjson",
+            "data": {".dockerconfigjson": "eyJhdXRocyI6IHt9fQ=="},  # {"auths": {}}
+        },
+    )
+    secrets = KubeSecrets(api_client_factory=lambda: connect({"KUBECONFIG": str(kubeconfig)}))
+    try:
+        if pull_secrets:
+            found = secrets.pull_secret(namespace, "regcred")
+            assert found is not None and found.data == {".dockerconfigjson": b'{"auths": {}}'}
+            assert secrets.service_account(namespace, "default") == ()
+            assert secrets.pull_secret(namespace, "missing") is None
+        else:
+            with pytest.raises(ClusterForbiddenError, match="secrets: get"):
+                secrets.pull_secret(namespace, "regcred")
+            with pytest.raises(ClusterForbiddenError, match="serviceaccounts: get"):
+                secrets.service_account(namespace, "default")
+        # Never a list, whatever the values: a name must be known to read a Secret.
+        listing = connect({"KUBECONFIG": str(kubeconfig)})
+        with pytest.raises(client.ApiException) as refused:
+            client.CoreV1Api(listing).list_namespaced_secret(namespace)
+        assert refused.value.status == 403
     finally:
         rbac_api(kube).delete_cluster_role_binding(f"autoroll-{namespace}")
         rbac_api(kube).delete_cluster_role(f"autoroll-{namespace}")

@@ -63,7 +63,7 @@ class Rig:
             cluster=self.cluster,
             registry=self.registry_client,
             metrics=self.metrics,
-            forgejo_host=self.proxy.host,
+            registries={self.proxy.host},
             dry_run=False,
         )
         self.worker = Worker(
@@ -79,6 +79,7 @@ class Rig:
             metrics=self.metrics,
             live=self.worker.liveness,
             ready=self.worker.readiness,
+            forgejo_host=self.proxy.host,
         )
 
     def _tick(self, stopping: Callable[[], bool], scope: Scope = FULL) -> TickReport:

@@ -90,7 +90,7 @@ class World:
             cluster=self.world.cluster(),
             registry=client,
             metrics=Metrics(CollectorRegistry()),
-            forgejo_host=host or self.host,
+            registries={host or self.host},
             dry_run=False,
         )
 
@@ -275,6 +275,7 @@ def test_livez_fails_once_every_pass_raises_and_recovers_with_one_that_does_not(
         metrics=metrics,
         live=worker.liveness,
         ready=worker.readiness,
+        forgejo_host="forgejo.example",
     ).test_client()
     worker.start()
     try:

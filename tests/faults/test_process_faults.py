@@ -283,23 +283,52 @@ def nudged_pass(serve: Serve) -> None:
 # -- secrets -------------------------------------------------------------------------------------
 
 
+#: Two registries' receivers on in the secret scan: a path token and a header token.
+RECEIVER_TOKENS = {
+    "DOCKERHUB_WEBHOOK_TOKEN": "dockerhub-path-token-0123456789",
+    "HARBOR_WEBHOOK_TOKEN": "harbor-header-token-0123456789",
+}
+
+
 def forbidden_strings(world: World) -> dict[str, str]:
     user, token = world.registry.user, world.registry.password
     return {
         "FORGEJO_TOKEN": token,
         "WEBHOOK_SECRET": SECRET,
         "Basic credentials": base64.b64encode(f"{user}:{token}".encode()).decode(),
+        **RECEIVER_TOKENS,
     }
+
+
+def receiver_deliveries(serve: Serve) -> None:
+    """A receiver's deliveries at debug level: a path token right and wrong, a header token
+    right (with a body it cannot read, which is logged) and wrong."""
+    url, hub = serve.url, RECEIVER_TOKENS["DOCKERHUB_WEBHOOK_TOKEN"]
+    harbor = {"Authorization": f"Bearer {RECEIVER_TOKENS['HARBOR_WEBHOOK_TOKEN']}"}
+    push = b'{"push_data": {"tag": "latest"}, "repository": {"repo_name": "team/app"}}'
+    assert requests.post(f"{url}/webhook/dockerhub/{hub}", data=push, timeout=5).status_code == 202
+    assert requests.post(f"{url}/webhook/dockerhub/{hub}x", data=push, timeout=5).status_code == 403
+    assert (
+        requests.post(f"{url}/webhook/harbor", data=b"[", headers=harbor, timeout=5).status_code
+        == 400
+    )
+    wrong = {"Authorization": "Bearer " + RECEIVER_TOKENS["HARBOR_WEBHOOK_TOKEN"][::-1]}
+    assert (
+        requests.post(f"{url}/webhook/harbor", data=b"{}", headers=wrong, timeout=5).status_code
+        == 403
+    )
 
 
 @pytest.mark.parametrize("log_format", ["text", "json"])
 def test_no_secret_in_any_output_of_a_full_run(world: World, log_format: str) -> None:
-    """A roll, webhooks good and bad, registry and API errors, shutdown; at debug level."""
-    serve = world.serve(LOG_LEVEL="debug", LOG_FORMAT=log_format)
+    """A roll, webhooks good and bad (Forgejo's and two registries' receivers), registry and
+    API errors, shutdown; at debug level."""
+    serve = world.serve(LOG_LEVEL="debug", LOG_FORMAT=log_format, **RECEIVER_TOKENS)
     try:
         wait_until(lambda: world.api.deleted == ["web-1"], 15, "the first deletion")
         wait_until(lambda: serve.ticks() >= 1, 15, "the first pass to end")
         assert webhook(serve, secret="not-the-secret-0123456789") == 403
+        receiver_deliveries(serve)
         world.proxy.fault = ProxyFault("status", status=500)
         nudged_pass(serve)
         world.proxy.fault = None
@@ -316,6 +345,7 @@ def test_no_secret_in_any_output_of_a_full_run(world: World, log_format: str) ->
     # The scan read real lines: a roll, a registry error and an API error.
     assert "deleted stale pod" in output
     assert "HTTP 500 from" in output and "500 Internal Server Error" in output
+    assert "harbor webhook unreadable" in output
     for what, value in forbidden_strings(world).items():
         assert value not in output, f"{what} leaked into the log"
 

@@ -215,7 +215,7 @@ def test_a_pod_on_a_child_of_the_index_is_current_and_one_on_an_older_index_is_s
         cluster=cluster,
         registry=client(session, gitea.url, owner.user, reader(gitea, owner)),
         metrics=metrics,
-        forgejo_host=gitea.host,
+        registries={gitea.host},
         dry_run=False,
     )
     assert reconciler.tick().decisions[0].containers[0].verdict.value == "current"
@@ -236,7 +236,7 @@ def test_a_pod_on_a_child_of_the_index_is_current_and_one_on_an_older_index_is_s
         cluster=OneNamespace([stale]),
         registry=client(session, gitea.url, owner.user, reader(gitea, owner)),
         metrics=Metrics(CollectorRegistry()),
-        forgejo_host=gitea.host,
+        registries={gitea.host},
         dry_run=False,
     )
     verdict = late.tick().decisions[0].containers[0]

@@ -104,7 +104,7 @@ def test_a_user_hook_delivers_a_push_and_gitea_records_202(
     (task,) = delivered(gitea, hook, 1)
 
     # The signed body names the tag, so the pass is limited to it (issue 17).
-    targeted = f"targeted pass requested for {owner.name}/{image}:latest\n"
+    targeted = f"targeted pass requested for {gitea.host}/{owner.name}/{image}:latest\n"
     assert (task.status, task.succeeded, task.response_body) == (202, True, targeted)
     assert task.event == "package"
     headers = task.request_headers
@@ -145,7 +145,7 @@ def test_a_multi_arch_push_delivers_once_per_child_and_once_for_the_tag_and_pass
     assert versions[-1] == "latest"
     answers = [(t.status, t.response_body) for t in tasks]
     assert answers == [(202, "a digest version moves no tag; no pass\n")] * 3 + [
-        (202, f"targeted pass requested for {owner.name}/{image}:latest\n")
+        (202, f"targeted pass requested for {gitea.host}/{owner.name}/{image}:latest\n")
     ]
     change = Outcomes.of(serve).since(before)
     assert change == {"digest-version": 3, "targeted": 1, "nudges": 1}

@@ -114,7 +114,7 @@ def controller(
         cluster=node,
         registry=client,
         metrics=Metrics(CollectorRegistry()),
-        forgejo_host=registry.host,
+        registries={registry.host},
         dry_run=False,
         clock=lambda: clock[0],
     )

@@ -40,7 +40,9 @@ def outside_core(names: set[str]) -> set[str]:
     }
 
 
-@pytest.mark.parametrize("path", sorted(CORE.glob("*.py")), ids=lambda path: path.stem)
+@pytest.mark.parametrize(
+    "path", sorted(CORE.rglob("*.py")), ids=lambda path: str(path.relative_to(CORE))
+)
 def test_a_core_module_imports_only_the_standard_library_and_the_core(path: Path) -> None:
     assert outside_core(imported(path.read_text())) == set()
 

@@ -73,6 +73,9 @@ class RegistryServer:
     process: subprocess.Popen[bytes] | None = None
     #: served over HTTPS with this CA's server certificate (None: plain HTTP)
     tls: PrivateCA | None = None
+    #: ``notifications.endpoints`` of the registry's configuration (each endpoint's ``url``,
+    #: ``headers``, ``timeout`` ...): the registry POSTs its events there (docs/adr/025)
+    notifications: list[dict[str, Any]] | None = None
     log_path: Path = field(init=False)
 
     def __post_init__(self) -> None:
@@ -120,7 +123,7 @@ class RegistryServer:
             timeout=30,
         ).stdout
         (self.root / "htpasswd").write_bytes(entry)
-        config = {
+        config: dict[str, Any] = {
             "version": 0.1,
             "log": {"level": "warn", "accesslog": {"disabled": True}},
             "storage": {
@@ -143,6 +146,8 @@ class RegistryServer:
             },
             "auth": {"htpasswd": {"realm": "autoroll-test", "path": str(self.root / "htpasswd")}},
         }
+        if self.notifications:
+            config["notifications"] = {"endpoints": self.notifications}
         path = self.root / "config.yml"
         # JSON is valid YAML, and avoids a YAML dependency in the support code.
         path.write_text(json.dumps(config, indent=2))
@@ -199,6 +204,7 @@ def running_registry(
     user: str = "robot",
     password: str | None = None,
     tls: PrivateCA | None = None,
+    notifications: list[dict[str, Any]] | None = None,
 ) -> Iterator[RegistryServer]:
     """Start a registry in ``root`` and always stop it afterwards."""
     root.mkdir(parents=True, exist_ok=True)
@@ -209,6 +215,7 @@ def running_registry(
         user=user,
         password=password or secrets.token_hex(12),
         tls=tls,
+        notifications=notifications,
     )
     server.start()
     try:

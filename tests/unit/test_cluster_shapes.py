@@ -154,7 +154,7 @@ def make_reconciler(
         cluster=cluster,
         registry=registry or Registry({REF: NEW}),
         metrics=Metrics(CollectorRegistry()),
-        forgejo_host=HOST,
+        registries={HOST},
         dry_run=False,
         clock=clock or Clock(),
         nodes=cluster,
@@ -552,7 +552,7 @@ def plan_text(world: ScriptedWorld, registry: Registry | None = None) -> str:
     report = run_plan(
         cluster=world.cluster(),
         registry=registry or Registry({REF: NEW}),
-        forgejo_host=HOST,
+        registries={HOST},
         now=NOW,
     )
     return render(report)

@@ -250,8 +250,8 @@ def test_redacted_names_every_variable() -> None:
     assert view["DRY_RUN"] == "false"
     # LEADER_ELECTION=false (its details only when on), 9 ROLL_*, PLATFORM_AWARE, WATCH_CACHE,
     # CACHE_RESYNC_SECONDS, REGISTRY_CA_FILE, the namespaces rolled and their share of
-    # registry lookups, PROBE_ADDR, TAG_PASS_INTERVAL_SECONDS
-    assert len(view) == 34
+    # registry lookups, PROBE_ADDR, TAG_PASS_INTERVAL_SECONDS, REGISTRIES
+    assert len(view) == 35
     assert view["PROBE_ADDR"] == "0.0.0.0:8081"
     assert (view["WATCH_CACHE"], view["CACHE_RESYNC_SECONDS"]) == ("true", "1800")
     assert view["PASS_TIMEOUT_SECONDS"] == "300"

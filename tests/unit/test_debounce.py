@@ -19,8 +19,8 @@ from autoroll.core.scope import FULL, ImageTag, Scope
 from autoroll.instruments.metrics import Metrics
 from tests.support.wait import wait_until
 
-A = ImageTag("team/app", "latest")
-B = ImageTag("team/other", "latest")
+A = ImageTag.named("forgejo.example", "team/app", "latest")
+B = ImageTag.named("forgejo.example", "team/other", "latest")
 
 
 @pytest.mark.parametrize(

@@ -728,7 +728,7 @@ def run(case: Case) -> Decision:
     return decide(
         workload=case.deployment,
         pods=case.pods,
-        forgejo_host=HOST,
+        registries={HOST},
         resolved=case.resolved,
         sightings=case.sightings,
         children=case.children,
@@ -765,7 +765,7 @@ def test_no_children_request_without_a_mismatch() -> None:
     decision = decide(
         workload=deployment(),
         pods=[pod("a", digest=NEW), pod("b", digest=NEW)],
-        forgejo_host=HOST,
+        registries={HOST},
         resolved={REF: NEW},
         sightings={REF: Sighting(NEW, SEEN)},
         children={},
@@ -781,7 +781,7 @@ def test_decide_again_with_children_then_deletes() -> None:
     inputs = {
         "workload": deployment(),
         "pods": pods,
-        "forgejo_host": HOST,
+        "registries": {HOST},
         "resolved": {REF: NEW},
         "sightings": {REF: Sighting(NEW, SEEN)},
     }
@@ -809,7 +809,7 @@ def test_content_is_asked_of_the_repository_each_side_names() -> None:
     decision = decide(
         workload=deployment(replicas=4),
         pods=pods,
-        forgejo_host=HOST,
+        registries={HOST},
         resolved={REF: NEW},
         sightings={REF: Sighting(NEW, SEEN)},
         children={NEW: frozenset()},
@@ -833,7 +833,7 @@ def test_a_known_side_is_not_asked_for_again() -> None:
     decision = decide(
         workload=deployment(),
         pods=[pod("a", digest=MIRROR_ID), pod("b", digest=NEW)],
-        forgejo_host=HOST,
+        registries={HOST},
         resolved={REF: NEW},
         sightings={REF: Sighting(NEW, SEEN)},
         children={NEW: frozenset()},
@@ -849,7 +849,7 @@ def test_children_then_content_then_the_decision() -> None:
         decide,
         workload=deployment(),
         pods=[pod("a", digest=MIRROR_ID), pod("b", digest=NEW)],
-        forgejo_host=HOST,
+        registries={HOST},
         resolved={REF: NEW},
         sightings={REF: Sighting(NEW, SEEN)},
     )
@@ -902,7 +902,7 @@ def test_a_transient_failure_is_asked_again_not_blamed_on_access() -> None:
     decision = decide(
         workload=deployment(),
         pods=[pod("a", digest=MIRROR_ID), pod("b", digest=NEW)],
-        forgejo_host=HOST,
+        registries={HOST},
         resolved={REF: NEW},
         sightings={REF: Sighting(NEW, SEEN)},
         children={NEW: frozenset()},
@@ -957,7 +957,7 @@ def test_one_deletion_per_deployment_across_containers() -> None:
     decision = decide(
         workload=dep,
         pods=pods,
-        forgejo_host=HOST,
+        registries={HOST},
         resolved={REF: NEW, SIDE_REF: NEW},
         sightings={REF: Sighting(NEW, SEEN), SIDE_REF: Sighting(NEW, SEEN)},
         children={NEW: frozenset()},
@@ -981,7 +981,7 @@ def test_same_pod_stale_in_two_containers_is_one_deletion() -> None:
     decision = decide(
         workload=dep,
         pods=pods,
-        forgejo_host=HOST,
+        registries={HOST},
         resolved={REF: NEW, SIDE_REF: NEW},
         sightings={REF: Sighting(NEW, SEEN), SIDE_REF: Sighting(NEW, SEEN)},
         children={NEW: frozenset()},
@@ -997,7 +997,7 @@ def test_all_pods_stale_still_one_deletion() -> None:
     decision = decide(
         workload=deployment(replicas=5),
         pods=pods,
-        forgejo_host=HOST,
+        registries={HOST},
         resolved={REF: NEW},
         sightings={REF: Sighting(NEW, SEEN)},
         children={NEW: frozenset()},
@@ -1015,7 +1015,7 @@ def test_rollout_simulation_replaces_every_pod_once() -> None:
         decision = decide(
             workload=deployment(replicas=3),
             pods=pods,
-            forgejo_host=HOST,
+            registries={HOST},
             resolved={REF: NEW},
             sightings={REF: Sighting(NEW, SEEN)},
             children={NEW: frozenset()},
@@ -1045,7 +1045,7 @@ def test_loop_guard_bounds_deletions_when_runtime_reports_old_digest() -> None:
         decision = decide(
             workload=workload,
             pods=pods,
-            forgejo_host=HOST,
+            registries={HOST},
             resolved={REF: NEW},
             sightings={REF: Sighting(NEW, SEEN)},
             children={NEW: frozenset()},
@@ -1124,7 +1124,7 @@ def test_refs_to_resolve_dedups_and_filters() -> None:
             name="two",
         ),
     ]
-    assert refs_to_resolve(deps, forgejo_host=HOST) == {REF, SIDE_REF}
+    assert refs_to_resolve(deps, registries={HOST}) == {REF, SIDE_REF}
 
 
 def test_observe_targets_remembers_first_sighting() -> None:
@@ -1197,7 +1197,7 @@ def test_listed_uids_groups_pod_uids_by_the_refs_their_deployment_uses() -> None
         (ignored, [pod("h")]),
         (deployment(name="empty"), []),
     ]
-    assert listed_uids(snapshot, forgejo_host=HOST) == {
+    assert listed_uids(snapshot, registries={HOST}) == {
         REF: frozenset({"uid-a", "uid-b", "uid-c"}),
         SIDE_REF: frozenset({"uid-a", "uid-b"}),
     }
@@ -1219,12 +1219,12 @@ def test_loop_guard_memory_across_passes_closes_the_same_second_window() -> None
 
     def one_pass(now: datetime, target: Digest) -> Decision:
         nonlocal memory
-        listed = listed_uids([(dep, pods)], forgejo_host=HOST)
+        listed = listed_uids([(dep, pods)], registries={HOST})
         memory = observe_targets(memory, {REF: target}, now=now, listed=listed)
         decision = decide(
             workload=dep,
             pods=pods,
-            forgejo_host=HOST,
+            registries={HOST},
             resolved={REF: target},
             sightings=memory,
             children={target: frozenset()},

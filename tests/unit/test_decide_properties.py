@@ -213,7 +213,7 @@ def test_no_deletion_breaks_a_safety_property(scenario: dict[str, object]) -> No
     decision = decide(
         workload=deployment,
         pods=pod_list,
-        forgejo_host=HOST,
+        registries={HOST},
         resolved=resolved,
         sightings=sightings,
         children=children,
@@ -352,13 +352,13 @@ def test_loop_guard_over_many_passes_is_bounded_and_replaces_every_older_pod(
         if move:
             moves += 1
             target = fresh_digest(moves)
-        listed = listed_uids([(dep, pods)], forgejo_host=HOST)  # listed, then the clock
+        listed = listed_uids([(dep, pods)], registries={HOST})  # listed, then the clock
         memory = observe_targets(memory, {ref: target}, now=now, listed=listed)
         sighting = memory[ref]
         decision = decide(
             workload=dep,
             pods=pods,
-            forgejo_host=HOST,
+            registries={HOST},
             resolved={ref: target},
             sightings=memory,
             children={target: frozenset()},
@@ -514,7 +514,7 @@ def decide_as_the_shell(
         decide,
         workload=dep,
         pods=pods,
-        forgejo_host=HOST,
+        registries={HOST},
         resolved={REFS["app"]: target},
         sightings=memory,
         children=children,
@@ -612,7 +612,7 @@ def test_no_pod_running_the_targets_content_is_ever_deleted_and_other_content_ro
             world.pull(node % len(nodes), max(0, len(world.builds) - 1 - back), source)
             foreign = foreign or source == "foreign"
         listed_pods = [observed(p) for p in pods]
-        listed = listed_uids([(dep, listed_pods)], forgejo_host=HOST)
+        listed = listed_uids([(dep, listed_pods)], registries={HOST})
         target = world.target()
         memory = observe_targets(memory, {REFS["app"]: target}, now=now, listed=listed)
         # Like the registry client: answers are cached, failures only for their own pass.

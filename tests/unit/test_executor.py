@@ -89,7 +89,7 @@ def test_a_follower_skips_the_whole_pass_without_reading_anything() -> None:
         cluster=cluster,
         registry=registry,
         metrics=Metrics(CollectorRegistry()),
-        forgejo_host="git.example.org",
+        registries={"git.example.org"},
         dry_run=False,
         leading=lambda: False,
         clock=lambda: datetime(2026, 12, 1, tzinfo=UTC),

@@ -117,7 +117,7 @@ def decided(
             decide(
                 workload=e.workload,
                 pods=e.pods,
-                forgejo_host=HOST,
+                registries={HOST},
                 resolved=answers,
                 sightings=sightings,
                 children={NEW: frozenset(), SIDE_NEW: frozenset()},
@@ -474,7 +474,7 @@ def test_no_workload_is_always_last() -> None:
                 decide(
                     workload=e.workload,
                     pods=e.pods,
-                    forgejo_host=HOST,
+                    registries={HOST},
                     resolved={REF: target},
                     sightings=seen,
                     children={target: frozenset()},

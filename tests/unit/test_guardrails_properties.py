@@ -303,7 +303,7 @@ def controller(world: World, guardrails: Guardrails) -> Reconciler:
         cluster=world,
         registry=world,
         metrics=Metrics(CollectorRegistry()),
-        forgejo_host=HOST,
+        registries={HOST},
         dry_run=False,
         clock=lambda: world.now,
         guardrails=guardrails,
@@ -318,7 +318,7 @@ def mid_roll_count(world: World) -> int:
         decision = decide(
             workload=enrolled.workload,
             pods=enrolled.pods,
-            forgejo_host=HOST,
+            registries={HOST},
             resolved=resolved,
             sightings={},
             children=world.known_children(),

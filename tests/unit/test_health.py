@@ -67,7 +67,7 @@ def decided(
     return decide(
         workload=w or workload(),
         pods=pods if pods is not None else [old("a"), old("b"), *([new] if new else [])],
-        forgejo_host=HOST,
+        registries={HOST},
         resolved={REF: NEW},
         sightings={REF: Sighting(NEW, SEEN)},
         children={NEW: frozenset()},

@@ -9,10 +9,12 @@ from autoroll.core.images import (
     ImageRefError,
     RunningImage,
     TagRef,
+    canonical_repository,
     host_matches,
     parse_image,
     parse_image_id,
     parse_running_image,
+    registry_host,
 )
 from autoroll.core.model import Digest, Unknown, is_digest
 
@@ -179,3 +181,39 @@ def test_running_image_reference_is_the_name_the_runtime_gave() -> None:
     named = RunningImage(Digest(D), "forgejo.example", "aaa/mirror")
     assert named.reference == f"forgejo.example/aaa/mirror@{D}"
     assert RunningImage(Digest(D), is_config=True).reference == D
+
+
+@pytest.mark.parametrize(
+    ("host", "expected"),
+    [
+        ("docker.io", "docker.io"),
+        ("index.docker.io", "docker.io"),
+        ("registry-1.docker.io", "docker.io"),
+        ("Index.Docker.IO", "docker.io"),
+        ("Forgejo.Example:3000", "forgejo.example:3000"),
+        ("ghcr.io", "ghcr.io"),
+        ("docker.io:443", "docker.io:443"),  # another port is another registry
+    ],
+)
+def test_registry_host_names_one_registry_once(host: str, expected: str) -> None:
+    assert registry_host(host) == expected
+
+
+@pytest.mark.parametrize(
+    "reference",
+    [
+        "nginx",
+        "library/nginx",
+        "docker.io/nginx",
+        "index.docker.io/library/nginx",
+        "registry-1.docker.io/nginx",
+    ],
+)
+def test_every_spelling_of_an_official_image_is_one_ref(reference: str) -> None:
+    assert parse_image(reference).tag_ref == TagRef("docker.io", "library/nginx", "latest")
+
+
+def test_library_is_implied_on_docker_hub_only() -> None:
+    assert canonical_repository("docker.io", "nginx") == "library/nginx"
+    assert canonical_repository("ghcr.io", "nginx") == "nginx"
+    assert canonical_repository("index.docker.io", "team/app") == "team/app"

@@ -644,7 +644,7 @@ def run(
     return decide(
         workload=workload,
         pods=pods,
-        forgejo_host=HOST,
+        registries={HOST},
         resolved={REF: NEW},
         sightings={REF: Sighting(NEW, SEEN)},
         children={NEW: frozenset()},

@@ -217,9 +217,9 @@ def test_a_targeted_snapshot_holds_the_workloads_of_the_named_repositories_only(
     cache: WatchCache,
 ) -> None:
     synced(cache)
-    scope = Scope.of([ImageTag("team/api", "v2")])
+    scope = Scope.of([ImageTag.named(HOST, "team/api", "v2")])
     assert keys(cache, scope) == {"deployment/api": ["api-1"]}
-    assert keys(cache, Scope.of([ImageTag("team/none", "x")])) == {}
+    assert keys(cache, Scope.of([ImageTag.named(HOST, "team/none", "x")])) == {}
 
 
 def test_watch_events_add_change_and_remove_pods_and_listeners_hear_whose(
@@ -461,7 +461,7 @@ def test_platform_awareness_gives_cached_and_freshly_read_pods_their_nodes_platf
         cache=cache,
         kinds=[WorkloadKind.DEPLOYMENT, WorkloadKind.STATEFULSET],
     )
-    [web] = cluster.snapshot(Scope.of([ImageTag("team/app", "latest")]))
+    [web] = cluster.snapshot(Scope.of([ImageTag.named(HOST, "team/app", "latest")]))
     assert web.workload.name == "web"
     assert [(p.name, p.platform) for p in web.pods] == [("web-1", "linux/arm64")]
     assert len(rest.node_requests) == 1

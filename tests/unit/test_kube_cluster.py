@@ -600,7 +600,7 @@ def test_a_targeted_snapshot_lists_only_the_namespaces_of_workloads_using_the_re
     ]
     rest = FakeRest(deployments, [k8s_pod("web-1"), k8s_pod("api-1", namespace="blog")])
     cluster = KubeCluster(label_selector="x", rest=rest, kinds=[WorkloadKind.DEPLOYMENT])
-    snapshot = cluster.snapshot(Scope.of([ImageTag("team/app", "latest")]))
+    snapshot = cluster.snapshot(Scope.of([ImageTag.named("git.example.org", "team/app", "latest")]))
     assert [e.workload.key for e in snapshot] == ["shop/deployment/web"]
     assert rest.list_calls == ["shop"]  # blog holds no workload of team/app
 

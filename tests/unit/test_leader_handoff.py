@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -18,6 +19,7 @@ from autoroll.controller.leader import Elector, NudgeWatcher
 from autoroll.core.election import Timings
 from autoroll.core.model import DeleteOutcome, Enrolled, LeaseRecord, WorkloadView
 from autoroll.core.scope import FULL, Scope
+from autoroll.edge.receivers import SETTLE_SECONDS
 from autoroll.edge.server import Runtime, build_runtime
 from autoroll.instruments.metrics import Metrics
 from tests.support.ports import free_port
@@ -38,7 +40,20 @@ ENV = {
     "LEADER_ELECTION_LEASE_DURATION_SECONDS": "3",
     "LEADER_ELECTION_RENEW_DEADLINE_SECONDS": "2",
     "LEADER_ELECTION_RETRY_PERIOD_SECONDS": "0.1",
+    "DISTRIBUTION_WEBHOOK_TOKEN": "distribution-token-0123456789",
 }
+#: A distribution registry's notification of a tag pushed to the configured registry.
+ENVELOPE = json.dumps(
+    {
+        "events": [
+            {
+                "action": "push",
+                "target": {"repository": "team/app", "tag": "latest"},
+                "request": {"host": "git.example.org"},
+            }
+        ]
+    }
+).encode()
 
 
 class GatedCluster:
@@ -157,6 +172,26 @@ def test_a_webhook_at_the_leader_nudges_it_directly(pair: Pair) -> None:
         )
         == 1
     )
+
+
+@pytest.mark.parametrize("at", ["follower", "leader"])
+def test_a_registry_notification_reaches_the_leader_once_the_tag_is_written(
+    pair: Pair, at: str
+) -> None:
+    """The distribution registry notifies before it writes the tag: the hand-off delivers
+    the nudge SETTLE_SECONDS later, from the follower through the Lease or at the leader."""
+    replica = pair.runtimes[pair.follower() if at == "follower" else pair.leader()]
+    before = pair.clusters["a"].snapshots
+    started = time.monotonic()
+    response = replica.app.test_client().post(
+        "/webhook/distribution",
+        data=ENVELOPE,
+        headers={"Authorization": f"Bearer {ENV['DISTRIBUTION_WEBHOOK_TOKEN']}"},
+    )
+    assert response.status_code == 202
+    wait_until(lambda: pair.clusters["a"].snapshots > before, timeout=4.0)
+    assert time.monotonic() - started >= SETTLE_SECONDS
+    assert pair.clusters["b"].snapshots == 0
 
 
 def test_bad_signatures_at_the_follower_publish_nothing_and_cause_no_pass(pair: Pair) -> None:

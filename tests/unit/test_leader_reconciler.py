@@ -50,7 +50,7 @@ def build(
         cluster=cluster,
         registry=FakeRegistry({REF: NEW}),
         metrics=metrics,
-        forgejo_host="git.example.org",
+        registries={"git.example.org"},
         dry_run=dry_run,
         clock=Clock(),
         may_act=may_act,

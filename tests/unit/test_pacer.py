@@ -26,7 +26,7 @@ from tests.unit.test_reconciler import (
     pod,
 )
 
-APP = Scope.of([ImageTag("team/app", "latest")])
+APP = Scope.of([ImageTag.named("git.example.org", "team/app", "latest")])
 
 
 class Watch:

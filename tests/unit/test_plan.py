@@ -121,7 +121,7 @@ def test_plan_shows_every_deployment_and_container_and_deletes_nothing() -> None
     report = run_plan(
         cluster=cluster,
         registry=Registry({REF: NEW, OTHER: NEW}),
-        forgejo_host=HOST,
+        registries={HOST},
         now=NOW,
     )
     assert cluster.deleted == []
@@ -146,7 +146,7 @@ def test_plan_says_why_a_stale_deployment_waits() -> None:
     cluster = Cluster(
         [deployment("web", IMAGE, [pod("web-1", OLD), pod("web-2", NEW, ready=False)])]
     )
-    report = run_plan(cluster=cluster, registry=Registry({REF: NEW}), forgejo_host=HOST, now=NOW)
+    report = run_plan(cluster=cluster, registry=Registry({REF: NEW}), registries={HOST}, now=NOW)
     [row] = rows(report.decisions)
     assert row[5] == "waiting: web-1 is stale; not-settled: pod-not-ready (pod not ready: web-2)"
     assert row[3] == f"{OLD.short},{NEW.short}"
@@ -157,7 +157,7 @@ def test_plan_shows_an_unknown_registry_digest_as_skipped() -> None:
     report = run_plan(
         cluster=cluster,
         registry=Registry({REF: Unknown("unauthorized", "HTTP 401")}),
-        forgejo_host=HOST,
+        registries={HOST},
         now=NOW,
     )
     [row] = rows(report.decisions)
@@ -182,7 +182,7 @@ def test_plan_says_why_a_pod_under_another_name_is_current_or_not_rolled() -> No
         ]
     )
     registry = Registry({REF: NEW}, {NEW: config, mirror: config})
-    report = run_plan(cluster=cluster, registry=registry, forgejo_host=HOST, now=NOW)
+    report = run_plan(cluster=cluster, registry=registry, registries={HOST}, now=NOW)
     table = {row[0]: row for row in rows(report.decisions)}
     assert table["shop/deployment/web"][3:] == (
         mirror.short,
@@ -197,7 +197,7 @@ def test_plan_says_why_a_pod_under_another_name_is_current_or_not_rolled() -> No
 
 
 def test_plan_with_nothing_enrolled_says_so() -> None:
-    report = run_plan(cluster=Cluster([]), registry=Registry({}), forgejo_host=HOST, now=NOW)
+    report = run_plan(cluster=Cluster([]), registry=Registry({}), registries={HOST}, now=NOW)
     assert render(report, label_selector="aethnet.se/autoroll=true") == (
         "No Deployment, StatefulSet or DaemonSet matches LABEL_SELECTOR=aethnet.se/autoroll=true;"
         " nothing to roll.\n"
@@ -219,7 +219,7 @@ def test_plan_shows_a_closed_window_and_when_the_next_one_opens() -> None:
     # NOW is Sunday 2026-11-29 12:00 UTC; the window opens on Monday at 22:00 Stockholm.
     window = {"autoroll.aethnet.se/window": "Mon-Fri 22:00-06:00 Europe/Stockholm"}
     cluster = Cluster([annotated("web", window, [pod("web-1", OLD)])])
-    report = run_plan(cluster=cluster, registry=Registry({REF: NEW}), forgejo_host=HOST, now=NOW)
+    report = run_plan(cluster=cluster, registry=Registry({REF: NEW}), registries={HOST}, now=NOW)
     [row] = rows(report.decisions, report.plan)
     assert row[5].startswith("stale → pod web-1 held (outside-window): outside its window")
     assert "next opens Mon 2026-11-30 22:00 Europe/Stockholm" in row[5]
@@ -241,7 +241,7 @@ def test_plan_footer_shows_the_budget_and_every_pause_and_bad_annotation() -> No
     report = run_plan(
         cluster=cluster,
         registry=Registry({REF: NEW}),
-        forgejo_host=HOST,
+        registries={HOST},
         now=NOW,
         guardrails=Guardrails(deletions_per_period=1, in_flight=5),
     )
@@ -263,7 +263,7 @@ def test_plan_says_loudly_that_rolling_is_paused_cluster_wide() -> None:
     report = run_plan(
         cluster=cluster,
         registry=Registry({REF: NEW}),
-        forgejo_host=HOST,
+        registries={HOST},
         now=NOW,
         guardrails=Guardrails(paused=True),
     )

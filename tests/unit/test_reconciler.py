@@ -180,7 +180,7 @@ def make(
         cluster=cluster,
         registry=registry,
         metrics=metrics,
-        forgejo_host=HOST,
+        registries={HOST},
         dry_run=dry_run,
         clock=clock or Clock(),
         guardrails=guardrails,

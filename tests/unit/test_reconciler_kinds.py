@@ -118,7 +118,7 @@ def make(
         cluster=cluster,
         registry=FakeRegistry({REF: NEW}),
         metrics=metrics,
-        forgejo_host=HOST,
+        registries={HOST},
         dry_run=dry_run,
         clock=Clock(),
         nodes=nodes,

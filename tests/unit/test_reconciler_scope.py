@@ -44,7 +44,7 @@ def plain(metrics: Metrics, name: str, **labels: str) -> float:
 
 
 OTHER = TagRef(HOST, "team/api", "v2")
-APP = Scope.of([ImageTag("team/app", "latest")])
+APP = Scope.of([ImageTag.named(HOST, "team/app", "latest")])
 
 
 # -- the fresh read -------------------------------------------------------------------------
@@ -174,7 +174,7 @@ def test_every_deletion_is_the_one_decide_makes_on_the_fresh_read_alone(
         decision = decide(
             workload=view,
             pods=pods,
-            forgejo_host=HOST,
+            registries={HOST},
             resolved={REF: NEW},
             sightings=reconciler.sightings,
             children={NEW: frozenset()},
@@ -360,7 +360,7 @@ def test_a_targeted_pass_forgets_no_warned_pod(caplog: pytest.LogCaptureFixture)
     cluster.items[1] = enrolled("api", [pod("api-1", NEW)], image=OTHER_IMAGE)
     reconciler, _ = make(cluster, FakeRegistry({REF: NEW, OTHER: NEW}))
     reconciler.tick()
-    reconciler.tick(scope=Scope.of([ImageTag("team/api", "v2")]))
+    reconciler.tick(scope=Scope.of([ImageTag.named(HOST, "team/api", "v2")]))
     reconciler.tick()
     warned = [r for r in caplog.records if "cannot tell what pod" in r.getMessage()]
     assert len(warned) == 1

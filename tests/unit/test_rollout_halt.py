@@ -52,7 +52,7 @@ def halt(pods: list[PodView], *, replicas: int = 3) -> RolloutHalt | None:
     decision = decide(
         workload=deployment(replicas=replicas),
         pods=pods,
-        forgejo_host=HOST,
+        registries={HOST},
         resolved={REF: NEW},
         sightings={REF: Sighting(NEW, SEEN)},
         children={NEW: frozenset()},

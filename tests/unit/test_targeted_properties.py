@@ -166,7 +166,7 @@ def test_the_loop_guard_holds_across_interleaved_targeted_and_full_passes(
         cluster=cluster,
         registry=registry,
         metrics=Metrics(CollectorRegistry()),
-        forgejo_host=HOST,
+        registries={HOST},
         dry_run=False,
         clock=lambda: clock[0],
     )

@@ -79,7 +79,14 @@ def ready() -> Probe:
 
 @pytest.fixture
 def app(metrics: Metrics, nudge: CountingNudge, live: Probe, ready: Probe) -> Flask:
-    return create_app(webhook_secret=SECRET, nudge=nudge, metrics=metrics, live=live, ready=ready)
+    return create_app(
+        webhook_secret=SECRET,
+        nudge=nudge,
+        metrics=metrics,
+        live=live,
+        ready=ready,
+        forgejo_host="forgejo.example",
+    )
 
 
 @pytest.fixture
@@ -89,7 +96,10 @@ def client(app: Flask) -> FlaskClient:
 
 def outcome(metrics: Metrics, name: str) -> float:
     return (
-        metrics.registry.get_sample_value("autoroll_webhook_requests_total", {"outcome": name}) or 0
+        metrics.registry.get_sample_value(
+            "autoroll_webhook_requests_total", {"source": "forgejo", "outcome": name}
+        )
+        or 0
     )
 
 
@@ -198,8 +208,10 @@ def test_a_signed_container_tag_event_nudges_a_pass_targeted_at_that_tag(
     body = (GITEA / "gitea-1.27-package-tag-user.json").read_bytes()  # as Gitea sent it
     response = client.post("/webhook", data=body, headers={"X-Gitea-Signature": sign(body)})
     assert response.status_code == 202
-    assert response.text == "targeted pass requested for team-owner/my-app:latest\n"
-    assert nudge.scopes == [Scope.of([ImageTag("team-owner/my-app", "latest")])]
+    assert response.text == "targeted pass requested for forgejo.example/team-owner/my-app:latest\n"
+    assert nudge.scopes == [
+        Scope.of([ImageTag.named("forgejo.example", "team-owner/my-app", "latest")])
+    ]
     assert (outcome(metrics, "targeted"), outcome(metrics, "accepted")) == (1, 0)
 
 
@@ -498,7 +510,9 @@ def test_metrics_serves_the_injected_registry_as_prometheus_text(
     assert response.content_type.startswith("text/plain")
     text = response.get_data(as_text=True)
     assert 'autoroll_pod_deletions_total{kind="deployment",mode="dry"} 3.0' in text
-    assert 'autoroll_webhook_requests_total{outcome="missing-signature"} 1.0' in text
+    assert (
+        'autoroll_webhook_requests_total{outcome="missing-signature",source="forgejo"} 1.0' in text
+    )
     # Only the injected registry: nothing from the process-global default one.
     assert "python_gc_objects_collected_total" not in text
 
@@ -516,6 +530,7 @@ def test_an_empty_secret_is_refused(metrics: Metrics) -> None:
             metrics=metrics,
             live=lambda: Health(True, ""),
             ready=lambda: Health(True, ""),
+            forgejo_host="forgejo.example",
         )
 
 
@@ -557,6 +572,7 @@ def test_the_webhook_answers_in_milliseconds_while_a_pass_is_stuck(
         metrics=metrics,
         live=worker.liveness,
         ready=worker.readiness,
+        forgejo_host="forgejo.example",
     ).test_client()
     started = time.monotonic()
     for _ in range(20):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from autoroll.core.scope import ImageTag
+from autoroll.core.pushed import Pushed
 from autoroll.core.webhook_body import BodyKind, BodyReading, read_body
 
 DATA = Path(__file__).parent / "data"
@@ -21,12 +21,14 @@ def real(name: str) -> bytes:
 
 def test_a_real_user_hook_delivery_of_a_tag_names_the_owners_repository_and_the_tag() -> None:
     assert read_body(real("tag-user")) == BodyReading(
-        BodyKind.TAG, ImageTag("team-owner/my-app", "latest")
+        BodyKind.TAG, Pushed(None, "team-owner/my-app", "latest")
     )
 
 
 def test_a_real_org_hook_delivery_of_a_tag_names_the_orgs_repository() -> None:
-    assert read_body(real("tag-org")) == BodyReading(BodyKind.TAG, ImageTag("my-org/svc", "v1.2"))
+    assert read_body(real("tag-org")) == BodyReading(
+        BodyKind.TAG, Pushed(None, "my-org/svc", "v1.2")
+    )
 
 
 def test_a_real_delivery_of_a_platform_manifest_is_a_digest_version() -> None:
@@ -53,20 +55,18 @@ def without(field: str) -> bytes:
 @pytest.mark.parametrize(
     ("body", "expected"),
     [
-        (package(), ImageTag("team/app", "latest")),
+        (package(), Pushed(None, "team/app", "latest")),
         # Owners may be spelled with capitals in Forgejo; registry paths are lowercase.
-        (package(owner={"login": "Team"}, name="App"), ImageTag("team/app", "latest")),
+        (package(owner={"login": "Team"}, name="App"), Pushed(None, "team/app", "latest")),
         # An owner without "login" (an older payload) is read from "username".
-        (package(owner={"username": "team"}), ImageTag("team/app", "latest")),
+        (package(owner={"username": "team"}), Pushed(None, "team/app", "latest")),
         # A nested image name is part of the repository path.
-        (package(name="tools/app"), ImageTag("team/tools/app", "latest")),
+        (package(name="tools/app"), Pushed(None, "team/tools/app", "latest")),
         # Tags are case-sensitive.
-        (package(version="V1.2_rc-3"), ImageTag("team/app", "V1.2_rc-3")),
+        (package(version="V1.2_rc-3"), Pushed(None, "team/app", "V1.2_rc-3")),
     ],
 )
-def test_a_container_tag_event_names_its_repository_and_tag(
-    body: bytes, expected: ImageTag
-) -> None:
+def test_a_container_tag_event_names_its_repository_and_tag(body: bytes, expected: Pushed) -> None:
     assert read_body(body) == BodyReading(BodyKind.TAG, expected)
 
 

@@ -159,8 +159,8 @@ def test_the_poll_interval_alone_drives_passes(
         w.stop(timeout=5)
 
 
-APP = Scope.of([ImageTag("team/app", "latest")])
-API = Scope.of([ImageTag("team/api", "v2")])
+APP = Scope.of([ImageTag.named("forgejo.example", "team/app", "latest")])
+API = Scope.of([ImageTag.named("forgejo.example", "team/api", "v2")])
 
 
 def test_the_first_pass_and_the_poll_are_full_and_a_targeted_nudge_runs_its_scope(

@@ -275,7 +275,7 @@ def autoroll_pass(world: World, memory: dict[TagRef, Sighting]) -> dict[TagRef, 
     decide, read the Nodes asked for, decide again; delete what was decided."""
     pods = [p.view() for p in world.pods.values()]
     workload = world.view()
-    listed = listed_uids([(workload, pods)], forgejo_host=HOST)
+    listed = listed_uids([(workload, pods)], registries={HOST})
     target = digest(world.target)
     memory = observe_targets(memory, {REF: target}, now=world.now, listed=listed)
     nodes: dict[str, NodeView | Unknown] = {}
@@ -284,7 +284,7 @@ def autoroll_pass(world: World, memory: dict[TagRef, Sighting]) -> dict[TagRef, 
         return decide(
             workload=workload,
             pods=pods,
-            forgejo_host=HOST,
+            registries={HOST},
             resolved={REF: target},
             sightings=memory,
             children={target: frozenset()},

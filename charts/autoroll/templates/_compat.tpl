@@ -23,8 +23,12 @@ to values.yaml's.
 {{- define "autoroll.compat.addedSince020" -}}
 forgejo:
   scheme: https
+  pullSecrets: false
+registries: []
 secret:
   mountAsFiles: true
+  receivers: {}
+webhookReceivers: []
 probePort: 8081
 tenancy:
   namespaces: []

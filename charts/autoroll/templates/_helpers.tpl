@@ -109,8 +109,9 @@ autoroll.secretMountPath: where the Secret is mounted read-only when secret.moun
 
 {{/*
 autoroll.validateSecret: fails unless exactly one source of the two secrets is configured:
-secret.existingSecret, or both secret.forgejoToken and secret.webhookSecret (>= 16 chars).
-Renders nothing; include it from every template that needs the Secret.
+secret.existingSecret, or both secret.forgejoToken and secret.webhookSecret (>= 16 chars);
+secret.forgejoToken only when forgejo.host is set (without the Forgejo shorthand there is no
+token). Renders nothing; include it from every template that needs the Secret.
 */}}
 {{- define "autoroll.validateSecret" -}}
 {{- $s := .Values.secret -}}
@@ -120,7 +121,7 @@ Renders nothing; include it from every template that needs the Secret.
 {{- end -}}
 {{- else -}}
 {{- $missing := list -}}
-{{- if not $s.forgejoToken }}{{ $missing = append $missing "secret.forgejoToken" }}{{ end -}}
+{{- if and (not $s.forgejoToken) .Values.forgejo.host }}{{ $missing = append $missing "secret.forgejoToken" }}{{ end -}}
 {{- if not $s.webhookSecret }}{{ $missing = append $missing "secret.webhookSecret" }}{{ end -}}
 {{- if $missing -}}
 {{- fail (printf "%s: required when secret.existingSecret is empty (or name an existing Secret with secret.existingSecret)" (join ", " $missing)) -}}
@@ -129,17 +130,84 @@ Renders nothing; include it from every template that needs the Secret.
 {{- fail "secret.webhookSecret: must be at least 16 characters" -}}
 {{- end -}}
 {{- end -}}
+{{- include "autoroll.validateReceivers" . -}}
+{{- end -}}
+
+{{/*
+autoroll.receiverVariable: the variable (and Secret key) holding a webhook receiver's secret.
+Takes the source's name ("harbor"); fails naming webhookReceivers for an unknown one. Keep in
+sync with RECEIVERS in autoroll/core/receivers/sources.py (tests/unit/test_chart_receivers.py).
+*/}}
+{{- define "autoroll.receiverVariable" -}}
+{{- $variables := dict
+  "distribution" "DISTRIBUTION_WEBHOOK_TOKEN"
+  "gitlab" "GITLAB_WEBHOOK_TOKEN"
+  "harbor" "HARBOR_WEBHOOK_TOKEN"
+  "github" "GITHUB_WEBHOOK_SECRET"
+  "dockerhub" "DOCKERHUB_WEBHOOK_TOKEN"
+  "quay" "QUAY_WEBHOOK_TOKEN"
+  "generic" "GENERIC_WEBHOOK_SECRET"
+  "cloudevents" "CLOUDEVENTS_WEBHOOK_TOKEN" -}}
+{{- if not (hasKey $variables .) -}}
+{{- fail (printf "webhookReceivers: %q is not a receiver; choose from %s" . (keys $variables | sortAlpha | join ", ")) -}}
+{{- end -}}
+{{- get $variables . -}}
+{{- end -}}
+
+{{/*
+autoroll.receiverTakesPathToken: "true" for the receivers whose token is the last part of
+their URL (/webhook/<source>/<token>: Docker Hub and Quay cannot sign), else "". Takes the
+source's name.
+*/}}
+{{- define "autoroll.receiverTakesPathToken" -}}
+{{- if has . (list "dockerhub" "quay") }}true{{ end -}}
+{{- end -}}
+
+{{/*
+autoroll.validateReceivers: each of webhookReceivers needs its secret: in secret.receivers
+(at least 16 characters; a path token only letters, digits and ._~-) when the chart creates
+the Secret, and nowhere in the values with secret.existingSecret (the key is then the
+Secret's business). A secret given for a receiver not listed is refused too, so a typo never
+leaves a receiver silently off. Renders nothing.
+*/}}
+{{- define "autoroll.validateReceivers" -}}
+{{- $given := .Values.secret.receivers | default dict -}}
+{{- $listed := .Values.webhookReceivers | default list -}}
+{{- range $listed -}}
+{{- $_ := include "autoroll.receiverVariable" . -}}
+{{- end -}}
+{{- if .Values.secret.existingSecret -}}
+{{- if $given -}}
+{{- fail (printf "secret.receivers: set together with secret.existingSecret; put each receiver's key (%s) in the existing Secret instead" (include "autoroll.receiverVariable" (keys $given | sortAlpha | first))) -}}
+{{- end -}}
+{{- else -}}
+{{- range $source := keys $given | sortAlpha -}}
+{{- if not (has $source $listed) -}}
+{{- fail (printf "secret.receivers.%s: given, but %s is not in webhookReceivers; list it there to turn the receiver on, or remove the secret" $source $source) -}}
+{{- end -}}
+{{- end -}}
+{{- range $source := $listed -}}
+{{- $value := get $given $source | default "" | toString -}}
+{{- if lt (len $value) 16 -}}
+{{- fail (printf "secret.receivers.%s: required (at least 16 characters) while %s is in webhookReceivers and secret.existingSecret is empty" $source $source) -}}
+{{- end -}}
+{{- if and (include "autoroll.receiverTakesPathToken" $source) (not (regexMatch "^[A-Za-z0-9._~-]+$" $value)) -}}
+{{- fail (printf "secret.receivers.%s: the token is part of the URL; use only letters, digits and . _ ~ - (e.g. openssl rand -hex 32)" $source) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 
 {{/*
 autoroll.validateRequired: fails naming forgejo.host, forgejo.user or image.repository when
-empty. The schema rejects these already; this guards installs run with
+empty: forgejo.host unless registries lists the registries, forgejo.user whenever
+forgejo.host is set. The schema rejects these already; this guards installs run with
 --skip-schema-validation. Renders nothing.
 */}}
 {{- define "autoroll.validateRequired" -}}
 {{- $missing := list -}}
-{{- if not .Values.forgejo.host }}{{ $missing = append $missing "forgejo.host (bare host[:port] of the Forgejo registry)" }}{{ end -}}
-{{- if not .Values.forgejo.user }}{{ $missing = append $missing "forgejo.user (owner of the token)" }}{{ end -}}
+{{- if not (or .Values.forgejo.host .Values.registries) }}{{ $missing = append $missing "forgejo.host (bare host[:port] of the Forgejo registry; or list registries)" }}{{ end -}}
+{{- if and .Values.forgejo.host (not .Values.forgejo.user) }}{{ $missing = append $missing "forgejo.user (owner of the token)" }}{{ end -}}
 {{- if not .Values.image.repository }}{{ $missing = append $missing "image.repository (<host>/<owner>/<repo> of the controller image)" }}{{ end -}}
 {{- if $missing -}}
 {{- fail (printf "required values are empty: %s" (join "; " $missing)) -}}
@@ -224,7 +292,8 @@ workload kinds and pods): ["list"], and "watch" beside it when the watched cache
 autoroll.podRules: the rules the controller needs where it rolls, as a JSON list of RBAC
 rules: list (and watch, with the watched cache) on each kind in workloadKinds and on pods,
 the rollout method's one write (pods: delete, or pods/eviction: create for evict, never
-both), and core events: create when emitEvents is on. The ClusterRole grants them
+both), core events: create when emitEvents is on, and secrets and serviceaccounts: get
+when a registry reads the pods' pull secrets (autoroll.pullSecretRules). The ClusterRole grants them
 cluster-wide; in namespaced mode (tenancy.namespaced) each watched namespace's Role grants
 them there. Takes the root context.
 */}}
@@ -241,6 +310,7 @@ them there. Takes the root context.
 {{- /* core/v1 Events, the API the controller calls and `kubectl describe` reads. */ -}}
 {{- $rules = append $rules (dict "apiGroups" (list "") "resources" (list "events") "verbs" (list "create")) -}}
 {{- end -}}
+{{- $rules = concat $rules (include "autoroll.pullSecretRules" . | mustFromJson) -}}
 {{- $rules | mustToJson -}}
 {{- end -}}
 

@@ -4,7 +4,6 @@ context; returns text. Names the Secret but never prints its values.
 */}}
 {{- define "autoroll.controllerNotes" -}}
 {{- $fullname := include "autoroll.fullname" . -}}
-{{- $svc := printf "http://%s.%s.svc:%d/webhook" $fullname .Release.Namespace (int .Values.service.port) -}}
 autoroll {{ .Chart.AppVersion }} is watching {{ include "autoroll.workloadKinds" . | replace "," ", " }} objects labelled {{ .Values.labelSelector | quote }}
 for moved tags on {{ .Values.forgejo.host }}{{ if .Values.dryRun }} (DRY RUN: it deletes nothing){{ end }}.
 
@@ -12,7 +11,7 @@ for moved tags on {{ .Values.forgejo.host }}{{ if .Values.dryRun }} (DRY RUN: it
    organisation that owns the images, Webhooks -> Add webhook -> Forgejo, trigger on
    "Package" events (step by step: examples/forgejo-webhook.md):
 
-     Target URL:  {{ if .Values.ingress.enabled }}{{ if .Values.ingress.tlsSecretName }}https{{ else }}http{{ end }}://{{ .Values.ingress.host }}/webhook{{ else if and .Values.httpRoute.enabled .Values.httpRoute.hostnames }}https://{{ first .Values.httpRoute.hostnames }}/webhook{{ else }}{{ $svc }}{{ end }}
+     Target URL:  {{ include "autoroll.webhookUrl" . }}
      Method:      POST, content type application/json
      Secret:      the webhook secret stored under key {{ .Values.secret.webhookSecretKey | quote }} of Secret {{ include "autoroll.secretName" . | quote }}
 
@@ -25,6 +24,15 @@ for moved tags on {{ .Values.forgejo.host }}{{ if .Values.dryRun }} (DRY RUN: it
      ALLOWED_HOST_LIST = external,{{ $fullname }}.{{ .Release.Namespace }}.svc
 
    Without a webhook the controller still polls every {{ .Values.pollIntervalSeconds }} seconds.
+{{- with .Values.webhookReceivers }}
+{{- $base := trimSuffix "/webhook" (include "autoroll.webhookUrl" $) }}
+
+   The registry receivers that are on (docs/adr/025-webhook-receivers.md), each with its
+   secret under its key in Secret {{ include "autoroll.secretName" $ | quote }}:
+{{ range . }}
+     {{ printf "%-13s" . }} {{ $base }}/webhook/{{ . }}{{ if include "autoroll.receiverTakesPathToken" . }}/<token>{{ end }}   ({{ include "autoroll.receiverVariable" . }})
+{{- end }}
+{{- end }}
 {{- if and .Values.networkPolicy.enabled (not .Values.networkPolicy.ingressFrom) }}
 
    The NetworkPolicy lets nothing connect to the controller yet: list the webhook's sender
@@ -68,4 +76,18 @@ Leader election is on: {{ .Values.replicaCount }} replica(s) answer webhooks, on
 leader is the holder of Lease {{ .Release.Namespace }}/{{ include "autoroll.fullname" . }}:
   kubectl -n {{ .Release.Namespace }} get lease {{ include "autoroll.fullname" . }}
 {{- end }}
+{{- end -}}
+
+{{/*
+autoroll.webhookUrl: the URL Forgejo's webhook posts to: the Ingress's, else the HTTPRoute's
+first host name, else the in-cluster Service's. Takes the root context; returns the URL.
+*/}}
+{{- define "autoroll.webhookUrl" -}}
+{{- if .Values.ingress.enabled -}}
+{{ if .Values.ingress.tlsSecretName }}https{{ else }}http{{ end }}://{{ .Values.ingress.host }}/webhook
+{{- else if and .Values.httpRoute.enabled .Values.httpRoute.hostnames -}}
+https://{{ first .Values.httpRoute.hostnames }}/webhook
+{{- else -}}
+{{ printf "http://%s.%s.svc:%d/webhook" (include "autoroll.fullname" .) .Release.Namespace (int .Values.service.port) }}
+{{- end -}}
 {{- end -}}

@@ -271,7 +271,7 @@ def controller(cluster_port: Any, registry: RegistryServer) -> Controller:
             observer=metrics,
         ),
         metrics=metrics,
-        forgejo_host=registry.host,
+        registries={registry.host},
         dry_run=False,
     )
     reports: list[TickReport] = []
@@ -294,6 +294,7 @@ def controller(cluster_port: Any, registry: RegistryServer) -> Controller:
         metrics=metrics,
         live=worker.liveness,
         ready=worker.readiness,
+        forgejo_host="forgejo.example",
     )
     return Controller(worker, nudge, metrics, app, reports)
 
