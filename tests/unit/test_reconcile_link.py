@@ -28,8 +28,10 @@ def test_one_exposition_has_the_edge_s_webhook_counts_and_the_controller_s_rest(
     controller.ticks.labels(outcome="ok").inc(3)
     controller.tick_duration.observe(0.2)
     controller.leader.set(1)
-    controller.webhook_requests.labels(outcome="targeted").inc(99)  # never counted there
-    edge.webhook_requests.labels(outcome="targeted").inc(2)
+    controller.webhook_requests.labels(source="forgejo", outcome="targeted").inc(
+        99
+    )  # never counted there
+    edge.webhook_requests.labels(source="forgejo", outcome="targeted").inc(2)
     edge.ticks.labels(outcome="ok").inc(7)  # never counted here
     merged = merged_exposition(generate_latest(controller.registry), edge.registry)
     found = families(merged)
@@ -38,9 +40,11 @@ def test_one_exposition_has_the_edge_s_webhook_counts_and_the_controller_s_rest(
         if name.removesuffix("_created") in EDGE_FAMILIES:
             expected[name] = samples
     assert found == expected
-    assert ("autoroll_webhook_requests_total", {"outcome": "targeted"}, 2.0) in found[
-        "autoroll_webhook_requests"
-    ]
+    assert (
+        "autoroll_webhook_requests_total",
+        {"source": "forgejo", "outcome": "targeted"},
+        2.0,
+    ) in found["autoroll_webhook_requests"]
     assert ("autoroll_ticks_total", {"outcome": "ok"}, 3.0) in found["autoroll_ticks"]
     types = [line for line in merged.decode().splitlines() if line.startswith("# TYPE")]
     assert len(types) == len(set(types))
