@@ -178,6 +178,9 @@ def running_serve(
         "REGISTRY_SCHEME": "http",
         "LABEL_SELECTOR": selector,
         "LISTEN_ADDR": f"127.0.0.1:{port}",
+        # The probes' own listener on a free port too: its default (0.0.0.0:8081) may be
+        # taken on a shared machine, and a listener that cannot bind stops the worker.
+        "PROBE_ADDR": f"127.0.0.1:{free_port()}",
         "POLL_INTERVAL_SECONDS": "3600",  # only the first pass and webhooks start passes
         # The guardrails' budget is lifted: this measures how soon a pass deletes, not the
         # budget's pace (tests/e2e/test_guardrails.py measures that). With it on, the
