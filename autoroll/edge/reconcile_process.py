@@ -46,12 +46,16 @@ log = logging.getLogger(__name__)
 
 #: Seconds a scrape waits for the reconcile process's metrics.
 METRICS_SECONDS: Final = 5.0
-#: What the reconcile process's environment gets unless already set. glibc gives each
-#: thread that allocates its own malloc arena (up to 8 per core), and the informers, the
-#: registry lookups and the pass each do: at 10,000 Deployments the freed list pages left
-#: about 20 MB more resident across arenas than in two (issue 28). Python's small objects
-#: are not affected (its own allocator); only what glibc serves.
-RECONCILE_ENV: Final = {"MALLOC_ARENA_MAX": "2"}
+#: What the reconcile process's environment gets unless already set (glibc reads them as
+#: the process starts; Python's small objects are not affected, only what glibc serves).
+#: glibc gives each thread that allocates its own malloc arena (up to 8 per core), and the
+#: informers, the registry lookups and the pass each do: at 10,000 Deployments the freed
+#: list pages left about 20 MB more resident across arenas than in two. And glibc raises
+#: its mmap threshold each time it frees an mmapped block, so after the first list page
+#: (megabytes of text) the next ones come from the heap and leave holes there; a fixed
+#: 128 KiB keeps every page's buffer mmapped and gives it back whole (5-10 MB at 10,000;
+#: issue 28).
+RECONCILE_ENV: Final = {"MALLOC_ARENA_MAX": "2", "MALLOC_MMAP_THRESHOLD_": "131072"}
 
 
 class ReconcileProcessError(RuntimeError):
