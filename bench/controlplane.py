@@ -24,7 +24,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
@@ -56,6 +56,17 @@ class ApiServer:
     kubeconfig: Path
     logs: dict[str, Path]
     start_seconds: float
+    pids: dict[str, int] = field(default_factory=dict)
+
+    def peak_rss_kib(self) -> dict[str, int]:
+        """etcd's and kube-apiserver's peak RSS (VmHWM, KiB): does a size fit the machine?"""
+        found = {}
+        for name, pid in self.pids.items():
+            with contextlib.suppress(OSError):
+                for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                    if line.startswith("VmHWM:"):
+                        found[name] = int(line.split()[1])
+        return found
 
 
 def _tail(path: Path, lines: int = 30) -> str:
@@ -152,6 +163,7 @@ def running_apiserver(*, etcd: str, kube_apiserver: str) -> Iterator[ApiServer]:
             kubeconfig=kubeconfig,
             logs=logs,
             start_seconds=time.monotonic() - started,
+            pids={name: proc.pid for name, proc in zip(argvs, procs, strict=True)},
         )
     finally:
         for proc in reversed(procs):

@@ -1,10 +1,14 @@
-"""``python -m bench.merge SMALLER.json LARGEST.json``: one report from two runs.
+"""``python -m bench.merge SMALLER.json LARGEST.json [--loaded SMALLER.json LARGEST.json]``:
+one report from two runs (and, with ``--loaded``, the same pair run under a CPU load).
 
 On a shared 2-core machine one run of every size takes longer than the time it may have, so
 it can run as ``bench.run --smaller`` (every size below 10,000, one image count, the pushes at
 2,058 and jobhash) and ``bench.run --largest`` (the 10,000 cell, its pushes and the webhook
 load), at the same time or one after the other. This writes ``bench/results.json`` and
-``docs/performance.md`` as one run would, saying under what load each part ran.
+``docs/performance.md`` as one run would, saying under what load each part ran. With
+``--loaded``, the pair run beside ``stress-ng`` (``bench.run --load-cpus N``) is merged the
+same way and kept as ``loaded`` in the results; the report puts its targets beside the quiet
+run's (``bench.side_by_side``).
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ def merge(smaller: dict[str, Any], largest: dict[str, Any]) -> dict[str, Any]:
     merged["push"] = {**smaller.get("push", {}), **largest.get("push", {})}
     if largest.get("load"):
         merged["load"] = largest["load"]
+    if largest.get("giant"):
+        merged["giant"] = largest["giant"]
     # A --largest run stopped part-way leaves results.partial.json: what it measured, without
     # its sizes, times or closing load.
     partial = bool(largest.get("partial"))
@@ -44,22 +50,33 @@ def merge(smaller: dict[str, Any], largest: dict[str, Any]) -> dict[str, Any]:
     merged["largest_partial"] = partial
     if largest.get("note"):
         merged["largest_note"] = largest["note"]
+    load: dict[str, Any] = next(
+        (p["cpu_load"] for p in (smaller, largest) if p.get("cpu_load")), {}
+    )
+    flag = f" --load-cpus {load['workers']}" if load.get("workers") else ""
     merged["command"] = (
-        "python -m bench.run --smaller --json S.json & python -m bench.run --largest"
-        " --json L.json; python -m bench.merge S.json L.json"
+        f"python -m bench.run --smaller{flag} --json S.json; python -m bench.run --largest"
+        f"{flag} --json L.json; python -m bench.merge S.json L.json"
     )
     merged["date"] = max(smaller["date"], largest.get("date", ""))
     merged["parts"] = {"smaller": smaller["date"], "largest": largest.get("date", "part-way")}
+    merged["cpu_load_parts"] = [smaller.get("cpu_load"), largest.get("cpu_load")]
+    merged.pop("cpu_load", None)
     return merged
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) != 2:
-        print("usage: python -m bench.merge SMALLER.json LARGEST.json")
+    loaded_args = args[args.index("--loaded") + 1 :] if "--loaded" in args else []
+    quiet_args = args[: args.index("--loaded")] if "--loaded" in args else args
+    if len(quiet_args) != 2 or len(loaded_args) not in (0, 2):
+        print("usage: python -m bench.merge SMALLER.json LARGEST.json [--loaded S.json L.json]")
         return 2
-    parts = [json.loads(Path(a).read_text()) for a in args]
+    parts = [json.loads(Path(a).read_text()) for a in quiet_args]
     results = merge(parts[0], parts[1])
+    if loaded_args:
+        loaded = [json.loads(Path(a).read_text()) for a in loaded_args]
+        results["loaded"] = merge(loaded[0], loaded[1])
     pace = REPO_ROOT / "bench" / "roll_pace.json"
     if pace.exists():
         results["roll_pace"] = json.loads(pace.read_text())

@@ -16,6 +16,7 @@ helm for the jobhash comparison.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import json
 import os
@@ -31,7 +32,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from bench import cache_memory
+from bench import cache_memory, load
 from bench.controlplane import ApiServer, running_apiserver
 from bench.jobhash import measure_jobhash
 from bench.populate import (
@@ -72,6 +73,10 @@ class Sizes:
     jobs: tuple[int, ...]
     huge: tuple[int, ...] = ()  # further steps, at the largest image count only
     huge_ticks: int = 2  # passes per strategy at those sizes (the naive loop takes minutes)
+    # Beyond those, the watched cache alone (``bench.tick --strategy cached``) and one serve's
+    # targeted pushes: the listed designs would parse a list of every enrolled workload in
+    # one piece, and the naive loop send a request per workload (issue 28: 50,000).
+    giant: tuple[int, ...] = ()
 
 
 FULL = Sizes(
@@ -159,15 +164,20 @@ def measure_webhooks(
     load: bool,
     workdir: Path,
     say: Callable[[str], None],
+    designs: Sequence[str] = ("targeted", "full"),
+    earlier: int = 0,
 ) -> dict[str, Any]:
     """Measurements 2 and 3 on the populated cluster, against real ``autoroll serve``.
+
+    ``earlier``: latency Deployments an earlier call enrolled (its namespace exists then).
 
     ``deployments`` are enrolled (plus the latency targets); push-to-first-deletion is
     measured for both designs on the same objects: targeted passes on the watched cache
     (today) and a full listed pass per webhook (``WATCH_CACHE=false``, before issue 17)."""
     pusher = ImagePusher(registry)
     pusher.session.trust_env = False
-    create_namespace(writer, LATENCY_NAMESPACE)
+    if not earlier:
+        create_namespace(writer, LATENCY_NAMESPACE)
     groups = {
         design: create_latency_targets(
             writer,
@@ -176,7 +186,7 @@ def measure_webhooks(
             group=f"{design}{deployments}",
             count=sizes.pushes_large,
         )
-        for design in ("targeted", "full")
+        for design in designs
     }
     small_targets = (
         create_latency_targets(writer, pusher, registry.host, group="small", count=sizes.pushes)
@@ -185,7 +195,7 @@ def measure_webhooks(
     )
     watch = DeletionWatch(api, LATENCY_NAMESPACE)
     results: dict[str, Any] = {}
-    enrolled = deployments + len(small_targets) + sum(len(g) for g in groups.values())
+    enrolled = deployments + earlier + len(small_targets) + sum(len(g) for g in groups.values())
     try:
         if small:
             with running_serve(
@@ -240,11 +250,61 @@ def measure_webhooks(
                         say=say,
                     )
                     results["load"]["enrolled"] = enrolled
-                push["peak_rss_kib"] = serve.peak_rss_kib()
+                push["rss_kib_by_process"] = serve.peak_rss_by_process()
+                push["peak_rss_kib"] = max(push["rss_kib_by_process"].values(), default=0)
                 say(f"  autoroll serve ({design}) peak RSS {push['peak_rss_kib'] / 1024:.0f} MB")
     finally:
         watch.close()
     return results
+
+
+def measure_giant(
+    *,
+    api: ApiServer,
+    registry: RegistryServer,
+    digests: dict[str, str],
+    layout: Layout,
+    writer: ApiWriter,
+    sizes: Sizes,
+    created: int,
+    earlier: int,
+    workdir: Path,
+    say: Callable[[str], None],
+) -> list[dict[str, Any]]:
+    """The ``giant`` sizes: the cached strategy, the control plane's memory, and one serve's
+    targeted pushes (its peak RSS per process) at each."""
+    found = []
+    for size in sizes.giant:
+        (cell,) = measure_scale(
+            api=api,
+            registry=registry,
+            digests=digests,
+            layout=layout,
+            writer=writer,
+            sizes=[size],
+            background_pods=sizes.background_pods,
+            ticks=sizes.huge_ticks,
+            say=say,
+            strategies=("cached",),
+            created=created,
+        )
+        measured = measure_webhooks(
+            api=api,
+            registry=registry,
+            writer=writer,
+            layout=layout,
+            sizes=sizes,
+            deployments=size,
+            small=False,
+            load=False,
+            workdir=workdir,
+            say=say,
+            designs=("targeted",),
+            earlier=earlier,
+        )
+        found.append({**cell.as_json(), "push": measured})
+        created, earlier = size, earlier + sizes.pushes_large
+    return found
 
 
 def run(
@@ -312,6 +372,21 @@ def run(
                     results["push_small"] = measured["push_small"]
                 if "load" in measured:
                     results["load"] = measured["load"]
+                if largest and sizes.giant:
+                    small = images == min(sizes.images) and sizes.pushes > 0
+                    latency = 2 * sizes.pushes_large + (sizes.pushes if small else 0)
+                    results["giant"] = measure_giant(
+                        api=api,
+                        registry=registry,
+                        digests=digests,
+                        layout=layout,
+                        writer=writer,
+                        sizes=sizes,
+                        created=max(steps),
+                        earlier=latency,
+                        workdir=Path(tmp),
+                        say=say,
+                    )
     # What the cache retains per object: no cluster needed (bench.cache_memory).
     results["cache_memory"] = [asdict(cache_memory.measure(d, i)) for d, i in cache_memory.SIZES]
     say(
@@ -372,12 +447,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--smaller", action="store_true", help="every size below 10,000, one image count"
     )
+    parser.add_argument(
+        "--giant",
+        type=int,
+        action="append",
+        default=[],
+        metavar="N",
+        help="with --largest: grow on to N Deployments, cached strategy only (e.g. 50000)",
+    )
+    parser.add_argument(
+        "--load-cpus",
+        type=int,
+        default=0,
+        metavar="N",
+        help="run beside `stress-ng --cpu N` (a bounded CPU load; its load average is recorded)",
+    )
+    parser.add_argument(
+        "--load-seconds",
+        type=int,
+        default=3 * 3600,
+        metavar="T",
+        help="stress-ng's own time limit (it is stopped when the run ends)",
+    )
     parser.add_argument("--out", type=Path, help="markdown report (full run: docs/performance.md)")
     parser.add_argument("--json", type=Path, help="raw results (full run: bench/results.json)")
     args = parser.parse_args(argv)
     # SIGTERM unwinds like Ctrl-C, so every server started here is stopped on the way out.
     signal.signal(signal.SIGTERM, _terminate)
     sizes = QUICK if args.quick else LARGEST if args.largest else SMALLER if args.smaller else FULL
+    if args.giant:
+        sizes = dataclasses.replace(sizes, giant=tuple(sorted(args.giant)))
     only = args.quick or args.largest or args.smaller
     out = args.out or (None if only else REPO_ROOT / "docs" / "performance.md")
     raw = args.json or (None if args.quick else REPO_ROOT / "bench" / "results.json")
@@ -393,7 +492,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             text = json.dumps({**partial, "partial": True, "machine": machine}, sort_keys=True)
             raw.with_suffix(".partial.json").write_text(text + "\n")
 
-    results = run(sizes, say=say, checkpoint=checkpoint)
+    # The load average is sampled all along; with --load-cpus, stress-ng runs beside.
+    with load.cpu_load(args.load_cpus, args.load_seconds) as loaded:
+        if args.load_cpus > 0:
+            say(f"CPU load beside the run: {loaded.command}")
+        results = run(sizes, say=say, checkpoint=checkpoint)
+    results["cpu_load"] = loaded.as_json()
+    say(load.describe(results["cpu_load"]))
     machine["load_after"] = _load()
     results["machine"] = machine
     results["jobhash"] = measure_jobhash(sizes.jobs, say=say) if sizes.jobs else {}
@@ -406,6 +511,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     flag = next(
         (f" --{name}" for name in ("quick", "largest", "smaller") if getattr(args, name)), ""
     )
+    flag += "".join(f" --giant {n}" for n in sizes.giant)
+    if args.load_cpus > 0:
+        flag += f" --load-cpus {args.load_cpus}"
     results["command"] = "python -m bench.run" + flag
     text = json.dumps(results, indent=2, sort_keys=True)
     if raw is not None:

@@ -14,16 +14,22 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from autoroll.edge.reconcile_process import RECONCILE_ENV
 from bench.controlplane import ApiServer
 from bench.populate import ENROLL_LABEL, ApiWriter, Layout, create_enrolled
 from tests.support.registry import RegistryServer
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-STRATEGIES = ("autoroll", "cached", "naive", "floor")
+STRATEGIES = ("autoroll", "stalled", "cached", "naive", "floor")
+#: The ``stalled`` strategy's registry budget and how long each of its passes is held after
+#: the registry answered: longer than the budget, as a pass deciding thousands of workloads
+#: on a loaded CPU is (issue 28: the targets' GETs must still go in the cold pass).
+STALLED_BUDGET_SECONDS = 2.0
+STALLED_SECONDS = 3.0
 
 #: The repository the cached strategy's targeted pass pushes to (image 0: every size uses it).
 TARGETED_REPOSITORY = "bench/img-000"
@@ -41,6 +47,7 @@ class Cell:
     results: Mapping[str, Mapping[str, Any]]  # strategy → bench.tick JSON
     populate_s: float
     profile: str = ""  # cProfile top functions of one autoroll pass (largest size only)
+    control_plane_kib: Mapping[str, int] = field(default_factory=dict)  # etcd, API server
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -51,8 +58,15 @@ class Cell:
             "pods": self.pods,
             "populate_s": self.populate_s,
             "profile": self.profile,
+            "control_plane_kib": dict(self.control_plane_kib),
             "results": dict(self.results),
         }
+
+
+STALLED_ARGS = (
+    f"--registry-budget={STALLED_BUDGET_SECONDS}",
+    f"--stall-after-resolve={STALLED_SECONDS}",
+)
 
 
 def run_tick_child(
@@ -64,6 +78,7 @@ def run_tick_child(
     ticks: int,
     profile: bool = False,
     targeted: str = "",
+    extra: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Start ``python -m bench.tick`` for one strategy; return its JSON (raise with its stderr)."""
     argv = [
@@ -80,8 +95,10 @@ def run_tick_child(
         f"--ticks={ticks}",
         *(["--profile"] if profile else []),
         *([f"--targeted={targeted}"] if targeted else []),
+        *extra,
     ]
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    # As ``autoroll serve`` runs its reconcile process (``RECONCILE_ENV``).
+    env = {**RECONCILE_ENV, **os.environ, "PYTHONPATH": str(REPO_ROOT)}
     done = subprocess.run(
         argv, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=1800, check=False
     )
@@ -103,11 +120,13 @@ def measure_scale(
     ticks: int,
     say: Callable[[str], None],
     large_ticks: int | None = None,
+    strategies: Sequence[str] = STRATEGIES,
+    created: int = 0,
 ) -> list[Cell]:
-    """Grow the enrolled set through ``sizes`` and measure every strategy at each size
-    (``large_ticks`` passes at sizes over 2,000, where the naive loop takes minutes)."""
+    """Grow the enrolled set through ``sizes`` (``created`` exist already) and measure each
+    of ``strategies`` at each size (``large_ticks`` passes at sizes over 2,000, where the
+    naive loop takes minutes)."""
     cells = []
-    created = 0
     for size in sizes:
         started = time.monotonic()
         create_enrolled(writer, layout, range(created, size), digests)
@@ -126,11 +145,12 @@ def measure_scale(
                 selector=f"{ENROLL_LABEL}=true",
                 ticks=passes,
                 targeted=TARGETED_REPOSITORY if strategy == "cached" else "",
+                extra=STALLED_ARGS if strategy == "stalled" else (),
             )
-            for strategy in STRATEGIES
+            for strategy in strategies
         }
         profile = ""
-        if size == max(sizes):
+        if size == max(sizes) and "autoroll" in strategies:
             # A separate, profiled run: profiling slows the pass, so it is not the one timed.
             profile = run_tick_child(
                 "autoroll",
@@ -150,6 +170,7 @@ def measure_scale(
                 results=results,
                 populate_s=populate_s,
                 profile=profile,
+                control_plane_kib=api.peak_rss_kib(),
             )
         )
     return cells

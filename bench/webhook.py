@@ -122,17 +122,27 @@ class Serve:
         return response.status_code
 
     def peak_rss_kib(self) -> int:
-        """The largest peak RSS (VmHWM) of ``autoroll serve`` and its worker processes."""
-        pids, found = [self.process.pid], 0
+        """The largest peak RSS (VmHWM) of ``autoroll serve``'s processes."""
+        return max(self.peak_rss_by_process().values(), default=0)
+
+    def peak_rss_by_process(self) -> dict[str, int]:
+        """Each process's peak RSS (VmHWM, KiB): the gunicorn ``master``, its ``worker``
+        (the HTTP edge) and the ``reconcile`` process beside it (docs/adr/027). Shared pages
+        count in each, so their sum is an upper bound of what the pod holds."""
+        found: dict[str, int] = {}
+        pids = [(self.process.pid, "master")]
         while pids:
-            pid = pids.pop()
+            pid, role = pids.pop()
             with contextlib.suppress(OSError):
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+                if b"reconcile_main" in cmdline:
+                    role = "reconcile"
                 for line in Path(f"/proc/{pid}/status").read_text().splitlines():
                     if line.startswith("VmHWM:"):
-                        found = max(found, int(line.split()[1]))
+                        found[role] = max(found.get(role, 0), int(line.split()[1]))
                 for task in Path(f"/proc/{pid}/task").iterdir():
                     children = (task / "children").read_text().split()
-                    pids += [int(c) for c in children]
+                    pids += [(int(c), "worker") for c in children]
         return found
 
     def wait_ticks(self, at_least: int, timeout: float) -> int:
@@ -168,6 +178,9 @@ def running_serve(
         "REGISTRY_SCHEME": "http",
         "LABEL_SELECTOR": selector,
         "LISTEN_ADDR": f"127.0.0.1:{port}",
+        # The probes' own listener on a free port too: its default (0.0.0.0:8081) may be
+        # taken on a shared machine, and a listener that cannot bind stops the worker.
+        "PROBE_ADDR": f"127.0.0.1:{free_port()}",
         "POLL_INTERVAL_SECONDS": "3600",  # only the first pass and webhooks start passes
         # The guardrails' budget is lifted: this measures how soon a pass deletes, not the
         # budget's pace (tests/e2e/test_guardrails.py measures that). With it on, the

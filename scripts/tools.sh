@@ -10,7 +10,7 @@
 # ${AUTOROLL_TOOLS:-~/.cache/autoroll-tools}, so only the first run is slow.
 # A binary already on PATH is preferred when it has the pinned major version.
 #
-# Usage: scripts/tools.sh [core|kube|node|gitea|image|cosign|release|all]
+# Usage: scripts/tools.sh [core|kube|node|gitea|image|bench|cosign|release|all]
 #   core  helm, helm-unittest, actionlint, helm-docs, apt packages (default)
 #   kube  etcd, kube-apiserver, kube-controller-manager (first build: about 10-20 min)
 #   node  kube, plus the e2e node: kubelet and kube-proxy (after kube: ~3-5 min), CoreDNS
@@ -21,6 +21,8 @@
 #   image podman, runc, skopeo, mmdebstrap (apt), the Debian base image of the controller
 #         image (mmdebstrap, first run ~3 min), uv (PyPI; the lock and the lowest tier) and
 #         cosign (signs and verifies the image; first build ~6-10 min)
+#   bench core, plus stress-ng from Debian (the CPU load of make bench-loaded); keeps the
+#         kube paths of an earlier `all` in .tools/env
 #   cosign cosign alone, from its Go module
 #   release helm and cosign: what the publish job of the workflow needs
 #   all   core, kube, node and image (what the demo and every suite but tests/gitea need)
@@ -367,6 +369,16 @@ ensure_gitea() {
   say "gitea: $("$dir/gitea" --version) ($dir)"
 }
 
+# stress-ng: a fixed number of CPU workers with a time limit beside the loaded benchmark run.
+ensure_bench_apt() {
+  local missing=()
+  for pkg in $BENCH_APT_PACKAGES; do
+    command -v "$pkg" >/dev/null || missing+=("$pkg")
+  done
+  [ ${#missing[@]} -eq 0 ] && { say "apt: $BENCH_APT_PACKAGES present"; return; }
+  apt_install "${missing[@]}"
+}
+
 # skopeo pushes images into Gitea's registry; Gitea itself runs git. Both from Debian.
 ensure_gitea_apt() {
   local missing=()
@@ -526,13 +538,22 @@ main() {
           add_cached "$cache/coredns/$COREDNS_VERSION" coredns
           add_cached "$cache/containerd/$CONTAINERD_VERSION" containerd
           add_cached "$cache/gitea/$GITEA_VERSION" gitea; record_public_charts ;;
+    bench) ensure_apt; ensure_helm; ensure_unittest; ensure_actionlint; ensure_helm_docs; ensure_promtool
+          add_cached "$cache/etcd/$ETCD_VERSION" etcd
+          add_cached "$cache/kubernetes/$KUBERNETES_VERSION" kube-apiserver
+          add_cached "$cache/kubernetes-node/$KUBERNETES_VERSION" kubelet
+          add_cached "$cache/coredns/$COREDNS_VERSION" coredns
+          add_cached "$cache/containerd/$CONTAINERD_VERSION" containerd
+          add_cached "$cache/gitea/$GITEA_VERSION" gitea
+          add_cached "$cache/uv/$UV_VERSION" uv; record_base_image; record_public_charts
+          add_cached "$cache/cosign/$COSIGN_VERSION" cosign; ensure_bench_apt ;;
     cosign) ensure_cosign ;;
     release) ensure_helm; ensure_cosign ;;
     all)  ensure_apt; ensure_helm; ensure_unittest; ensure_actionlint; ensure_helm_docs; ensure_promtool; ensure_etcd; ensure_kube
           ensure_node_apt; ensure_containerd; ensure_kubelet; ensure_coredns; ensure_image_tools
           ensure_public_charts
           add_cached "$cache/gitea/$GITEA_VERSION" gitea ;;
-    *) die "unknown target '$what' (expected core, kube, node, gitea, image, cosign, release or all)" ;;
+    *) die "unknown target '$what' (expected core, kube, node, gitea, image, bench, cosign, release or all)" ;;
   esac
   write_env
   say "ready: source $envfile"

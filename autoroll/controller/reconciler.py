@@ -254,6 +254,11 @@ class Reconciler:
         """The loop-guard memory (read-only view, for tests and debugging)."""
         return dict(self._sightings)
 
+    @property
+    def quarantine_book(self) -> QuarantineBook:
+        """The quarantine as this term knows it (the pinning view holds on it too)."""
+        return self._keeper.book
+
     def tick(self, stopping: Callable[[], bool] = _never, scope: Scope = FULL) -> TickReport:
         """One pass over ``scope``. Cluster errors propagate (the worker logs and counts them).
 

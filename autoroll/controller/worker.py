@@ -107,6 +107,36 @@ def liveness(
     return Health(True, f"last pass finished {quiet:.0f}s ago (bound {bound:.0f}s){failing}")
 
 
+@dataclass(frozen=True, slots=True)
+class LoopStatus:
+    """The loop's health as plain data: what ``/livez`` and ``/readyz`` are computed from.
+
+    It crosses from the reconcile process to the HTTP process (docs/adr/027): times are on
+    the monotonic clock, which on one machine every process shares.
+    """
+
+    last_progress: float  # a pass finished without raising (or the loop started) then
+    liveness_bound: float
+    last_error: str | None = None  # what the latest pass raised, if it raised
+    running: bool = True  # the reconcile thread is alive
+    stopping: bool = False  # a stop was requested
+
+    def liveness(self, now: float) -> Health:
+        return liveness(
+            now=now,
+            last_progress=self.last_progress,
+            bound=self.liveness_bound,
+            last_error=self.last_error,
+        )
+
+    def readiness(self) -> Health:
+        if self.stopping:
+            return Health(False, "shutting down")
+        if not self.running:
+            return Health(False, "the reconcile thread is not running")
+        return Health(True, "the reconcile thread is running")
+
+
 class WorkerStopTimeoutError(RuntimeError):
     """The worker thread was still running when ``Worker.stop`` gave up waiting for it."""
 
@@ -295,14 +325,19 @@ class Worker:
         deadline = self._deadline
         return deadline is not None and self._clock() > deadline
 
+    def status(self) -> LoopStatus:
+        """The loop's health as data (the probes' source, in whichever process serves them)."""
+        return LoopStatus(
+            last_progress=self._last_progress,
+            liveness_bound=self.liveness_bound,
+            last_error=self._last_error,
+            running=self._thread.is_alive(),
+            stopping=self._stop.is_set(),
+        )
+
     def liveness(self) -> Health:
         """``/livez``: has a pass finished (or the loop started) within the bound?"""
-        return liveness(
-            now=self._clock(),
-            last_progress=self._last_progress,
-            bound=self.liveness_bound,
-            last_error=self._last_error,
-        )
+        return self.status().liveness(self._clock())
 
     def readiness(self) -> Health:
         """``/readyz``: the reconcile thread runs and no stop was requested.
@@ -310,11 +345,7 @@ class Worker:
         Not tied to leadership: a follower serves webhooks (and hands them to the leader) and
         probes, so it is ready; nor to the API being reachable, which a pass reports itself.
         """
-        if self._stop.is_set():
-            return Health(False, "shutting down")
-        if not self._thread.is_alive():
-            return Health(False, "the reconcile thread is not running")
-        return Health(True, "the reconcile thread is running")
+        return self.status().readiness()
 
     def start(self) -> None:
         """Start the thread; the first pass runs immediately, not after one interval."""

@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Final
 
 from autoroll.core.model import Digest, Unknown, is_digest
@@ -179,8 +180,13 @@ class RunningImage:
         return f"{self.host}/{self.repository}@{self.digest}"
 
 
+@lru_cache(maxsize=4096)
 def parse_running_image(image_id: str) -> RunningImage | Unknown:
-    """What a runtime reports a container runs, or Unknown with the reason (module docstring)."""
+    """What a runtime reports a container runs, or Unknown with the reason (module docstring).
+
+    Remembered by its text (both answers are frozen): the pods of one image report one
+    imageID, so a pass over 30,000 pods parses a few hundred and shares the answers (issue
+    28: the parsed copies were a third of what a pass held at 10,000 Deployments)."""
     text = image_id.strip()
     scheme = next((s for s in _IMAGE_ID_SCHEMES if text.startswith(s)), "")
     text = text[len(scheme) :]

@@ -14,7 +14,6 @@ import logging
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from urllib.parse import quote
 
 from autoroll import __version__
 from autoroll.config import Config
@@ -27,14 +26,14 @@ from autoroll.core.quarantine import QuarantineKey
 from autoroll.core.receivers.sources import RECEIVERS
 from autoroll.edge.plan import render, run_plan
 from autoroll.edge.quarantine_view import clear_in, history_text, list_text
-from autoroll.edge.registries import pull_credentials, registry_pool, registry_secrets
+from autoroll.edge.registries import pull_credentials, registry_pool
 from autoroll.edge.server import serve
+from autoroll.edge.wiring import log_secrets
 from autoroll.instruments import logs
 from autoroll.kube import ClusterConfigError, ClusterError, KubeCluster, KubeQuarantine, connect
 from autoroll.kube.history import read_history
 from autoroll.kube.secrets import KubeSecrets
 from autoroll.notify import AppriseNotifier, NotifyConfigError
-from autoroll.notify.apprise_notifier import secret_parts
 from autoroll.registry import proxies_in_use
 
 log = logging.getLogger("autoroll")
@@ -182,25 +181,13 @@ def _load_config(env: Mapping[str, str]) -> Config | None:
         return None
 
 
-def _secrets(config: Config) -> list[str]:
-    """Every form of the configured secrets a log line could carry (``logs.derived_forms``)."""
-    token = config.forgejo_token.reveal()
-    forgejo = logs.derived_forms(user=config.forgejo_user, token=token) if token else []
-    return [
-        *forgejo,
-        config.webhook_secret.reveal(),
-        *registry_secrets(config),
-        # A receiver's token may travel in a URL path: its percent-encoded form too.
-        *(f for _, s in config.receivers.secrets for f in (s.reveal(), quote(s.reveal(), safe=""))),
-        *(part for url in config.notifications.url_lines() for part in secret_parts(url)),
-    ]
-
-
 def _serve(env: Mapping[str, str]) -> int:
     config = _load_config(env)
     if config is None:
         return EXIT_USAGE
-    logs.configure(level=config.log_level, log_format=config.log_format, secrets=_secrets(config))
+    logs.configure(
+        level=config.log_level, log_format=config.log_format, secrets=log_secrets(config)
+    )
     settings = " ".join(f"{k}={v}" for k, v in config.redacted().items())
     log.info("autoroll %s starting: %s", __version__, settings)
     log.info("registry proxies: %s", proxies_in_use(env))
@@ -234,7 +221,7 @@ def _plan(env: Mapping[str, str], *, kubeconfig: str | None, verbose: bool) -> i
     logs.configure(
         level=str(config.log_level) if verbose else "warning",
         log_format=config.log_format,
-        secrets=_secrets(config),
+        secrets=log_secrets(config),
     )
 
     cluster = KubeCluster(

@@ -19,6 +19,7 @@ from typing import Final
 
 from autoroll.config.pinning import Pinning, PinningTLS
 from autoroll.controller.approvals import ApprovalBook, Approver
+from autoroll.core.approval import NO_HOLDS, DigestHolds
 from autoroll.core.policy import Guardrails
 from autoroll.core.ports import EventPort, PresencePort
 from autoroll.edge.admission import AdmissionServer
@@ -53,7 +54,10 @@ class PinningService:
         presence: PresencePort | None,
         events: EventPort | None,
         webhook_config: WebhookConfigPort | None,
+        holds: DigestHolds = NO_HOLDS,
     ) -> None:
+        """``holds``: more reasons to hold a digest than the guardrails' own (the
+        quarantine: ``autoroll.edge.services.QuarantineHolds``)."""
         self.book = ApprovalBook()
         self.approver = Approver(
             book=self.book,
@@ -62,6 +66,7 @@ class PinningService:
             presence=presence,
             events=events,
             metrics=metrics,
+            holds=holds,
         )
         self.certificates: Certificates
         if settings.tls is PinningTLS.FILES:

@@ -1,37 +1,38 @@
-"""gunicorn embedding: exactly one worker process, which owns the reconcile thread.
+"""gunicorn embedding: one worker process for HTTP, one reconcile process beside it.
 
-Why exactly one worker process
-------------------------------
-autoroll's state lives in one process, on purpose:
+Why one of each
+---------------
+autoroll's safety rules lean on one reconciler (docs/adr/002): one reconcile thread (ticks
+never overlap, "at most one deletion per Deployment per tick" means one pod at a time), one
+loop-guard memory, one metrics registry describing it, one nudge the webhooks wake. So
+gunicorn runs exactly one worker process, and that worker starts exactly one reconcile
+process (``autoroll.edge.reconcile_main``), which holds all of that state: the controller
+(``autoroll.edge.wiring.Controller``), the watched cache and the leader election.
 
-- **one reconcile thread** — ticks must never overlap, and "at most one deletion per
-  Deployment per tick" only means something if there is one ticker. Two worker processes
-  would each run a thread and could each delete a pod of the same Deployment in the same
-  second;
-- **one loop-guard memory** — "when was this target digest first seen" is an in-memory map;
-  split across processes, each would have its own idea of "first", and the guard would hold
-  only as well as the least informed process;
-- **one metrics registry** — ``/metrics`` must describe the process that reconciles. With
-  several workers a scrape lands on a random one; fixing that needs prometheus_client's
-  multiprocess mode (a shared directory of mmap files, no custom collectors), which is cost
-  without benefit here;
-- **one nudge** — a webhook handled by worker A could not wake a thread living in worker B.
+Why not the reconcile thread inside the worker, as before: a pass is CPU-bound Python, and a
+webhook's answer waited for the interpreter lock it held (p95 81.8 ms on a loaded node,
+issue 28). Now the worker only answers (a signature check, a nudge put on the pipe, the
+probes from the loop's last reported status, ``/metrics`` asked of the reconcile process);
+its threads share a lock with nothing that computes (docs/adr/027).
 
-Requests are cheap (a signature check and an ``Event.set()``), so concurrency comes from
-threads (the ``gthread`` worker), not processes.
+Requests are cheap, so concurrency comes from threads (the ``gthread`` worker), not
+processes.
 
 Lifecycle
 ---------
-Nothing is built at import time or in the master process (``preload_app`` stays off). In
-the forked worker, ``load()`` builds the ``Runtime`` (metrics registry, nudge, registry
-client, cluster adapter, reconciler, Flask app) and the ``post_worker_init`` hook starts the
-reconcile thread. On SIGTERM the master asks the worker to stop; the worker finishes its
-in-flight requests while the reconcile thread is told to stop (the worker's SIGTERM handler
-calls ``Runtime.begin_stop``); then the ``worker_exit`` hook joins it: a pass in progress
-ends before its next Deployment (a deletion is one API call, never half-done). With leader
-election the election threads stop next and the Lease is released. ``ShutdownBudget`` adds
-up the bound of every step; ``GRACEFUL_TIMEOUT_SECONDS`` is derived from its worst case and
-stays below the pod's default 30 s grace period.
+Nothing is built at import time or in the master process (``preload_app`` stays off); the
+master only makes the owner key of this ``autoroll serve``. In the forked worker, ``load()``
+builds the ``Runtime`` (the edge's metrics, the link to the reconcile process, the Flask
+app, the probes' listener) and the ``post_worker_init`` hook starts the probes and the
+reconcile process. On SIGTERM the master asks the worker to stop; the worker's signal handler
+passes SIGTERM on to the reconcile process at once (``Runtime.begin_stop``), which stops its
+pass, its election (releasing the Lease if the pass stopped in time) and exits, while the
+worker drains its requests; then the ``worker_exit`` hook waits for the reconcile process.
+``ShutdownBudget`` adds up the bound of every step; ``GRACEFUL_TIMEOUT_SECONDS`` is derived
+from its worst case and stays below the pod's default 30 s grace period.
+
+``build_runtime`` wires the same controller and edge in one process, for tests that inject
+adapters (a fake cluster, a fake Lease) and read its objects directly.
 """
 
 from __future__ import annotations
@@ -39,10 +40,10 @@ from __future__ import annotations
 import logging
 import math
 import os
-import time
+import secrets
+import signal
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any, Final
 
 from flask import Flask
@@ -51,92 +52,77 @@ from gunicorn.glogging import Logger as GunicornLogger
 from prometheus_client import CollectorRegistry
 
 from autoroll.config import Config
-from autoroll.config.choices import RolloutMethod
-from autoroll.config.leader import LeaderElection
-from autoroll.controller.announcer import Announcer
-from autoroll.controller.leader import Elector, HandOff, NudgeWatcher
-from autoroll.controller.notifier import Notifier
-from autoroll.controller.pacer import RollPacer
-from autoroll.controller.reconciler import Reconciler, TickReport
-from autoroll.controller.worker import Nudge, Worker, WorkerStopTimeoutError
-from autoroll.core.election import Timings, default_identity
+from autoroll.controller.worker import WorkerStopTimeoutError, liveness_bound
 from autoroll.core.ports import (
     ClusterPort,
     EventPort,
     LeasePort,
     NodePort,
     NotifyPort,
-    PresencePort,
     QuarantinePort,
     RegistryPort,
     SecretPort,
 )
-from autoroll.core.scope import Scope
 from autoroll.edge.http_worker import REQUEST_READ_SECONDS
-from autoroll.edge.pinning_service import PinningService
+from autoroll.edge.link import ControllerLink
 from autoroll.edge.probes import ProbeServer
 from autoroll.edge.receivers import Receiving
-from autoroll.edge.registries import pull_credentials, registry_pool
+from autoroll.edge.reconcile_process import ReconcileProcess, ReconcileProcessError
 from autoroll.edge.web import create_app
-from autoroll.instruments import logs
+from autoroll.edge.wiring import (
+    CACHE_POOL_SIZE,
+    CACHE_STOP_SECONDS,
+    ELECTION_STOP_SECONDS,
+    RECONCILE_STOP_SECONDS,
+    STEP_SECONDS,
+    Controller,
+    Election,
+    build_controller,
+)
 from autoroll.instruments.metrics import Metrics
-from autoroll.instruments.pinning_metrics import PinningMetrics
-from autoroll.kube import (
-    ClusterError,
-    KubeCluster,
-    KubeEvents,
-    KubeLease,
-    KubeQuarantine,
-    WatchCache,
-)
-from autoroll.kube.secrets import KubeSecrets
-from autoroll.kube.transport import (
-    LEASE_CALL_TIMEOUT,
-    REQUEST_TIMEOUT,
-    LazyRest,
-    call_seconds,
-    connect,
-)
-from autoroll.kube.webhook_config import KubeWebhookConfig
-from autoroll.notify import AppriseNotifier
-from autoroll.registry import Limits
-from autoroll.registry.pool import RegistryPool
+from autoroll.kube.transport import LEASE_CALL_TIMEOUT, call_seconds
 
 log = logging.getLogger(__name__)
 
-#: Seconds the worker process gives the reconcile thread after SIGTERM (counted from the
-#: signal: the pass is told to stop while gunicorn still drains requests).
-RECONCILE_STOP_SECONDS: Final = 10.0
-#: Seconds the three election threads get to stop, together (they wait on events or one
-#: short API call).
-ELECTION_STOP_SECONDS: Final = 3.0
+__all__ = [
+    "CACHE_POOL_SIZE",
+    "CACHE_STOP_SECONDS",
+    "ELECTION_STOP_SECONDS",
+    "GRACEFUL_TIMEOUT_SECONDS",
+    "RECONCILE_STOP_SECONDS",
+    "REQUEST_THREADS",
+    "SHUTDOWN_BUDGET",
+    "STEP_SECONDS",
+    "WORKER_TMP_DIR",
+    "AutorollServer",
+    "Controller",
+    "Election",
+    "Runtime",
+    "ShutdownBudget",
+    "build_runtime",
+    "build_served_runtime",
+    "gunicorn_settings",
+    "serve",
+    "worker_tmp_dir",
+]
+
 #: Request threads: webhooks are tiny, but a slow client holds one for up to
 #: ``http_worker.REQUEST_READ_SECONDS``. The kubelet's probes have their own listener and
 #: threads (``autoroll.edge.probes`` on ``PROBE_ADDR``), so no number of slow clients here delays
 #: them; the probe paths answer here too, for what still asks this port.
 REQUEST_THREADS: Final = 16
 
-#: Connections the watched cache may keep open: one per watch (the enrolled workloads and
-#: each namespace holding one), plus its lists.
-CACHE_POOL_SIZE: Final = 512
-#: Seconds the watched cache's threads get to stop (they wait on a socket, aborted at once).
-CACHE_STOP_SECONDS: Final = 3.0
-#: Seconds the notifier's thread gets to stop; a send in flight is abandoned (a daemon).
-NOTIFIER_STOP_SECONDS: Final = 0.5
-
-#: The longest single step of a pass: one Kubernetes API call, or the registry's budget.
-STEP_SECONDS: Final = max(call_seconds(REQUEST_TIMEOUT), Limits().budget_seconds)
-
 
 @dataclass(frozen=True, slots=True)
 class ShutdownBudget:
     """The longest each step of a shutdown can take, SIGTERM to exit, in seconds.
 
-    On SIGTERM the reconcile thread is told to stop at once while gunicorn drains its
-    requests; then the worker process joins the thread (what is left of its budget), stops
-    the election threads and, only if the reconcile thread stopped cleanly, releases the
-    Lease (one read and one write). Every step is bounded by a timeout in the code, so the
-    sum is a bound, not a hope; gunicorn's ``graceful_timeout`` is derived from it.
+    On SIGTERM the reconcile process is told to stop at once while gunicorn drains its
+    requests; it joins its reconcile thread (what is left of that budget), stops the
+    election threads and, only if the reconcile thread stopped cleanly, releases the Lease
+    (one read and one write), then exits; the worker waits for it. Every step is bounded by
+    a timeout in the code, so the sum is a bound, not a hope; gunicorn's
+    ``graceful_timeout`` is derived from it.
     """
 
     request_drain: float = REQUEST_READ_SECONDS + 1.0  # a request still arriving, then its answer
@@ -169,125 +155,80 @@ def worker_tmp_dir(candidate: str = WORKER_TMP_DIR) -> str | None:
     return None
 
 
-@dataclass(frozen=True, slots=True)
-class Election:
-    """The leader-election threads of one replica (``LEADER_ELECTION=true`` only)."""
-
-    elector: Elector
-    watcher: NudgeWatcher
-    handoff: HandOff
-
-
 class Runtime:
-    """Everything the one worker process owns."""
+    """Everything the one gunicorn worker process owns: the HTTP edge (the Flask app, the
+    probes' listener) and its ``link`` to the controller, in this process or the next."""
 
     def __init__(
         self,
         *,
-        metrics: Metrics,
-        nudge: Nudge,
-        reconciler: Reconciler,
-        worker: Worker,
         app: Flask,
-        election: Election | None = None,
-        cache: WatchCache | None = None,
+        link: ControllerLink,
+        stop_seconds: float,
         probes: ProbeServer | None = None,
-        notifier: Notifier | None = None,
-        clock: Callable[[], float] = time.monotonic,
-        pinning: PinningService | None = None,
+        controller: Controller | None = None,
     ) -> None:
-        self.metrics = metrics
-        self.probes = probes
-        self.nudge = nudge
-        self.reconciler = reconciler
-        self.worker = worker
         self.app = app
-        self.election = election
-        self.cache = cache
-        self.notifier = notifier
-        self.pinning = pinning
-        self._clock = clock
-        self._stop_requested_at: float | None = None
+        self.link = link
+        self.probes = probes
+        self.controller = controller  # only when it runs in this process (tests)
+        self._stop_seconds = stop_seconds
+
+    # The controller's objects, when it runs in this process (tests read them).
+    @property
+    def metrics(self) -> Metrics:
+        return self._local().metrics
+
+    @property
+    def nudge(self) -> Any:
+        return self._local().nudge
+
+    @property
+    def reconciler(self) -> Any:
+        return self._local().reconciler
+
+    @property
+    def worker(self) -> Any:
+        return self._local().worker
+
+    @property
+    def election(self) -> Election | None:
+        return self._local().election
+
+    @property
+    def cache(self) -> Any:
+        return self._local().cache
+
+    def _local(self) -> Controller:
+        if self.controller is None:
+            raise AttributeError("the controller runs in the reconcile process, not here")
+        return self.controller
 
     def start(self) -> None:
-        """Start the watched cache and campaigning (if on), the probes' listener (a port in
-        use raises here and stops the worker at boot), then the reconcile thread."""
-        if self.cache is not None:
-            self.cache.start()
-        if self.election is not None:
-            self.election.elector.start()
-            self.election.watcher.start()
-            self.election.handoff.start()
+        """Start the probes' listener (a port in use raises here and stops the worker at
+        boot, before any reconciling starts), then the controller."""
         if self.probes is not None:
             self.probes.start()
-        if self.notifier is not None:
-            self.notifier.start()
-        if self.pinning is not None:
-            self.pinning.start()
-        self.worker.start()
+        self.link.start()
 
     def begin_stop(self) -> None:
-        """SIGTERM arrived: tell the reconcile thread to stop now, without waiting.
+        """SIGTERM arrived: tell the controller to stop now, without waiting.
 
         Called from the worker's signal handler (``http_worker.DeadlineThreadWorker``), so
         the pass winds down while gunicorn drains requests, not after.
         """
-        if self._stop_requested_at is None:
-            self._stop_requested_at = self._clock()
-        self.worker.request_stop()
-        if self.cache is not None:
-            self.cache.request_stop()
-        if self.notifier is not None:
-            self.notifier.request_stop()
+        self.link.begin_stop()
 
-    def stop(self, timeout: float = RECONCILE_STOP_SECONDS) -> None:
-        """Stop the reconcile thread, then hand the lease back (only if that stop was clean).
-
-        The thread gets ``timeout`` seconds from ``begin_stop`` (or from now). Raises
-        ``WorkerStopTimeoutError`` after releasing nothing when a pass is stuck: the lease
-        then simply expires, and the stuck pass cannot delete past the renew deadline.
-        """
-        self.begin_stop()
-        assert self._stop_requested_at is not None
-        left = timeout - (self._clock() - self._stop_requested_at)
-        stopped = False
+    def stop(self, timeout: float | None = None) -> None:
+        """Stop the controller (``timeout`` from ``begin_stop``; by default its own bound),
+        then the probes' listener. Raises what the controller's stop raised."""
         try:
-            self.worker.stop(timeout=max(0.1, left))
-            stopped = True
+            self.link.stop(self._stop_seconds if timeout is None else timeout)
         finally:
-            if self.election is not None:
-                self._stop_election(self.election, release=stopped)
-            if self.cache is not None:
-                try:
-                    self.cache.stop(CACHE_STOP_SECONDS)
-                except Exception as exc:  # daemon threads: the process exits anyway
-                    log.error("stopping the watched cache: %s", exc)
-            if self.notifier is not None:
-                self.notifier.stop(NOTIFIER_STOP_SECONDS)
-            if self.pinning is not None:
-                self.pinning.stop(timeout=0.5)
             if self.probes is not None:
                 # Last, so /readyz says "shutting down" until the end; at most one poll
                 # (0.2 s), inside the second GRACEFUL_TIMEOUT_SECONDS leaves for the exit.
                 self.probes.stop(timeout=0.5)
-
-    def _stop_election(self, election: Election, *, release: bool) -> None:
-        # All three are told first, then joined against one deadline: one stuck must not
-        # keep the others (or the release) from running, and the process exits anyway.
-        election.handoff.request_stop()
-        election.watcher.request_stop()
-        election.elector.request_stop()
-        deadline = self._clock() + ELECTION_STOP_SECONDS
-        steps: tuple[tuple[str, Callable[[float], None]], ...] = (
-            ("hand-off", election.handoff.stop),
-            ("nudge watcher", election.watcher.stop),
-            ("elector", lambda left: election.elector.stop(left, release=release)),
-        )
-        for name, stop in steps:
-            try:
-                stop(max(0.05, deadline - self._clock()))
-            except Exception as exc:  # one failing must not keep the others from stopping
-                log.error("stopping the %s: %s", name, exc)
 
 
 def build_runtime(
@@ -302,115 +243,70 @@ def build_runtime(
     quarantine: QuarantinePort | None = None,
     notify: NotifyPort | None = None,
 ) -> Runtime:
-    """Wire one process's objects together. Cheap: no network until the first pass.
-
-    Without an injected ``cluster`` the Kubernetes adapter is both the cluster and the Node
-    reader; with one, Nodes are read only through ``nodes``. The quarantine's record is the
-    ConfigMap ``QUARANTINE_CONFIGMAP`` names (memory only without it), notifications go to
-    ``NOTIFY_URLS`` through Apprise (none without them)."""
-    metrics = Metrics(CollectorRegistry())
-    nudge = Nudge(metrics, tag_interval_seconds=config.tag_pass_interval_seconds)
-    settings = config.leader_election
-    identity = (settings.identity if settings else None) or default_identity()
-    election, may_act, webhook_nudge, webhook_later = _leadership(
-        settings, lease, identity, metrics, nudge
-    )
-    evicting = config.rollout_method is RolloutMethod.EVICT
-    cache: WatchCache | None = None
-    if cluster is None:
-        kube, cache = _kube_cluster(config, metrics, evicting=evicting)
-        cluster, nodes = kube, nodes or kube
-    events = events or (KubeEvents(instance=identity) if config.emit_events else None)
-    registry = registry or _registry(config, metrics)
-    pinning = _pinning(config, metrics, registry=registry, events=events)
-    credentials = pull_credentials(
+    """The controller and the edge in one process (tests inject adapters). Cheap: no
+    network until it starts."""
+    controller = build_controller(
         config,
-        secrets=secrets or KubeSecrets(observe=metrics.kube_request),
-        on_secret=logs.redact_also,  # each pull secret's password, as it is read
-    )
-    notifier = _notifier(config, metrics, notify)
-    announcer = Announcer(
-        metrics=metrics,
-        events=events,
-        notify=notifier.post if notifier is not None else _nobody,
-        dry_run=config.dry_run,
-        evicting=evicting,
-    )
-    reconciler = Reconciler(
         cluster=cluster,
-        nodes=nodes,
         registry=registry,
-        metrics=metrics,
-        registries=config.registry_hosts,
-        dry_run=config.dry_run,
-        may_act=may_act,  # before every deletion
-        leading=may_act,  # followers skip whole passes
-        **_term_and_authority(election),
-        announcer=announcer,
-        quarantine=quarantine or _quarantine_record(config),
-        guardrails=config.guardrails,
-        lookups_per_namespace=config.tenancy.lookups_per_namespace,
-        halted_after=timedelta(seconds=config.rollout_halted_after_seconds),
-        credentials=credentials,
-        pinning=pinning is not None,
-        approvals=pinning.approver if pinning is not None else None,
+        lease=lease,
+        events=events,
+        nodes=nodes,
+        secrets=secrets,
+        quarantine=quarantine,
+        notify=notify,
     )
-    tick: Callable[[Callable[[], bool], Scope], TickReport] = reconciler.tick
-    if cache is not None:
-        # Rolls go on as soon as a replacement is Ready, not at the next poll.
-        tick = RollPacer(
-            watch=cache, nudge=nudge.nudge, metrics=metrics, later=nudge.nudge_in
-        ).paced(tick)
-    worker = _worker(config, tick, nudge, metrics)
     app = create_app(
         webhook_secret=config.webhook_secret.reveal(),
-        nudge=webhook_nudge,
-        metrics=metrics,
-        live=worker.liveness,
-        ready=worker.readiness,
+        nudge=controller.deliver,
+        metrics=controller.metrics,
+        live=controller.liveness,
+        ready=controller.readiness,
         forgejo_host=config.forgejo_host,
         receiving=receiving(config),
-        later=webhook_later,
-    )
-    probes = ProbeServer(
-        config.probe_host.strip("[]"),  # "[::]" names the IPv6 wildcard
-        config.probe_port,
-        live=worker.liveness,
-        ready=worker.readiness,
+        later=controller.deliver_later,
     )
     return Runtime(
-        metrics=metrics,
-        nudge=nudge,
-        reconciler=reconciler,
-        worker=worker,
         app=app,
-        election=election,
-        cache=cache,
-        probes=probes,
-        notifier=notifier,
-        pinning=pinning,
+        link=controller,
+        stop_seconds=RECONCILE_STOP_SECONDS,
+        probes=_probes(config, controller),
+        controller=controller,
     )
 
 
-def _pinning(
-    config: Config, metrics: Metrics, *, registry: RegistryPort, events: EventPort | None
-) -> PinningService | None:
-    """The pinning webhook (docs/adr/028), or None when ``PINNING`` is off."""
-    settings = config.pinning
-    if settings is None:
-        return None
-    return PinningService(
-        settings,
-        guardrails=config.guardrails,
-        registries=config.registry_hosts,
-        metrics=PinningMetrics(metrics.registry),
-        presence=registry if isinstance(registry, PresencePort) else None,
-        events=events,
-        webhook_config=KubeWebhookConfig(
-            settings.webhook_configuration, observe=metrics.kube_request
-        )
-        if settings.webhook_configuration
-        else None,
+def build_served_runtime(config: Config, *, owner: str) -> Runtime:
+    """The edge of ``autoroll serve``: its controller runs in the reconcile process, which
+    ``start`` starts (``owner`` keys its one-at-a-time lock). Cheap: nothing starts here."""
+    metrics = Metrics(CollectorRegistry())  # only the webhook's answers are counted here
+    link = ReconcileProcess(
+        owner=owner,
+        liveness_bound=liveness_bound(
+            interval_seconds=config.poll_interval_seconds,
+            pass_timeout_seconds=config.pass_timeout_seconds,
+            step_seconds=STEP_SECONDS,
+        ),
+        edge_metrics=metrics.registry,
+        on_lost=_leave,
+    )
+    app = create_app(
+        webhook_secret=config.webhook_secret.reveal(),
+        nudge=link.deliver,
+        metrics=metrics,
+        live=link.liveness,
+        ready=link.readiness,
+        forgejo_host=config.forgejo_host,
+        receiving=receiving(config),
+        later=link.deliver_later,
+        exposition=link.exposition,
+    )
+    return Runtime(
+        app=app,
+        link=link,
+        # The reconcile process's own stop, signal to exit: its pass, its election and the
+        # Lease release (each bounded there), never past the worker's graceful timeout.
+        stop_seconds=SHUTDOWN_BUDGET.worst_case(electing=config.leader_election is not None),
+        probes=_probes(config, link),
     )
 
 
@@ -422,145 +318,19 @@ def receiving(config: Config) -> Receiving:
     return Receiving(secrets, tuple(sorted(config.registry_hosts)), None)
 
 
-def _nobody(_: object) -> None:
-    return None
-
-
-def _notifier(config: Config, metrics: Metrics, port: NotifyPort | None) -> Notifier | None:
-    """The notifier thread, when there is anyone to tell (NOTIFY_URLS, or a port given)."""
-    settings = config.notifications
-    if port is None:
-        if not settings.enabled:
-            return None
-        port = AppriseNotifier(settings.url_lines(), on_secret=logs.redact_also)
-    return Notifier(
-        port,
-        metrics=metrics,
-        happenings=settings.happenings,
-        throttle_seconds=settings.throttle_seconds,
+def _probes(config: Config, link: ControllerLink) -> ProbeServer:
+    return ProbeServer(
+        config.probe_host.strip("[]"),  # "[::]" names the IPv6 wildcard
+        config.probe_port,
+        live=link.liveness,
+        ready=link.readiness,
     )
 
 
-def _quarantine_record(config: Config) -> QuarantinePort | None:
-    """The ConfigMap that keeps the quarantine (docs/adr/026), if one is named."""
-    record = config.quarantine
-    if record.configmap is None:
-        return None
-    return KubeQuarantine(namespace=record.namespace, name=record.configmap)
-
-
-def _leadership(
-    settings: LeaderElection | None,
-    lease: LeasePort | None,
-    identity: str,
-    metrics: Metrics,
-    nudge: Nudge,
-) -> tuple[
-    Election | None,
-    Callable[[], bool],
-    Callable[[Scope], None],
-    Callable[[Scope, float], None],
-]:
-    """The election (None without one), whether this process may act now, and where a
-    verified webhook's nudge goes, at once and some seconds from now (with an election:
-    handed to the leader)."""
-    if settings is None:
-        metrics.leader.set(1)  # alone, so always the leader
-        return None, _always, nudge.deliver, nudge.nudge_in
-    election = _election(settings, lease, identity=identity, metrics=metrics, nudge=nudge)
-    handoff = election.handoff
-    return election, election.elector.may_act, handoff.nudge, handoff.nudge_in
-
-
-def _term_and_authority(election: Election | None) -> dict[str, Any]:
-    """With an election, the Reconciler's leadership term and the authority a deletion may
-    use; alone, one term for the process and no bound (the defaults)."""
-    if election is None:
-        return {}
-    elector = election.elector
-    return {"term": lambda: elector.term, "authority": elector.authority_left}
-
-
-def _kube_cluster(
-    config: Config, metrics: Metrics, *, evicting: bool
-) -> tuple[KubeCluster, WatchCache | None]:
-    """The Kubernetes adapter, with its watched cache when ``config.watch_cache``."""
-    cache: WatchCache | None = None
-    if config.watch_cache:
-        cache = WatchCache(
-            label_selector=config.label_selector,
-            rest=LazyRest(lambda: connect(pool_size=CACHE_POOL_SIZE), observe=metrics.kube_request),
-            kinds=config.workload_kinds,
-            metrics=metrics,
-            resync_seconds=config.cache_resync_seconds,
-            namespaces=config.tenancy.namespaces,
-            namespaced=config.tenancy.namespaced,
-        )
-    kube = KubeCluster(
-        label_selector=config.label_selector,
-        evict=evicting,
-        platform_aware=config.platform_aware,
-        kinds=config.workload_kinds,
-        cache=cache,
-        observe=metrics.kube_request,
-        namespaces=config.tenancy.namespaces,
-        namespaced=config.tenancy.namespaced,
-    )
-    return kube, cache
-
-
-def _worker(
-    config: Config,
-    tick: Callable[[Callable[[], bool], Scope], TickReport],
-    nudge: Nudge,
-    metrics: Metrics,
-) -> Worker:
-    return Worker(
-        tick,
-        nudge=nudge,
-        interval_seconds=config.poll_interval_seconds,
-        metrics=metrics,
-        expected_errors=(ClusterError,),
-        pass_timeout_seconds=config.pass_timeout_seconds,
-        step_seconds=STEP_SECONDS,
-    )
-
-
-def _always() -> bool:
-    return True
-
-
-def _registry(config: Config, metrics: Metrics) -> RegistryPool:
-    # each Bearer token fetched is redacted from then on
-    return registry_pool(config, observer=metrics, on_secret=logs.redact_also)
-
-
-def _election(
-    settings: LeaderElection,
-    lease: LeasePort | None,
-    *,
-    identity: str,
-    metrics: Metrics,
-    nudge: Nudge,
-) -> Election:
-    """The elector, the leader's nudge watcher and the webhook hand-off, on one Lease."""
-    port = lease or KubeLease(namespace=settings.namespace, name=settings.lease_name)
-    elector = Elector(
-        port,
-        identity=identity,
-        timings=Timings(
-            lease_duration=settings.lease_duration_seconds,
-            renew_deadline=settings.renew_deadline_seconds,
-            retry_period=settings.retry_period_seconds,
-        ),
-        metrics=metrics,
-        on_elected=nudge.nudge,  # a new leader reconciles at once, not a poll later
-    )
-    return Election(
-        elector=elector,
-        watcher=NudgeWatcher(port, elector=elector, on_nudge=nudge.nudge, metrics=metrics),
-        handoff=HandOff(port, elector=elector, local=nudge.deliver, metrics=metrics),
-    )
+def _leave(code: int) -> None:
+    """The reconcile process ended on its own: this worker ends too (gracefully), and
+    gunicorn's master starts a new one, with a new reconcile process."""
+    os.kill(os.getpid(), signal.SIGTERM)
 
 
 def gunicorn_settings(config: Config, *, tmp_dir: str | None = None) -> dict[str, object]:
@@ -608,10 +378,13 @@ class AutorollServer(BaseApplication):  # type: ignore[misc]
     def __init__(
         self,
         config: Config,
-        runtime_factory: Callable[[Config], Runtime] = build_runtime,
+        runtime_factory: Callable[[Config], Runtime] | None = None,
     ) -> None:
         self._config = config
-        self._factory = runtime_factory
+        # Made in the master, so a worker gunicorn restarts keys the same owner lock and
+        # its reconcile process waits for the old one (autoroll.edge.reconcile_main).
+        owner = secrets.token_hex(8)
+        self._factory = runtime_factory or (lambda cfg: build_served_runtime(cfg, owner=owner))
         self.runtime: Runtime | None = None
         super().__init__()
 
@@ -627,26 +400,27 @@ class AutorollServer(BaseApplication):  # type: ignore[misc]
 
 
 def _post_worker_init(worker: Any) -> None:
-    """gunicorn hook, in the worker process: start the one reconcile thread."""
+    """gunicorn hook, in the worker process: start the probes and the one controller."""
     runtime: Runtime | None = worker.app.runtime
     if runtime is None:  # pragma: no cover - gunicorn always loads the app first
         raise RuntimeError("the app was not loaded before post_worker_init")
     runtime.start()
-    log.info("reconcile thread started in worker pid %s", worker.pid)
+    log.info("controller started for worker pid %s", worker.pid)
 
 
 def _worker_exit(server: Any, worker: Any) -> None:
-    """gunicorn hook, in the worker process after its request loop ended: stop the thread."""
+    """gunicorn hook, in the worker process after its request loop ended: stop the
+    controller (in the reconcile process: wait for it to exit)."""
     runtime: Runtime | None = getattr(worker.app, "runtime", None)
     if runtime is None:
         return
     try:
-        runtime.stop(timeout=RECONCILE_STOP_SECONDS)
-    except WorkerStopTimeoutError as exc:
-        # The thread is a daemon: the process exits anyway; say so loudly.
+        runtime.stop()
+    except (WorkerStopTimeoutError, ReconcileProcessError) as exc:
+        # Abandoned (a daemon thread) or killed: the process exits anyway; say so loudly.
         log.error("%s; exiting without waiting for it", exc)
     else:
-        log.info("reconcile thread stopped")
+        log.info("controller stopped")
 
 
 def serve(config: Config) -> int:

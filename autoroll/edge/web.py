@@ -138,6 +138,7 @@ def create_app(
     forgejo_host: str | None,
     receiving: Receiving | None = None,
     later: Callable[[Scope, float], None] | None = None,
+    exposition: Callable[[], bytes] | None = None,
 ) -> Flask:
     """Build the Flask app. ``nudge(scope)`` must return immediately (``Nudge.nudge`` does).
 
@@ -145,7 +146,9 @@ def create_app(
     Forgejo is configured, so such an event asks for a full pass). ``receiving`` says which
     registries' receivers are on (``autoroll.edge.receivers``); without it every
     ``/webhook/<source>`` answers that its receiver is off. ``later(scope, seconds)`` asks for
-    a pass that many seconds from now (``Nudge.nudge_in``), for their re-checks."""
+    a pass that many seconds from now (``Nudge.nudge_in``), for their re-checks.
+    ``/metrics`` serves ``exposition()`` (the reconcile process's metrics with this process's
+    webhook counters, under ``autoroll serve``), else ``metrics``' registry."""
     if not webhook_secret:
         # An empty key makes every signature forgeable; refuse rather than serve it.
         raise ValueError("webhook_secret must not be empty")
@@ -155,7 +158,12 @@ def create_app(
     # Werkzeug enforces this on any stream it wraps; the handler also checks explicitly.
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
 
-    _add_probes_and_metrics(app, metrics=metrics, live=live, ready=ready)
+    _add_probes_and_metrics(
+        app,
+        live=live,
+        ready=ready,
+        exposition=exposition or (lambda: generate_latest(metrics.registry)),
+    )
     add_receivers(
         app, receiving=receiving or Receiving(), nudge=nudge, metrics=metrics, later=later
     )
@@ -208,7 +216,11 @@ def create_app(
 
 
 def _add_probes_and_metrics(
-    app: Flask, *, metrics: Metrics, live: Callable[[], Health], ready: Callable[[], Health]
+    app: Flask,
+    *,
+    live: Callable[[], Health],
+    ready: Callable[[], Health],
+    exposition: Callable[[], bytes],
 ) -> None:
     """``/livez`` (and its old name ``/healthz``), ``/readyz`` and ``/metrics``."""
 
@@ -228,8 +240,13 @@ def _add_probes_and_metrics(
 
     @app.get("/metrics")
     def metrics_text() -> Response:
+        try:
+            text = exposition()
+        except Exception as exc:  # the reconcile process did not answer: say so, no trace
+            log.warning("/metrics: %s", exc)
+            return answer(503, f"metrics unavailable: {exc}")
         return Response(
-            generate_latest(metrics.registry),
+            text,
             status=200,
             mimetype=None,
             content_type=CONTENT_TYPE_LATEST,

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Final
 
 from autoroll.core.model import DeleteOutcome, Enrolled, NodeView, WorkloadKind, WorkloadView
@@ -64,6 +64,7 @@ from autoroll.kube.selectors import (
     selector_matches,
     selector_query,
 )
+from autoroll.kube.streamed_lists import StreamedList
 from autoroll.kube.transport import (
     CONNECT_ATTEMPTS,
     LIVE_PODS_FIELD_SELECTOR,
@@ -215,7 +216,7 @@ class KubeCluster:
         return found[0]
 
     def _workloads(
-        self, kind: WorkloadKind, items: list[dict[str, Any]]
+        self, kind: WorkloadKind, items: Iterable[dict[str, Any]]
     ) -> list[tuple[WorkloadView, LabelSelector]]:
         """Convert each workload; one that cannot be read, or outside the namespaces rolled,
         is logged (once) and skipped, not fatal."""
@@ -269,7 +270,7 @@ class KubeCluster:
                 )
                 where = f"in namespace {namespace}" if namespace else "(all namespaces)"
                 workloads.extend(
-                    self._workloads(kind, _items(f"list {kind.resource} {where}", body))
+                    self._workloads(kind, _streamed(f"list {kind.resource} {where}", body))
                 )
         if not scope.is_full:
             wanted = scope.repositories
@@ -286,8 +287,9 @@ class KubeCluster:
                 label_selector=pod_list_selector(by_namespace[namespace]),
                 timeout=self._timeout,
             )
-            items = _items(f"list pods in namespace {namespace}", page)
+            items = _streamed(f"list pods in namespace {namespace}", page)
             pods.extend(pod_from_json(item) for item in items)
+            del page
         return group_pods(workloads, pods)
 
 
@@ -300,6 +302,15 @@ def capped_timeout(timeout: tuple[float, float], within: float) -> tuple[float, 
         return timeout
     connect = min(connect, within / (2 * CONNECT_ATTEMPTS))
     return connect, max(within - CONNECT_ATTEMPTS * connect, 0.0)
+
+
+def _streamed(what: str, body: bytes) -> Iterator[dict[str, Any]]:
+    """A big list's items one at a time, each converted and dropped before the next is
+    parsed (``streamed_lists``): a pass over 10,000 Deployments never holds their JSON."""
+    try:
+        yield from StreamedList(body).items()
+    except ValueError as exc:
+        raise ClusterApiError(f"{what}: {exc}", status=0) from None
 
 
 def _items(what: str, body: bytes) -> list[dict[str, Any]]:

@@ -36,13 +36,20 @@ from dataclasses import dataclass
 from typing import Any, Final, Generic, Protocol, TypeVar
 
 from autoroll.kube.errors import ClusterApiError, ClusterError, Operation
-from autoroll.kube.lists import list_page
+from autoroll.kube.streamed_lists import StreamedList
 from autoroll.kube.transport import REQUEST_TIMEOUT, LazyRest, WatchStream
 
 log = logging.getLogger(__name__)
 
 #: Objects asked for per list request: bounds the memory a list of thousands takes.
 LIST_PAGE: Final = 500
+#: Pages asked for and parsed at once, across every informer of the process. At start (and
+#: after an API server restart) every informer lists together, one per enabled kind and one
+#: per namespace holding enrolled workloads; a parsed page of 500 pods is about 15 MB of
+#: Python objects for a moment, so twenty at once made the start the process's peak
+#: (issue 28). Two keep a list request in flight while the other page is converted.
+LISTS_AT_ONCE: Final = 2
+_LISTING = threading.BoundedSemaphore(LISTS_AT_ONCE)
 #: Seconds a watch asks the server to keep it open (each one jittered up to +25 %).
 WATCH_SECONDS: Final = 60
 #: Seconds of silence past a watch's own timeout after which its connection counts as dead.
@@ -236,24 +243,8 @@ class Informer(Generic[T]):
             query = [*collection.query(), ("limit", str(LIST_PAGE))]
             if token:
                 query.append(("continue", token))
-            answer = self._rest().send(
-                collection.list_operation,
-                collection.target,
-                "GET",
-                collection.path,
-                query=query,
-                timeout=REQUEST_TIMEOUT,
-            )
-            try:
-                page = list_page(answer.body)
-            except ValueError as exc:
-                raise ClusterApiError(
-                    f"{collection.list_operation.action} {collection.target}: {exc}", status=0
-                ) from None
-            version = page.resource_version or version
-            for raw in page.items:
-                self._keep(items, raw)
-            token = page.continue_token
+            with _LISTING:  # the answer and its parse are gone before the next page
+                version, token = self._page(collection, query, items, version)
             if not token:
                 break
             self._check_restart()
@@ -262,6 +253,37 @@ class Informer(Generic[T]):
         self._synced.set()
         self._listed_at = self._clock()
         return version
+
+    def _page(
+        self,
+        collection: Collection,
+        query: list[tuple[str, str]],
+        items: dict[str, T],
+        version: str,
+    ) -> tuple[str, str]:
+        """One page into ``items``; returns the resourceVersion and the continue token."""
+        answer = self._rest().send(
+            collection.list_operation,
+            collection.target,
+            "GET",
+            collection.path,
+            query=query,
+            timeout=REQUEST_TIMEOUT,
+        )
+        # One object at a time, converted as it is parsed (``streamed_lists``).
+        page = StreamedList(answer.body)
+        del answer
+        parsed = page.items()
+        while True:
+            try:
+                raw = next(parsed, None)
+            except ValueError as exc:
+                raise ClusterApiError(
+                    f"{collection.list_operation.action} {collection.target}: {exc}", status=0
+                ) from None
+            if raw is None:
+                return page.resource_version or version, page.continue_token
+            self._keep(items, raw)
 
     def _keep(self, items: dict[str, T], raw: dict[str, Any]) -> None:
         uid = str((raw.get("metadata") or {}).get("uid") or "")

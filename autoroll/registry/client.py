@@ -37,8 +37,12 @@ asks with the chain that last answered its repository's HEAD.
 
 Time is bounded twice: each request has connect and read timeouts, and each tick (one
 ``resolve`` and the ``fetch_children`` and ``fetch_content`` calls after it) has an overall
-budget, in seconds and in requests (``Limits.requests_per_pass``); lookups left when it runs
-out are ``Unknown("budget-exhausted")``, so one slow or busy registry cannot stall a tick.
+budget, in seconds of registry time and in requests (``Limits.requests_per_pass``); lookups
+left when it runs out are ``Unknown("budget-exhausted")``, so one slow or busy registry cannot
+stall a tick. The budget's clock runs only inside those calls: the pass's own work between
+them (deciding thousands of workloads, on a CPU it may share) spends none of it
+(``limits.Deadline``; issue 28). ``lookup`` and ``fetch_content`` send a few requests at once
+(``Limits.lookup_concurrency``).
 
 Back-off (``wire``): a 429 (or a 503 carrying ``Retry-After``) makes the client send nothing
 more to this registry until the time it names has passed — lookups meanwhile are
@@ -60,6 +64,7 @@ The error tree and the pure parsing of answers are in ``autoroll.registry.errors
 from __future__ import annotations
 
 import hashlib
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -105,6 +110,7 @@ from autoroll.registry.wire import Wire
 MAX_REDIRECTS: Final = 3
 _REDIRECT_STATUSES: Final = frozenset({301, 302, 303, 307, 308})
 _T = TypeVar("_T")
+_A = TypeVar("_A")
 
 
 # --------------------------------------------------------------------------------------------
@@ -184,6 +190,7 @@ class RegistryClient:
         self._content: OrderedDict[Digest, ImageContent] = OrderedDict()
         self._failed_content: dict[tuple[str, Digest], Unknown] = {}
         self._tick: Deadline | None = None
+        self._cache_lock = threading.Lock()
 
     def _own(self, repository: str) -> tuple[Credential, ...]:
         """The registry's own credentials for ``repository``: its Secret's that serve it,
@@ -218,22 +225,20 @@ class RegistryClient:
         time, and its ``Limits.requests_per_pass``."""
         deadline = self.begin_pass()
         unique = list(dict.fromkeys(lookups))  # in the caller's order: it shares the budget
-        workers = min(self._limits.lookup_concurrency, len(unique))
-        if workers <= 1:
-            return {item: self._answer(item, deadline) for item in unique}
         # A few HEADs in flight at once: against a remote registry each is a round trip, and
         # a pass resolves every enrolled tag. Each lookup still checks the budget and any
         # quiet period before it sends, so after a 429 only the requests already in flight
         # (at most workers - 1) are answered; the rest are Unknown("backoff").
-        with ThreadPoolExecutor(workers, thread_name_prefix="autoroll-registry") as pool:
-            answers = pool.map(lambda item: self._answer(item, deadline), unique)
-            return dict(zip(unique, answers, strict=True))
+        with deadline.running():
+            answers = self._each(lambda item: self._answer(item, deadline), unique)
+        return dict(zip(unique, answers, strict=True))
 
     def begin_pass(self) -> Deadline:
         """A pass starts: its time budget and request budget are full, and what failed in
         the last pass may be asked again. ``lookup`` calls it; a pool calls it for a
         registry the pass asks nothing of by tag (it may still GET by digest there)."""
         deadline = Deadline(self._clock, self._limits.budget_seconds)
+        deadline.pause()  # it runs inside this client's calls only
         self._tick = deadline
         self._wire.new_pass()
         self._failed_children.clear()
@@ -253,13 +258,18 @@ class RegistryClient:
         again until the next ``resolve``, however many Deployments want it.
         """
         deadline = self._tick or Deadline(self._clock, self._limits.budget_seconds)
+        with deadline.running():
+            return self._children_of(wanted, deadline)
+
+    def _children_of(
+        self, wanted: Iterable[ChildrenWanted], deadline: Deadline
+    ) -> dict[Digest, frozenset[Digest] | Unknown]:
         answers: dict[Digest, frozenset[Digest] | Unknown] = {}
         for item in sorted(wanted, key=lambda w: (w.digest, w.ref)):
             if item.digest in answers:
                 continue
-            cached = self._children.get(item.digest)
+            cached = self._cached_children(item.digest)
             if cached is not None:
-                self._children.move_to_end(item.digest)
                 answers[item.digest] = cached
                 continue
             failed = self._failed_children.get(item.digest)
@@ -288,21 +298,16 @@ class RegistryClient:
         another, but is not asked again from the same one until the next ``resolve``.
         """
         deadline = self._tick or Deadline(self._clock, self._limits.budget_seconds)
-        answers: dict[Digest, ImageContent | Unknown] = {}
+        by_digest: dict[Digest, list[ContentWanted]] = {}
         for item in sorted(wanted, key=lambda w: (w.digest, w.host, w.repository)):
-            if isinstance(answers.get(item.digest), ImageContent):
-                continue
-            failed = self._failed_content.get((item.repository, item.digest))
-            if failed is not None:
-                answers[item.digest] = failed
-                continue
-            answer = self._lookup(
-                partial(self._content_of, item.host, item.repository, item.digest, deadline)
+            by_digest.setdefault(item.digest, []).append(item)
+        # Distinct digests a few at once, as ``lookup`` does: the end of a pass asks for
+        # every new target's configs, after a base-image push one per tag.
+        with deadline.running():
+            answers = self._each(
+                lambda items: self._content_from(items, deadline), list(by_digest.values())
             )
-            if isinstance(answer, Unknown):
-                self._failed_content[(item.repository, item.digest)] = answer
-            answers[item.digest] = answer
-        return answers
+        return dict(zip(by_digest, answers, strict=True))
 
     def holds_manifest(self, ref: TagRef, digest: Digest) -> bool | None:
         """Does the registry still hold ``digest`` in ``ref``'s repository? One HEAD by
@@ -315,9 +320,10 @@ class RegistryClient:
         url = f"{self._base}/v2/{ref.repository}/manifests/{digest}"
         try:
             self._check_host(ref.host, f"{ref.host}/{ref.repository}@{digest}")
-            response, _ = self._send(
-                "HEAD", url, ref.repository, deadline, kind="manifest-presence"
-            )
+            with deadline.running():  # only the time inside the call counts (issue 28)
+                response, _ = self._send(
+                    "HEAD", url, ref.repository, deadline, kind="manifest-presence"
+                )
         except StatusError as refused:
             return False if refused.status == 404 else None
         except RegistryError as exc:
@@ -327,6 +333,32 @@ class RegistryClient:
         return True
 
     # -- lookups ------------------------------------------------------------------------------
+
+    def _each(self, call: Callable[[_A], _T], items: list[_A]) -> list[_T]:
+        """``call`` for each item, up to ``Limits.lookup_concurrency`` at once, in order."""
+        workers = min(self._limits.lookup_concurrency, len(items))
+        if workers <= 1:
+            return [call(item) for item in items]
+        with ThreadPoolExecutor(workers, thread_name_prefix="autoroll-registry") as pool:
+            return list(pool.map(call, items))
+
+    def _content_from(
+        self, items: list[ContentWanted], deadline: Deadline
+    ) -> ImageContent | Unknown:
+        """One digest's configs from the first of ``items``' repositories that has them."""
+        answer: ImageContent | Unknown = Unknown("not-asked")
+        for item in items:
+            failed = self._failed_content.get((item.repository, item.digest))
+            if failed is not None:
+                answer = failed
+                continue
+            answer = self._lookup(
+                partial(self._content_of, item.host, item.repository, item.digest, deadline)
+            )
+            if isinstance(answer, ImageContent):
+                return answer
+            self._failed_content[(item.repository, item.digest)] = answer
+        return answer
 
     def _lookup(self, call: Callable[[], _T]) -> _T | Unknown:
         """Run one lookup; every failure becomes Unknown(reason) and is reported once."""
@@ -376,9 +408,8 @@ class RegistryClient:
     ) -> ImageContent:
         """The configs ``digest`` stands for: its config, or its runnable children's."""
         self._check_host(host, f"{host}/{repository}@{digest}")
-        cached = self._content.get(digest)
+        cached = self._cached_content(digest)
         if cached is not None:
-            self._content.move_to_end(digest)
             return cached
         document, url = self._get_manifest(repository, digest, deadline)
         if not is_index(document):
@@ -466,14 +497,32 @@ class RegistryClient:
             )
         return target
 
+    # Locked: ``fetch_content``'s worker threads file their answers at once.
+
+    def _cached_children(self, digest: Digest) -> frozenset[Digest] | None:
+        with self._cache_lock:
+            cached = self._children.get(digest)
+            if cached is not None:
+                self._children.move_to_end(digest)
+            return cached
+
+    def _cached_content(self, digest: Digest) -> ImageContent | None:
+        with self._cache_lock:
+            cached = self._content.get(digest)
+            if cached is not None:
+                self._content.move_to_end(digest)
+            return cached
+
     def _remember(self, digest: Digest, children: frozenset[Digest]) -> None:
-        self._children[digest] = children
-        self._children.move_to_end(digest)
-        while len(self._children) > self._limits.children_cache_size:
-            self._children.popitem(last=False)
+        with self._cache_lock:
+            self._children[digest] = children
+            self._children.move_to_end(digest)
+            while len(self._children) > self._limits.children_cache_size:
+                self._children.popitem(last=False)
 
     def _remember_content(self, digest: Digest, content: ImageContent) -> None:
-        self._content[digest] = content
-        self._content.move_to_end(digest)
-        while len(self._content) > self._limits.content_cache_size:
-            self._content.popitem(last=False)
+        with self._cache_lock:
+            self._content[digest] = content
+            self._content.move_to_end(digest)
+            while len(self._content) > self._limits.content_cache_size:
+                self._content.popitem(last=False)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -60,7 +62,7 @@ class Limits:
 
     connect_seconds: float = 3.0  # a registry that does not accept a connection in 3 s is down
     read_seconds: float = 5.0  # between bytes; a HEAD answer is a few hundred bytes
-    budget_seconds: float = 20.0  # per tick: one resolve() and the fetch_children() after it
+    budget_seconds: float = 20.0  # per tick: registry time in resolve() and the fetches after
     children_cache_size: int = 1024  # index digests remembered (immutable, so never stale)
     content_cache_size: int = 4096  # manifest and index digests' configs (children count too)
     max_backoff_seconds: float = 300.0  # longest Retry-After honoured: 2.5 poll intervals
@@ -72,14 +74,51 @@ class Limits:
 
 
 class Deadline:
-    """The end of a call's budget, on an injected monotonic clock."""
+    """What is left of a pass's registry budget, on an injected monotonic clock.
+
+    Only the registry's time is spent: the clock runs while one of the client's calls is in
+    progress (``running``) and stands still between them. A pass that spends long deciding
+    between ``resolve`` and the fetches after it (thousands of workloads, or a CPU shared
+    with busy neighbours) has not waited for the registry meanwhile; counting that time
+    made the end-of-pass fetch of each target's image configs run out of budget on a loaded
+    machine, every pass, so the GETs meant for the cold pass slid into the steady ones
+    (issue 28). A new deadline runs from its creation until its first ``pause``.
+    """
 
     def __init__(self, clock: Callable[[], float], seconds: float) -> None:
         self._clock = clock
-        self._end = clock() + seconds
+        self._left = seconds  # what was left when the clock last stopped
+        self._since: float | None = clock()  # when it started running; None: stopped
+        self._lock = threading.Lock()
 
     def remaining(self) -> float:
-        left = self._end - self._clock()
+        """Seconds left; raises ``BudgetError`` once none are."""
+        with self._lock:
+            left = self._left
+            if self._since is not None:
+                left -= self._clock() - self._since
         if left <= 0:
             raise BudgetError("the per-tick registry budget is spent")
         return left
+
+    def pause(self) -> None:
+        """Stop the clock: the time until ``resume`` is not the registry's."""
+        with self._lock:
+            if self._since is not None:
+                self._left -= self._clock() - self._since
+                self._since = None
+
+    def resume(self) -> None:
+        """Start the clock again (no effect while it runs)."""
+        with self._lock:
+            if self._since is None:
+                self._since = self._clock()
+
+    @contextmanager
+    def running(self) -> Iterator[Deadline]:
+        """The clock runs for the body of the ``with``, and stops after it."""
+        self.resume()
+        try:
+            yield self
+        finally:
+            self.pause()

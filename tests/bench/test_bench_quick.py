@@ -14,6 +14,7 @@ import pytest
 
 from bench.report import affected, count_violations, lists
 from bench.run import QUICK, run
+from bench.scale import STALLED_BUDGET_SECONDS, STALLED_SECONDS
 from tests.conftest import require_tool
 
 # The quick run took 6 min under load 24-31 on the shared 2-core machine (240 s failed there),
@@ -101,3 +102,24 @@ def test_each_pass_lists_each_enabled_kind_once_and_each_enrolled_namespace_s_po
                 "list daemonsets": 1,
                 "list pods": cell["namespaces"],
             }, (cell["deployments"], cell["images"], p["kube"])
+
+
+def test_a_pass_longer_than_its_registry_budget_gets_the_targets_in_the_cold_pass_simulated(
+    results: dict[str, Any],
+) -> None:
+    """Issue 28: under CPU load (load average 25-36) every steady pass at 2,000 Deployments
+    sent 50 GETs, quiet none: the pass's own deciding counted against its registry budget,
+    so the cold pass ran out before fetching each target's image config and a later pass
+    did it. The ``stalled`` strategy holds each pass still after its HEADs for longer than
+    its budget (a simulated loaded CPU, the same on every machine): the GETs must still be
+    one per tag in the cold pass and none after."""
+    assert STALLED_SECONDS > STALLED_BUDGET_SECONDS
+    for cell in results["scale"]:
+        passes = cell["results"]["stalled"]["passes"]
+        assert len(passes) == QUICK.ticks
+        assert all(p["wall_s"] > STALLED_BUDGET_SECONDS for p in passes)
+        assert [p["registry"] for p in passes] == [
+            {"HEAD": cell["unique_refs"], "GET": cell["unique_refs"]},
+            *[{"HEAD": cell["unique_refs"]}] * (QUICK.ticks - 1),
+        ]
+        assert passes[-1]["verdicts"] == cell["results"]["autoroll"]["passes"][-1]["verdicts"]

@@ -331,3 +331,72 @@ def test_each_cache_rule_fails_when_broken(break_it: Any, expected: str) -> None
     break_it(cell["results"]["cached"])
     found = count_violations(_with_cached(cell))
     assert any(expected in v for v in found), found
+
+
+def _with_stalled(first: dict[str, int], later: dict[str, int]) -> dict[str, Any]:
+    results = _results()
+    cell = results["scale"][0]
+    passes = [_pass(3.5, heads=50, lists=23), _pass(3.2, heads=50, lists=23)]
+    passes[0]["registry"], passes[1]["registry"] = first, later
+    cell["results"]["stalled"] = {"passes": passes, "rss_setup_kib": 1, "peak_rss_kib": 1}
+    return results
+
+
+def test_a_stalled_pass_holds_when_the_targets_are_fetched_in_the_cold_pass() -> None:
+    assert count_violations(_with_stalled({"HEAD": 50, "GET": 50}, {"HEAD": 50})) == []
+
+
+@pytest.mark.parametrize(
+    ("first", "later"),
+    [
+        # Issue 28 under load: the cold pass ran out of budget, the next one fetched.
+        ({"HEAD": 50}, {"HEAD": 50, "GET": 50}),
+        # Never fetched at all (every pass ran out): the rule wants them in the cold pass.
+        ({"HEAD": 50}, {"HEAD": 50}),
+        ({"HEAD": 50, "GET": 49}, {"HEAD": 50, "GET": 1}),
+    ],
+)
+def test_a_stalled_pass_whose_gets_slid_is_reported(
+    first: dict[str, int], later: dict[str, int]
+) -> None:
+    found = count_violations(_with_stalled(first, later))
+    assert found and all("stalled pass" in f for f in found)
+    assert not next(t for t in targets(_with_stalled(first, later)) if "cold pass" in t.name).met
+
+
+def test_a_loaded_run_is_rendered_beside_the_quiet_one_with_each_load_average() -> None:
+    quiet = _results()
+    quiet["cpu_load"] = {
+        "workers": 0,
+        "command": "nothing",
+        "before": [0.5, 0.4, 0.3],
+        "samples": [0.8, 1.2],
+        "mean": 1.0,
+        "min": 0.8,
+        "max": 1.2,
+    }
+    loaded = copy.deepcopy(_results())
+    slow = loaded["scale"][0]["results"]["autoroll"]["passes"]
+    slow[1]["registry"] = {"HEAD": 50, "GET": 50}  # what issue 28 saw under load
+    loaded["cpu_load"] = {
+        "workers": 8,
+        "command": "stress-ng --cpu 8 --timeout 10800s",
+        "before": [0.5, 0.4, 0.3],
+        "samples": [9.0, 11.0],
+        "mean": 10.0,
+        "min": 9.0,
+        "max": 11.0,
+    }
+    quiet["loaded"] = loaded
+    text = render(quiet)
+    section = text.split("### Quiet and loaded, side by side")[1].split("## Why")[0]
+    assert "1-minute load average 1.0 on average (0.8-1.2" in section
+    assert "`stress-ng --cpu 8 --timeout 10800s` beside it: 1-minute load average 10.0" in section
+    (row,) = [line for line in section.splitlines() if line.startswith("| Registry HEADs")]
+    quiet_cell, loaded_cell = row.split(" | ")[1:3]
+    assert quiet_cell.startswith("met") and loaded_cell.startswith("**missed**")
+    assert "pass 2: registry requests other than HEAD" in loaded_cell
+
+
+def test_the_page_without_a_loaded_run_has_no_side_by_side_section() -> None:
+    assert "side by side" not in render(_results())

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from autoroll.kube.informer import Collection, Informer
+from autoroll.kube.informer import LISTS_AT_ONCE, Collection, Informer
 from autoroll.kube.transport import LIST_PODS, WATCH_PODS, KubeRest, LazyRest
 from tests.support.wait import wait_until
 
@@ -307,3 +307,56 @@ def test_stop_ends_a_blocked_watch_promptly(api: Api, sink: Recorder) -> None:
     wait_until(lambda: len(api.watched()) == 1, 10, "the watch")
     informer.stop(5)
     assert not informer.alive
+
+
+class InFlight:
+    """How many list pages are being answered at once, across several APIs."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.now = 0
+        self.most = 0
+
+
+class SlowPages(Api):
+    """Every list page takes a while to answer, counted in a shared ``InFlight``."""
+
+    def __init__(self, counter: InFlight) -> None:
+        super().__init__()
+        self.counter = counter
+
+    def call_api(self, index: int, *, _request_timeout: Any) -> Response:
+        if (
+            self._serialized[index]["query_params"]
+            and dict(self._serialized[index]["query_params"]).get("watch") != "true"
+        ):
+            with self.counter.lock:
+                self.counter.now += 1
+                self.counter.most = max(self.counter.most, self.counter.now)
+            time.sleep(0.02)
+            with self.counter.lock:
+                self.counter.now -= 1
+        return super().call_api(index, _request_timeout=_request_timeout)
+
+
+def test_informers_starting_together_list_at_most_lists_at_once_pages_at_a_time() -> None:
+    """Issue 28: at start every informer lists (one per kind, one per namespace); each
+    parsed page is held while converted, so they take turns, ``LISTS_AT_ONCE`` at a time."""
+    counter = InFlight()
+    sinks, informers = [], []
+    try:
+        for _ in range(8):
+            api = SlowPages(counter)
+            api.pages[""] = page("a", token="2")
+            api.pages["2"] = page("b", token="3")
+            api.pages["3"] = page("c")
+            api.watches.put(BlockingStream([]))
+            sinks.append(Recorder())
+            informers.append(start(api, sinks[-1]))
+        for informer in informers:
+            assert informer.wait_synced(20)
+        assert all(s.items == {"u-a": "a", "u-b": "b", "u-c": "c"} for s in sinks)
+        assert counter.most == LISTS_AT_ONCE
+    finally:
+        for informer in informers:
+            informer.stop(5)

@@ -446,16 +446,49 @@ def test_failed_children_not_asked_again_until_the_next_tick() -> None:
 
 
 def test_children_share_the_tick_budget() -> None:
+    """The registry's time in ``resolve`` counts against the fetches after it."""
     clock = Clock()
     body = index_body(D1)
-    client, session = make(children_handler(body), clock=clock, budget_seconds=10)
+    inner = children_handler(body)
+
+    def slow(method: str, url: str, kwargs: dict[str, Any]) -> requests.Response:
+        clock.now += 11
+        return inner(method, url, kwargs)
+
+    client, session = make(slow, clock=clock, budget_seconds=10)
     client.resolve([REF])
-    clock.now += 11
     target = digest_of(body)
     assert (
         reason(client.fetch_children([ChildrenRequest(REF, target)])[target]) == "budget-exhausted"
     )
     assert [m for m, _, _ in session.sent] == ["HEAD"]
+
+
+def test_the_pass_s_own_time_between_calls_spends_no_registry_budget() -> None:
+    """Issue 28: a pass that decides for long after ``resolve`` (thousands of workloads, a
+    loaded CPU) has not waited for the registry; its fetches still get what is left."""
+    clock = Clock()
+    body = index_body(D1)
+    inner = children_handler(body)
+
+    def slow(method: str, url: str, kwargs: dict[str, Any]) -> requests.Response:
+        clock.now += 4
+        return inner(method, url, kwargs)
+
+    client, session = make(slow, clock=clock, budget_seconds=10)
+    client.resolve([REF])  # 4 s of the registry's time
+    clock.now += 60  # the pass decides
+    target = digest_of(body)
+    assert client.fetch_children([ChildrenRequest(REF, target)])[target] == frozenset(
+        {Digest(D1)}
+    )  # 8 s
+    clock.now += 60
+    other = Digest("sha256:" + "7" * 64)
+    # 2 s left: the GET is sent with what is left as its timeouts, and answered after it.
+    assert reason(client.fetch_children([ChildrenRequest(REF, other)])[other]) == (
+        "budget-exhausted"
+    )
+    assert [m for m, _, _ in session.sent] == ["HEAD", "GET", "GET"]
 
 
 def test_budget_exhausted_refs_send_no_request() -> None:

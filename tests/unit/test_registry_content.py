@@ -9,6 +9,7 @@ the request names. The happy paths against a real docker-registry are in
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
 import requests
@@ -251,12 +252,62 @@ def test_a_manifest_on_another_host_is_never_asked_for() -> None:
 
 
 def test_content_shares_the_tick_budget() -> None:
+    """The registry's time in ``resolve`` counts against the fetches after it."""
     clock = Clock()
-    client, session = make(serve(BUILD, AMD, ARM), clock=clock, budget_seconds=10)
+    inner = serve(BUILD, AMD, ARM)
+
+    def slow(method: str, url: str, kwargs: dict[str, Any]) -> requests.Response:
+        clock.now += 11
+        return inner(method, url, kwargs)
+
+    client, session = make(slow, clock=clock, budget_seconds=10)
     client.resolve([ENROLLED])
-    clock.now += 11
     assert reason(client.fetch_content([want(BUILD)])[digest_of(BUILD)]) == "budget-exhausted"
     assert [m for m, _, _ in session.sent] == ["HEAD"]
+
+
+def test_the_targets_configs_are_fetched_after_a_long_pass() -> None:
+    """Issue 28: the end of a pass asks for each new target's configs; the minutes the pass
+    spent deciding (a loaded CPU) are not the registry's, so the GETs go in that pass and
+    are never asked again."""
+    clock = Clock()
+    client, session = make(serve(AMD), clock=clock, budget_seconds=10)
+    client.resolve([ENROLLED])
+    clock.now += 600
+    assert client.fetch_content([want(AMD)]) == {digest_of(AMD): ImageContent(frozenset({CFG_AMD}))}
+    client.resolve([ENROLLED])
+    clock.now += 600
+    assert client.known_content() == {digest_of(AMD): ImageContent(frozenset({CFG_AMD}))}
+    assert client.fetch_content([want(AMD)])[digest_of(AMD)] == ImageContent(frozenset({CFG_AMD}))
+    assert len(gets(session)) == 1
+
+
+def test_distinct_digests_are_fetched_a_few_at_once() -> None:
+    """Each target's configs: with ``lookup_concurrency`` 4, four GETs are in flight together
+    (one slow registry round trip per four targets, not per target)."""
+    bodies = [manifest(Digest("sha256:" + f"{i:x}" * 64)) for i in range(8)]
+    inner = serve(*bodies)
+    in_flight = 0
+    most = 0
+    lock = threading.Lock()
+    four = threading.Barrier(4, timeout=5)
+
+    def handler(method: str, url: str, kwargs: dict[str, Any]) -> requests.Response:
+        nonlocal in_flight, most
+        with lock:
+            in_flight += 1
+            most = max(most, in_flight)
+        four.wait()  # only returns once four requests are in flight at once
+        with lock:
+            in_flight -= 1
+        return inner(method, url, kwargs)
+
+    client, _ = make(handler, lookup_concurrency=4)
+    answers = client.fetch_content([want(b) for b in bodies])
+    assert all(isinstance(a, ImageContent) for a in answers.values())
+    assert list(answers) == sorted(digest_of(b) for b in bodies)
+    assert most == 4
+    assert len(client.known_content()) == 8
 
 
 def test_a_budget_spent_among_the_children_leaves_the_index_unknown() -> None:
