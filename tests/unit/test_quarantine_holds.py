@@ -20,8 +20,10 @@ from autoroll.core.quarantine import (
     clear,
     record,
 )
+from autoroll.edge.plan import render, run_plan
 from autoroll.edge.services import QuarantineHolds
 from autoroll.instruments.metrics import Metrics
+from tests.support.quarantine import MemoryQuarantine
 from tests.unit.test_plan import (
     HOST,
     IMAGE,
@@ -109,3 +111,28 @@ def test_the_pass_that_quarantines_a_digest_publishes_approvals_on_the_old_one()
     approval = book.of(KEY)[REF]
     assert (approval.held_by, approval.target) == (HeldBy.QUARANTINED, NEW)
     assert cluster.deleted == []
+
+
+def test_autoroll_plan_shows_new_pods_pinned_to_the_old_digest_while_the_new_is_quarantined() -> (
+    None
+):
+    """``autoroll plan`` reads the record the controller wrote: its pinning lines must say
+    what the controller's webhook answers, never the quarantined digest."""
+    record_ = MemoryQuarantine()
+    record_.book = BOOK
+    crashing = pod("web-3", NEW, f"{IMAGE}@{NEW}", ready=False)
+    book = ApprovalBook()
+    report = run_plan(
+        cluster=Cluster(
+            [deployment("web", IMAGE, [pod("web-1", OLD), pod("web-2", OLD), crashing])]
+        ),
+        registry=HoldingRegistry({REF: NEW}, gone=frozenset()),
+        registries={HOST},
+        now=NOW,
+        guardrails=OPEN,
+        quarantine=record_,
+        approvals=book,
+    )
+    assert book.approved(KEY, REF) == OLD
+    text = render(report, approvals=book)
+    assert f"team/app:latest  {OLD.short}; {NEW.short} held (quarantined)" in text, text
