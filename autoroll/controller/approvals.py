@@ -143,8 +143,8 @@ class Approver:
         holds: DigestHolds = NO_HOLDS,
         clock: Callable[[], datetime] = _utcnow,
     ) -> None:
-        """``holds``: more reasons to hold a digest (the quarantine, once issue 26 lands:
-        wire its book here; docs/adr/028)."""
+        """``holds``: more reasons to hold a digest (the quarantine: ``wiring`` gives
+        ``edge.services.QuarantineHolds``; docs/adr/028)."""
         self.book = book
         self._guardrails = guardrails
         self._registries = frozenset(registries)

@@ -14,8 +14,8 @@ tag after each pass's plan:
   workload runs.
 
 The rungs, first answer wins: any ``DigestHolds`` given (the quarantine of issue 26 plugs in
-here, as one more reason to hold, without a change to this module: a digest held for its
-tag is never pinned to, whatever the workload runs); then, when some pod runs other content
+here, ``autoroll.edge.services.QuarantineHolds``, as one more reason to hold: a digest held
+for its tag is never pinned to, whatever the workload runs); then, when some pod runs other content
 (a roll onto a new digest), the planner's rungs (``autoroll.core.guardrails``) judged for the
 tag rather than for a chosen deletion, so a workload that is not settled (no deletion
 chosen) is judged too: ``invalid-policy``, ``paused``, ``outside-window``, ``maturing``; then
@@ -73,7 +73,7 @@ class _NoHolds:
         return None
 
 
-#: No extra holds (until the quarantine lands).
+#: No extra holds (no quarantine wired: ``autoroll plan`` and the tests).
 NO_HOLDS: Final[DigestHolds] = _NoHolds()
 
 

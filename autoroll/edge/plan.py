@@ -24,6 +24,7 @@ from autoroll.core.model import ContainerRole, Digest, Enrolled, Unknown, Worklo
 from autoroll.core.policy import Guardrails, format_duration
 from autoroll.core.ports import ClusterPort, NodePort, PresencePort, QuarantinePort, RegistryPort
 from autoroll.edge.quarantine_view import quarantine_lines
+from autoroll.edge.services import QuarantineHolds
 from autoroll.instruments.metrics import Metrics
 
 #: WORKLOAD is ``namespace/kind/name`` (``shop/statefulset/db``).
@@ -62,6 +63,8 @@ def run_plan(
             guardrails=guardrails or Guardrails(),
             registries=registries,
             presence=registry if isinstance(registry, PresencePort) else None,
+            # As the controller's view: a quarantined digest is never pinned to.
+            holds=QuarantineHolds(lambda: reconciler.quarantine_book),
         )
         if approvals is not None
         else None

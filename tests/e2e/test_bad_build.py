@@ -20,6 +20,7 @@ probe, the crash is the container's own exit, the restart is the kubelet's.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -177,7 +178,9 @@ def test_a_build_that_crashes_after_ready_replaces_one_pod_in_all_then_a_good_on
         [warning] = warnings(kube, namespace)
         assert warning.reason == "DigestQuarantined", warning.message
         assert _one(titles(chat, "digest quarantined"))
-        assert autoroll.lines(r"quarantined for e2e/"), "the pod logged no quarantine"
+        # The quarantine's key names the registry too (host/repository:tag).
+        key = re.escape(f"{docker_registry.host}/{first.repository}:latest")
+        assert autoroll.lines(rf"quarantined for {key}: "), "the pod logged no quarantine"
         plan = exec_in_controller(kube, node, namespace, "autoroll", "plan")
         assert "QUARANTINED" in plan, plan
         clear = f"autoroll quarantine clear {docker_registry.host}/{first.repository}:latest"
