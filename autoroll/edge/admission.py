@@ -92,11 +92,13 @@ class _Handler(BaseHTTPRequestHandler):
         status, answer, result = answer_review(
             body, approvals=self.server.approvals, registries=self.server.registries
         )
-        self._send(status, answer if answer is not None else {"error": "not an AdmissionReview"})
+        # Counted before the answer is written, so a reader of /metrics who has the answer
+        # also sees it counted (the time is the decision's, not the socket's).
         metrics = self.server.metrics
         if metrics is not None:
             metrics.admissions.labels(result=result).inc()
             metrics.admission_seconds.observe(time.perf_counter() - started)
+        self._send(status, answer if answer is not None else {"error": "not an AdmissionReview"})
 
     def _send(self, status: int, document: dict[str, Any]) -> None:
         data = json.dumps(document, separators=(",", ":")).encode()

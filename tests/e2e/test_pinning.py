@@ -21,9 +21,10 @@ an HPA's here played by the test through the scale subresource).
 - With pinning on, an ``imagePullPolicy: IfNotPresent`` container is rolled: its replacement
   names the digest, so the node's cached ``:latest`` is not reused.
 
-The quarantine (issue 26) is one more reason to hold (``autoroll.core.approval.DigestHolds``);
-its scenario waits for that branch: ``test_a_quarantined_digest_is_not_pinned_to`` below is
-the named hook, skipped until then.
+- A quarantined digest (issue 26, docs/adr/026: a build that crash-loops halts its roll) is
+  never what new pods are pinned to: a scale-up while it is quarantined, and the replacement
+  of the crash-looping pod a person deletes, both run the old approved digest, and the roll
+  stays held (the quarantine is a ``DigestHolds``, ``autoroll.edge.services.QuarantineHolds``).
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ from tests.e2e.controller import Autoroll, StartAutoroll
 from tests.e2e.helpers import apps_api, core_api, deployment
 from tests.e2e.images import APP_PORT
 from tests.e2e.node import Node
-from tests.e2e.scenario import ENROLL_LABEL, TEST_LABEL, App, metric
+from tests.e2e.scenario import ENROLL_LABEL, TEST_LABEL, App, metric, nudging
+from tests.e2e.test_bad_build import quarantine_entries
 from tests.e2e.test_scenarios import make_app
 from tests.support.ports import free_port
 from tests.support.registry import RegistryServer
@@ -72,11 +74,11 @@ def pinning_values(namespace: str) -> dict[str, Any]:
     }
 
 
-def start(start_autoroll: StartAutoroll, app: App) -> Autoroll:
+def start(start_autoroll: StartAutoroll, app: App, **env: str) -> Autoroll:
     """The controller with pinning on, once its webhook serves and a pass has published the
     app's approvals (before that, new pods are admitted unpinned, by design)."""
     namespace = app.namespace
-    controller = start_autoroll(values=pinning_values(namespace), EMIT_EVENTS="true")
+    controller = start_autoroll(values=pinning_values(namespace), EMIT_EVENTS="true", **env)
     controller.wait_for_line("pinning webhook: serving POST /pin", timeout=60)
 
     def published() -> None:
@@ -342,14 +344,59 @@ def test_an_if_not_present_container_is_rolled_with_pinning_on(
     wait_pods(app, 2, pinned=new, runs=new, timeout=4 * START)
 
 
-@pytest.mark.skip(
-    reason="the quarantine is issue 26 (branch badbuilds): wire its book as DigestHolds"
-)
-def test_a_quarantined_digest_is_not_pinned_to() -> None:
-    """Hook for issue 26: a digest quarantined for its tag is held like a maturing one
-    (``approval.HeldBy.QUARANTINED``), so a scale-up runs the last good digest. Unit-tested
-    through ``DigestHolds`` (tests/unit/test_approval.py); the scenario lands with the
-    quarantine's book."""
+def test_a_quarantined_digest_is_not_pinned_to(
+    app: App, start_autoroll: StartAutoroll, namespace: str
+) -> None:
+    old = app.push()
+    apply(app, manifest(app, annotations={}))
+    scale(app, 2)
+    # A bound of 5 s (the smallest accepted): the crash-looping build halts within the test.
+    controller = start(start_autoroll, app, ROLLOUT_HALTED_AFTER_SECONDS="5")
+    wait_pods(app, 2, pinned=None, runs=old)
+
+    # A build that exits at once: its first replacement (pinned to it: its roll had begun)
+    # crash-loops, the roll halts and the digest is quarantined for the tag.
+    bad = app.push(crash=True)
+    assert controller.webhook() == 202
+
+    def quarantined() -> dict[str, Any]:
+        found = [e for e in quarantine_entries(app.kube, namespace) if e["digest"] == bad]
+        assert found, "nothing quarantined yet"
+        return found[0]
+
+    entry = eventually(quarantined, timeout=START, what="the bad digest quarantined")
+    # crash-loop once the kubelet restarted it; not-ready if the halt came first.
+    assert entry["reason"] in ("crash-loop", "not-ready"), entry
+
+    def held_back() -> None:
+        assert metric(controller, "autoroll_pinning_workloads", {"state": "held"}) >= 1
+
+    eventually(held_back, timeout=60, what="the app's approval held back (quarantined)")
+    before = {p["metadata"]["uid"] for p in pods(app)}
+    [broken] = [p for p in pods(app) if spec_image(p) == f"{app.image}@{bad}"]
+
+    # A scale-up while the digest is quarantined: the new pod runs the old approved digest.
+    scale(app, 3)
+
+    def scaled() -> dict[str, Any]:
+        found = [p for p in pods(app) if p["metadata"]["uid"] not in before]
+        assert len(found) == 1 and ready(found[0]) and running(found[0]) == old, summary(app)
+        return found[0]
+
+    added = eventually(scaled, timeout=START, what="the scaled-up pod Ready on the old digest")
+    assert spec_image(added) == f"{app.image}@{old}"
+
+    # The crash-looping pod deleted by hand, as a person does: its replacement is not the
+    # quarantined build either, and autoroll, settled again, holds its roll (quarantined).
+    seen = len(controller.output)
+    core_api(app.kube).delete_namespaced_pod(broken["metadata"]["name"], namespace)
+    found = wait_pods(app, 3, pinned=None, runs=old)
+    made = [p for p in found if p["metadata"]["uid"] not in before]
+    assert [spec_image(p) for p in made] == [f"{app.image}@{old}"] * 2, summary(app)
+    with nudging(controller):
+        held(controller, app, "quarantined", since=seen)
+    assert metric(controller, "autoroll_pod_deletions_total", {"mode": "real"}) == 1
+    assert [e["digest"] for e in quarantine_entries(app.kube, namespace)] == [bad]
 
 
 def _utc_weekday() -> int:

@@ -128,7 +128,11 @@ class FaultyKubeApi:
 
     # -- objects -------------------------------------------------------------------------------
 
-    def pod(self, name: str, digest: str, *, ready: bool, uid: str = "") -> dict[str, Any]:
+    def pod(
+        self, name: str, digest: str, *, ready: bool, uid: str = "", created: str = CREATED
+    ) -> dict[str, Any]:
+        """A pod of the web Deployment; ``created`` also stamps its Ready condition's
+        transition, as an API server does for a new pod."""
         repo = self.image.rpartition(":")[0]
         return {
             "metadata": {
@@ -136,7 +140,7 @@ class FaultyKubeApi:
                 "namespace": NAMESPACE,
                 "uid": uid or f"uid-{name}",
                 "labels": {"app": "web", "pod-template-hash": "abc"},
-                "creationTimestamp": CREATED,
+                "creationTimestamp": created,
                 "ownerReferences": [
                     {
                         "apiVersion": "apps/v1",
@@ -156,7 +160,7 @@ class FaultyKubeApi:
                     {
                         "type": "Ready",
                         "status": "True" if ready else "False",
-                        "lastTransitionTime": CREATED,  # as an API server sets it
+                        "lastTransitionTime": created,  # as an API server sets it
                     }
                 ],
                 "containerStatuses": [
@@ -262,7 +266,10 @@ class FaultyKubeApi:
                 self.deleted.append(name)
                 self.serial += 1
                 fresh = f"web-new-{self.serial}"
-                self.pods[fresh] = self.pod(fresh, self.target, ready=False)
+                # Created now: a replacement dated months ago would be "not Ready for
+                # months", which halts the roll and quarantines the digest.
+                now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+                self.pods[fresh] = self.pod(fresh, self.target, ready=False, created=now)
                 return 200, {"kind": "Status", "apiVersion": "v1", "status": "Success"}
             if route in ("get-lease", "create-lease", "patch-lease"):
                 return self._lease_call(route, json.loads(body or b"{}"))
