@@ -325,12 +325,30 @@ SETTLEDNESS = [
         replace(daemonset(observed_generation=None), generation=None),
         ds_pods(),
         SettledReason.GENERATION_NOT_OBSERVED,
+        ("observedGeneration unset != metadata.generation None", "DaemonSet controller"),
     ),
     Row(
         "sts-no-generation-nor-observed-generation",
         replace(statefulset(observed_generation=None), generation=None),
         sts_pods(),
         SettledReason.GENERATION_NOT_OBSERVED,
+        ("observedGeneration unset != metadata.generation None", "StatefulSet controller"),
+    ),
+    # Only the generation unknown: a status observed at some generation says nothing about
+    # a spec whose generation nobody read.
+    Row(
+        "ds-no-generation-with-an-observed-generation",
+        replace(daemonset(), generation=None),
+        ds_pods(),
+        SettledReason.GENERATION_NOT_OBSERVED,
+        ("observedGeneration 2 != metadata.generation None",),
+    ),
+    Row(
+        "sts-no-generation-with-an-observed-generation",
+        replace(statefulset(), generation=None),
+        sts_pods(),
+        SettledReason.GENERATION_NOT_OBSERVED,
+        ("observedGeneration 4 != metadata.generation None",),
     ),
     Row(
         "sts-available-below-spec",
