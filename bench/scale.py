@@ -8,16 +8,13 @@ other, so every ratio compares two measurements of one run on one cluster.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.child import run_module
 from bench.controlplane import ApiServer
 from bench.populate import ENROLL_LABEL, ApiWriter, Layout, create_enrolled
 from tests.support.registry import RegistryServer
@@ -66,10 +63,7 @@ def run_tick_child(
     targeted: str = "",
 ) -> dict[str, Any]:
     """Start ``python -m bench.tick`` for one strategy; return its JSON (raise with its stderr)."""
-    argv = [
-        sys.executable,
-        "-m",
-        "bench.tick",
+    flags = [
         f"--strategy={strategy}",
         f"--kubeconfig={api.kubeconfig}",
         f"--registry-url={registry.url}",
@@ -81,14 +75,7 @@ def run_tick_child(
         *(["--profile"] if profile else []),
         *([f"--targeted={targeted}"] if targeted else []),
     ]
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    done = subprocess.run(
-        argv, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=1800, check=False
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"bench.tick --strategy={strategy} failed:\n{done.stderr[-3000:]}")
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
+    return run_module("bench.tick", flags, timeout=1800)
 
 
 def measure_scale(
