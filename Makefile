@@ -9,13 +9,14 @@ TOOLS_ENV := .tools/env
 WITH_TOOLS = source $(TOOLS_ENV) &&
 
 .PHONY: help tools tools-core tools-gitea venv test lock-aarch64 lint typecheck pytest pytest-e2e pytest-rest chart-lint chart-test docs names demo bench clean \
-	lock lock-upgrade test-lowest image release-chart
+	lock lock-upgrade test-lowest image release-chart mutants
 
 help:
 	@echo "make demo    - watch autoroll replace 3 real containers one at a time on a local cluster"
 	@echo "               (DEMO_ARGS=--once: one roll, then tear down and exit)"
 	@echo "make names   - preview the Job names for examples/jobs-values.yaml (jobhash)"
 	@echo "make bench   - run the benchmarks (about 10 min) and rewrite docs/performance.md"
+	@echo "make mutants - mutation testing of the core's decisions and jobhash's names (kill rate)"
 	@echo "make test    - install the tools and run every suite (what CI runs)"
 	@echo "make tools   - build/install helm, helm-unittest, actionlint, helm-docs, docker-registry, the control plane"
 	@echo "make tools-gitea - also build Gitea and install skopeo (the tests/gitea tier)"
@@ -63,9 +64,13 @@ typecheck: venv
 pytest: venv $(TOOLS_ENV)
 	$(WITH_TOOLS) $(BIN)/pytest $(PYTEST_ARGS)
 
-# The same suites in two parts, for `make test` to run side by side.
+# The same suites in two parts, for `make test` to run side by side. The e2e tier runs on
+# E2E_WORKERS pytest-xdist workers, each with its own control plane and node (tests/e2e/
+# README.md, "Two workers"); a file's tests stay on one worker (--dist loadfile), the
+# longest files first (tests/e2e/conftest.py). E2E_WORKERS=0: one process, as before.
+E2E_WORKERS ?= 2
 pytest-e2e: venv $(TOOLS_ENV)
-	$(WITH_TOOLS) $(BIN)/pytest $(PYTEST_ARGS) tests/e2e
+	$(WITH_TOOLS) $(BIN)/pytest $(PYTEST_ARGS) $(if $(filter-out 0,$(E2E_WORKERS)),-n $(E2E_WORKERS) --dist loadfile) tests/e2e
 
 pytest-rest: venv $(TOOLS_ENV)
 	$(WITH_TOOLS) $(BIN)/pytest $(PYTEST_ARGS) --ignore=tests/e2e
@@ -166,5 +171,15 @@ names: venv
 bench: tools venv
 	$(WITH_TOOLS) $(BIN)/python -m bench.run $(BENCH_ARGS)
 
+# Mutation testing (issue 27): mutmut mutates the core's decision and guardrail modules and
+# jobhash's names and Go JSON ([tool.mutmut] in pyproject.toml lists them and the unit tests
+# that guard them) and reports the kill rate. Not part of `make test` (about MUTANTS_TIME on 2
+# cores): run it when a rule in one of those modules changes, and before a release. It
+# resumes where it stopped; `rm -rf mutants` starts afresh.
+mutants: venv
+	$(BIN)/mutmut run --max-children 2 >/dev/null || true
+	$(BIN)/mutmut export-cicd-stats >/dev/null
+	$(BIN)/python scripts/mutants_report.py
+
 clean:
-	rm -rf $(VENV) $(LOWEST) .tools .mypy_cache .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(LOWEST) .tools .mypy_cache .pytest_cache .ruff_cache .hypothesis mutants

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import fcntl
 import fnmatch
 import hashlib
 import json
@@ -360,9 +361,25 @@ def build_controller_image(
     """The runtime image of ``dockerfile`` (default: the committed one), built or cached.
 
     With ``podman`` given, the image is also present in that store afterwards (built
-    there, or loaded from the cached archive), ready for ``podman run``.
+    there, or loaded from the cached archive), ready for ``podman run``. One build at a time
+    per cache (a lock file): two test runs that need the same image (the e2e tier's
+    workers, the image tier beside them) build it once, the second one reads the cache.
     """
     cache = (cache_dir or CACHE / "controller-image").resolve()
+    cache.mkdir(parents=True, exist_ok=True)
+    with (cache / ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _built_or_cached(podman, repo=repo, dockerfile=dockerfile, cache=cache, env=env)
+
+
+def _built_or_cached(
+    podman: Podman | None,
+    *,
+    repo: Path,
+    dockerfile: Path | None,
+    cache: Path,
+    env: Mapping[str, str],
+) -> ControllerImage:
     reference_of_base = env.get("AUTOROLL_BASE_IMAGE", "")
     build_args = {"PYTHON_IMAGE": reference_of_base}
     digest = context_hash(repo, dockerfile=dockerfile, build_args=build_args)
