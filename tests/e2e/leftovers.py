@@ -167,7 +167,8 @@ def whole_run(start: RunStart, *, ours: Collection[int] = (), tmp: Path | None =
         orphans = [u for u in users[directory] if "(python)" not in u]
         problems += [f"process {u}" for u in orphans]
         in_use_by_a_run = len(orphans) < len(users[directory])
-        if name.startswith("autoroll-node-") or not in_use_by_a_run:
+        gone = not Path(directory).exists()  # removed since it was listed
+        if not gone and (name.startswith("autoroll-node-") or not in_use_by_a_run):
             problems.append(f"directory {directory}")
     return problems
 
