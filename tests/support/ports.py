@@ -67,6 +67,22 @@ def worker_slice(candidates: range, env: Mapping[str, str] = os.environ) -> rang
     return candidates[index * size : (index + 1) * size]
 
 
+class OnLoopback:
+    """``host`` and ``url`` of a test server on 127.0.0.1:``port`` (a mixin: the class has
+    the ``port``; ``scheme`` may be a property, as for a registry served over TLS)."""
+
+    port: int
+    scheme = "http"
+
+    @property
+    def host(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def url(self) -> str:
+        return f"{self.scheme}://{self.host}"
+
+
 def _bind_and_report(port: int) -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", port))
