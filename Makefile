@@ -70,7 +70,7 @@ pytest: venv $(TOOLS_ENV)
 # longest files first (tests/e2e/conftest.py). E2E_WORKERS=0: one process, as before.
 E2E_WORKERS ?= 2
 pytest-e2e: venv $(TOOLS_ENV)
-	$(WITH_TOOLS) $(BIN)/pytest $(PYTEST_ARGS) $(if $(filter-out 0,$(E2E_WORKERS)),-n $(E2E_WORKERS) --dist loadfile) tests/e2e
+	$(WITH_TOOLS) $(BIN)/pytest $(PYTEST_ARGS) $(if $(filter-out 0,$(E2E_WORKERS)),-n $(E2E_WORKERS) --dist loadfile --no-loadscope-reorder) tests/e2e
 
 pytest-rest: venv $(TOOLS_ENV)
 	$(WITH_TOOLS) $(BIN)/pytest $(PYTEST_ARGS) --ignore=tests/e2e

@@ -49,6 +49,7 @@ from tests.e2e.node import (
     running_node,
 )
 from tests.e2e.scenario import label_selector
+from tests.e2e.schedule import file_order
 from tests.support.registry import ImagePusher, RegistryServer
 from tests.support.registry_fixtures import fresh_registry, pki, registry_for_tests, tls_registry
 from tests.support.wait import eventually
@@ -302,6 +303,13 @@ def start_autoroll(
 
 def _is_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if _is_worker(config):  # one process keeps the collection's order
+        here = Path(__file__).parent
+        ours = [item for item in items if here in item.path.parents]
+        items[:] = file_order(ours) + [item for item in items if here not in item.path.parents]
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
