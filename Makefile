@@ -112,12 +112,14 @@ lock-aarch64: venv
 	  echo "lock-aarch64: $$(ls "$$tmp" | wc -l) wheels of requirements/runtime.txt for cp$(LOCK_PLATFORM_PYTHON) aarch64"
 
 # The README's test command: tools first, the linters, then every suite. The e2e tier mostly
-# waits (pods start, passes and polls come round) while the other suites keep a core busy, so
-# the three test runs go two at a time (-j2; on 2 cores that halves the wall time and slows
-# neither much). Each one's output is printed whole when it ends (--output-sync).
+# waits (pods start, passes and polls come round: its two workers use about 0.6 of a core)
+# while the other suites keep a core busy, so the three test runs go two at a time (-j2: the
+# e2e tier's two workers beside the other suites, then the lowest tier in the first free
+# slot). Each one's output is printed whole when it ends (--output-sync).
 test: tools tools-gitea venv lint typecheck chart-lint chart-test workflow-lint lock-aarch64
-	@echo "make test: the e2e tier, the other suites and the lowest-bounds tier, two at a time;"
-	@echo "           each prints its output when it ends (the e2e tier takes about 18 minutes)"
+	@echo "make test: the e2e tier (two workers), the other suites and the lowest-bounds tier,"
+	@echo "           two at a time; each prints its output when it ends (the e2e tier took"
+	@echo "           13-15 minutes at load 10-13 on 2 cores, 28 in one process)"
 	$(MAKE) --no-print-directory -j2 --output-sync=target pytest-e2e pytest-rest test-lowest
 
 # The declared lower bounds, tested: a second venv with the lowest version pyproject.toml
