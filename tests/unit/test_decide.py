@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from functools import partial
+from typing import Any
 
 import pytest
 
@@ -106,16 +107,8 @@ def pod(
 ) -> PodView:
     """A pod of the app Deployment; ``digest`` None means no status reported yet."""
     image_id = f"{HOST}/team/app@{digest}" if isinstance(digest, Digest) else digest
-    base = pod_view(
-        name,
-        image,
-        image_id,
-        created=created,
-        ready=ready,
-        deleting=deleting,
-        phase=phase,
-        container=container,
-    )
+    flags: dict[str, Any] = {"deleting": deleting, "phase": phase, "container": container}
+    base = pod_view(name, image, image_id, created=created, ready=ready, **flags)
     specs = [ContainerView(name_, image_) for name_, image_, _ in extra]
     statuses = [
         ContainerStatusView(
