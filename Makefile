@@ -119,7 +119,7 @@ lock-aarch64: venv
 test: tools tools-gitea venv lint typecheck chart-lint chart-test workflow-lint lock-aarch64
 	@echo "make test: the e2e tier (two workers), the other suites and the lowest-bounds tier,"
 	@echo "           two at a time; each prints its output when it ends (the e2e tier took"
-	@echo "           13-15 minutes at load 10-13 on 2 cores, 28 in one process)"
+	@echo "           13-15 minutes at a mean load of 10-16 on 2 cores, 28 in one process)"
 	$(MAKE) --no-print-directory -j2 --output-sync=target pytest-e2e pytest-rest test-lowest
 
 # The declared lower bounds, tested: a second venv with the lowest version pyproject.toml

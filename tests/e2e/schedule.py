@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-#: Seconds each file of the tier took in one process (2026-12-02, at load 9-16 on 2 cores,
+#: Seconds each file of the tier took in one process (2026-12-02, at a mean load of 12 on 2 cores,
 #: from `--junitxml`: setup and teardown included); a file not listed counts
 #: ``SECONDS_PER_TEST`` a test. Only the order they give matters: update them when a file's
 #: time changes a lot, and list a new file that takes a minute or more.
