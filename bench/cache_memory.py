@@ -28,13 +28,14 @@ import sys
 import tracemalloc
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Final
 
 from autoroll.kube.cache import WatchCache
 from autoroll.kube.informer import Collection, Sink
 from autoroll.kube.lists import list_page
 from autoroll.kube.transport import LazyRest
+from bench.cache_report import MEMORY_COLUMNS, memory_row
 from bench.populate import (
     ENROLL_LABEL,
     REPLICAS,
@@ -44,6 +45,7 @@ from bench.populate import (
     deployment_body,
     rolled_out_status,
 )
+from bench.tables import header, row
 
 #: (Deployments, unique images) measured, as in ``bench.run``'s full sizes.
 SIZES: Final = ((500, 50), (2000, 50), (10000, 200))
@@ -239,14 +241,9 @@ def measure(deployments: int, images: int = 50, *, namespaces: int = NAMESPACES)
 
 def main(argv: Sequence[str] = ()) -> int:
     sizes = [(int(a), 50) for a in argv] or list(SIZES)
-    print("| Deployments | workloads | pods | B per workload | B per pod | B per object |")
-    print("|---:|---:|---:|---:|---:|---:|")
+    print(header(*MEMORY_COLUMNS), end="")
     for deployments, images in sizes:
-        m = measure(deployments, images)
-        print(
-            f"| {deployments:,} | {m.workloads:,} | {m.pods:,} | {m.workload_bytes:.0f}"
-            f" | {m.pod_bytes:.0f} | {m.object_bytes:.0f} |"
-        )
+        print(row(memory_row(asdict(measure(deployments, images)))))
     return 0
 
 

@@ -14,7 +14,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-MB = 1_000_000
+from bench.tables import (
+    MB,
+    latency_cells,
+    lists,
+    percentile,
+    push_cells,
+    row,
+    steady,
+    table,
+    total,
+)
 
 
 @dataclass(frozen=True)
@@ -22,24 +32,6 @@ class Verdict:
     name: str
     met: bool | None  # None: not measured in this run
     detail: str
-
-
-def _p(values: Sequence[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[max(1, math.ceil(q / 100 * len(ordered))) - 1]
-
-
-def _steady(passes: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
-    rest = list(passes[1:]) or list(passes)
-    return sorted(rest, key=lambda p: p["wall_s"])[(len(rest) - 1) // 2]
-
-
-def _total(counts: Mapping[str, int]) -> int:
-    return sum(counts.values())
-
-
-def _lists(counts: Mapping[str, int]) -> int:
-    return sum(v for k, v in counts.items() if k.startswith("list "))
 
 
 def _cell(results: Mapping[str, Any], deployments: int) -> Mapping[str, Any] | None:
@@ -67,18 +59,28 @@ def memory_section(memory: Sequence[Mapping[str, Any]] | None) -> str:
             "Not measured in this run (`python -m bench.cache_memory` measures it;"
             " `tests/bench/test_cache_memory.py` holds it at 1,000 B or less).\n"
         )
-    rows = [
-        "| Deployments | workloads | pods | B per workload | B per pod | B per object |",
-        "|---:|---:|---:|---:|---:|---:|",
+    return table(*MEMORY_COLUMNS, (memory_row(m) for m in memory))
+
+
+MEMORY_COLUMNS = (
+    "Deployments | workloads | pods | B per workload | B per pod | B per object",
+    "rrrrrr",
+)
+
+
+def memory_row(m: Mapping[str, Any]) -> list[str]:
+    """One size's bytes per cached object, from ``bench.cache_memory.CacheMemory`` as a dict
+    (``python -m bench.cache_memory`` prints the same rows)."""
+    objects = m["workloads"] + m["pods"]
+    per_object = (m["workload_bytes"] * m["workloads"] + m["pod_bytes"] * m["pods"]) / objects
+    return [
+        f"{m['deployments']:,}",
+        f"{m['workloads']:,}",
+        f"{m['pods']:,}",
+        f"{m['workload_bytes']:.0f}",
+        f"{m['pod_bytes']:.0f}",
+        f"{per_object:.0f}",
     ]
-    for m in memory:
-        objects = m["workloads"] + m["pods"]
-        per_object = (m["workload_bytes"] * m["workloads"] + m["pod_bytes"] * m["pods"]) / objects
-        rows.append(
-            f"| {m['deployments']:,} | {m['workloads']:,} | {m['pods']:,}"
-            f" | {m['workload_bytes']:.0f} | {m['pod_bytes']:.0f} | {per_object:.0f} |"
-        )
-    return "\n".join(rows) + "\n"
 
 
 def cache_cost(cached: Mapping[str, Any]) -> tuple[float, float]:
@@ -120,10 +122,11 @@ def verdicts(results: Mapping[str, Any], violations: Sequence[str]) -> list[Verd
             continue
         _, pushes = found
         t = pushes["push_targeted"]
-        p95 = _p(t["latency_s"], 95)
+        p95 = percentile(t["latency_s"], 95)
         full = pushes.get("push_full")
         against = (
-            f"; the full-pass design on the same objects: p95 {_p(full['latency_s'], 95):.2f} s"
+            "; the full-pass design on the same objects:"
+            f" p95 {percentile(full['latency_s'], 95):.2f} s"
             if full
             else ""
         )
@@ -145,8 +148,8 @@ def verdicts(results: Mapping[str, Any], violations: Sequence[str]) -> list[Verd
         ]
     else:
         cached = big["results"]["cached"]
-        listed = _steady(big["results"]["autoroll"]["passes"])
-        wall = _steady(cached["passes"])["wall_s"]
+        listed = steady(big["results"]["autoroll"]["passes"])
+        wall = steady(cached["passes"])["wall_s"]
         out.append(
             Verdict(
                 "Full pass at 10,000 Deployments under 7 s wall",
@@ -178,11 +181,11 @@ def verdicts(results: Mapping[str, Any], violations: Sequence[str]) -> list[Verd
                 f" {per_object:.0f} B per object" + over,
             )
         )
-        idle = max(_lists(p["kube"]) for p in cached["passes"])
-        watches = max(_total(p["kube"]) - _lists(p["kube"]) for p in cached["passes"])
+        idle = max(lists(p["kube"]) for p in cached["passes"])
+        watches = max(total(p["kube"]) - lists(p["kube"]) for p in cached["passes"])
         naive_result = big["results"].get("naive")
         naive_lists = (
-            f"{_lists(_steady(naive_result['passes'])['kube']):,}"
+            f"{lists(steady(naive_result['passes'])['kube']):,}"
             if naive_result
             else f"{big['deployments'] + 1:,} (by construction; not run at this size)"
         )
@@ -192,24 +195,24 @@ def verdicts(results: Mapping[str, Any], violations: Sequence[str]) -> list[Verd
                 idle == 0,
                 f"{idle} list requests per poll (besides up to {watches} watches opened again"
                 " when the server ended them); the listed"
-                f" design: {_lists(listed['kube'])} lists, the naive loop"
+                f" design: {lists(listed['kube'])} lists, the naive loop"
                 f" {naive_lists}; registry HEADs"
-                f" {_steady(cached['passes'])['registry'].get('HEAD', 0)} (one per tag) in each",
+                f" {steady(cached['passes'])['registry'].get('HEAD', 0)} (one per tag) in each",
             )
         )
     load = results.get("load")
     if load and "burst" in load:
         during = load["bad"]["latencies_ms"] + load["good"]["latencies_ms"]
         burst = load["burst"]["latencies_ms"]
-        worst = max(_p(during, 95), _p(burst, 95))
+        worst = max(percentile(during, 95), percentile(burst, 95))
         out.append(
             Verdict(
                 f"Webhook answer p95 under 20 ms during passes and watch bursts"
                 f" ({load['enrolled']:,} enrolled, cache on)",
                 worst < 20.0,
-                f"p95 {_p(during, 95):.1f} ms during full passes ({len(during)} requests),"
-                f" {_p(burst, 95):.1f} ms during a burst of {load['burst']['patched']:,} pod"
-                f" patches ({len(burst)} requests)"
+                f"p95 {percentile(during, 95):.1f} ms during full passes ({len(during)} requests),"
+                f" {percentile(burst, 95):.1f} ms during a burst of"
+                f" {load['burst']['patched']:,} pod patches ({len(burst)} requests)"
                 + ("" if worst < 20.0 else f": {worst - 20:.1f} ms over"),
             )
         )
@@ -227,20 +230,14 @@ def verdicts(results: Mapping[str, Any], violations: Sequence[str]) -> list[Verd
 
 def cache_table(cells: Sequence[Mapping[str, Any]]) -> str:
     """Per size: the cache's sync, its memory, a warm poll and a targeted pass."""
-    head = (
-        "| Deployments | images | cache sync s (requests) | objects cached | RSS added MB"
-        " (B/object) | warm full pass wall s / CPU s | its K8s requests | listed pass wall s"
-        " | targeted pass: wall s, HEADs, pod reads, affected | peak RSS MB |\n"
-        "|---:|---:|---|---:|---|---|---:|---:|---|---:|\n"
-    )
     rows = []
     for c in cells:
         cached = c["results"].get("cached")
         if not cached:
             continue
         sync = cached["cache"]
-        warm = _steady(cached["passes"])
-        listed = _steady(c["results"]["autoroll"]["passes"])
+        warm = steady(cached["passes"])
+        listed = steady(c["results"]["autoroll"]["passes"])
         added, per_object = cache_cost(cached)
         t = cached.get("targeted", {})
         targeted = (
@@ -250,22 +247,32 @@ def cache_table(cells: Sequence[Mapping[str, Any]]) -> str:
             else "-"
         )
         rows.append(
-            f"| {c['deployments']:,} | {c['images']} | {sync['sync_s']:.2f}"
-            f" ({_total(sync['kube'])}) | {sync['workloads'] + sync['pods']:,}"
-            f" | {added:.1f} ({per_object:.0f}) | {warm['wall_s']:.2f} / {warm['cpu_s']:.2f}"
-            f" | {_total(warm['kube'])} | {listed['wall_s']:.2f} | {targeted}"
-            f" | {cached['peak_rss_kib'] * 1024 / MB:.0f} |"
+            [
+                f"{c['deployments']:,}",
+                c["images"],
+                f"{sync['sync_s']:.2f} ({total(sync['kube'])})",
+                f"{sync['workloads'] + sync['pods']:,}",
+                f"{added:.1f} ({per_object:.0f})",
+                f"{warm['wall_s']:.2f} / {warm['cpu_s']:.2f}",
+                total(warm["kube"]),
+                f"{listed['wall_s']:.2f}",
+                targeted,
+                f"{cached['peak_rss_kib'] * 1024 / MB:.0f}",
+            ]
         )
-    return head + "\n".join(rows) + "\n"
+    return table(*CACHE_COLUMNS, rows)
+
+
+CACHE_COLUMNS = (
+    "Deployments | images | cache sync s (requests) | objects cached"
+    " | RSS added MB (B/object) | warm full pass wall s / CPU s | its K8s requests"
+    " | listed pass wall s | targeted pass: wall s, HEADs, pod reads, affected | peak RSS MB",
+    "rrlrllrrlr",
+)
 
 
 def push_table(results: Mapping[str, Any]) -> str:
     """Push to first deletion per enrolled size and design, and the small control."""
-    head = (
-        "| enrolled Deployments | design | pushes | p50 s | p95 s | max s"
-        " | webhook answer p95 ms | mean pass s | serve peak RSS MB |\n"
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|\n"
-    )
     rows = []
     entries: list[tuple[str, Mapping[str, Any]]] = []
     if results.get("push_small"):
@@ -280,11 +287,22 @@ def push_table(results: Mapping[str, Any]) -> str:
     for design, p in entries:
         rss = f"{p['peak_rss_kib'] * 1024 / MB:.0f}" if p.get("peak_rss_kib") else "-"
         rows.append(
-            f"| {p['enrolled']:,} | {design} | {p['pushes']} | {_p(p['latency_s'], 50):.3f}"
-            f" | {_p(p['latency_s'], 95):.3f} | {max(p['latency_s']):.3f}"
-            f" | {_p(p['webhook_ms'], 95):.1f} | {p['tick_s']:.2f} | {rss} |"
+            [
+                f"{p['enrolled']:,}",
+                design,
+                p["pushes"],
+                *push_cells(p),
+                rss,
+            ]
         )
-    return head + "\n".join(rows) + "\n"
+    return table(*PUSH_COLUMNS, rows)
+
+
+PUSH_COLUMNS = (
+    "enrolled Deployments | design | pushes | p50 s | p95 s | max s | webhook answer p95 ms"
+    " | mean pass s | serve peak RSS MB",
+    "rlrrrrrrr",
+)
 
 
 def burst_row(load: Mapping[str, Any]) -> str:
@@ -294,10 +312,15 @@ def burst_row(load: Mapping[str, Any]) -> str:
         return ""
     lat = b["latencies_ms"]
     answers = ", ".join(f"{k}: {v}" for k, v in b["statuses"].items())
-    return (
-        f"| {len(lat)} bad signature during a watch burst ({b['patched']:,} pod patches)"
-        f" | {answers} | {_p(lat, 50):.1f} | {_p(lat, 95):.1f} | {max(lat):.1f}"
-        f" | {b['window_s']:.2f} | {b['ticks_caused']} | - |"
+    return row(
+        [
+            f"{len(lat)} bad signature during a watch burst ({b['patched']:,} pod patches)",
+            answers,
+            *latency_cells(lat),
+            f"{b['window_s']:.2f}",
+            b["ticks_caused"],
+            "-",
+        ]
     )
 
 

@@ -20,13 +20,14 @@ import hashlib
 import hmac
 import json
 import os
-import sys
 import threading
 import time
 from collections import Counter
 from collections.abc import Sequence
 
 import requests
+
+from bench.child import print_result
 
 #: The shape and size of a Forgejo package event (about 2 KiB); a tag, so each one nudges.
 BODY = json.dumps(
@@ -112,7 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for thread in threads:
         thread.join()
     window = time.perf_counter() - window
-    json.dump(
+    return print_result(
         {
             "kind": args.kind,
             "latencies_ms": latencies,
@@ -120,11 +121,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "errors": errors,
             "window_s": window,
             "client_nice": nice,
-        },
-        sys.stdout,
+        }
     )
-    sys.stdout.write("\n")
-    return 0
 
 
 if __name__ == "__main__":

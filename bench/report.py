@@ -17,38 +17,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench import cache_report, scale_fit
+from bench.report_tables import (
+    detail_table,
+    gitea_delivery_section,
+    jobhash_table,
+    load_table,
+    push_table,
+    scale_table,
+)
 from bench.side_by_side import side_by_side
+from bench.tables import MB, lists, percentile, steady, table, total
 
-MB = 1_000_000
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """Nearest-rank percentile (``q`` in 0..100): a value that was actually observed."""
-    if not values:
-        raise ValueError("percentile of no values")
-    ordered = sorted(values)
-    rank = max(1, math.ceil(q / 100 * len(ordered)))
-    return ordered[rank - 1]
-
-
-def steady(passes: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
-    """The steady-state pass: the median-wall one after the first (cold) pass."""
-    rest = list(passes[1:]) or list(passes)
-    return sorted(rest, key=lambda p: p["wall_s"])[(len(rest) - 1) // 2]
-
-
-def lists(counts: Mapping[str, int]) -> int:
-    return sum(v for k, v in counts.items() if k.startswith("list "))
-
-
-def total(counts: Mapping[str, int]) -> int:
-    return sum(counts.values())
-
-
-def ratio(naive: float, autoroll: float) -> str:
-    if autoroll == 0:
-        return "-"
-    return f"{naive / autoroll:.1f}x"
+__all__ = ["count_violations", "lists", "percentile", "render", "steady", "targets", "total"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -351,162 +331,6 @@ def short_paths(text: str) -> str:
     return re.sub(r"\S*/((?:autoroll|bench)/\S+\.py)", r"\1", text)
 
 
-def _mib(kib: int) -> str:
-    return f"{kib * 1024 / MB:.0f}"
-
-
-def scale_table(cells: Sequence[Mapping[str, Any]]) -> str:
-    head = (
-        "| Deployments | images (unique refs) | live pods | wall s: autoroll / naive"
-        " | CPU s: autoroll / naive | K8s requests: autoroll / naive"
-        " | registry requests: autoroll / naive | peak RSS MB: autoroll / naive"
-        " | floor: same lists as JSON, wall s / CPU s / RSS MB |\n"
-        "|---:|---:|---:|---|---|---|---|---|---|\n"
-    )
-    rows = []
-    for c in cells:
-        a, n = c["results"]["autoroll"], c["results"].get("naive")
-        sa = steady(a["passes"])
-        if n is None:  # the naive loop did not finish at this size (said in the text)
-            rows.append(
-                f"| {c['deployments']:,} | {c['images']} ({c['unique_refs']}) | {c['pods']:,}"
-                f" | {sa['wall_s']:.2f} / not measured | {sa['cpu_s']:.2f} / -"
-                f" | {total(sa['kube'])} / {c['deployments'] + 1} (by construction)"
-                f" | {total(sa['registry'])} / {c['deployments']} (by construction)"
-                f" | {_mib(a['peak_rss_kib'])} / - | {_floor(c['results'].get('floor'))} |"
-            )
-            continue
-        sn = steady(n["passes"])
-        rows.append(
-            f"| {c['deployments']:,} | {c['images']} ({c['unique_refs']}) | {c['pods']:,}"
-            f" | {sa['wall_s']:.2f} / {sn['wall_s']:.2f} ({ratio(sn['wall_s'], sa['wall_s'])})"
-            f" | {sa['cpu_s']:.2f} / {sn['cpu_s']:.2f} ({ratio(sn['cpu_s'], sa['cpu_s'])})"
-            f" | {total(sa['kube'])} / {total(sn['kube'])}"
-            f" ({ratio(total(sn['kube']), total(sa['kube']))})"
-            f" | {total(sa['registry'])} / {total(sn['registry'])}"
-            f" ({ratio(total(sn['registry']), total(sa['registry']))})"
-            f" | {_mib(a['peak_rss_kib'])} / {_mib(n['peak_rss_kib'])}"
-            f" | {_floor(c['results'].get('floor'))} |"
-        )
-    return head + "\n".join(rows) + "\n"
-
-
-def _floor(result: Mapping[str, Any] | None) -> str:
-    if not result:
-        return "-"
-    s = steady(result["passes"])
-    return f"{s['wall_s']:.2f} / {s['cpu_s']:.2f} / {_mib(result['peak_rss_kib'])}"
-
-
-def detail_table(cells: Sequence[Mapping[str, Any]]) -> str:
-    head = (
-        "| Deployments | images | strategy | cold pass wall s | steady wall s"
-        " | K8s requests by verb (steady) | registry by method (steady)"
-        " | RSS MB after setup → peak | verdicts |\n"
-        "|---:|---:|---|---:|---:|---|---|---|---|\n"
-    )
-    rows = []
-    for c in cells:
-        for name in ("autoroll", "naive", "floor"):
-            if name not in c["results"]:
-                continue
-            r = c["results"][name]
-            s = steady(r["passes"])
-            kube = ", ".join(f"{k}: {v}" for k, v in s["kube"].items())
-            reg = ", ".join(f"{k}: {v}" for k, v in s["registry"].items())
-            verdicts = ", ".join(f"{k}: {v}" for k, v in s["verdicts"].items() if v)
-            rows.append(
-                f"| {c['deployments']:,} | {c['images']} | {name}"
-                f" | {r['passes'][0]['wall_s']:.2f} | {s['wall_s']:.2f} | {kube} | {reg}"
-                f" | {_mib(r['rss_setup_kib'])} → {_mib(r['peak_rss_kib'])} | {verdicts} |"
-            )
-    return head + "\n".join(rows) + "\n"
-
-
-def push_table(results: Mapping[str, Any]) -> str:
-    head = (
-        "| enrolled Deployments | pushes | p50 s | p95 s | max s | webhook answer p95 ms"
-        " | mean pass s |\n|---:|---:|---:|---:|---:|---:|---:|\n"
-    )
-    rows = []
-    for key in ("push_small", "push_large"):
-        p = results.get(key)
-        if not p:
-            continue
-        rows.append(
-            f"| {p['enrolled']:,} | {p['pushes']} | {percentile(p['latency_s'], 50):.3f}"
-            f" | {percentile(p['latency_s'], 95):.3f} | {max(p['latency_s']):.3f}"
-            f" | {percentile(p['webhook_ms'], 95):.1f} | {p['tick_s']:.2f} |"
-        )
-    return head + "\n".join(rows) + "\n"
-
-
-def gitea_delivery_section(run: Mapping[str, Any]) -> str:
-    """Push to first deletion through a real Gitea's delivery, measured by the e2e tier
-    (not by ``bench.run``: it needs the real node and Gitea); copied in with its source."""
-    samples = run["latency_s"]
-    return (
-        "\n### Through Gitea's real delivery, on the real node\n\n"
-        f"Measured by `{run['source']}` ({run['date']}, load average {run['load']}), not by"
-        " `bench.run`: it needs the e2e tier's real node and the Gitea tier's server. A"
-        " skopeo push to Gitea 1.27's registry, Gitea's own signed package delivery (a"
-        " user-level hook, JSON) to the controller installed by `helm install` as a pod on"
-        " the node (kubelet + containerd), which deletes the first stale pod of a 2-replica"
-        " app whose containers containerd pulled from Gitea. The clock starts when"
-        " `skopeo copy` returns and stops when a pod watch sees the pod terminating; every"
-        " push follows a finished pass and the poll is 10 s, so only the delivery can have"
-        " started the deleting pass (asserted).\n\n"
-        "| pushes | median s | max s | deleting pass s | Gitea had the 202 at (after push) s |\n"
-        "|---:|---:|---:|---:|---:|\n"
-        f"| {len(samples)} | {statistics.median(samples):.2f} | {max(samples):.2f}"
-        f" | {min(run['pass_s']):.2f}-{max(run['pass_s']):.2f}"
-        f" | {min(run['delivered_after_s']):+.2f} to {max(run['delivered_after_s']):+.2f} |\n\n"
-        f"{run['dominated']}\n"
-    )
-
-
-def load_table(load: Mapping[str, Any]) -> str:
-    head = (
-        "| requests | answers | p50 ms | p95 ms | max ms | window s | passes caused"
-        " | mean pass s |\n|---|---|---:|---:|---:|---:|---:|---:|\n"
-    )
-    rows = []
-    for kind in ("idle", "bad", "good"):
-        if kind not in load:
-            continue
-        r = load[kind]
-        lat = r["latencies_ms"]
-        answers = ", ".join(f"{k}: {v}" for k, v in r["statuses"].items())
-        what = "bad signature, controller idle (control)" if kind == "idle" else f"{kind} signature"
-        rows.append(
-            f"| {len(lat)} {what} | {answers} | {percentile(lat, 50):.1f}"
-            f" | {percentile(lat, 95):.1f} | {max(lat):.1f} | {r['window_s']:.2f}"
-            f" | {r['ticks_caused']} | {r['tick_s']:.2f} |"
-        )
-    if load.get("burst"):
-        rows.append(cache_report.burst_row(load))
-    both = load["bad"]["latencies_ms"] + load["good"]["latencies_ms"]
-    rows.append(
-        f"| all {len(both)} during a pass | | {percentile(both, 50):.1f}"
-        f" | {percentile(both, 95):.1f} | {max(both):.1f} | | | |"
-    )
-    return head + "\n".join(rows) + "\n"
-
-
-def jobhash_table(jobs: Mapping[str, Any]) -> str:
-    head = (
-        "| jobs | helm template s | jobhash names s | of which interpreter start + imports s"
-        " | speed-up | same names |\n|---:|---:|---:|---:|---:|---|\n"
-    )
-    rows = [
-        f"| {r['jobs']} | {r['helm_s']:.3f} | {r['jobhash_s']:.3f}"
-        f" | {r.get('startup_s', 0.0):.3f} | {r['helm_s'] / r['jobhash_s']:.1f}x"
-        f" | {'yes' if r.get('same_names') else '**no**'} |"
-        for r in jobs["rows"]
-    ]
-    return head + "\n".join(rows) + "\n"
-
-
 def _loaded_section(results: Mapping[str, Any], found: Sequence[Target]) -> str:
     """The quiet and the loaded run side by side, when the results carry a loaded run."""
     loaded = results.get("loaded")
@@ -524,9 +348,10 @@ def _loaded_section(results: Mapping[str, Any], found: Sequence[Target]) -> str:
 
 
 def targets_table(found: Sequence[Target]) -> str:
-    head = "| target | status | measured |\n|---|---|---|\n"
     mark = {True: "met", False: "**missed**", None: "pending"}
-    return head + "\n".join(f"| {t.name} | {mark[t.met]} | {t.detail} |" for t in found) + "\n"
+    return table(
+        "target | status | measured", "lll", ([t.name, mark[t.met], t.detail] for t in found)
+    )
 
 
 def mean(values: Sequence[float]) -> float:

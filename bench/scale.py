@@ -8,10 +8,6 @@ other, so every ratio compares two measurements of one run on one cluster.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from autoroll.edge.reconcile_process import RECONCILE_ENV
+from bench.child import run_module
 from bench.controlplane import ApiServer
 from bench.populate import ENROLL_LABEL, ApiWriter, Layout, create_enrolled
 from tests.support.registry import RegistryServer
@@ -81,10 +78,7 @@ def run_tick_child(
     extra: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Start ``python -m bench.tick`` for one strategy; return its JSON (raise with its stderr)."""
-    argv = [
-        sys.executable,
-        "-m",
-        "bench.tick",
+    flags = [
         f"--strategy={strategy}",
         f"--kubeconfig={api.kubeconfig}",
         f"--registry-url={registry.url}",
@@ -98,14 +92,7 @@ def run_tick_child(
         *extra,
     ]
     # As ``autoroll serve`` runs its reconcile process (``RECONCILE_ENV``).
-    env = {**RECONCILE_ENV, **os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    done = subprocess.run(
-        argv, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=1800, check=False
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"bench.tick --strategy={strategy} failed:\n{done.stderr[-3000:]}")
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
+    return run_module("bench.tick", flags, timeout=1800, defaults=RECONCILE_ENV)
 
 
 def measure_scale(

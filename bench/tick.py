@@ -33,11 +33,9 @@ import base64
 import cProfile
 import gc
 import io
-import json
 import os
 import pstats
 import resource
-import sys
 import threading
 import time
 from collections import Counter
@@ -63,6 +61,7 @@ from autoroll.kube.selectors import LabelSelector, pod_list_selector
 from autoroll.kube.transport import LIVE_PODS_FIELD_SELECTOR, REQUEST_TIMEOUT, LazyRest
 from autoroll.kube.workloads import workload_from_json
 from autoroll.registry import Limits, RegistryClient
+from bench.child import print_result
 from bench.counting import count_kubernetes, counting_session
 from bench.naive import NaiveController
 from tests.support.registry import OCI_MANIFEST, ImagePusher, RegistryServer
@@ -387,18 +386,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if cache is not None:
         cache.stop()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
-    json.dump(
+    return print_result(
         {
             "passes": passes,
             "rss_setup_kib": rss_setup,
             "peak_rss_kib": peak,
             **extra,
             **({"profile": profile_text} if args.profile else {}),
-        },
-        sys.stdout,
+        }
     )
-    sys.stdout.write("\n")
-    return 0
 
 
 if __name__ == "__main__":

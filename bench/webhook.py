@@ -40,6 +40,7 @@ from typing import Any
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
+from bench.child import run_module
 from bench.controlplane import ApiServer
 from bench.loadgen import BODY
 from bench.populate import (
@@ -392,24 +393,8 @@ def measure_push_latency(
 
 
 def run_loadgen(serve: Serve, *, kind: str, count: int) -> dict[str, Any]:
-    argv = [
-        sys.executable,
-        "-m",
-        "bench.loadgen",
-        f"--url={serve.url}",
-        f"--secret={serve.secret}",
-        f"--count={count}",
-        f"--kind={kind}",
-    ]
-    root = Path(__file__).resolve().parent.parent
-    env = {**os.environ, "PYTHONPATH": str(root)}
-    done = subprocess.run(
-        argv, cwd=root, env=env, capture_output=True, text=True, timeout=600, check=False
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"bench.loadgen failed:\n{done.stderr[-3000:]}")
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
+    flags = [f"--url={serve.url}", f"--secret={serve.secret}", f"--count={count}", f"--kind={kind}"]
+    return run_module("bench.loadgen", flags, timeout=600)
 
 
 def measure_webhook_load(

@@ -47,13 +47,13 @@ DEBUG_TEMPLATE = """\
 LONG_RELEASE = "a-very-long-release-name-for-testing-name-budgets-x1"  # 52 characters
 
 
-def migrator(tag: str = "v1", **job: Any) -> dict[str, Any]:
-    """The worked example (group db, job migrate), with extra job settings."""
+def migrator(tag: str = "v1", *, key: str = "migrate", **job: Any) -> dict[str, Any]:
+    """The worked example (group db, job ``key`` migrate), with extra job settings."""
     return {
         "jobGroups": {
             "db": {
                 "image": {"repository": "my/migrator", "tag": tag},
-                "jobs": {"migrate": {"command": "./migrate.sh", **job}},
+                "jobs": {key: {"command": "./migrate.sh", **job}},
             }
         }
     }
@@ -320,20 +320,19 @@ CASES: list[dict[str, Any]] = [
     {
         "description": "a trailing '-' left by shortening the fullname is trimmed",
         "release": "demo",
-        "values": {
-            "fullnameOverride": "x" * 42 + "-tail",
-            "jobGroups": {
-                "db": {
-                    "image": {"repository": "my/migrator", "tag": "v1"},
-                    "jobs": {"migrate": {"command": "./migrate.sh"}},
-                }
-            },
-        },
+        "values": {"fullnameOverride": "x" * 42 + "-tail", **migrator()},
     },
     {
         "description": "release name containing the chart name is used as the fullname",
         "release": "autoroll-prod",
         "values": migrator(),
+    },
+    {
+        # 63 - len("-db-<46-character job>-<sha8>") leaves the fullname 4 bytes: "my--",
+        # and trimSuffix "-" takes one dash of the two (an rstrip would take both).
+        "description": "a cut of the fullname on a double dash loses one dash, not both",
+        "release": "my--release",
+        "values": migrator(key="a-long-job-key-that-leaves-four-bytes-of-budge"),
     },
 ]
 

@@ -2,6 +2,11 @@
 kubelet for what a real runtime cannot show, a namespace, and the controller for a test
 (``start_autoroll``).
 
+Under pytest-xdist (``make pytest-e2e`` runs two workers) every worker is a session of its
+own, with its own control plane, node, registry and Gitea; what a worker's node left
+behind reaches the controlling process in ``workeroutput``, which also checks the machine
+as a whole once every worker is gone (``leftovers.py``).
+
 The binaries come from PATH (``scripts/tools.sh all`` then ``source .tools/env``). Missing ones
 skip locally and fail in CI (``require_tool``). Set ``AUTOROLL_E2E_KEEP=1`` to keep the control
 plane's and the node's directories (logs, kubeconfig) after the session.
@@ -32,6 +37,7 @@ from tests.e2e.helpers import core_api
 from tests.e2e.images import push_pause
 from tests.e2e.incluster import RegistryAccess, installed_autoroll
 from tests.e2e.kubelet import SimulatedKubelet, StaticResolver
+from tests.e2e.leftovers import RunStart, WorkerReport, session_leftovers, whole_run_settled
 from tests.e2e.node import (
     CNI_DIRS,
     SIMULATED_LABEL,
@@ -39,21 +45,22 @@ from tests.e2e.node import (
     HostState,
     Node,
     NodeBinaries,
-    leftovers,
     node_traces,
     processes_after_teardown,
     running_node,
 )
 from tests.e2e.scenario import label_selector
+from tests.e2e.schedule import file_order
 from tests.support.registry import ImagePusher, RegistryServer
 from tests.support.registry_fixtures import fresh_registry, pki, registry_for_tests, tls_registry
 from tests.support.wait import eventually
 
 __all__ = ["fresh_registry", "pki", "tls_registry"]  # fixtures, re-exported for the e2e tests
 
-_timings: dict[str, float] = {}
-_node_problems: list[str] = []
-_node_notes: list[str] = []
+_report = WorkerReport()  # this session's (a worker's, or the only one's)
+_timings, _node_problems, _node_notes = _report.timings, _report.problems, _report.notes
+_workers: dict[str, WorkerReport] = {}  # the controlling process's, from each worker
+_run_start: list[RunStart] = []
 
 
 @pytest.fixture(scope="session")
@@ -153,11 +160,7 @@ def node(
         _timings.update({f"node: {k}": v for k, v in real_node.timings.items()})
         _node_notes.extend(f"reaped a dead runner's node: {r}" for r in real_node.reaped)
         yield real_node
-    left = (
-        processes_after_teardown(real_node)
-        + node_traces(real_node)
-        + leftovers(before, HostState.now())
-    )
+    left = processes_after_teardown(real_node) + node_traces(real_node) + session_leftovers(before)
     _node_problems.extend(f"binder: {e}" for e in binder.errors[:3])
     _node_problems.extend(f"left behind: {item}" for item in left)
 
@@ -309,7 +312,43 @@ def start_autoroll(
         print("--- autoroll output ---", *autoroll.output, sep="\n")
 
 
+def _is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if _is_worker(config):  # one process keeps the collection's order
+        here = Path(__file__).parent
+        ours = [item for item in items if here in item.path.parents]
+        items[:] = file_order(ours) + [item for item in items if here not in item.path.parents]
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if not _is_worker(session.config):
+        _run_start.append(RunStart.now())
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """(pytest-xdist, controlling process) A worker is done: keep what its session found."""
+    output = getattr(node, "workeroutput", {}).get("autoroll_e2e")
+    if output is not None:
+        _workers[str(node.gateway.id)] = WorkerReport.from_output(output)
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if _is_worker(session.config):
+        session.config.workeroutput["autoroll_e2e"] = _report.as_output()  # type: ignore[attr-defined]
+    else:
+        for worker, report in _workers.items():
+            _node_problems.extend(f"{worker}: {p}" for p in report.problems)
+            _node_notes.extend(f"{worker}: {n}" for n in report.notes)
+            _timings.update({f"{worker} {k}": v for k, v in report.timings.items()})
+        if _run_start:
+            ours = {r.pid for r in _workers.values()}
+            _node_problems.extend(
+                f"the whole run left: {p}" for p in whole_run_settled(_run_start[0], ours=ours)
+            )
     if _node_problems and exitstatus == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 

@@ -301,18 +301,7 @@ def pod_status(
                 _condition("ContainersReady", False, record.seen_at, "ContainersNotReady"),
                 _condition("Ready", False, record.seen_at, "ContainersNotReady"),
             ],
-            "containerStatuses": [
-                {
-                    "name": c["name"],
-                    "image": c["image"],
-                    "imageID": "",
-                    "ready": False,
-                    "started": False,
-                    "restartCount": 0,
-                    "state": {"waiting": waiting},
-                }
-                for c in containers
-            ],
+            "containerStatuses": [_status(c, "", {"waiting": waiting}) for c in containers],
         }
 
     started = record.pulled_at
@@ -342,15 +331,7 @@ def pod_status(
                         _condition("Ready", False, exit_at, "PodCompleted"),
                     ],
                     "containerStatuses": [
-                        {
-                            "name": c["name"],
-                            "image": c["image"],
-                            "imageID": record.image_ids[c["name"]],
-                            "ready": False,
-                            "started": False,
-                            "restartCount": 0,
-                            "state": {"terminated": terminated},
-                        }
+                        _status(c, record.image_ids[c["name"]], {"terminated": terminated})
                         for c in containers
                     ],
                 }
@@ -371,20 +352,17 @@ def pod_status(
                     _condition("Ready", False, started, "ContainersNotReady"),
                 ],
                 "containerStatuses": [
-                    {
-                        "name": c["name"],
-                        "image": c["image"],
-                        "imageID": record.image_ids[c["name"]],
-                        "ready": False,
-                        "started": False,
-                        "restartCount": restarts,
-                        "state": {
+                    _status(
+                        c,
+                        record.image_ids[c["name"]],
+                        {
                             "waiting": {
                                 "reason": "CrashLoopBackOff",
                                 "message": f"back-off restarting failed container {c['name']}",
                             }
                         },
-                        "lastState": {
+                        restarts=restarts,
+                        last={
                             "terminated": {
                                 "exitCode": 1,
                                 "reason": "Error",
@@ -392,7 +370,7 @@ def pod_status(
                                 "finishedAt": _ts(last_exit),
                             }
                         },
-                    }
+                    )
                     for c in containers
                 ],
             }
@@ -415,19 +393,40 @@ def pod_status(
                 _condition("Ready", ready, since, None if ready else "ContainersNotReady"),
             ],
             "containerStatuses": [
-                {
-                    "name": c["name"],
-                    "image": c["image"],
-                    "imageID": record.image_ids[c["name"]],
-                    "ready": ready,
-                    "started": True,
-                    "restartCount": 0,
-                    "state": {"running": {"startedAt": _ts(started)}},
-                }
+                _status(
+                    c,
+                    record.image_ids[c["name"]],
+                    {"running": {"startedAt": _ts(started)}},
+                    ready=ready,
+                    started=True,
+                )
                 for c in containers
             ],
         }
     )
+
+
+def _status(
+    container: Mapping[str, Any],
+    image_id: str,
+    state: dict[str, Any],
+    *,
+    ready: bool = False,
+    started: bool = False,
+    restarts: int = 0,
+    last: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """One ``containerStatuses[]`` entry, as the kubelet writes it."""
+    status = {
+        "name": container["name"],
+        "image": container["image"],
+        "imageID": image_id,
+        "ready": ready,
+        "started": started,
+        "restartCount": restarts,
+        "state": state,
+    }
+    return status if last is None else {**status, "lastState": last}
 
 
 # --- the imperative shell: a thread against the API --------------------------------

@@ -24,7 +24,6 @@ from prometheus_client import CollectorRegistry
 from autoroll.controller.reconciler import Reconciler, TickReport
 from autoroll.core.decide import PodState, Reason, Verdict
 from autoroll.core.model import (
-    ContainerStatusView,
     ContainerView,
     DeleteOutcome,
     Enrolled,
@@ -35,7 +34,7 @@ from autoroll.core.scope import FULL, Scope
 from autoroll.instruments.metrics import Metrics
 from autoroll.registry import RegistryClient
 from tests.support.registry import ImagePusher, Pushed, RegistryServer
-from tests.support.views import deployment_view
+from tests.support.views import deployment_view, pod_view
 
 pytestmark = pytest.mark.integration
 
@@ -65,15 +64,9 @@ class Node:
         self.deleted: list[str] = []
 
     def pod(self, name: str, image_id: str, age: int = 0) -> PodView:
-        status = ContainerStatusView("app", self.image, image_id, True)
-        return PodView(
-            namespace="shop",
-            name=name,
-            uid=f"uid-{name}",
-            created_at=T0 - timedelta(days=1, seconds=-age),
-            containers=(ContainerView("app", self.image),),
-            statuses=(status,),
-            ready_changed_at=T0 - timedelta(days=1, seconds=-age),  # Ready since it started
+        created = T0 - timedelta(days=1, seconds=-age)
+        return pod_view(  # Ready since it started
+            name, self.image, image_id, namespace="shop", created=created, ready_changed_at=created
         )
 
     def read_now(self, workload: WorkloadView) -> Enrolled:

@@ -41,7 +41,7 @@ from typing import Any, Literal
 import requests
 
 from tests.support.local_http import LocalHttpServer, Request, reply
-from tests.support.ports import free_port
+from tests.support.ports import OnLoopback, free_port
 
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
@@ -120,7 +120,7 @@ class Delivery:
 
 
 @dataclass
-class GiteaServer:
+class GiteaServer(OnLoopback):
     """A running ``gitea web``; ``url`` is ``http://127.0.0.1:<port>``."""
 
     binary: str
@@ -129,14 +129,6 @@ class GiteaServer:
     admin: Account
     process: subprocess.Popen[bytes] | None = None
     _session: requests.Session = field(default_factory=requests.Session)
-
-    @property
-    def host(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    @property
-    def url(self) -> str:
-        return f"http://{self.host}"
 
     @property
     def config(self) -> Path:

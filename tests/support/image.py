@@ -43,8 +43,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import fnmatch
-import hashlib
+import fcntl
 import json
 import os
 import shutil
@@ -59,7 +58,8 @@ from types import TracebackType
 from typing import Final
 from urllib.parse import urlsplit
 
-REPO: Final = Path(__file__).resolve().parents[2]
+from tests.support.image_context import REPO, IgnoreRules, context_files, context_hash
+
 #: Where archives are cached: the shared tool cache, beside the tools themselves.
 CACHE: Final = Path(os.environ.get("AUTOROLL_TOOLS", Path.home() / ".cache/autoroll-tools"))
 #: The name of the built image in every store and archive (the tag is the context hash).
@@ -256,82 +256,6 @@ def _remove_blob_info_cache() -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# the build context and its hash
-
-
-@dataclass(frozen=True, slots=True)
-class IgnoreRules:
-    """``.dockerignore`` in the one shape the project uses: ``*``, ``!path``s, exclusions."""
-
-    included: tuple[str, ...]
-    excluded: tuple[str, ...]
-
-    @classmethod
-    def parse(cls, text: str) -> IgnoreRules:
-        lines = [
-            line.strip()
-            for line in text.splitlines()
-            if line.strip() and not line.lstrip().startswith("#")
-        ]
-        if not lines or lines[0] != "*":
-            raise ValueError(".dockerignore: the first rule must be `*` (an explicit context)")
-        included: list[str] = []
-        excluded: list[str] = []
-        for line in lines[1:]:
-            if line.startswith("!"):
-                if excluded:
-                    raise ValueError(f".dockerignore: {line!r} must come before the exclusions")
-                included.append(line[1:].strip("/"))
-            else:
-                excluded.append(line.strip("/"))
-        return cls(tuple(included), tuple(excluded))
-
-    def is_excluded(self, relative: str) -> bool:
-        parts = relative.split("/")
-        for pattern in self.excluded:
-            if pattern.startswith("**/"):
-                if any(fnmatch.fnmatchcase(part, pattern[3:]) for part in parts):
-                    return True
-            elif relative == pattern or relative.startswith(pattern + "/"):
-                return True
-        return False
-
-
-def context_files(repo: Path = REPO) -> list[Path]:
-    """The files podman sends as the build context, sorted (what the Dockerfile can copy)."""
-    rules = IgnoreRules.parse((repo / ".dockerignore").read_text())
-    files: set[Path] = set()
-    for entry in rules.included:
-        path = repo / entry
-        candidates = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]
-        for candidate in candidates:
-            relative = candidate.relative_to(repo).as_posix()
-            if not rules.is_excluded(relative):
-                files.add(candidate)
-    return sorted(files)
-
-
-def context_hash(
-    repo: Path = REPO, *, dockerfile: Path | None = None, build_args: Mapping[str, str]
-) -> str:
-    """sha256 over the Dockerfile, .dockerignore, every context file and the build args."""
-    digest = hashlib.sha256()
-    dockerfile = dockerfile or repo / "Dockerfile"
-    for name, data in (
-        ("Dockerfile", dockerfile.read_bytes()),
-        (".dockerignore", (repo / ".dockerignore").read_bytes()),
-        ("build-args", json.dumps(dict(sorted(build_args.items()))).encode()),
-    ):
-        digest.update(f"{name}\0{len(data)}\0".encode() + data)
-    for path in context_files(repo):
-        data = path.read_bytes()
-        mode = "x" if os.access(path, os.X_OK) else "-"
-        digest.update(f"{path.relative_to(repo).as_posix()}\0{mode}{len(data)}\0".encode())
-        digest.update(data)
-    return digest.hexdigest()
-
-
-# --------------------------------------------------------------------------------------------
 # build, cache, push
 
 
@@ -360,9 +284,25 @@ def build_controller_image(
     """The runtime image of ``dockerfile`` (default: the committed one), built or cached.
 
     With ``podman`` given, the image is also present in that store afterwards (built
-    there, or loaded from the cached archive), ready for ``podman run``.
+    there, or loaded from the cached archive), ready for ``podman run``. One build at a time
+    per cache (a lock file): two test runs that need the same image (the e2e tier's
+    workers, the image tier beside them) build it once, the second one reads the cache.
     """
     cache = (cache_dir or CACHE / "controller-image").resolve()
+    cache.mkdir(parents=True, exist_ok=True)
+    with (cache / ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _built_or_cached(podman, repo=repo, dockerfile=dockerfile, cache=cache, env=env)
+
+
+def _built_or_cached(
+    podman: Podman | None,
+    *,
+    repo: Path,
+    dockerfile: Path | None,
+    cache: Path,
+    env: Mapping[str, str],
+) -> ControllerImage:
     reference_of_base = env.get("AUTOROLL_BASE_IMAGE", "")
     build_args = {"PYTHON_IMAGE": reference_of_base}
     digest = context_hash(repo, dockerfile=dockerfile, build_args=build_args)
@@ -476,3 +416,17 @@ def main() -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+__all__ = [
+    "REPO",
+    "ControllerImage",
+    "IgnoreRules",
+    "Podman",
+    "PushedImage",
+    "base_image",
+    "build_controller_image",
+    "context_files",
+    "context_hash",
+    "push_image",
+]

@@ -22,7 +22,7 @@ from typing import Any, ClassVar, Self
 
 import requests
 
-from tests.support.ports import free_port
+from tests.support.ports import OnLoopback, free_port
 
 #: Seconds between the serving loop's shutdown checks: a stop takes at most about this.
 POLL_SECONDS = 0.05
@@ -44,7 +44,7 @@ class Seen:
     at: float  # time.monotonic() on arrival
 
 
-class LocalHttpServer:
+class LocalHttpServer(OnLoopback):
     """A ``ThreadingHTTPServer`` on ``127.0.0.1:port``; a context manager, and restartable.
 
     The port comes from ``free_port`` (below the ephemeral range) unless given, and is
@@ -61,14 +61,6 @@ class LocalHttpServer:
         self._server: http.server.ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._connections: set[socket.socket] = set()
-
-    @property
-    def host(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    @property
-    def url(self) -> str:
-        return f"http://{self.host}"
 
     def count(self, method: str = "") -> int:
         """Requests seen so far, of ``method`` ("" = any)."""

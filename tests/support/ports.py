@@ -8,12 +8,18 @@ and clients retrying during that window can take it: a retried ``connect`` to
 ``127.0.0.1:P`` may get source port ``P`` and connect to itself (TCP simultaneous open).
 The restarted server then fails to bind with "address already in use". Ports below the
 ephemeral range are never used as source ports, so that cannot happen there.
+
+Under pytest-xdist each worker draws from a slice of its own (``gw0`` the first, ...), so
+two workers' control planes, registries and controllers never pick the same port between
+one's check and its bind.
 """
 
 from __future__ import annotations
 
+import os
 import random
 import socket
+from collections.abc import Mapping
 from pathlib import Path
 
 #: The lowest port handed out; below it live well-known and registered services.
@@ -40,12 +46,41 @@ def free_port() -> int:
     candidates = range(FLOOR, low) if low - FLOOR >= 1000 else range(high + 1, 65536)
     if len(candidates) < 1000:  # an unusual kernel setting: let the kernel choose
         return _bind_and_report(0)
+    candidates = worker_slice(candidates)
     for _ in range(ATTEMPTS):
         try:
             return _bind_and_report(random.choice(candidates))
         except OSError:
             continue
     raise RuntimeError(f"no free port on 127.0.0.1 in {candidates} after {ATTEMPTS} tries")
+
+
+def worker_slice(candidates: range, env: Mapping[str, str] = os.environ) -> range:
+    """This pytest-xdist worker's share of ``candidates`` (``PYTEST_XDIST_WORKER`` ``gw<i>``
+    of ``PYTEST_XDIST_WORKER_COUNT``); all of them outside a distributed run."""
+    worker = env.get("PYTEST_XDIST_WORKER", "")
+    count = int(env.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1)
+    if not worker.startswith("gw") or not worker[2:].isdigit() or count <= 1:
+        return candidates
+    index = int(worker[2:]) % count
+    size = len(candidates) // count
+    return candidates[index * size : (index + 1) * size]
+
+
+class OnLoopback:
+    """``host`` and ``url`` of a test server on 127.0.0.1:``port`` (a mixin: the class has
+    the ``port``; ``scheme`` may be a property, as for a registry served over TLS)."""
+
+    port: int
+    scheme = "http"
+
+    @property
+    def host(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def url(self) -> str:
+        return f"{self.scheme}://{self.host}"
 
 
 def _bind_and_report(port: int) -> int:

@@ -31,7 +31,7 @@ import requests
 
 from tests.support.local_http import LocalHttpServer, Request, forward, registry_headers, reply
 from tests.support.pki import PrivateCA
-from tests.support.ports import free_port
+from tests.support.ports import OnLoopback, free_port
 
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
@@ -62,7 +62,7 @@ def basic_auth(user: str, password: str) -> str:
 
 
 @dataclass
-class RegistryServer:
+class RegistryServer(OnLoopback):
     """A running (or stopped) ``docker-registry``; ``host`` is ``127.0.0.1:<port>``."""
 
     binary: str
@@ -82,12 +82,8 @@ class RegistryServer:
         self.log_path = self.root / "registry.log"
 
     @property
-    def host(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    @property
-    def url(self) -> str:
-        return f"{'https' if self.tls else 'http'}://{self.host}"
+    def scheme(self) -> str:  # type: ignore[override]
+        return "https" if self.tls else "http"
 
     @property
     def verify(self) -> str | bool:

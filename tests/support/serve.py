@@ -20,7 +20,7 @@ from pathlib import Path
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.support.ports import free_port
+from tests.support.ports import OnLoopback, free_port
 from tests.support.wait import wait_until
 
 
@@ -52,16 +52,12 @@ def dead_kubeconfig(path: Path) -> Path:
 
 
 @dataclass
-class Serve:
+class Serve(OnLoopback):
     process: subprocess.Popen[bytes]
     port: int
     stdout_path: Path
     stderr_path: Path
     probe_port: int = 0
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
 
     @property
     def probe_url(self) -> str:

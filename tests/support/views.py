@@ -1,12 +1,21 @@
 """Builders of the core's views for test tables: one place that knows what a settled
-workload's status looks like, so tables state only what their row is about."""
+workload's status and a running pod look like, so tables state only what their row is
+about."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
-from autoroll.core.model import ContainerView, DeploymentStatus, WorkloadKind, WorkloadView
+from autoroll.core.model import (
+    ContainerStatusView,
+    ContainerView,
+    DeploymentStatus,
+    PodView,
+    WorkloadKind,
+    WorkloadView,
+)
 
 
 def rolled_out(replicas: int, generation: int = 1, **fields: Any) -> DeploymentStatus:
@@ -47,4 +56,32 @@ def deployment_view(
     )
 
 
-__all__ = ["deployment_view", "rolled_out"]
+def pod_view(
+    name: str,
+    image: str,
+    image_id: str | None,
+    *,
+    created: datetime,
+    namespace: str = "ns",
+    ready: bool = True,
+    container: str = "app",
+    **fields: Any,
+) -> PodView:
+    """A pod (uid ``uid-<name>``) whose one container asks for ``image`` and runs
+    ``image_id`` as its status reports it (None: no status reported yet), Ready or not with
+    the pod; ``fields`` are ``PodView``'s others (deleting, phase, revision, node,
+    ready_changed_at...)."""
+    status = () if image_id is None else (ContainerStatusView(container, image, image_id, ready),)
+    return PodView(
+        namespace=namespace,
+        name=name,
+        uid=f"uid-{name}",
+        created_at=created,
+        ready=ready,
+        containers=(ContainerView(container, image),),
+        statuses=status,
+        **fields,
+    )
+
+
+__all__ = ["deployment_view", "pod_view", "rolled_out"]

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from functools import partial
+from typing import Any
 
 import pytest
 
@@ -43,7 +44,7 @@ from autoroll.core.model import (
     Unknown,
     WorkloadView,
 )
-from tests.support.views import deployment_view
+from tests.support.views import deployment_view, pod_view
 
 HOST = "forgejo.example:3000"
 IMAGE = f"{HOST}/team/app:latest"
@@ -105,25 +106,18 @@ def pod(
     extra: Sequence[tuple[str, str, Digest | str]] = (),
 ) -> PodView:
     """A pod of the app Deployment; ``digest`` None means no status reported yet."""
-    specs = [ContainerView(container, image)]
-    statuses = []
-    if digest is not None:
-        image_id = f"{HOST}/team/app@{digest}" if isinstance(digest, Digest) else digest
-        statuses.append(ContainerStatusView(container, image, image_id, ready))
-    for name_, image_, digest_ in extra:
-        specs.append(ContainerView(name_, image_))
-        raw = f"{HOST}/x@{digest_}" if isinstance(digest_, Digest) else digest_
-        statuses.append(ContainerStatusView(name_, image_, raw, ready))
-    return PodView(
-        namespace="ns",
-        name=name,
-        uid=f"uid-{name}",
-        created_at=created,
-        phase=phase,
-        deleting=deleting,
-        ready=ready,
-        containers=tuple(specs),
-        statuses=tuple(statuses),
+    image_id = f"{HOST}/team/app@{digest}" if isinstance(digest, Digest) else digest
+    flags: dict[str, Any] = {"deleting": deleting, "phase": phase, "container": container}
+    base = pod_view(name, image, image_id, created=created, ready=ready, **flags)
+    specs = [ContainerView(name_, image_) for name_, image_, _ in extra]
+    statuses = [
+        ContainerStatusView(
+            name_, image_, f"{HOST}/x@{digest_}" if isinstance(digest_, Digest) else digest_, ready
+        )
+        for name_, image_, digest_ in extra
+    ]
+    return replace(
+        base, containers=(*base.containers, *specs), statuses=(*base.statuses, *statuses)
     )
 
 

@@ -25,7 +25,13 @@ HASH = "0123456789abcdef" * 4
         ({"nameOverride": "x"}, "demo", "demo-x"),
         ({"fullnameOverride": "custom"}, "demo", "custom"),
         ({"fullnameOverride": "a" * 62 + "-b"}, "demo", "a" * 62),  # trunc 63, trim one "-"
+        # The cut lands on "--": trimSuffix removes one of the two dashes, not both.
+        ({"fullnameOverride": "a" * 61 + "--b"}, "demo", "a" * 61 + "-"),
         ({"fullnameOverride": ""}, "demo", "demo-autoroll"),
+        # <release>-<nameOverride> over 63 bytes (a 53-byte release, the longest Helm
+        # allows, and a 20-byte nameOverride): cut to 63, then one trailing "-" trimmed.
+        ({"nameOverride": "n" * 20}, "r" * 53, "r" * 53 + "-" + "n" * 9),
+        ({"nameOverride": "n" * 8 + "-" + "m" * 11}, "r" * 53, "r" * 53 + "-" + "n" * 8),
     ],
 )
 def test_fullname(values: dict[str, GoValue], release: str, expected: str) -> None:
@@ -65,6 +71,42 @@ def test_a_dash_left_by_shortening_is_trimmed() -> None:
     # budget 63 - len("-db-migrate-01234567") = 43; the 43rd character is a dash
     full = "x" * 42 + "-yyyy"
     assert name(fullname=full) == "x" * 42 + "-db-migrate-01234567"
+
+
+#: A job key that leaves the fullname 4 bytes: 63 - len("-db-<job>-01234567") == 4.
+FOUR_BYTE_BUDGET_JOB = "a-long-job-key-that-leaves-four-bytes-of-budge"
+
+
+def test_a_cut_on_a_double_dash_loses_one_dash_only() -> None:
+    # "my--release-autoroll" cut to 4 bytes is "my--"; Helm's trimSuffix "-" leaves "my-"
+    # (an rstrip would leave "my"). tests/golden has the same case rendered by helm.
+    job = name(fullname="my--release-autoroll", job=FOUR_BYTE_BUDGET_JOB)
+    assert job == f"my--db-{FOUR_BYTE_BUDGET_JOB}-01234567"
+    assert len(job) == 62  # the 4-byte budget less the one trimmed dash, then the suffix
+
+
+def test_one_byte_of_budget_is_enough_for_the_release() -> None:
+    # "-db-" + 49 + "-01234567" is 62 bytes: the release keeps 1 byte; 0 would fail (below).
+    job = "j" * 49
+    assert name(job=job) == f"d-db-{job}-01234567"
+    with pytest.raises(RenderError):
+        name(job=job + "j")
+
+
+@pytest.mark.parametrize(
+    ("values", "message", "fix"),
+    [
+        ({"fullnameOverride": 5}, "fullnameOverride must be a string for jobhash", "quote"),
+        ({"nameOverride": True}, "nameOverride must be a string for jobhash", "quote it"),
+    ],
+)
+def test_an_override_that_is_not_a_string_is_refused_with_its_fix(
+    values: dict[str, GoValue], message: str, fix: str
+) -> None:
+    with pytest.raises(UnmirrorableError) as caught:
+        fullname(values, "demo", "autoroll")
+    assert caught.value.message == message
+    assert caught.value.fix.startswith(fix)
 
 
 def test_no_room_for_the_release_fails_with_the_charts_message() -> None:

@@ -33,7 +33,6 @@ from autoroll.core.kinds import (
     pod_hold,
 )
 from autoroll.core.model import (
-    ContainerStatusView,
     ContainerView,
     DaemonSetStatus,
     DeploymentStatus,
@@ -47,7 +46,7 @@ from autoroll.core.model import (
     WorkloadKind,
     WorkloadView,
 )
-from tests.support.views import deployment_view, rolled_out
+from tests.support.views import deployment_view, pod_view, rolled_out
 
 HOST = "forgejo.example"
 IMAGE = f"{HOST}/team/db:latest"
@@ -76,16 +75,13 @@ def pod(
     image: str = IMAGE,
     ready_since: datetime | None = T0,
 ) -> PodView:
-    status = ContainerStatusView("app", image, f"{HOST}/team/db@{digest}", ready)
-    return PodView(
-        namespace="ns",
-        name=name,
-        uid=f"uid-{name}",
-        created_at=created,
+    return pod_view(
+        name,
+        image,
+        f"{HOST}/team/db@{digest}",
+        created=created,
         ready=ready,
         deleting=deleting,
-        containers=(ContainerView("app", image),),
-        statuses=(status,),
         revision=revision,
         node=node or f"node-{name}",
         ready_changed_at=ready_since,
@@ -325,12 +321,30 @@ SETTLEDNESS = [
         replace(daemonset(observed_generation=None), generation=None),
         ds_pods(),
         SettledReason.GENERATION_NOT_OBSERVED,
+        ("observedGeneration unset != metadata.generation None", "DaemonSet controller"),
     ),
     Row(
         "sts-no-generation-nor-observed-generation",
         replace(statefulset(observed_generation=None), generation=None),
         sts_pods(),
         SettledReason.GENERATION_NOT_OBSERVED,
+        ("observedGeneration unset != metadata.generation None", "StatefulSet controller"),
+    ),
+    # Only the generation unknown: a status observed at some generation says nothing about
+    # a spec whose generation nobody read.
+    Row(
+        "ds-no-generation-with-an-observed-generation",
+        replace(daemonset(), generation=None),
+        ds_pods(),
+        SettledReason.GENERATION_NOT_OBSERVED,
+        ("observedGeneration 2 != metadata.generation None",),
+    ),
+    Row(
+        "sts-no-generation-with-an-observed-generation",
+        replace(statefulset(), generation=None),
+        sts_pods(),
+        SettledReason.GENERATION_NOT_OBSERVED,
+        ("observedGeneration 4 != metadata.generation None",),
     ),
     Row(
         "sts-available-below-spec",

@@ -24,7 +24,7 @@ from autoroll.core.model import (
 from autoroll.core.policy import MIN_AGE, Guardrails
 from autoroll.core.scope import FULL, Scope
 from autoroll.edge.plan import HEADERS, render, rows, run_plan
-from tests.support.views import deployment_view
+from tests.support.views import deployment_view, pod_view
 
 HOST = "git.example.org"
 IMAGE = f"{HOST}/team/app:latest"
@@ -37,16 +37,13 @@ NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 
 
 def pod(name: str, digest: Digest, image: str = IMAGE, *, ready: bool = True) -> PodView:
-    return PodView(
+    return pod_view(
+        name,
+        image,
+        f"{image.rpartition(':')[0]}@{digest}",
         namespace="shop",
-        name=name,
-        uid=f"uid-{name}",
-        created_at=NOW - timedelta(days=1),
+        created=NOW - timedelta(days=1),
         ready=ready,
-        containers=(ContainerView("app", image),),
-        statuses=(
-            ContainerStatusView("app", image, f"{image.rpartition(':')[0]}@{digest}", ready),
-        ),
         ready_changed_at=NOW - timedelta(days=1),  # past any health window
     )
 

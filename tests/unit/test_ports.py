@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import socket
 
-from tests.support.ports import FLOOR, ephemeral_range, free_port
+from tests.support.ports import FLOOR, ephemeral_range, free_port, worker_slice
 
 
 def test_free_ports_lie_below_the_ephemeral_range_and_can_be_bound() -> None:
@@ -20,3 +20,16 @@ def test_free_ports_lie_below_the_ephemeral_range_and_can_be_bound() -> None:
 def test_the_kernel_source_port_range_is_read_from_proc() -> None:
     low, high = ephemeral_range()
     assert 0 < low < high <= 65535
+
+
+def test_each_xdist_worker_draws_from_a_slice_of_its_own() -> None:
+    candidates = range(20000, 32000)
+    first = worker_slice(
+        candidates, {"PYTEST_XDIST_WORKER": "gw0", "PYTEST_XDIST_WORKER_COUNT": "2"}
+    )
+    second = worker_slice(
+        candidates, {"PYTEST_XDIST_WORKER": "gw1", "PYTEST_XDIST_WORKER_COUNT": "2"}
+    )
+    assert (first, second) == (range(20000, 26000), range(26000, 32000))
+    assert worker_slice(candidates, {}) == candidates  # not a distributed run
+    assert worker_slice(candidates, {"PYTEST_XDIST_WORKER": "gw0"}) == candidates  # one worker

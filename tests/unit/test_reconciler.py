@@ -13,7 +13,6 @@ from autoroll.controller.reconciler import Reconciler
 from autoroll.core.decide import ChildrenRequest, ContentRequest
 from autoroll.core.images import TagRef
 from autoroll.core.model import (
-    ContainerStatusView,
     ContainerView,
     DeleteOutcome,
     Digest,
@@ -26,7 +25,7 @@ from autoroll.core.model import (
 from autoroll.core.policy import Guardrails
 from autoroll.core.scope import FULL, Scope
 from autoroll.instruments.metrics import Metrics
-from tests.support.views import deployment_view
+from tests.support.views import deployment_view, pod_view
 
 HOST = "git.example.org"
 IMAGE = f"{HOST}/team/app:latest"
@@ -50,14 +49,13 @@ def pod(
     image: str = IMAGE,
 ) -> PodView:
     image_id = f"{HOST}/team/app@{digest}" if isinstance(digest, Digest) else digest
-    return PodView(
+    return pod_view(
+        name,
+        image,
+        image_id,
         namespace=namespace,
-        name=name,
-        uid=f"uid-{name}",
-        created_at=created,
+        created=created,
         ready=ready,
-        containers=(ContainerView("app", image),),
-        statuses=(ContainerStatusView("app", image=image, image_id=image_id, ready=ready),),
         ready_changed_at=created,  # Ready (or not) since it started: past any health window
     )
 

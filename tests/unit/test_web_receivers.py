@@ -62,7 +62,9 @@ def test_another_sources_secret_is_a_wrong_one(on: Edge, delivery: Delivery) -> 
 
 
 @pytest.mark.parametrize(
-    "delivery", [d for d in DELIVERIES if d.source not in (Source.DOCKERHUB, Source.QUAY)], ids=str
+    "delivery",
+    [d for d in DELIVERIES if d.source not in (Source.DOCKERHUB, Source.QUAY)],
+    ids=lambda d: str(d.source),  # stable across processes (pytest-xdist compares the ids)
 )
 def test_a_delivery_without_its_credential_is_refused_as_unsigned(
     on: Edge, delivery: Delivery
