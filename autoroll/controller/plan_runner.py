@@ -27,7 +27,8 @@ from autoroll.controller.observer import PassObserver
 from autoroll.controller.planner import RollPlanner
 from autoroll.controller.rolls import RollMemory
 from autoroll.core.decide import Decision, Sighting
-from autoroll.core.guardrails import Hold, RollPlan
+from autoroll.core.guardrails import RollPlan
+from autoroll.core.holds import Hold
 from autoroll.core.images import TagRef
 from autoroll.core.model import Enrolled
 from autoroll.core.ports import ClusterPort

@@ -22,8 +22,9 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 
 from autoroll.controller.quarantines import QuarantineKeeper
+from autoroll.core.budget import Deletion, pods_started
 from autoroll.core.decide import Decision, Reason, Sighting
-from autoroll.core.guardrails import Deletion, RollPlan, plan_rolls, pods_started
+from autoroll.core.guardrails import RollPlan, plan_rolls
 from autoroll.core.images import TagRef
 from autoroll.core.model import Enrolled
 from autoroll.core.policy import Guardrails
