@@ -25,18 +25,14 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
 
 from autoroll.controller.lookups import RegistryAsk
-from autoroll.core.decide import (
-    ContentRequest,
-    Sighting,
-    listed_uids,
-    observe_targets,
-    refs_to_resolve,
-)
+from autoroll.core.decide import ContentRequest, Sighting
 from autoroll.core.images import TagRef
 from autoroll.core.lookups import Resolution
 from autoroll.core.model import Digest, Enrolled, ImageContent, Unknown
 from autoroll.core.ports import ClusterPort, RegistryPort
 from autoroll.core.scope import Scope
+from autoroll.core.selection import refs_to_resolve
+from autoroll.core.sightings import listed_uids, observe_targets
 from autoroll.core.tenancy import fair_order
 
 #: The pass's lines keep the logger name they always had: log queries select on it.
