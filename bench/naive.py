@@ -18,9 +18,11 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
-from autoroll.core.decide import Decision, Sighting, decide, observe_targets, refs_to_resolve
+from autoroll.core.decide import Decision, Sighting, decide
 from autoroll.core.images import TagRef
 from autoroll.core.model import Digest, ImageContent, Unknown, WorkloadKind
+from autoroll.core.selection import refs_to_resolve
+from autoroll.core.sightings import observe_targets
 from autoroll.kube.lists import list_items
 from autoroll.kube.pods import pod_from_json
 from autoroll.kube.selectors import selector_query

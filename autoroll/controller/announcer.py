@@ -26,8 +26,8 @@ from datetime import datetime
 
 from autoroll.controller.executor import Executed, Outcome
 from autoroll.controller.rolls import roll_is_over
+from autoroll.core.budget import is_mid_roll
 from autoroll.core.decision import RUNS_TARGET, Decision, Sighting
-from autoroll.core.guardrails import is_mid_roll
 from autoroll.core.halt import RolloutHalt
 from autoroll.core.happenings import Happening, HappeningKind
 from autoroll.core.images import TagRef

@@ -27,7 +27,6 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from autoroll.core.decide import select_container
 from autoroll.core.images import TagRef
 from autoroll.core.keyring import (
     Entry,
@@ -40,6 +39,7 @@ from autoroll.core.keyring import (
 from autoroll.core.lookups import Lookup
 from autoroll.core.model import Unknown, WorkloadView
 from autoroll.core.ports import SecretPort
+from autoroll.core.selection import select_container
 
 log = logging.getLogger(__name__)
 

@@ -13,12 +13,12 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 
 from autoroll.controller.credentials import PullCredentials, explained
-from autoroll.core.decide import refs_to_resolve
 from autoroll.core.images import TagRef
 from autoroll.core.lookups import Answer, Lookup, Resolution, merge_answers
 from autoroll.core.model import Enrolled, Unknown
 from autoroll.core.ports import LookupPort, RegistryPort
 from autoroll.core.scope import Scope
+from autoroll.core.selection import refs_to_resolve
 
 
 class RegistryAsk:

@@ -18,8 +18,9 @@ from collections.abc import Iterable
 
 from autoroll.controller.executor import Executed, Outcome
 from autoroll.core.decide import ContainerVerdict, Decision, DeletePod, PodState, Reason, Verdict
-from autoroll.core.guardrails import Hold, RollPlan
+from autoroll.core.guardrails import RollPlan
 from autoroll.core.halt import RolloutHalt
+from autoroll.core.holds import Hold
 from autoroll.core.model import Digest, Enrolled, Unknown, WorkloadKind, WorkloadView
 from autoroll.core.scope import Scope
 from autoroll.instruments.metrics import Metrics

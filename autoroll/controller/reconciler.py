@@ -16,44 +16,32 @@ for (a pod reporting another manifest, possibly in another repository), then, fo
 about to lose a pod, whether the candidates' Nodes are Ready. Every request is answered,
 ``Unknown`` when it cannot be, so a request is never repeated; the answers are shared by the
 pass's later workloads (Node answers by this pass only: readiness changes; all of this is
-``autoroll.controller.asking``). At the end of a pass each target's configs are resolved once, while
-the registry still holds the manifest (``_remember_targets``).
+``autoroll.controller.asking``). Each call carries the term's memory of the workload (its
+roll's start, the pods it saw Ready) and its health window: ``autoroll.controller.deciding``.
 
 A pass lists the cluster first, then reads the sighting clock, then asks the registry, and
-deletes only after that. So every pod in the listing predates any digest the pass sees for
-the first time (the sighting remembers their UIDs), and every replacement of a pod this or a
-later pass deletes is created after the sighting (its UID is not remembered, and even
-rounded down to a whole second its creationTimestamp is less than a second before it).
-
-A pass has a scope (``autoroll.core.scope``): full (the poll timer, the first pass) or targeted
-at some tags (a package webhook, a workload in the middle of a roll). The cluster port finds
-the work — from a watched cache when it has one — and answers a targeted scope with every
-enrolled workload using a repository it names; the pass keeps those using a named tag and
-asks the registry about the named tags only. So every tag a pass resolves was listed with
-every workload that uses it, and the sighting it records is as exact as a full pass's; a
-targeted pass leaves every other tag's sighting alone (``observe_targets(partial=True)``).
+deletes only after that (``autoroll.controller.pass_reader``, which also resolves each
+target's configs at the end of a pass, while the registry still holds the manifest). A pass
+has a scope (``autoroll.core.scope``): full (the poll timer, the first pass) or targeted at
+some tags (a package webhook, a workload in the middle of a roll); a targeted pass asks the
+registry about its tags only and leaves every other tag's sighting alone.
 
 Every workload in scope is decided first; then the guardrails (``autoroll.core.guardrails``)
 choose which of the decided deletions go now and in which order (the cluster-wide budget,
 pauses, windows, the min-age), over a targeted pass exactly as over a full one, and only
-those are carried out. The shell keeps the budget's one memory, when pods were deleted in
-the last period: its own deletions, and, taken as it starts to lead, the creation times of
-the enrolled pods created in the period before, which stand for a previous leader's
-deletions (a restart forgets the first; the second is in the cluster). That evidence is
-taken from every enrolled workload, never from a targeted pass's few: a term whose first
+those are carried out. The budget's memory of recent deletions, and which workloads hold an
+in-flight slot, are the ``RollPlanner``'s (``autoroll.controller.planner``); its evidence of a
+previous leader's deletions is taken from every enrolled workload, so a term whose first
 pass is targeted reads a full snapshot for it (from the watched cache, when there is one).
 
 Finding work is not deciding on it. For each deletion the plan lets go, in the plan's order,
-the pass reads that one workload's pods again (and, for a kind whose status counts, the
-object), fresh from the API (``ClusterPort.read_now``), decides once more on that read, and
-runs the guardrails again over that one fresh decision (a window may have closed, the
-deletion may now be another pod's, the budget has been spent by the deletions before it);
-only what that says goes (ARCHITECTURE.md, property 8). Whatever found the work — a cache
-lagging behind, or a listing made seconds ago in a long pass — settledness, staleness, the
-loop guard and the guardrails are judged on what the API says right before the DELETE.
-Held deletions are never read again: a pass reads at most as many workloads as it may
-delete. If a read fails, nothing is deleted and the pass ends (every other deletion would
-wait on the same API).
+the ``PlanRunner`` (``autoroll.controller.plan_runner``) reads that one workload again,
+fresh from the API (``ClusterPort.read_now``), decides once more on that read, and runs the
+guardrails again over that one fresh decision; only what that says goes (ARCHITECTURE.md,
+property 8). Whatever found the work — a cache lagging behind, or a listing made seconds
+ago in a long pass — settledness, staleness, the loop guard and the guardrails are judged on
+what the API says right before the DELETE. If a read fails, nothing is deleted and the pass
+ends.
 
 The pass only orders the steps. Carrying out a deletion (or, in dry-run, not; and not at
 all once leadership lapsed) is the ``Executor``'s (``autoroll.controller.executor``), with a typed
@@ -83,30 +71,23 @@ from autoroll.controller.announcer import Announcer
 from autoroll.controller.approvals import PlanListener
 from autoroll.controller.asking import Asker, PassState
 from autoroll.controller.credentials import PullCredentials
+from autoroll.controller.deciding import Halted, PassDecider
 from autoroll.controller.executor import Executed, Executor, Outcome
 from autoroll.controller.lookups import RegistryAsk
 from autoroll.controller.observer import PassObserver
+from autoroll.controller.pass_reader import PassReader
+from autoroll.controller.plan_runner import Acted, PlanRunner
+from autoroll.controller.planner import RollPlanner
 from autoroll.controller.quarantines import QuarantineKeeper
 from autoroll.controller.rolls import RollMemory
-from autoroll.core.decide import (
-    ContentRequest,
-    Decision,
-    Reason,
-    Sighting,
-    listed_uids,
-    observe_targets,
-    refs_to_resolve,
-)
-from autoroll.core.guardrails import Deletion, Hold, RollPlan, plan_rolls, pods_started
-from autoroll.core.halt import RolloutHalt, rollout_halt
+from autoroll.core.decide import Decision, Sighting
+from autoroll.core.guardrails import RollPlan
 from autoroll.core.images import TagRef
-from autoroll.core.lookups import Resolution
-from autoroll.core.model import Digest, Enrolled, ImageContent, Unknown
-from autoroll.core.policy import Guardrails, workload_policy
+from autoroll.core.model import Digest, Enrolled, Unknown
+from autoroll.core.policy import Guardrails
 from autoroll.core.ports import ClusterPort, EventPort, NodePort, QuarantinePort, RegistryPort
 from autoroll.core.quarantine import EMPTY, QuarantineBook, condemned
 from autoroll.core.scope import FULL, Scope
-from autoroll.core.tenancy import fair_order
 from autoroll.instruments.metrics import Metrics
 
 log = logging.getLogger(__name__)
@@ -133,26 +114,6 @@ class TickReport:
     #: secret): ``autoroll plan`` shows it
     sources: Mapping[str, Mapping[TagRef, str]] = field(default_factory=dict)
     quarantine: QuarantineBook = EMPTY  # the quarantined digests as the pass ended
-
-
-@dataclass(slots=True)
-class _Acted:
-    """What the execution step learnt: fresh decisions by workload key, the holds the
-    guardrails put on them, and how many workloads were read again."""
-
-    decisions: dict[str, Decision] = field(default_factory=dict)
-    holds: list[Hold] = field(default_factory=list)
-    fresh_reads: int = 0
-
-
-def _judged_whole(items: Sequence[tuple[Enrolled, Decision]]) -> set[str]:
-    """The workloads whose every container this pass judged: a container on a tag outside
-    a targeted pass's scope is not, so whether its roll is under way is not known here."""
-    return {
-        e.workload.key
-        for e, d in items
-        if not any(v.reason is Reason.NOT_IN_SCOPE for v in d.containers)
-    }
 
 
 def _never() -> bool:
@@ -211,23 +172,23 @@ class Reconciler:
         them (None: every tag asked with the registries' own credentials). ``pinning``: new
         pods are pinned at admission, so ``IfNotPresent`` containers roll too; ``approvals``
         is told each plan before its first deletion, and when a term ends (docs/adr/028)."""
-        self._cluster = cluster
-        self._pinning = pinning
         self._approvals = approvals
-        self._asker = Asker(registry=registry, nodes=nodes, registries=registries, pinning=pinning)
-        self._halted_after = halted_after
         self._registry = registry
-        self._registries = frozenset(registries)
-        self._registry_ask = RegistryAsk(
-            registry=registry, registries=registries, credentials=credentials, pinning=pinning
+        self._reader = PassReader(
+            cluster=cluster,
+            registry=registry,
+            registry_ask=RegistryAsk(
+                registry=registry, registries=registries, credentials=credentials, pinning=pinning
+            ),
+            registries=registries,
+            clock=clock,
+            pinning=pinning,
+            lookups_per_namespace=lookups_per_namespace,
         )
         self._clock = clock
         self._leading = leading
         self._term = term
-        self._lookups_per_namespace = lookups_per_namespace  # 0: no share (autoroll.core.tenancy)
-        self._executor = Executor(
-            cluster=cluster, dry_run=dry_run, may_act=may_act, authority=authority
-        )
+        executor = Executor(cluster=cluster, dry_run=dry_run, may_act=may_act, authority=authority)
         self._observer = PassObserver(metrics=metrics)
         self._announcer = announcer or Announcer(
             metrics=metrics, events=events, dry_run=dry_run, evicting=evicting
@@ -236,18 +197,29 @@ class Reconciler:
         self._keeper = QuarantineKeeper(metrics=metrics, store=quarantine, writable=not dry_run)
         self._guardrails = guardrails or Guardrails()
         # Everything below gates deletions and belongs to one leadership term (``_new_term``):
-        # the loop guard's sightings and the pods read before each roll's first deletion;
-        # when this process deleted (or, in dry-run, would have deleted) a pod, and the
-        # evidence of a previous leader's deletions taken as its term began: the budget's
-        # count (autoroll.core.guardrails), pruned to one period; the workloads mid-roll as last
-        # decided (or with a pod deleted since), by key: the in-flight slots a targeted
-        # pass cannot see (``_plan``).
+        # the loop guard's sightings and the pods read before each roll's first deletion; the
+        # planner's memory of recent deletions and of who is mid-roll (``RollPlanner``).
         self._sightings: dict[TagRef, Sighting] = {}
         self._rolls = RollMemory()
-        self._deleted_at: list[Deletion] = []
-        self._mid_roll: set[str] = set()
-        self._term_started = False
+        self._planner = RollPlanner(guardrails=self._guardrails, keeper=self._keeper, clock=clock)
         self._term_seen: int | None = None
+        self._decider = PassDecider(
+            asker=Asker(registry=registry, nodes=nodes, registries=registries, pinning=pinning),
+            rolls=self._rolls,
+            observer=self._observer,
+            guardrails=self._guardrails,
+            halted_after=halted_after,
+        )
+        self._runner = PlanRunner(
+            cluster=cluster,
+            executor=executor,
+            planner=self._planner,
+            rolls=self._rolls,
+            observer=self._observer,
+            announcer=self._announcer,
+            decider=self._decider,
+            clock=clock,
+        )
 
     @property
     def sightings(self) -> Mapping[TagRef, Sighting]:
@@ -280,7 +252,7 @@ class Reconciler:
         scope = self._pass_scope(scope)
         # A term that cannot tell what is quarantined acts on nothing (this raises).
         self._keeper.refresh(full=scope.is_full)
-        enrolled, resolution = self._read(scope)
+        enrolled, resolution, self._sightings = self._reader.read(scope, self._sightings)
         resolved = resolution.by_ref
         # The caches as this pass starts, plus every answer it gets (Unknown included).
         state = PassState(
@@ -290,23 +262,25 @@ class Reconciler:
             {},  # this pass's Node reads only
             resolution.by_workload,
         )
-        items, halts, abandoned = self._decide_all(enrolled, state, now=now, stopping=stopping)
+        items, halts, abandoned = self._decider.decide_all(
+            enrolled, state, self._sightings, now=now, stopping=stopping
+        )
         self._quarantine(halts, now=now)
         plan: RollPlan | None = None
         executed: list[Executed] = []
-        acted = _Acted()
+        acted = Acted()
         if not abandoned:
             # The one point where decisions become actions: the guardrails choose which of
             # the decided deletions go now, and in which order (autoroll.core.guardrails); each
             # is then decided again on a fresh read, and planned again, right before it.
-            plan = self._plan(items)
+            plan = self._planner.plan(items, sightings=self._sightings)
             self._observer.planned(plan)
             if self._approvals is not None:
                 # Before the first DELETE: its replacement is admitted on the new approval.
                 self._approvals.planned(
                     items, plan, self._sightings, now=self._clock(), whole=scope.is_full
                 )
-            abandoned = self._execute(
+            abandoned = self._runner.run(
                 plan,
                 items,
                 state=state,
@@ -314,8 +288,9 @@ class Reconciler:
                 executed=executed,
                 stopping=stopping,
                 scope=scope,
+                sightings=self._sightings,
             )
-            self._remember_mid_roll(plan, items, scope)
+            self._planner.remember_mid_roll(plan, items, scope)
             plan = replace(plan, holds=plan.holds + tuple(acted.holds))
             self._rolls.settle(
                 (e.workload.key, acted.decisions.get(e.workload.key, d)) for e, d in items
@@ -330,7 +305,7 @@ class Reconciler:
             enrolled, scope=scope, fresh_reads=acted.fresh_reads, complete=not abandoned
         )
         if not abandoned:
-            self._remember_targets(resolved, state.contents)
+            self._reader.remember_targets(resolved, state.contents)
         decisions = tuple(acted.decisions.get(e.workload.key, d) for e, d in items)
         return TickReport(
             now,
@@ -352,59 +327,24 @@ class Reconciler:
         """Forget everything that gates a deletion: a term starts from the cluster and the
         registry alone (ARCHITECTURE.md, property 13). Sightings kept from an earlier term
         would guard, forever, pods another leader rolled meanwhile."""
-        self._term_started = False
+        self._planner.new_term()
         self._sightings = {}
         if self._approvals is not None:
             self._approvals.term_ended()
         self._rolls.clear()
-        self._deleted_at = []
-        self._mid_roll = set()
         self._keeper.new_term()
         self._announcer.new_term()
 
     def _pass_scope(self, scope: Scope) -> Scope:
         """The scope asked for, except on a term's first pass, which is always full."""
-        if not self._term_started and not scope.is_full:
+        if not self._planner.term_started and not scope.is_full:
             # The budget's evidence and the in-flight count are cluster-wide: a term starts
-            # with a full pass, whatever asked for it (``_plan``).
+            # with a full pass, whatever asked for it (``RollPlanner.plan``).
             log.info("first pass of this term: looking at every workload, not only %s", scope)
             return FULL
         return scope
 
-    def _decide_all(
-        self,
-        enrolled: Sequence[Enrolled],
-        state: PassState,
-        *,
-        now: datetime,
-        stopping: Callable[[], bool],
-    ) -> tuple[
-        list[tuple[Enrolled, Decision]], list[tuple[Enrolled, Decision, RolloutHalt, bool]], bool
-    ]:
-        """Decide every workload in turn, saying loudly which rollouts are halted (each with
-        whether it is new); True with them if a stop was requested before every one was
-        decided."""
-        items: list[tuple[Enrolled, Decision]] = []
-        halts: list[tuple[Enrolled, Decision, RolloutHalt, bool]] = []
-        for item in enrolled:
-            if stopping():
-                log.info("stop requested; leaving the rest of this pass undone")
-                return items, halts, True
-            decision = self._ask(item, state, now=now)
-            self._rolls.saw(item)
-            items.append((item, decision))
-            self._observer.foreign(item)
-            self._observer.decided(decision)
-            halt = rollout_halt(
-                decision=decision, pods=item.pods, now=now, after=self._halted_after
-            )
-            if halt is not None:
-                halts.append((item, decision, halt, self._observer.halted(item.workload, halt)))
-        return items, halts, False
-
-    def _quarantine(
-        self, halts: Sequence[tuple[Enrolled, Decision, RolloutHalt, bool]], *, now: datetime
-    ) -> None:
+    def _quarantine(self, halts: Sequence[Halted], *, now: datetime) -> None:
         """Quarantine what each halt is evidence against (again every pass: a record that
         lost an entry gets it back while the evidence lasts); tell each new halt once."""
         for item, decision, halt, new in halts:
@@ -417,230 +357,3 @@ class Reconciler:
             self._announcer.halted(
                 item.workload, halt, found=found, added=added, active=active, now=now
             )
-
-    def _plan(self, items: Sequence[tuple[Enrolled, Decision]]) -> RollPlan:
-        """The guardrails over the whole pass; the deletion memory is pruned to its period.
-
-        The first pass of a term (this process's first, or the first after leading again)
-        adds the creation times of the enrolled pods created in the last period: a previous
-        leader's deletions, which this process cannot remember, left those replacements.
-        Taken once, so that rolling one of them again cannot erase the evidence; and from
-        every enrolled workload: a term's first pass is always a full one (``tick``).
-
-        A targeted pass sees only some workloads, and of some only the containers on its
-        tags, but the in-flight limit counts all of them: those it cannot judge whole that
-        were mid-roll when last decided (or had a pod deleted since) hold their slots
-        (``_mid_roll``).
-        """
-        now = self._clock()
-        period = self._guardrails.period
-        if not self._term_started:
-            self._term_started = True
-            self._deleted_at.extend(pods_started([e for e, _ in items], now=now, period=period))
-        self._deleted_at = [d for d in self._deleted_at if d.at > now - period]
-        return plan_rolls(
-            items=items,
-            sightings=self._sightings,
-            guardrails=self._guardrails,
-            deleted_at=self._deleted_at,
-            now=now,
-            mid_roll_elsewhere=self._mid_roll - _judged_whole(items),
-            quarantine=self._keeper.book,
-        )
-
-    def _remember_mid_roll(
-        self, plan: RollPlan, items: Sequence[tuple[Enrolled, Decision]], scope: Scope
-    ) -> None:
-        """Who holds an in-flight slot, for the targeted passes to come: a full pass's plan
-        says it for everyone; a targeted one only for its own workloads. A workload a pod
-        was deleted from now is mid-roll whatever it was before."""
-        here = {e.workload.key for e, _ in items}
-        kept = set() if scope.is_full else self._mid_roll - _judged_whole(items)
-        started = {a.workload_key for a in plan.go}
-        self._mid_roll = kept | (set(plan.budget.mid_roll) & here) | started
-
-    def _execute(
-        self,
-        plan: RollPlan,
-        items: Sequence[tuple[Enrolled, Decision]],
-        *,
-        state: PassState,
-        acted: _Acted,
-        executed: list[Executed],
-        stopping: Callable[[], bool],
-        scope: Scope,
-    ) -> bool:
-        """Carry out the plan's deletions in its order, each only as a fresh read and the
-        guardrails over it still say (module docstring); True if the pass must end early."""
-        found = {d.actions[0]: (e, d) for e, d in items if d.actions}
-        for action in plan.go:
-            if stopping():
-                log.info("stop requested; leaving the rest of this pass's deletions undone")
-                return True
-            item, decision = found[action]
-            acted.fresh_reads += 1
-            fresh, now_decision, failed = self._decide_fresh(item, state, found=decision)
-            if failed is not None:
-                acted.decisions[item.workload.key] = now_decision
-                executed.append(failed)
-                self._observer.executed(item.workload, failed)
-                return True
-            acted.decisions[item.workload.key] = now_decision
-            if fresh is None:
-                # Gone, replaced, or no longer enrolled by the fresh read: nothing to act on.
-                log.info("%s: gone or no longer enrolled; not acting on it", item.workload.key)
-                continue
-            if now_decision != decision:
-                self._observer.decided(now_decision)
-            others = [(e, d) for e, d in items if e.workload.key != item.workload.key]
-            again = self._replan(fresh, now_decision, others)
-            for hold in again.holds:
-                acted.holds.append(hold)
-                self._observer.held(hold)
-            # decide() emits at most one action, and a plan of one workload one go at most.
-            for go in again.go[:1]:
-                done = self._executor.execute(go)
-                executed.append(done)
-                if done.outcome.spends_budget:
-                    self._deleted_at.append(Deletion(self._clock(), go.namespace))
-                if done.outcome in (Outcome.DELETED, Outcome.ERROR):
-                    # Sent (an error may have reached the API): its replacement is ours.
-                    self._rolls.deleting(fresh)
-                self._observer.executed(fresh.workload, done)
-                self._announcer.executed(
-                    fresh,
-                    now_decision,
-                    done,
-                    scope=scope,
-                    sightings=self._sightings,
-                    now=self._clock(),
-                )
-                if done.outcome.ends_pass:
-                    return True
-        return False
-
-    def _replan(
-        self,
-        item: Enrolled,
-        decision: Decision,
-        others: Sequence[tuple[Enrolled, Decision]],
-    ) -> RollPlan:
-        """The guardrails over one freshly read workload, at this moment, with the deletions
-        made so far (this pass's included) counted against the budget. Its in-flight slot
-        was granted by the pass's plan; ``others`` (the rest of the pass) order the roll
-        across workloads (waves, a digest proving itself first)."""
-        now = self._clock()
-        self._deleted_at = [d for d in self._deleted_at if d.at > now - self._guardrails.period]
-        return plan_rolls(
-            items=[(item, decision)],
-            sightings=self._sightings,
-            guardrails=self._guardrails,
-            deleted_at=self._deleted_at,
-            now=now,
-            quarantine=self._keeper.book,
-            others=others,
-        )
-
-    def _read(self, scope: Scope) -> tuple[tuple[Enrolled, ...], Resolution]:
-        """The listing, then the sighting clock, then the registry (module docstring)."""
-        enrolled = tuple(self._in_scope(self._cluster.snapshot(scope), scope))
-        uses: dict[str, set[TagRef]] = {}
-        for item in enrolled:
-            for ref in self._refs(item):
-                if scope.covers(ref):
-                    uses.setdefault(item.workload.namespace, set()).add(ref)
-        # In turns across namespaces, each within its share (autoroll.core.tenancy).
-        order, unasked = fair_order(uses, per_namespace=self._lookups_per_namespace)
-        # Order matters to the loop guard: every pod listed is older than the sighting time
-        # read after the listing, which is older than the registry's answer.
-        listed = listed_uids(
-            ((e.workload, e.pods) for e in enrolled),
-            registries=self._registries,
-            pinning=self._pinning,
-        )
-        seen_at = self._clock()
-        # Each tag asked with the credentials its workloads' pods pull with (pull secrets).
-        resolution = self._registry_ask.ask(enrolled, scope=scope, order=order, unasked=unasked)
-        self._sightings = observe_targets(
-            self._sightings,
-            resolution.by_ref,
-            now=seen_at,
-            listed=listed,
-            partial=not scope.is_full,
-        )
-        return enrolled, resolution
-
-    def _in_scope(self, listing: Sequence[Enrolled], scope: Scope) -> list[Enrolled]:
-        """The workloads of ``listing`` that use a tag of ``scope`` (all, for a full one)."""
-        if scope.is_full:
-            return list(listing)
-        return [item for item in listing if any(scope.covers(ref) for ref in self._refs(item))]
-
-    def _refs(self, item: Enrolled) -> set[TagRef]:
-        return refs_to_resolve([item.workload], registries=self._registries, pinning=self._pinning)
-
-    def _ask(self, item: Enrolled, state: PassState, *, now: datetime) -> Decision:
-        """``decide`` one workload with this term's memory (sightings, its roll's start, the
-        pods its roll saw Ready) and its health window (ROLL_HEALTHY_SECONDS or its
-        annotation)."""
-        key = item.workload.key
-        policy = workload_policy(dict(item.workload.annotations), defaults=self._guardrails)
-        health = replace(policy.health_window, seen_ready=self._rolls.ready_seen(key))
-        return self._asker.decide(
-            item,
-            state,
-            self._sightings,
-            now=now,
-            rolled_from=self._rolls.rolled_from(key),
-            health=health,
-        )
-
-    def _decide_fresh(
-        self, item: Enrolled, state: PassState, *, found: Decision
-    ) -> tuple[Enrolled | None, Decision, Executed | None]:
-        """Read the workload again, whole (its object, its pods and, for a DaemonSet, the
-        Nodes again), and decide on that read (module docstring).
-
-        A failed read deletes nothing: the decision found is kept without its action, and
-        the failure is reported as that action's outcome (which ends the pass). A workload
-        the read finds gone, replaced or no longer enrolled is None: nothing to act on.
-        """
-        try:
-            fresh = self._cluster.read_now(item.workload)
-        except Exception as exc:  # reported as the action's outcome by the observer
-            failed = Executed(found.actions[0], Outcome.READ_FAILED, str(exc))
-            return item, replace(found, actions=()), failed
-        if fresh is None:
-            return None, replace(found, actions=()), None
-        # Node readiness read earlier in the pass is not fresh: ask again.
-        decision = self._ask(fresh, replace(state, nodes={}), now=self._clock())
-        self._rolls.saw(fresh)
-        return fresh, decision, None
-
-    def _remember_targets(
-        self,
-        resolved: Mapping[TagRef, Digest | Unknown],
-        contents: Mapping[Digest, ImageContent | Unknown],
-    ) -> None:
-        """Resolve each target's image configs while it is still the target.
-
-        Gitea (and Forgejo, which forked its registry) drops a tag's previous manifest when
-        the tag is pushed again: once the tag has moved, the pods still running the old
-        build name a manifest the registry answers 404 for, and their content is known only
-        if it was fetched before (the client keeps it by digest, in memory). So at the end
-        of a pass, with what is left of its registry budget, every target not yet resolved
-        is: once per target digest; a failure is simply asked again next pass.
-        """
-        wanted = {
-            ContentRequest(ref.host, ref.repository, digest)
-            for ref, digest in resolved.items()
-            if isinstance(digest, Digest) and digest not in contents  # not asked this pass
-        }
-        if not wanted:
-            return
-        try:
-            self._registry.fetch_content(wanted)
-        except Exception:
-            # A best-effort fetch for later passes: whatever raised here is told, never the
-            # end of a pass that has already acted (docs/adr/020).
-            log.exception("resolving the targets' image configs for later passes raised")

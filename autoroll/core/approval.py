@@ -102,7 +102,7 @@ class PlanOutcome:
     let go now, or held (by the planner's reason, with its detail and ``until``)."""
 
     let_go: bool = False
-    held: str | None = None  # a guardrails.HoldReason value
+    held: str | None = None  # a holds.HoldReason value
     detail: str = ""
     until: datetime | None = None
 

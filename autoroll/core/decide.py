@@ -2,13 +2,15 @@
 
 API for the shell (stable; extended, never renamed)
 ---------------------------------------------------
-1. ``refs = refs_to_resolve(workloads, registries=cfg.registry_hosts)`` -> ``set[TagRef]``.
+1. ``refs = refs_to_resolve(workloads, registries=cfg.registry_hosts)`` -> ``set[TagRef]``
+   (``autoroll.core.selection``: which containers count, and why the others do not).
 2. ``resolved = registry.resolve(refs)`` -> ``dict[TagRef, Digest | Unknown]`` (one HEAD each).
 3. ``sightings = observe_targets(sightings, resolved, now=now, listed=listed)``: the loop-guard
    memory, a plain ``dict[TagRef, Sighting]`` the shell keeps in memory between ticks (nothing
    on disk). ``listed = listed_uids(snapshot, registries=...)`` names, per ref, the pods the
    shell listed *before* step 2 asked the registry, and ``now`` is read after that listing:
-   both are what lets a first sighting remember which pods are surely older than it.
+   both are what lets a first sighting remember which pods are surely older than it
+   (both in ``autoroll.core.sightings``).
 4. Per workload (a Deployment, StatefulSet or DaemonSet: ``WorkloadView``)::
 
        decision = decide(workload=w, pods=pods, registries=..., resolved=resolved,
@@ -57,8 +59,8 @@ Safety properties enforced here (see docs/adr/001-cluster-is-the-state.md):
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 
 from autoroll.core.compare import ContentMatch, compare_pod, match_content
@@ -79,18 +81,10 @@ from autoroll.core.decision import (
     Verdict,
 )
 from autoroll.core.health import OFF, Health, HealthState, HealthWindow, health_window
-from autoroll.core.images import (
-    ImageRef,
-    ImageRefError,
-    TagRef,
-    is_listed,
-    parse_image,
-)
+from autoroll.core.images import TagRef
 from autoroll.core.kinds import is_settled
 from autoroll.core.ladder import ContainerResult, Ladder
 from autoroll.core.model import (
-    PULL_ALWAYS,
-    PULL_IF_NOT_PRESENT,
     ContainerRole,
     ContainerView,
     Digest,
@@ -100,6 +94,7 @@ from autoroll.core.model import (
     Unknown,
     WorkloadView,
 )
+from autoroll.core.selection import select_container
 
 __all__ = [
     "ChildrenRequest",
@@ -113,164 +108,15 @@ __all__ = [
     "PodFinding",
     "PodState",
     "Reason",
-    "Selection",
     "SettledReason",
     "Settledness",
     "Sighting",
     "Verdict",
     "decide",
     "is_settled",
-    "listed_uids",
     "match_content",
-    "observe_targets",
-    "refs_to_resolve",
-    "select_container",
     "undecided",
 ]
-
-
-# --------------------------------------------------------------------------------------------
-# Which containers count
-
-#: Pull policies under which a recreated pod is sure to run the tag's new digest: Always
-#: (it pulls the tag again), and, once pinned at admission, IfNotPresent (it names the digest).
-_POLICIES = frozenset({PULL_ALWAYS})
-_PINNED_POLICIES = frozenset({PULL_ALWAYS, PULL_IF_NOT_PRESENT})
-
-
-@dataclass(frozen=True, slots=True)
-class Selection:
-    """Whether a template container takes part, and the ref to resolve if it does."""
-
-    container: ContainerView
-    ref: TagRef | None  # set iff counted
-    reason: Reason | None = None  # why not counted
-    detail: str = ""
-
-    @property
-    def is_counted(self) -> bool:
-        return self.ref is not None
-
-
-def select_container(
-    container: ContainerView, *, registries: Collection[str], pinning: bool = False
-) -> Selection:
-    """Does this container take part in rolling? A ladder: the first reason to ignore wins.
-
-    ``pinning``: the pinning webhook is on (docs/adr/028), so a replacement is admitted
-    pinned to its digest and runs it whatever its pull policy: ``IfNotPresent`` rolls too.
-    ``Never`` never does (the kubelet would not pull the pinned digest)."""
-    try:
-        image: ImageRef = parse_image(container.image)
-    except ImageRefError as exc:
-        # An image the runtime would not accept either; nothing sensible to compare.
-        return Selection(container, None, Reason.INVALID_IMAGE, str(exc))
-    if not is_listed(image.host, registries):
-        # Only the configured registries' tags are watched; other hosts are someone else's.
-        listed = ", ".join(sorted(registries)) or "none"
-        return Selection(
-            container,
-            None,
-            Reason.OTHER_HOST,
-            f"host {image.host} is not a configured registry (configured: {listed})",
-        )
-    ref = image.tag_ref
-    if ref is None:
-        # Pinned by digest: the image cannot move, so there is nothing to roll.
-        return Selection(container, None, Reason.DIGEST_PINNED, "image is pinned by digest")
-    if container.image_pull_policy not in (_PINNED_POLICIES if pinning else _POLICIES):
-        # A recreated pod might reuse the node's cached image and come back stale: never roll.
-        return Selection(
-            container,
-            None,
-            Reason.PULL_POLICY_NOT_ALWAYS,
-            f"imagePullPolicy is {container.image_pull_policy or 'unset'!s}; set it to Always"
-            + (" or IfNotPresent" if pinning else "")
-            + " to have this container rolled",
-        )
-    return Selection(container, ref)
-
-
-def refs_to_resolve(
-    workloads: Iterable[WorkloadView], *, registries: Collection[str], pinning: bool = False
-) -> set[TagRef]:
-    """Every ref the registry must be asked about this tick (deduplicated)."""
-    refs: set[TagRef] = set()
-    for workload in workloads:
-        for container in workload.containers:
-            ref = select_container(container, registries=registries, pinning=pinning).ref
-            if ref is not None:
-                refs.add(ref)
-    return refs
-
-
-# --------------------------------------------------------------------------------------------
-# Loop-guard memory
-
-
-def listed_uids(
-    snapshot: Iterable[tuple[WorkloadView, Sequence[PodView]]],
-    *,
-    registries: Collection[str],
-    pinning: bool = False,
-) -> dict[TagRef, frozenset[str]]:
-    """Per ref, the UIDs of the listed pods of every workload with a container using it.
-
-    Feeds ``observe_targets``: taken from a listing made before the registry is asked, these
-    pods all predate any digest that the registry's answers show for the first time.
-    """
-    uids: dict[TagRef, set[str]] = {}
-    for workload, pods in snapshot:
-        pod_uids = {p.uid for p in pods if p.uid}
-        for container in workload.containers:
-            ref = select_container(container, registries=registries, pinning=pinning).ref
-            if ref is not None:
-                uids.setdefault(ref, set()).update(pod_uids)
-    return {ref: frozenset(found) for ref, found in uids.items()}
-
-
-def observe_targets(
-    previous: Mapping[TagRef, Sighting],
-    resolved: Mapping[TagRef, Digest | Unknown],
-    *,
-    now: datetime,
-    listed: Mapping[TagRef, frozenset[str]] | None = None,
-    partial: bool = False,
-) -> dict[TagRef, Sighting]:
-    """The next loop-guard memory: when each ref's current digest was first seen, and which
-    pods were listed before that.
-
-    Keyed by ref, not by digest, so that a tag moving back to an older digest counts as a
-    new sighting (otherwise pods of the intermediate digest could never be replaced). An
-    unknown answer keeps the previous sighting. After a full pass (``partial`` false) refs
-    no longer resolved are forgotten, so the memory is bounded by the enrolled refs and,
-    per ref, by the pods listed at its sighting (a new digest replaces the set, an
-    unchanged one keeps it as it was). A targeted pass (``partial``) resolves only some
-    refs and keeps every other sighting as it was: it says nothing about them.
-
-    ``listed`` (see ``listed_uids``) must come from a listing finished before ``resolved``
-    was asked for, and ``now`` must be read after that listing: then every UID remembered
-    belongs to a pod created before ``now``. For a ref it resolves, that listing must hold
-    every enrolled workload using the ref, also in a targeted pass (``autoroll.core.scope``), or
-    a pod of a workload left out would be judged by its timestamp alone. Without ``listed``
-    only timestamps guard.
-    """
-    if now.tzinfo is None:
-        raise ValueError("now must be timezone-aware")
-    listed = listed or {}
-    memory: dict[TagRef, Sighting] = (
-        {ref: s for ref, s in previous.items() if ref not in resolved} if partial else {}
-    )
-    for ref, answer in resolved.items():
-        before = previous.get(ref)
-        if isinstance(answer, Unknown):
-            if before is not None:
-                memory[ref] = before
-        elif before is not None and before.digest == answer:
-            memory[ref] = before
-        else:
-            memory[ref] = Sighting(answer, now, listed.get(ref, frozenset()))
-    return memory
 
 
 # --------------------------------------------------------------------------------------------

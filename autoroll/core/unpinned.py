@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Final
 
-from autoroll.core.decide import select_container
 from autoroll.core.images import TagRef, pinned_digest
 from autoroll.core.model import Digest, Enrolled, PodView
+from autoroll.core.selection import select_container
 
 #: ``creationTimestamp`` has whole seconds: a pod stamped in the second the view was
 #: published may have been made just before it.

@@ -18,7 +18,8 @@ from autoroll.controller.credentials import PullCredentials
 from autoroll.controller.reconciler import Reconciler, TickReport
 from autoroll.core.approval import Approval
 from autoroll.core.decide import ContainerVerdict, Decision, Reason, Settledness, Verdict
-from autoroll.core.guardrails import Hold, RollPlan
+from autoroll.core.guardrails import RollPlan
+from autoroll.core.holds import Hold
 from autoroll.core.images import TagRef
 from autoroll.core.model import ContainerRole, Digest, Enrolled, Unknown, WorkloadKind
 from autoroll.core.policy import Guardrails, format_duration

@@ -30,7 +30,8 @@ from autoroll.config import Config
 from autoroll.config.choices import RolloutMethod
 from autoroll.config.leader import LeaderElection
 from autoroll.controller.announcer import Announcer
-from autoroll.controller.leader import Elector, HandOff, NudgeWatcher
+from autoroll.controller.handoff import HandOff, NudgeWatcher
+from autoroll.controller.leader import Elector
 from autoroll.controller.notifier import Notifier
 from autoroll.controller.pacer import RollPacer
 from autoroll.controller.reconciler import Reconciler, TickReport

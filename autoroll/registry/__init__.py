@@ -1,7 +1,9 @@
 """The registry adapter (``RegistryPort``): digests for tags, an index's children, and the
 image configs a manifest stands for, from the one configured registry.
 
-    client.py     RegistryClient: HEAD and GET by digest, auth, budget, back-off, redirects
+    client.py     RegistryClient: a tag's digest (HEAD), a pass's budget, the calls below
+    origin.py     the one request path: which credentials ask, same-origin redirects
+    fetcher.py    GET by digest: an index's children, an image's configs, cached by digest
     errors.py     the error tree; every failure becomes ``Unknown(reason)`` at the edge
     manifests.py  pure: media types, the digest header, index entries, config digests
     limits.py     Limits, the per-pass Deadline, and the seams the client reports through
@@ -12,7 +14,7 @@ image configs a manifest stands for, from the one configured registry.
 
 from __future__ import annotations
 
-from autoroll.registry.client import MAX_REDIRECTS, RegistryClient
+from autoroll.registry.client import RegistryClient
 from autoroll.registry.limits import Limits, NullObserver, RegistryObserver
 from autoroll.registry.manifests import (
     DOCKER_LIST,
@@ -25,6 +27,7 @@ from autoroll.registry.manifests import (
     OCI_MANIFEST,
     retry_after_seconds,
 )
+from autoroll.registry.origin import MAX_REDIRECTS
 from autoroll.registry.tls import proxies_in_use, registry_session
 
 __all__ = [

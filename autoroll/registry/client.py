@@ -9,15 +9,10 @@ and never read as "changed": the core skips an unknown image for the tick.
   Without the index types a registry answers a multi-arch tag with one platform's manifest
   (or 404), and that digest never equals the index digest containerd reports — so every pod
   would look stale forever.
-- ``fetch_children(requests)``: ``GET`` an index by digest, only when a pod's digest did not
-  match; the child digests are cached by index digest (content-addressed, so immutable).
-- ``fetch_content(requests)``: the image configs a manifest or index stands for, only when a
-  pod's digest is neither the target nor one of its children: ``GET`` the digest from the
-  repository the request names (a pod's imageID may name another repository than the
-  enrolled one: containerd reports the alphabetically first reference of the config), and
-  for an index each runnable child from the same repository (attestations are skipped).
-  Every body must hash to the digest it was asked by. Cached by digest, bounded
-  (``Limits.content_cache_size``), like the children.
+- ``fetch_children(requests)``, ``fetch_content(requests)``: what a digest stands for, an
+  index's children and the image configs, ``GET`` by digest only when a pod's digest did
+  not match, verified and cached by digest (``autoroll.registry.fetcher``).
+- ``holds_manifest(ref, digest)``: is a digest still in its repository (one HEAD by digest).
 
 Authentication (``signin``, ``auth``): each lookup carries the credentials a pod would pull
 with (``autoroll.core.lookups``); the registry's own (a chart Secret's, then the Forgejo
@@ -33,7 +28,7 @@ parsed with ``authchallenge`` (RFC 9110), and the Bearer one is used wherever it
 Lookups that run at once and need a token for the same credential and scope fetch it once. A
 refused request says what to fix (the Secret it came from; ``FORGEJO_USER``,
 ``FORGEJO_TOKEN`` and its ``read:package`` scope) in its ``Unknown`` detail. A GET by digest
-asks with the chain that last answered its repository's HEAD.
+asks with the chain that last answered its repository's HEAD (``autoroll.registry.origin``).
 
 Time is bounded twice: each request has connect and read timeouts, and each tick (one
 ``resolve`` and the ``fetch_children`` and ``fetch_content`` calls after it) has an overall
@@ -51,42 +46,27 @@ wait longer each time. The state belongs to the client, and a client talks to on
 so other registries are never affected (``autoroll.registry.pool`` asks each in turn of its
 own).
 
-Redirects: a 3xx whose ``Location`` is on the registry's own origin (same scheme, host and
-port) is followed with the same credentials, at most ``MAX_REDIRECTS`` hops. A redirect
-to any other origin is not followed at all (``Unknown("redirect-refused")``): a manifest
-answer from elsewhere is not the registry's, and following would hand the credentials to
-that host. A 3xx without a ``Location`` is ``http-3xx``.
-
-The error tree and the pure parsing of answers are in ``autoroll.registry.errors`` and
-``autoroll.registry.manifests``; limits and the observer seam in ``autoroll.registry.limits``.
+Redirects are followed on the registry's own origin only, with the same credentials
+(``autoroll.registry.origin``, the one request path). The error tree and the pure parsing of
+answers are in ``autoroll.registry.errors`` and ``autoroll.registry.manifests``; limits and the
+observer seam in ``autoroll.registry.limits``.
 """
 
 from __future__ import annotations
 
-import hashlib
-import threading
 import time
-from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from functools import partial
-from typing import Final, TypeVar
-from urllib.parse import urljoin, urlsplit
+from collections.abc import Callable, Iterable, Mapping
+from urllib.parse import urlsplit
 
 import requests
 
-from autoroll.core.images import TagRef, host_matches, registry_host
+from autoroll.core.images import TagRef, registry_host
 from autoroll.core.keyring import Credential, Keyring
 from autoroll.core.lookups import Answer, Lookup
 from autoroll.core.model import Digest, ImageContent, Unknown
 from autoroll.registry.auth import FORGEJO_SOURCE, TokenFlow
-from autoroll.registry.errors import (
-    BadResponseError,
-    RedirectError,
-    RegistryError,
-    StatusError,
-    WrongHostError,
-)
+from autoroll.registry.errors import RegistryError, StatusError
+from autoroll.registry.fetcher import ContentFetcher
 from autoroll.registry.limits import (
     ChildrenWanted,
     ContentWanted,
@@ -94,24 +74,12 @@ from autoroll.registry.limits import (
     Limits,
     NullObserver,
     RegistryObserver,
+    each_at_once,
 )
-from autoroll.registry.manifests import (
-    config_digest,
-    digest_header,
-    index_entries,
-    is_index,
-    manifest_document,
-    read_capped,
-)
+from autoroll.registry.manifests import digest_header
+from autoroll.registry.origin import RegistryOrigin
 from autoroll.registry.signin import SignIn
 from autoroll.registry.wire import Wire
-
-#: Same-origin redirects followed per request; registries that redirect use one hop.
-MAX_REDIRECTS: Final = 3
-_REDIRECT_STATUSES: Final = frozenset({301, 302, 303, 307, 308})
-_T = TypeVar("_T")
-_A = TypeVar("_A")
-
 
 # --------------------------------------------------------------------------------------------
 # The client
@@ -157,7 +125,6 @@ class RegistryClient:
         if parts.scheme not in {"http", "https"} or not parts.netloc or parts.path not in {"", "/"}:
             raise ValueError(f"base_url must be scheme://host[:port], got {base_url!r}")
         self._base = f"{parts.scheme}://{parts.netloc}"
-        self._scheme = parts.scheme
         self._host = parts.netloc
         self._keyring = keyring or Keyring()
         self._forgejo = (
@@ -182,15 +149,18 @@ class RegistryClient:
             on_token=on_secret,
             realm_hosts=realm_hosts,
         )
-        self._signin = SignIn(wire=self._wire, tokens=tokens)
-        #: the chain that last got an answer per repository: GETs by digest there use it
-        self._chains: dict[str, tuple[Credential, ...]] = {}
-        self._children: OrderedDict[Digest, frozenset[Digest]] = OrderedDict()
-        self._failed_children: dict[Digest, Unknown] = {}
-        self._content: OrderedDict[Digest, ImageContent] = OrderedDict()
-        self._failed_content: dict[tuple[str, Digest], Unknown] = {}
+        self._origin = RegistryOrigin(
+            base=self._base,
+            scheme=parts.scheme,
+            host=self._host,
+            own=self._own,
+            wire=self._wire,
+            signin=SignIn(wire=self._wire, tokens=tokens),
+        )
+        self._fetcher = ContentFetcher(
+            origin=self._origin, limits=self._limits, observer=self._observer
+        )
         self._tick: Deadline | None = None
-        self._cache_lock = threading.Lock()
 
     def _own(self, repository: str) -> tuple[Credential, ...]:
         """The registry's own credentials for ``repository``: its Secret's that serve it,
@@ -230,7 +200,7 @@ class RegistryClient:
         # quiet period before it sends, so after a 429 only the requests already in flight
         # (at most workers - 1) are answered; the rest are Unknown("backoff").
         with deadline.running():
-            answers = self._each(lambda item: self._answer(item, deadline), unique)
+            answers = each_at_once(lambda item: self._answer(item, deadline), unique, self._limits)
         return dict(zip(unique, answers, strict=True))
 
     def begin_pass(self) -> Deadline:
@@ -241,13 +211,12 @@ class RegistryClient:
         deadline.pause()  # it runs inside this client's calls only
         self._tick = deadline
         self._wire.new_pass()
-        self._failed_children.clear()
-        self._failed_content.clear()
+        self._fetcher.new_pass()
         return deadline
 
     def known_children(self) -> Mapping[Digest, frozenset[Digest]]:
         """Every index expansion cached so far (pass it to ``decide`` as a start)."""
-        return dict(self._children)
+        return self._fetcher.known_children()
 
     def fetch_children(
         self, wanted: Iterable[ChildrenWanted]
@@ -258,35 +227,11 @@ class RegistryClient:
         again until the next ``resolve``, however many Deployments want it.
         """
         deadline = self._tick or Deadline(self._clock, self._limits.budget_seconds)
-        with deadline.running():
-            return self._children_of(wanted, deadline)
-
-    def _children_of(
-        self, wanted: Iterable[ChildrenWanted], deadline: Deadline
-    ) -> dict[Digest, frozenset[Digest] | Unknown]:
-        answers: dict[Digest, frozenset[Digest] | Unknown] = {}
-        for item in sorted(wanted, key=lambda w: (w.digest, w.ref)):
-            if item.digest in answers:
-                continue
-            cached = self._cached_children(item.digest)
-            if cached is not None:
-                answers[item.digest] = cached
-                continue
-            failed = self._failed_children.get(item.digest)
-            if failed is not None:
-                answers[item.digest] = failed
-                continue
-            answer = self._lookup(partial(self._get_children, item.ref, item.digest, deadline))
-            if isinstance(answer, frozenset):
-                self._remember(item.digest, answer)
-            else:
-                self._failed_children[item.digest] = answer
-            answers[item.digest] = answer
-        return answers
+        return self._fetcher.fetch_children(wanted, deadline)
 
     def known_content(self) -> Mapping[Digest, ImageContent]:
         """Every manifest's and index's configs resolved so far (pass it to ``decide``)."""
-        return dict(self._content)
+        return self._fetcher.known_content()
 
     def fetch_content(
         self, wanted: Iterable[ContentWanted]
@@ -298,16 +243,7 @@ class RegistryClient:
         another, but is not asked again from the same one until the next ``resolve``.
         """
         deadline = self._tick or Deadline(self._clock, self._limits.budget_seconds)
-        by_digest: dict[Digest, list[ContentWanted]] = {}
-        for item in sorted(wanted, key=lambda w: (w.digest, w.host, w.repository)):
-            by_digest.setdefault(item.digest, []).append(item)
-        # Distinct digests a few at once, as ``lookup`` does: the end of a pass asks for
-        # every new target's configs, after a base-image push one per tag.
-        with deadline.running():
-            answers = self._each(
-                lambda items: self._content_from(items, deadline), list(by_digest.values())
-            )
-        return dict(zip(by_digest, answers, strict=True))
+        return self._fetcher.fetch_content(wanted, deadline)
 
     def holds_manifest(self, ref: TagRef, digest: Digest) -> bool | None:
         """Does the registry still hold ``digest`` in ``ref``'s repository? One HEAD by
@@ -319,9 +255,9 @@ class RegistryClient:
         deadline = self._tick or Deadline(self._clock, self._limits.budget_seconds)
         url = f"{self._base}/v2/{ref.repository}/manifests/{digest}"
         try:
-            self._check_host(ref.host, f"{ref.host}/{ref.repository}@{digest}")
+            self._origin.check_host(ref.host, f"{ref.host}/{ref.repository}@{digest}")
             with deadline.running():  # only the time inside the call counts (issue 28)
-                response, _ = self._send(
+                response, _ = self._origin.send(
                     "HEAD", url, ref.repository, deadline, kind="manifest-presence"
                 )
         except StatusError as refused:
@@ -334,40 +270,6 @@ class RegistryClient:
 
     # -- lookups ------------------------------------------------------------------------------
 
-    def _each(self, call: Callable[[_A], _T], items: list[_A]) -> list[_T]:
-        """``call`` for each item, up to ``Limits.lookup_concurrency`` at once, in order."""
-        workers = min(self._limits.lookup_concurrency, len(items))
-        if workers <= 1:
-            return [call(item) for item in items]
-        with ThreadPoolExecutor(workers, thread_name_prefix="autoroll-registry") as pool:
-            return list(pool.map(call, items))
-
-    def _content_from(
-        self, items: list[ContentWanted], deadline: Deadline
-    ) -> ImageContent | Unknown:
-        """One digest's configs from the first of ``items``' repositories that has them."""
-        answer: ImageContent | Unknown = Unknown("not-asked")
-        for item in items:
-            failed = self._failed_content.get((item.repository, item.digest))
-            if failed is not None:
-                answer = failed
-                continue
-            answer = self._lookup(
-                partial(self._content_of, item.host, item.repository, item.digest, deadline)
-            )
-            if isinstance(answer, ImageContent):
-                return answer
-            self._failed_content[(item.repository, item.digest)] = answer
-        return answer
-
-    def _lookup(self, call: Callable[[], _T]) -> _T | Unknown:
-        """Run one lookup; every failure becomes Unknown(reason) and is reported once."""
-        try:
-            return call()
-        except RegistryError as exc:
-            self._observer.lookup_failed(exc.reason)
-            return exc.to_unknown()
-
     def _answer(self, item: Lookup, deadline: Deadline) -> Answer:
         """One lookup's answer; every failure is Unknown(reason), reported once."""
         try:
@@ -379,150 +281,19 @@ class RegistryClient:
 
     def _head_digest(self, item: Lookup, deadline: Deadline) -> tuple[Digest, str]:
         ref = item.ref
-        self._check_host(ref.host, str(ref))
+        self._origin.check_host(ref.host, str(ref))
         chain = item.credentials + self._own(ref.repository)
         url = f"{self._base}/v2/{ref.repository}/manifests/{ref.tag}"
         try:
-            response, source = self._send(
+            response, source = self._origin.send(
                 "HEAD", url, ref.repository, deadline, kind="manifest-head", chain=chain
             )
         except StatusError as refused:
             if refused.status in (401, 403):
                 # Credentials that stopped working (a rotated or deleted Secret) are not
                 # kept for the repository's GETs either.
-                self._chains.pop(ref.repository, None)
+                self._origin.refused(ref.repository)
             raise
         response.close()
-        self._chains[ref.repository] = chain  # GETs by digest here ask as the HEAD did
+        self._origin.answered(ref.repository, chain)  # GETs by digest here ask as the HEAD did
         return digest_header(response), source
-
-    def _get_children(self, ref: TagRef, digest: Digest, deadline: Deadline) -> frozenset[Digest]:
-        self._check_host(ref.host, str(ref))
-        document, url = self._get_manifest(ref.repository, digest, deadline)
-        if not is_index(document):
-            return frozenset()
-        return frozenset(entry.digest for entry in index_entries(document, url))
-
-    def _content_of(
-        self, host: str, repository: str, digest: Digest, deadline: Deadline, *, depth: int = 0
-    ) -> ImageContent:
-        """The configs ``digest`` stands for: its config, or its runnable children's."""
-        self._check_host(host, f"{host}/{repository}@{digest}")
-        cached = self._cached_content(digest)
-        if cached is not None:
-            return cached
-        document, url = self._get_manifest(repository, digest, deadline)
-        if not is_index(document):
-            content = ImageContent(frozenset({config_digest(document, url)}))
-        elif depth > 0:
-            # Runtimes resolve one level for a platform; deeper nesting is not worth guessing.
-            raise BadResponseError("bad-manifest", f"{url}: an index inside an index")
-        else:
-            entries = index_entries(document, url)
-            self._remember(digest, frozenset(entry.digest for entry in entries))
-            configs: set[Digest] = set()
-            platforms: set[tuple[str, Digest]] = set()
-            for entry in entries:
-                if entry.is_attestation:
-                    continue
-                child = self._content_of(host, repository, entry.digest, deadline, depth=1)
-                configs |= child.configs
-                if entry.platform is not None:
-                    platforms.update((entry.platform, config) for config in child.configs)
-            if not configs:
-                raise BadResponseError("bad-manifest", f"{url}: an index without a runnable image")
-            content = ImageContent(frozenset(configs), tuple(sorted(platforms)))
-        self._remember_content(digest, content)
-        return content
-
-    def _get_manifest(
-        self, repository: str, digest: Digest, deadline: Deadline
-    ) -> tuple[dict[str, object], str]:
-        """GET a manifest or index by digest: its JSON object, verified against the digest."""
-        url = f"{self._base}/v2/{repository}/manifests/{digest}"
-        response, _ = self._send("GET", url, repository, deadline, kind="manifest-get")
-        body = read_capped(response, deadline)
-        if hashlib.sha256(body).hexdigest() != digest.value.removeprefix("sha256:"):
-            raise BadResponseError("digest-mismatch", f"{url}: body does not hash to {digest}")
-        return manifest_document(body, url), url
-
-    def _check_host(self, host: str, what: str) -> None:
-        if not host_matches(host, self._host):
-            raise WrongHostError(f"{what} is not on {self._host}")
-
-    # -- HTTP ---------------------------------------------------------------------------------
-
-    def _send(
-        self,
-        method: str,
-        url: str,
-        repository: str,
-        deadline: Deadline,
-        *,
-        kind: str,
-        chain: Sequence[Credential] | None = None,
-    ) -> tuple[requests.Response, str]:
-        """One request, following same-origin redirects; anything but a 200 raises. Asked
-        with ``chain``, or the chain the repository's last HEAD used (else the registry's
-        own credentials); the source of the credential that answered comes back with it."""
-        if chain is None:
-            chain = self._chains.get(repository) or self._own(repository)
-        response, source = self._signin.send(method, url, repository, deadline, chain, kind=kind)
-        hops = 0
-        while response.status_code in _REDIRECT_STATUSES and response.headers.get("Location"):
-            location = response.headers["Location"]
-            response.close()
-            hops += 1
-            if hops > MAX_REDIRECTS:
-                raise RedirectError(f"{url}: more than {MAX_REDIRECTS} redirects")
-            url = self._redirect_target(url, location)
-            response, source = self._signin.send(
-                method, url, repository, deadline, chain, kind=kind
-            )
-        self._wire.note_answer(response)
-        if response.status_code != 200:
-            response.close()
-            raise StatusError(response.status_code, url)
-        return response, source
-
-    def _redirect_target(self, url: str, location: str) -> str:
-        """The absolute redirect target, only if it is on the registry's own origin."""
-        target = urljoin(url, location)
-        parts = urlsplit(target)
-        if parts.scheme != self._scheme or parts.netloc.lower() != self._host.lower():
-            # Not followed at all: no credentials, and no answer from a host we do not ask.
-            raise RedirectError(
-                f"{url}: redirect to {parts.scheme}://{parts.netloc} refused"
-                f" (only {self._base} is followed)"
-            )
-        return target
-
-    # Locked: ``fetch_content``'s worker threads file their answers at once.
-
-    def _cached_children(self, digest: Digest) -> frozenset[Digest] | None:
-        with self._cache_lock:
-            cached = self._children.get(digest)
-            if cached is not None:
-                self._children.move_to_end(digest)
-            return cached
-
-    def _cached_content(self, digest: Digest) -> ImageContent | None:
-        with self._cache_lock:
-            cached = self._content.get(digest)
-            if cached is not None:
-                self._content.move_to_end(digest)
-            return cached
-
-    def _remember(self, digest: Digest, children: frozenset[Digest]) -> None:
-        with self._cache_lock:
-            self._children[digest] = children
-            self._children.move_to_end(digest)
-            while len(self._children) > self._limits.children_cache_size:
-                self._children.popitem(last=False)
-
-    def _remember_content(self, digest: Digest, content: ImageContent) -> None:
-        with self._cache_lock:
-            self._content[digest] = content
-            self._content.move_to_end(digest)
-            while len(self._content) > self._limits.content_cache_size:
-                self._content.popitem(last=False)

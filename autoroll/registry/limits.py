@@ -1,16 +1,21 @@
-"""Limits of the registry client, its per-pass deadline, and the seams it reports through."""
+"""Limits of the registry client, its per-pass deadline, and the seams it reports through;
+``each_at_once`` runs a few of its requests at once, within ``Limits.lookup_concurrency``."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from autoroll.core.images import TagRef
 from autoroll.core.model import Digest
 from autoroll.registry.errors import BudgetError
+
+_T = TypeVar("_T")
+_A = TypeVar("_A")
 
 
 class RegistryObserver(Protocol):
@@ -122,3 +127,12 @@ class Deadline:
             yield self
         finally:
             self.pause()
+
+
+def each_at_once(call: Callable[[_A], _T], items: list[_A], limits: Limits) -> list[_T]:
+    """``call`` for each item, up to ``Limits.lookup_concurrency`` at once, in order."""
+    workers = min(limits.lookup_concurrency, len(items))
+    if workers <= 1:
+        return [call(item) for item in items]
+    with ThreadPoolExecutor(workers, thread_name_prefix="autoroll-registry") as pool:
+        return list(pool.map(call, items))

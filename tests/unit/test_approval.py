@@ -22,7 +22,8 @@ from autoroll.core.approval import (
     previous_digest,
 )
 from autoroll.core.decide import Decision, Sighting, decide
-from autoroll.core.guardrails import HoldReason, plan_rolls
+from autoroll.core.guardrails import plan_rolls
+from autoroll.core.holds import HoldReason
 from autoroll.core.images import TagRef
 from autoroll.core.model import (
     ContainerStatusView,

@@ -28,10 +28,7 @@ from autoroll.core.decide import (
     Verdict,
     decide,
     is_settled,
-    listed_uids,
     match_content,
-    observe_targets,
-    refs_to_resolve,
 )
 from autoroll.core.images import TagRef
 from autoroll.core.model import (
@@ -44,6 +41,8 @@ from autoroll.core.model import (
     Unknown,
     WorkloadView,
 )
+from autoroll.core.selection import refs_to_resolve
+from autoroll.core.sightings import listed_uids, observe_targets
 from tests.support.views import deployment_view, pod_view
 
 HOST = "forgejo.example:3000"

@@ -22,15 +22,7 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from autoroll.controller.rolls import RollMemory
-from autoroll.core.decide import (
-    ContentRequest,
-    Decision,
-    Sighting,
-    decide,
-    is_settled,
-    listed_uids,
-    observe_targets,
-)
+from autoroll.core.decide import ContentRequest, Decision, Sighting, decide, is_settled
 from autoroll.core.images import RunningImage, TagRef, parse_running_image
 from autoroll.core.model import (
     ContainerStatusView,
@@ -42,6 +34,7 @@ from autoroll.core.model import (
     Unknown,
     WorkloadView,
 )
+from autoroll.core.sightings import listed_uids, observe_targets
 from tests.support.views import deployment_view
 
 HOST = "forgejo.example"

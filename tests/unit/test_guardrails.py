@@ -13,15 +13,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from autoroll.core.decide import Decision, Sighting, decide, observe_targets
-from autoroll.core.guardrails import (
-    Deletion,
-    HoldReason,
-    RollPlan,
-    is_mid_roll,
-    plan_rolls,
-    pods_started,
-)
+from autoroll.core.budget import Deletion, is_mid_roll, pods_started
+from autoroll.core.decide import Decision, Sighting, decide
+from autoroll.core.guardrails import RollPlan, plan_rolls
+from autoroll.core.holds import HoldReason
 from autoroll.core.images import TagRef
 from autoroll.core.model import (
     ContainerStatusView,
@@ -33,6 +28,7 @@ from autoroll.core.model import (
     Unknown,
 )
 from autoroll.core.policy import MIN_AGE, PAUSED, WINDOW, Guardrails
+from autoroll.core.sightings import observe_targets
 from autoroll.core.windows import parse_windows
 from tests.support.views import deployment_view
 

@@ -32,8 +32,8 @@ from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
 from autoroll.controller.reconciler import Reconciler
+from autoroll.core.budget import is_mid_roll
 from autoroll.core.decide import ChildrenRequest, ContentRequest, decide
-from autoroll.core.guardrails import is_mid_roll
 from autoroll.core.images import TagRef
 from autoroll.core.model import (
     ContainerStatusView,

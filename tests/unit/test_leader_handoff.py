@@ -15,7 +15,8 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from autoroll.config import Config
-from autoroll.controller.leader import Elector, NudgeWatcher
+from autoroll.controller.handoff import NudgeWatcher
+from autoroll.controller.leader import Elector
 from autoroll.core.election import Timings
 from autoroll.core.model import DeleteOutcome, Enrolled, LeaseRecord, WorkloadView
 from autoroll.core.scope import FULL, Scope

@@ -15,7 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from autoroll.core.decide import Decision, Sighting, decide
-from autoroll.core.guardrails import HoldReason, RollPlan, plan_rolls
+from autoroll.core.guardrails import RollPlan, plan_rolls
+from autoroll.core.holds import HoldReason
 from autoroll.core.images import TagRef
 from autoroll.core.model import (
     ContainerStatusView,

@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from autoroll.core.budget import Deletion
 from autoroll.core.decide import (
     ContainerVerdict,
     Decision,
@@ -26,7 +27,7 @@ from autoroll.core.decide import (
     Sighting,
     Verdict,
 )
-from autoroll.core.guardrails import Deletion, plan_rolls
+from autoroll.core.guardrails import plan_rolls
 from autoroll.core.images import TagRef
 from autoroll.core.model import ContainerView, Digest, Enrolled, PodView
 from autoroll.core.policy import Guardrails

@@ -25,7 +25,7 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from autoroll.core.decide import Decision, Sighting, decide, listed_uids, observe_targets
+from autoroll.core.decide import Decision, Sighting, decide
 from autoroll.core.images import TagRef
 from autoroll.core.model import (
     ContainerStatusView,
@@ -41,6 +41,7 @@ from autoroll.core.model import (
     WorkloadKind,
     WorkloadView,
 )
+from autoroll.core.sightings import listed_uids, observe_targets
 
 HOST = "forgejo.example"
 IMAGE = f"{HOST}/team/db:latest"
