@@ -19,7 +19,7 @@ from typing import Any, TextIO
 
 from jobhash import __version__
 from jobhash.errors import JobhashError, RenderError, UnmirrorableError, UsageError, ValuesError
-from jobhash.goyaml import MAX_VALUE_DEPTH
+from jobhash.goyaml_compose import MAX_VALUE_DEPTH
 from jobhash.names import name_problem, validate_release_name
 from jobhash.plan import PlanItem, plan
 from jobhash.values import (
@@ -417,7 +417,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         sys.stderr.write(f"jobhash: invalid values: {err}\n")
         return EXIT_INVALID
     except RecursionError:
-        # The depth caps (goyaml.MAX_VALUE_DEPTH) refuse deep values where they enter; this
+        # The depth caps (goyaml_compose.MAX_VALUE_DEPTH) refuse deep values where they enter; this
         # is the last line, so a value no cap foresaw is still one line, never a traceback.
         sys.stderr.write(
             "jobhash: cannot mirror Helm exactly for these values: maps and lists nested too"

@@ -17,7 +17,8 @@ from collections.abc import Callable
 from typing import Any
 
 from jobhash.gojson import GoValue
-from jobhash.goyaml import MAX_VALUE_DEPTH, deeper_than
+from jobhash.goyaml import deeper_than
+from jobhash.goyaml_compose import MAX_VALUE_DEPTH
 
 MAX_INDEX = 65536
 MAX_NESTED_NAME_LEVEL = 30
