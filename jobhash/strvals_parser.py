@@ -8,7 +8,7 @@ string) and ``--set-json`` (JSON values). The shared pieces are in :mod:`jobhash
 from __future__ import annotations
 
 from jobhash.gojson import GoValue
-from jobhash.spec import GO_SPACE
+from jobhash.gotemplate import GO_SPACE
 from jobhash.strvals import (
     _INT_RE,
     _KEY_STOP,

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from jobhash.errors import UnmirrorableError, UsageError, ValuesError
 from jobhash.gojson import GoValue
+from jobhash.gotemplate import GO_SPACE
 from jobhash.goyaml import merge_maps
-from jobhash.spec import GO_SPACE
 from jobhash.strvals import Reader, _StrvalsError, decode_json_object, typed_value
 from jobhash.strvals_literal import _LiteralParser
 from jobhash.strvals_parser import _StrvalsParser
