@@ -17,8 +17,9 @@ import enum
 from dataclasses import dataclass, field
 
 from jobhash.gojson import GoValue, marshal
+from jobhash.gotemplate import go_default, go_get
+from jobhash.guards import delete_policies
 from jobhash.plan import PlanItem
-from jobhash.spec import delete_policies, go_default, go_get
 
 # Effective-value keys that never reach the hash (docs/jobhash-algorithm.md, section 2).
 NOT_HASHED = frozenset(

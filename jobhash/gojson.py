@@ -36,6 +36,9 @@ from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 GoValue: TypeAlias = bool | int | float | str | list["GoValue"] | dict[str, "GoValue"] | None
 
+Values = dict[str, GoValue]
+"""A map of values: ``.Values``, a values file, what a ``--set`` flag sets."""
+
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
 

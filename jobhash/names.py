@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from jobhash.errors import RenderError, UnmirrorableError
 from jobhash.gojson import GoValue
-from jobhash.spec import go_empty
+from jobhash.gotemplate import go_empty
 
 JOB_LIMIT = 63
 """A Job's name becomes the ``job-name`` label of its pods: a 63-character label value."""

@@ -11,23 +11,16 @@ from dataclasses import dataclass
 
 from jobhash.errors import RenderError
 from jobhash.gojson import GoValue
-from jobhash.names import fullname, job_group_name
-from jobhash.spec import (
-    GoMap,
-    check_writable,
+from jobhash.gotemplate import GoMap, go_default, go_empty, go_get, go_kind
+from jobhash.guards import (
     controller_service_account,
-    go_default,
-    go_empty,
-    go_get,
-    go_kind,
     job_group_guard,
-    job_group_hash,
-    job_group_job_spec,
     job_group_service_account_guard,
-    job_group_spec,
-    job_group_values,
-    valid_key,
 )
+from jobhash.layers import job_group_values
+from jobhash.names import fullname, job_group_name
+from jobhash.spec import job_group_hash, job_group_job_spec, job_group_spec, valid_key
+from jobhash.writable import check_writable
 
 
 @dataclass(frozen=True)

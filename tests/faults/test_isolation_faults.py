@@ -40,7 +40,7 @@ from autoroll.edge.web import create_app
 from autoroll.instruments.metrics import Metrics
 from autoroll.kube import ClusterError
 from autoroll.registry import MAX_TOKEN_BYTES, OCI_MANIFEST, Limits, RegistryClient
-from jobhash.goyaml import MAX_VALUE_DEPTH
+from jobhash.goyaml_compose import MAX_VALUE_DEPTH
 from tests.support.registry import FaultyProxy, ImagePusher, RegistryServer
 from tests.support.scripted_cluster import (
     ScriptedWorld,

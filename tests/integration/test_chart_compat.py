@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 import yaml
 
-from jobhash.spec import builtin_defaults
+from jobhash.layers import builtin_defaults
 from tests.conftest import require_tool
 
 pytestmark = pytest.mark.integration

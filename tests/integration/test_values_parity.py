@@ -21,9 +21,10 @@ import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
+from jobhash.coalesce import coalesce
 from jobhash.errors import JobhashError, UnmirrorableError
 from jobhash.gojson import marshal
-from jobhash.values import ValueSources, coalesce, load_chart, user_values
+from jobhash.values import ValueSources, load_chart, user_values
 from tests.conftest import require_tool
 
 pytestmark = pytest.mark.integration

@@ -13,7 +13,8 @@ import pytest
 
 from jobhash.cli import main
 from jobhash.errors import UnmirrorableError
-from jobhash.goyaml import MAX_VALUE_DEPTH, deeper_than, load_values
+from jobhash.goyaml import deeper_than, load_values
+from jobhash.goyaml_compose import MAX_VALUE_DEPTH
 
 
 def seq(depth: int) -> str:

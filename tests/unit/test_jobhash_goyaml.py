@@ -15,16 +15,9 @@ from hypothesis import strategies as st
 
 from jobhash.errors import UnmirrorableError, ValuesError
 from jobhash.gojson import GoJSONError, GoValue, marshal
-from jobhash.goyaml import (
-    _fast_unmarshal,
-    _full_unmarshal,
-    _json_unmarshal,
-    go_parse_int,
-    go_parse_uint,
-    load_values,
-    resolve,
-    split_documents,
-)
+from jobhash.goyaml import _full_unmarshal, load_values, split_documents
+from jobhash.goyaml_fast import _fast_unmarshal, _json_unmarshal
+from jobhash.goyaml_resolve import go_parse_int, go_parse_uint, resolve
 
 
 def load(text: str) -> dict[str, GoValue]:

@@ -14,7 +14,7 @@ from jobhash.cli import main
 from jobhash.errors import RenderError
 from jobhash.names import name_problem
 from jobhash.plan import plan
-from jobhash.spec import check_writable, find_unwritable
+from jobhash.writable import check_writable, find_unwritable
 
 UNWRITABLE = "contains DEL (U+007F), a C1 control character"
 

@@ -14,8 +14,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from jobhash.coalesce import coalesce
 from jobhash.schemacheck import compile_schema, equal
-from jobhash.values import _go_pattern, _validator_class, coalesce, load_chart, schema_errors
+from jobhash.values import load_chart
+from jobhash.valueschema import _go_pattern, _validator_class, schema_errors
 
 CHART = load_chart(Path(__file__).resolve().parents[2] / "charts" / "autoroll")
 assert CHART.schema is not None

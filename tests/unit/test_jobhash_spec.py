@@ -8,28 +8,23 @@ from typing import Any
 
 import pytest
 
+from jobhash.container import image_ref, scalar_string
 from jobhash.errors import RenderError
 from jobhash.gojson import GoValue, marshal
-from jobhash.spec import (
-    apply_layer,
-    check_pull_secrets,
+from jobhash.gotemplate import go_default, go_empty, go_get, go_trim_space, json_round_trip
+from jobhash.guards import (
     controller_service_account,
     delete_policies,
-    go_default,
-    go_empty,
-    go_get,
-    go_trim_space,
-    image_ref,
     job_group_guard,
+    job_group_service_account_guard,
+)
+from jobhash.layers import apply_layer, job_group_values, merge_into
+from jobhash.spec import (
+    check_pull_secrets,
     job_group_hash,
     job_group_job_spec,
     job_group_pod_labels,
-    job_group_service_account_guard,
     job_group_spec,
-    job_group_values,
-    json_round_trip,
-    merge_into,
-    scalar_string,
 )
 
 WORKED: dict[str, Any] = {

@@ -14,7 +14,8 @@ import pytest
 
 from jobhash.errors import UnmirrorableError, UsageError, ValuesError
 from jobhash.gojson import marshal
-from jobhash.values import FLAGS, ValueSources, helm_path_problem, user_values
+from jobhash.valueflags import FLAGS, helm_path_problem
+from jobhash.values import ValueSources, user_values
 
 FIELDS = {
     "--set": "sets",

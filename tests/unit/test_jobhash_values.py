@@ -10,18 +10,13 @@ from typing import Any
 
 import pytest
 
+from jobhash.coalesce import coalesce
 from jobhash.errors import UsageError, ValuesError
 from jobhash.gojson import GoValue, marshal
-from jobhash.values import (
-    Chart,
-    ValueSources,
-    coalesce,
-    load,
-    parse_set,
-    schema_errors,
-    typed_value,
-    user_values,
-)
+from jobhash.strvals import typed_value
+from jobhash.valueflags import parse_set
+from jobhash.values import Chart, ValueSources, load, user_values
+from jobhash.valueschema import schema_errors
 
 
 def set_json(*expressions: str, as_string: bool = False) -> str:

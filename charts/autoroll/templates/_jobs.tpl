@@ -618,7 +618,7 @@ Takes dict "value", "path", "pattern".
 
 {{/*
 autoroll.jobs.unwritableMessage: the fail message for a character toYaml cannot write.
-Takes the values path. jobhash/spec.py check_writable repeats it verbatim.
+Takes the values path. jobhash/writable.py check_writable repeats it verbatim.
 */}}
 {{- define "autoroll.jobs.unwritableMessage" -}}
 {{- printf "%s: contains DEL (U+007F), a C1 control character (U+0080-U+009F), U+FFFE/U+FFFF, or U+2028/U+2029 together with a line break, which Helm cannot write into the rendered YAML as given (toYaml drops the value, folds U+0085 into a space or line break, or writes a multi-line string as a block where U+2028/U+2029 read as line breaks); remove that character (an escape such as \\x7f in a values file is the same character)" . -}}
