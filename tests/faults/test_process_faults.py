@@ -143,7 +143,9 @@ def test_sigterm_while_a_delete_is_in_flight_lets_it_finish(world: World) -> Non
         serve.kill()
     print(f"\nSIGTERM during a DELETE: exit {code} {seconds:.1f}s after the signal")
     assert code == 0, serve.output()
-    assert seconds < 5.0
+    # Once answered, the DELETE ends the pass: the process exits without running out its
+    # reconcile thread's stop timeout (5.4 s was seen on CI's loaded 2 cores, so no tighter).
+    assert seconds < SHUTDOWN_BUDGET.reconcile_stop
     # One call, carried out whole and seen through: the pod went, and autoroll knows it.
     assert world.api.deletes == [("web-1", "uid-web-1")]
     assert world.api.deleted == ["web-1"]
@@ -323,7 +325,11 @@ def receiver_deliveries(serve: Serve) -> None:
 def test_no_secret_in_any_output_of_a_full_run(world: World, log_format: str) -> None:
     """A roll, webhooks good and bad (Forgejo's and two registries' receivers), registry and
     API errors, shutdown; at debug level."""
-    serve = world.serve(LOG_LEVEL="debug", LOG_FORMAT=log_format, **RECEIVER_TOKENS)
+    # Every pass lists: the fake API serves no watch, so a watched cache would hold whatever
+    # its last relist saw (a relist before make_ready() kept the replacement unready for good).
+    serve = world.serve(
+        LOG_LEVEL="debug", LOG_FORMAT=log_format, WATCH_CACHE="false", **RECEIVER_TOKENS
+    )
     try:
         wait_until(lambda: world.api.deleted == ["web-1"], 15, "the first deletion")
         wait_until(lambda: serve.ticks() >= 1, 15, "the first pass to end")
