@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from autoroll.kube.informer import LISTS_AT_ONCE, Collection, Informer
+from autoroll.kube.informer import Informer
+from autoroll.kube.listing import LISTS_AT_ONCE, Collection
 from autoroll.kube.transport import LIST_PODS, WATCH_PODS, KubeRest, LazyRest
 from tests.support.wait import wait_until
 
