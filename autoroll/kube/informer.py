@@ -38,7 +38,8 @@ from typing import Any, Final, Generic, Protocol, TypeVar
 
 from autoroll.kube.errors import ClusterApiError, ClusterError
 from autoroll.kube.listing import Collection, list_whole, with_selector
-from autoroll.kube.transport import REQUEST_TIMEOUT, LazyRest, WatchStream
+from autoroll.kube.transport import REQUEST_TIMEOUT, LazyRest
+from autoroll.kube.watch_stream import WatchStream
 
 log = logging.getLogger(__name__)
 

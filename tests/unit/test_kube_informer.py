@@ -15,7 +15,8 @@ import pytest
 
 from autoroll.kube.informer import Informer
 from autoroll.kube.listing import LISTS_AT_ONCE, Collection
-from autoroll.kube.transport import LIST_PODS, WATCH_PODS, KubeRest, LazyRest
+from autoroll.kube.operations import LIST_PODS, WATCH_PODS
+from autoroll.kube.transport import KubeRest, LazyRest
 from tests.support.wait import wait_until
 
 
