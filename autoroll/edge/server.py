@@ -64,21 +64,19 @@ from autoroll.core.ports import (
     SecretPort,
 )
 from autoroll.edge.http_worker import REQUEST_READ_SECONDS
+from autoroll.edge.lifecycle import (
+    CACHE_STOP_SECONDS,
+    ELECTION_STOP_SECONDS,
+    RECONCILE_STOP_SECONDS,
+    Controller,
+    Election,
+)
 from autoroll.edge.link import ControllerLink
 from autoroll.edge.probes import ProbeServer
 from autoroll.edge.receivers import Receiving
 from autoroll.edge.reconcile_process import ReconcileProcess, ReconcileProcessError
 from autoroll.edge.web import create_app
-from autoroll.edge.wiring import (
-    CACHE_POOL_SIZE,
-    CACHE_STOP_SECONDS,
-    ELECTION_STOP_SECONDS,
-    RECONCILE_STOP_SECONDS,
-    STEP_SECONDS,
-    Controller,
-    Election,
-    build_controller,
-)
+from autoroll.edge.wiring import CACHE_POOL_SIZE, STEP_SECONDS, build_controller
 from autoroll.instruments.metrics import Metrics
 from autoroll.kube.transport import LEASE_CALL_TIMEOUT, call_seconds
 
