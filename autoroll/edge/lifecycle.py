@@ -26,9 +26,10 @@ from prometheus_client import generate_latest
 
 from autoroll.controller.handoff import HandOff, NudgeWatcher
 from autoroll.controller.leader import Elector
+from autoroll.controller.loop_health import Health, LoopStatus
 from autoroll.controller.notifier import Notifier
 from autoroll.controller.reconciler import Reconciler
-from autoroll.controller.worker import Health, LoopStatus, Nudge, Worker
+from autoroll.controller.worker import Nudge, Worker
 from autoroll.core.scope import Scope
 from autoroll.edge.pinning_service import PinningService
 from autoroll.instruments.metrics import Metrics

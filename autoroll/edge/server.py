@@ -52,7 +52,8 @@ from gunicorn.glogging import Logger as GunicornLogger
 from prometheus_client import CollectorRegistry
 
 from autoroll.config import Config
-from autoroll.controller.worker import WorkerStopTimeoutError, liveness_bound
+from autoroll.controller.loop_health import liveness_bound
+from autoroll.controller.worker import WorkerStopTimeoutError
 from autoroll.core.ports import (
     ClusterPort,
     EventPort,

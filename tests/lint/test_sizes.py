@@ -31,7 +31,6 @@ CLASS_LIMIT: Final = 250
 # builds, pinning and performance branches, which grew in parallel with it). Lower a number or
 # drop an entry when a split shrinks it; never raise one.
 MODULES_OVER_THE_LIMIT: Final[Mapping[str, int]] = {
-    "autoroll/controller/worker.py": 445,
     "autoroll/core/kinds.py": 431,
     "autoroll/core/model.py": 443,
     "autoroll/edge/server.py": 429,
@@ -77,7 +76,7 @@ MODULES_OVER_THE_LIMIT: Final[Mapping[str, int]] = {
     "tests/unit/test_reconciler.py": 661,
     "tests/unit/test_registry.py": 636,
     "tests/unit/test_web.py": 583,
-    "tests/unit/test_worker.py": 488,
+    "tests/unit/test_worker.py": 483,
     "tests/unit/test_workload_properties.py": 404,
 }
 CLASSES_OVER_THE_LIMIT: Final[Mapping[str, int]] = {
