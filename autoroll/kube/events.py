@@ -12,7 +12,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from autoroll.core.model import RollEvent
+from autoroll.core.records import RollEvent
 from autoroll.kube.lease_event_bodies import event_json
 from autoroll.kube.transport import SMALL_CALL_TIMEOUT, KubeRest, LazyRest, connect
 

@@ -16,8 +16,8 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from autoroll.core.model import LeaseRecord
 from autoroll.core.ports import LeaseConflictError
+from autoroll.core.records import LeaseRecord
 from autoroll.kube.errors import ClusterApiError
 from autoroll.kube.lease_event_bodies import NUDGE_ANNOTATION, lease_from_json, lease_spec_json
 from autoroll.kube.operations import CREATE_LEASE, GET_LEASE, PATCH_LEASE, WATCH_LEASE
