@@ -6,7 +6,7 @@ services: notifier, quarantine record, pinning webhook) and hands them to the
 ``Controller`` (``autoroll.edge.lifecycle``), which holds, starts and stops them. Exactly
 one exists per pod: ``autoroll serve`` builds it in the reconcile process
 (``autoroll.edge.reconcile_main``, docs/adr/027), tests build it in their own process
-(``autoroll.edge.server.build_runtime``). ``log_secrets`` lists every form of the
+(``autoroll.edge.runtime.build_runtime``). ``log_secrets`` lists every form of the
 configured secrets a log line could carry.
 """
 

@@ -55,7 +55,7 @@ REQUEST_TIMEOUT: Final = (5.0, 30.0)
 #: Event calls are tiny; a slow one must not hold the pass long.
 SMALL_CALL_TIMEOUT: Final = (2.0, 4.0)
 #: Lease calls must answer well within the renew deadline, and the two of a release on
-#: shutdown fit the shutdown budget (``autoroll.edge.server.ShutdownBudget``): 5 s each at most.
+#: shutdown fit the shutdown budget (``autoroll.edge.runtime.ShutdownBudget``): 5 s each at most.
 LEASE_CALL_TIMEOUT: Final = (1.0, 3.0)
 #: Connection attempts per call: one immediate reconnect (``API_RETRIES``), then it fails.
 CONNECT_ATTEMPTS: Final = 2

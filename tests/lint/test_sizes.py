@@ -32,7 +32,6 @@ CLASS_LIMIT: Final = 250
 # drop an entry when a split shrinks it; never raise one.
 MODULES_OVER_THE_LIMIT: Final[Mapping[str, int]] = {
     "autoroll/core/kinds.py": 431,
-    "autoroll/edge/server.py": 429,
     "bench/report.py": 820,
     "bench/run.py": 538,
     "bench/tick.py": 401,
