@@ -31,7 +31,6 @@ CLASS_LIMIT: Final = 250
 # builds, pinning and performance branches, which grew in parallel with it). Lower a number or
 # drop an entry when a split shrinks it; never raise one.
 MODULES_OVER_THE_LIMIT: Final[Mapping[str, int]] = {
-    "autoroll/core/kinds.py": 431,
     "bench/report.py": 820,
     "bench/run.py": 538,
     "bench/tick.py": 401,
@@ -65,7 +64,7 @@ MODULES_OVER_THE_LIMIT: Final[Mapping[str, int]] = {
     "tests/unit/test_guardrails.py": 491,
     "tests/unit/test_guardrails_properties.py": 466,
     "tests/unit/test_jobhash_spec.py": 426,
-    "tests/unit/test_kinds.py": 754,
+    "tests/unit/test_kinds.py": 748,
     "tests/unit/test_kube_cache.py": 550,
     "tests/unit/test_kube_cluster.py": 657,
     "tests/unit/test_kube_convert.py": 580,
