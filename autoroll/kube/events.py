@@ -1,7 +1,7 @@
 """The Event adapter (``EventPort``): records a core/v1 Event on a Deployment for each roll.
 
 Only with EMIT_EVENTS=true; RBAC ``events: create`` in the ClusterRole's core API group.
-The reason and the text people read are built with the roll (``autoroll.core.model.RollEvent``);
+The reason and the text people read are built with the roll (``autoroll.core.records.RollEvent``);
 ``autoroll.kube.lease_event_bodies.event_json`` turns them into the body, which goes through
 ``KubeRest`` like every other call.
 """
