@@ -32,7 +32,8 @@ from dataclasses import asdict, dataclass
 from typing import Any, Final
 
 from autoroll.kube.cache import WatchCache
-from autoroll.kube.informer import Collection, Sink
+from autoroll.kube.informer import Sink
+from autoroll.kube.listing import Collection
 from autoroll.kube.lists import list_page
 from autoroll.kube.transport import LazyRest
 from bench.cache_report import MEMORY_COLUMNS, memory_row

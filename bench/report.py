@@ -791,7 +791,7 @@ def cache_findings(results: Mapping[str, Any]) -> list[str]:
             " allocator keeps of the start-up lists' JSON). The peak of a cached process at"
             f" this size is {cached['peak_rss_kib'] * 1024 / MB:.0f} MB (`bench.tick`), of"
             " which that JSON is a transient part: the informers list two pages at a time"
-            " (`informer.LISTS_AT_ONCE`) and parse each one object at a time"
+            " (`listing.LISTS_AT_ONCE`) and parse each one object at a time"
             " (`kube.streamed_lists`), and the process runs with `MALLOC_ARENA_MAX=2` as the"
             " reconcile process does (glibc's per-thread arenas otherwise keep freed pages"
             " resident). What the cache itself retains per object is measured apart (section"

@@ -39,9 +39,10 @@ from autoroll.core.approval import (
 from autoroll.core.decide import Decision, Sighting
 from autoroll.core.guardrails import RollPlan
 from autoroll.core.images import TagRef
-from autoroll.core.model import Digest, Enrolled, EventType, RollEvent
+from autoroll.core.model import Digest, Enrolled
 from autoroll.core.policy import Guardrails, workload_policy
 from autoroll.core.ports import EventPort, PresencePort
+from autoroll.core.records import EventType, RollEvent
 from autoroll.core.unpinned import UnpinnedPod, admitted_unpinned
 from autoroll.instruments.pinning_metrics import PinningMetrics
 

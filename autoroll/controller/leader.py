@@ -49,8 +49,8 @@ from autoroll.core.election import (
     observe,
     released_record,
 )
-from autoroll.core.model import LeaseRecord
 from autoroll.core.ports import LeaseConflictError, LeasePort
+from autoroll.core.records import LeaseRecord
 from autoroll.instruments.metrics import Metrics
 
 log = logging.getLogger(__name__)

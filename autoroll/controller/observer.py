@@ -16,8 +16,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
-from autoroll.controller.executor import Executed, Outcome
-from autoroll.core.decide import ContainerVerdict, Decision, DeletePod, PodState, Reason, Verdict
+from autoroll.controller.action_report import action_fields, report_executed
+from autoroll.controller.executor import Executed
+from autoroll.core.decide import ContainerVerdict, Decision, PodState, Reason, Verdict
 from autoroll.core.guardrails import RollPlan
 from autoroll.core.halt import RolloutHalt
 from autoroll.core.holds import Hold
@@ -169,7 +170,7 @@ class PassObserver:
             hold.reason.value,
             hold.detail,
             extra={
-                **_action_fields(action),
+                **action_fields(action),
                 "event": "hold",
                 "reason": hold.reason.value,
                 "until": hold.until.isoformat() if hold.until else "-",
@@ -231,65 +232,8 @@ class PassObserver:
     # -- actions ----------------------------------------------------------------------------
 
     def executed(self, workload: WorkloadView, done: Executed) -> None:
-        """Count and log what became of an action."""
-        action, outcome = done.action, done.outcome
-        fields = _action_fields(action)
-        where = f"{action.namespace}/{action.name} of {action.kind}/{action.workload}"
-        kind = action.kind.value
-        if outcome is Outcome.DRY_RUN:
-            self._metrics.deletions.labels(mode="dry", kind=kind).inc()
-            log.info(
-                "DRY_RUN: would delete stale pod %s (%s)",
-                where,
-                action.reason,
-                extra={**fields, "event": "delete", "dry_run": True},
-            )
-        elif outcome is Outcome.DELETED:
-            self._metrics.deletions.labels(mode="real", kind=kind).inc()
-            log.info(
-                "deleted stale pod %s (%s)",
-                where,
-                action.reason,
-                extra={**fields, "event": "delete", "dry_run": False},
-            )
-        elif outcome is Outcome.ERROR:
-            log.error(
-                "deleting pod %s failed: %s",
-                where,
-                done.detail,
-                extra={**fields, "event": "delete-failed"},
-            )
-        elif outcome is Outcome.READ_FAILED:
-            self._metrics.deletions_not_done.labels(reason=outcome.value, kind=kind).inc()
-            log.error(
-                "not deleting pod %s: its workload could not be read again first (%s);"
-                " ending the pass",
-                where,
-                done.detail,
-                extra={**fields, "event": "delete-failed", "reason": outcome.value},
-            )
-        else:
-            self._not_done(where, outcome, fields, kind)
-
-    def _not_done(self, where: str, outcome: Outcome, fields: dict[str, object], kind: str) -> None:
-        # One line per workload per pass at most (one action each): no storm.
-        self._metrics.deletions_not_done.labels(reason=outcome.value, kind=kind).inc()
-        extra = {**fields, "event": "delete-noop", "reason": outcome.value}
-        if outcome is Outcome.BLOCKED:
-            log.warning(
-                "eviction of pod %s refused (a PodDisruptionBudget allows no disruption"
-                " now); trying again next pass",
-                where,
-                extra=extra,
-            )
-        elif outcome is Outcome.NOT_LEADER:
-            log.warning(
-                "not deleting pod %s: this replica is no longer the leader; ending the pass",
-                where,
-                extra=extra,
-            )
-        else:
-            log.info("pod %s not deleted: %s", where, outcome.value, extra=extra)
+        """Count and log what became of an action (``action_report``)."""
+        report_executed(self._metrics, done)
 
 
 def _digest_text(value: Digest | Unknown | None) -> str:
@@ -319,18 +263,6 @@ def decision_fields(decision: Decision, verdict: ContainerVerdict) -> dict[str, 
         "registry_digest": _digest_text(verdict.registry_digest),
         "verdict": verdict.verdict.value,
         "reason": verdict.reason.value,
-    }
-
-
-def _action_fields(action: DeletePod) -> dict[str, object]:
-    return {
-        "workload": action.workload_key,
-        "kind": action.kind.value,
-        "container": action.container,
-        "pod": action.name,
-        "image": action.image,
-        "running_digest": str(action.from_digest),
-        "registry_digest": str(action.to_digest),
     }
 
 

@@ -38,7 +38,8 @@ once no pass has finished for ``liveness_bound`` = poll interval + pass timeout 
 single step (one API call): the loop is stuck, and only a restart helps (``/livez``). A
 pass that raised is no progress: a loop whose every pass fails is as stuck as one that
 hangs, and ``/livez`` says what the last one raised (docs/adr/020).
-``readiness`` holds while the thread runs and no stop was requested (``/readyz``).
+``readiness`` holds while the thread runs and no stop was requested (``/readyz``). Both are
+computed from ``LoopStatus`` in ``autoroll.controller.loop_health``.
 """
 
 from __future__ import annotations
@@ -48,9 +49,9 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Final, Protocol
 
+from autoroll.controller.loop_health import Health, LoopStatus, liveness_bound
 from autoroll.core import debounce
 from autoroll.core.scope import FULL, ImageTag, Scope
 from autoroll.instruments import logs
@@ -70,71 +71,6 @@ class PassReport(Protocol):
 
     @property
     def skipped(self) -> bool: ...
-
-
-@dataclass(frozen=True, slots=True)
-class Health:
-    """A probe's answer: healthy or not, and why, in words for the probe's log."""
-
-    ok: bool
-    detail: str
-
-
-def liveness_bound(
-    *, interval_seconds: float, pass_timeout_seconds: float, step_seconds: float
-) -> float:
-    """Seconds without a finished pass after which the loop counts as stuck.
-
-    The next pass starts at most one poll interval after the last one finished; it is told to
-    stop once it runs past the pass timeout, and it stops after the step in flight (one API
-    call or the registry's budget), which ``step_seconds`` bounds.
-    """
-    return interval_seconds + pass_timeout_seconds + step_seconds
-
-
-def liveness(
-    *, now: float, last_progress: float, bound: float, last_error: str | None = None
-) -> Health:
-    """Live while a pass has finished without raising (or the loop started) within
-    ``bound`` seconds; ``last_error`` is what the latest failed pass raised, if it failed."""
-    quiet = now - last_progress
-    failing = f"; the last pass raised {last_error}" if last_error else ""
-    if quiet > bound:
-        return Health(
-            False,
-            f"no reconcile pass finished for {quiet:.0f}s (bound {bound:.0f}s){failing}",
-        )
-    return Health(True, f"last pass finished {quiet:.0f}s ago (bound {bound:.0f}s){failing}")
-
-
-@dataclass(frozen=True, slots=True)
-class LoopStatus:
-    """The loop's health as plain data: what ``/livez`` and ``/readyz`` are computed from.
-
-    It crosses from the reconcile process to the HTTP process (docs/adr/027): times are on
-    the monotonic clock, which on one machine every process shares.
-    """
-
-    last_progress: float  # a pass finished without raising (or the loop started) then
-    liveness_bound: float
-    last_error: str | None = None  # what the latest pass raised, if it raised
-    running: bool = True  # the reconcile thread is alive
-    stopping: bool = False  # a stop was requested
-
-    def liveness(self, now: float) -> Health:
-        return liveness(
-            now=now,
-            last_progress=self.last_progress,
-            bound=self.liveness_bound,
-            last_error=self.last_error,
-        )
-
-    def readiness(self) -> Health:
-        if self.stopping:
-            return Health(False, "shutting down")
-        if not self.running:
-            return Health(False, "the reconcile thread is not running")
-        return Health(True, "the reconcile thread is running")
 
 
 class WorkerStopTimeoutError(RuntimeError):
@@ -443,3 +379,17 @@ class Worker:
             log.exception("reconcile pass failed unexpectedly; will retry on the next wake-up")
             self._last_error = type(exc).__name__
         return ERROR
+
+
+# Health and LoopStatus (``loop_health``) are what Worker.liveness, readiness and status
+# answer: importable from here too, beside the Worker.
+__all__ = [
+    "ERROR",
+    "SKIPPED",
+    "Health",
+    "LoopStatus",
+    "Nudge",
+    "PassReport",
+    "Worker",
+    "WorkerStopTimeoutError",
+]

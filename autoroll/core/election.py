@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import StrEnum
 
-from autoroll.core.model import LeaseRecord
+from autoroll.core.records import LeaseRecord
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,8 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Final
 
-from autoroll.core.model import EventType, RollEvent, WorkloadView
+from autoroll.core.model import WorkloadView
+from autoroll.core.records import EventType, RollEvent
 
 #: The annotations an Event carries for ``autoroll history``.
 HAPPENING: Final = "autoroll.aethnet.se/happening"

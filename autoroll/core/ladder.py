@@ -29,7 +29,6 @@ from autoroll.core.decision import (
     Verdict,
 )
 from autoroll.core.images import TagRef
-from autoroll.core.kinds import choose, deletion_order
 from autoroll.core.model import (
     ContainerView,
     Digest,
@@ -39,6 +38,7 @@ from autoroll.core.model import (
     Unknown,
     WorkloadView,
 )
+from autoroll.core.victim import choose, deletion_order
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,8 @@
 
 The Kubernetes adapter (``autoroll.kube``) turns API JSON into these frozen dataclasses, the
 registry client answers with ``Digest`` or ``Unknown``, and what the shell hands back to an
-adapter (a ``RollEvent``, a ``LeaseRecord`` to write) is plain data too. So nothing from a
+adapter (a ``RollEvent``, a ``LeaseRecord`` to write: ``autoroll.core.records``) is plain
+data too. So nothing from a
 client library reaches ``decide``, and the adapters depend on this module, never the other
 way round. Every type here is immutable, hashable and cheap to build in a test table.
 """
@@ -386,58 +387,3 @@ class DeleteOutcome(StrEnum):
     ALREADY_GONE = "already-gone"  # 404: someone (or the last pass) got there first
     REPLACED = "replaced"  # 409 on the UID precondition: the name is a newer pod now
     BLOCKED = "blocked-by-disruption-budget"  # 429 on eviction: try again next pass
-
-
-class EventType(StrEnum):
-    """A core/v1 Event's ``type``: a roll started or done is Normal, a halt a Warning."""
-
-    NORMAL = "Normal"
-    WARNING = "Warning"
-
-
-@dataclass(frozen=True, slots=True)
-class RollEvent:
-    """What a core/v1 Event about one roll says; the adapter turns it into the API body.
-    ``annotations`` carry its facts for ``autoroll history`` (``autoroll.core.happenings``)."""
-
-    namespace: str
-    kind: WorkloadKind
-    workload: str
-    workload_uid: str
-    reason: str
-    message: str
-    type: EventType = EventType.NORMAL
-    annotations: tuple[tuple[str, str], ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class LeaseRecord:
-    """The parts of the leader-election Lease that election reads and writes.
-
-    ``holder`` is empty when the lease was released. ``resource_version`` is what a write
-    must name to succeed (optimistic concurrency); it is empty in a record about to be sent.
-    ``nudge`` is the hand-off annotation a follower bumps for the leader.
-    """
-
-    holder: str
-    duration_seconds: int
-    acquired_at: datetime | None = None
-    renewed_at: datetime | None = None
-    transitions: int = 0
-    resource_version: str = ""
-    nudge: str = ""
-
-    @property
-    def election_fields(self) -> tuple[object, ...]:
-        """What counts as "the holder renewed": not the resourceVersion, not the nudge.
-
-        A nudge patch changes the resourceVersion; if that reset a contender's timer, a
-        stream of webhooks could keep a dead leader's lease alive forever.
-        """
-        return (
-            self.holder,
-            self.duration_seconds,
-            self.acquired_at,
-            self.renewed_at,
-            self.transitions,
-        )

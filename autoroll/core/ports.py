@@ -33,13 +33,12 @@ from autoroll.core.model import (
     Digest,
     Enrolled,
     ImageContent,
-    LeaseRecord,
     NodeView,
-    RollEvent,
     Unknown,
     WorkloadView,
 )
 from autoroll.core.quarantine import QuarantineBook
+from autoroll.core.records import LeaseRecord, RollEvent
 from autoroll.core.scope import FULL, Scope
 
 

@@ -25,7 +25,7 @@ from typing import Final, Protocol
 
 from prometheus_client import CollectorRegistry, generate_latest
 
-from autoroll.controller.worker import Health
+from autoroll.controller.loop_health import Health
 from autoroll.core.scope import Scope
 
 #: Seconds between two ``LoopStatus`` messages: the probes' view is at most this old.

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Final
 
-from autoroll.controller.worker import Health
+from autoroll.controller.loop_health import Health
 
 #: Seconds one probe connection may live, from accept to close: a probe is one packet in,
 #: one out. Below the kubelet's default probe timeout, so a slow client never outlasts one.

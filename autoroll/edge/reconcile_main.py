@@ -38,13 +38,9 @@ from typing import Final
 from autoroll.config import Config
 from autoroll.config.errors import ConfigError
 from autoroll.controller.worker import WorkerStopTimeoutError
+from autoroll.edge.lifecycle import RECONCILE_STOP_SECONDS, Controller
 from autoroll.edge.link import STATUS_SECONDS, Deliver, MetricsText, MetricsWanted
-from autoroll.edge.wiring import (
-    RECONCILE_STOP_SECONDS,
-    Controller,
-    build_controller,
-    log_secrets,
-)
+from autoroll.edge.wiring import build_controller, log_secrets
 from autoroll.instruments import logs
 
 log = logging.getLogger("autoroll.edge.reconcile_main")  # also when run as __main__

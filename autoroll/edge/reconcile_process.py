@@ -38,7 +38,7 @@ from typing import Final
 
 from prometheus_client import CollectorRegistry
 
-from autoroll.controller.worker import Health, LoopStatus
+from autoroll.controller.loop_health import Health, LoopStatus
 from autoroll.core.scope import Scope
 from autoroll.edge.link import Deliver, MetricsText, MetricsWanted, merged_exposition
 

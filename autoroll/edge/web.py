@@ -49,7 +49,7 @@ from urllib.parse import parse_qs
 from flask import Flask, Response, request
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from autoroll.controller.worker import Health
+from autoroll.controller.loop_health import Health
 from autoroll.core.pushed import tags_of
 from autoroll.core.receivers.sources import Source
 from autoroll.core.scope import FULL, Scope

@@ -1,30 +1,23 @@
-"""The controller as one object: everything that reconciles, wired from a ``Config``.
+"""The controller wired from a ``Config``: ``build_controller`` and the secrets to redact.
 
-``Controller`` owns the metrics registry, the nudge, the reconciler and its one reconcile
-thread, the watched cache and, with ``LEADER_ELECTION``, the elector, the nudge watcher and
-the webhook hand-off. Exactly one exists per pod: ``autoroll serve`` builds it in the
-reconcile process (``autoroll.edge.reconcile_main``, docs/adr/027), tests build it in their
-own process (``autoroll.edge.server.build_runtime``). The HTTP edge sees it only through the
-``ControllerLink`` calls it answers: ``deliver`` a verified webhook's scope, ``status`` of the
-loop for the probes, ``exposition`` of the metrics, and the start and stop.
-
-Shutdown order (docs/adr/002): ``begin_stop`` tells the reconcile thread and the cache at
-once; ``stop`` joins the thread within ``RECONCILE_STOP_SECONDS`` of that, then stops the
-election threads together within ``ELECTION_STOP_SECONDS`` and releases the Lease only if
-the thread stopped in time, then the cache.
+``build_controller`` builds every object that reconciles (metrics, nudge, reconciler and its
+thread, the watched cache, the election, the registry pool and pull credentials, and the
+services: notifier, quarantine record, pinning webhook) and hands them to the
+``Controller`` (``autoroll.edge.lifecycle``), which holds, starts and stops them. Exactly
+one exists per pod: ``autoroll serve`` builds it in the reconcile process
+(``autoroll.edge.reconcile_main``, docs/adr/027), tests build it in their own process
+(``autoroll.edge.runtime.build_runtime``). ``log_secrets`` lists every form of the
+configured secrets a log line could carry.
 """
 
 from __future__ import annotations
 
-import logging
-import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Final
 from urllib.parse import quote
 
-from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry
 
 from autoroll.config import Config
 from autoroll.config.choices import RolloutMethod
@@ -32,10 +25,9 @@ from autoroll.config.leader import LeaderElection
 from autoroll.controller.announcer import Announcer
 from autoroll.controller.handoff import HandOff, NudgeWatcher
 from autoroll.controller.leader import Elector
-from autoroll.controller.notifier import Notifier
 from autoroll.controller.pacer import RollPacer
 from autoroll.controller.reconciler import Reconciler, TickReport
-from autoroll.controller.worker import Health, LoopStatus, Nudge, Worker
+from autoroll.controller.worker import Nudge, Worker
 from autoroll.core.election import Timings, default_identity
 from autoroll.core.ports import (
     ClusterPort,
@@ -48,7 +40,7 @@ from autoroll.core.ports import (
     SecretPort,
 )
 from autoroll.core.scope import Scope
-from autoroll.edge.pinning_service import PinningService
+from autoroll.edge.lifecycle import Controller, Election
 from autoroll.edge.registries import pull_credentials, registry_pool, registry_secrets
 from autoroll.edge.services import (
     QuarantineHolds,
@@ -66,161 +58,11 @@ from autoroll.notify.apprise_notifier import secret_parts
 from autoroll.registry import Limits
 from autoroll.registry.pool import RegistryPool
 
-log = logging.getLogger(__name__)
-
-#: Seconds the reconcile thread gets after SIGTERM (counted from the signal: the pass is
-#: told to stop while gunicorn still drains requests).
-RECONCILE_STOP_SECONDS: Final = 10.0
-#: Seconds the three election threads get to stop, together (they wait on events or one
-#: short API call).
-ELECTION_STOP_SECONDS: Final = 3.0
 #: Connections the watched cache may keep open: one per watch (the enrolled workloads and
 #: each namespace holding one), plus its lists.
 CACHE_POOL_SIZE: Final = 512
-#: Seconds the watched cache's threads get to stop (they wait on a socket, aborted at once).
-CACHE_STOP_SECONDS: Final = 3.0
-#: Seconds the notifier's thread gets to stop; a send in flight is abandoned (a daemon).
-NOTIFIER_STOP_SECONDS: Final = 0.5
-#: Seconds the pinning webhook's listener and certificate threads get to stop.
-PINNING_STOP_SECONDS: Final = 0.5
 #: The longest single step of a pass: one Kubernetes API call, or the registry's budget.
 STEP_SECONDS: Final = max(call_seconds(REQUEST_TIMEOUT), Limits().budget_seconds)
-
-
-@dataclass(frozen=True, slots=True)
-class Election:
-    """The leader-election threads of one replica (``LEADER_ELECTION=true`` only)."""
-
-    elector: Elector
-    watcher: NudgeWatcher
-    handoff: HandOff
-
-
-class Controller:
-    """Everything that reconciles (module docstring); one per pod."""
-
-    def __init__(
-        self,
-        *,
-        metrics: Metrics,
-        nudge: Nudge,
-        reconciler: Reconciler,
-        worker: Worker,
-        deliver: Callable[[Scope], None],
-        deliver_later: Callable[[Scope, float], None],
-        election: Election | None = None,
-        cache: WatchCache | None = None,
-        notifier: Notifier | None = None,
-        pinning: PinningService | None = None,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.metrics = metrics
-        self.notifier = notifier
-        self.pinning = pinning
-        self.nudge = nudge
-        self.reconciler = reconciler
-        self.worker = worker
-        self.election = election
-        self.cache = cache
-        self._deliver = deliver
-        self._deliver_later = deliver_later
-        self._clock = clock
-        self._stop_requested_at: float | None = None
-
-    # -- what the HTTP edge asks ------------------------------------------------------------
-
-    def deliver(self, scope: Scope) -> None:
-        """A verified webhook's nudge: debounced per tag, or handed to the leader."""
-        self._deliver(scope)
-
-    def deliver_later(self, scope: Scope, seconds: float) -> None:
-        """A verified delivery to look at ``seconds`` from now (the receivers' re-checks)."""
-        self._deliver_later(scope, seconds)
-
-    def status(self) -> LoopStatus:
-        return self.worker.status()
-
-    def liveness(self) -> Health:
-        return self.worker.liveness()
-
-    def readiness(self) -> Health:
-        return self.worker.readiness()
-
-    def exposition(self) -> bytes:
-        """Every metric, as ``/metrics`` serves it."""
-        return generate_latest(self.metrics.registry)
-
-    # -- lifecycle --------------------------------------------------------------------------
-
-    def start(self) -> None:
-        """Start the watched cache and campaigning (if on), then the reconcile thread."""
-        if self.cache is not None:
-            self.cache.start()
-        if self.election is not None:
-            self.election.elector.start()
-            self.election.watcher.start()
-            self.election.handoff.start()
-        if self.notifier is not None:
-            self.notifier.start()
-        if self.pinning is not None:
-            self.pinning.start()
-        self.worker.start()
-
-    def begin_stop(self) -> None:
-        """SIGTERM arrived: tell the reconcile thread to stop now, without waiting (safe in
-        a signal handler), so the pass winds down while requests drain, not after."""
-        if self._stop_requested_at is None:
-            self._stop_requested_at = self._clock()
-        self.worker.request_stop()
-        if self.cache is not None:
-            self.cache.request_stop()
-        if self.notifier is not None:
-            self.notifier.request_stop()
-
-    def stop(self, timeout: float = RECONCILE_STOP_SECONDS) -> None:
-        """Stop the reconcile thread, then hand the lease back (only if that stop was clean).
-
-        The thread gets ``timeout`` seconds from ``begin_stop`` (or from now). Raises
-        ``WorkerStopTimeoutError`` after releasing nothing when a pass is stuck: the lease
-        then simply expires, and the stuck pass cannot delete past the renew deadline.
-        """
-        self.begin_stop()
-        assert self._stop_requested_at is not None
-        left = timeout - (self._clock() - self._stop_requested_at)
-        stopped = False
-        try:
-            self.worker.stop(timeout=max(0.1, left))
-            stopped = True
-        finally:
-            if self.election is not None:
-                self._stop_election(self.election, release=stopped)
-            if self.cache is not None:
-                try:
-                    self.cache.stop(CACHE_STOP_SECONDS)
-                except Exception as exc:  # daemon threads: the process exits anyway
-                    log.error("stopping the watched cache: %s", exc)
-            if self.notifier is not None:
-                self.notifier.stop(NOTIFIER_STOP_SECONDS)
-            if self.pinning is not None:
-                self.pinning.stop(timeout=PINNING_STOP_SECONDS)
-
-    def _stop_election(self, election: Election, *, release: bool) -> None:
-        # All three are told first, then joined against one deadline: one stuck must not
-        # keep the others (or the release) from running, and the process exits anyway.
-        election.handoff.request_stop()
-        election.watcher.request_stop()
-        election.elector.request_stop()
-        deadline = self._clock() + ELECTION_STOP_SECONDS
-        steps: tuple[tuple[str, Callable[[float], None]], ...] = (
-            ("hand-off", election.handoff.stop),
-            ("nudge watcher", election.watcher.stop),
-            ("elector", lambda left: election.elector.stop(left, release=release)),
-        )
-        for name, stop in steps:
-            try:
-                stop(max(0.05, deadline - self._clock()))
-            except Exception as exc:  # one failing must not keep the others from stopping
-                log.error("stopping the %s: %s", name, exc)
 
 
 def build_controller(

@@ -40,18 +40,12 @@ from autoroll.core.scope import Scope
 from autoroll.instruments.metrics import Metrics
 from autoroll.kube.cache_objects import cached_pod, workload_converter
 from autoroll.kube.cache_store import CacheStore, Pod, Workload
-from autoroll.kube.informer import Collection, Informer, stop_all
+from autoroll.kube.informer import Informer, stop_all
+from autoroll.kube.listing import Collection
 from autoroll.kube.namespace_pods import NamespacePods
+from autoroll.kube.operations import LIST_PODS, LIST_WORKLOADS, WATCH_PODS, WATCH_WORKLOADS
 from autoroll.kube.selectors import LabelSelector
-from autoroll.kube.transport import (
-    LIST_PODS,
-    LIST_WORKLOADS,
-    LIVE_PODS_FIELD_SELECTOR,
-    WATCH_PODS,
-    WATCH_WORKLOADS,
-    LazyRest,
-    segment,
-)
+from autoroll.kube.transport import LIVE_PODS_FIELD_SELECTOR, LazyRest, segment
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """The Event adapter (``EventPort``): records a core/v1 Event on a Deployment for each roll.
 
 Only with EMIT_EVENTS=true; RBAC ``events: create`` in the ClusterRole's core API group.
-The reason and the text people read are built with the roll (``autoroll.core.model.RollEvent``);
+The reason and the text people read are built with the roll (``autoroll.core.records.RollEvent``);
 ``autoroll.kube.lease_event_bodies.event_json`` turns them into the body, which goes through
 ``KubeRest`` like every other call.
 """
@@ -12,7 +12,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from autoroll.core.model import RollEvent
+from autoroll.core.records import RollEvent
 from autoroll.kube.lease_event_bodies import event_json
 from autoroll.kube.transport import SMALL_CALL_TIMEOUT, KubeRest, LazyRest, connect
 

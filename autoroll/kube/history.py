@@ -14,14 +14,8 @@ from typing import Any, Final
 
 from autoroll.core.happenings import FROM, HAPPENING, TAG, TO, TRIGGER, Recorded
 from autoroll.kube.api_time import parse_time
-from autoroll.kube.transport import (
-    LIST_EVENTS,
-    REQUEST_TIMEOUT,
-    KubeRest,
-    LazyRest,
-    connect,
-    segment,
-)
+from autoroll.kube.operations import LIST_EVENTS
+from autoroll.kube.transport import REQUEST_TIMEOUT, KubeRest, LazyRest, connect, segment
 
 #: The reporting component of every Event autoroll records.
 COMPONENT: Final = "aethnet.se/autoroll"

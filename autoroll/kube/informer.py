@@ -22,7 +22,9 @@ directly). A connection that dies silently is noticed by the read timeout, at mo
 ``WATCH_SECONDS + WATCH_READ_MARGIN`` seconds after the last byte.
 
 Every request goes through ``KubeRest`` (``send`` for the lists, ``watch`` for the
-watches), so errors are mapped in one place and every request is counted.
+watches), so errors are mapped in one place and every request is counted. What to list and
+watch (``Collection``, importable from here too: the informer's argument) and the paged list
+itself are ``autoroll.kube.listing``'s.
 """
 
 from __future__ import annotations
@@ -32,24 +34,15 @@ import random
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Final, Generic, Protocol, TypeVar
 
-from autoroll.kube.errors import ClusterApiError, ClusterError, Operation
-from autoroll.kube.streamed_lists import StreamedList
-from autoroll.kube.transport import REQUEST_TIMEOUT, LazyRest, WatchStream
+from autoroll.kube.errors import ClusterApiError, ClusterError
+from autoroll.kube.listing import Collection, list_whole, with_selector
+from autoroll.kube.transport import REQUEST_TIMEOUT, LazyRest
+from autoroll.kube.watch_stream import WatchStream
 
 log = logging.getLogger(__name__)
 
-#: Objects asked for per list request: bounds the memory a list of thousands takes.
-LIST_PAGE: Final = 500
-#: Pages asked for and parsed at once, across every informer of the process. At start (and
-#: after an API server restart) every informer lists together, one per enabled kind and one
-#: per namespace holding enrolled workloads; a parsed page of 500 pods is about 15 MB of
-#: Python objects for a moment, so twenty at once made the start the process's peak
-#: (issue 28). Two keep a list request in flight while the other page is converted.
-LISTS_AT_ONCE: Final = 2
-_LISTING = threading.BoundedSemaphore(LISTS_AT_ONCE)
 #: Seconds a watch asks the server to keep it open (each one jittered up to +25 %).
 WATCH_SECONDS: Final = 60
 #: Seconds of silence past a watch's own timeout after which its connection counts as dead.
@@ -72,26 +65,6 @@ class Sink(Protocol[T_contra]):
     def deleted(self, uid: str) -> None: ...
 
     def unsynced(self) -> None: ...
-
-
-@dataclass(frozen=True, slots=True)
-class Collection:
-    """What to list and watch: the path, the two operations, and the selectors."""
-
-    path: str
-    target: str  # for messages: "(all namespaces)", "in namespace shop"
-    list_operation: Operation
-    watch_operation: Operation
-    label_selector: str | None = None
-    field_selector: str | None = None
-
-    def query(self) -> list[tuple[str, str]]:
-        query = []
-        if self.label_selector:
-            query.append(("labelSelector", self.label_selector))
-        if self.field_selector:
-            query.append(("fieldSelector", self.field_selector))
-        return query
 
 
 class _RestartRequestedError(Exception):
@@ -229,67 +202,21 @@ class Informer(Generic[T]):
     def _take_restart(self) -> None:
         with self._lock:
             if self._restart is not None:
-                self._collection = _with_selector(self._collection, self._restart or None)
+                self._collection = with_selector(self._collection, self._restart or None)
                 self._restart = None
 
     def _list(self, cause: str) -> str:
         """The whole collection, page by page, into the sink; returns the resourceVersion."""
         self._on_list(cause)
         self.lists += 1
-        collection = self._collection
-        items: dict[str, T] = {}
-        token, version = "", ""
-        while True:
-            query = [*collection.query(), ("limit", str(LIST_PAGE))]
-            if token:
-                query.append(("continue", token))
-            with _LISTING:  # the answer and its parse are gone before the next page
-                version, token = self._page(collection, query, items, version)
-            if not token:
-                break
-            self._check_restart()
+        items, version = list_whole(
+            self._rest, self._collection, self._convert, between_pages=self._check_restart
+        )
         self._check_restart()
         self._sink.replaced(items)
         self._synced.set()
         self._listed_at = self._clock()
         return version
-
-    def _page(
-        self,
-        collection: Collection,
-        query: list[tuple[str, str]],
-        items: dict[str, T],
-        version: str,
-    ) -> tuple[str, str]:
-        """One page into ``items``; returns the resourceVersion and the continue token."""
-        answer = self._rest().send(
-            collection.list_operation,
-            collection.target,
-            "GET",
-            collection.path,
-            query=query,
-            timeout=REQUEST_TIMEOUT,
-        )
-        # One object at a time, converted as it is parsed (``streamed_lists``).
-        page = StreamedList(answer.body)
-        del answer
-        parsed = page.items()
-        while True:
-            try:
-                raw = next(parsed, None)
-            except ValueError as exc:
-                raise ClusterApiError(
-                    f"{collection.list_operation.action} {collection.target}: {exc}", status=0
-                ) from None
-            if raw is None:
-                return page.resource_version or version, page.continue_token
-            self._keep(items, raw)
-
-    def _keep(self, items: dict[str, T], raw: dict[str, Any]) -> None:
-        uid = str((raw.get("metadata") or {}).get("uid") or "")
-        converted = self._convert(raw) if uid else None
-        if converted is not None:
-            items[uid] = converted
 
     def _follow(self, version: str) -> str:
         """Watch from ``version`` until a resync is due; returns the next list's cause."""
@@ -376,17 +303,6 @@ class Informer(Generic[T]):
         return f"{what} {self._collection.target}"
 
 
-def _with_selector(collection: Collection, label_selector: str | None) -> Collection:
-    return Collection(
-        collection.path,
-        collection.target,
-        collection.list_operation,
-        collection.watch_operation,
-        label_selector,
-        collection.field_selector,
-    )
-
-
 def stop_all(informers: Sequence[Informer[Any]], timeout: float) -> None:
     """Tell every informer to stop, then join them against one deadline."""
     for informer in informers:
@@ -398,7 +314,6 @@ def stop_all(informers: Sequence[Informer[Any]], timeout: float) -> None:
 
 __all__ = [
     "BACKOFF_MAX",
-    "LIST_PAGE",
     "WATCH_READ_MARGIN",
     "WATCH_SECONDS",
     "Collection",

@@ -16,24 +16,21 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from autoroll.core.model import LeaseRecord
 from autoroll.core.ports import LeaseConflictError
+from autoroll.core.records import LeaseRecord
 from autoroll.kube.errors import ClusterApiError
 from autoroll.kube.lease_event_bodies import NUDGE_ANNOTATION, lease_from_json, lease_spec_json
+from autoroll.kube.operations import CREATE_LEASE, GET_LEASE, PATCH_LEASE, WATCH_LEASE
 from autoroll.kube.transport import (
-    CREATE_LEASE,
-    GET_LEASE,
     LEASE_CALL_TIMEOUT,
     MERGE_PATCH,
-    PATCH_LEASE,
-    WATCH_LEASE,
     Answer,
     KubeRest,
     LazyRest,
-    WatchStream,
     connect,
     segment,
 )
+from autoroll.kube.watch_stream import WatchStream
 
 
 class KubeLease:

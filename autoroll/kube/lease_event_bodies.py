@@ -11,10 +11,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from autoroll.core.model import (
-    LeaseRecord,
-    RollEvent,
-)
+from autoroll.core.records import LeaseRecord, RollEvent
 from autoroll.kube.api_time import micro_time, parse_time
 
 #: The Lease annotation a follower bumps to hand a verified webhook to the leader.

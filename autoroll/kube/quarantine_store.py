@@ -33,16 +33,8 @@ from autoroll.core.quarantine import (
 )
 from autoroll.kube.api_time import micro_time, parse_time
 from autoroll.kube.errors import ClusterApiError
-from autoroll.kube.transport import (
-    CREATE_CONFIGMAP,
-    GET_CONFIGMAP,
-    SMALL_CALL_TIMEOUT,
-    UPDATE_CONFIGMAP,
-    KubeRest,
-    LazyRest,
-    connect,
-    segment,
-)
+from autoroll.kube.operations import CREATE_CONFIGMAP, GET_CONFIGMAP, UPDATE_CONFIGMAP
+from autoroll.kube.transport import SMALL_CALL_TIMEOUT, KubeRest, LazyRest, connect, segment
 
 log = logging.getLogger(__name__)
 

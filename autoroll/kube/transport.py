@@ -8,17 +8,18 @@ here reads (docs/adr/005-reading-the-cluster.md). Answers are raw JSON bytes.
 
 A failed call is mapped in one place (``autoroll.kube.errors``): no answer at all becomes
 ``ClusterUnreachableError``; a status that the call's ``Operation`` does not list as an
-answer becomes the error for that status, with the operation's RBAC rule as the hint.
+answer becomes the error for that status, with the operation's RBAC rule as the hint. What
+each call is (its ``Operation``) is ``autoroll.kube.operations``'s; the events of an open
+watch are read by ``autoroll.kube.watch_stream``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import quote
@@ -32,11 +33,20 @@ from urllib3.util.retry import Retry
 from autoroll.core.model import WorkloadKind
 from autoroll.kube.errors import (
     ClusterConfigError,
-    Grant,
     Operation,
     api_error,
     unreachable,
 )
+from autoroll.kube.operations import (
+    CREATE_EVENT,
+    DELETE_POD,
+    EVICT_POD,
+    GET_NODE,
+    LIST_NODES,
+    LIST_PODS,
+    LIST_WORKLOADS,
+)
+from autoroll.kube.watch_stream import WatchStream, release
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +55,7 @@ REQUEST_TIMEOUT: Final = (5.0, 30.0)
 #: Event calls are tiny; a slow one must not hold the pass long.
 SMALL_CALL_TIMEOUT: Final = (2.0, 4.0)
 #: Lease calls must answer well within the renew deadline, and the two of a release on
-#: shutdown fit the shutdown budget (``autoroll.edge.server.ShutdownBudget``): 5 s each at most.
+#: shutdown fit the shutdown budget (``autoroll.edge.runtime.ShutdownBudget``): 5 s each at most.
 LEASE_CALL_TIMEOUT: Final = (1.0, 3.0)
 #: Connection attempts per call: one immediate reconnect (``API_RETRIES``), then it fails.
 CONNECT_ATTEMPTS: Final = 2
@@ -75,43 +85,6 @@ _JSON: Final = "application/json"
 #: image on it and can be hundreds of KB; the platform labels are all a pass reads.
 METADATA_ONLY: Final = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 MERGE_PATCH: Final = "application/merge-patch+json"
-
-# -- the operations, with the RBAC rule each needs and the statuses it answers with ----------
-LIST_WORKLOADS: Final = {
-    kind: Operation(f"list {kind.resource}", f"{kind.resource}: list", Grant.WORKLOAD_KIND)
-    for kind in WorkloadKind
-}
-LIST_PODS: Final = Operation("list pods", "pods: list")
-LIST_NODES: Final = Operation("list nodes", "nodes: list", Grant.NODE_PLATFORMS)
-GET_NODE: Final = Operation("get node", "nodes: get", Grant.NODES, answers=frozenset({404}))
-DELETE_POD: Final = Operation("delete pod", "pods: delete", answers=frozenset({404, 409}))
-EVICT_POD: Final = Operation(
-    "evict pod", "pods/eviction: create", answers=frozenset({404, 409, 429})
-)
-CREATE_EVENT: Final = Operation("create event for", "events: create", Grant.EVENTS)
-GET_LEASE: Final = Operation("get lease", "leases: get", Grant.LEASE_ROLE, answers=frozenset({404}))
-CREATE_LEASE: Final = Operation(
-    "create lease", "leases: create", Grant.LEASE_ROLE, answers=frozenset({404, 409})
-)
-PATCH_LEASE: Final = Operation(
-    "patch lease", "leases: patch", Grant.LEASE_ROLE, answers=frozenset({404, 409})
-)
-WATCH_LEASE: Final = Operation("watch lease", "leases: watch", Grant.LEASE_ROLE)
-GET_CONFIGMAP: Final = Operation(
-    "get configmap", "configmaps: get", Grant.QUARANTINE_ROLE, answers=frozenset({404})
-)
-CREATE_CONFIGMAP: Final = Operation(
-    "create configmap", "configmaps: create", Grant.QUARANTINE_ROLE, answers=frozenset({409})
-)
-UPDATE_CONFIGMAP: Final = Operation(
-    "update configmap", "configmaps: update", Grant.QUARANTINE_ROLE, answers=frozenset({404, 409})
-)
-LIST_EVENTS: Final = Operation("list events", "events: list", Grant.HISTORY)
-WATCH_WORKLOADS: Final = {
-    kind: Operation(f"watch {kind.resource}", f"{kind.resource}: watch", Grant.WATCH)
-    for kind in WorkloadKind
-}
-WATCH_PODS: Final = Operation("watch pods", "pods: watch", Grant.WATCH)
 
 
 def call_seconds(timeout: tuple[float, float]) -> float:
@@ -301,7 +274,7 @@ class KubeRest:
         except (HTTPError, OSError) as exc:
             raise unreachable(operation, target, exc) from exc
         finally:
-            _release(response)
+            release(response)
         answer = Answer(int(response.status), data)
         if not answer.ok and answer.status not in operation.answers:
             raise api_error(operation, target, answer.status, str(response.reason or ""))
@@ -322,7 +295,7 @@ class KubeRest:
             try:
                 reason = str(response.reason or "")
             finally:
-                _release(response)
+                release(response)
             raise api_error(operation, target, int(response.status), reason)
         return WatchStream(operation, target, response)
 
@@ -385,75 +358,6 @@ class LazyRest:
             return self._rest
 
 
-class WatchStream:
-    """The events of one open watch; ``abort`` ends it from another thread."""
-
-    def __init__(self, operation: Operation, target: str, response: Any) -> None:
-        self._operation = operation
-        self._target = target
-        self._response = response
-        self._lock = threading.Lock()
-
-    def events(self) -> Iterator[tuple[str, dict[str, Any]]]:
-        """``(type, object)`` per event until the server ends the watch; ERROR events and a
-        broken stream raise the adapter's errors."""
-        try:
-            for line in _lines(self._response):
-                event = json.loads(line, object_hook=_without_managed_fields)
-                kind = str(event.get("type") or "")
-                document = event.get("object") or {}
-                if kind == "ERROR":
-                    code = int(document.get("code") or 0)
-                    raise api_error(
-                        self._operation, self._target, code, str(document.get("message") or "")
-                    )
-                yield kind, document
-        except (HTTPError, OSError) as exc:
-            raise unreachable(self._operation, self._target, exc) from exc
-        finally:
-            _release(self._response)
-
-    def abort(self) -> None:
-        """Unblock a reader waiting in another thread (urllib3 >= 2.3 ``shutdown``).
-
-        Never raises: a stream whose connection is already gone (ended, released, or not yet
-        open) has nothing to unblock, and urllib3 says so with a ValueError.
-        """
-        raw = getattr(self._response, "response", self._response)
-        shutdown = getattr(raw, "shutdown", None)
-        if callable(shutdown):
-            with contextlib.suppress(ValueError, OSError):
-                shutdown()
-
-
-def _without_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
-    # Nothing reads managedFields, often an object's largest part: dropped while parsing.
-    obj.pop("managedFields", None)
-    return obj
-
-
-def _lines(response: Any) -> Iterator[bytes]:
-    """Newline-delimited JSON from a streaming response, across chunk boundaries."""
-    raw = getattr(response, "response", response)
-    buffer = b""
-    for chunk in raw.stream(amt=None, decode_content=False):
-        buffer += chunk
-        while b"\n" in buffer:
-            line, buffer = buffer.split(b"\n", 1)
-            if line.strip():
-                yield line
-    if buffer.strip():
-        yield buffer
-
-
-def _release(response: Any) -> None:
-    """Give a (``preload_content=False``) response's connection back to the pool."""
-    raw = getattr(response, "response", None) or response
-    release = getattr(raw, "release_conn", None)
-    if callable(release):
-        release()
-
-
 __all__ = [
     "API_RETRIES",
     "LEASE_CALL_TIMEOUT",
@@ -462,12 +366,9 @@ __all__ = [
     "METADATA_ONLY",
     "REQUEST_TIMEOUT",
     "SMALL_CALL_TIMEOUT",
-    "WATCH_PODS",
-    "WATCH_WORKLOADS",
     "Answer",
     "KubeRest",
     "LazyRest",
-    "WatchStream",
     "call_seconds",
     "connect",
     "segment",

@@ -20,12 +20,8 @@ from pathlib import Path
 import pytest
 import requests
 
-from autoroll.edge.server import (
-    GRACEFUL_TIMEOUT_SECONDS,
-    RECONCILE_STOP_SECONDS,
-    SHUTDOWN_BUDGET,
-    STEP_SECONDS,
-)
+from autoroll.edge.runtime import SHUTDOWN_BUDGET
+from autoroll.edge.server import GRACEFUL_TIMEOUT_SECONDS, RECONCILE_STOP_SECONDS, STEP_SECONDS
 from tests.support.fake_kube import LEASE_NAME, LEASE_NAMESPACE, Fault, FaultyKubeApi, KubeApiServer
 from tests.support.fault_proxy import FaultProxy, ProxyFault
 from tests.support.ports import free_port

@@ -31,13 +31,6 @@ CLASS_LIMIT: Final = 250
 # builds, pinning and performance branches, which grew in parallel with it). Lower a number or
 # drop an entry when a split shrinks it; never raise one.
 MODULES_OVER_THE_LIMIT: Final[Mapping[str, int]] = {
-    "autoroll/controller/worker.py": 445,
-    "autoroll/core/kinds.py": 431,
-    "autoroll/core/model.py": 443,
-    "autoroll/edge/server.py": 429,
-    "autoroll/edge/wiring.py": 445,
-    "autoroll/kube/informer.py": 408,
-    "autoroll/kube/transport.py": 474,
     "bench/report.py": 820,
     "bench/run.py": 538,
     "bench/tick.py": 401,
@@ -71,7 +64,7 @@ MODULES_OVER_THE_LIMIT: Final[Mapping[str, int]] = {
     "tests/unit/test_guardrails.py": 491,
     "tests/unit/test_guardrails_properties.py": 466,
     "tests/unit/test_jobhash_spec.py": 426,
-    "tests/unit/test_kinds.py": 754,
+    "tests/unit/test_kinds.py": 748,
     "tests/unit/test_kube_cache.py": 550,
     "tests/unit/test_kube_cluster.py": 657,
     "tests/unit/test_kube_convert.py": 580,
@@ -80,13 +73,10 @@ MODULES_OVER_THE_LIMIT: Final[Mapping[str, int]] = {
     "tests/unit/test_reconciler.py": 661,
     "tests/unit/test_registry.py": 636,
     "tests/unit/test_web.py": 583,
-    "tests/unit/test_worker.py": 488,
+    "tests/unit/test_worker.py": 483,
     "tests/unit/test_workload_properties.py": 404,
 }
 CLASSES_OVER_THE_LIMIT: Final[Mapping[str, int]] = {
-    "autoroll/controller/observer.py::PassObserver": 258,
-    "autoroll/instruments/metrics.py::Metrics": 276,
-    "autoroll/kube/informer.py::Informer": 276,
     "tests/e2e/kubelet.py::SimulatedKubelet": 396,
 }
 

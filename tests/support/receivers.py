@@ -15,7 +15,7 @@ from typing import Any
 from flask.testing import FlaskClient
 from prometheus_client import CollectorRegistry
 
-from autoroll.controller.worker import Health
+from autoroll.controller.loop_health import Health
 from autoroll.core.receivers.sources import RECEIVERS, Source
 from autoroll.core.scope import ImageTag, Scope
 from autoroll.edge.receivers import Receiving

@@ -24,14 +24,7 @@ from autoroll.core.decide import (
     decide,
 )
 from autoroll.core.images import TagRef
-from autoroll.core.kinds import (
-    MAX_NODE_CHECKS,
-    choose,
-    deletion_order,
-    is_settled,
-    ordinal,
-    pod_hold,
-)
+from autoroll.core.kinds import is_settled
 from autoroll.core.model import (
     ContainerView,
     DaemonSetStatus,
@@ -46,6 +39,7 @@ from autoroll.core.model import (
     WorkloadKind,
     WorkloadView,
 )
+from autoroll.core.victim import MAX_NODE_CHECKS, choose, deletion_order, ordinal, pod_hold
 from tests.support.views import deployment_view, pod_view, rolled_out
 
 HOST = "forgejo.example"

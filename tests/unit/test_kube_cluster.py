@@ -464,7 +464,7 @@ def test_a_pass_and_its_events_never_import_the_generated_api_classes() -> None:
     probe = """
 import sys
 from autoroll.kube import KubeCluster, KubeEvents, KubeLease
-from autoroll.core.model import RollEvent, WorkloadKind
+from autoroll.core.model import WorkloadKind; from autoroll.core.records import RollEvent
 
 class Answer:
     status, reason = 200, "OK"

@@ -13,8 +13,10 @@ from typing import Any
 
 import pytest
 
-from autoroll.kube.informer import LISTS_AT_ONCE, Collection, Informer
-from autoroll.kube.transport import LIST_PODS, WATCH_PODS, KubeRest, LazyRest
+from autoroll.kube.informer import Informer
+from autoroll.kube.listing import LISTS_AT_ONCE, Collection
+from autoroll.kube.operations import LIST_PODS, WATCH_PODS
+from autoroll.kube.transport import KubeRest, LazyRest
 from tests.support.wait import wait_until
 
 

@@ -14,14 +14,9 @@ from typing import Any
 import pytest
 
 from autoroll.core.happenings import Happening, HappeningKind
-from autoroll.core.model import (
-    LeaseRecord,
-    RollEvent,
-    StatefulSetStatus,
-    WorkloadKind,
-    WorkloadView,
-)
+from autoroll.core.model import StatefulSetStatus, WorkloadKind, WorkloadView
 from autoroll.core.ports import LeaseConflictError
+from autoroll.core.records import LeaseRecord, RollEvent
 from autoroll.kube.errors import ClusterApiError, ClusterForbiddenError
 from autoroll.kube.events import KubeEvents
 from autoroll.kube.lease import KubeLease

@@ -28,8 +28,8 @@ from autoroll.core.election import (
     observe,
     released_record,
 )
-from autoroll.core.model import LeaseRecord
 from autoroll.core.ports import LeaseConflictError
+from autoroll.core.records import LeaseRecord
 from autoroll.instruments.metrics import Metrics
 
 T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)

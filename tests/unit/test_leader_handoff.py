@@ -18,10 +18,11 @@ from autoroll.config import Config
 from autoroll.controller.handoff import NudgeWatcher
 from autoroll.controller.leader import Elector
 from autoroll.core.election import Timings
-from autoroll.core.model import DeleteOutcome, Enrolled, LeaseRecord, WorkloadView
+from autoroll.core.model import DeleteOutcome, Enrolled, WorkloadView
+from autoroll.core.records import LeaseRecord
 from autoroll.core.scope import FULL, Scope
 from autoroll.edge.receivers import SETTLE_SECONDS
-from autoroll.edge.server import Runtime, build_runtime
+from autoroll.edge.runtime import Runtime, build_runtime
 from autoroll.instruments.metrics import Metrics
 from tests.support.ports import free_port
 from tests.support.wait import wait_until

@@ -11,7 +11,8 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from autoroll.controller.reconciler import NOT_LEADER, Reconciler
-from autoroll.core.model import DeleteOutcome, Enrolled, RollEvent
+from autoroll.core.model import DeleteOutcome, Enrolled
+from autoroll.core.records import RollEvent
 from autoroll.instruments.metrics import Metrics
 from tests.unit.test_reconciler import (
     AT_ONCE,

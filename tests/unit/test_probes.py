@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 import requests
 
-from autoroll.controller.worker import Health
+from autoroll.controller.loop_health import Health
 from autoroll.edge.probes import (
     MAX_PROBE_CONNECTIONS,
     PROBE_REQUEST_SECONDS,

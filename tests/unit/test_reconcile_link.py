@@ -10,7 +10,7 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from autoroll.controller.worker import LoopStatus
+from autoroll.controller.loop_health import LoopStatus
 from autoroll.edge.link import EDGE_FAMILIES, merged_exposition
 from autoroll.edge.reconcile_main import owner_lock
 from autoroll.instruments.metrics import Metrics

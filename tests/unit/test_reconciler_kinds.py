@@ -15,11 +15,11 @@ from autoroll.core.model import (
     Enrolled,
     NodeView,
     PodView,
-    RollEvent,
     StatefulSetStatus,
     UpdateStrategy,
     WorkloadKind,
 )
+from autoroll.core.records import RollEvent
 from autoroll.edge.plan import render, rows
 from autoroll.instruments.metrics import Metrics
 from tests.unit.test_reconciler import (

@@ -12,8 +12,9 @@ from prometheus_client import CollectorRegistry
 
 from autoroll.controller.approvals import REASON_UNPINNED, ApprovalBook, Approver
 from autoroll.controller.reconciler import Reconciler
-from autoroll.core.model import DeleteOutcome, Digest, Enrolled, EventType, RollEvent
+from autoroll.core.model import DeleteOutcome, Digest, Enrolled
 from autoroll.core.policy import Guardrails
+from autoroll.core.records import EventType, RollEvent
 from autoroll.instruments.metrics import Metrics
 from tests.unit.test_plan import (
     IMAGE,

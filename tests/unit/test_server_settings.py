@@ -21,15 +21,13 @@ from autoroll.core.model import (
 )
 from autoroll.core.scope import FULL, Scope
 from autoroll.edge.http_worker import REQUEST_READ_SECONDS
+from autoroll.edge.runtime import SHUTDOWN_BUDGET, Runtime, build_runtime
 from autoroll.edge.server import (
     ELECTION_STOP_SECONDS,
     GRACEFUL_TIMEOUT_SECONDS,
     RECONCILE_STOP_SECONDS,
-    SHUTDOWN_BUDGET,
     WORKER_TMP_DIR,
     AutorollServer,
-    Runtime,
-    build_runtime,
     gunicorn_settings,
     worker_tmp_dir,
 )

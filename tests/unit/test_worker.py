@@ -11,13 +11,8 @@ import pytest
 import structlog
 from prometheus_client import CollectorRegistry
 
-from autoroll.controller.worker import (
-    Nudge,
-    Worker,
-    WorkerStopTimeoutError,
-    liveness,
-    liveness_bound,
-)
+from autoroll.controller.loop_health import liveness, liveness_bound
+from autoroll.controller.worker import Nudge, Worker, WorkerStopTimeoutError
 from autoroll.core.scope import FULL, ImageTag, Scope
 from autoroll.instruments.metrics import Metrics
 from tests.support.wait import wait_until

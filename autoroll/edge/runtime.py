@@ -1,0 +1,259 @@
+"""What the one gunicorn worker process owns, and how long its shutdown may take.
+
+``Runtime`` is the HTTP edge (the Flask app, the probes' listener) and its ``link`` to the
+controller: the reconcile process under ``autoroll serve`` (``build_served_runtime``), or
+the controller itself in this process for tests that inject adapters and read its objects
+(``build_runtime``). ``ShutdownBudget`` adds up the bound of every step from SIGTERM to
+exit; gunicorn's ``graceful_timeout`` is derived from it (``autoroll.edge.server``).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from dataclasses import dataclass
+from typing import Any, Final
+
+from flask import Flask
+from prometheus_client import CollectorRegistry
+
+from autoroll.config import Config
+from autoroll.controller.loop_health import liveness_bound
+from autoroll.core.ports import (
+    ClusterPort,
+    EventPort,
+    LeasePort,
+    NodePort,
+    NotifyPort,
+    QuarantinePort,
+    RegistryPort,
+    SecretPort,
+)
+from autoroll.edge.http_worker import REQUEST_READ_SECONDS
+from autoroll.edge.lifecycle import (
+    ELECTION_STOP_SECONDS,
+    RECONCILE_STOP_SECONDS,
+    Controller,
+    Election,
+)
+from autoroll.edge.link import ControllerLink
+from autoroll.edge.probes import ProbeServer
+from autoroll.edge.receivers import Receiving
+from autoroll.edge.reconcile_process import ReconcileProcess
+from autoroll.edge.web import create_app
+from autoroll.edge.wiring import STEP_SECONDS, build_controller
+from autoroll.instruments.metrics import Metrics
+from autoroll.kube.transport import LEASE_CALL_TIMEOUT, call_seconds
+
+
+@dataclass(frozen=True, slots=True)
+class ShutdownBudget:
+    """The longest each step of a shutdown can take, SIGTERM to exit, in seconds.
+
+    On SIGTERM the reconcile process is told to stop at once while gunicorn drains its
+    requests; it joins its reconcile thread (what is left of that budget), stops the
+    election threads and, only if the reconcile thread stopped cleanly, releases the Lease
+    (one read and one write), then exits; the worker waits for it. Every step is bounded by
+    a timeout in the code, so the sum is a bound, not a hope; gunicorn's
+    ``graceful_timeout`` is derived from it.
+    """
+
+    request_drain: float = REQUEST_READ_SECONDS + 1.0  # a request still arriving, then its answer
+    reconcile_stop: float = RECONCILE_STOP_SECONDS  # runs beside the drain
+    election_stop: float = ELECTION_STOP_SECONDS
+    lease_release: float = 2 * call_seconds(LEASE_CALL_TIMEOUT)
+
+    def worst_case(self, *, electing: bool) -> float:
+        first = max(self.request_drain, self.reconcile_stop)
+        return first + (self.election_stop + self.lease_release if electing else 0.0)
+
+
+SHUTDOWN_BUDGET: Final = ShutdownBudget()
+
+
+class Runtime:
+    """Everything the one gunicorn worker process owns: the HTTP edge (the Flask app, the
+    probes' listener) and its ``link`` to the controller, in this process or the next."""
+
+    def __init__(
+        self,
+        *,
+        app: Flask,
+        link: ControllerLink,
+        stop_seconds: float,
+        probes: ProbeServer | None = None,
+        controller: Controller | None = None,
+    ) -> None:
+        self.app = app
+        self.link = link
+        self.probes = probes
+        self.controller = controller  # only when it runs in this process (tests)
+        self._stop_seconds = stop_seconds
+
+    # The controller's objects, when it runs in this process (tests read them).
+    @property
+    def metrics(self) -> Metrics:
+        return self._local().metrics
+
+    @property
+    def nudge(self) -> Any:
+        return self._local().nudge
+
+    @property
+    def reconciler(self) -> Any:
+        return self._local().reconciler
+
+    @property
+    def worker(self) -> Any:
+        return self._local().worker
+
+    @property
+    def election(self) -> Election | None:
+        return self._local().election
+
+    @property
+    def cache(self) -> Any:
+        return self._local().cache
+
+    def _local(self) -> Controller:
+        if self.controller is None:
+            raise AttributeError("the controller runs in the reconcile process, not here")
+        return self.controller
+
+    def start(self) -> None:
+        """Start the probes' listener (a port in use raises here and stops the worker at
+        boot, before any reconciling starts), then the controller."""
+        if self.probes is not None:
+            self.probes.start()
+        self.link.start()
+
+    def begin_stop(self) -> None:
+        """SIGTERM arrived: tell the controller to stop now, without waiting.
+
+        Called from the worker's signal handler (``http_worker.DeadlineThreadWorker``), so
+        the pass winds down while gunicorn drains requests, not after.
+        """
+        self.link.begin_stop()
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Stop the controller (``timeout`` from ``begin_stop``; by default its own bound),
+        then the probes' listener. Raises what the controller's stop raised."""
+        try:
+            self.link.stop(self._stop_seconds if timeout is None else timeout)
+        finally:
+            if self.probes is not None:
+                # Last, so /readyz says "shutting down" until the end; at most one poll
+                # (0.2 s), inside the second GRACEFUL_TIMEOUT_SECONDS leaves for the exit.
+                self.probes.stop(timeout=0.5)
+
+
+def build_runtime(
+    config: Config,
+    *,
+    cluster: ClusterPort | None = None,
+    registry: RegistryPort | None = None,
+    lease: LeasePort | None = None,
+    events: EventPort | None = None,
+    nodes: NodePort | None = None,
+    secrets: SecretPort | None = None,
+    quarantine: QuarantinePort | None = None,
+    notify: NotifyPort | None = None,
+) -> Runtime:
+    """The controller and the edge in one process (tests inject adapters). Cheap: no
+    network until it starts."""
+    controller = build_controller(
+        config,
+        cluster=cluster,
+        registry=registry,
+        lease=lease,
+        events=events,
+        nodes=nodes,
+        secrets=secrets,
+        quarantine=quarantine,
+        notify=notify,
+    )
+    app = create_app(
+        webhook_secret=config.webhook_secret.reveal(),
+        nudge=controller.deliver,
+        metrics=controller.metrics,
+        live=controller.liveness,
+        ready=controller.readiness,
+        forgejo_host=config.forgejo_host,
+        receiving=receiving(config),
+        later=controller.deliver_later,
+    )
+    return Runtime(
+        app=app,
+        link=controller,
+        stop_seconds=RECONCILE_STOP_SECONDS,
+        probes=_probes(config, controller),
+        controller=controller,
+    )
+
+
+def build_served_runtime(config: Config, *, owner: str) -> Runtime:
+    """The edge of ``autoroll serve``: its controller runs in the reconcile process, which
+    ``start`` starts (``owner`` keys its one-at-a-time lock). Cheap: nothing starts here."""
+    metrics = Metrics(CollectorRegistry())  # only the webhook's answers are counted here
+    link = ReconcileProcess(
+        owner=owner,
+        liveness_bound=liveness_bound(
+            interval_seconds=config.poll_interval_seconds,
+            pass_timeout_seconds=config.pass_timeout_seconds,
+            step_seconds=STEP_SECONDS,
+        ),
+        edge_metrics=metrics.registry,
+        on_lost=_leave,
+    )
+    app = create_app(
+        webhook_secret=config.webhook_secret.reveal(),
+        nudge=link.deliver,
+        metrics=metrics,
+        live=link.liveness,
+        ready=link.readiness,
+        forgejo_host=config.forgejo_host,
+        receiving=receiving(config),
+        later=link.deliver_later,
+        exposition=link.exposition,
+    )
+    return Runtime(
+        app=app,
+        link=link,
+        # The reconcile process's own stop, signal to exit: its pass, its election and the
+        # Lease release (each bounded there), never past the worker's graceful timeout.
+        stop_seconds=SHUTDOWN_BUDGET.worst_case(electing=config.leader_election is not None),
+        probes=_probes(config, link),
+    )
+
+
+def receiving(config: Config) -> Receiving:
+    """The registries' receivers that are on, with their secrets, and the registries autoroll
+    reads (``REGISTRIES`` and the ``FORGEJO_HOST`` shorthand); a registry's receiver always
+    names the host, so a push naming none is on no registry autoroll reads."""
+    secrets = {s: secret.reveal() for s, secret in config.receivers.secrets}
+    return Receiving(secrets, tuple(sorted(config.registry_hosts)), None)
+
+
+def _probes(config: Config, link: ControllerLink) -> ProbeServer:
+    return ProbeServer(
+        config.probe_host.strip("[]"),  # "[::]" names the IPv6 wildcard
+        config.probe_port,
+        live=link.liveness,
+        ready=link.readiness,
+    )
+
+
+def _leave(code: int) -> None:
+    """The reconcile process ended on its own: this worker ends too (gracefully), and
+    gunicorn's master starts a new one, with a new reconcile process."""
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+__all__ = [
+    "SHUTDOWN_BUDGET",
+    "Runtime",
+    "ShutdownBudget",
+    "build_runtime",
+    "build_served_runtime",
+    "receiving",
+]
