@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from bench.report import affected, count_violations, lists
+from bench.count_checks import affected
+from bench.report import count_violations, lists
 from bench.run import QUICK, run
 from bench.scale import STALLED_BUDGET_SECONDS, STALLED_SECONDS
 from tests.conftest import require_tool
