@@ -16,7 +16,7 @@ from bench.load import describe
 
 
 class Row(Protocol):
-    """One target's verdict (``bench.report.Target``)."""
+    """One target's verdict (``bench.targets.Target``)."""
 
     @property
     def name(self) -> str: ...

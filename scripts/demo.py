@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import shutil
 import sys
@@ -42,12 +41,13 @@ import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+
+from demo_output import Echo, cluster, say, short  # noqa: E402  (beside this script)
 
 from tests.e2e.controller import DEFAULT_COMMAND, ControllerError, running_autoroll  # noqa: E402
 from tests.e2e.controlplane import (  # noqa: E402
@@ -83,20 +83,6 @@ class DemoError(RuntimeError):
     """Something the user can fix (a missing tool, a component that did not start)."""
 
 
-def say(text: str, *, at: float | None = None) -> None:
-    stamp = time.strftime("%H:%M:%S", time.localtime(at))
-    print(f"{stamp}  {text}", flush=True)
-
-
-def cluster(text: str) -> None:
-    """A change the cluster made (pods created, Ready, terminating, gone)."""
-    say(f"cluster  │ {text}")
-
-
-def short(digest: str) -> str:
-    return digest.removeprefix("sha256:")[:12] if digest else "-"
-
-
 def find_tools() -> dict[str, str]:
     found = {name: shutil.which(name) for name in TOOLS}
     missing = [name for name, path in found.items() if path is None]
@@ -106,51 +92,6 @@ def find_tools() -> dict[str, str]:
             "Kubernetes build takes 20-40 minutes), then `source .tools/env`."
         )
     return {name: str(path) for name, path in found.items()}
-
-
-def render(line: str) -> tuple[float | None, str] | None:
-    """What a newcomer should read of one autoroll log line (LOG_FORMAT=json), or None.
-
-    Decisions, deletions, warnings and errors are shown; gunicorn's start-up chatter is not.
-    A line that is not JSON (a crash, a traceback) is shown as it is.
-    """
-    try:
-        entry = json.loads(line)
-    except ValueError:
-        return (None, line.rstrip()) if line.strip() else None
-    if not isinstance(entry, dict):
-        return None, line.rstrip()
-    level = str(entry.get("level", "info"))
-    event = entry.get("event")
-    at = datetime.fromisoformat(entry["ts"]).timestamp() if "ts" in entry else None
-    if event == "delete" and not entry.get("dry_run"):
-        running, wanted = str(entry.get("running_digest")), str(entry.get("registry_digest"))
-        text = (
-            f"deleted stale pod {entry.get('pod')}: it runs {short(running)}, "
-            f":latest is {short(wanted)}"
-        )
-        return at, text
-    if event == "decision" or level in ("warning", "error", "critical"):
-        prefix = "" if level == "info" else f"{level.upper()}: "
-        return at, prefix + str(entry.get("message", ""))
-    return None
-
-
-class Echo:
-    """Prints autoroll's lines as they arrive; ``idle`` hides routine "current" decisions
-    (printed every poll) so they do not scroll over the prompt."""
-
-    def __init__(self) -> None:
-        self.idle = False
-
-    def __call__(self, line: str) -> None:
-        shown = render(line)
-        if shown is None:
-            return
-        at, text = shown
-        if self.idle and ": current (" in text:
-            return
-        say(f"autoroll │ {text}", at=at)
 
 
 # --- watching the roll -----------------------------------------------------------

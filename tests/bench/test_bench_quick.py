@@ -12,9 +12,11 @@ from typing import Any
 
 import pytest
 
-from bench.report import affected, count_violations, lists
-from bench.run import QUICK, run
+from bench.count_checks import affected
+from bench.report import count_violations, lists
+from bench.run import run
 from bench.scale import STALLED_BUDGET_SECONDS, STALLED_SECONDS
+from bench.sizes import QUICK
 from tests.conftest import require_tool
 
 # The quick run took 6 min under load 24-31 on the shared 2-core machine (240 s failed there),
