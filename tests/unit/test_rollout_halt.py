@@ -16,8 +16,7 @@ import pytest
 from autoroll.core.decide import Sighting, decide
 from autoroll.core.halt import RolloutHalt, rollout_halt
 from autoroll.core.model import ContainerStatusView, PodView, WorkloadView
-from tests.unit import test_kinds as kinds
-from tests.unit.test_decide import (
+from tests.support.decide_cases import (
     AFTER,
     HOST,
     NEW,
@@ -28,6 +27,7 @@ from tests.unit.test_decide import (
     deployment,
     pod,
 )
+from tests.unit import test_kinds as kinds
 
 BOUND = timedelta(minutes=10)
 NOW = AFTER + timedelta(minutes=30)
