@@ -70,7 +70,6 @@ MODULES_OVER_THE_LIMIT: Final[Mapping[str, int]] = {
     "tests/unit/test_guardrails.py": 491,
     "tests/unit/test_guardrails_properties.py": 466,
     "tests/unit/test_jobhash_spec.py": 426,
-    "tests/unit/test_kinds.py": 754,
     "tests/unit/test_kube_cache.py": 550,
     "tests/unit/test_kube_cluster.py": 657,
     "tests/unit/test_kube_convert.py": 580,

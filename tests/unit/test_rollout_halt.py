@@ -16,6 +16,7 @@ import pytest
 from autoroll.core.decide import Sighting, decide
 from autoroll.core.halt import RolloutHalt, rollout_halt
 from autoroll.core.model import ContainerStatusView, PodView, WorkloadView
+from tests.support import kind_views as kinds
 from tests.support.decide_cases import (
     AFTER,
     HOST,
@@ -27,7 +28,6 @@ from tests.support.decide_cases import (
     deployment,
     pod,
 )
-from tests.unit import test_kinds as kinds
 
 BOUND = timedelta(minutes=10)
 NOW = AFTER + timedelta(minutes=30)
