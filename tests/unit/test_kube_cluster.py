@@ -25,14 +25,9 @@ from autoroll.kube.errors import (
     ClusterUnauthorizedError,
     ClusterUnreachableError,
 )
-from autoroll.kube.transport import (
-    LIVE_PODS_FIELD_SELECTOR,
-    REQUEST_TIMEOUT,
-    KubeRest,
-    connect,
-)
+from autoroll.kube.transport import LIVE_PODS_FIELD_SELECTOR, REQUEST_TIMEOUT, KubeRest, connect
 from tests.support.fake_api_client import FakeApiClient, Reply, always, status_body
-from tests.unit.test_kube_convert import as_json, k8s_deployment, k8s_pod
+from tests.support.kube_models import as_json, k8s_deployment, k8s_pod
 from tests.unit.test_kube_convert_kinds import k8s_daemonset, k8s_statefulset, owned
 
 # --- KubeCluster over the real KubeRest and a scripted ApiClient --------------------------------
