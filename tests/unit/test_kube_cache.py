@@ -442,7 +442,7 @@ def test_platform_awareness_gives_cached_and_freshly_read_pods_their_nodes_platf
     Nodes' metadata once and gives each pod its node's os/arch; the fresh read before a
     deletion uses that same list (a pod on a node it does not name stays unknown)."""
     from autoroll.kube.cluster import KubeCluster
-    from tests.unit.test_kube_cluster import NodesRest, bound
+    from tests.support.kube_rest import NodesRest, bound
 
     informer("watch-statefulsets").listed()
     informer("watch-deployments").listed(
