@@ -66,7 +66,6 @@ MODULES_OVER_THE_LIMIT: Final[Mapping[str, int]] = {
     "tests/support/registry.py": 468,
     "tests/unit/test_cluster_shapes.py": 620,
     "tests/unit/test_config.py": 441,
-    "tests/unit/test_decide_properties.py": 644,
     "tests/unit/test_guardrails.py": 491,
     "tests/unit/test_guardrails_properties.py": 466,
     "tests/unit/test_jobhash_spec.py": 426,
