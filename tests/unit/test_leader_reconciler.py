@@ -13,7 +13,7 @@ from prometheus_client import CollectorRegistry
 from autoroll.controller.reconciler import NOT_LEADER, Reconciler
 from autoroll.core.model import DeleteOutcome, Enrolled, RollEvent
 from autoroll.instruments.metrics import Metrics
-from tests.unit.test_reconciler import (
+from tests.support.reconciler_fakes import (
     AT_ONCE,
     NEW,
     OLD,

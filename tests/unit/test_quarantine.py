@@ -30,7 +30,7 @@ from autoroll.core.quarantine import (
 )
 from autoroll.instruments.metrics import Metrics
 from tests.support.quarantine import MemoryQuarantine
-from tests.unit.test_reconciler import (
+from tests.support.reconciler_fakes import (
     HOST,
     IMAGE,
     NEW,
