@@ -64,7 +64,6 @@ MODULES_OVER_THE_LIMIT: Final[Mapping[str, int]] = {
     "tests/support/gitea.py": 775,
     "tests/support/image.py": 432,
     "tests/support/registry.py": 468,
-    "tests/unit/test_cluster_shapes.py": 620,
     "tests/unit/test_config.py": 441,
     "tests/unit/test_guardrails.py": 491,
     "tests/unit/test_guardrails_properties.py": 466,
