@@ -71,7 +71,6 @@ MODULES_OVER_THE_LIMIT: Final[Mapping[str, int]] = {
     "tests/unit/test_kube_cache.py": 550,
     "tests/unit/test_leader.py": 455,
     "tests/unit/test_quarantine.py": 438,
-    "tests/unit/test_web.py": 583,
     "tests/unit/test_worker.py": 488,
     "tests/unit/test_workload_properties.py": 404,
 }
