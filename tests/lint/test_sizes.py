@@ -68,7 +68,6 @@ MODULES_OVER_THE_LIMIT: Final[Mapping[str, int]] = {
     "tests/unit/test_guardrails.py": 491,
     "tests/unit/test_guardrails_properties.py": 466,
     "tests/unit/test_jobhash_spec.py": 426,
-    "tests/unit/test_kube_cache.py": 550,
     "tests/unit/test_leader.py": 455,
     "tests/unit/test_quarantine.py": 438,
     "tests/unit/test_worker.py": 488,
