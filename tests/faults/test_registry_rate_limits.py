@@ -35,9 +35,9 @@ from autoroll.registry import Limits, RegistryClient
 from autoroll.registry.pool import RegistryPool
 from tests.faults.rig import REGISTRY_LIMITS
 from tests.support.fault_proxy import FaultProxy, ProxyFault
+from tests.support.reconciler_fakes import FakeCluster
 from tests.support.registry import ImagePusher, RegistryServer
 from tests.support.views import deployment_view
-from tests.unit.test_reconciler import FakeCluster
 
 pytestmark = pytest.mark.integration
 

@@ -26,8 +26,7 @@ from autoroll.notify import AppriseNotifier, NotifyConfigError
 from autoroll.notify.apprise_notifier import secret_parts
 from tests.support.notify_receivers import JsonReceiver, SmtpServer
 from tests.support.quarantine import MemoryQuarantine
-from tests.support.wait import wait_until
-from tests.unit.test_reconciler import (
+from tests.support.reconciler_fakes import (
     HOST,
     NEW,
     OLD,
@@ -39,6 +38,7 @@ from tests.unit.test_reconciler import (
     enrolled,
     pod,
 )
+from tests.support.wait import wait_until
 
 pytestmark = pytest.mark.integration
 

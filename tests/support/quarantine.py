@@ -1,13 +1,18 @@
 """An in-memory ``QuarantinePort`` for tests: the record a ConfigMap would hold, with its
-compare-and-swap on a version, and what a person's ``autoroll quarantine clear`` does."""
+compare-and-swap on a version, and what a person's ``autoroll quarantine clear`` does; the
+quarantine tests' ``KEY`` (the app's tag) and ``restarted`` pods."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 from datetime import datetime
 
+from autoroll.core.model import PodView
 from autoroll.core.ports import QuarantineConflictError
 from autoroll.core.quarantine import QuarantineBook, QuarantineKey, clear
+from tests.support.reconciler_fakes import HOST
+
+KEY = QuarantineKey.named(HOST, "team/app", "latest")
 
 
 class MemoryQuarantine:
@@ -42,3 +47,8 @@ class MemoryQuarantine:
 
 
 __all__ = ["MemoryQuarantine"]
+
+
+def restarted(p: PodView, restarts: int, *, ready: bool) -> PodView:
+    status = replace(p.statuses[0], restart_count=restarts, ready=ready)
+    return replace(p, ready=ready, statuses=(status,))

@@ -4,25 +4,21 @@ Each test is one finding of the cluster-shapes review (issue 23): the API answer
 scripted (``tests/support/scripted_cluster.py``) as the Deployment, ReplicaSet and Job
 controllers and a kubelet write them, and the pass runs through ``KubeCluster`` and the
 ``Reconciler`` as in production. What is asserted is what a user sees: which pod gets a
-DELETE, if any.
+DELETE, if any. The pass's rig is ``tests/support/shape_passes.py``; the shapes about the last
+read before a DELETE and about leadership terms have their own modules
+(``test_cluster_shapes_before_delete.py``, ``test_cluster_shapes_terms.py``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import pytest
-from prometheus_client import CollectorRegistry
 
-from autoroll.controller.executor import Executor, Outcome
-from autoroll.controller.reconciler import Reconciler
-from autoroll.core.decide import ChildrenRequest, ContentRequest, DeletePod
 from autoroll.core.images import TagRef
-from autoroll.core.model import Digest, ImageContent, Unknown, WorkloadKind
+from autoroll.core.model import Digest, ImageContent, WorkloadKind
 from autoroll.edge.plan import render, run_plan
-from autoroll.instruments.metrics import Metrics
 from tests.support.scripted_cluster import (
     ScriptedWorld,
     container_doc,
@@ -31,136 +27,20 @@ from tests.support.scripted_cluster import (
     pod_doc,
     status_doc,
 )
-
-HOST = "git.example.org"
-IMAGE = f"{HOST}/team/web:latest"
-REF = TagRef(HOST, "team/web", "latest")
-OLD = Digest("sha256:" + "a" * 64)
-NEW = Digest("sha256:" + "b" * 64)
-T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
-NOW = T0 + timedelta(hours=1)
-HASH = "5d8f7c6b9"
-
-
-class Registry:
-    """The registry's answers: each ref's digest; each manifest stands for its own config."""
-
-    def __init__(self, answers: Mapping[TagRef, Digest | Unknown]) -> None:
-        self.answers = dict(answers)
-        self.children: dict[Digest, frozenset[Digest] | Unknown] = {}
-        self.content: dict[Digest, ImageContent | Unknown] = {}
-
-    def resolve(self, refs: Iterable[TagRef]) -> Mapping[TagRef, Digest | Unknown]:
-        return {r: self.answers.get(r, Unknown("not-found")) for r in refs}
-
-    def known_children(self) -> Mapping[Digest, frozenset[Digest]]:
-        return {}
-
-    def fetch_children(
-        self, wanted: Iterable[ChildrenRequest]
-    ) -> Mapping[Digest, frozenset[Digest] | Unknown]:
-        return {w.digest: self.children.get(w.digest, frozenset()) for w in wanted}
-
-    def known_content(self) -> Mapping[Digest, ImageContent]:
-        return {}
-
-    def fetch_content(
-        self, wanted: Iterable[ContentRequest]
-    ) -> Mapping[Digest, ImageContent | Unknown]:
-        return {
-            w.digest: self.content.get(w.digest, ImageContent(frozenset({w.digest})))
-            for w in wanted
-        }
-
-
-class Clock:
-    def __init__(self, now: datetime = NOW) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
-def app_pod(
-    name: str,
-    *,
-    digest: Digest = OLD,
-    rs: str = f"web-{HASH}",
-    pod_hash: str = HASH,
-    labels: Mapping[str, str] | None = None,
-    controller: dict[str, Any] | str | None = "rs",
-    created: datetime = T0,
-    ready_since: datetime | None = None,
-    ready: bool = True,
-    image: str = IMAGE,
-) -> dict[str, Any]:
-    """A pod of Deployment ``web`` by default: controlled by its ReplicaSet, labelled by it."""
-    found = dict(labels or {"app": "web"})
-    if pod_hash:
-        found["pod-template-hash"] = pod_hash
-    ref = owner("ReplicaSet", rs) if controller == "rs" else controller
-    assert not isinstance(ref, str)
-    repo = image.rsplit(":", 1)[0]
-    return pod_doc(
-        name,
-        labels=found,
-        containers=[container_doc("app", image)],
-        statuses=[status_doc("app", image, f"{repo}@{digest}", ready=ready)],
-        created=created,
-        controller=ref,
-        ready=ready,
-        ready_since=ready_since,
-    )
-
-
-def web(**kwargs: Any) -> dict[str, Any]:
-    return deployment_doc("web", containers=[container_doc("app", IMAGE)], **kwargs)
-
-
-def run_pass(
-    world: ScriptedWorld,
-    *,
-    registry: Registry | None = None,
-    clock: Clock | None = None,
-    leading: Callable[[], bool] | None = None,
-    kinds: tuple[WorkloadKind, ...] = (WorkloadKind.DEPLOYMENT,),
-    reconciler: Reconciler | None = None,
-) -> list[str]:
-    """One full pass; the names of the pods it deleted."""
-    before = len(world.deleted)
-    if reconciler is None:
-        reconciler = make_reconciler(
-            world, registry=registry, clock=clock, leading=leading, kinds=kinds
-        )
-    reconciler.tick()
-    return world.deleted[before:]
-
-
-def make_reconciler(
-    world: ScriptedWorld,
-    *,
-    registry: Registry | None = None,
-    clock: Clock | None = None,
-    leading: Callable[[], bool] | None = None,
-    kinds: tuple[WorkloadKind, ...] = (WorkloadKind.DEPLOYMENT,),
-    **options: Any,
-) -> Reconciler:
-    """A reconciler over ``world``'s cluster; ``options`` are the Reconciler's own."""
-    cluster = world.cluster(kinds=kinds)
-    extra: dict[str, Any] = dict(options)
-    if leading is not None:
-        extra.update(leading=leading, may_act=leading)
-    return Reconciler(
-        cluster=cluster,
-        registry=registry or Registry({REF: NEW}),
-        metrics=Metrics(CollectorRegistry()),
-        registries={HOST},
-        dry_run=False,
-        clock=clock or Clock(),
-        nodes=cluster,
-        **extra,
-    )
-
+from tests.support.shape_passes import (
+    HASH,
+    HOST,
+    IMAGE,
+    NEW,
+    NOW,
+    OLD,
+    REF,
+    T0,
+    Registry,
+    app_pod,
+    run_pass,
+    web,
+)
 
 # --- 1. a workload claims only the pods it controls ------------------------------------------
 
@@ -297,196 +177,6 @@ def test_min_ready_seconds_is_honoured_from_the_pods_even_when_the_status_lags()
         ),
     ]
     assert run_pass(world) == []
-
-
-# --- 3. the last read before a DELETE is whole ----------------------------------------------
-
-
-def changed_before_the_fresh_read(change: Callable[[dict[str, Any]], None]) -> ScriptedWorld:
-    """A world where, once the pass has listed the pods, ``change`` is made to web."""
-    world = ScriptedWorld()
-    world.add(WorkloadKind.DEPLOYMENT, web(replicas=2))
-    world.pods = [app_pod(f"web-{HASH}-a"), app_pod(f"web-{HASH}-b")]
-    pod_lists = 0
-
-    def on_request(w: ScriptedWorld, method: str, path: str) -> None:
-        nonlocal pod_lists
-        if method == "GET" and path.endswith("/pods"):
-            pod_lists += 1
-            if pod_lists == 1:  # after the pass's own listing, before anything else
-                change(w.workload(WorkloadKind.DEPLOYMENT, "web"))
-
-    world.on_request = on_request
-    return world
-
-
-@pytest.mark.parametrize(
-    "change",
-    [
-        pytest.param(
-            lambda d: d["metadata"]["annotations"].update({"autoroll.aethnet.se/paused": "true"}),
-            id="paused annotation",
-        ),
-        pytest.param(lambda d: d["metadata"]["labels"].clear(), id="enrolment label removed"),
-        pytest.param(
-            lambda d: (d["spec"].update({"replicas": 4}), d["metadata"].update({"generation": 2})),
-            id="scaled up (HPA)",
-        ),
-        pytest.param(
-            lambda d: d["metadata"]["annotations"].update(
-                {"autoroll.aethnet.se/window": "Mon 00:00-00:01 UTC"}
-            ),
-            id="a closed maintenance window",
-        ),
-    ],
-)
-def test_what_the_fresh_read_of_the_deployment_says_is_what_is_acted_on(
-    change: Callable[[dict[str, Any]], None],
-) -> None:
-    world = changed_before_the_fresh_read(change)
-    assert run_pass(world) == []
-
-
-# --- 4. loop-guard memory belongs to one leadership term ------------------------------------
-
-
-def test_a_revert_rolls_after_another_leader_rolled_in_between() -> None:
-    world = ScriptedWorld()
-    world.add(WorkloadKind.DEPLOYMENT, web(replicas=2))
-    world.pods = [app_pod(f"web-{HASH}-a"), app_pod(f"web-{HASH}-b")]
-    registry, clock = Registry({REF: OLD}), Clock()
-    leads = [True]
-    reconciler = make_reconciler(world, registry=registry, clock=clock, leading=lambda: leads[0])
-    assert run_pass(world, reconciler=reconciler) == []  # R1 sees the tag at OLD: current
-    leads[0] = False  # R1 loses the Lease; the new leader rolls web to NEW
-    assert run_pass(world, reconciler=reconciler) == []
-    clock.now += timedelta(minutes=5)
-    world.pods = [
-        app_pod(f"web-{HASH}-c", digest=NEW, created=clock.now - timedelta(minutes=2)),
-        app_pod(f"web-{HASH}-d", digest=NEW, created=clock.now - timedelta(minutes=1)),
-    ]
-    registry.answers[REF] = OLD  # then the tag is reverted
-    clock.now += timedelta(minutes=5)
-    leads[0] = True  # R1 leads again: the revert must roll
-    assert run_pass(world, reconciler=reconciler) == [f"web-{HASH}-c"]
-
-
-@pytest.mark.parametrize("new_term", [True, False])
-def test_a_new_term_starts_from_the_cluster_even_without_a_pass_between_terms(
-    new_term: bool,
-) -> None:
-    """Leadership lapsed and came back while no pass ran (a long pass, a slow poll): the
-    Elector's term says so, and the new term's memory starts empty. In the same term the
-    memory stands (the control row): the pods made after its sighting, and after a deletion
-    it remembers, are spared as its own replacements would be."""
-    world = ScriptedWorld()
-    world.add(WorkloadKind.DEPLOYMENT, web(replicas=2))
-    world.pods = [app_pod(f"web-{HASH}-a"), app_pod(f"web-{HASH}-b")]
-    registry, clock, terms = Registry({REF: OLD}), Clock(), [1]
-    reconciler = make_reconciler(world, registry=registry, clock=clock, term=lambda: terms[0])
-    assert run_pass(world, reconciler=reconciler) == []
-    [before] = world.cluster().snapshot()
-    reconciler._rolls.deleting(before)  # a roll it began in this term
-    clock.now += timedelta(minutes=5)
-    world.pods = [  # another leader rolled web to NEW meanwhile; the tag is back at OLD
-        app_pod(f"web-{HASH}-c", digest=NEW, created=clock.now - timedelta(minutes=2)),
-        app_pod(f"web-{HASH}-d", digest=NEW, created=clock.now - timedelta(minutes=1)),
-    ]
-    terms[0] = 2 if new_term else 1
-    clock.now += timedelta(minutes=5)
-    expected = [f"web-{HASH}-c"] if new_term else []
-    assert run_pass(world, reconciler=reconciler) == expected
-
-
-def test_a_revert_within_one_poll_interval_rolls_pods_recreated_meanwhile() -> None:
-    # A -> B -> A between two polls while a node drain recreated the pods: they pulled B.
-    world = ScriptedWorld()
-    world.add(WorkloadKind.DEPLOYMENT, web(replicas=2))
-    world.pods = [app_pod(f"web-{HASH}-a"), app_pod(f"web-{HASH}-b")]
-    registry, clock = Registry({REF: OLD}), Clock()
-    reconciler = make_reconciler(world, registry=registry, clock=clock)
-    assert run_pass(world, reconciler=reconciler) == []
-    clock.now += timedelta(seconds=30)
-    world.pods = [
-        app_pod(f"web-{HASH}-c", digest=NEW, created=clock.now - timedelta(seconds=20)),
-        app_pod(f"web-{HASH}-d", digest=NEW, created=clock.now - timedelta(seconds=19)),
-    ]
-    clock.now += timedelta(seconds=30)
-    assert run_pass(world, reconciler=reconciler) == [f"web-{HASH}-c"]
-
-
-# --- 5. a DaemonSet's Node is read fresh before its pod is deleted --------------------------
-
-
-def test_a_daemonset_pod_goes_only_while_its_node_is_ready_at_the_fresh_read() -> None:
-    world = ScriptedWorld()
-    agent = deployment_doc("agent", containers=[container_doc("app", IMAGE)])
-    agent["kind"] = "DaemonSet"
-    del agent["spec"]["replicas"]
-    agent["status"] = {
-        "observedGeneration": 1,
-        "desiredNumberScheduled": 1,
-        "currentNumberScheduled": 1,
-        "numberReady": 1,
-        "numberAvailable": 1,
-        "updatedNumberScheduled": 1,
-    }
-    world.add(WorkloadKind.DAEMONSET, agent)
-    world.pods = [
-        app_pod(
-            "agent-x1",
-            labels={"app": "agent"},
-            pod_hash="",
-            controller=owner("DaemonSet", "agent") | {"uid": "uid-agent"},
-        )
-    ]
-    ready = {"type": "Ready", "status": "True"}
-    world.nodes["node-1"] = {"metadata": {"name": "node-1"}, "status": {"conditions": [ready]}}
-    node_reads = 0
-
-    def on_request(w: ScriptedWorld, method: str, path: str) -> None:
-        nonlocal node_reads
-        if path.startswith("/api/v1/nodes/"):
-            node_reads += 1
-            if node_reads == 2:  # Ready when the pass read it; not by the read before a DELETE
-                w.nodes["node-1"]["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
-
-    world.on_request = on_request
-    assert run_pass(world, kinds=(WorkloadKind.DAEMONSET,)) == []
-
-
-# --- 5. a DELETE starts only while the Lease's authority covers it --------------------------
-
-
-def one_stale_pod() -> tuple[ScriptedWorld, DeletePod]:
-    world = ScriptedWorld()
-    world.pods = [app_pod(f"web-{HASH}-a")]
-    action = DeletePod(
-        "shop", f"web-{HASH}-a", f"uid-web-{HASH}-a", "stale", IMAGE, OLD, NEW, "web", "app"
-    )
-    return world, action
-
-
-def test_a_delete_is_bounded_by_the_authority_left_and_no_retry_outlives_it() -> None:
-    world, action = one_stale_pod()
-    executor = Executor(
-        cluster=world.cluster(), dry_run=False, may_act=lambda: True, authority=lambda: 3.0
-    )
-    assert executor.execute(action).outcome is Outcome.DELETED
-    assert world.api is not None
-    connect, read = world.api.timeouts[-1]
-    # One reconnect is allowed: both attempts and the read must end within the 3 s left.
-    assert 2 * connect + read <= 3.0
-
-
-def test_no_delete_starts_when_too_little_authority_is_left() -> None:
-    world, action = one_stale_pod()
-    executor = Executor(
-        cluster=world.cluster(), dry_run=False, may_act=lambda: True, authority=lambda: 0.2
-    )
-    assert executor.execute(action).outcome is Outcome.NOT_LEADER
-    assert world.deleted == []
-    assert world.requests == []
 
 
 # --- 5. a bare sha256: imageID is a child of the target index before it is a config ---------

@@ -1,9 +1,12 @@
-"""Configuration from the environment: defaults, every problem at once, no secret echoed."""
+"""Configuration from the environment: defaults, every problem at once, no secret echoed.
+
+The guardrails' variables are in ``test_config_guardrails.py``, the notifications' in
+``test_config_notifications.py``; the base environment in ``tests.support.config_env``.
+"""
 
 from __future__ import annotations
 
 import dataclasses
-from datetime import timedelta
 
 import pytest
 
@@ -11,21 +14,7 @@ from autoroll.config import Config
 from autoroll.config.choices import LogFormat, LogLevel, RegistryScheme, RolloutMethod
 from autoroll.config.errors import ConfigError, Secret
 from autoroll.core.model import WorkloadKind
-
-TOKEN = "tok-0123456789-very-secret"
-HOOK = "hook-secret-0123456789abcdef"
-BASE = {
-    "FORGEJO_HOST": "forgejo.example:3000",
-    "FORGEJO_USER": "robot",
-    "FORGEJO_TOKEN": TOKEN,
-    "WEBHOOK_SECRET": HOOK,
-}
-
-
-def problems(env: dict[str, str]) -> dict[str, str]:
-    with pytest.raises(ConfigError) as info:
-        Config.from_env(env)
-    return {p.variable: p.message for p in info.value.problems}
+from tests.support.config_env import BASE, HOOK, TOKEN, problems
 
 
 def test_defaults() -> None:
@@ -268,103 +257,6 @@ def test_config_is_frozen() -> None:
         cfg.dry_run = True  # type: ignore[misc]
 
 
-# --- the guardrails (ROLL_*) and PLATFORM_AWARE ------------------------------------------------
-
-
-def test_guardrail_defaults_are_the_adrs() -> None:
-    guardrails = Config.from_env(BASE).guardrails
-    assert guardrails.deletions_per_period == 30
-    assert guardrails.period == timedelta(seconds=60)
-    assert guardrails.in_flight == 10
-    assert guardrails.min_age == timedelta(0)
-    assert guardrails.windows is None
-    assert guardrails.paused is False
-    assert Config.from_env(BASE).platform_aware is False
-
-
-def test_every_guardrail_variable_parsed() -> None:
-    cfg = Config.from_env(
-        BASE
-        | {
-            "ROLL_BUDGET_DELETIONS": "0",
-            "ROLL_BUDGET_PERIOD_SECONDS": "5",
-            "ROLL_BUDGET_IN_FLIGHT": "3",
-            "ROLL_MIN_AGE_SECONDS": "600",
-            "ROLL_WINDOW": "Mon-Fri 22:00-06:00 Europe/Stockholm; Sat 00:00-24:00 UTC",
-            "ROLL_PAUSED": "true",
-            "PLATFORM_AWARE": "yes",
-        }
-    )
-    g = cfg.guardrails
-    assert (g.deletions_per_period, g.period, g.in_flight) == (0, timedelta(seconds=5), 3)
-    assert g.min_age == timedelta(minutes=10)
-    assert g.windows is not None and len(g.windows.windows) == 2
-    assert g.paused is True and cfg.platform_aware is True
-    view = cfg.redacted()
-    assert view["ROLL_WINDOW"] == "Mon-Fri 22:00-06:00 Europe/Stockholm; Sat 00:00-24:00 UTC"
-    assert view["ROLL_PAUSED"] == "true" and view["PLATFORM_AWARE"] == "true"
-
-
-def test_the_health_window_is_30_seconds_unless_set() -> None:
-    assert Config.from_env(BASE).guardrails.healthy == timedelta(seconds=30)
-    assert Config.from_env(BASE).redacted()["ROLL_HEALTHY_SECONDS"] == "30"
-    off = Config.from_env(BASE | {"ROLL_HEALTHY_SECONDS": "0"})
-    assert off.guardrails.healthy == timedelta(0)
-    assert off.redacted()["ROLL_HEALTHY_SECONDS"] == "0"
-    assert Config.from_env(BASE | {"ROLL_HEALTHY_SECONDS": "3600"}).guardrails.healthy == (
-        timedelta(hours=1)
-    )
-
-
-@pytest.mark.parametrize("raw", ["30s", "-1", "3601", "", " "])
-def test_a_bad_health_window_names_the_variable_and_the_form(raw: str) -> None:
-    found = problems(BASE | {"ROLL_HEALTHY_SECONDS": raw})
-    assert set(found) == {"ROLL_HEALTHY_SECONDS"}
-    if raw.strip():
-        assert f"{raw!r}" in found["ROLL_HEALTHY_SECONDS"]
-        assert "0 (no health window) to 3600" in found["ROLL_HEALTHY_SECONDS"]
-
-
-def test_roll_window_always_means_no_window() -> None:
-    cfg = Config.from_env(BASE | {"ROLL_WINDOW": "always"})
-    assert cfg.guardrails.windows is None
-    assert cfg.redacted()["ROLL_WINDOW"] == "always"
-
-
-def test_bad_guardrail_values_are_reported_at_once_with_the_form() -> None:
-    found = problems(
-        BASE
-        | {
-            "ROLL_BUDGET_DELETIONS": "-1",
-            "ROLL_BUDGET_PERIOD_SECONDS": "0",
-            "ROLL_BUDGET_IN_FLIGHT": "many",
-            "ROLL_MIN_AGE_SECONDS": "10m",
-            "ROLL_WINDOW": "weekends",
-            "ROLL_PAUSED": "maybe",
-            "PLATFORM_AWARE": "2",
-        }
-    )
-    assert set(found) == {
-        "ROLL_BUDGET_DELETIONS",
-        "ROLL_BUDGET_PERIOD_SECONDS",
-        "ROLL_BUDGET_IN_FLIGHT",
-        "ROLL_MIN_AGE_SECONDS",
-        "ROLL_WINDOW",
-        "ROLL_PAUSED",
-        "PLATFORM_AWARE",
-    }
-    assert "0 (unlimited) to 100000" in found["ROLL_BUDGET_DELETIONS"]
-    assert "1 to 3600" in found["ROLL_BUDGET_PERIOD_SECONDS"]
-    assert "'10m'" in found["ROLL_MIN_AGE_SECONDS"] and "seconds" in found["ROLL_MIN_AGE_SECONDS"]
-    assert "Europe/Stockholm" in found["ROLL_WINDOW"]  # the form, with an example
-    assert "true or false" in found["ROLL_PAUSED"]
-
-
-def test_an_unknown_zone_in_roll_window_names_the_zone() -> None:
-    found = problems(BASE | {"ROLL_WINDOW": "Mon 01:00-02:00 Mars/Olympus"})
-    assert "'Mars/Olympus' is not an IANA time zone" in found["ROLL_WINDOW"]
-
-
 @pytest.mark.parametrize(
     ("env", "expected"),
     [
@@ -389,53 +281,3 @@ def test_probe_addr(env: dict[str, str], expected: tuple[str, int]) -> None:
 )
 def test_probe_addr_problems(env: dict[str, str], fragment: str) -> None:
     assert fragment in problems(BASE | env)["PROBE_ADDR"]
-
-
-# --- notifications and the quarantine's record ---------------------------------------------------
-
-SLACK = "slack://T000/B000/XXXXsecretXXXX"
-
-
-def test_notifications_are_off_and_the_quarantine_in_memory_unless_set() -> None:
-    cfg = Config.from_env(BASE)
-    assert not cfg.notifications.enabled and cfg.notifications.throttle_seconds == 60
-    assert {k.value for k in cfg.notifications.happenings} == {
-        "started",
-        "done",
-        "halted",
-        "quarantined",
-    }
-    assert cfg.quarantine.configmap is None
-
-
-def test_notify_urls_come_from_a_file_and_are_never_shown() -> None:
-    files = {"/run/urls": f"# chat\n{SLACK}\n\njson://127.0.0.1:9/hook\n"}
-    cfg = Config.from_env(
-        BASE | {"NOTIFY_URLS_FILE": "/run/urls", "NOTIFY_EVENTS": "halted, quarantined"},
-        read_file=files.__getitem__,
-    )
-    assert cfg.notifications.url_lines() == [SLACK, "json://127.0.0.1:9/hook"]
-    assert {k.value for k in cfg.notifications.happenings} == {"halted", "quarantined"}
-    view = cfg.redacted()
-    assert view["NOTIFY_URLS"] == "<2 redacted>"
-    assert "XXXXsecret" not in repr(cfg) + str(view)
-
-
-@pytest.mark.parametrize(
-    ("env", "variable", "says"),
-    [
-        ({"NOTIFY_URLS": f"{SLACK}\nnot a url"}, "NOTIFY_URLS", "URL 2 is not an Apprise URL"),
-        ({"NOTIFY_URLS": "# only a comment"}, "NOTIFY_URLS", "holds no URL"),
-        ({"NOTIFY_EVENTS": "started,rolled"}, "NOTIFY_EVENTS", "expected some of started"),
-        ({"NOTIFY_THROTTLE_SECONDS": "-1"}, "NOTIFY_THROTTLE_SECONDS", "0 (no throttle) to 3600"),
-        ({"QUARANTINE_CONFIGMAP": "Bad_Name"}, "QUARANTINE_CONFIGMAP", "a ConfigMap name"),
-        ({"QUARANTINE_CONFIGMAP": "autoroll-quarantine"}, "QUARANTINE_NAMESPACE", "required"),
-    ],
-)
-def test_a_bad_notification_or_quarantine_setting_names_the_variable(
-    env: dict[str, str], variable: str, says: str
-) -> None:
-    found = problems(BASE | env)
-    assert set(found) == {variable}
-    assert says in found[variable]
-    assert "XXXXsecret" not in found[variable] and "not a url" not in found[variable]

@@ -8,7 +8,7 @@ import pytest
 from autoroll.config import Config
 from autoroll.config.errors import ConfigError
 from autoroll.config.pinning import PinningTLS
-from tests.unit.test_config import BASE, problems
+from tests.support.config_env import BASE, problems
 
 ON = {
     **BASE,

@@ -13,7 +13,7 @@ from autoroll.core.decide import DeletePod
 from autoroll.core.model import DeleteOutcome, Digest, Enrolled, WorkloadView
 from autoroll.core.scope import FULL, Scope
 from autoroll.instruments.metrics import Metrics
-from tests.unit.test_reconciler import FakeRegistry
+from tests.support.reconciler_fakes import FakeRegistry
 
 ACTION = DeletePod(
     namespace="shop",

@@ -21,7 +21,17 @@ from autoroll.core.halt import HaltReason, rollout_halt
 from autoroll.core.health import OFF, HealthState, HealthWindow, health_window
 from autoroll.core.model import PodView, WorkloadView
 from autoroll.core.policy import HEALTH_WINDOW, Guardrails, workload_policy
-from tests.unit.test_decide import AFTER, HOST, NEW, OLD, OWN_CONTENT, REF, SEEN, deployment, pod
+from tests.support.decide_cases import (
+    AFTER,
+    HOST,
+    NEW,
+    OLD,
+    OWN_CONTENT,
+    REF,
+    SEEN,
+    deployment,
+    pod,
+)
 
 NOW = AFTER + timedelta(hours=1)
 WINDOW = HealthWindow(timedelta(seconds=30))

@@ -2,171 +2,37 @@
 
 The fixtures are written with the client's own models and serialised to the JSON an API
 server sends, to keep the conversions (``autoroll.kube.selectors``, ``workloads``, ``pods``,
-``lists``) aligned with the client's field names.
+``lists``) aligned with the client's field names (``tests.support.kube_models``). Narrowing the
+pod lists is in ``test_kube_convert_narrowing.py``, the guardrails' inputs in
+``test_kube_convert_guardrail_inputs.py``.
 """
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
-from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from kubernetes import client
 
 from autoroll.core.model import ContainerStatusView, ContainerView, DeploymentStatus, WorkloadKind
-from autoroll.kube.lists import list_items
-from autoroll.kube.nodes import node_platforms
-from autoroll.kube.pods import TEMPLATE_HASH_LABEL, ListedPod, group_pods, pod_from_json
-from autoroll.kube.selectors import (
-    LabelSelector,
-    Operator,
-    Requirement,
-    SelectorIndex,
-    pod_list_selector,
-    selector_from_json,
-    selector_matches,
-    selector_query,
+from autoroll.kube.pods import group_pods, pod_from_json
+from autoroll.kube.selectors import LabelSelector, selector_from_json, selector_matches
+from autoroll.kube.workloads import default_pull_policy
+from tests.support.kube_models import (
+    DIGEST,
+    HASH,
+    IMAGE,
+    T0,
+    as_json,
+    deployment_of,
+    k8s_deployment,
+    k8s_pod,
+    pod_of,
+    req,
+    selector_of,
 )
-from autoroll.kube.workloads import default_pull_policy, deployment_from_json
-
-T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
-#: Turns the client's models into the JSON the API server sends (camelCase keys, RFC 3339
-#: times): the fixtures below are written with the models for readability only.
-SERIALIZER = client.ApiClient()
-IMAGE = "git.example.org/team/app:latest"
-DIGEST = "sha256:" + "a" * 64
-#: The pod-template-hash of every fixture Deployment's one ReplicaSet.
-HASH = "6b8d4f7c9"
-
-
-def k8s_deployment(
-    name: str = "web",
-    namespace: str = "shop",
-    *,
-    replicas: int | None = 2,
-    match_labels: dict[str, str] | None = None,
-    expressions: list[client.V1LabelSelectorRequirement] | None = None,
-    containers: list[client.V1Container] | None = None,
-    status: client.V1DeploymentStatus | None = None,
-) -> client.V1Deployment:
-    """A Deployment as its controller leaves it once rolled out (``status`` overrides)."""
-    done = client.V1DeploymentStatus(
-        observed_generation=3,
-        replicas=replicas,
-        updated_replicas=replicas,
-        ready_replicas=replicas,
-        available_replicas=replicas,
-    )
-    return client.V1Deployment(
-        metadata=client.V1ObjectMeta(
-            name=name,
-            namespace=namespace,
-            uid=f"uid-{name}",
-            generation=3,
-            labels={"aethnet.se/autoroll": "true"},
-        ),
-        status=status if status is not None else done,
-        spec=client.V1DeploymentSpec(
-            replicas=replicas,
-            selector=client.V1LabelSelector(
-                match_labels=match_labels if match_labels is not None else {"app": name},
-                match_expressions=expressions,
-            ),
-            template=client.V1PodTemplateSpec(
-                spec=client.V1PodSpec(
-                    containers=containers
-                    or [client.V1Container(name="app", image=IMAGE, image_pull_policy="Always")]
-                )
-            ),
-        ),
-    )
-
-
-def k8s_pod(
-    name: str,
-    namespace: str = "shop",
-    *,
-    labels: dict[str, str] | None = None,
-    ready: str = "True",
-    phase: str | None = "Running",
-    image_id: str = f"{IMAGE}@{DIGEST}",
-    deleted: bool = False,
-    created: datetime | None = T0,
-    deployment: str | None = "",
-) -> client.V1Pod:
-    """A pod of Deployment ``deployment`` (by default the one its ``app`` label names):
-    controlled by that Deployment's ReplicaSet ``<deployment>-<HASH>`` and labelled with its
-    ``pod-template-hash``, as the ReplicaSet controller makes it; None: no controller."""
-    found = dict(labels if labels is not None else {"app": "web"})
-    owner = found.get("app") if deployment == "" else deployment
-    references = None
-    if owner:
-        found[TEMPLATE_HASH_LABEL] = HASH
-        references = [
-            client.V1OwnerReference(
-                api_version="apps/v1",
-                kind="ReplicaSet",
-                name=f"{owner}-{HASH}",
-                uid=f"uid-rs-{owner}",
-                controller=True,
-            )
-        ]
-    return client.V1Pod(
-        metadata=client.V1ObjectMeta(
-            name=name,
-            namespace=namespace,
-            uid=f"uid-{name}",
-            labels=found,
-            creation_timestamp=created,
-            deletion_timestamp=T0 if deleted else None,
-            owner_references=references,
-        ),
-        spec=client.V1PodSpec(
-            containers=[client.V1Container(name="app", image=IMAGE, image_pull_policy="Always")]
-        ),
-        status=client.V1PodStatus(
-            phase=phase,
-            conditions=[
-                client.V1PodCondition(type="PodScheduled", status="True"),
-                client.V1PodCondition(type="Ready", status=ready),
-            ],
-            container_statuses=[
-                client.V1ContainerStatus(
-                    name="app",
-                    image=IMAGE,
-                    image_id=image_id,
-                    ready=ready == "True",
-                    restart_count=2,
-                )
-            ],
-        ),
-    )
-
-
-def as_json(model: Any) -> Any:
-    return json.loads(json.dumps(SERIALIZER.sanitize_for_serialization(model)))  # type: ignore[no-untyped-call]
-
-
-def deployment_of(model: client.V1Deployment) -> tuple[Any, LabelSelector]:
-    return deployment_from_json(as_json(model))
-
-
-def pod_of(model: client.V1Pod) -> ListedPod:
-    return pod_from_json(as_json(model))
-
-
-def selector_of(model: client.V1LabelSelector) -> LabelSelector:
-    return selector_from_json(as_json(model))
-
 
 # --- selector matching -----------------------------------------------------------------------
-
-
-def req(key: str, op: str, *values: str) -> Requirement:
-    return Requirement(key, Operator(op), frozenset(values))
 
 
 @pytest.mark.parametrize(
@@ -388,193 +254,3 @@ def test_group_pods_matches_by_selector_within_the_namespace_only() -> None:
 def test_a_deployment_without_pods_is_still_listed() -> None:
     [only] = group_pods([deployment_of(k8s_deployment())], [])
     assert only.pods == ()
-
-
-# --- narrowing each namespace's pod list ---------------------------------------------------------
-
-
-def labels_selector(**labels: str) -> LabelSelector:
-    return LabelSelector(tuple(sorted(labels.items())))
-
-
-@pytest.mark.parametrize(
-    ("selectors", "expected"),
-    [
-        ([labels_selector(app="web")], "app in (web)"),
-        ([labels_selector(app="web"), labels_selector(app="api")], "app in (api,web)"),
-        # a key every selector pins; the others are ignored
-        ([labels_selector(app="web", tier="fe"), labels_selector(app="api")], "app in (api,web)"),
-        # two pinned keys: the one with fewer values
-        (
-            [labels_selector(app="shop", instance="a"), labels_selector(app="shop", instance="b")],
-            "app in (shop)",
-        ),
-        # In pins a key too, and unions with matchLabels
-        (
-            [LabelSelector((), (req("env", "In", "a", "b"),)), labels_selector(env="c")],
-            "env in (a,b,c)",
-        ),
-        # matchLabels and In on one key must both hold: their intersection
-        ([LabelSelector((("env", "a"),), (req("env", "In", "a", "b"),))], "env in (a)"),
-        # no key common to all: the namespace is listed whole
-        ([labels_selector(app="web"), labels_selector(name="api")], None),
-        # only Exists / NotIn / DoesNotExist: nothing finite to ask for
-        ([LabelSelector((), (req("app", "Exists"),))], None),
-        ([LabelSelector((), (req("app", "NotIn", "x"),))], None),
-        ([LabelSelector()], None),
-        ([], None),
-        # an empty value cannot be written in the set syntax
-        ([labels_selector(app="")], None),
-        # a selector that can match nothing (disjoint matchLabels and In) narrows to nothing
-        ([LabelSelector((("env", "a"),), (req("env", "In", "b"),))], None),
-        # too long for a URL: listed whole
-        ([labels_selector(app="x" * 60 + str(i)) for i in range(200)], None),
-    ],
-)
-def test_pod_list_selector(selectors: list[LabelSelector], expected: str | None) -> None:
-    assert pod_list_selector(selectors) == expected
-
-
-KEYS = st.sampled_from(["app", "tier", "env"])
-VALUES = st.sampled_from(["a", "b", "c"])
-REQUIREMENTS = st.builds(
-    Requirement, KEYS, st.sampled_from(list(Operator)), st.frozensets(VALUES, min_size=1)
-)
-SELECTORS = st.builds(
-    LabelSelector,
-    st.dictionaries(KEYS, VALUES, max_size=2).map(lambda d: tuple(sorted(d.items()))),
-    st.lists(REQUIREMENTS, max_size=2).map(tuple),
-)
-
-
-def narrowing_admits(narrowing: str, labels: dict[str, str]) -> bool:
-    key, _, rest = narrowing.partition(" in (")
-    return labels.get(key) in rest.rstrip(")").split(",")
-
-
-@settings(max_examples=400, deadline=None)
-@given(
-    selectors=st.lists(SELECTORS, min_size=1, max_size=4),
-    labels=st.dictionaries(KEYS, VALUES, max_size=3),
-)
-def test_narrowing_never_hides_a_pod_some_selector_matches(
-    selectors: list[LabelSelector], labels: dict[str, str]
-) -> None:
-    narrowing = pod_list_selector(selectors)
-    if narrowing is not None and any(selector_matches(s, labels) for s in selectors):
-        assert narrowing_admits(narrowing, labels), (narrowing, labels)
-
-
-def test_list_items_drops_managed_fields_and_keeps_the_rest() -> None:
-    body = json.dumps(
-        {
-            "kind": "PodList",
-            "items": [
-                {"metadata": {"name": "a", "managedFields": [{"manager": "kubelet"}]}, "spec": {}},
-                "not an object",
-            ],
-        }
-    )
-    assert list_items(body) == [{"metadata": {"name": "a"}, "spec": {}}]
-    assert list_items(b'{"kind": "PodList", "items": null}') == []
-
-
-@pytest.mark.parametrize(
-    ("body", "problem"),
-    [(b"<html>", "not JSON"), (b'{"items": {"a": 1}}', "items are not a list")],
-)
-def test_list_items_refuses_what_is_not_a_list_answer(body: bytes, problem: str) -> None:
-    with pytest.raises(ValueError, match=problem):
-        list_items(body)
-
-
-# --- the guardrails' inputs: annotations on the object, the node's platform -------------------
-
-
-def test_only_autoroll_annotations_of_the_object_are_kept() -> None:
-    raw = as_json(k8s_deployment())
-    raw["metadata"]["annotations"] = {
-        "autoroll.aethnet.se/paused": "true",
-        "autoroll.aethnet.se/window": "Sat 02:00-04:00 UTC",
-        "kubectl.kubernetes.io/last-applied-configuration": "{" + "x" * 10000 + "}",
-    }
-    raw["spec"]["template"]["metadata"] = {"annotations": {"autoroll.aethnet.se/paused": "false"}}
-    view, _ = deployment_from_json(raw)
-    assert view.annotations == (
-        ("autoroll.aethnet.se/paused", "true"),
-        ("autoroll.aethnet.se/window", "Sat 02:00-04:00 UTC"),
-    )
-
-
-def node(name: str, labels: dict[str, str] | None) -> dict[str, Any]:
-    """A Node as a metadata-only list returns it (PartialObjectMetadata)."""
-    meta: dict[str, Any] = {"name": name}
-    if labels is not None:
-        meta["labels"] = labels
-    return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": meta}
-
-
-def test_node_platforms_come_from_the_well_known_labels() -> None:
-    nodes = [
-        node("a", {"kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"}),
-        node("b", {"kubernetes.io/os": "linux", "kubernetes.io/arch": "arm64", "x": "y"}),
-        node("c", {"kubernetes.io/os": "linux"}),  # no arch: unknown
-        node("d", None),
-        node("e", {"kubernetes.io/os": "linux", "kubernetes.io/arch": "arm/v7"}),  # not a label
-    ]
-    assert node_platforms(nodes) == {"a": "linux/amd64", "b": "linux/arm64"}
-
-
-def test_a_pod_gets_the_platform_of_the_node_it_is_bound_to() -> None:
-    raw = as_json(k8s_pod("web-1"))
-    raw["spec"]["nodeName"] = "b"
-    platforms = {"a": "linux/amd64", "b": "linux/arm64"}
-    assert pod_from_json(raw, platforms=platforms).view.platform == "linux/arm64"
-    assert pod_from_json(raw).view.platform is None  # not platform-aware
-    raw["spec"]["nodeName"] = "gone"
-    assert pod_from_json(raw, platforms=platforms).view.platform is None
-    del raw["spec"]["nodeName"]  # not scheduled yet
-    assert pod_from_json(raw, platforms=platforms).view.platform is None
-
-
-@settings(max_examples=400, deadline=None)
-@given(
-    selectors=st.lists(SELECTORS, min_size=1, max_size=5),
-    removed=st.sets(st.integers(0, 4), max_size=2),
-    labels=st.dictionaries(KEYS, VALUES, max_size=3),
-)
-def test_the_selector_index_finds_exactly_the_selectors_that_match(
-    selectors: list[LabelSelector], removed: set[int], labels: dict[str, str]
-) -> None:
-    index = SelectorIndex()
-    for n, selector in enumerate(selectors):
-        index.add(f"w{n}", selector)
-    index.add("w0", selectors[-1])  # filed again under another selector: the old one is gone
-    kept = {f"w{n}": s for n, s in enumerate(selectors)} | {"w0": selectors[-1]}
-    for n in removed:
-        index.remove(f"w{n}")
-        kept.pop(f"w{n}", None)
-    assert len(index) == len(kept)
-    assert index.matching(labels) == {k for k, s in kept.items() if selector_matches(s, labels)}
-
-
-@pytest.mark.parametrize(
-    ("selector", "query"),
-    [
-        (LabelSelector((("app", "web"), ("tier", "front"))), "app=web,tier=front"),
-        (
-            LabelSelector(
-                (),
-                (
-                    Requirement("app", Operator.IN, frozenset({"b", "a"})),
-                    Requirement("env", Operator.NOT_IN, frozenset({"prod"})),
-                    Requirement("tier", Operator.EXISTS),
-                    Requirement("canary", Operator.DOES_NOT_EXIST),
-                ),
-            ),
-            "app in (a,b),env notin (prod),tier,!canary",
-        ),
-    ],
-)
-def test_selector_query_renders_the_exact_selector(selector: LabelSelector, query: str) -> None:
-    assert selector_query(selector) == query

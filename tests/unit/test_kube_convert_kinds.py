@@ -13,16 +13,11 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from autoroll.core.model import (
-    DaemonSetStatus,
-    StatefulSetStatus,
-    UpdateStrategy,
-    WorkloadKind,
-)
+from autoroll.core.model import DaemonSetStatus, StatefulSetStatus, UpdateStrategy, WorkloadKind
 from autoroll.kube.nodes import node_from_json
 from autoroll.kube.pods import group_pods, owns, pod_from_json
 from autoroll.kube.workloads import workload_from_json
-from tests.unit.test_kube_convert import IMAGE, as_json, k8s_deployment, k8s_pod
+from tests.support.kube_models import IMAGE, as_json, k8s_deployment, k8s_pod
 
 TEMPLATE = client.V1PodTemplateSpec(
     metadata=client.V1ObjectMeta(labels={"app": "db"}),

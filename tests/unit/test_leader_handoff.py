@@ -24,9 +24,9 @@ from autoroll.core.scope import FULL, Scope
 from autoroll.edge.receivers import SETTLE_SECONDS
 from autoroll.edge.runtime import Runtime, build_runtime
 from autoroll.instruments.metrics import Metrics
+from tests.support.fake_lease import FakeLease
 from tests.support.ports import free_port
 from tests.support.wait import wait_until
-from tests.unit.test_leader import FakeLease
 from tests.unit.test_server_settings import NoRegistry
 
 SECRET = "webhook-secret-0123456789"

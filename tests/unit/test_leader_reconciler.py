@@ -14,7 +14,7 @@ from autoroll.controller.reconciler import NOT_LEADER, Reconciler
 from autoroll.core.model import DeleteOutcome, Enrolled
 from autoroll.core.records import RollEvent
 from autoroll.instruments.metrics import Metrics
-from tests.unit.test_reconciler import (
+from tests.support.reconciler_fakes import (
     AT_ONCE,
     NEW,
     OLD,

@@ -15,7 +15,7 @@ from autoroll.core.model import Enrolled, PodView
 from autoroll.core.policy import Guardrails
 from autoroll.core.scope import FULL, ImageTag, Scope
 from autoroll.instruments.metrics import Metrics
-from tests.unit.test_reconciler import (
+from tests.support.reconciler_fakes import (
     NEW,
     REF,
     T0,

@@ -19,8 +19,7 @@ from autoroll.core.lookups import ANONYMOUS, Answer, Lookup
 from autoroll.core.model import Digest, Enrolled, Unknown
 from autoroll.edge.plan import render
 from autoroll.instruments.metrics import Metrics
-from tests.unit.test_pull_credentials import Secrets
-from tests.unit.test_reconciler import (
+from tests.support.reconciler_fakes import (
     HOST,
     NEW,
     REF,
@@ -30,6 +29,7 @@ from tests.unit.test_reconciler import (
     enrolled,
     pod,
 )
+from tests.unit.test_pull_credentials import Secrets
 
 RIGHT = "right-token"
 

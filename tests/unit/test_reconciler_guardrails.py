@@ -16,7 +16,7 @@ from autoroll.core.policy import PAUSED as PAUSED_KEY
 from autoroll.core.policy import Guardrails
 from autoroll.core.windows import parse_windows
 from autoroll.instruments.metrics import Metrics
-from tests.unit.test_reconciler import (
+from tests.support.reconciler_fakes import (
     NEW,
     REF,
     T0,

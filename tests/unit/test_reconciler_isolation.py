@@ -10,8 +10,7 @@ import pytest
 from autoroll.core.decide import ContentRequest, Reason, SettledReason, Verdict, undecided
 from autoroll.core.images import TagRef
 from autoroll.core.model import ContainerView, Digest, ImageContent, Unknown
-from tests.support.views import deployment_view
-from tests.unit.test_reconciler import (
+from tests.support.reconciler_fakes import (
     HOST,
     NEW,
     OLD,
@@ -23,6 +22,7 @@ from tests.unit.test_reconciler import (
     pod,
     sample,
 )
+from tests.support.views import deployment_view
 
 OTHER_IMAGE = f"{HOST}/tenant/bad:latest"
 OTHER_REF = TagRef(HOST, "tenant/bad", "latest")

@@ -22,7 +22,7 @@ from autoroll.core.model import (
 from autoroll.core.records import RollEvent
 from autoroll.edge.plan import render, rows
 from autoroll.instruments.metrics import Metrics
-from tests.unit.test_reconciler import (
+from tests.support.reconciler_fakes import (
     AT_ONCE,
     HOST,
     NEW,

@@ -18,8 +18,7 @@ from autoroll.core.model import ContainerView, Digest, Enrolled, ImageContent, P
 from autoroll.core.policy import Guardrails
 from autoroll.core.scope import ImageTag, Scope
 from autoroll.instruments.metrics import Metrics
-from tests.support.views import deployment_view
-from tests.unit.test_reconciler import (
+from tests.support.reconciler_fakes import (
     HOST,
     IMAGE,
     NEW,
@@ -34,6 +33,7 @@ from tests.unit.test_reconciler import (
     pod,
     sample,
 )
+from tests.support.views import deployment_view
 
 OTHER_IMAGE = f"{HOST}/team/api:v2"
 

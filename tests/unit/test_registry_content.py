@@ -24,7 +24,7 @@ from autoroll.registry import (
     OCI_INDEX,
     OCI_MANIFEST,
 )
-from tests.unit.test_registry import (
+from tests.support.registry_fakes import (
     BASIC,
     HOST,
     Clock,

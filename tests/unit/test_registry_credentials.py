@@ -18,7 +18,7 @@ from autoroll.core.lookups import ANONYMOUS, Answer, Lookup
 from autoroll.core.model import Digest, Unknown
 from autoroll.registry import Limits, RegistryClient
 from autoroll.registry.pool import RegistryPool
-from tests.unit.test_registry import HOST, REF, Clock, FakeSession, response
+from tests.support.registry_fakes import HOST, REF, Clock, FakeSession, response
 
 D1 = "sha256:" + "1" * 64
 D2 = "sha256:" + "2" * 64

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from autoroll.registry.auth import realm_refusal
-from tests.unit.test_registry import HOST, REF, make, reason, response
+from tests.support.registry_fakes import HOST, REF, make, reason, response
 
 
 @pytest.mark.parametrize(

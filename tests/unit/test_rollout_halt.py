@@ -16,8 +16,8 @@ import pytest
 from autoroll.core.decide import Sighting, decide
 from autoroll.core.halt import RolloutHalt, rollout_halt
 from autoroll.core.model import ContainerStatusView, PodView, WorkloadView
-from tests.unit import test_kinds as kinds
-from tests.unit.test_decide import (
+from tests.support import kind_views as kinds
+from tests.support.decide_cases import (
     AFTER,
     HOST,
     NEW,

@@ -33,7 +33,7 @@ from tests.support.scripted_cluster import (
     stamp,
     status_doc,
 )
-from tests.unit.test_cluster_shapes import (
+from tests.support.shape_passes import (
     HOST,
     IMAGE,
     NEW,

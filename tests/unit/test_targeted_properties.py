@@ -36,8 +36,8 @@ from autoroll.core.model import (
 )
 from autoroll.core.scope import FULL, ImageTag, Scope
 from autoroll.instruments.metrics import Metrics
+from tests.support.reconciler_fakes import FakeRegistry
 from tests.support.views import deployment_view
-from tests.unit.test_reconciler import FakeRegistry
 
 HOST = "forgejo.example"
 IMAGES = {"app": f"{HOST}/team/app:latest", "side": f"{HOST}/team/side:v1"}

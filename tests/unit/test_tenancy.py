@@ -13,7 +13,7 @@ from autoroll.core.images import TagRef
 from autoroll.core.model import WorkloadKind
 from autoroll.core.tenancy import NAMESPACE_SHARE, fair_order
 from tests.support.scripted_cluster import ScriptedWorld, container_doc, deployment_doc
-from tests.unit.test_cluster_shapes import (
+from tests.support.shape_passes import (
     HASH,
     HOST,
     IMAGE,
