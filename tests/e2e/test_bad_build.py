@@ -180,7 +180,7 @@ def test_a_build_that_crashes_after_ready_replaces_one_pod_in_all_then_a_good_on
         assert _one(titles(chat, "digest quarantined"))
         # The quarantine's key names the registry too (host/repository:tag).
         key = re.escape(f"{docker_registry.host}/{first.repository}:latest")
-        assert autoroll.lines(rf"quarantined for {key}: "), "the pod logged no quarantine"
+        autoroll.wait_for_line(rf"quarantined for {key}: ")  # the pod's log lags its Event
         plan = exec_in_controller(kube, node, namespace, "autoroll", "plan")
         assert "QUARANTINED" in plan, plan
         clear = f"autoroll quarantine clear {docker_registry.host}/{first.repository}:latest"

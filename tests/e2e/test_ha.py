@@ -292,7 +292,7 @@ def test_killing_the_leader_mid_rollout_moves_leadership_and_the_roll_completes(
 
             assert ledger.violations == []
             assert len(ledger.deletions) == REPLICAS, ledger.deletions
-            assert b.lines(r"deleted stale pod"), "the new leader finished the roll"
+            b.wait_for_line(r"deleted stale pod")  # the new leader finished the roll
 
             # One Event per roll, never one per deletion: the start by the leader that
             # deleted first (the Event follows its deletion, so a leader killed in between

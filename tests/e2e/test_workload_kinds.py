@@ -211,7 +211,7 @@ def test_a_statefulset_and_a_daemonset_roll_one_pod_at_a_time_highest_ordinal_fi
     assert (
         metric(autoroll, "autoroll_pod_deletions_total", {"mode": "real", "kind": "daemonset"}) == 1
     )
-    assert autoroll.lines(rf"deleted stale pod {namespace}/db-2 of statefulset/db ")
+    autoroll.wait_for_line(rf"deleted stale pod {namespace}/db-2 of statefulset/db ")
     versions = {
         a.name: assert_untouched(a, originals[a.name], objects[a.name]) for a in (db, agent)
     }
