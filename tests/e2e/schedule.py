@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import pytest
 
-#: Seconds each file of the tier took in one process (2026-12-02, at a mean load of 12 on 2 cores,
-#: from `--junitxml`: setup and teardown included); a file not listed counts
+#: Seconds each file of the tier took in one process, from `--junitxml`, setup and teardown
+#: included (2026-12-02 at a mean load of 12 on 2 cores; the bad-build, pinning, registry and
+#: pure-check files 2026-12-03 at a load of about 4); a file not listed counts
 #: ``SECONDS_PER_TEST`` a test. Only the order they give matters: update them when a file's
 #: time changes a lot, and list a new file that takes a minute or more.
 E2E_FILE_SECONDS: dict[str, float] = {
     "test_guardrails.py": 300,
     "test_scenarios.py": 262,
+    "test_bad_build.py": 190,
+    "test_pinning.py": 183,
     "test_cluster_shapes.py": 249,
     "test_workload_kinds.py": 143,
     "test_chart_upgrade.py": 97,
@@ -26,6 +29,7 @@ E2E_FILE_SECONDS: dict[str, float] = {
     "test_public_charts.py": 64,
     "test_gitea_delivery.py": 60,
     "test_tenancy.py": 55,
+    "test_distribution_delivery.py": 41,
     "test_scenarios_simulated.py": 44,
     "test_incluster.py": 36,
     "test_workload_kinds_simulated.py": 32,
@@ -33,11 +37,14 @@ E2E_FILE_SECONDS: dict[str, float] = {
     "test_controlplane.py": 28,
     "test_job_groups_node.py": 27,
     "test_roll_pace.py": 26,
+    "test_pull_secrets.py": 30,
     "test_chart.py": 25,
     "test_plan_in_pod.py": 21,
     "test_private_ca.py": 18,
     "test_rbac.py": 6,
     "test_kubelet.py": 1,
+    "test_incluster_parts.py": 1,
+    "test_scenario_checks.py": 1,
 }
 SECONDS_PER_TEST = 5.0
 
