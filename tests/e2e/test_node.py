@@ -43,6 +43,7 @@ from tests.e2e.node_network import (
     corefile,
     kube_proxy_config,
 )
+from tests.e2e.service_ask import ASK
 from tests.support.registry import ImagePusher, RegistryServer
 from tests.support.wait import eventually
 
@@ -296,10 +297,6 @@ def _run_to_completion(
     phase = eventually(ended, timeout=90, interval=0.5, what=f"pod {name} to end")
     printed = "".join(f.read_text() for f in node.pod_logs.glob(f"{namespace}_{name}_*/c/*.log"))
     return phase, printed
-
-
-#: Exits 0 if the URL answers 200 (Python: Debian's static busybox wget cannot run here).
-ASK = "import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=5)"
 
 
 def test_a_pod_reaches_a_service_by_its_name_through_coredns_and_kube_proxy(

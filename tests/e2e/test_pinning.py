@@ -328,8 +328,7 @@ def test_with_the_webhook_stopped_pods_are_still_made_and_a_warning_event_says_s
     assert event["type"] == "Warning"
     assert event["involvedObject"]["kind"] == "Deployment"
     assert unpinned["metadata"]["name"] in event["message"]
-    # The pod's log is read from the node once a second: wait for the line, as for the Event.
-    controller.wait_for_line("admitted-unpinned|was admitted without its digest pinned")
+    controller.wait_for_line("admitted-unpinned|was admitted without its digest pinned")  # lags
 
 
 def test_an_if_not_present_container_is_rolled_with_pinning_on(
