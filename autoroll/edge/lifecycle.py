@@ -8,10 +8,10 @@ a ``Config``. The HTTP edge sees it only through the ``ControllerLink`` calls it
 ``deliver`` a verified webhook's scope, ``status`` of the loop for the probes,
 ``exposition`` of the metrics, and the start and stop.
 
-Shutdown order (docs/adr/002): ``begin_stop`` tells the reconcile thread and the cache at
-once; ``stop`` joins the thread within ``RECONCILE_STOP_SECONDS`` of that, then stops the
-election threads together within ``ELECTION_STOP_SECONDS`` and releases the Lease only if
-the thread stopped in time, then the cache.
+Shutdown order (docs/adr/002): ``begin_stop`` tells the reconcile thread, the cache and the
+notifier at once; ``stop`` joins the reconcile thread within ``RECONCILE_STOP_SECONDS`` of
+that, then every other thread against one deadline ``THREADS_STOP_SECONDS`` away (the
+elector last), and releases the Lease only if the reconcile thread stopped in time.
 """
 
 from __future__ import annotations
@@ -41,15 +41,12 @@ log = logging.getLogger("autoroll.edge.wiring")
 #: Seconds the reconcile thread gets after SIGTERM (counted from the signal: the pass is
 #: told to stop while gunicorn still drains requests).
 RECONCILE_STOP_SECONDS: Final = 10.0
-#: Seconds the three election threads get to stop, together (they wait on events or one
-#: short API call).
-ELECTION_STOP_SECONDS: Final = 3.0
-#: Seconds the watched cache's threads get to stop (they wait on a socket, aborted at once).
-CACHE_STOP_SECONDS: Final = 3.0
-#: Seconds the notifier's thread gets to stop; a send in flight is abandoned (a daemon).
-NOTIFIER_STOP_SECONDS: Final = 0.5
-#: Seconds the pinning webhook's listener and certificate threads get to stop.
-PINNING_STOP_SECONDS: Final = 0.5
+#: Seconds every other thread gets to stop, together, once the reconcile thread has: the
+#: three election threads, the watched cache's (they wait on a socket, aborted at once), the
+#: notifier's (a send in flight is abandoned: a daemon) and the pinning webhook's. One
+#: deadline, not one each, so the sum in ``runtime.ShutdownBudget`` stays a bound however
+#: many are on.
+THREADS_STOP_SECONDS: Final = 3.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,11 +140,13 @@ class Controller:
             self.notifier.request_stop()
 
     def stop(self, timeout: float = RECONCILE_STOP_SECONDS) -> None:
-        """Stop the reconcile thread, then hand the lease back (only if that stop was clean).
+        """Stop the reconcile thread, then the others; hand the lease back only if that first
+        stop was clean.
 
-        The thread gets ``timeout`` seconds from ``begin_stop`` (or from now). Raises
-        ``WorkerStopTimeoutError`` after releasing nothing when a pass is stuck: the lease
-        then simply expires, and the stuck pass cannot delete past the renew deadline.
+        The reconcile thread gets ``timeout`` seconds from ``begin_stop`` (or from now); the
+        others then share ``THREADS_STOP_SECONDS``. Raises ``WorkerStopTimeoutError`` after
+        releasing nothing when a pass is stuck: the lease then simply expires, and the stuck
+        pass cannot delete past the renew deadline.
         """
         self.begin_stop()
         assert self._stop_requested_at is not None
@@ -157,43 +156,39 @@ class Controller:
             self.worker.stop(timeout=max(0.1, left))
             stopped = True
         finally:
-            if self.election is not None:
-                self._stop_election(self.election, release=stopped)
-            if self.cache is not None:
-                try:
-                    self.cache.stop(CACHE_STOP_SECONDS)
-                except Exception as exc:  # daemon threads: the process exits anyway
-                    log.error("stopping the watched cache: %s", exc)
-            if self.notifier is not None:
-                self.notifier.stop(NOTIFIER_STOP_SECONDS)
-            if self.pinning is not None:
-                self.pinning.stop(timeout=PINNING_STOP_SECONDS)
+            self._stop_the_rest(release=stopped)
 
-    def _stop_election(self, election: Election, *, release: bool) -> None:
-        # All three are told first, then joined against one deadline: one stuck must not
-        # keep the others (or the release) from running, and the process exits anyway.
-        election.handoff.request_stop()
-        election.watcher.request_stop()
-        election.elector.request_stop()
-        deadline = self._clock() + ELECTION_STOP_SECONDS
-        steps: tuple[tuple[str, Callable[[float], None]], ...] = (
-            ("hand-off", election.handoff.stop),
-            ("nudge watcher", election.watcher.stop),
-            ("elector", lambda left: election.elector.stop(left, release=release)),
-        )
+    def _stop_the_rest(self, *, release: bool) -> None:
+        # All are told first, then joined against one deadline: one stuck must not keep the
+        # others (or the release) from running, and the process exits anyway. The elector is
+        # last, so the others' time never comes out of the Lease release's own bound.
+        steps: list[tuple[str, Callable[[float], None]]] = []
+        if self.election is not None:
+            election = self.election
+            election.handoff.request_stop()
+            election.watcher.request_stop()
+            election.elector.request_stop()
+            steps += [("hand-off", election.handoff.stop), ("nudge watcher", election.watcher.stop)]
+        if self.cache is not None:
+            steps.append(("watched cache", self.cache.stop))
+        if self.notifier is not None:
+            steps.append(("notifier", self.notifier.stop))
+        if self.pinning is not None:
+            steps.append(("pinning webhook", self.pinning.stop))
+        if self.election is not None:
+            elector = self.election.elector
+            steps.append(("elector", lambda left: elector.stop(left, release=release)))
+        deadline = self._clock() + THREADS_STOP_SECONDS
         for name, stop in steps:
             try:
                 stop(max(0.05, deadline - self._clock()))
-            except Exception as exc:  # one failing must not keep the others from stopping
+            except Exception as exc:  # daemon threads: say so, and go on to the next
                 log.error("stopping the %s: %s", name, exc)
 
 
 __all__ = [
-    "CACHE_STOP_SECONDS",
-    "ELECTION_STOP_SECONDS",
-    "NOTIFIER_STOP_SECONDS",
-    "PINNING_STOP_SECONDS",
     "RECONCILE_STOP_SECONDS",
+    "THREADS_STOP_SECONDS",
     "Controller",
     "Election",
 ]

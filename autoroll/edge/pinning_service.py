@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Collection
 from datetime import timedelta
 from typing import Final
@@ -110,12 +111,14 @@ class PinningService:
             self._starter.start()
 
     def stop(self, timeout: float = 2.0) -> None:
+        """Stop the certificate starter, the listener and the rotator, all within ``timeout``."""
         self._stop.set()
+        deadline = time.monotonic() + timeout
         if self._starter.is_alive():
             self._starter.join(timeout)
         if self._serving.is_set():
-            self.server.stop(timeout)
-            self._rotator.stop(timeout)
+            self.server.stop(max(0.05, deadline - time.monotonic()))
+            self._rotator.stop(max(0.05, deadline - time.monotonic()))
 
     def _first_certificate(self) -> None:
         while not self._stop.wait(RETRY_SECONDS):

@@ -31,8 +31,8 @@ from autoroll.core.ports import (
 )
 from autoroll.edge.http_worker import REQUEST_READ_SECONDS
 from autoroll.edge.lifecycle import (
-    ELECTION_STOP_SECONDS,
     RECONCILE_STOP_SECONDS,
+    THREADS_STOP_SECONDS,
     Controller,
     Election,
 )
@@ -45,27 +45,38 @@ from autoroll.edge.wiring import STEP_SECONDS, build_controller
 from autoroll.instruments.metrics import Metrics
 from autoroll.kube.transport import LEASE_CALL_TIMEOUT, call_seconds
 
+#: Seconds the reconcile process gets, once its threads are stopped, to log how that went,
+#: close its pipe and exit: the interpreter's exit on a loaded node. With one second, a
+#: loaded CI machine killed it before it could say which thread was stuck.
+PROCESS_EXIT_SECONDS: Final = 2.0
+
 
 @dataclass(frozen=True, slots=True)
 class ShutdownBudget:
     """The longest each step of a shutdown can take, SIGTERM to exit, in seconds.
 
     On SIGTERM the reconcile process is told to stop at once while gunicorn drains its
-    requests; it joins its reconcile thread (what is left of that budget), stops the
-    election threads and, only if the reconcile thread stopped cleanly, releases the Lease
-    (one read and one write), then exits; the worker waits for it. Every step is bounded by
-    a timeout in the code, so the sum is a bound, not a hope; gunicorn's
-    ``graceful_timeout`` is derived from it.
+    requests; it joins its reconcile thread (what is left of that budget), then its other
+    threads against one deadline, releases the Lease (one read and one write) only with
+    leader election and only if the reconcile thread stopped cleanly, and exits; the worker
+    waits for it. Every step is bounded by a timeout in the code, so the sum is a bound, not
+    a hope; gunicorn's ``graceful_timeout`` is derived from it.
     """
 
     request_drain: float = REQUEST_READ_SECONDS + 1.0  # a request still arriving, then its answer
     reconcile_stop: float = RECONCILE_STOP_SECONDS  # runs beside the drain
-    election_stop: float = ELECTION_STOP_SECONDS
+    threads_stop: float = THREADS_STOP_SECONDS  # election, cache, notifier, pinning: together
     lease_release: float = 2 * call_seconds(LEASE_CALL_TIMEOUT)
+    process_exit: float = PROCESS_EXIT_SECONDS
+
+    def reconcile_process(self, *, electing: bool) -> float:
+        """SIGTERM to the reconcile process's exit."""
+        release = self.lease_release if electing else 0.0
+        return self.reconcile_stop + self.threads_stop + release + self.process_exit
 
     def worst_case(self, *, electing: bool) -> float:
-        first = max(self.request_drain, self.reconcile_stop)
-        return first + (self.election_stop + self.lease_release if electing else 0.0)
+        """SIGTERM to the worker's exit: the drain and the reconcile process run side by side."""
+        return max(self.request_drain, self.reconcile_process(electing=electing))
 
 
 SHUTDOWN_BUDGET: Final = ShutdownBudget()
@@ -250,6 +261,7 @@ def _leave(code: int) -> None:
 
 
 __all__ = [
+    "PROCESS_EXIT_SECONDS",
     "SHUTDOWN_BUDGET",
     "Runtime",
     "ShutdownBudget",

@@ -53,9 +53,8 @@ from gunicorn.glogging import Logger as GunicornLogger
 from autoroll.config import Config
 from autoroll.controller.worker import WorkerStopTimeoutError
 from autoroll.edge.lifecycle import (
-    CACHE_STOP_SECONDS,
-    ELECTION_STOP_SECONDS,
     RECONCILE_STOP_SECONDS,
+    THREADS_STOP_SECONDS,
     Controller,
     Election,
 )
@@ -67,12 +66,11 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "CACHE_POOL_SIZE",
-    "CACHE_STOP_SECONDS",
-    "ELECTION_STOP_SECONDS",
     "GRACEFUL_TIMEOUT_SECONDS",
     "RECONCILE_STOP_SECONDS",
     "REQUEST_THREADS",
     "STEP_SECONDS",
+    "THREADS_STOP_SECONDS",
     "WORKER_TMP_DIR",
     "AutorollServer",
     "Controller",

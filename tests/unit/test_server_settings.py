@@ -21,11 +21,11 @@ from autoroll.core.model import (
 )
 from autoroll.core.scope import FULL, Scope
 from autoroll.edge.http_worker import REQUEST_READ_SECONDS
-from autoroll.edge.runtime import SHUTDOWN_BUDGET, Runtime, build_runtime
+from autoroll.edge.runtime import PROCESS_EXIT_SECONDS, SHUTDOWN_BUDGET, Runtime, build_runtime
 from autoroll.edge.server import (
-    ELECTION_STOP_SECONDS,
     GRACEFUL_TIMEOUT_SECONDS,
     RECONCILE_STOP_SECONDS,
+    THREADS_STOP_SECONDS,
     WORKER_TMP_DIR,
     AutorollServer,
     gunicorn_settings,
@@ -116,13 +116,18 @@ def test_the_shutdown_budget_adds_up_the_bound_of_every_step() -> None:
     # Each part is the timeout the code enforces, not a separate guess.
     assert budget.request_drain == REQUEST_READ_SECONDS + 1
     assert budget.reconcile_stop == RECONCILE_STOP_SECONDS
-    assert budget.election_stop == ELECTION_STOP_SECONDS
+    assert budget.threads_stop == THREADS_STOP_SECONDS
     assert budget.lease_release == 2 * call_seconds(LEASE_CALL_TIMEOUT)  # one read, one write
-    # The reconcile stop runs beside the drain; election and release follow it.
-    assert budget.worst_case(electing=False) == max(budget.request_drain, RECONCILE_STOP_SECONDS)
-    assert budget.worst_case(electing=True) == (
-        budget.worst_case(electing=False) + budget.election_stop + budget.lease_release
-    )
+    assert budget.process_exit == PROCESS_EXIT_SECONDS
+    # The reconcile process: its thread, then the others together, the release only with
+    # election, then its exit; all of it runs beside the drain.
+    alone = RECONCILE_STOP_SECONDS + THREADS_STOP_SECONDS + PROCESS_EXIT_SECONDS
+    assert budget.reconcile_process(electing=False) == alone
+    assert budget.reconcile_process(electing=True) == alone + budget.lease_release
+    for electing in (False, True):
+        assert budget.worst_case(electing=electing) == max(
+            budget.request_drain, budget.reconcile_process(electing=electing)
+        )
     # gunicorn's master waits at least the worst case before it SIGKILLs the worker ...
     assert budget.worst_case(electing=True) <= GRACEFUL_TIMEOUT_SECONDS
     assert gunicorn_settings(Config.from_env(ENV))["graceful_timeout"] == GRACEFUL_TIMEOUT_SECONDS
