@@ -176,23 +176,32 @@ names: venv
 # same pair beside `stress-ng --cpu $(BENCH_LOAD_CPUS)` (a bounded CPU load with a time limit)
 # and renders both side by side, each with its load average: run it after `make bench`.
 # BENCH_ARGS=--quick for the small sizes CI runs instead (a few minutes, prints the report).
+# The controller's processes run on $(RUNTIME_VENV): the image's lock only, so their memory
+# is the image's (bench/child.py, CONTROLLER_PYTHON_ENV); the bench's own code runs on $(BIN).
 BENCH_RUNS := bench/runs
 BENCH_LOAD_CPUS ?= 8
-bench: tools venv
+RUNTIME_VENV := .venv-runtime
+WITH_RUNTIME = AUTOROLL_BENCH_PYTHON=$(CURDIR)/$(RUNTIME_VENV)/bin/python
+$(RUNTIME_VENV)/.installed: requirements/runtime.txt
+	$(PYTHON) -m venv --clear $(RUNTIME_VENV)
+	$(RUNTIME_VENV)/bin/python -m pip install --quiet --require-hashes --no-deps -r requirements/runtime.txt
+	touch $@
+
+bench: tools venv $(RUNTIME_VENV)/.installed
 ifeq ($(strip $(BENCH_ARGS)),)
 	mkdir -p $(BENCH_RUNS)
-	$(WITH_TOOLS) $(BIN)/python -m bench.run --smaller --json $(BENCH_RUNS)/quiet-smaller.json
-	$(WITH_TOOLS) $(BIN)/python -m bench.run --largest --json $(BENCH_RUNS)/quiet-largest.json
+	$(WITH_TOOLS) $(WITH_RUNTIME) $(BIN)/python -m bench.run --smaller --json $(BENCH_RUNS)/quiet-smaller.json
+	$(WITH_TOOLS) $(WITH_RUNTIME) $(BIN)/python -m bench.run --largest --json $(BENCH_RUNS)/quiet-largest.json
 	$(BIN)/python -m bench.merge $(BENCH_RUNS)/quiet-smaller.json $(BENCH_RUNS)/quiet-largest.json
 else
 	$(WITH_TOOLS) $(BIN)/python -m bench.run $(BENCH_ARGS)
 endif
 
-bench-loaded: tools venv
+bench-loaded: tools venv $(RUNTIME_VENV)/.installed
 	@test -f $(BENCH_RUNS)/quiet-largest.json || { echo "bench-loaded: run make bench first (the quiet run)"; exit 1; }
 	scripts/tools.sh bench
-	$(WITH_TOOLS) $(BIN)/python -m bench.run --smaller --load-cpus $(BENCH_LOAD_CPUS) --json $(BENCH_RUNS)/loaded-smaller.json
-	$(WITH_TOOLS) $(BIN)/python -m bench.run --largest --load-cpus $(BENCH_LOAD_CPUS) --json $(BENCH_RUNS)/loaded-largest.json
+	$(WITH_TOOLS) $(WITH_RUNTIME) $(BIN)/python -m bench.run --smaller --load-cpus $(BENCH_LOAD_CPUS) --json $(BENCH_RUNS)/loaded-smaller.json
+	$(WITH_TOOLS) $(WITH_RUNTIME) $(BIN)/python -m bench.run --largest --load-cpus $(BENCH_LOAD_CPUS) --json $(BENCH_RUNS)/loaded-largest.json
 	$(BIN)/python -m bench.merge $(BENCH_RUNS)/quiet-smaller.json $(BENCH_RUNS)/quiet-largest.json \
 	  --loaded $(BENCH_RUNS)/loaded-smaller.json $(BENCH_RUNS)/loaded-largest.json
 
@@ -210,4 +219,4 @@ mutants: venv
 	$(BIN)/python scripts/mutants_report.py
 
 clean:
-	rm -rf $(VENV) $(LOWEST) .tools .mypy_cache .pytest_cache .ruff_cache .hypothesis mutants mutants-run.log
+	rm -rf $(VENV) $(LOWEST) $(RUNTIME_VENV) .tools .mypy_cache .pytest_cache .ruff_cache .hypothesis mutants mutants-run.log

@@ -99,7 +99,8 @@ def render(results: Mapping[str, Any]) -> str:
         f" load average {machine['load_before']} before → {machine['load_after']} after"
         " (the machine is shared; times are noisy, counts are exact) |\n"
         f"| software | Python {machine['python']}, {machine['kube_apiserver']},"
-        f" {machine['registry']} |\n"
+        f" {machine['registry']}; the controller's processes ran with"
+        f" {machine.get('controller_deps', 'the dev venv (requirements/dev.txt)')} |\n"
         f"| run time | {results['elapsed_s'] / 60:.1f} min |\n"
         "| raw results | `bench/results.json`; `python -m bench.report bench/results.json"
         " docs/performance.md` re-renders this page without measuring again |\n",

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import cache_memory, load
+from bench.child import controller_deps
 from bench.controlplane import running_apiserver
 from bench.jobhash import measure_jobhash
 from bench.populate import ApiWriter, Layout, create_background, create_namespaces
@@ -181,6 +182,7 @@ def machine_info() -> dict[str, Any]:
         "cpu": cpu,
         "ram_gb": ram_kib * 1024 / 1e9,
         "python": platform.python_version(),
+        "controller_deps": controller_deps(),
         "kube_apiserver": _first_line([require("kube-apiserver"), "--version"]),
         "registry": "docker-registry "
         + _first_line([require("docker-registry"), "--version"]).split()[-1],

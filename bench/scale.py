@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from autoroll.edge.reconcile_process import RECONCILE_ENV
-from bench.child import run_module
+from bench.child import controller_python, run_module
 from bench.controlplane import ApiServer
 from bench.populate import ENROLL_LABEL, ApiWriter, Layout, create_enrolled
 from tests.support.registry import RegistryServer
@@ -92,7 +92,9 @@ def run_tick_child(
         *extra,
     ]
     # As ``autoroll serve`` runs its reconcile process (``RECONCILE_ENV``).
-    return run_module("bench.tick", flags, timeout=1800, defaults=RECONCILE_ENV)
+    return run_module(
+        "bench.tick", flags, timeout=1800, defaults=RECONCILE_ENV, python=controller_python()
+    )
 
 
 def measure_scale(

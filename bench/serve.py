@@ -11,7 +11,6 @@ import hmac
 import os
 import secrets
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from pathlib import Path
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
+from bench.child import REPO_ROOT, controller_python
 from bench.controlplane import ApiServer
 from bench.loadgen import BODY
 from tests.support.ports import free_port
@@ -116,6 +116,7 @@ def running_serve(
     secret = secrets.token_hex(32)
     env = {
         "PATH": os.environ.get("PATH", ""),
+        "PYTHONPATH": str(REPO_ROOT),  # the runtime venv holds the libraries, not the project
         "HOME": str(log.parent),
         "KUBECONFIG": str(api.kubeconfig),
         "FORGEJO_HOST": registry.host,
@@ -148,7 +149,7 @@ def running_serve(
     }
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "autoroll", "serve"],
+            [controller_python(), "-m", "autoroll", "serve"],
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=out,

@@ -16,10 +16,11 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Sequence
-from typing import Final
+from typing import TYPE_CHECKING, Final
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-import apprise
+if TYPE_CHECKING:
+    import apprise
 
 #: A path segment or query value this long, or this long with a digit in it, may be a token.
 _LONG: Final = 12
@@ -65,7 +66,12 @@ class AppriseNotifier:
     def __init__(
         self, urls: Sequence[str], *, on_secret: Callable[[str], None] | None = None
     ) -> None:
+        # Imported here, not at the top: most installs send no notifications, and Apprise's
+        # import (its plugins, requests-oauthlib) costs the reconcile process about 3 MB.
+        import apprise  # noqa: PLC0415
+
         _silence_apprise()
+        self._kind = (apprise.NotifyType.INFO, apprise.NotifyType.WARNING)
         for url in urls:
             for part in secret_parts(url):
                 if on_secret is not None:
@@ -73,7 +79,9 @@ class AppriseNotifier:
         # Sequential: every send on the caller's thread (the notifier's), whose library log
         # lines the notifier drops (they carry the URLs); Apprise's default pool would log
         # them from threads of its own.
-        self._apprise = apprise.Apprise(asset=apprise.AppriseAsset(async_mode=False))
+        self._apprise: apprise.Apprise = apprise.Apprise(
+            asset=apprise.AppriseAsset(async_mode=False)
+        )
         for number, url in enumerate(urls, 1):
             if not self._apprise.add(url):
                 raise NotifyConfigError(
@@ -83,7 +91,7 @@ class AppriseNotifier:
         self.count = len(urls)
 
     def send(self, *, title: str, body: str, warning: bool) -> bool:
-        kind = apprise.NotifyType.WARNING if warning else apprise.NotifyType.INFO
+        kind = self._kind[warning]
         try:
             return bool(self._apprise.notify(body=body, title=title, notify_type=kind))
         except Exception:  # a plugin's failure is a failed send, never the caller's
