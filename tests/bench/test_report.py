@@ -7,9 +7,6 @@ from typing import Any
 
 import pytest
 
-from autoroll.kube.selectors import LabelSelector, Operator, Requirement
-from autoroll.kube.selectors import selector_query as selector_text  # what bench/naive.py sends
-from bench.counting import kube_request_kind
 from bench.report import count_violations, percentile, render, steady, targets
 
 KINDS = ("deployment", "statefulset", "daemonset")
@@ -201,33 +198,6 @@ def test_the_gitea_delivery_figure_is_rendered_with_its_source_when_recorded() -
     assert "Measured by `tests/e2e/test_gitea_delivery.py` (2026-12-01, load average 9.8)" in text
     assert "| 3 | 0.25 | 0.26 | 0.09-0.15 | -0.05 to +0.01 |" in text
     assert "The pass is half of it." in text
-
-
-@pytest.mark.parametrize(
-    ("method", "url", "kind"),
-    [
-        ("GET", "https://h/apis/apps/v1/deployments?labelSelector=a%3Db", "list deployments"),
-        ("GET", "https://h/api/v1/namespaces/ns/pods?fieldSelector=x", "list pods"),
-        ("GET", "https://h/api/v1/namespaces/ns/pods/p", "get pods"),
-        ("DELETE", "https://h/api/v1/namespaces/ns/pods/p", "delete pods"),
-        ("POST", "https://h/api/v1/namespaces/ns/pods/p/eviction", "create pods/eviction"),
-        ("GET", "https://h/api/v1/namespaces/ns/pods?watch=true", "watch pods"),
-        ("GET", "https://h/api/v1/namespaces/ns", "get namespaces"),
-    ],
-)
-def test_kubernetes_requests_are_classified_by_verb(method: str, url: str, kind: str) -> None:
-    assert kube_request_kind(method, url) == kind
-
-
-def test_the_naive_baseline_lists_with_the_deployments_own_selector() -> None:
-    selector = LabelSelector(
-        (("app", "web"),),
-        (
-            Requirement("tier", Operator.IN, frozenset({"b", "a"})),
-            Requirement("canary", Operator.DOES_NOT_EXIST),
-        ),
-    )
-    assert selector_text(selector) == "app=web,tier in (a,b),!canary"
 
 
 def test_a_tick_from_a_bad_signature_to_an_idle_controller_is_reported() -> None:

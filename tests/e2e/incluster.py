@@ -21,10 +21,8 @@ values, as a user of such a cluster would set them:
   address and port (the test cluster enforces no policy, but the chart renders and the API
   server admits it, as on any cluster).
 
-The API server cannot reach the kubelet (the node's address lives in its own network
-namespace), so ``kubectl logs`` is not available; ``PodLogs`` reads the container log files
-the kubelet writes, from the node's mount namespace (``/proc/<holder>/root/var/log/pods``).
-The lines land in ``Autoroll.output``, as a local process's would.
+The controller's log lines land in ``Autoroll.output``, as a local process's would
+(``tests.e2e.pod_logs``).
 """
 
 from __future__ import annotations
@@ -34,7 +32,6 @@ import ipaddress
 import json
 import secrets
 import subprocess
-import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -48,6 +45,7 @@ from tests.e2e.controller import Autoroll, ControllerError
 from tests.e2e.controlplane import ControlPlane
 from tests.e2e.helpers import core_api
 from tests.e2e.node import Node
+from tests.e2e.pod_logs import PodLogs
 from tests.support.ports import free_port
 from tests.support.registry import basic_auth
 
@@ -193,91 +191,6 @@ def chart_values(
     return merged(chart, values or {})
 
 
-def parse_cri_log(lines: list[str], pending: str = "") -> tuple[list[str], str]:
-    """Container log lines as the kubelet writes them (``<time> <stream> <P|F> <text>``):
-    the text of each complete line, and what a trailing partial (``P``) line holds so far."""
-    out: list[str] = []
-    for line in lines:
-        parts = line.split(" ", 3)
-        if len(parts) < 4:
-            continue
-        _, _, tag, text = parts
-        pending += text
-        if tag == "F":
-            out.append(pending)
-            pending = ""
-    return out, pending
-
-
-class PodLogs:
-    """Follow the ``autoroll`` container of every pod of the release into ``output``."""
-
-    def __init__(self, kube: Any, node: Node, namespace: str, output: list[str]) -> None:
-        self.core = core_api(kube)
-        self.root = node.pod_logs
-        self.namespace = namespace
-        self.output = output
-        self._offsets: dict[Path, int] = {}
-        self._pending: dict[Path, str] = {}
-        self._pods: list[tuple[str, str]] = []  # (name, uid), in creation order
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="autoroll-pod-logs", daemon=True)
-
-    def __enter__(self) -> PodLogs:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(5)
-        self._read()
-
-    def _run(self) -> None:
-        rounds = 0
-        while not self._stop.is_set():
-            if rounds % 10 == 0:  # new pods are rare: ask the API once a second
-                with contextlib.suppress(Exception):  # the next round tries again
-                    self._discover()
-            rounds += 1
-            self._read()
-            self._stop.wait(0.1)
-
-    def _discover(self) -> None:
-        listed = self.core.list_namespaced_pod(
-            self.namespace, label_selector=POD_SELECTOR, _preload_content=False
-        )
-        try:
-            body = listed.data
-        finally:
-            listed.release_conn()  # unreleased raw responses leak one socket each
-        items = sorted(json.loads(body)["items"], key=lambda p: p["metadata"]["creationTimestamp"])
-        for pod in items:
-            key = (pod["metadata"]["name"], pod["metadata"]["uid"])
-            if key not in self._pods:
-                self._pods.append(key)
-
-    def _read(self) -> None:
-        for name, uid in list(self._pods):
-            directory = self.root / f"{self.namespace}_{name}_{uid}" / "autoroll"
-            with contextlib.suppress(OSError):
-                for path in sorted(directory.glob("*.log"), key=lambda p: int(p.stem)):
-                    self._read_file(path)
-
-    def _read_file(self, path: Path) -> None:
-        offset = self._offsets.get(path, 0)
-        with path.open("rb") as handle:
-            handle.seek(offset)
-            data = handle.read()
-        complete, _, _ = data.rpartition(b"\n")
-        if not complete:
-            return
-        self._offsets[path] = offset + len(complete) + 1
-        lines, self._pending[path] = parse_cri_log(
-            complete.decode(errors="replace").split("\n"), self._pending.get(path, "")
-        )
-        self.output.extend(lines)
-
-
 def _helm(helm: str, kubeconfig: Path, namespace: str, *args: str) -> str:
     done = subprocess.run(
         [helm, *args, "--kubeconfig", str(kubeconfig), "-n", namespace],
@@ -358,7 +271,7 @@ def installed_autoroll(
     node.expose(port)
     autoroll = Autoroll(url=f"http://127.0.0.1:{port}", secret=secret, process=None)
     installed = False
-    with PodLogs(kube, node, namespace, autoroll.output):
+    with PodLogs(kube, node, namespace, autoroll.output, selector=POD_SELECTOR):
         try:
             _helm(
                 helm, kubeconfig, namespace, "install", RELEASE, str(CHART), "-f", str(values_file)

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.controlplane import ControlPlane
-from tests.e2e.incluster import chart_values, parse_cri_log
+from tests.e2e.incluster import chart_values
+from tests.e2e.pod_logs import parse_cri_log
 from tests.support.registry import RegistryServer
 
 PLANE = ControlPlane(

@@ -40,6 +40,16 @@ from tests.e2e.controller import Autoroll, StartAutoroll
 from tests.e2e.helpers import apps_api, core_api, deployment
 from tests.e2e.images import APP_PORT
 from tests.e2e.node import Node
+from tests.e2e.pinned_pods import (
+    START,
+    newest,
+    pods,
+    ready,
+    running,
+    spec_image,
+    summary,
+    wait_pods,
+)
 from tests.e2e.scenario import ENROLL_LABEL, TEST_LABEL, App, metric, nudging
 from tests.e2e.test_bad_build import quarantine_entries
 from tests.e2e.test_scenarios import make_app
@@ -50,7 +60,6 @@ from tests.support.wait import eventually
 # Each scenario waits on real pods being made, pulled and probed, several times over.
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
-START = 120.0  # a fresh pod on the real node: sandbox, pull, probe; the machine is shared
 MIN_AGE = "autoroll.aethnet.se/min-age"
 WINDOW = "autoroll.aethnet.se/window"
 GITOPS = "gitops"
@@ -159,58 +168,6 @@ def annotate(app: App, key: str, value: str) -> None:
     apps_api(app.kube).patch_namespaced_deployment(
         app.name, app.namespace, {"metadata": {"annotations": {key: value}}}
     )
-
-
-def pods(app: App) -> list[dict[str, Any]]:
-    response = core_api(app.kube).list_namespaced_pod(
-        app.namespace, label_selector=f"app={app.name}", _preload_content=False
-    )
-    items: list[dict[str, Any]] = json.loads(response.data)["items"]
-    return [p for p in items if not p["metadata"].get("deletionTimestamp")]
-
-
-def spec_image(pod: Mapping[str, Any]) -> str:
-    return str(pod["spec"]["containers"][0]["image"])
-
-
-def running(pod: Mapping[str, Any]) -> str:
-    statuses = (pod.get("status") or {}).get("containerStatuses") or [{}]
-    return str(statuses[0].get("imageID") or "").rpartition("@")[2]
-
-
-def ready(pod: Mapping[str, Any]) -> bool:
-    conditions = (pod.get("status") or {}).get("conditions") or []
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
-
-
-def summary(app: App) -> list[tuple[str, str, str, bool]]:
-    return [
-        (p["metadata"]["name"], spec_image(p).rpartition("@")[2][:19], running(p)[:19], ready(p))
-        for p in pods(app)
-    ]
-
-
-def wait_pods(
-    app: App, replicas: int, *, pinned: str | None, runs: str, timeout: float = START
-) -> list[dict[str, Any]]:
-    """Wait until ``replicas`` pods are Ready running ``runs``; with ``pinned``, every one
-    named ``<image>@<pinned>``; None: at least one is not pinned at all."""
-
-    def settled() -> list[dict[str, Any]]:
-        found = pods(app)
-        assert len(found) == replicas, summary(app)
-        assert all(ready(p) and running(p) == runs for p in found), summary(app)
-        return found
-
-    found = eventually(settled, timeout=timeout, what=f"{replicas} pods Ready on {runs[:19]}")
-    images = [spec_image(p) for p in found]
-    if pinned is not None:
-        assert images == [f"{app.image}@{pinned}"] * replicas, summary(app)
-    return found
-
-
-def newest(found: list[dict[str, Any]]) -> dict[str, Any]:
-    return max(found, key=lambda p: p["metadata"]["creationTimestamp"])
 
 
 def ssa_diff_is_empty(app: App, body: Mapping[str, Any], generation: int) -> None:
