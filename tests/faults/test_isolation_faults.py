@@ -41,7 +41,8 @@ from autoroll.instruments.metrics import Metrics
 from autoroll.kube import ClusterError
 from autoroll.registry import MAX_TOKEN_BYTES, OCI_MANIFEST, Limits, RegistryClient
 from jobhash.goyaml_compose import MAX_VALUE_DEPTH
-from tests.support.registry import FaultyProxy, ImagePusher, RegistryServer
+from tests.support.faulty_proxy import FaultyProxy
+from tests.support.registry import ImagePusher, RegistryServer
 from tests.support.scripted_cluster import (
     ScriptedWorld,
     container_doc,

@@ -11,7 +11,8 @@ import time
 import pytest
 
 from tests.faults.rig import KUBE_TIMEOUT, Rig
-from tests.support.fake_kube import Fault, Route
+from tests.support.fake_kube import Fault
+from tests.support.kube_wire import Route
 
 pytestmark = pytest.mark.integration
 

@@ -1,7 +1,8 @@
 """The registry client against a real ``docker-registry`` on 127.0.0.1 (htpasswd auth).
 
 Faults the real registry will not produce on demand (missing or malformed digest header,
-slow answers, a Bearer challenge) come from ``FaultyProxy`` in front of it.
+slow answers, a Bearer challenge) come from ``FaultyProxy`` in front of it
+(``tests.support.faulty_proxy``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from autoroll.core.decide import ChildrenRequest
 from autoroll.core.images import TagRef
 from autoroll.core.model import Digest, Unknown
 from autoroll.registry import DOCKER_MANIFEST, OCI_MANIFEST, Limits, RegistryClient
-from tests.support.registry import FaultyProxy, ImagePusher, RegistryServer
+from tests.support.faulty_proxy import FaultyProxy
+from tests.support.registry import ImagePusher, RegistryServer
 
 pytestmark = pytest.mark.integration
 

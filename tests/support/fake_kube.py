@@ -27,29 +27,23 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from tests.support.kube_wire import (
+    ROUTES,
+    Route,
+    is_release,
+    list_document,
+    removal,
+    status_document,
+)
 from tests.support.local_http import LocalHttpServer, Request, cut, reply
 
 SELECTOR = "aethnet.se/autoroll=true"
 NAMESPACE = "shop"
 CREATED = "2026-01-01T00:00:00Z"
 
-#: "delete" is a pod DELETE or, with ROLLOUT_METHOD=evict, a POST of an Eviction. The
-#: lease routes serve the one leader-election Lease (LEASE_NAMESPACE/LEASE_NAME).
-Route = Literal[
-    "list-deployments",
-    "read-deployment",
-    "list-workloads",
-    "list-pods",
-    "delete",
-    "get-lease",
-    "create-lease",
-    "patch-lease",
-    "watch-lease",
-]
-ROUTES: tuple[Route, ...] = get_args(Route)
 LEASE_NAMESPACE = "autoroll"
 LEASE_NAME = "rel-autoroll"
 _LEASES = f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NAMESPACE}/leases"
@@ -248,20 +242,20 @@ class FaultyKubeApi:
             if route in ("list-deployments", "read-deployment"):
                 selected = query.get("labelSelector") == [SELECTOR]
                 named = query.get("fieldSelector", ["metadata.name=web"]) == ["metadata.name=web"]
-                return 200, _list(
+                return 200, list_document(
                     "DeploymentList", "apps/v1", [self.deployment()] if selected and named else []
                 )
             if route == "list-workloads":
-                return 200, _list("List", "apps/v1", [])  # only Deployments in this world
+                return 200, list_document("List", "apps/v1", [])  # only Deployments in this world
             if route == "list-pods":
-                return 200, _list("PodList", "v1", list(self.pods.values()))
+                return 200, list_document("PodList", "v1", list(self.pods.values()))
             if route == "delete":
                 name, uid = removal(path, body)
                 pod = self.pods.get(name)
                 if pod is None:
-                    return 404, _status(404, "NotFound")
+                    return 404, status_document(404, "NotFound")
                 if uid is not None and uid != pod["metadata"]["uid"]:
-                    return 409, _status(409, "Conflict")
+                    return 409, status_document(409, "Conflict")
                 del self.pods[name]
                 self.deleted.append(name)
                 self.serial += 1
@@ -273,22 +267,22 @@ class FaultyKubeApi:
                 return 200, {"kind": "Status", "apiVersion": "v1", "status": "Success"}
             if route in ("get-lease", "create-lease", "patch-lease"):
                 return self._lease_call(route, json.loads(body or b"{}"))
-            return 404, _status(404, "NotFound")
+            return 404, status_document(404, "NotFound")
 
     def _lease_call(self, route: Route, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         """The Lease as the API server keeps it: a resourceVersion, 409 on a stale write."""
         if route == "create-lease":
             if self.lease is not None:
-                return 409, _status(409, "AlreadyExists")
+                return 409, status_document(409, "AlreadyExists")
             self.lease = {"metadata": {"name": LEASE_NAME, "namespace": LEASE_NAMESPACE}}
             return 201, self._write_lease(body)
         if self.lease is None:
-            return 404, _status(404, "NotFound")
+            return 404, status_document(404, "NotFound")
         if route == "get-lease":
             return 200, self.lease
         wanted = (body.get("metadata") or {}).get("resourceVersion")
         if wanted is not None and wanted != self.lease["metadata"]["resourceVersion"]:
-            return 409, _status(409, "Conflict")
+            return 409, status_document(409, "Conflict")
         return 200, self._write_lease(body)
 
     def _write_lease(self, patch: dict[str, Any]) -> dict[str, Any]:
@@ -308,37 +302,6 @@ class FaultyKubeApi:
         """Who holds the Lease now ("" when released or never created)."""
         with self.lock:
             return str(((self.lease or {}).get("spec") or {}).get("holderIdentity") or "")
-
-
-def _releases(body: bytes) -> bool:
-    """Is this Lease PATCH a release (a spec whose holderIdentity is null)?"""
-    spec = json.loads(body or b"{}").get("spec")
-    return isinstance(spec, dict) and "holderIdentity" in spec and spec["holderIdentity"] is None
-
-
-def removal(path: str, body: bytes) -> tuple[str, str | None]:
-    """(pod name, precondition UID) of a DELETE or an Eviction request."""
-    document = json.loads(body or b"{}")
-    if path.endswith("/eviction"):
-        name = path.rsplit("/", 2)[1]
-        document = document.get("deleteOptions") or {}
-    else:
-        name = path.rpartition("/")[2]
-    return name, (document.get("preconditions") or {}).get("uid")
-
-
-def _list(kind: str, api_version: str, items: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"kind": kind, "apiVersion": api_version, "metadata": {}, "items": items}
-
-
-def _status(code: int, reason: str) -> dict[str, Any]:
-    return {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "status": "Failure",
-        "code": code,
-        "reason": reason,
-    }
 
 
 class KubeApiServer(LocalHttpServer):
@@ -386,13 +349,13 @@ class KubeApiServer(LocalHttpServer):
         if route == "watch-lease":
             self._quiet_watch(request, parse_qs(parts.query))
             return
-        if route == "patch-lease" and api.release_delay_seconds and _releases(body):
+        if route == "patch-lease" and api.release_delay_seconds and is_release(body):
             time.sleep(api.release_delay_seconds)
         if route == "delete":
             with api.lock:
                 api.deletes.append(removal(parts.path, body))
         if fault is not None and fault.status:
-            status, document = fault.status, _status(fault.status, "Injected")
+            status, document = fault.status, status_document(fault.status, "Injected")
         else:
             status, document = api.answer(route, parts.path, parse_qs(parts.query), body)
         if fault is not None and fault.go_down:

@@ -59,6 +59,12 @@ from typing import Final
 from urllib.parse import urlsplit
 
 from tests.support.image_context import REPO, IgnoreRules, context_files, context_hash
+from tests.support.podman_leftovers import (
+    BLOB_INFO_CACHE,
+    remove_blob_info_cache,
+    remove_cgroups,
+    unmount_below,
+)
 
 #: Where archives are cached: the shared tool cache, beside the tools themselves.
 CACHE: Final = Path(os.environ.get("AUTOROLL_TOOLS", Path.home() / ".cache/autoroll-tools"))
@@ -71,8 +77,6 @@ PRUNE_UNUSED_SECONDS: Final = 6 * 3600
 #: Seconds a build may take (cold: every wheel downloaded, on a loaded 2-core machine).
 BUILD_TIMEOUT: Final = 1200
 HOST_CA_BUNDLE: Final = Path("/etc/ssl/certs/ca-certificates.crt")
-_BLOB_INFO_CACHE: Final = Path("/var/lib/containers")
-_CGROUP_ROOT: Final = Path("/sys/fs/cgroup")
 
 
 class ImageError(RuntimeError):
@@ -111,7 +115,7 @@ class Podman:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.cgroup_parent = f"/autoroll-podman-{uuid.uuid4().hex[:12]}"
-        self._blob_cache_existed = _BLOB_INFO_CACHE.exists()
+        self._blob_cache_existed = BLOB_INFO_CACHE.exists()
         for name in ("storage", "run", "libpod", "tmp", "cni"):
             (root / name).mkdir(parents=True, exist_ok=True)
         (root / "storage.conf").write_text(
@@ -191,11 +195,11 @@ class Podman:
                 self.run("rm", "--all", "--force", "--time", "0", check=False, timeout=120)
                 self.run("unmount", "--all", check=False, timeout=60)
         finally:
-            _remove_cgroups(self.cgroup_parent)
-            _unmount_below(self.root)
+            remove_cgroups(self.cgroup_parent)
+            unmount_below(self.root)
             shutil.rmtree(self.root, ignore_errors=True)
             if not self._blob_cache_existed:
-                _remove_blob_info_cache()
+                remove_blob_info_cache()
 
 
 def _run(
@@ -216,43 +220,6 @@ def _run(
             f"{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
         )
     return result
-
-
-def _remove_cgroups(parent: str) -> None:
-    """rmdir ``parent`` (deepest first) in every cgroup hierarchy it was created in."""
-    relative = parent.lstrip("/")
-    for hierarchy in _CGROUP_ROOT.iterdir() if _CGROUP_ROOT.is_dir() else ():
-        top = hierarchy / relative
-        if not top.is_dir():
-            continue
-        for directory in sorted(
-            (p for p in top.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True
-        ):
-            with contextlib.suppress(OSError):
-                directory.rmdir()
-        with contextlib.suppress(OSError):
-            top.rmdir()
-
-
-def _unmount_below(root: Path) -> None:
-    """Lazily unmount anything still mounted under ``root`` (a crashed container's layers)."""
-    prefix = str(root) + "/"
-    with contextlib.suppress(OSError):
-        targets = [
-            line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()
-        ]
-        for target in sorted((t for t in targets if t.startswith(prefix)), reverse=True):
-            subprocess.run(["umount", "-l", target], check=False, capture_output=True)
-
-
-def _remove_blob_info_cache() -> None:
-    """Remove /var/lib/containers again if it holds nothing but the blob-info cache."""
-    cache = _BLOB_INFO_CACHE / "cache"
-    with contextlib.suppress(OSError):
-        if {p.name for p in _BLOB_INFO_CACHE.iterdir()} <= {"cache"}:
-            if cache.is_dir() and all(p.name.startswith("blob-info-") for p in cache.iterdir()):
-                shutil.rmtree(cache)
-            _BLOB_INFO_CACHE.rmdir()
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """Threaded HTTP servers on 127.0.0.1: the scaffolding every test double here shares.
 
 The fake Kubernetes API (``fake_kube``) and the registry proxies (``fault_proxy``,
-``registry.FaultyProxy``) differ only in how they answer. Choosing the port, the serving
+``faulty_proxy.FaultyProxy``) differ only in how they answer. Choosing the port, the serving
 thread, recording what arrived, stopping (cutting open connections, as a dying server
 does) and starting again on the same port live here once, as do the small pieces of
 answering: a reply with a length, a cut connection, a request forwarded to a registry.
