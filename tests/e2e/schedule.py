@@ -43,6 +43,7 @@ E2E_FILE_SECONDS: dict[str, float] = {
     "test_private_ca.py": 18,
     "test_rbac.py": 6,
     "test_incluster_parts.py": 1,
+    "test_node_parts.py": 1,
     "test_kubelet.py": 1,
     "test_scenario_checks.py": 1,
 }

@@ -38,7 +38,6 @@ MODULES_OVER_THE_LIMIT: Final[Mapping[str, int]] = {
     "tests/e2e/test_cluster_shapes.py": 582,
     "tests/e2e/test_controlplane.py": 445,
     "tests/e2e/test_guardrails.py": 498,
-    "tests/e2e/test_node.py": 450,
     "tests/e2e/test_scenarios.py": 574,
     "tests/faults/e2e/test_real_api_faults.py": 596,
     "tests/gitea/test_gitea_registry.py": 447,
