@@ -42,6 +42,7 @@ E2E_FILE_SECONDS: dict[str, float] = {
     "test_plan_in_pod.py": 21,
     "test_private_ca.py": 18,
     "test_rbac.py": 6,
+    "test_controlplane_harness.py": 5,
     "test_incluster_parts.py": 1,
     "test_node_parts.py": 1,
     "test_kubelet.py": 1,
