@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tests.gitea.registry_reading import session
 from tests.support.gitea_fixtures import gitea, gitea_pusher, image, owner, skopeo
 
-__all__ = ["gitea", "gitea_pusher", "image", "owner", "skopeo"]
+__all__ = ["gitea", "gitea_pusher", "image", "owner", "session", "skopeo"]

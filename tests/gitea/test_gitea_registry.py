@@ -8,7 +8,6 @@ Basic credentials on manifests, so that a client must take its Bearer flow — c
 
 from __future__ import annotations
 
-import threading
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
@@ -28,13 +27,12 @@ from autoroll.core.model import (
     Digest,
     Enrolled,
     PodView,
-    Unknown,
     WorkloadView,
 )
 from autoroll.core.scope import FULL, Scope
 from autoroll.instruments.metrics import Metrics
-from autoroll.registry import Limits, RegistryClient
 from tests.conftest import require_tool
+from tests.gitea.registry_reading import Recorder, client, reader, unknown
 from tests.support.gitea import (
     Account,
     BasicWithholdingProxy,
@@ -46,58 +44,6 @@ from tests.support.gitea import (
 from tests.support.views import deployment_view
 
 pytestmark = pytest.mark.gitea
-
-
-class Recorder:
-    """Counts what the client reports (from several threads)."""
-
-    def __init__(self) -> None:
-        self.requests: Counter[str] = Counter()
-        self.errors: Counter[str] = Counter()
-        self._lock = threading.Lock()
-
-    def request_sent(self, kind: str) -> None:
-        with self._lock:
-            self.requests[kind] += 1
-
-    def lookup_failed(self, reason: str) -> None:
-        with self._lock:
-            self.errors[reason] += 1
-
-
-@pytest.fixture
-def session() -> Iterator[requests.Session]:
-    with requests.Session() as s:
-        yield s
-
-
-def reader(gitea: GiteaServer, owner: Account, scopes: Sequence[str] = ("read:package",)) -> str:
-    """A new token of ``owner``'s user with ``scopes`` (read-only by default)."""
-    return gitea.create_token(owner.user, owner.password, scopes)
-
-
-def client(
-    session: requests.Session,
-    url: str,
-    user: str,
-    token: str,
-    *,
-    observer: Recorder | None = None,
-    concurrency: int = 4,
-) -> RegistryClient:
-    return RegistryClient(
-        session=session,
-        base_url=url,
-        user=user,
-        token=token,
-        observer=observer,
-        limits=Limits(lookup_concurrency=concurrency),
-    )
-
-
-def unknown(answer: object) -> Unknown:
-    assert isinstance(answer, Unknown), answer
-    return answer
 
 
 # --------------------------------------------------------------------------------------------
