@@ -13,8 +13,9 @@ import secrets
 import time
 from pathlib import Path
 
-from tests.support.gitea import Account, GiteaServer, Layout, skopeo_copy
-from tests.support.gitea import Image as LayoutImage
+from tests.support.gitea import Account, GiteaServer
+from tests.support.gitea_images import Image as LayoutImage
+from tests.support.gitea_images import Layout, skopeo_copy
 
 
 class SkopeoPusher:

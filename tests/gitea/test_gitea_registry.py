@@ -33,14 +33,10 @@ from autoroll.core.scope import FULL, Scope
 from autoroll.instruments.metrics import Metrics
 from tests.conftest import require_tool
 from tests.gitea.registry_reading import Recorder, client, reader, unknown
-from tests.support.gitea import (
-    Account,
-    BasicWithholdingProxy,
-    Flavour,
-    GiteaServer,
-    Pusher,
-    running_gitea,
-)
+from tests.support.gitea import Account, GiteaServer
+from tests.support.gitea_images import Flavour, Pusher
+from tests.support.gitea_launch import running_gitea
+from tests.support.gitea_proxy import BasicWithholdingProxy
 from tests.support.views import deployment_view
 
 pytestmark = pytest.mark.gitea

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 import pytest
 import requests
 
-from tests.support.gitea import Account, Delivery, GiteaServer, Pusher
+from tests.support.gitea import Account, Delivery, GiteaServer
+from tests.support.gitea_images import Pusher
 from tests.support.local_http import LocalHttpServer, Request, reply
 from tests.support.serve import Serve, dead_kubeconfig, start_serve
 from tests.support.wait import wait_until

@@ -17,7 +17,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import require_tool
-from tests.support.gitea import Account, GiteaServer, Pusher, running_gitea
+from tests.support.gitea import Account, GiteaServer
+from tests.support.gitea_images import Pusher
+from tests.support.gitea_launch import running_gitea
 
 __all__ = ["gitea", "gitea_pusher", "image", "owner", "skopeo"]
 
