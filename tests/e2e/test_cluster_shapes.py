@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.controller import Autoroll, StartAutoroll, run_plan
+from tests.e2e.enrolled_app import POLL, SLACK, START_TIMEOUT, at_least, make_app, pass_done_now
 from tests.e2e.helpers import apps_api, batch_api, container, core_api, deployment, pod
 from tests.e2e.images import APP_PORT, push_sidecar
 from tests.e2e.incluster import Credentials
@@ -38,7 +39,6 @@ from tests.e2e.scenario import (
     label_selector,
     nudging,
 )
-from tests.e2e.test_scenarios import POLL, SLACK, START_TIMEOUT, at_least, make_app, pass_done_now
 from tests.support.fault_proxy import FaultProxy, ProxyFault
 from tests.support.registry import RegistryServer
 from tests.support.wait import eventually
