@@ -17,15 +17,18 @@ import pytest
 #: ``SECONDS_PER_TEST`` a test. Only the order they give matters: update them when a file's
 #: time changes a lot, and list a new file that takes a minute or more.
 E2E_FILE_SECONDS: dict[str, float] = {
-    "test_guardrails.py": 300,
-    "test_scenarios.py": 262,
-    "test_cluster_shapes.py": 249,
+    "test_scenarios.py": 196,
     "test_bad_build.py": 190,
     "test_pinning.py": 183,
+    "test_cluster_shapes.py": 156,
+    "test_guardrails.py": 150,
+    "test_platform_awareness.py": 150,
     "test_workload_kinds.py": 143,
     "test_chart_upgrade.py": 97,
+    "test_cluster_shapes_held.py": 93,
     "test_demo.py": 75,
     "test_ha.py": 73,
+    "test_aliased_repositories.py": 66,
     "test_public_charts.py": 64,
     "test_gitea_delivery.py": 60,
     "test_tenancy.py": 55,

@@ -9,147 +9,43 @@ cluster did; autoroll's own lines are a second witness:
 the app's selector labels: never counted, never deleted; (d) a scale-up in the middle of a
 roll; (e) ``minReadySeconds`` with an image that crashes 20 s after Ready: one pod replaced,
 then the roll halts; (f) a template change applied as Argo CD applies it while the tag moves:
-nothing deleted until the Deployment's rollout is complete; (g) a pause annotation set while a
-pass runs (between its snapshot and its DELETE); (h) a native sidecar on a moved tag;
-(i) ``spec.paused: true``; (j) eviction mode under a PodDisruptionBudget of
-``maxUnavailable: 0``. The charts other people wrote are in ``test_public_charts.py``.
+nothing deleted until the Deployment's rollout is complete; (h) a native sidecar on a moved
+tag. The shapes that hold a roll ((g) a pause set mid-pass, (i) ``spec.paused``, (j) a budget
+of none) are in ``test_cluster_shapes_held.py``, the helpers both use in
+``deployment_pods.py``. The charts other people wrote are in ``test_public_charts.py``.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import pytest
 
-from tests.e2e.controller import Autoroll, StartAutoroll, run_plan
+from tests.e2e.controller import StartAutoroll, run_plan
+from tests.e2e.deployment_pods import (
+    ROLL_TIMEOUT,
+    autoroll_deleted,
+    controlled_by,
+    create,
+    enrolled_deployment,
+    image_of,
+    is_ready,
+    passes_about,
+    pods_of,
+    raw_pods,
+    wait_own,
+)
+from tests.e2e.enrolled_app import POLL, SLACK, START_TIMEOUT, make_app, pass_done_now
 from tests.e2e.helpers import apps_api, batch_api, container, core_api, deployment, pod
 from tests.e2e.images import APP_PORT, push_sidecar
-from tests.e2e.incluster import Credentials
 from tests.e2e.node import Node
-from tests.e2e.scenario import (
-    ENROLL_LABEL,
-    TEST_LABEL,
-    App,
-    Recorder,
-    decision_lines,
-    deletions,
-    label_selector,
-    nudging,
-)
-from tests.e2e.test_scenarios import POLL, SLACK, START_TIMEOUT, at_least, make_app, pass_done_now
-from tests.support.fault_proxy import FaultProxy, ProxyFault
+from tests.e2e.scenario import Recorder, decision_lines, deletions, label_selector
 from tests.support.registry import RegistryServer
 from tests.support.wait import eventually
 
+__all__ = ["pods_of"]  # a fixture, shared with test_cluster_shapes_held
+
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
-
-ROLL_TIMEOUT = 3 * (POLL + 2 * SLACK) + 60
-
-
-# --- the app's own pods, told apart as the Deployment controller names them -----------------
-
-
-def raw_pods(kube: Any, namespace: str, selector: str = "app=web") -> list[dict[str, Any]]:
-    response = core_api(kube).list_namespaced_pod(
-        namespace, label_selector=selector, _preload_content=False
-    )
-    items: list[dict[str, Any]] = json.loads(response.data)["items"]
-    return items
-
-
-def controlled_by(raw: Mapping[str, Any], deployment: str) -> bool:
-    """Is this pod one of ``deployment``'s (its controller the ReplicaSet of its hash)?"""
-    meta = raw["metadata"]
-    owner: Mapping[str, Any] = next(
-        (o for o in meta.get("ownerReferences") or () if o.get("controller")), {}
-    )
-    wanted = f"{deployment}-{(meta.get('labels') or {}).get('pod-template-hash', '')}"
-    return owner.get("kind") == "ReplicaSet" and owner.get("name") == wanted
-
-
-def image_of(raw: Mapping[str, Any], name: str = "app") -> str:
-    """The digest container ``name`` runs (init containers included), "" while pulling."""
-    status = raw.get("status") or {}
-    for entry in [
-        *(status.get("initContainerStatuses") or ()),
-        *(status.get("containerStatuses") or ()),
-    ]:
-        if entry.get("name") == name:
-            return str(entry.get("imageID") or "").rpartition("@")[2]
-    return ""
-
-
-def is_ready(raw: Mapping[str, Any]) -> bool:
-    conditions = (raw.get("status") or {}).get("conditions") or ()
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
-
-
-def wait_own(
-    app: App, digest: str, *, replicas: int, timeout: float, container_name: str = "app"
-) -> list[dict[str, Any]]:
-    """Exactly ``replicas`` pods of ``app``'s own Deployment, Ready, not terminating, on
-    ``digest``; foreign pods under the same label are left out."""
-
-    def rolled() -> list[dict[str, Any]]:
-        everyone = raw_pods(app.kube, app.namespace, "")
-        own = [p for p in everyone if controlled_by(p, app.name)]
-        summary = [
-            (p["metadata"]["name"], image_of(p, container_name)[:19], is_ready(p)) for p in own
-        ]
-        assert len(own) == replicas, summary
-        for p in own:
-            assert is_ready(p) and not p["metadata"].get("deletionTimestamp"), summary
-            assert image_of(p, container_name) == digest, summary
-        return own
-
-    return eventually(rolled, timeout=timeout, what=f"{replicas} of {app.name} on {digest[:19]}")
-
-
-def enrolled_deployment(app: App, replicas: int, **edits: Any) -> dict[str, Any]:
-    """``app``'s enrolled Deployment manifest, as ``App.deploy`` makes it, with ``spec`` keys
-    set from ``edits`` (``minReadySeconds``, ``paused``...)."""
-    manifest = deployment(
-        app.name,
-        app.image,
-        replicas=replicas,
-        labels={ENROLL_LABEL: "true", TEST_LABEL: app.test},
-        http_port=APP_PORT,
-        ready_after=app.ready_after,
-    )
-    manifest["spec"].update(edits)
-    return manifest
-
-
-def create(app: App, manifest: dict[str, Any]) -> None:
-    apps_api(app.kube).create_namespaced_deployment(app.namespace, manifest)
-
-
-def autoroll_deleted(autoroll: Autoroll, app: App) -> list[str]:
-    """The pods autoroll says it deleted of ``app`` (its own account, in order)."""
-    where = f"{app.namespace}/"
-    lines = autoroll.lines(rf"deleted stale pod {app.namespace}/\S+ of deployment/{app.name} ")
-    return [line.split(f"deleted stale pod {where}", 1)[1].split()[0] for line in lines]
-
-
-def passes_about(autoroll: Autoroll, app: App, count: int, *, pattern: str = "") -> None:
-    """Ask for passes (signed webhooks) until ``count`` more decided about ``app``."""
-    start = len(autoroll.output)
-    with nudging(autoroll):
-        at_least(
-            count,
-            lambda: decision_lines(autoroll, app, pattern, since=start),
-            timeout=count * (POLL + SLACK) + 30,
-            what=f"{count} passes deciding about {app.name}",
-        )
-
-
-@pytest.fixture
-def pods_of(kube: Any, namespace: str) -> Iterator[Recorder]:
-    """A watch of every pod in the test's namespace, from before anything is created."""
-    with Recorder(core_api(kube).list_namespaced_pod, namespace) as recorder:
-        yield recorder
 
 
 # --- (a) (b) (c) pods of other controllers under the app's labels -----------------------------
@@ -430,57 +326,6 @@ def test_a_template_rollout_and_a_moved_tag_nothing_is_deleted_before_the_rollou
         assert name.startswith(f"web-{new_hash}-"), f"{name} is not of the new template"
 
 
-# --- (g) a pause annotation set while a pass runs -------------------------------------------
-
-
-def test_a_pause_set_between_a_passs_snapshot_and_its_delete_is_honoured(
-    *,
-    kube: Any,
-    namespace: str,
-    docker_registry: RegistryServer,
-    node: Node,
-    start_autoroll: StartAutoroll,
-    pods_of: Recorder,
-) -> None:
-    """The registry answers through a proxy that holds one HEAD for 4 s: the pass has taken
-    its snapshot (unpaused) and waits for the registry, and meanwhile the pause is set. Only
-    the fresh read of the Deployment right before the DELETE can see it."""
-    with FaultProxy(docker_registry) as proxy:
-        node.trust_registry(proxy.host, docker_registry.authorization)
-        app = make_app(kube, namespace, docker_registry, node)
-        app.image_host = proxy.host  # the workload's image names the proxy
-        old = app.push()
-        create(app, enrolled_deployment(app, 2))
-        access = Credentials(proxy.host, docker_registry.user, docker_registry.password)
-        autoroll = start_autoroll(registry=access)
-        wait_own(app, old, replicas=2, timeout=START_TIMEOUT)
-        pass_done_now(autoroll, app)
-        new = app.push()
-        seen = proxy.count()
-        proxy.fault = ProxyFault("delay", seconds=4.0, method="HEAD", path="/manifests/latest")
-        assert autoroll.webhook() == 202
-
-        def held_head() -> None:
-            assert any(
-                s.method == "HEAD" and "/manifests/latest" in s.path for s in proxy.seen[seen:]
-            ), "the pass has not asked the registry yet"
-
-        eventually(held_head, timeout=POLL + SLACK + 10, what="the pass's HEAD at the proxy")
-        apps_api(kube).patch_namespaced_deployment(
-            "web", namespace, {"metadata": {"annotations": {"autoroll.aethnet.se/paused": "true"}}}
-        )
-        proxy.fault = None
-        passes_about(autoroll, app, 3)
-        assert deletions(pods_of.pods()) == []
-        assert autoroll_deleted(autoroll, app) == []
-        # The first hold is the fresh read's: the pass's own plan had let the deletion go.
-        held = autoroll.lines(
-            rf"{namespace}/deployment/web: not deleting stale pod .* held \(paused\)"
-        )
-        assert held, "the fresh read's hold was not logged"
-        assert new != old
-
-
 # --- (h) a native sidecar on a moved tag ----------------------------------------------------
 
 
@@ -516,67 +361,3 @@ def test_a_native_sidecar_on_a_moved_tag_is_rolled_one_pod_at_a_time(
     assert len(deleted) == 2
     assert len(autoroll_deleted(autoroll, app)) == 2
     assert decision_lines(autoroll, app, r" proxy: ")  # the sidecar is decided on, by name
-
-
-# --- (i) spec.paused: true ------------------------------------------------------------------
-
-
-def test_a_paused_deployment_is_not_rolled_until_it_is_resumed(
-    *,
-    kube: Any,
-    namespace: str,
-    docker_registry: RegistryServer,
-    node: Node,
-    start_autoroll: StartAutoroll,
-    pods_of: Recorder,
-) -> None:
-    app = make_app(kube, namespace, docker_registry, node)
-    old = app.push()
-    create(app, enrolled_deployment(app, 2))
-    autoroll = start_autoroll()
-    wait_own(app, old, replicas=2, timeout=START_TIMEOUT)
-    apps_api(kube).patch_namespaced_deployment("web", namespace, {"spec": {"paused": True}})
-    new = app.push()
-    passes_about(autoroll, app, 3, pattern="rollout-paused")
-    assert deletions(pods_of.pods()) == []
-    apps_api(kube).patch_namespaced_deployment("web", namespace, {"spec": {"paused": False}})
-    wait_own(app, new, replicas=2, timeout=ROLL_TIMEOUT)
-
-
-# --- (j) eviction mode under a PodDisruptionBudget of maxUnavailable: 0 -----------------------
-
-
-def test_evictions_under_a_budget_that_allows_none_delete_nothing(
-    *,
-    kube: Any,
-    namespace: str,
-    docker_registry: RegistryServer,
-    node: Node,
-    start_autoroll: StartAutoroll,
-    pods_of: Recorder,
-) -> None:
-    from kubernetes import client
-
-    app = make_app(kube, namespace, docker_registry, node)
-    old = app.push()
-    create(app, enrolled_deployment(app, 2))
-    budget = {
-        "apiVersion": "policy/v1",
-        "kind": "PodDisruptionBudget",
-        "metadata": {"name": "web"},
-        "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "web"}}},
-    }
-    policy: Callable[..., Any] = client.PolicyV1Api(kube).create_namespaced_pod_disruption_budget
-    policy(namespace, budget)
-    autoroll = start_autoroll(ROLLOUT_METHOD="evict")
-    wait_own(app, old, replicas=2, timeout=START_TIMEOUT)
-    app.push()
-    start = len(autoroll.output)
-    with nudging(autoroll):
-        at_least(
-            3,
-            lambda: autoroll.lines(r"refused \(a PodDisruptionBudget", since=start),
-            timeout=4 * (POLL + SLACK) + 30,
-            what="three evictions refused by the budget",
-        )
-    assert deletions(pods_of.pods()) == []

@@ -37,6 +37,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.controller import Autoroll, StartAutoroll
+from tests.e2e.enrolled_app import make_app
 from tests.e2e.helpers import apps_api, core_api, deployment
 from tests.e2e.images import APP_PORT
 from tests.e2e.node import Node
@@ -52,7 +53,6 @@ from tests.e2e.pinned_pods import (
 )
 from tests.e2e.scenario import ENROLL_LABEL, TEST_LABEL, App, metric, nudging
 from tests.e2e.test_bad_build import quarantine_entries
-from tests.e2e.test_scenarios import make_app
 from tests.support.ports import free_port
 from tests.support.registry import RegistryServer
 from tests.support.wait import eventually

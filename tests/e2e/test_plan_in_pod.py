@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 
 from tests.e2e.controller import StartAutoroll
+from tests.e2e.enrolled_app import START_TIMEOUT, make_app
 from tests.e2e.helpers import apps_api, core_api, deployment
 from tests.e2e.incluster import POD_SELECTOR
 from tests.e2e.node import Node
 from tests.e2e.scenario import ENROLL_LABEL, App
-from tests.e2e.test_scenarios import START_TIMEOUT, make_app
 from tests.support.registry import RegistryServer
 from tests.support.wait import eventually
 

@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 
 from tests.e2e.controller import StartAutoroll
+from tests.e2e.enrolled_app import APP_NAME, START_TIMEOUT, make_app
 from tests.e2e.helpers import core_api
 from tests.e2e.incluster import POD_SELECTOR
 from tests.e2e.node import Node
 from tests.e2e.scenario import App, Recorder, deletions, nudging
-from tests.e2e.test_scenarios import APP_NAME, START_TIMEOUT, make_app
 from tests.support.registry import RegistryServer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]

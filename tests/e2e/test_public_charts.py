@@ -30,6 +30,14 @@ import yaml
 
 from tests.conftest import IN_CI, require_tool
 from tests.e2e.controller import StartAutoroll
+from tests.e2e.deployment_pods import (
+    ROLL_TIMEOUT,
+    controlled_by,
+    passes_about,
+    raw_pods,
+    wait_own,
+)
+from tests.e2e.enrolled_app import START_TIMEOUT, make_app, pass_done_now
 from tests.e2e.helpers import apps_api, core_api
 from tests.e2e.images import push_app
 from tests.e2e.node import Node
@@ -41,14 +49,6 @@ from tests.e2e.scenario import (
     deletions,
     unsettled_deletions,
 )
-from tests.e2e.test_cluster_shapes import (
-    ROLL_TIMEOUT,
-    controlled_by,
-    passes_about,
-    raw_pods,
-    wait_own,
-)
-from tests.e2e.test_scenarios import START_TIMEOUT, make_app, pass_done_now
 from tests.support.registry import RegistryServer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]

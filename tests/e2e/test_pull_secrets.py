@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.controller import Autoroll, StartAutoroll
+from tests.e2e.enrolled_app import at_least
 from tests.e2e.gitea_pusher import SkopeoPusher
 from tests.e2e.helpers import apps_api, container, core_api
 from tests.e2e.images import APP_PORT, push_app, push_sidecar
@@ -40,7 +41,6 @@ from tests.e2e.scenario import (
     nudging,
     unsettled_deletions,
 )
-from tests.e2e.test_scenarios import at_least
 from tests.support.gitea import GiteaServer
 from tests.support.gitea_fixtures import gitea, skopeo
 from tests.support.registry import ImagePusher, RegistryServer

@@ -14,19 +14,32 @@ that needs a few passes over an unchanging state (dry-run, an offline registry, 
 rollout, ``IfNotPresent``) asks for them with signed webhooks (``nudging``) instead of waiting
 a poll interval for each; the kubelet-restart tests keep the poll's pace, as what they watch
 for (status re-read after the restart) takes its own time to appear.
+
+The same content under another repository's name is in ``test_aliased_repositories.py``; the
+app, the watch on its pods and the waits every scenario file shares are in ``enrolled_app.py``.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
-from tests.e2e.controller import Autoroll, StartAutoroll
-from tests.e2e.helpers import core_api
-from tests.e2e.images import push_app, push_config
+from tests.e2e.controller import StartAutoroll
+from tests.e2e.enrolled_app import (
+    POLL,
+    SLACK,
+    START_TIMEOUT,
+    app,
+    at_least,
+    enrol,
+    first_pass_done,
+    full_passes_after,
+    make_app,
+    nonempty,
+    pods,
+)
 from tests.e2e.node import Node
 from tests.e2e.scenario import (
     App,
@@ -38,121 +51,14 @@ from tests.e2e.scenario import (
     nudging,
     unsettled_deletions,
 )
-from tests.support.registry import ImagePusher, RegistryServer
+from tests.support.registry import RegistryServer
 from tests.support.wait import eventually
+
+__all__ = ["app", "pods"]  # fixtures, shared with the other scenario files
 
 pytestmark = pytest.mark.e2e
 
-POLL = 5  # POLL_INTERVAL_SECONDS: the controller's minimum
-SLACK = 4.0  # seconds a busy machine may add to one tick + one kubelet sync
 WEBHOOK_BOUND = 2.0  # issue 7, scenario 3
-START_TIMEOUT = 90.0  # a fresh Deployment on the real node: sandboxes, pulls, probes
-APP_NAME = "web"  # every scenario's app; its pods are labelled app=web
-
-
-T = TypeVar("T")
-
-
-def make_app(kube: Any, namespace: str, registry: RegistryServer, node: Node) -> App:
-    """An app in ``namespace`` on ``registry``, which the real node trusts."""
-    node.trust_registry(registry.host, registry.authorization)
-    return App(
-        kube=kube,
-        namespace=namespace,
-        name=APP_NAME,
-        repository=f"e2e/{namespace}",
-        pusher=ImagePusher(registry),
-        test=namespace,
-    )
-
-
-@pytest.fixture
-def app(kube: Any, namespace: str, docker_registry: RegistryServer, node: Node) -> App:
-    return make_app(kube, namespace, docker_registry, node)
-
-
-@pytest.fixture
-def pods(kube: Any, namespace: str) -> Iterator[Recorder]:
-    """Every event of the app's pods (``app=web``), from before the app exists; the
-    controller's own pod and unrelated pods are not part of the history."""
-    with Recorder(
-        core_api(kube).list_namespaced_pod, namespace, label_selector=f"app={APP_NAME}"
-    ) as recorder:
-        yield recorder
-    assert not recorder.errors, f"the pod watch failed: {recorder.errors}"
-
-
-def first_pass_done(autoroll: Autoroll, app: App) -> None:
-    """Wait for autoroll's first decision about ``app`` (its start-up pass)."""
-    eventually(
-        lambda: _nonempty(decision_lines(autoroll, app)),
-        timeout=15,
-        what=f"autoroll's first decision about {app.namespace}/{app.name}",
-    )
-
-
-def pass_done_now(autoroll: Autoroll, app: App) -> None:
-    """Ask for a pass (a signed webhook) and wait until one has decided about ``app`` and
-    finished: the state the test sees now is what the controller saw last."""
-    ok = {"outcome": "ok"}
-    ticks = metric(autoroll, "autoroll_ticks_total", ok)
-    seen = len(decision_lines(autoroll, app))
-    assert autoroll.webhook() == 202
-
-    def done() -> None:
-        assert len(decision_lines(autoroll, app)) > seen, "no new decision about the app"
-        assert metric(autoroll, "autoroll_ticks_total", ok) > ticks, "the pass has not ended"
-
-    eventually(done, timeout=15, what=f"a pass deciding about {app.namespace}/{app.name}")
-
-
-def enrol(
-    app: App,
-    start_autoroll: StartAutoroll,
-    running: str,
-    *,
-    replicas: int = 3,
-    pull_policy: str = "Always",
-    **autoroll: Any,
-) -> Autoroll:
-    """Deploy the app and start autoroll (with ``autoroll`` as its arguments) while the app's
-    pods start; once every pod is Ready on ``running``, have a pass decide about the app
-    (``pass_done_now``). Returns the controller, right after that pass."""
-    app.deploy(replicas=replicas, pull_policy=pull_policy)
-    controller = start_autoroll(**autoroll)
-    app.wait_rolled(running, replicas=replicas, timeout=START_TIMEOUT)
-    pass_done_now(controller, app)
-    return controller
-
-
-def full_passes_after(autoroll: Autoroll, count: int) -> None:
-    """Wait until the controller has finished ``count`` more full passes (the poll's, which
-    look at every enrolled workload) than it had now; the first may have begun just before."""
-    scope = {"scope": "full"}
-    start = metric(autoroll, "autoroll_pass_scopes_total", scope)
-
-    def done() -> None:
-        seen = metric(autoroll, "autoroll_pass_scopes_total", scope) - start
-        assert seen >= count, f"{seen:.0f} of {count} full passes"
-
-    eventually(done, timeout=count * POLL + SLACK, interval=0.25, what=f"{count} more passes")
-
-
-def _nonempty(items: list[T]) -> list[T]:
-    assert items, "none yet"
-    return items
-
-
-def at_least(
-    count: int, found_so_far: Callable[[], Sequence[object]], *, timeout: float, what: str
-) -> None:
-    """Wait until ``found_so_far()`` has at least ``count`` items."""
-
-    def enough() -> None:
-        found = found_so_far()
-        assert len(found) >= count, f"{len(found)} so far: {found[-3:]}"
-
-    eventually(enough, timeout=timeout, interval=0.25, what=what)
 
 
 # --- 1 -----------------------------------------------------------------------------------
@@ -256,7 +162,7 @@ def test_signed_webhook_deletes_the_first_stale_pod_within_two_seconds(
     sent_at = time.monotonic()
     assert autoroll.webhook() == 202
     first = eventually(
-        lambda: _nonempty(deletions(pods.pods()))[0], timeout=10, interval=0.02, what="a deletion"
+        lambda: nonempty(deletions(pods.pods()))[0], timeout=10, interval=0.02, what="a deletion"
     )
     latency = first.at - sent_at
     print(f"signed webhook -> first stale pod terminating: {latency:.2f} s")
@@ -298,7 +204,7 @@ def test_bad_or_missing_signature_is_refused_and_reconciles_nothing(
 
     # The same request, signed, does reconcile: the refusals above were the signature's doing.
     assert autoroll.webhook(body) == 202
-    eventually(lambda: _nonempty(deletions(pods.pods())), timeout=10, what="a deletion")
+    eventually(lambda: nonempty(deletions(pods.pods())), timeout=10, what="a deletion")
 
 
 # --- 5 -----------------------------------------------------------------------------------
@@ -353,7 +259,7 @@ def test_crash_looping_new_image_replaces_one_pod_then_the_rollout_halts_loudly(
     autoroll = enrol(app, start_autoroll, old, ROLLOUT_HALTED_AFTER_SECONDS="5")
     new = app.push(crash=True)  # the new :latest exits 3 at once, every time
 
-    eventually(lambda: _nonempty(deletions(pods.pods())), timeout=POLL + SLACK, what="a deletion")
+    eventually(lambda: nonempty(deletions(pods.pods())), timeout=POLL + SLACK, what="a deletion")
     halted_at = len(autoroll.output)
     with nudging(autoroll):
         at_least(
@@ -435,140 +341,3 @@ def test_a_kubelet_restart_never_causes_a_deletion(
     assert deletions(pods.pods()) == []
     assert {p.uid for p in app.live_pods()} == before
     assert metric(autoroll, "autoroll_pod_deletions_total", {"mode": "real"}) == 0
-
-
-# --- aliased repositories: the same content under another name ---------------------------
-#
-# containerd reports, for every container of an image, the alphabetically first reference it
-# holds for that image's *config*. These push the same content to a repository that sorts
-# before the app's ("aaa-…"), have an unrelated pod pull it there, restart the kubelet (so
-# every container status is read again) and check that nothing is deleted.
-
-
-def _pull_elsewhere(kube: Any, namespace: str, image: str, name: str = "elsewhere") -> None:
-    """An unrelated pod that pulls ``image`` (so the node records that reference too)."""
-    from tests.e2e.helpers import apps_api, deployment
-
-    manifest = deployment(name, image, replicas=1, http_port=8080)
-    apps_api(kube).create_namespaced_deployment(namespace, manifest)
-
-    def running() -> None:
-        listed = core_api(kube).list_namespaced_pod(namespace, label_selector=f"app={name}")
-        assert any(
-            (p.status.container_statuses or [None])[0] is not None
-            and p.status.container_statuses[0].image_id
-            for p in listed.items
-        ), "not pulled yet"
-
-    eventually(running, timeout=START_TIMEOUT, what=f"{image} pulled by an unrelated pod")
-
-
-def _no_deletion_across_restarts(
-    app: App,
-    pods: Recorder,
-    node: Node,
-    autoroll: Autoroll,
-    start_autoroll: StartAutoroll,
-    *,
-    restart_controller: bool,
-) -> None:
-    node.restart_kubelet()
-    passes = len(decision_lines(autoroll, app))
-    at_least(
-        passes + 2,
-        lambda: decision_lines(autoroll, app),
-        timeout=2 * POLL + 2 * SLACK,
-        what="two passes after the kubelet restart",
-    )
-    if restart_controller:
-        # Every self-roll and leader failover is a restart: the loop-guard memory is gone.
-        if autoroll.restart is not None:  # the chart's pod: delete it, the Deployment replaces it
-            before = len(decision_lines(autoroll, app))
-            autoroll.restart()
-            again = autoroll
-        else:
-            assert autoroll.process is not None
-            autoroll.process.terminate()
-            autoroll.process.wait(20)
-            again, before = start_autoroll(), 0
-        at_least(
-            before + 3,
-            lambda: decision_lines(again, app),
-            timeout=4 * POLL + 2 * SLACK,
-            what="three passes of the restarted controller",
-        )
-    assert deletions(pods.pods()) == [], app.live_pods()
-
-
-def test_the_same_digest_under_another_repository_causes_no_deletion(
-    kube: Any, app: App, pods: Recorder, node: Node, start_autoroll: StartAutoroll
-) -> None:
-    image = app.push_image()
-    alias = f"aaa-alias/{app.namespace}"
-    _copy(app, image.digest, alias, "latest")  # the very same manifest: the same digest
-    autoroll = enrol(app, start_autoroll, image.digest)
-    _pull_elsewhere(kube, app.namespace, f"{app.pusher.server.host}/{alias}:latest")
-    _no_deletion_across_restarts(app, pods, node, autoroll, start_autoroll, restart_controller=True)
-
-
-def test_a_platform_child_digest_under_another_repository_causes_no_deletion(
-    kube: Any, app: App, pods: Recorder, node: Node, start_autoroll: StartAutoroll
-) -> None:
-    index = app.push_index()
-    alias = f"aaa-alias/{app.namespace}"
-    amd64 = index.children[0]
-    _copy(app, amd64, alias, "child")
-    autoroll = enrol(app, start_autoroll, index.digest, replicas=2)
-    _pull_elsewhere(kube, app.namespace, f"{app.pusher.server.host}/{alias}:child")
-    _no_deletion_across_restarts(app, pods, node, autoroll, start_autoroll, restart_controller=True)
-
-
-def test_another_manifest_digest_of_the_same_config_causes_no_deletion_even_after_a_restart(
-    kube: Any, app: App, pods: Recorder, node: Node, start_autoroll: StartAutoroll
-) -> None:
-    from tests.e2e.images import app_config
-
-    build = "aliased config"
-    image = push_app(app.pusher, app.repository, build=build)
-    app.pushes += 1
-    alias = f"aaa-mirror/{app.namespace}"
-    mirrored = push_config(app.pusher, alias, "latest", app_config(build), flavour="docker")
-    assert mirrored.config == image.config and mirrored.digest != image.digest
-    autoroll = enrol(app, start_autoroll, image.digest)
-    _pull_elsewhere(kube, app.namespace, mirrored.reference)
-    _no_deletion_across_restarts(app, pods, node, autoroll, start_autoroll, restart_controller=True)
-
-
-def _copy(app: App, digest: str, repository: str, tag: str) -> None:
-    """Copy manifest ``digest`` of the app's repository, blobs first, to ``repository:tag``."""
-    import json
-
-    import requests
-
-    pusher = app.pusher
-    assert isinstance(pusher, ImagePusher), "copies within docker-registry only"
-    server = pusher.server
-    base = f"{server.url}/v2"
-    response = requests.get(
-        f"{base}/{app.repository}/manifests/{digest}",
-        headers={
-            "Accept": "application/vnd.oci.image.manifest.v1+json,"
-            "application/vnd.docker.distribution.manifest.v2+json"
-        },
-        auth=server.auth,
-        timeout=10,
-    )
-    response.raise_for_status()
-    manifest = json.loads(response.content)
-    for blob in [manifest["config"], *manifest["layers"]]:
-        data = requests.get(
-            f"{base}/{app.repository}/blobs/{blob['digest']}",
-            auth=server.auth,
-            timeout=30,
-        )
-        data.raise_for_status()
-        app.pusher.push_blob(repository, data.content)
-    pushed = app.pusher.push_manifest(
-        repository, tag, response.content, response.headers["Content-Type"]
-    )
-    assert pushed == digest

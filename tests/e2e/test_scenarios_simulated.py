@@ -15,9 +15,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.controller import StartAutoroll
-from tests.e2e.kubelet import Behaviour, RegistryResolver, SimulatedKubelet
-from tests.e2e.scenario import App, Recorder, decision_lines, deletions, metric, unsettled_deletions
-from tests.e2e.test_scenarios import (
+from tests.e2e.enrolled_app import (
     POLL,
     SLACK,
     at_least,
@@ -25,9 +23,11 @@ from tests.e2e.test_scenarios import (
     full_passes_after,
     pods,
 )
+from tests.e2e.kubelet import Behaviour, RegistryResolver, SimulatedKubelet
+from tests.e2e.scenario import App, Recorder, decision_lines, deletions, metric, unsettled_deletions
 from tests.support.registry import ImagePusher, RegistryServer
 
-__all__ = ["pods"]  # a fixture, shared with test_scenarios
+__all__ = ["pods"]  # a fixture, imported for this module
 
 pytestmark = pytest.mark.e2e
 

@@ -21,11 +21,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.controller import StartAutoroll
-from tests.e2e.helpers import core_api, rbac_api
-from tests.e2e.incluster import RELEASE
-from tests.e2e.node import Node
-from tests.e2e.scenario import App, Recorder, deletions, metric, unsettled_deletions
-from tests.e2e.test_scenarios import (
+from tests.e2e.enrolled_app import (
     APP_NAME,
     POLL,
     SLACK,
@@ -34,6 +30,10 @@ from tests.e2e.test_scenarios import (
     full_passes_after,
     make_app,
 )
+from tests.e2e.helpers import core_api, rbac_api
+from tests.e2e.incluster import RELEASE
+from tests.e2e.node import Node
+from tests.e2e.scenario import App, Recorder, deletions, metric, unsettled_deletions
 from tests.support.registry import ImagePusher, RegistryServer
 from tests.support.wait import eventually
 

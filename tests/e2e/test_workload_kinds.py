@@ -29,6 +29,13 @@ import pytest
 
 from tests.e2e.controller import Autoroll, StartAutoroll, run_plan
 from tests.e2e.controlplane import ControlPlane
+from tests.e2e.enrolled_app import (
+    POLL,
+    SLACK,
+    START_TIMEOUT,
+    at_least,
+    pass_done_now,
+)
 from tests.e2e.helpers import apps_api, core_api, pod
 from tests.e2e.node import Node
 from tests.e2e.scenario import (
@@ -41,13 +48,6 @@ from tests.e2e.scenario import (
     metric,
     nudging,
     unsettled_deletions,
-)
-from tests.e2e.test_scenarios import (
-    POLL,
-    SLACK,
-    START_TIMEOUT,
-    at_least,
-    pass_done_now,
 )
 from tests.support.registry import ImagePusher, RegistryServer
 from tests.support.wait import eventually
