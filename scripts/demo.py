@@ -58,8 +58,10 @@ from tests.e2e.controlplane import (  # noqa: E402
 from tests.e2e.helpers import apps_api, core_api, deployment, is_ready  # noqa: E402
 from tests.e2e.images import APP_PORT, ImageError, push_app, push_pause  # noqa: E402
 from tests.e2e.kubelet import Behaviour, RegistryResolver, SimulatedKubelet  # noqa: E402
-from tests.e2e.node import Binder, NodeBinaries, NodeError, running_node  # noqa: E402
+from tests.e2e.node import NodeBinaries, NodeError  # noqa: E402
 from tests.e2e.node import binaries_from_path as node_binaries_from_path  # noqa: E402
+from tests.e2e.node_binder import Binder  # noqa: E402
+from tests.e2e.node_start import running_node  # noqa: E402
 from tests.support.registry import ImagePusher, RegistryError, running_registry  # noqa: E402
 
 ENROLL_LABEL = ("aethnet.se/autoroll", "true")

@@ -40,15 +40,14 @@ from tests.e2e.kubelet import SimulatedKubelet, StaticResolver
 from tests.e2e.leftovers import RunStart, WorkerReport, session_leftovers, whole_run_settled
 from tests.e2e.node import (
     CNI_DIRS,
-    SIMULATED_LABEL,
-    Binder,
-    HostState,
     Node,
     NodeBinaries,
     node_traces,
     processes_after_teardown,
-    running_node,
 )
+from tests.e2e.node_binder import SIMULATED_LABEL, Binder
+from tests.e2e.node_host import HostState
+from tests.e2e.node_start import running_node
 from tests.e2e.scenario import label_selector
 from tests.e2e.schedule import file_order
 from tests.support.registry import ImagePusher, RegistryServer

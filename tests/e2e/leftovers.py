@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.node import HostState, _owned_nodes, _owner_tag, other_runners_nodes
+from tests.e2e.node_host import HostState, _owned_nodes, _owner_tag, other_runners_nodes
 
 NODE_DIRS = "autoroll-node-*"
 PLANE_DIRS = "autoroll-e2e-*"

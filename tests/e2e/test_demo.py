@@ -17,7 +17,7 @@ import pytest
 
 from tests.conftest import require_tool
 from tests.e2e.conftest import node_binaries
-from tests.e2e.node import HostState, leftovers
+from tests.e2e.node_host import HostState, leftovers
 
 pytestmark = pytest.mark.e2e
 

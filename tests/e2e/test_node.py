@@ -20,15 +20,13 @@ from tests.e2e.controlplane import ControlPlane
 from tests.e2e.helpers import apps_api, core_api, deployment
 from tests.e2e.images import APP_PORT, push_app, push_index, push_pause
 from tests.e2e.node import (
-    HostState,
     Node,
-    leftovers,
     node_processes,
     node_traces,
     processes_after_teardown,
-    reap_orphans,
-    running_node,
 )
+from tests.e2e.node_host import HostState, leftovers, reap_orphans
+from tests.e2e.node_start import running_node
 from tests.e2e.service_ask import ASK
 from tests.support.registry import ImagePusher, RegistryServer
 from tests.support.wait import eventually

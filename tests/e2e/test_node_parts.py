@@ -1,6 +1,7 @@
 """The node's pure parts, which need no node: the configs it writes for containerd, the
 kubelet, CoreDNS, kube-proxy and the CNI network, cgroup mount parsing, and the leftovers
-diff that checks a node left nothing behind (``tests/e2e/node.py``)."""
+diff that checks a node left nothing behind (``tests/e2e/node_config.py``, ``node_process.py``,
+``node_host.py``)."""
 
 from __future__ import annotations
 
@@ -9,17 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.node import (
-    NODE_IP,
-    HostState,
-    _owner_tag,
-    cgroup_mounts,
-    cni_config,
-    containerd_config,
-    hosts_toml,
-    kubelet_config,
-    leftovers,
-)
+from tests.e2e.node import NODE_IP
+from tests.e2e.node_config import cni_config, containerd_config, hosts_toml, kubelet_config
+from tests.e2e.node_host import HostState, _owner_tag, leftovers
 from tests.e2e.node_network import (
     CLUSTER_DOMAIN,
     COREDNS_USER,
@@ -27,6 +20,7 @@ from tests.e2e.node_network import (
     corefile,
     kube_proxy_config,
 )
+from tests.e2e.node_process import cgroup_mounts
 
 pytestmark = pytest.mark.e2e
 

@@ -16,7 +16,7 @@ from tests.e2e.leftovers import (
     temp_dirs,
     whole_run,
 )
-from tests.e2e.node import OWNER_FILE, HostState, _owner_tag
+from tests.e2e.node_host import OWNER_FILE, HostState, _owner_tag
 
 
 def node_dir(tmp: Path, name: str, runner: int | None = None) -> Path:
