@@ -34,7 +34,6 @@ MODULES_OVER_THE_LIMIT: Final[Mapping[str, int]] = {
     "tests/e2e/controlplane.py": 514,
     "tests/e2e/kubelet.py": 855,
     "tests/e2e/node.py": 1236,
-    "tests/e2e/test_chart_upgrade.py": 713,
     "tests/e2e/test_cluster_shapes.py": 582,
     "tests/e2e/test_guardrails.py": 498,
     "tests/e2e/test_scenarios.py": 574,
