@@ -30,7 +30,7 @@ from autoroll.kube import KubeCluster, KubeQuarantine, connect
 from autoroll.registry import RegistryClient
 from tests.e2e.helpers import deployment
 from tests.e2e.kubelet import Behaviour
-from tests.faults.e2e.test_real_api_faults import (
+from tests.faults.e2e.private_cluster import (
     Cluster,
     _all_ready,
     _has_default_sa,

@@ -3,358 +3,43 @@ scan over a full run of ``autoroll serve`` against the local control plane.
 
 One private control plane for this module (etcd + kube-apiserver + kube-controller-manager
 from ``tests/e2e``), so restarting its API server disturbs no other test; a simulated
-kubelet "pulls" from a real docker-registry with htpasswd auth.
+kubelet "pulls" from a real docker-registry with htpasswd auth. That world (the ``cluster``
+fixture, the API server's restarts, the stale Deployments) is in ``private_cluster.py``; the
+controller wired in this process and the checks the rows poll are in
+``in_process_controller.py``.
 """
 
 from __future__ import annotations
 
 import base64
-import os
 import secrets
-import signal
-import ssl
-import subprocess
-import sys
 import time
-import urllib.request
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
-from datetime import timedelta
-from pathlib import Path
-from typing import Any
 
 import pytest
-import requests
-from flask import Flask
-from prometheus_client import CollectorRegistry
-from prometheus_client.parser import text_string_to_metric_families
 
-from autoroll.controller.reconciler import Reconciler, TickReport
-from autoroll.controller.worker import Nudge, Worker, WorkerStopTimeoutError
-from autoroll.core.model import DeleteOutcome, Enrolled, WorkloadView
-from autoroll.core.policy import Guardrails
-from autoroll.core.scope import FULL, Scope
-from autoroll.edge.web import create_app
-from autoroll.instruments.metrics import Metrics
-from autoroll.kube import ClusterError, KubeCluster, connect
-from autoroll.registry import RegistryClient
-from tests.conftest import require_tool
 from tests.e2e.controller import running_autoroll
-from tests.e2e.controlplane import Binaries, ControlPlane, running_control_plane
-from tests.e2e.helpers import apps_api, core_api, deployment, image_ids, is_ready
-from tests.e2e.kubelet import Behaviour, RegistryResolver, SimulatedKubelet
-from tests.support.registry import ImagePusher, RegistryServer, running_registry
+from tests.e2e.helpers import is_ready
+from tests.e2e.kubelet import Behaviour
+from tests.faults.e2e.in_process_controller import (
+    BeforeFirstDelete,
+    _at_least,
+    _exactly,
+    _metric,
+    controller,
+)
+from tests.faults.e2e.private_cluster import (
+    RESTART_READY_SECONDS,
+    Cluster,
+    _all_ready,
+    _gone,
+    _replacements,
+    deploy_stale,
+    kube_cluster,
+    selector,
+)
 from tests.support.wait import eventually
 
 pytestmark = pytest.mark.e2e
-
-#: Each test enrols its own Deployment only (earlier tests' Deployments stay stale).
-TEST_LABEL = "faults.autoroll/test"
-
-
-def enrolled(namespace: str) -> dict[str, str]:
-    return {"aethnet.se/autoroll": "true", TEST_LABEL: namespace}
-
-
-def selector(namespace: str) -> str:
-    return f"aethnet.se/autoroll=true,{TEST_LABEL}={namespace}"
-
-
-@dataclass
-class Cluster:
-    plane: ControlPlane
-    registry: RegistryServer
-    kubelet: SimulatedKubelet
-    restarts: ApiServerRestarts
-    core: Any
-    apps: Any
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    binaries = Binaries(
-        etcd=require_tool("etcd"),
-        kube_apiserver=require_tool("kube-apiserver"),
-        kube_controller_manager=require_tool("kube-controller-manager"),
-    )
-    registry_binary = require_tool("docker-registry")
-    require_tool("htpasswd")
-    root = tmp_path_factory.mktemp("faults-e2e")
-    with (
-        running_registry(registry_binary, root / "registry") as registry,
-        running_control_plane(binaries) as plane,
-        ApiServerRestarts(plane) as restarts,
-    ):
-        kubelet = SimulatedKubelet(plane.api_client(), RegistryResolver(auth=registry.auth))
-        kubelet.start()
-        try:
-            api = plane.api_client()
-            yield Cluster(plane, registry, kubelet, restarts, core_api(api), apps_api(api))
-        finally:
-            kubelet.stop()
-
-
-#: How long a restarted kube-apiserver may take to report ready.
-RESTART_READY_SECONDS = 180.0
-
-
-class ApiServerRestarts:
-    """Stop and start this control plane's kube-apiserver (same argv, same port, same etcd).
-
-    The API server is found among this process's children by its ``--secure-port``; the
-    replacement is started here and stopped on exit.
-    """
-
-    def __init__(self, plane: ControlPlane) -> None:
-        self.plane = plane
-        self.port = plane.server.rpartition(":")[2]
-        self.started: list[subprocess.Popen[bytes]] = []
-
-    def __enter__(self) -> ApiServerRestarts:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for process in self.started:
-            if process.poll() is None:
-                process.kill()  # its etcd data is thrown away next: no drain to wait for
-                process.wait(10)
-
-    def _find(self) -> tuple[int, list[str]]:
-        me = str(os.getpid())
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            try:
-                stat = (entry / "stat").read_text()
-                argv = (entry / "cmdline").read_bytes().decode().split("\0")[:-1]
-            except OSError:
-                continue
-            fields = stat.rpartition(")")[2].split()
-            state, ppid = fields[0], fields[1]
-            if (
-                ppid == me
-                and state != "Z"
-                and argv
-                and argv[0].endswith("kube-apiserver")
-                and f"--secure-port={self.port}" in argv
-            ):
-                return int(entry.name), argv
-        raise AssertionError("kube-apiserver of this control plane is not running")
-
-    def stop(self) -> list[str]:
-        """Kill the API server (SIGKILL: a crash, and no graceful drain to wait out) and wait
-        until it is gone; returns its argv."""
-        pid, argv = self._find()
-        os.kill(pid, signal.SIGKILL)
-        eventually(lambda: self._assert_gone(pid), timeout=30, what="kube-apiserver to exit")
-        return argv
-
-    def start(self, argv: Sequence[str], attempts: int = 3) -> None:
-        """Start the API server again and wait until it is ready; a process that exits
-        before it is ready (say, its port was briefly taken) is launched again."""
-        for attempt in range(1, attempts + 1):
-            with self.plane.logs["kube-apiserver"].open("ab") as log:
-                process = subprocess.Popen(
-                    list(argv), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-                )
-            self.started.append(process)
-            started = time.monotonic()
-            # Generous: on a loaded 2-core machine a cold start re-lists every etcd key.
-            while time.monotonic() - started < RESTART_READY_SECONDS:
-                if self._ready(timeout=2):
-                    print(f"\nkube-apiserver restarted in {time.monotonic() - started:.1f}s")
-                    return
-                if process.poll() is not None:
-                    break
-                time.sleep(0.2)
-            tail = self.plane.logs["kube-apiserver"].read_text(errors="replace").splitlines()
-            problem = (
-                f"restarted kube-apiserver (attempt {attempt}) not ready after "
-                f"{time.monotonic() - started:.0f}s, exit code {process.poll()}; log tail:\n"
-                + "\n".join(tail[-30:])
-            )
-            if process.poll() is None or attempt == attempts:
-                raise AssertionError(problem)
-            print(f"\n{problem}\nlaunching it again")
-        raise AssertionError("unreachable")
-
-    @staticmethod
-    def _assert_gone(pid: int) -> None:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
-        except OSError:
-            return
-        assert state == "Z", f"state {state}"
-
-    def _assert_ready(self) -> None:
-        assert self._ready(timeout=2), "not ready"
-
-    def _ready(self, timeout: float) -> bool:
-        tls = ssl.create_default_context(cafile=str(self.plane.ca_file))
-        request = urllib.request.Request(
-            f"{self.plane.server}/readyz", headers={"Authorization": f"Bearer {self.plane.token}"}
-        )
-        try:
-            with urllib.request.urlopen(request, timeout=timeout, context=tls) as answer:
-                return bool(answer.status == 200)
-        except OSError:
-            return False
-
-
-class BeforeFirstDelete:
-    """A ``ClusterPort`` that runs ``hook`` once, between a pass's snapshot and its delete."""
-
-    def __init__(self, inner: KubeCluster, hook: Callable[[], None]) -> None:
-        self.inner = inner
-        self.hook: Callable[[], None] | None = hook
-
-    def snapshot(self, scope: Scope = FULL) -> Sequence[Enrolled]:
-        return self.inner.snapshot(scope)
-
-    def read_now(self, workload: WorkloadView) -> Enrolled | None:
-        return self.inner.read_now(workload)
-
-    def delete_pod(
-        self, namespace: str, name: str, uid: str, *, within: float | None = None
-    ) -> DeleteOutcome:
-        hook, self.hook = self.hook, None
-        if hook is not None:
-            hook()
-        return self.inner.delete_pod(namespace, name, uid, within=within)
-
-
-@dataclass
-class Controller:
-    """The reconcile worker and the Flask app, wired as ``autoroll serve`` wires them."""
-
-    worker: Worker
-    nudge: Nudge
-    metrics: Metrics
-    app: Flask
-    reports: list[TickReport]
-
-    def run_pass(self, timeout: float = 60) -> TickReport:
-        before = self.worker.passes
-        self.nudge.nudge()
-        eventually(
-            lambda: _at_least(self.worker.passes, before + 1), timeout=timeout, what="a pass"
-        )
-        return self.reports[-1]
-
-    def stop(self) -> None:
-        """Stop the worker; if the test is already failing, a slow stop must not hide why."""
-        failing = sys.exc_info()[1] is not None
-        try:
-            self.worker.stop(15)
-        except WorkerStopTimeoutError:
-            if not failing:
-                raise
-            print("\nthe reconcile worker was still busy when the failing test stopped it")
-
-    def assert_survived(self) -> None:
-        assert self.worker.alive
-        assert self.app.test_client().get("/healthz").status_code == 200
-
-
-def _at_least(value: int, wanted: int) -> None:
-    assert value >= wanted, f"{value} < {wanted}"
-
-
-def controller(cluster_port: Any, registry: RegistryServer) -> Controller:
-    metrics = Metrics(CollectorRegistry())
-    nudge = Nudge(metrics)
-    reconciler = Reconciler(
-        cluster=cluster_port,
-        registry=RegistryClient(
-            session=requests.Session(),
-            base_url=registry.url,
-            user=registry.auth[0],
-            token=registry.auth[1],
-            observer=metrics,
-        ),
-        metrics=metrics,
-        registries={registry.host},
-        dry_run=False,
-        # Not about the health window: the stale pods were made Ready seconds before, and
-        # each row expects its deletion in the first pass.
-        guardrails=Guardrails(healthy=timedelta(0)),
-    )
-    reports: list[TickReport] = []
-
-    def tick(stopping: Callable[[], bool], scope: Scope = FULL) -> TickReport:
-        report = reconciler.tick(stopping, scope)
-        reports.append(report)
-        return report
-
-    worker = Worker(
-        tick,
-        nudge=nudge,
-        interval_seconds=3600,
-        metrics=metrics,
-        expected_errors=(ClusterError,),
-    )
-    app = create_app(
-        webhook_secret="x" * 32,
-        nudge=nudge.nudge,
-        metrics=metrics,
-        live=worker.liveness,
-        ready=worker.readiness,
-        forgejo_host="forgejo.example",
-    )
-    return Controller(worker, nudge, metrics, app, reports)
-
-
-def deploy_stale(cluster: Cluster, namespace: str, replicas: int = 2) -> tuple[str, str, set[str]]:
-    """An enrolled Deployment whose Ready pods run v1 while ``:latest`` already names v2.
-
-    Returns (v1 digest, v2 digest, the original pods' UIDs).
-    """
-    repository = f"faults/{namespace}"
-    image = f"{cluster.registry.host}/{repository}:latest"
-    pusher = ImagePusher(cluster.registry)
-    old = pusher.push_image(repository, "latest", content=f"v1 {namespace}".encode()).digest
-    cluster.core.create_namespace({"metadata": {"name": namespace}})
-    eventually(
-        lambda: _has_default_sa(cluster, namespace), timeout=30, what="the default ServiceAccount"
-    )
-    cluster.apps.create_namespaced_deployment(
-        namespace, deployment("web", image, replicas=replicas, labels=enrolled(namespace))
-    )
-    eventually(
-        lambda: _all_ready(cluster, namespace, replicas, old), timeout=60, what="pods Ready on v1"
-    )
-    uids = {p.metadata.uid for p in cluster.core.list_namespaced_pod(namespace).items}
-    # No pause: pods stamped in the same second as the first sighting of v2 are still
-    # stale, because the pass that first sees v2 remembers the pods it listed (ADR 001).
-    new = pusher.push_image(repository, "latest", content=f"v2 {namespace}".encode()).digest
-    return old, new, uids
-
-
-def _has_default_sa(cluster: Cluster, namespace: str) -> None:
-    names = [s.metadata.name for s in cluster.core.list_namespaced_service_account(namespace).items]
-    assert "default" in names
-
-
-def _all_ready(cluster: Cluster, namespace: str, replicas: int, digest: str) -> None:
-    pods = [
-        p
-        for p in cluster.core.list_namespaced_pod(namespace).items
-        if p.metadata.deletion_timestamp is None
-    ]
-    assert len(pods) == replicas, len(pods)
-    for item in pods:
-        assert is_ready(item), item.metadata.name
-        assert all(i.endswith(digest) for i in image_ids(item)), image_ids(item)
-
-
-def _gone(cluster: Cluster, namespace: str, uids: set[str]) -> set[str]:
-    """Which of ``uids`` are deleted or being deleted."""
-    live = {
-        p.metadata.uid
-        for p in cluster.core.list_namespaced_pod(namespace).items
-        if p.metadata.deletion_timestamp is None
-    }
-    return uids - live
 
 
 # -- secrets over a full run ---------------------------------------------------------------------
@@ -491,36 +176,7 @@ def test_the_api_server_restarts_between_snapshot_and_delete(cluster: Cluster) -
         ctl.stop()
 
 
-def kube_cluster(cluster: Cluster, namespace: str) -> KubeCluster:
-    return KubeCluster(
-        label_selector=selector(namespace),
-        api_client_factory=lambda: connect({"KUBECONFIG": str(cluster.plane.kubeconfig)}),
-        request_timeout=(2.0, 5.0),
-    )
-
-
 # -- the watch breaks mid-rollout ------------------------------------------------------------
-
-
-def _metric(autoroll: Any, name: str, labels: dict[str, str] | None = None) -> float:
-    """One sample of ``autoroll serve``'s /metrics (summed over the labels not given)."""
-    text = requests.get(f"{autoroll.url}/metrics", timeout=5).text
-    total = 0.0
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            if sample.name == name and all(
-                sample.labels.get(k) == v for k, v in (labels or {}).items()
-            ):
-                total += sample.value
-    return total
-
-
-def _replacements(cluster: Cluster, namespace: str, uids: set[str]) -> list[Any]:
-    return [
-        p
-        for p in cluster.core.list_namespaced_pod(namespace).items
-        if p.metadata.uid not in uids and p.metadata.deletion_timestamp is None
-    ]
 
 
 def test_the_watch_breaks_mid_rollout_and_no_second_pod_goes_while_the_replacement_is_unready(
@@ -590,7 +246,3 @@ def test_the_watch_breaks_mid_rollout_and_no_second_pod_goes_while_the_replaceme
             assert len(autoroll.lines("deleted stale pod")) == 3
     finally:
         cluster.kubelet.behave(new, Behaviour())
-
-
-def _exactly(value: float, wanted: float) -> None:
-    assert value == wanted, f"{value} != {wanted}"
