@@ -19,10 +19,9 @@ How it is kept off the machine (a test run must leave nothing behind):
   nothing on the node can send a packet anywhere else; the Service CIDR is routed onto
   ``node0``, where kube-proxy's rules turn a ClusterIP into an endpoint (node processes, and
   the API server's egress proxy, ``egress.py``, reach Services as a node's do). The control
-  plane and registries (on the host's 127.0.0.1) are reached through
-  ``loopback.LoopbackBridge``, which makes each host port answer on the node's 127.0.0.1
-  too: the same ``127.0.0.1:<port>`` strings work on both sides, and the only traffic is
-  loopback.
+  plane and registries (on the host's 127.0.0.1) are reached through ``loopback.LoopbackBridge``,
+  which makes each host port answer on the node's 127.0.0.1 too: the same ``127.0.0.1:<port>``
+  strings work on both sides, and the only traffic is loopback.
 - **cgroups.** The kubelet uses the cgroupfs driver under a cgroup root of this node's own
   (``/autoroll-node-<id>`` in every hierarchy); the holder, containerd, its shims and the
   kubelet live in ``<root>/runtime``. Teardown thaws, then kills every process in that tree
@@ -79,7 +78,8 @@ from typing import Any
 
 import yaml
 
-from tests.e2e.controlplane import SERVICE_CIDR, ControlPlane, kubeconfig_document
+from tests.e2e.controlplane import ControlPlane
+from tests.e2e.controlplane_config import SERVICE_CIDR, kubeconfig_document
 from tests.e2e.loopback import LoopbackBridge
 from tests.e2e.node_network import (
     COREDNS_READY,
