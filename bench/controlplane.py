@@ -4,8 +4,9 @@ Why no controller manager: the benchmark populates thousands of pods directly (o
 labelled to match their Deployment, status written through ``pods/status``). A running
 Deployment controller would create ReplicaSets and 3 more pods per Deployment that no node
 ever runs, and the garbage collector would spend the two shared cores watching them. The
-certificates, tokens and flags are the e2e tier's (``tests/e2e/controlplane.py``), so the
-API server measured here is configured exactly like the one the end-to-end tests use.
+certificates, tokens and flags are the e2e tier's (``tests/e2e/controlplane.py``,
+``tests/e2e/controlplane_config.py``), so the API server measured here is configured exactly
+like the one the end-to-end tests use.
 
 Without the controller manager nobody creates the ``default`` ServiceAccount of a new
 namespace; ``bench.populate`` creates it, so ServiceAccount admission works as usual.
@@ -29,11 +30,11 @@ from pathlib import Path
 
 import yaml
 
-from tests.e2e.controlplane import (
+from tests.e2e.controlplane import generate_pki
+from tests.e2e.controlplane_config import (
     ADMIN_USER,
     apiserver_args,
     etcd_args,
-    generate_pki,
     kubeconfig_document,
     token_file_line,
 )

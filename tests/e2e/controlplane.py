@@ -7,7 +7,9 @@ binds pods itself.
 
 Everything lives in one temporary directory: certificates (generated with the ``openssl`` CLI, so
 no extra Python dependency), a static token file, kubeconfigs, etcd's data and one log file per
-component. Ports are picked free on 127.0.0.1.
+component. Ports are picked free on 127.0.0.1. What the servers are given (flags, kubeconfigs,
+token lines) is plain data in ``controlplane_config.py``; one server process, its log and its
+stop, is ``controlplane_process.Component``.
 
 Errors::
 
@@ -17,18 +19,14 @@ Errors::
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import os
 import secrets
 import shutil
-import signal
 import ssl
 import subprocess
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,37 +34,19 @@ from typing import Any
 
 import yaml
 
+from tests.e2e.controlplane_config import (
+    ADMIN_USER,
+    SERVICE_IP,
+    apiserver_args,
+    controller_manager_args,
+    egress_selector_config,
+    etcd_args,
+    kubeconfig_document,
+    token_file_line,
+)
+from tests.e2e.controlplane_process import Component, http_ok, terminate_all
 from tests.support.ports import free_port
 from tests.support.wait import wait_until
-
-# The controllers a cluster without nodes or a cloud needs for workloads, Jobs and RBAC tests.
-# Node lifecycle, IPAM, routes, volumes and cloud controllers stay off: there are no real nodes
-# (so nothing marks a NotReady node's pods unready, or taints the node: tests set node status).
-KCM_CONTROLLERS = (
-    "deployment",
-    "replicaset",
-    "statefulset",
-    "daemonset",
-    "job",
-    "cronjob",
-    "ttl-after-finished",
-    "garbagecollector",
-    "namespace",
-    "serviceaccount",
-    "serviceaccount-token",
-    "root-ca-cert-publisher",
-    "clusterrole-aggregation",
-    "disruption",
-    # The real node's kube-proxy and CoreDNS read a Service's endpoints from its slices.
-    "endpointslice",
-)
-
-# First address of the service range is the `kubernetes` Service; the serving cert names it too.
-SERVICE_CIDR = "10.0.0.0/24"
-SERVICE_IP = "10.0.0.1"
-SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
-ADMIN_USER = "autoroll-e2e-admin"
-LOG_TAIL_LINES = 30
 
 
 class ControlPlaneError(RuntimeError):
@@ -103,117 +83,6 @@ class ControlPlane:
 
         new_client: Any = config.new_client_from_config
         return new_client(config_file=str(self.kubeconfig))
-
-
-# --- pure helpers -------------------------------------------------------------
-
-
-def kubeconfig_document(*, server: str, ca_pem: bytes, user: str, token: str) -> dict[str, Any]:
-    """A one-context kubeconfig with the CA embedded, so the file works from any directory."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [
-            {
-                "name": "autoroll-e2e",
-                "cluster": {
-                    "server": server,
-                    "certificate-authority-data": base64.b64encode(ca_pem).decode(),
-                },
-            }
-        ],
-        "users": [{"name": user, "user": {"token": token}}],
-        "contexts": [
-            {"name": "autoroll-e2e", "context": {"cluster": "autoroll-e2e", "user": user}}
-        ],
-        "current-context": "autoroll-e2e",
-    }
-
-
-def token_file_line(*, token: str, user: str, uid: str, groups: Sequence[str]) -> str:
-    """One line of ``--token-auth-file``: ``token,user,uid,"group1,group2"``."""
-    return f'{token},{user},{uid},"{",".join(groups)}"\n'
-
-
-def etcd_args(*, data_dir: Path, client_port: int, peer_port: int) -> list[str]:
-    """etcd as a throwaway single member; ``--unsafe-no-fsync`` because the data is discarded."""
-    client = f"http://127.0.0.1:{client_port}"
-    peer = f"http://127.0.0.1:{peer_port}"
-    return [
-        "--name=e2e",
-        f"--data-dir={data_dir}",
-        f"--listen-client-urls={client}",
-        f"--advertise-client-urls={client}",
-        f"--listen-peer-urls={peer}",
-        f"--initial-advertise-peer-urls={peer}",
-        f"--initial-cluster=e2e={peer}",
-        "--unsafe-no-fsync=true",
-        "--log-level=warn",
-    ]
-
-
-def egress_selector_config(*, socket_path: Path) -> dict[str, Any]:
-    """The API server's egress selector: the ``cluster`` network context (webhooks by
-    Service, aggregated APIs, kubelets) over HTTP CONNECT through ``socket_path``, which the
-    node's proxy serves (``egress.ClusterEgressProxy``); the others direct."""
-    return {
-        "apiVersion": "apiserver.k8s.io/v1beta1",
-        "kind": "EgressSelectorConfiguration",
-        "egressSelections": [
-            {
-                "name": "cluster",
-                "connection": {
-                    "proxyProtocol": "HTTPConnect",
-                    "transport": {"uds": {"udsName": str(socket_path)}},
-                },
-            }
-        ],
-    }
-
-
-def apiserver_args(*, pki: Path, etcd_url: str, port: int, egress: Path | None = None) -> list[str]:
-    """kube-apiserver with token auth and RBAC only (no Node authorizer: there are no
-    kubelets), and ``egress``, its egress selector configuration file, when given."""
-    return [
-        f"--etcd-servers={etcd_url}",
-        "--bind-address=127.0.0.1",
-        "--advertise-address=127.0.0.1",
-        f"--secure-port={port}",
-        f"--cert-dir={pki}",
-        f"--tls-cert-file={pki / 'apiserver.crt'}",
-        f"--tls-private-key-file={pki / 'apiserver.key'}",
-        f"--client-ca-file={pki / 'ca.crt'}",
-        f"--token-auth-file={pki / 'tokens.csv'}",
-        "--authorization-mode=RBAC",
-        f"--service-account-key-file={pki / 'sa.pub'}",
-        f"--service-account-signing-key-file={pki / 'sa.key'}",
-        f"--service-account-issuer={SERVICE_ACCOUNT_ISSUER}",
-        f"--service-cluster-ip-range={SERVICE_CIDR}",
-        "--allow-privileged=true",
-        # The `kubernetes` Service endpoint may not be a loopback address; nothing here needs it.
-        "--endpoint-reconciler-type=none",
-        "--profiling=false",
-        "--v=1",
-        *([f"--egress-selector-config-file={egress}"] if egress is not None else []),
-    ]
-
-
-def controller_manager_args(*, pki: Path, kubeconfig: Path) -> list[str]:
-    """kube-controller-manager with only node-free controllers; no serving port, no election."""
-    return [
-        f"--kubeconfig={kubeconfig}",
-        f"--controllers={','.join(KCM_CONTROLLERS)}",
-        "--leader-elect=false",
-        "--secure-port=0",
-        f"--service-account-private-key-file={pki / 'sa.key'}",
-        f"--root-ca-file={pki / 'ca.crt'}",
-        "--use-service-account-credentials=false",
-        # The defaults (20 qps) slow namespace deletion and garbage collection in tests.
-        "--kube-api-qps=200",
-        "--kube-api-burst=400",
-        "--profiling=false",
-        "--v=1",
-    ]
 
 
 # --- certificates -------------------------------------------------------------
@@ -268,53 +137,7 @@ def generate_pki(pki: Path) -> None:
     _openssl("pkey", "-in", "sa.key", "-pubout", "-out", "sa.pub", cwd=pki)
 
 
-# --- processes ----------------------------------------------------------------
-
-
-class _Component:
-    """One server process with its output in a log file."""
-
-    def __init__(self, name: str, argv: list[str], log: Path) -> None:
-        self.name = name
-        self.argv = argv
-        self.log = log
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        with self.log.open("ab") as out:
-            # Own session: a Ctrl-C in the terminal reaches the test runner, which tears down
-            # in order, rather than every server at once.
-            self.proc = subprocess.Popen(
-                self.argv,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-
-    def exit_code(self) -> int | None:
-        return None if self.proc is None else self.proc.poll()
-
-    def tail(self, lines: int = LOG_TAIL_LINES) -> str:
-        try:
-            text = self.log.read_text(errors="replace")
-        except OSError:
-            return "(no log)"
-        return "\n".join(text.splitlines()[-lines:])
-
-    def stop(self, timeout: float) -> None:
-        """SIGTERM, wait, then SIGKILL; never leaves the process behind."""
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(10)
-
-
-def _died(component: _Component) -> ControlPlaneError:
+def _died(component: Component) -> ControlPlaneError:
     return ControlPlaneError(
         f"{component.name} exited with code {component.exit_code()} while starting; "
         f"last lines of {component.log}:\n{component.tail()}"
@@ -325,7 +148,7 @@ def _wait_until(
     what: str,
     ready: Callable[[], bool],
     *,
-    watch: Sequence[_Component],
+    watch: Sequence[Component],
     deadline: float,
 ) -> None:
     """Poll ``ready`` until true; fail fast (with its log) if a watched component dies."""
@@ -340,23 +163,6 @@ def _wait_until(
     except AssertionError:
         tails = "\n".join(f"--- {c.name} ({c.log}):\n{c.tail()}" for c in watch)
         raise ControlPlaneError(f"timed out waiting for {what}\n{tails}") from None
-
-
-def _http_ok(url: str, *, context: ssl.SSLContext | None = None, token: str | None = None) -> bool:
-    request = urllib.request.Request(url)
-    if token:
-        request.add_header("Authorization", f"Bearer {token}")
-    try:
-        with urllib.request.urlopen(request, timeout=2, context=context) as response:
-            return bool(response.status == 200)
-    except (urllib.error.URLError, OSError):
-        return False
-
-
-def _terminate_all(components: Sequence[_Component]) -> None:
-    # Clients before servers: the controller manager, then the apiserver, then etcd.
-    for component in reversed(components):
-        component.stop(timeout=15)
 
 
 @contextlib.contextmanager
@@ -378,7 +184,7 @@ def running_control_plane(
     root = Path(tempfile.mkdtemp(prefix="autoroll-e2e-")) if workdir is None else workdir
     root.mkdir(parents=True, exist_ok=True)
     pki = root / "pki"
-    components: list[_Component] = []
+    components: list[Component] = []
     timings: dict[str, float] = {}
     try:
         generate_pki(pki)
@@ -421,7 +227,7 @@ def running_control_plane(
         }
         deadline = started + timeout
 
-        etcd = _Component(
+        etcd = Component(
             "etcd",
             [
                 binaries.etcd,
@@ -432,14 +238,14 @@ def running_control_plane(
         components.append(etcd)
         etcd.start()
         _wait_until(
-            "etcd /health", lambda: _http_ok(f"{etcd_url}/health"), watch=[etcd], deadline=deadline
+            "etcd /health", lambda: http_ok(f"{etcd_url}/health"), watch=[etcd], deadline=deadline
         )
         timings["etcd"] = time.monotonic() - started
 
         egress_socket = root / "egress.sock"
         egress_file = root / "egress-selector.yaml"
         egress_file.write_text(yaml.safe_dump(egress_selector_config(socket_path=egress_socket)))
-        apiserver = _Component(
+        apiserver = Component(
             "kube-apiserver",
             [
                 binaries.kube_apiserver,
@@ -452,13 +258,13 @@ def running_control_plane(
         tls = ssl.create_default_context(cafile=str(pki / "ca.crt"))
         _wait_until(
             "kube-apiserver /readyz",
-            lambda: _http_ok(f"{server}/readyz", context=tls, token=admin_token),
+            lambda: http_ok(f"{server}/readyz", context=tls, token=admin_token),
             watch=components,
             deadline=deadline,
         )
         timings["kube-apiserver"] = time.monotonic() - started
 
-        kcm = _Component(
+        kcm = Component(
             "kube-controller-manager",
             [
                 binaries.kube_controller_manager,
@@ -470,7 +276,7 @@ def running_control_plane(
         kcm.start()
         _wait_until(
             "the default ServiceAccount (created by kube-controller-manager)",
-            lambda: _http_ok(
+            lambda: http_ok(
                 f"{server}/api/v1/namespaces/default/serviceaccounts/default",
                 context=tls,
                 token=admin_token,
@@ -493,7 +299,7 @@ def running_control_plane(
             cluster_egress=egress_socket,
         )
     finally:
-        _terminate_all(components)
+        terminate_all(components)
         # etcd preallocates 64 MB WAL segments: never leave them behind, keep only the logs.
         shutil.rmtree(root / "etcd", ignore_errors=True)
         if made_tmp and not keep_workdir:

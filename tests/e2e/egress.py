@@ -7,7 +7,7 @@ rules live there); the API server runs on the host's 127.0.0.1. A real control p
 cannot route to the pod network (managed clusters, isolated control planes) reaches it
 through its *egress selector*: every connection of the ``cluster`` network context (webhooks
 by Service, aggregated APIs, the kubelets) goes through a proxy that speaks HTTP CONNECT. The
-test control plane is started with one (``controlplane.egress_selector_config``), over a
+test control plane is started with one (``controlplane_config.egress_selector_config``), over a
 Unix socket; this is the proxy at its other end: each ``CONNECT host:port`` is dialled from
 inside the node's network namespace (``loopback.in_netns``, per socket, nothing on the host
 changes), then bytes are copied both ways.

@@ -16,7 +16,8 @@ from typing import Any
 
 import yaml
 
-from tests.e2e.controlplane import ControlPlane, kubeconfig_document
+from tests.e2e.controlplane import ControlPlane
+from tests.e2e.controlplane_config import kubeconfig_document
 from tests.e2e.node import NodeError
 from tests.e2e.node_network import cluster_role_binding
 

@@ -22,7 +22,8 @@ from pathlib import Path
 
 import yaml
 
-from tests.e2e.controlplane import SERVICE_CIDR, ControlPlane
+from tests.e2e.controlplane import ControlPlane
+from tests.e2e.controlplane_config import SERVICE_CIDR
 from tests.e2e.loopback import LoopbackBridge
 from tests.e2e.node import NODE_IP, NODE_NAME, POD_SUBNET, Node, NodeBinaries, NodeError
 from tests.e2e.node_api import (

@@ -14,7 +14,8 @@ from typing import Any
 import yaml
 
 from tests.conftest import require_tool
-from tests.e2e.controlplane import ControlPlane, kubeconfig_document
+from tests.e2e.controlplane import ControlPlane
+from tests.e2e.controlplane_config import kubeconfig_document
 from tests.e2e.helpers import core_api, rbac_api
 
 CHART = Path(__file__).resolve().parents[2] / "charts" / "autoroll"
