@@ -15,7 +15,9 @@ from typing import Any
 import pytest
 
 from tests.e2e.controller import StartAutoroll
-from tests.e2e.kubelet import Behaviour, RegistryResolver, SimulatedKubelet
+from tests.e2e.kubelet import SimulatedKubelet
+from tests.e2e.kubelet_behaviour import Behaviour
+from tests.e2e.kubelet_images import RegistryResolver
 from tests.e2e.scenario import App, Recorder, decision_lines, deletions, metric, unsettled_deletions
 from tests.e2e.test_scenarios import (
     POLL,
