@@ -57,7 +57,9 @@ from tests.e2e.controlplane import (  # noqa: E402
 )
 from tests.e2e.helpers import apps_api, core_api, deployment, is_ready  # noqa: E402
 from tests.e2e.images import APP_PORT, ImageError, push_app, push_pause  # noqa: E402
-from tests.e2e.kubelet import Behaviour, RegistryResolver, SimulatedKubelet  # noqa: E402
+from tests.e2e.kubelet import SimulatedKubelet  # noqa: E402
+from tests.e2e.kubelet_behaviour import Behaviour  # noqa: E402
+from tests.e2e.kubelet_images import RegistryResolver  # noqa: E402
 from tests.e2e.node import NodeBinaries, NodeError  # noqa: E402
 from tests.e2e.node import binaries_from_path as node_binaries_from_path  # noqa: E402
 from tests.e2e.node_binder import Binder  # noqa: E402

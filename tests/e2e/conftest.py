@@ -36,7 +36,8 @@ from tests.e2e.egress import ClusterEgressProxy
 from tests.e2e.helpers import core_api
 from tests.e2e.images import push_pause
 from tests.e2e.incluster import RegistryAccess, installed_autoroll
-from tests.e2e.kubelet import SimulatedKubelet, StaticResolver
+from tests.e2e.kubelet import SimulatedKubelet
+from tests.e2e.kubelet_images import StaticResolver
 from tests.e2e.leftovers import RunStart, WorkerReport, session_leftovers, whole_run_settled
 from tests.e2e.node import (
     CNI_DIRS,

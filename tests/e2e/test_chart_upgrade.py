@@ -70,7 +70,8 @@ from tests.e2e.helm_runner import (
     uids,
 )
 from tests.e2e.helpers import batch_api
-from tests.e2e.kubelet import SimulatedKubelet, StaticResolver
+from tests.e2e.kubelet import SimulatedKubelet
+from tests.e2e.kubelet_images import StaticResolver
 from tests.support.wait import eventually
 
 pytestmark = pytest.mark.e2e

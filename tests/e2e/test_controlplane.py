@@ -28,8 +28,10 @@ from tests.e2e.helpers import (
     pod,
     rbac_api,
 )
-from tests.e2e.kubelet import BEHAVIOUR_ANNOTATION as BEHAVIOUR
-from tests.e2e.kubelet import Behaviour, SimulatedKubelet, StaticResolver
+from tests.e2e.kubelet import SimulatedKubelet
+from tests.e2e.kubelet_behaviour import BEHAVIOUR_ANNOTATION as BEHAVIOUR
+from tests.e2e.kubelet_behaviour import Behaviour
+from tests.e2e.kubelet_images import StaticResolver
 from tests.support.wait import eventually
 
 pytestmark = pytest.mark.e2e

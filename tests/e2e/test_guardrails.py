@@ -34,7 +34,8 @@ from tests.e2e.controller import run_plan, running_autoroll
 from tests.e2e.controlplane import ControlPlane
 from tests.e2e.guardrail_deployments import all_on, at_least, enrolled, live
 from tests.e2e.helpers import apps_api, core_api
-from tests.e2e.kubelet import RegistryResolver, SimulatedKubelet
+from tests.e2e.kubelet import SimulatedKubelet
+from tests.e2e.kubelet_images import RegistryResolver
 from tests.e2e.scenario import Recorder, deletions, label_selector, metric, nudging
 from tests.support.registry import ImagePusher, RegistryServer
 from tests.support.wait import eventually

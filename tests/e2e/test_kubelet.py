@@ -11,14 +11,10 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.kubelet import (
-    Behaviour,
-    ImageRef,
-    PodRecord,
-    RegistryResolver,
-    SimulatedKubelet,
-    pod_status,
-)
+from tests.e2e.kubelet import SimulatedKubelet
+from tests.e2e.kubelet_behaviour import Behaviour
+from tests.e2e.kubelet_images import ImageRef, RegistryResolver
+from tests.e2e.kubelet_pod_status import PodRecord, pod_status
 from tests.support.ports import free_port
 from tests.support.registry import ImagePusher, RegistryServer
 

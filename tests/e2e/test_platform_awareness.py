@@ -24,7 +24,8 @@ from tests.e2e.controlplane import ControlPlane
 from tests.e2e.guardrail_deployments import all_on, at_least, enrolled, live
 from tests.e2e.helpers import apps_api, core_api, rbac_api
 from tests.e2e.images import APP_PORT, push_index
-from tests.e2e.kubelet import RegistryResolver, SimulatedKubelet
+from tests.e2e.kubelet import SimulatedKubelet
+from tests.e2e.kubelet_images import RegistryResolver
 from tests.e2e.node import Node
 from tests.e2e.rbac import service_account_kubeconfig
 from tests.e2e.scenario import Recorder, deletions, label_selector

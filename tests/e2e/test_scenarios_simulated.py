@@ -23,7 +23,9 @@ from tests.e2e.enrolled_app import (
     full_passes_after,
     pods,
 )
-from tests.e2e.kubelet import Behaviour, RegistryResolver, SimulatedKubelet
+from tests.e2e.kubelet import SimulatedKubelet
+from tests.e2e.kubelet_behaviour import Behaviour
+from tests.e2e.kubelet_images import RegistryResolver
 from tests.e2e.scenario import App, Recorder, decision_lines, deletions, metric, unsettled_deletions
 from tests.support.registry import ImagePusher, RegistryServer
 

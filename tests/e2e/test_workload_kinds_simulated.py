@@ -21,13 +21,8 @@ import pytest
 from tests.e2e.controller import running_autoroll
 from tests.e2e.controlplane import ControlPlane
 from tests.e2e.helpers import apps_api, core_api, daemonset
-from tests.e2e.kubelet import (
-    NODE_NAME,
-    SIMULATED_NODE_LABEL,
-    RegistryResolver,
-    SimulatedKubelet,
-    StaticResolver,
-)
+from tests.e2e.kubelet import NODE_NAME, SIMULATED_NODE_LABEL, SimulatedKubelet
+from tests.e2e.kubelet_images import RegistryResolver, StaticResolver
 from tests.e2e.scenario import (
     ENROLL_LABEL,
     TEST_LABEL,

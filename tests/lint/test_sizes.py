@@ -30,12 +30,8 @@ CLASS_LIMIT: Final = 250
 # Sizes on 2026-12-02 at the merge of the house branch into main (after the registries, bad
 # builds, pinning and performance branches, which grew in parallel with it). Lower a number or
 # drop an entry when a split shrinks it; never raise one.
-MODULES_OVER_THE_LIMIT: Final[Mapping[str, int]] = {
-    "tests/e2e/kubelet.py": 855,
-}
-CLASSES_OVER_THE_LIMIT: Final[Mapping[str, int]] = {
-    "tests/e2e/kubelet.py::SimulatedKubelet": 396,
-}
+MODULES_OVER_THE_LIMIT: Final[Mapping[str, int]] = {}
+CLASSES_OVER_THE_LIMIT: Final[Mapping[str, int]] = {}
 
 
 def python_files(root: Path = ROOT) -> list[Path]:

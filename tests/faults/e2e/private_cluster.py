@@ -27,7 +27,8 @@ from autoroll.kube import KubeCluster, connect
 from tests.conftest import require_tool
 from tests.e2e.controlplane import Binaries, ControlPlane, running_control_plane
 from tests.e2e.helpers import apps_api, core_api, deployment, image_ids, is_ready
-from tests.e2e.kubelet import RegistryResolver, SimulatedKubelet
+from tests.e2e.kubelet import SimulatedKubelet
+from tests.e2e.kubelet_images import RegistryResolver
 from tests.support.registry import ImagePusher, RegistryServer, running_registry
 from tests.support.wait import eventually
 

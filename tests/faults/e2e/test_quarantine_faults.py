@@ -29,7 +29,7 @@ from autoroll.instruments.metrics import Metrics
 from autoroll.kube import KubeCluster, KubeQuarantine, connect
 from autoroll.registry import RegistryClient
 from tests.e2e.helpers import deployment
-from tests.e2e.kubelet import Behaviour
+from tests.e2e.kubelet_behaviour import Behaviour
 from tests.faults.e2e.private_cluster import (
     Cluster,
     _all_ready,

@@ -19,7 +19,7 @@ import pytest
 
 from tests.e2e.controller import running_autoroll
 from tests.e2e.helpers import is_ready
-from tests.e2e.kubelet import Behaviour
+from tests.e2e.kubelet_behaviour import Behaviour
 from tests.faults.e2e.in_process_controller import (
     BeforeFirstDelete,
     _at_least,
