@@ -20,7 +20,7 @@ from autoroll.core.decide import Decision
 from autoroll.core.model import WorkloadKind
 from autoroll.core.policy import Guardrails
 from autoroll.core.scope import Scope
-from autoroll.edge.server import CACHE_POOL_SIZE
+from autoroll.edge.wiring import CACHE_POOL_SIZE
 from autoroll.instruments.metrics import Metrics
 from autoroll.kube import KubeCluster, KubeRest, connect
 from autoroll.kube.cache import WatchCache
@@ -96,7 +96,7 @@ def build(
         return (lambda scope: Pass(naive.tick())), None
     cache = None
     if args.strategy == "cached":
-        # Wired as autoroll.edge.server wires it: its own connection pool for the watches.
+        # Wired as autoroll.edge.wiring wires it: its own connection pool for the watches.
         cache = WatchCache(
             label_selector=args.selector,
             rest=LazyRest(lambda: count_kubernetes(connect(env, pool_size=CACHE_POOL_SIZE), kube)),
