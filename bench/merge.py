@@ -65,6 +65,23 @@ def merge(smaller: dict[str, Any], largest: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
+def combine(
+    quiet: Sequence[dict[str, Any]],
+    loaded: Sequence[dict[str, Any]],
+    pace: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """The page's results: the quiet pair merged, the loaded pair (if any) under ``loaded``,
+    and the real node's roll pace (``bench/roll_pace.json``) on the quiet run only: bench.run
+    attaches it to every run, but no loaded run measured it, so its column must say so."""
+    results = merge(quiet[0], quiet[1])
+    if loaded:
+        results["loaded"] = merge(loaded[0], loaded[1])
+        results["loaded"].pop("roll_pace", None)
+    if pace is not None:
+        results["roll_pace"] = pace
+    return results
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     loaded_args = args[args.index("--loaded") + 1 :] if "--loaded" in args else []
@@ -73,13 +90,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("usage: python -m bench.merge SMALLER.json LARGEST.json [--loaded S.json L.json]")
         return 2
     parts = [json.loads(Path(a).read_text()) for a in quiet_args]
-    results = merge(parts[0], parts[1])
-    if loaded_args:
-        loaded = [json.loads(Path(a).read_text()) for a in loaded_args]
-        results["loaded"] = merge(loaded[0], loaded[1])
-    pace = REPO_ROOT / "bench" / "roll_pace.json"
-    if pace.exists():
-        results["roll_pace"] = json.loads(pace.read_text())
+    loaded = [json.loads(Path(a).read_text()) for a in loaded_args]
+    pace_file = REPO_ROOT / "bench" / "roll_pace.json"
+    pace = json.loads(pace_file.read_text()) if pace_file.exists() else None
+    results = combine(parts, loaded, pace)
     (REPO_ROOT / "bench" / "results.json").write_text(
         json.dumps(results, indent=2, sort_keys=True) + "\n"
     )
