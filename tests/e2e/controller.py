@@ -28,6 +28,7 @@ import requests
 from tests.e2e.controlplane import ControlPlane
 from tests.support.ports import free_port
 from tests.support.registry import RegistryServer
+from tests.support.serve import POD_GRACE_SECONDS
 
 DEFAULT_COMMAND = (sys.executable, "-m", "autoroll", "serve")
 
@@ -207,7 +208,7 @@ def running_autoroll(
         if process.poll() is None:
             process.send_signal(signal.SIGTERM)
             try:
-                process.wait(15)
+                process.wait(POD_GRACE_SECONDS)
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait(5)

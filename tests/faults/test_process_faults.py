@@ -26,14 +26,12 @@ from tests.support.fake_kube import LEASE_NAME, LEASE_NAMESPACE, Fault, FaultyKu
 from tests.support.fault_proxy import FaultProxy, ProxyFault
 from tests.support.ports import free_port
 from tests.support.registry import ImagePusher, RegistryServer
-from tests.support.serve import Serve, dead_kubeconfig, drip, start_serve
+from tests.support.serve import POD_GRACE_SECONDS, Serve, dead_kubeconfig, drip, start_serve
 from tests.support.wait import wait_until
 
 pytestmark = pytest.mark.integration
 
 SECRET = "process-webhook-secret-0123456789abcdef"
-#: Kubernetes' default terminationGracePeriodSeconds.
-POD_GRACE_SECONDS = 30
 
 
 @dataclass

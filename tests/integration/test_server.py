@@ -23,7 +23,7 @@ import pytest
 import requests
 
 from tests.support.ports import free_port
-from tests.support.serve import dead_kubeconfig, scrape_metric
+from tests.support.serve import POD_GRACE_SECONDS, dead_kubeconfig, scrape_metric
 from tests.support.wait import wait_until
 
 pytestmark = pytest.mark.integration
@@ -95,7 +95,7 @@ def stop_server(server: Server) -> None:
     if server.process.poll() is None:
         server.process.send_signal(signal.SIGTERM)
         try:
-            server.process.wait(15)
+            server.process.wait(POD_GRACE_SECONDS)
         except subprocess.TimeoutExpired:
             server.process.kill()
             server.process.wait(5)

@@ -23,6 +23,12 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.support.ports import OnLoopback, free_port
 from tests.support.wait import wait_until
 
+#: Kubernetes' default terminationGracePeriodSeconds: how long a pod gets after SIGTERM, so how
+#: long a harness waits for a local controller before it kills it. The controller's own bound
+#: (``autoroll.edge.server.GRACEFUL_TIMEOUT_SECONDS``) is inside it; a shorter wait here kills
+#: a controller that is still shutting down within that bound.
+POD_GRACE_SECONDS = 30
+
 
 def scrape_metric(url: str, name: str, **labels: str) -> float:
     """The samples named ``name`` on ``<url>/metrics`` whose labels include ``labels``,
@@ -78,7 +84,7 @@ class Serve(OnLoopback):
             "autoroll_ticks_total", outcome="error"
         )
 
-    def terminate(self, timeout: float = 30) -> tuple[int, float]:
+    def terminate(self, timeout: float = POD_GRACE_SECONDS) -> tuple[int, float]:
         """SIGTERM; returns (exit code, seconds until exit)."""
         started = time.monotonic()
         self.process.send_signal(signal.SIGTERM)
