@@ -51,12 +51,15 @@ class WatchStream:
         """Unblock a reader waiting in another thread (urllib3 >= 2.3 ``shutdown``).
 
         Never raises: a stream whose connection is already gone (ended, released, or not yet
-        open) has nothing to unblock, and urllib3 says so with a ValueError.
+        open) has nothing to unblock, and urllib3 says so with a ValueError, or a RuntimeError
+        when the stream ended and its connection went back to the pool between the reader's
+        last line and this call. It runs in the reconcile process's SIGTERM handler, where an
+        exception would end the process before its pass logs what it did.
         """
         raw = getattr(self._response, "response", self._response)
         shutdown = getattr(raw, "shutdown", None)
         if callable(shutdown):
-            with contextlib.suppress(ValueError, OSError):
+            with contextlib.suppress(ValueError, RuntimeError, OSError):
                 shutdown()
 
 
