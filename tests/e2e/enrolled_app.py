@@ -19,7 +19,7 @@ from tests.e2e.helpers import core_api
 from tests.e2e.node import Node
 from tests.e2e.scenario import App, Recorder, decision_lines, metric
 from tests.support.registry import ImagePusher, RegistryServer
-from tests.support.wait import eventually
+from tests.support.wait import eventually, wait_until
 
 POLL = 5  # POLL_INTERVAL_SECONDS: the controller's minimum
 SLACK = 4.0  # seconds a busy machine may add to one tick + one kubelet sync
@@ -70,8 +70,16 @@ def first_pass_done(autoroll: Autoroll, app: App) -> None:
 
 def pass_done_now(autoroll: Autoroll, app: App) -> None:
     """Ask for a pass (a signed webhook) and wait until one has decided about ``app`` and
-    finished: the state the test sees now is what the controller saw last."""
+    finished: the state the test sees now is what the controller saw last. The start-up
+    pass ends first: a webhook sent while it is still to come would queue a second pass,
+    which could then decide about the app after this returns."""
     ok = {"outcome": "ok"}
+    wait_until(
+        lambda: metric(autoroll, "autoroll_ticks_total", ok) >= 1,
+        timeout=15,
+        what="autoroll's start-up pass",
+        interval=0.1,
+    )
     ticks = metric(autoroll, "autoroll_ticks_total", ok)
     seen = len(decision_lines(autoroll, app))
     assert autoroll.webhook() == 202
