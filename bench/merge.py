@@ -1,5 +1,6 @@
-"""``python -m bench.merge SMALLER.json LARGEST.json [--loaded SMALLER.json LARGEST.json]``:
-one report from two runs (and, with ``--loaded``, the same pair run under a CPU load).
+"""``python -m bench.merge SMALLER.json LARGEST.json [--giant-from GIANT.json]
+[--loaded SMALLER.json LARGEST.json]``: one report from two runs (and, with ``--loaded``,
+the same pair run under a CPU load).
 
 On a shared 2-core machine one run of every size takes longer than the time it may have, so
 it can run as ``bench.run --smaller`` (every size below 10,000, one image count, the pushes at
@@ -8,7 +9,9 @@ load), at the same time or one after the other. This writes ``bench/results.json
 ``docs/performance.md`` as one run would, saying under what load each part ran. With
 ``--loaded``, the pair run beside ``stress-ng`` (``bench.run --load-cpus N``) is merged the
 same way and kept as ``loaded`` in the results; the report puts its targets beside the quiet
-run's (``bench.side_by_side``).
+run's (``bench.side_by_side``). ``--giant-from`` takes the largest sizes (``--giant N``) from
+another ``--largest`` run, which takes half an hour more: the report says which run, when
+and under what load, and every other cell stays the quiet pair's.
 """
 
 from __future__ import annotations
@@ -65,15 +68,35 @@ def merge(smaller: dict[str, Any], largest: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
+def with_giant(results: dict[str, Any], giant_run: dict[str, Any]) -> dict[str, Any]:
+    """``results`` with the largest sizes of ``giant_run`` (a ``--largest --giant N`` run),
+    and where they came from: its date and load (``giant_part``), for the report to say."""
+    if not giant_run.get("giant"):
+        raise ValueError("the --giant-from run measured no giant size (run it with --giant N)")
+    out = dict(results)
+    out["giant"] = giant_run["giant"]
+    machine = giant_run["machine"]
+    out["giant_part"] = {
+        "date": giant_run["date"],
+        "load_before": machine["load_before"],
+        "load_after": machine["load_after"],
+    }
+    return out
+
+
 def combine(
     quiet: Sequence[dict[str, Any]],
     loaded: Sequence[dict[str, Any]],
     pace: dict[str, Any] | None,
+    giant_run: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The page's results: the quiet pair merged, the loaded pair (if any) under ``loaded``,
-    and the real node's roll pace (``bench/roll_pace.json``) on the quiet run only: bench.run
-    attaches it to every run, but no loaded run measured it, so its column must say so."""
+    """The page's results: the quiet pair merged (with ``giant_run``'s largest sizes, if
+    given), the loaded pair (if any) under ``loaded``, and the real node's roll pace
+    (``bench/roll_pace.json``) on the quiet run only: bench.run attaches it to every run,
+    but no loaded run measured it, so its column must say so."""
     results = merge(quiet[0], quiet[1])
+    if giant_run is not None:
+        results = with_giant(results, giant_run)
     if loaded:
         results["loaded"] = merge(loaded[0], loaded[1])
         results["loaded"].pop("roll_pace", None)
@@ -84,16 +107,31 @@ def combine(
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    giant_run: dict[str, Any] | None = None
+    if "--giant-from" in args:
+        at = args.index("--giant-from")
+        if at + 1 >= len(args):
+            print("--giant-from needs a results file: --giant-from GIANT.json")
+            return 2
+        giant_run = json.loads(Path(args[at + 1]).read_text())
+        del args[at : at + 2]
     loaded_args = args[args.index("--loaded") + 1 :] if "--loaded" in args else []
     quiet_args = args[: args.index("--loaded")] if "--loaded" in args else args
     if len(quiet_args) != 2 or len(loaded_args) not in (0, 2):
-        print("usage: python -m bench.merge SMALLER.json LARGEST.json [--loaded S.json L.json]")
+        print(
+            "usage: python -m bench.merge SMALLER.json LARGEST.json [--giant-from G.json]"
+            " [--loaded S.json L.json]"
+        )
         return 2
     parts = [json.loads(Path(a).read_text()) for a in quiet_args]
     loaded = [json.loads(Path(a).read_text()) for a in loaded_args]
     pace_file = REPO_ROOT / "bench" / "roll_pace.json"
     pace = json.loads(pace_file.read_text()) if pace_file.exists() else None
-    results = combine(parts, loaded, pace)
+    try:
+        results = combine(parts, loaded, pace, giant_run)
+    except ValueError as exc:
+        print(f"bench.merge: {exc}")
+        return 2
     (REPO_ROOT / "bench" / "results.json").write_text(
         json.dumps(results, indent=2, sort_keys=True) + "\n"
     )

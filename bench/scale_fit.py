@@ -177,10 +177,27 @@ def section(results: Mapping[str, Any]) -> str:
         " its warm passes, one serve's targeted pushes); rows marked **fit** are not"
         " measured: each column is a straight line `a + b·n` fitted by least squares over the"
         f" measured sizes and evaluated there. The lines: {coefficients}.\n\n"
+        + _giant_source(results)
         + head
         + "\n".join(rows)
         + "\n\n"
         + _hundred_thousand(fitted)
+    )
+
+
+def _giant_source(results: Mapping[str, Any]) -> str:
+    """Where the sizes past 10,000 were measured, when another run than the rest measured
+    them (``bench.merge --giant-from``): its date and load, so nobody reads them as this
+    run's."""
+    part = results.get("giant_part")
+    if not part:
+        return ""
+    sizes = ", ".join(f"{g['deployments']:,}" for g in results.get("giant", ()))
+    return (
+        f"The {sizes} row comes from a separate `bench.run --largest --giant` run on"
+        f" {part['date']} (load average {part['load_before']} before → {part['load_after']}"
+        " after), whose other cells are not used here: every other measured cell on this"
+        " page is the quiet pair's.\n\n"
     )
 
 
