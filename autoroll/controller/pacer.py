@@ -19,7 +19,13 @@ the next poll (120 s by default), although its replacement was Ready within a se
    its pods will not change when the window ends, so the pacer asks for a pass targeted at
    its tags when it does (``later``, the worker's deferred nudge); one whose replacement
    failed inside its window is left to the poll (its roll is halted).
-5. Nor is a workload whose deletion the guardrails held (budget, min-age, window, pause,
+5. A workload the pass found stale and settled but deleted nothing from (``DRY_RUN``, an
+   eviction a PodDisruptionBudget refused, a pod already gone or replaced) is armed only
+   while the cache shows something still changing: if it shows the workload settled right
+   after the pass, no pod event is coming that a pass could act on, and a nudge then would
+   start the same pass again at once, in a loop (one registry HEAD and one pod list each).
+   The poll and webhooks look at it again.
+6. Nor is a workload whose deletion the guardrails held (budget, min-age, window, pause,
    quarantine, wave, a digest not yet proven): nothing was deleted, so the cache shows it
    settled, and arming it would nudge a pass at once that the guardrail holds again, and
    again on each of its pod events: a pass in a loop. A hold that says when it may go
@@ -64,6 +70,10 @@ class Armed:
 
     tags: frozenset[ImageTag]
     deleted_uid: str = ""
+    #: The pass changed it or saw it unsettled (a pod deleted, stale pods waiting): the
+    #: cache showing it settled means something happened. False for a stale, settled
+    #: workload nothing was deleted from (module docstring, 5).
+    expects_change: bool = True
 
 
 class RollPacer:
@@ -131,17 +141,18 @@ class RollPacer:
                 hold = holds.get(decision.key)
                 if not tags or not decision.health.passed or hold is not None:
                     # Done, waiting on a health window, or held by a guardrail: no pod
-                    # change ends that wait (module docstring, 4 and 5).
+                    # change ends that wait (module docstring, 4 and 6).
                     self._armed.pop(decision.key, None)
                     if tags and hold is not None and hold.until is not None:
                         windows.append((tags, hold.until))
                     continue
                 uid = deleted.get(decision.key, "")
-                self._armed[decision.key] = Armed(tags, uid)
+                waiting = any(v.verdict is Verdict.WAITING for v in decision.containers)
+                self._armed[decision.key] = Armed(tags, uid, bool(uid) or waiting)
                 armed.append(decision.key)
         # It may have settled already (a fast replacement, or a cache that saw it first).
         for key in armed:
-            self._check(key)
+            self._check(key, after_pass=True)
         if self._later is not None:
             now = self._clock()
             for tags, until in windows:
@@ -155,7 +166,7 @@ class RollPacer:
         for key in wanted:
             self._check(key)
 
-    def _check(self, key: str) -> None:
+    def _check(self, key: str, *, after_pass: bool = False) -> None:
         found = self._watch.cached(key)
         if found is None:
             return
@@ -168,6 +179,9 @@ class RollPacer:
             if not gone or not settled.is_settled:
                 return
             del self._armed[key]
+            if after_pass and not armed.expects_change:
+                log.debug("%s: stale, settled, nothing deleted: left to the poll", key)
+                return
         self._metrics.roll_pace_nudges.inc()
         log.debug("%s settled: looking again at %s", key, ", ".join(map(str, armed.tags)))
         self._nudge(Scope.of(armed.tags))

@@ -11,7 +11,7 @@ from prometheus_client import CollectorRegistry
 
 from autoroll.controller.pacer import RollPacer
 from autoroll.controller.reconciler import TickReport
-from autoroll.core.model import Enrolled, PodView
+from autoroll.core.model import DeleteOutcome, Enrolled, PodView
 from autoroll.core.policy import Guardrails
 from autoroll.core.scope import FULL, ImageTag, Scope
 from autoroll.instruments.metrics import Metrics
@@ -213,3 +213,49 @@ def test_a_deletion_held_by_the_budget_is_not_armed() -> None:
     assert "shop/deployment/api" not in pacer.armed
     watch.shows(other)
     assert nudged == []
+
+
+def test_a_dry_run_pass_nudges_nothing_so_passes_do_not_loop() -> None:
+    """DRY_RUN deletes nothing: the cache shows the workload settled as it was, and a nudge
+    would run the same pass again at once, forever (found on the real node: a targeted
+    pass every 60 ms, each with a registry HEAD and a pod list)."""
+    pacer, watch, nudged, cluster, _ = pacer_world([web(pod("web-1"), pod("web-2"))])
+    reconciler, _ = make(cluster, FakeRegistry({REF: NEW}), dry_run=True)
+    report = pacer.paced(reconciler.tick)(lambda: False, FULL)
+    assert [e.outcome.value for e in report.executed] == ["dry-run"]
+    assert nudged == []
+    assert "shop/deployment/web" not in pacer.armed
+    watch.shows(web(pod("web-1"), pod("web-2")))
+    assert nudged == [], "a later event about the same pods nudges nothing either"
+
+
+def test_an_eviction_the_disruption_budget_refused_nudges_nothing() -> None:
+    pacer, _watch, nudged, cluster, _ = pacer_world([web(pod("web-1"), pod("web-2"))])
+    cluster.outcome = DeleteOutcome.BLOCKED
+    report = run(pacer, cluster)
+    assert [e.outcome.value for e in report.executed] == ["blocked-by-disruption-budget"]
+    assert nudged == [] and pacer.armed == {}
+
+
+def test_nothing_deleted_while_the_cache_still_shows_a_change_nudges_once_it_settles() -> None:
+    """A pod already gone (404): the cache shows its replacement coming; when that is
+    Ready the roll goes on at readiness's pace, once."""
+    pacer, watch, nudged, cluster, _ = pacer_world([web(pod("web-1"), pod("web-2"))])
+    cluster.outcome = DeleteOutcome.ALREADY_GONE
+    coming = pod("web-3", NEW, created=T0 + timedelta(seconds=1), ready=False)
+    watch.held["shop/deployment/web"] = web(pod("web-2"), coming)
+    run(pacer, cluster)
+    assert nudged == [] and "shop/deployment/web" in pacer.armed
+    watch.shows(web(pod("web-2"), pod("web-3", NEW, created=T0 + timedelta(seconds=1))))
+    assert nudged == [APP]
+
+
+def test_stale_pods_waiting_on_a_workload_the_cache_already_shows_settled_nudge_at_once() -> None:
+    """The pass saw it unsettled; the cache saw it settle before the pass ended: that is a
+    change, so the pass that may delete goes now."""
+    unready = web(pod("web-1"), pod("web-2", NEW, ready=False))
+    pacer, watch, nudged, cluster, _ = pacer_world([unready])
+    watch.held["shop/deployment/web"] = web(pod("web-1"), pod("web-2", NEW))
+    run(pacer, cluster)
+    assert cluster.deleted == []
+    assert nudged == [APP]
