@@ -25,7 +25,13 @@ the next poll (120 s by default), although its replacement was Ready within a se
    after the pass, no pod event is coming that a pass could act on, and a nudge then would
    start the same pass again at once, in a loop (one registry HEAD and one pod list each).
    The poll and webhooks look at it again.
-6. Nor is a workload whose deletion the guardrails held (budget, min-age, window, pause,
+6. A pass's decision and the cache may disagree for good about a workload that waits (a
+   partitioned StatefulSet's template rollout, a pod behind ``updateRevision``): the pass
+   says "waiting", the cache says settled, and each after-pass check would nudge the next
+   pass at once. So the check right after a pass nudges a workload once; if the pass that
+   nudge bought leaves it waiting and settled again with nothing deleted, it is left to
+   the poll until a pod of it is deleted or a pod event nudges it.
+7. Nor is a workload whose deletion the guardrails held (budget, min-age, window, pause,
    quarantine, wave, a digest not yet proven): nothing was deleted, so the cache shows it
    settled, and arming it would nudge a pass at once that the guardrail holds again, and
    again on each of its pod events: a pass in a loop. A hold that says when it may go
@@ -95,6 +101,8 @@ class RollPacer:
         self._metrics = metrics
         self._lock = threading.Lock()
         self._armed: dict[str, Armed] = {}
+        #: Workloads the last after-pass check nudged (module docstring, 6).
+        self._nudged_after_pass: set[str] = set()
         watch.subscribe(self.changed)
 
     @property
@@ -117,6 +125,7 @@ class RollPacer:
         if report.skipped:
             with self._lock:
                 self._armed.clear()  # not the leader: the leader paces its own rolls
+                self._nudged_after_pass.clear()
             return
         deleted = {
             done.action.workload_key: done.action.uid
@@ -141,12 +150,16 @@ class RollPacer:
                 hold = holds.get(decision.key)
                 if not tags or not decision.health.passed or hold is not None:
                     # Done, waiting on a health window, or held by a guardrail: no pod
-                    # change ends that wait (module docstring, 4 and 6).
+                    # change ends that wait (module docstring, 4 and 7).
                     self._armed.pop(decision.key, None)
+                    if not tags:
+                        self._nudged_after_pass.discard(decision.key)
                     if tags and hold is not None and hold.until is not None:
                         windows.append((tags, hold.until))
                     continue
                 uid = deleted.get(decision.key, "")
+                if uid:
+                    self._nudged_after_pass.discard(decision.key)
                 waiting = any(v.verdict is Verdict.WAITING for v in decision.containers)
                 self._armed[decision.key] = Armed(tags, uid, bool(uid) or waiting)
                 armed.append(decision.key)
@@ -182,6 +195,13 @@ class RollPacer:
             if after_pass and not armed.expects_change:
                 log.debug("%s: stale, settled, nothing deleted: left to the poll", key)
                 return
+            if not after_pass or armed.deleted_uid:
+                self._nudged_after_pass.discard(key)  # a pod event, or a deletion: progress
+            elif key in self._nudged_after_pass:
+                log.debug("%s: the pass and the cache disagree on settled: left to the poll", key)
+                return
+            else:
+                self._nudged_after_pass.add(key)
         self._metrics.roll_pace_nudges.inc()
         log.debug("%s settled: looking again at %s", key, ", ".join(map(str, armed.tags)))
         self._nudge(Scope.of(armed.tags))

@@ -259,3 +259,25 @@ def test_stale_pods_waiting_on_a_workload_the_cache_already_shows_settled_nudge_
     run(pacer, cluster)
     assert cluster.deleted == []
     assert nudged == [APP]
+
+
+def test_a_pass_and_a_cache_that_keep_disagreeing_cost_one_extra_pass_not_a_loop() -> None:
+    """The pass keeps deciding "waiting" on what the cache keeps calling settled (on the
+    real node: a partitioned StatefulSet, 224 passes in 4 s). The first after-pass check
+    nudges; the pass it bought, deciding the same, nudges nothing; a pod event or a
+    deletion ends that."""
+    unready = web(pod("web-1"), pod("web-2", NEW, ready=False))
+    pacer, watch, nudged, cluster, _ = pacer_world([unready])
+    watch.held["shop/deployment/web"] = web(pod("web-1"), pod("web-2", NEW))
+    run(pacer, cluster, APP)
+    assert nudged == [APP]
+    run(pacer, cluster, APP)
+    run(pacer, cluster, APP)
+    assert nudged == [APP], "the same disagreement again: left to the poll"
+    assert "shop/deployment/web" not in pacer.armed
+
+    cluster.items = [web(pod("web-1"), pod("web-2", NEW))]  # settled: web-1 is deleted
+    run(pacer, cluster)
+    assert cluster.deleted == [("shop", "web-1", "uid-web-1")]
+    watch.shows(web(pod("web-2", NEW), pod("web-3", NEW, created=T0 + timedelta(seconds=1))))
+    assert nudged == [APP, APP], "after a deletion the roll is paced again"
