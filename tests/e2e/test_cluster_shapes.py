@@ -201,7 +201,7 @@ def test_an_image_that_crashes_after_ready_within_min_ready_seconds_halts_after_
 ) -> None:
     app = make_app(kube, namespace, docker_registry, node)
     old = app.push()
-    create(app, enrolled_deployment(app, 3, minReadySeconds=30))
+    create(app, enrolled_deployment(app, 3, minReadySeconds=20))
     autoroll = start_autoroll()
     wait_own(app, old, replicas=3, timeout=START_TIMEOUT)
 
@@ -211,7 +211,7 @@ def test_an_image_that_crashes_after_ready_within_min_ready_seconds_halts_after_
 
     eventually(available, timeout=90, what="3 available after minReadySeconds")
     pass_done_now(autoroll, app)
-    bad = app.push(crash_after=20)
+    bad = app.push(crash_after=14)  # about 12 s after Ready: inside minReadySeconds
 
     def replacement_crashed() -> None:
         replaced = [
