@@ -63,3 +63,13 @@ def test_a_giant_from_run_without_a_giant_size_is_refused_by_name(
         merging.with_giant({}, giant_run())
     assert merging.main(["a.json", "b.json", "--giant-from"]) == 2
     assert "--giant-from needs a results file" in capsys.readouterr().out
+
+
+def test_the_roll_pace_target_keeps_one_row_whether_measured_or_not() -> None:
+    from bench.cache_report import verdicts
+
+    pace = {"roll_s": 9.4, "pull_ready_s": 3.3, "full_passes": 0}
+    measured = verdicts({"roll_pace": pace}, [])[0]
+    unmeasured = verdicts({}, [])[0]
+    assert measured.name == unmeasured.name
+    assert (measured.met, unmeasured.met) == (True, None)
