@@ -30,7 +30,7 @@ the next poll (120 s by default), although its replacement was Ready within a se
    says "waiting", the cache says settled, and each after-pass check would nudge the next
    pass at once. So the check right after a pass nudges a workload once; if the pass that
    nudge bought leaves it waiting and settled again with nothing deleted, it is left to
-   the poll until a pod of it is deleted or a pod event nudges it.
+   the poll and webhooks until a pass deletes one of its pods or finds it done.
 7. Nor is a workload whose deletion the guardrails held (budget, min-age, window, pause,
    quarantine, wave, a digest not yet proven): nothing was deleted, so the cache shows it
    settled, and arming it would nudge a pass at once that the guardrail holds again, and

@@ -264,8 +264,7 @@ def test_stale_pods_waiting_on_a_workload_the_cache_already_shows_settled_nudge_
 def test_a_pass_and_a_cache_that_keep_disagreeing_cost_one_extra_pass_not_a_loop() -> None:
     """The pass keeps deciding "waiting" on what the cache keeps calling settled (on the
     real node: a partitioned StatefulSet, 224 passes in 4 s). The first after-pass check
-    nudges; the pass it bought, deciding the same, nudges nothing; a pod event or a
-    deletion ends that."""
+    nudges; the pass it bought, deciding the same, nudges nothing; a deletion ends that."""
     unready = web(pod("web-1"), pod("web-2", NEW, ready=False))
     pacer, watch, nudged, cluster, _ = pacer_world([unready])
     watch.held["shop/deployment/web"] = web(pod("web-1"), pod("web-2", NEW))
