@@ -113,7 +113,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if at + 1 >= len(args):
             print("--giant-from needs a results file: --giant-from GIANT.json")
             return 2
-        giant_run = json.loads(Path(args[at + 1]).read_text())
+        try:
+            giant_run = json.loads(Path(args[at + 1]).read_text())
+        except (OSError, ValueError) as exc:
+            print(f"--giant-from {args[at + 1]}: not a bench.run results file ({exc})")
+            return 2
         del args[at : at + 2]
     loaded_args = args[args.index("--loaded") + 1 :] if "--loaded" in args else []
     quiet_args = args[: args.index("--loaded")] if "--loaded" in args else args

@@ -73,3 +73,12 @@ def test_the_roll_pace_target_keeps_one_row_whether_measured_or_not() -> None:
     unmeasured = verdicts({}, [])[0]
     assert measured.name == unmeasured.name
     assert (measured.met, unmeasured.met) == (True, None)
+
+
+def test_a_giant_from_file_that_is_missing_is_refused_by_name(
+    capsys: pytest.CaptureFixture[str], tmp_path: Any
+) -> None:
+    missing = tmp_path / "nope.json"
+    assert merging.main(["a.json", "b.json", "--giant-from", str(missing)]) == 2
+    said = capsys.readouterr().out
+    assert f"--giant-from {missing}: not a bench.run results file" in said
