@@ -290,7 +290,7 @@ class Worker:
         self._thread.start()
 
     def request_stop(self) -> None:
-        """Ask the thread to stop, without waiting (safe in a signal handler: two Event sets).
+        """Ask the thread to stop, without waiting (two Event sets: each takes its lock).
 
         The pass in progress sees ``stopping()`` and ends before its next Deployment.
         """

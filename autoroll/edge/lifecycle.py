@@ -129,10 +129,17 @@ class Controller:
         self.worker.start()
 
     def begin_stop(self) -> None:
-        """SIGTERM arrived: tell the reconcile thread to stop now, without waiting (safe in
-        a signal handler), so the pass winds down while requests drain, not after."""
-        if self._stop_requested_at is None:
-            self._stop_requested_at = self._clock()
+        """SIGTERM arrived: tell the reconcile thread to stop now, without waiting, so the
+        pass winds down while requests drain, not after. Once; later calls return at once.
+
+        It takes the locks of the threads it tells, so it is no signal handler's work where
+        the main thread may hold one (the reconcile process only sets a flag there:
+        ``reconcile_main``). gunicorn's worker calls it from its handler only in the
+        one-process runtime, whose main thread never takes them.
+        """
+        if self._stop_requested_at is not None:
+            return
+        self._stop_requested_at = self._clock()
         self.worker.request_stop()
         if self.cache is not None:
             self.cache.request_stop()

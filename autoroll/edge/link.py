@@ -54,7 +54,8 @@ class ControllerLink(Protocol):
     def start(self) -> None: ...
 
     def begin_stop(self) -> None:
-        """SIGTERM arrived: tell the loop to stop, without waiting (signal-handler safe)."""
+        """SIGTERM arrived: tell the loop to stop, without waiting (gunicorn's worker calls
+        it from its signal handler: ``ReconcileProcess`` only sends a signal)."""
 
     def stop(self, timeout: float) -> None: ...
 

@@ -18,11 +18,20 @@ same redactor; then:
 4. stops on SIGTERM (from the worker) or when the pipe closes (the worker is gone): the
    controller's own bounded stop (the pass, the election, the Lease), then exits. SIGINT is
    ignored: a Ctrl-C in a terminal reaches the whole process group, and the worker decides.
+
+The SIGTERM handler only sets a flag; the main loop, woken by the signal's wake-up fd, does
+the stopping. A Python handler runs in the main thread between two bytecodes, perhaps while
+that thread holds a lock (a scrape's exposition, a delivery's nudge), or inside its own first
+run when the worker's second SIGTERM comes (it sends one from its own handler and one as it
+waits): a handler that took a lock could wait on itself for ever. That happened: the watched
+cache's lock, taken by a handler inside the same handler, and the worker killed the
+process at its bound, with the Lease left to expire.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import logging
 import os
@@ -32,7 +41,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from multiprocessing.connection import Connection
+from multiprocessing.connection import Connection, wait
 from typing import Final
 
 from autoroll.config import Config
@@ -75,12 +84,27 @@ def owner_lock(owner: str, *, stopping: Callable[[], bool]) -> socket.socket | N
 
 
 class _Serving:
-    """The pipe's end in this process: answers, status, and the stop flag."""
+    """The pipe's end in this process: answers, status, and the stop flags."""
 
     def __init__(self, conn: Connection) -> None:
         self._conn = conn
         self._send_lock = threading.Lock()
-        self.stop = threading.Event()
+        self.stop = threading.Event()  # the worker is gone (seen by a send)
+        self.signalled = False  # SIGTERM: set by the handler, read by the main loop
+        self._wake_read, self.wake_fd = os.pipe()  # the signal's C handler writes here
+        for fd in (self._wake_read, self.wake_fd):
+            os.set_blocking(fd, False)
+
+    def on_sigterm(self, signum: int, frame: object) -> None:
+        """A flag only, no lock (module docstring); the wake-up fd has woken ``serve``."""
+        self.signalled = True
+
+    def stopping(self) -> bool:
+        return self.signalled or self.stop.is_set()
+
+    def close(self) -> None:
+        os.close(self._wake_read)
+        os.close(self.wake_fd)
 
     def send(self, message: object) -> bool:
         try:
@@ -99,9 +123,13 @@ class _Serving:
 
     def serve(self, controller: Controller) -> None:
         """Answer the worker's messages until a stop or the pipe's end."""
-        while not self.stop.is_set():
+        while not self.stopping():
             try:
-                if not self._conn.poll(0.2):
+                ready = wait([self._conn, self._wake_read], timeout=0.2)
+                if self._wake_read in ready:
+                    with contextlib.suppress(BlockingIOError):
+                        os.read(self._wake_read, 64)
+                if self._conn not in ready or self.signalled:
                     continue
                 message = self._conn.recv()
             except (EOFError, OSError):
@@ -118,17 +146,21 @@ class _Serving:
 def run(conn: Connection, owner: str, build: Callable[[], Controller]) -> int:
     """Steps 1 to 4 of the module docstring; the exit status."""
     serving = _Serving(conn)
-    controller: Controller | None = None
+    handler = signal.signal(signal.SIGTERM, serving.on_sigterm)
+    interrupt = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    wake_fd = signal.set_wakeup_fd(serving.wake_fd, warn_on_full_buffer=False)
+    try:
+        return _run(serving, owner, build)
+    finally:
+        signal.set_wakeup_fd(wake_fd)
+        signal.signal(signal.SIGTERM, handler)
+        signal.signal(signal.SIGINT, interrupt)
+        serving.close()
 
-    def on_sigterm(signum: int, frame: object) -> None:
-        serving.stop.set()
-        if controller is not None:
-            controller.begin_stop()
 
-    signal.signal(signal.SIGTERM, on_sigterm)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    lock = owner_lock(owner, stopping=serving.stop.is_set)
-    if serving.stop.is_set():
+def _run(serving: _Serving, owner: str, build: Callable[[], Controller]) -> int:
+    lock = owner_lock(owner, stopping=serving.stopping)
+    if serving.stopping():
         return 0
     controller = build()
     controller.start()

@@ -71,6 +71,24 @@ class Autoroll:
         tail = "\n".join(self.output[-20:])
         raise AssertionError(f"no autoroll line matched {pattern!r} in {timeout}s; last:\n{tail}")
 
+    def terminate(self, timeout: float) -> float:
+        """SIGTERM the local process and wait for it to exit; the seconds it took.
+
+        AssertionError with the last lines it printed (each stamped) if it is still running
+        after ``timeout``: a slow shutdown says which step it was in.
+        """
+        assert self.process is not None, "terminate() is for a local process"
+        started = time.monotonic()
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            tail = "\n".join(self.output[-30:])
+            raise AssertionError(
+                f"autoroll still running {timeout}s after SIGTERM; last:\n{tail}"
+            ) from None
+        return time.monotonic() - started
+
     def webhook(
         self,
         body: bytes = b'{"ref": "refs/heads/main"}',

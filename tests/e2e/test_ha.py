@@ -366,9 +366,8 @@ def test_a_webhook_at_the_follower_makes_the_leader_tick_within_two_seconds(
 
             # A clean shutdown releases the lease: the follower leads well before 15 s.
             stopped = time.monotonic()
+            a.terminate(20)
             assert a.process is not None
-            a.process.send_signal(signal.SIGTERM)
-            a.process.wait(20)
             assert a.process.returncode == 0
             wait_until(lambda: scene.holder() == "ctl-b", timeout=10, interval=0.05, what="ctl-b")
             handover = time.monotonic() - stopped  # includes a's graceful shutdown
