@@ -75,7 +75,7 @@ class GoJSONError(ValueError):
     """A value Go's json.Marshal refuses; Helm's toJson would return an empty string."""
 
 
-def _escape_table() -> dict[int, str]:
+def _escape_table() -> dict[int, str]:  # pragma: no mutate block (runs at import)
     table: dict[int, str] = {}
     for code in range(0x20):
         table[code] = f"\\u{code:04x}"
@@ -275,7 +275,7 @@ _ENCODER = json.JSONEncoder(
 )
 
 
-def _make_c_encode() -> Callable[[Any], str]:
+def _make_c_encode() -> Callable[[Any], str]:  # pragma: no mutate block (runs at import)
     """``_ENCODER.encode`` without rebuilding the C encoder on every call (what
     ``JSONEncoder.iterencode`` does); the public method where ``_json`` is missing."""
     make = getattr(json.encoder, "c_make_encoder", None)
