@@ -86,6 +86,19 @@ def test_format_g_matches_fmt_v(value: float, expected: str) -> None:
         (0.1, "0.1"),
         (1e39, "+Inf"),
         (7.866340851152702e-07, "7.866341e-07"),
+        # Negative keys (Go 1.26's strconv.FormatFloat(float64(float32(v)), 'g', -1, 32)):
+        # the sign survived mutation testing untested.
+        (-3.14159265358979, "-3.1415927"),
+        (-0.0, "-0"),
+        (-1e6, "-1e+06"),
+        (-2.5e-05, "-2.5e-05"),
+        (-1e39, "-Inf"),
+        # Either side of %g's switch to an exponent (exp < -4 or exp >= 6), and one.
+        (0.0001, "0.0001"),
+        (0.00001, "1e-05"),
+        (123456.0, "123456"),
+        (1234567.0, "1.234567e+06"),
+        (1.0, "1"),
     ],
 )
 def test_format_g32_matches_go_float32_shortest(value: float, expected: str) -> None:
