@@ -161,7 +161,11 @@ def running_serve(
         deadline = time.monotonic() + 60
         while True:
             if process.poll() is not None:
-                raise RuntimeError(f"autoroll serve exited {process.returncode}; see {log}")
+                tail = log.read_text(errors="replace").splitlines()[-5:]
+                raise RuntimeError(
+                    f"autoroll serve exited {process.returncode}; see {log}; it ended with:\n"
+                    + "\n".join(tail)
+                )
             with contextlib.suppress(requests.RequestException):
                 if requests.get(f"{serve.url}/healthz", timeout=1).status_code == 200:
                     break

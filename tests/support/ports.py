@@ -11,7 +11,9 @@ ephemeral range are never used as source ports, so that cannot happen there.
 
 Under pytest-xdist each worker draws from a slice of its own (``gw0`` the first, ...), so
 two workers' control planes, registries and controllers never pick the same port between
-one's check and its bind.
+one's check and its bind. Within one process, a port handed out is not handed out again for
+the next ``REMEMBERED`` calls: a caller that asks for two ports before binding either (a
+controller's ``LISTEN_ADDR`` and ``PROBE_ADDR``) gets two different ones.
 """
 
 from __future__ import annotations
@@ -19,12 +21,17 @@ from __future__ import annotations
 import os
 import random
 import socket
+from collections import deque
 from collections.abc import Mapping
 from pathlib import Path
 
 #: The lowest port handed out; below it live well-known and registered services.
 FLOOR = 20000
 ATTEMPTS = 200
+#: How many of this process's latest ports are never handed out again.
+REMEMBERED = 512
+
+_recent: deque[int] = deque(maxlen=REMEMBERED)
 
 
 def ephemeral_range() -> tuple[int, int]:
@@ -39,19 +46,23 @@ def ephemeral_range() -> tuple[int, int]:
 def free_port() -> int:
     """A TCP port free on 127.0.0.1 right now and never used as a source port.
 
-    Random within [FLOOR, start of the ephemeral range), checked by binding it; the small
-    race with another process binding the same port in between is acceptable in tests.
+    Random within [FLOOR, start of the ephemeral range), checked by binding it, and none of
+    this process's last ``REMEMBERED`` ports; the small race with another process binding
+    the same port in between is acceptable in tests.
     """
     low, high = ephemeral_range()
     candidates = range(FLOOR, low) if low - FLOOR >= 1000 else range(high + 1, 65536)
     if len(candidates) < 1000:  # an unusual kernel setting: let the kernel choose
         return _bind_and_report(0)
     candidates = worker_slice(candidates)
-    for _ in range(ATTEMPTS):
+    recent = set(_recent)
+    fresh = [port for port in candidates if port not in recent]
+    for port in random.sample(fresh, min(ATTEMPTS, len(fresh))):
         try:
-            return _bind_and_report(random.choice(candidates))
+            _recent.append(_bind_and_report(port))
         except OSError:
             continue
+        return port
     raise RuntimeError(f"no free port on 127.0.0.1 in {candidates} after {ATTEMPTS} tries")
 
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import socket
 
+import pytest
+
+from tests.support import ports
 from tests.support.ports import FLOOR, ephemeral_range, free_port, worker_slice
 
 
@@ -33,3 +36,14 @@ def test_each_xdist_worker_draws_from_a_slice_of_its_own() -> None:
     assert (first, second) == (range(20000, 26000), range(26000, 32000))
     assert worker_slice(candidates, {}) == candidates  # not a distributed run
     assert worker_slice(candidates, {"PYTEST_XDIST_WORKER": "gw0"}) == candidates  # one worker
+
+
+def test_a_port_is_not_handed_out_again_while_the_caller_may_not_have_bound_it() -> None:
+    # Two ports asked for before either is bound (a controller's LISTEN_ADDR and PROBE_ADDR)
+    # must differ; drawing at random from a range of 1,000, 300 draws would repeat one.
+    low = FLOOR + 1000
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ports, "ephemeral_range", lambda: (low, 60999))
+        handed = [free_port() for _ in range(300)]
+    assert len(set(handed)) == len(handed)
+    assert all(FLOOR <= port < low for port in handed)
