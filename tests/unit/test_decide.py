@@ -12,7 +12,7 @@ from datetime import timedelta
 
 import pytest
 
-from autoroll.core.decide import ChildrenRequest, PodState, Reason, Sighting, Verdict, decide
+from autoroll.core.decide import ChildrenRequest, PodState, Reason, Verdict
 from autoroll.core.model import ContainerView, Unknown
 from tests.support.decide_cases import (
     BEFORE,
@@ -22,25 +22,38 @@ from tests.support.decide_cases import (
     NEW,
     OLD,
     OTHER,
-    OWN_CONTENT,
     REF,
-    SEEN,
     Case,
     check_rule,
     deployment,
     pod,
     run,
 )
+from tests.support.decide_scene import decide_app
+
+
+def skipped_container(
+    case_id: str, rule: str, reason: Reason, image: str, *, pull_policy: str = "Always"
+) -> Case:
+    """A row of two settled pods whose Deployment's one container, ``image`` pulled by
+    ``pull_policy``, is skipped for ``reason``."""
+    return Case(
+        case_id,
+        rule,
+        [pod("a"), pod("b")],
+        Verdict.SKIPPED,
+        reason,
+        deployment=deployment(ContainerView("app", image, pull_policy)),
+    )
+
 
 CASES = [
     # --- which containers count -------------------------------------------------------------
-    Case(
+    skipped_container(
         "other-host-ignored",
         "only images on FORGEJO_HOST",
-        [pod("a"), pod("b")],
-        Verdict.SKIPPED,
         Reason.OTHER_HOST,
-        deployment=deployment(ContainerView("app", "docker.io/library/nginx:latest", "Always")),
+        "docker.io/library/nginx:latest",
     ),
     Case(
         "host-compare-is-case-insensitive",
@@ -54,45 +67,37 @@ CASES = [
         deletes="a",
         deployment=deployment(ContainerView("app", f"{HOST.upper()}/team/app:latest", "Always")),
     ),
-    Case(
+    skipped_container(
         "digest-pinned-ignored",
         "tag-referenced only; digest-pinned ignored",
-        [pod("a"), pod("b")],
-        Verdict.SKIPPED,
         Reason.DIGEST_PINNED,
-        deployment=deployment(ContainerView("app", f"{HOST}/team/app@{OLD}", "Always")),
+        f"{HOST}/team/app@{OLD}",
     ),
-    Case(
+    skipped_container(
         "tag-and-digest-is-pinned",
         "tag-referenced only; digest-pinned ignored",
-        [pod("a"), pod("b")],
-        Verdict.SKIPPED,
         Reason.DIGEST_PINNED,
-        deployment=deployment(ContainerView("app", f"{HOST}/team/app:latest@{OLD}", "Always")),
+        f"{HOST}/team/app:latest@{OLD}",
     ),
-    Case(
+    skipped_container(
         "pull-policy-if-not-present-never-rolled",
         "pullPolicy != Always: never rolled, warning",
-        [pod("a"), pod("b")],
-        Verdict.SKIPPED,
         Reason.PULL_POLICY_NOT_ALWAYS,
-        deployment=deployment(ContainerView("app", IMAGE, "IfNotPresent")),
+        IMAGE,
+        pull_policy="IfNotPresent",
     ),
-    Case(
+    skipped_container(
         "pull-policy-unset-never-rolled",
         "pullPolicy != Always: never rolled, warning",
-        [pod("a"), pod("b")],
-        Verdict.SKIPPED,
         Reason.PULL_POLICY_NOT_ALWAYS,
-        deployment=deployment(ContainerView("app", IMAGE, "")),
+        IMAGE,
+        pull_policy="",
     ),
-    Case(
+    skipped_container(
         "invalid-image-skipped",
         "which containers count",
-        [pod("a"), pod("b")],
-        Verdict.SKIPPED,
         Reason.INVALID_IMAGE,
-        deployment=deployment(ContainerView("app", f"{HOST}/Team/App:latest", "Always")),
+        f"{HOST}/Team/App:latest",
     ),
     # --- the registry -----------------------------------------------------------------------
     Case(
@@ -242,15 +247,7 @@ def test_mismatch_requests_children_of_the_target_only() -> None:
 
 
 def test_no_children_request_without_a_mismatch() -> None:
-    decision = decide(
-        workload=deployment(),
-        pods=[pod("a", digest=NEW), pod("b", digest=NEW)],
-        registries={HOST},
-        resolved={REF: NEW},
-        sightings={REF: Sighting(NEW, SEEN)},
-        children={},
-        contents=OWN_CONTENT,
-    )
+    decision = decide_app([pod("a", digest=NEW), pod("b", digest=NEW)], children={})
     assert decision.needs_children == frozenset()
     assert decision.containers[0].verdict is Verdict.CURRENT
 
@@ -258,16 +255,9 @@ def test_no_children_request_without_a_mismatch() -> None:
 def test_decide_again_with_children_then_deletes() -> None:
     """The shell's two-pass flow: mismatch -> fetch children -> decide again."""
     pods = [pod("a", digest=OTHER), pod("b", digest=CHILD)]
-    inputs = {
-        "workload": deployment(),
-        "pods": pods,
-        "registries": {HOST},
-        "resolved": {REF: NEW},
-        "sightings": {REF: Sighting(NEW, SEEN)},
-    }
-    first = decide(**inputs, children={}, contents=OWN_CONTENT)  # type: ignore[arg-type]
+    first = decide_app(pods, children={})
     assert first.actions == () and first.needs_children
-    second = decide(**inputs, children={NEW: frozenset({CHILD})}, contents=OWN_CONTENT)  # type: ignore[arg-type]
+    second = decide_app(pods, children={NEW: frozenset({CHILD})})
     assert [a.name for a in second.actions] == ["a"]
     states = {f.pod: f.state for f in second.containers[0].pods}
     assert states == {"a": PodState.STALE, "b": PodState.CURRENT_CHILD}

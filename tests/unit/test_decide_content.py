@@ -5,9 +5,11 @@ core asks the shell to resolve.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from datetime import timedelta
 from functools import partial
+from typing import Any
 
 import pytest
 
@@ -19,10 +21,9 @@ from autoroll.core.decide import (
     Reason,
     Sighting,
     Verdict,
-    decide,
     match_content,
 )
-from autoroll.core.model import Digest, ImageContent, Unknown
+from autoroll.core.model import Digest, ImageContent, PodView, Unknown
 from tests.support.decide_cases import (
     AFTER,
     AMD,
@@ -52,46 +53,84 @@ from tests.support.decide_cases import (
     pod,
     run,
 )
+from tests.support.decide_scene import decide_app
+
+
+def half_old_build_on(
+    platform: str | None,
+    case_id: str,
+    rule: str,
+    verdict: Verdict,
+    reason: Reason,
+    *,
+    deletes: str | None = None,
+) -> Case:
+    """A row where pod ``a`` runs ``HALF_OLD`` under a mirror's name on a node of ``platform``
+    (None: not known), beside ``b`` on the target ``BUILD``, an index of amd64 and arm64."""
+    return Case(
+        case_id,
+        rule,
+        [replace(pod("a", digest=MIRROR_ID), platform=platform), pod("b", digest=NEW)],
+        verdict,
+        reason,
+        deletes=deletes,
+        children={NEW: frozenset({AMD, ARM})},
+        contents={NEW: BUILD, FOREIGN: HALF_OLD},
+    )
+
+
+def same_config_under_a_mirrors_name(
+    case_id: str, rule: str, pods: list[PodView], **fields: Any
+) -> Case:
+    """A row where pods run the target's config under the mirror's name (``MIRROR_ID``,
+    ``FOREIGN_SAME``): current, never stale; ``fields`` are the row's other ``Case`` fields."""
+    return Case(
+        case_id, rule, pods, Verdict.CURRENT, Reason.UP_TO_DATE, contents=FOREIGN_SAME, **fields
+    )
+
+
+def content_unknown(
+    case_id: str, rule: str, reference: str, contents: Mapping[Digest, ImageContent | Unknown]
+) -> Case:
+    """A row where pod ``a`` runs ``reference``, whose content ``contents`` cannot tell,
+    beside ``b`` on the target: skipped, never stale."""
+    return Case(
+        case_id,
+        rule,
+        [pod("a", digest=reference), pod("b", digest=NEW)],
+        Verdict.SKIPPED,
+        Reason.CONTENT_UNKNOWN,
+        contents=contents,
+    )
+
 
 CASES = [
     # --- stale means "runs other content" (issue 12) ---------------------------------------
     # containerd names the alphabetically first reference it recorded for the pod's config.
-    Case(
+    same_config_under_a_mirrors_name(
         "foreign-reference-to-the-same-config-is-current",
         "same config under another repository's manifest: current, never stale",
         [pod("a", digest=MIRROR_ID), pod("b", digest=NEW)],
-        Verdict.CURRENT,
-        Reason.UP_TO_DATE,
-        contents=FOREIGN_SAME,
     ),
-    Case(
+    same_config_under_a_mirrors_name(
         "foreign-reference-only-pods-are-current-after-a-restart",
         "same config: current whoever listed the pods (a restarted controller's sighting)",
         [
             pod("a", digest=MIRROR_ID),
             pod("b", digest=MIRROR_ID, created=BEFORE + timedelta(seconds=1)),
         ],
-        Verdict.CURRENT,
-        Reason.UP_TO_DATE,
         sightings={REF: Sighting(NEW, SEEN, frozenset({"uid-a", "uid-b"}))},
-        contents=FOREIGN_SAME,
     ),
-    Case(
+    same_config_under_a_mirrors_name(
         "foreign-reference-of-replacements-is-not-a-loop",
         "same config on pods created after the sighting: current, not the loop guard",
         [pod("a", digest=MIRROR_ID, created=AFTER), pod("b", digest=MIRROR_ID, created=AFTER)],
-        Verdict.CURRENT,
-        Reason.UP_TO_DATE,
-        contents=FOREIGN_SAME,
     ),
-    Case(
+    same_config_under_a_mirrors_name(
         "foreign-reference-needs-no-sighting",
         "same config is never stale, so the missing sighting does not matter",
         [pod("a", digest=MIRROR_ID), pod("b", digest=NEW)],
-        Verdict.CURRENT,
-        Reason.UP_TO_DATE,
         sightings={},
-        contents=FOREIGN_SAME,
     ),
     Case(
         "foreign-reference-to-the-old-config-is-stale",
@@ -111,65 +150,51 @@ CASES = [
         children={NEW: frozenset({AMD, ARM})},
         contents={NEW: BUILD, DLIST: BUILD_AS_LIST},
     ),
-    Case(
+    half_old_build_on(
+        None,
         "index-sharing-some-platforms-is-platform-unknown",
         "partial overlap without the node's platform: unknown, never stale",
-        [pod("a", digest=MIRROR_ID), pod("b", digest=NEW)],
         Verdict.SKIPPED,
         Reason.PLATFORM_UNKNOWN,
-        children={NEW: frozenset({AMD, ARM})},
-        contents={NEW: BUILD, FOREIGN: HALF_OLD},
     ),
-    Case(
+    half_old_build_on(
+        "linux/arm64",
         "index-sharing-some-platforms-on-a-changed-platform-is-stale",
         "partial overlap with the node's platform (issue 18's seam): its config decides",
-        [replace(pod("a", digest=MIRROR_ID), platform="linux/arm64"), pod("b", digest=NEW)],
         Verdict.STALE,
         Reason.STALE_POD,
         deletes="a",
-        children={NEW: frozenset({AMD, ARM})},
-        contents={NEW: BUILD, FOREIGN: HALF_OLD},
     ),
-    Case(
+    half_old_build_on(
+        "linux/amd64",
         "index-sharing-some-platforms-on-an-unchanged-platform-is-current",
         "partial overlap with the node's platform (issue 18's seam): its config decides",
-        [replace(pod("a", digest=MIRROR_ID), platform="linux/amd64"), pod("b", digest=NEW)],
         Verdict.CURRENT,
         Reason.UP_TO_DATE,
-        children={NEW: frozenset({AMD, ARM})},
-        contents={NEW: BUILD, FOREIGN: HALF_OLD},
     ),
-    Case(
+    half_old_build_on(
+        "linux/s390x",
         "index-sharing-some-platforms-on-an-unnamed-platform-is-platform-unknown",
         "partial overlap, a platform neither index names: unknown, never stale",
-        [replace(pod("a", digest=MIRROR_ID), platform="linux/s390x"), pod("b", digest=NEW)],
         Verdict.SKIPPED,
         Reason.PLATFORM_UNKNOWN,
-        children={NEW: frozenset({AMD, ARM})},
-        contents={NEW: BUILD, FOREIGN: HALF_OLD},
     ),
-    Case(
+    content_unknown(
         "foreign-reference-on-another-host-is-content-unknown",
         "a reference on another host cannot be resolved: unknown, never stale",
-        [pod("a", digest=f"docker.io/team/app@{FOREIGN}"), pod("b", digest=NEW)],
-        Verdict.SKIPPED,
-        Reason.CONTENT_UNKNOWN,
+        f"docker.io/team/app@{FOREIGN}",
         contents={},
     ),
-    Case(
+    content_unknown(
         "foreign-reference-without-a-readable-name-is-content-unknown",
         "a reference whose repository does not parse cannot be resolved: unknown",
-        [pod("a", digest=f"{HOST}/Team/App@{FOREIGN}"), pod("b", digest=NEW)],
-        Verdict.SKIPPED,
-        Reason.CONTENT_UNKNOWN,
+        f"{HOST}/Team/App@{FOREIGN}",
         contents={},
     ),
-    Case(
+    content_unknown(
         "foreign-reference-that-cannot-be-resolved-is-content-unknown",
         "the registry could not resolve the pod's reference: unknown, never stale",
-        [pod("a", digest=MIRROR_ID), pod("b", digest=NEW)],
-        Verdict.SKIPPED,
-        Reason.CONTENT_UNKNOWN,
+        MIRROR_ID,
         contents={**OWN_CONTENT, FOREIGN: Unknown("forbidden", "HTTP 403")},
     ),
     Case(
@@ -254,15 +279,7 @@ def test_content_is_asked_of_the_repository_each_side_names() -> None:
         pod("c", digest=f"docker.io/aaa/mirror@{OTHER}"),
         pod("d", digest=NEW),
     ]
-    decision = decide(
-        workload=deployment(replicas=4),
-        pods=pods,
-        registries={HOST},
-        resolved={REF: NEW},
-        sightings={REF: Sighting(NEW, SEEN)},
-        children={NEW: frozenset()},
-        contents={},
-    )
+    decision = decide_app(pods, workload=deployment(replicas=4), contents={})
     assert decision.actions == ()
     assert decision.needs_children == frozenset()
     assert decision.needs_content == frozenset(
@@ -278,14 +295,8 @@ def test_content_is_asked_of_the_repository_each_side_names() -> None:
 
 
 def test_a_known_side_is_not_asked_for_again() -> None:
-    decision = decide(
-        workload=deployment(),
-        pods=[pod("a", digest=MIRROR_ID), pod("b", digest=NEW)],
-        registries={HOST},
-        resolved={REF: NEW},
-        sightings={REF: Sighting(NEW, SEEN)},
-        children={NEW: frozenset()},
-        contents={NEW: OWN_CONTENT[NEW]},
+    decision = decide_app(
+        [pod("a", digest=MIRROR_ID), pod("b", digest=NEW)], contents={NEW: OWN_CONTENT[NEW]}
     )
     assert decision.needs_content == frozenset({ContentRequest(HOST, "aaa/mirror", FOREIGN)})
 
@@ -293,14 +304,7 @@ def test_a_known_side_is_not_asked_for_again() -> None:
 def test_children_then_content_then_the_decision() -> None:
     """The shell's flow: a mismatch asks for the index's children; not a child, it asks
     for both sides' configs; then it decides (here: the old build, under a mirror's name)."""
-    run_once = partial(
-        decide,
-        workload=deployment(),
-        pods=[pod("a", digest=MIRROR_ID), pod("b", digest=NEW)],
-        registries={HOST},
-        resolved={REF: NEW},
-        sightings={REF: Sighting(NEW, SEEN)},
-    )
+    run_once = partial(decide_app, [pod("a", digest=MIRROR_ID), pod("b", digest=NEW)])
     first = run_once(children={}, contents={})
     assert first.needs_children == frozenset({ChildrenRequest(REF, NEW)})
     assert first.needs_content == frozenset()
@@ -347,13 +351,8 @@ def test_an_unresolved_pod_says_why_and_what_to_do(case_id: str, fragments: list
 
 
 def test_a_transient_failure_is_asked_again_not_blamed_on_access() -> None:
-    decision = decide(
-        workload=deployment(),
-        pods=[pod("a", digest=MIRROR_ID), pod("b", digest=NEW)],
-        registries={HOST},
-        resolved={REF: NEW},
-        sightings={REF: Sighting(NEW, SEEN)},
-        children={NEW: frozenset()},
+    decision = decide_app(
+        [pod("a", digest=MIRROR_ID), pod("b", digest=NEW)],
         contents={**OWN_CONTENT, FOREIGN: Unknown("timeout")},
     )
     (finding,) = [f for f in decision.containers[0].pods if f.pod == "a"]

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import datetime, timedelta
+from typing import Any
 
 import pytest
 
 from autoroll.controller.rolls import RollMemory
-from autoroll.core.decide import Decision, PodState, Reason, Sighting, Verdict, decide
+from autoroll.core.decide import Decision, PodState, Reason, Sighting, Verdict
 from autoroll.core.images import TagRef
-from autoroll.core.model import Digest, Enrolled
+from autoroll.core.model import Digest, Enrolled, PodView
 from autoroll.core.sightings import listed_uids, observe_targets
 from tests.support.decide_cases import (
     AFTER,
@@ -21,7 +22,6 @@ from tests.support.decide_cases import (
     NEW,
     OLD,
     OTHER,
-    OWN_CONTENT,
     REF,
     SEEN,
     Case,
@@ -29,110 +29,106 @@ from tests.support.decide_cases import (
     deployment,
     pod,
 )
+from tests.support.decide_scene import decide_app
+
+
+def beside_a_replacement(
+    case_id: str, rule: str, a: PodView, verdict: Verdict, reason: Reason, **fields: Any
+) -> Case:
+    """A row of the stale pod ``a`` beside ``b``, a replacement on the target created after
+    the sighting; ``fields`` are the row's other ``Case`` fields."""
+    return Case(case_id, rule, [a, pod("b", digest=NEW, created=AFTER)], verdict, reason, **fields)
+
+
+def guarded(case_id: str, rule: str, a: PodView, **fields: Any) -> Case:
+    """A row where the loop guard spares ``a`` (``beside_a_replacement``)."""
+    return beside_a_replacement(
+        case_id, rule, a, Verdict.LOOP_GUARD, Reason.CREATED_AFTER_TARGET, **fields
+    )
+
+
+def deleted(case_id: str, rule: str, a: PodView, **fields: Any) -> Case:
+    """A row where ``a`` goes, the guard notwithstanding (``beside_a_replacement``)."""
+    return beside_a_replacement(
+        case_id, rule, a, Verdict.STALE, Reason.STALE_POD, deletes="a", **fields
+    )
+
 
 CASES = [
     # --- loop guard ---------------------------------------------------------------------------
-    Case(
+    guarded(
         "created-after-sighting-not-deleted",
         "loop guard",
-        [pod("a", created=AFTER), pod("b", digest=NEW, created=AFTER)],
-        Verdict.LOOP_GUARD,
-        Reason.CREATED_AFTER_TARGET,
+        pod("a", created=AFTER),
     ),
-    Case(
+    deleted(
         "created-before-sighting-deleted",
         "loop guard (boundary: the last whole second surely before the sighting)",
-        [pod("a", created=SEEN - timedelta(seconds=1)), pod("b", digest=NEW, created=AFTER)],
-        Verdict.STALE,
-        Reason.STALE_POD,
-        deletes="a",
+        pod("a", created=SEEN - timedelta(seconds=1)),
     ),
-    Case(
+    guarded(
         "created-in-the-sightings-second-not-deleted",
         "loop guard (creationTimestamp has whole seconds: the same second may be after)",
-        [pod("a", created=SEEN), pod("b", digest=NEW, created=AFTER)],
-        Verdict.LOOP_GUARD,
-        Reason.CREATED_AFTER_TARGET,
+        pod("a", created=SEEN),
         sightings={REF: Sighting(NEW, SEEN + timedelta(milliseconds=822))},
     ),
     # Pods the sighting's own pass listed are older than it, whatever their stamp says.
-    Case(
+    deleted(
         "listed-at-sighting-same-second-deleted",
         "loop guard (a pod listed before the registry was asked predates the sighting)",
-        [pod("a", created=SEEN), pod("b", digest=NEW, created=AFTER)],
-        Verdict.STALE,
-        Reason.STALE_POD,
-        deletes="a",
+        pod("a", created=SEEN),
         sightings={REF: Sighting(NEW, SEEN + timedelta(milliseconds=822), frozenset({"uid-a"}))},
     ),
-    Case(
+    guarded(
         "not-listed-same-second-not-deleted",
         "loop guard (a pod the sighting did not list is judged by its whole-second stamp)",
-        [pod("a", created=SEEN), pod("b", digest=NEW, created=AFTER)],
-        Verdict.LOOP_GUARD,
-        Reason.CREATED_AFTER_TARGET,
+        pod("a", created=SEEN),
         sightings={REF: Sighting(NEW, SEEN + timedelta(milliseconds=822), frozenset({"uid-b"}))},
     ),
-    Case(
+    deleted(
         "not-listed-created-well-before-deleted",
         "loop guard (timestamps still count for pods the sighting did not list)",
-        [pod("a", created=BEFORE), pod("b", digest=NEW, created=AFTER)],
-        Verdict.STALE,
-        Reason.STALE_POD,
-        deletes="a",
+        pod("a", created=BEFORE),
         sightings={REF: Sighting(NEW, SEEN, frozenset({"uid-b"}))},
     ),
-    Case(
+    deleted(
         "listed-at-sighting-deleted-despite-a-skewed-stamp",
         "loop guard (the API server's clock ahead of ours does not spare a listed pod)",
-        [pod("a", created=SEEN + timedelta(seconds=3)), pod("b", digest=NEW, created=AFTER)],
-        Verdict.STALE,
-        Reason.STALE_POD,
-        deletes="a",
+        pod("a", created=SEEN + timedelta(seconds=3)),
         sightings={REF: Sighting(NEW, SEEN, frozenset({"uid-a"}))},
     ),
-    Case(
+    guarded(
         "uid-less-pod-never-counts-as-listed",
         "loop guard (an empty UID matches nothing remembered)",
-        [replace(pod("a", created=SEEN), uid=""), pod("b", digest=NEW, created=AFTER)],
-        Verdict.LOOP_GUARD,
-        Reason.CREATED_AFTER_TARGET,
+        replace(pod("a", created=SEEN), uid=""),
         sightings={REF: Sighting(NEW, SEEN, frozenset({""}))},
     ),
-    Case(
+    beside_a_replacement(
         "listed-for-another-digest-not-deleted",
         "loop guard (a sighting of another digest guards nothing: no deletion without it)",
-        [pod("a", created=SEEN), pod("b", digest=NEW, created=AFTER)],
+        pod("a", created=SEEN),
         Verdict.SKIPPED,
         Reason.SIGHTING_MISSING,
         sightings={REF: Sighting(OLD, SEEN, frozenset({"uid-a"}))},
     ),
     # A pod made after the sighting by someone else (a drain, a scale-up, a revert within
     # one poll) while the tag pointed elsewhere is no replacement of autoroll's: it rolls.
-    Case(
+    deleted(
         "created-after-sighting-before-any-deletion-deleted",
         "loop guard (no deletion in this roll yet: no pod can be autoroll's replacement)",
-        [pod("a", created=AFTER), pod("b", digest=NEW, created=AFTER)],
-        Verdict.STALE,
-        Reason.STALE_POD,
-        deletes="a",
+        pod("a", created=AFTER),
         rolled_from=None,
     ),
-    Case(
+    deleted(
         "created-after-sighting-listed-before-the-first-deletion-deleted",
         "loop guard (a pod read right before autoroll's first deletion is not its replacement)",
-        [pod("a", created=AFTER), pod("b", digest=NEW, created=AFTER)],
-        Verdict.STALE,
-        Reason.STALE_POD,
-        deletes="a",
+        pod("a", created=AFTER),
         rolled_from=frozenset({"uid-a", "uid-x"}),
     ),
-    Case(
+    guarded(
         "created-after-the-first-deletion-not-deleted",
         "loop guard (a pod not read before autoroll's first deletion may be its replacement)",
-        [pod("a", created=AFTER), pod("b", digest=NEW, created=AFTER)],
-        Verdict.LOOP_GUARD,
-        Reason.CREATED_AFTER_TARGET,
+        pod("a", created=AFTER),
         rolled_from=frozenset({"uid-x", "uid-b"}),
     ),
     Case(
@@ -175,16 +171,7 @@ def test_loop_guard_bounds_deletions_when_runtime_reports_old_digest() -> None:
     rolls = RollMemory()  # as the reconciler keeps it
     workload = deployment(replicas=3)
     for _ in range(30):
-        decision = decide(
-            workload=workload,
-            pods=pods,
-            registries={HOST},
-            resolved={REF: NEW},
-            sightings={REF: Sighting(NEW, SEEN)},
-            children={NEW: frozenset()},
-            contents=OWN_CONTENT,
-            rolled_from=rolls.rolled_from(workload.key),
-        )
+        decision = decide_app(pods, workload=workload, rolled_from=rolls.rolled_from(workload.key))
         for action in decision.actions:
             rolls.deleting(Enrolled(workload, tuple(pods)))
             deletions += 1
@@ -214,14 +201,12 @@ def test_loop_guard_memory_across_passes_closes_the_same_second_window() -> None
         nonlocal memory
         listed = listed_uids([(dep, pods)], registries={HOST})
         memory = observe_targets(memory, {REF: target}, now=now, listed=listed)
-        decision = decide(
+        decision = decide_app(
+            pods,
             workload=dep,
-            pods=pods,
-            registries={HOST},
             resolved={REF: target},
             sightings=memory,
             children={target: frozenset()},
-            contents=OWN_CONTENT,
             rolled_from=rolls.rolled_from(dep.key),
         )
         if decision.actions:

@@ -7,16 +7,14 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import timedelta
 
-from autoroll.core.decide import PodState, Reason, Sighting, Verdict, decide
-from autoroll.core.model import ContainerView
+from autoroll.core.decide import Decision, PodState, Reason, Sighting, Verdict
+from autoroll.core.model import ContainerView, PodView
 from tests.support.decide_cases import (
     AFTER,
     BEFORE,
-    HOST,
     IMAGE,
     NEW,
     OLD,
-    OWN_CONTENT,
     REF,
     SEEN,
     SIDE_IMAGE,
@@ -24,26 +22,29 @@ from tests.support.decide_cases import (
     deployment,
     pod,
 )
+from tests.support.decide_scene import decide_app
+
+
+def decide_with_sidecar(pods: list[PodView]) -> Decision:
+    """``decide`` for the app Deployment with a second container, ``side``: both tags moved
+    to ``NEW``."""
+    return decide_app(
+        pods,
+        workload=deployment(
+            ContainerView("app", IMAGE, "Always"), ContainerView("side", SIDE_IMAGE, "Always")
+        ),
+        resolved={REF: NEW, SIDE_REF: NEW},
+        sightings={REF: Sighting(NEW, SEEN), SIDE_REF: Sighting(NEW, SEEN)},
+    )
 
 
 def test_one_deletion_per_deployment_across_containers() -> None:
     """Two containers stale in two different pods: only one pod goes this tick."""
-    dep = deployment(
-        ContainerView("app", IMAGE, "Always"), ContainerView("side", SIDE_IMAGE, "Always")
-    )
     pods = [
         pod("a", extra=[("side", SIDE_IMAGE, NEW)]),  # app stale
         pod("b", digest=NEW, extra=[("side", SIDE_IMAGE, OLD)]),  # side stale
     ]
-    decision = decide(
-        workload=dep,
-        pods=pods,
-        registries={HOST},
-        resolved={REF: NEW, SIDE_REF: NEW},
-        sightings={REF: Sighting(NEW, SEEN), SIDE_REF: Sighting(NEW, SEEN)},
-        children={NEW: frozenset()},
-        contents=OWN_CONTENT,
-    )
+    decision = decide_with_sidecar(pods)
     assert [a.name for a in decision.actions] == ["a"]
     assert [(c.verdict, c.reason) for c in decision.containers] == [
         (Verdict.STALE, Reason.STALE_POD),
@@ -52,22 +53,11 @@ def test_one_deletion_per_deployment_across_containers() -> None:
 
 
 def test_same_pod_stale_in_two_containers_is_one_deletion() -> None:
-    dep = deployment(
-        ContainerView("app", IMAGE, "Always"), ContainerView("side", SIDE_IMAGE, "Always")
-    )
     pods = [
         pod("a", extra=[("side", SIDE_IMAGE, OLD)]),
         pod("b", digest=NEW, extra=[("side", SIDE_IMAGE, NEW)]),
     ]
-    decision = decide(
-        workload=dep,
-        pods=pods,
-        registries={HOST},
-        resolved={REF: NEW, SIDE_REF: NEW},
-        sightings={REF: Sighting(NEW, SEEN), SIDE_REF: Sighting(NEW, SEEN)},
-        children={NEW: frozenset()},
-        contents=OWN_CONTENT,
-    )
+    decision = decide_with_sidecar(pods)
     assert [a.name for a in decision.actions] == ["a"]
     assert [c.verdict for c in decision.containers] == [Verdict.STALE, Verdict.STALE]
     assert [c.pod for c in decision.containers] == ["a", "a"]
@@ -75,15 +65,7 @@ def test_same_pod_stale_in_two_containers_is_one_deletion() -> None:
 
 def test_all_pods_stale_still_one_deletion() -> None:
     pods = [pod(f"p{i}", created=BEFORE + timedelta(seconds=i)) for i in range(5)]
-    decision = decide(
-        workload=deployment(replicas=5),
-        pods=pods,
-        registries={HOST},
-        resolved={REF: NEW},
-        sightings={REF: Sighting(NEW, SEEN)},
-        children={NEW: frozenset()},
-        contents=OWN_CONTENT,
-    )
+    decision = decide_app(pods, workload=deployment(replicas=5))
     assert [a.name for a in decision.actions] == ["p0"]
 
 
@@ -93,15 +75,7 @@ def test_rollout_simulation_replaces_every_pod_once() -> None:
     deleted: list[str] = []
     clock = AFTER
     for _ in range(20):
-        decision = decide(
-            workload=deployment(replicas=3),
-            pods=pods,
-            registries={HOST},
-            resolved={REF: NEW},
-            sightings={REF: Sighting(NEW, SEEN)},
-            children={NEW: frozenset()},
-            contents=OWN_CONTENT,
-        )
+        decision = decide_app(pods, workload=deployment(replicas=3))
         if decision.actions:
             (action,) = decision.actions
             deleted.append(action.name)

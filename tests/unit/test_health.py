@@ -16,22 +16,13 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from autoroll.core.decide import Decision, Reason, Sighting, Verdict, decide
+from autoroll.core.decide import Decision, Reason, Verdict
 from autoroll.core.halt import HaltReason, rollout_halt
 from autoroll.core.health import OFF, HealthState, HealthWindow, health_window
 from autoroll.core.model import PodView, WorkloadView
 from autoroll.core.policy import HEALTH_WINDOW, Guardrails, workload_policy
-from tests.support.decide_cases import (
-    AFTER,
-    HOST,
-    NEW,
-    OLD,
-    OWN_CONTENT,
-    REF,
-    SEEN,
-    deployment,
-    pod,
-)
+from tests.support.decide_cases import AFTER, NEW, OLD, deployment, pod
+from tests.support.decide_scene import decide_app
 
 NOW = AFTER + timedelta(hours=1)
 WINDOW = HealthWindow(timedelta(seconds=30))
@@ -74,14 +65,9 @@ def decided(
 ) -> Decision:
     """``decide`` with the window: pods ``a`` and ``b`` on the old content and ``new``, unless
     ``pods`` names them all."""
-    return decide(
+    return decide_app(
+        pods if pods is not None else [old("a"), old("b"), *([new] if new else [])],
         workload=w or workload(),
-        pods=pods if pods is not None else [old("a"), old("b"), *([new] if new else [])],
-        registries={HOST},
-        resolved={REF: NEW},
-        sightings={REF: Sighting(NEW, SEEN)},
-        children={NEW: frozenset()},
-        contents=OWN_CONTENT,
         now=now,
         health=window,
     )

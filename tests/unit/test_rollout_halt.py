@@ -13,21 +13,11 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from autoroll.core.decide import Sighting, decide
 from autoroll.core.halt import RolloutHalt, rollout_halt
 from autoroll.core.model import ContainerStatusView, PodView, WorkloadView
 from tests.support import kind_views as kinds
-from tests.support.decide_cases import (
-    AFTER,
-    HOST,
-    NEW,
-    OLD,
-    OWN_CONTENT,
-    REF,
-    SEEN,
-    deployment,
-    pod,
-)
+from tests.support.decide_cases import AFTER, NEW, OLD, deployment, pod
+from tests.support.decide_scene import decide_app
 
 BOUND = timedelta(minutes=10)
 NOW = AFTER + timedelta(minutes=30)
@@ -49,15 +39,7 @@ def crashing(
 
 
 def halt(pods: list[PodView], *, replicas: int = 3) -> RolloutHalt | None:
-    decision = decide(
-        workload=deployment(replicas=replicas),
-        pods=pods,
-        registries={HOST},
-        resolved={REF: NEW},
-        sightings={REF: Sighting(NEW, SEEN)},
-        children={NEW: frozenset()},
-        contents=OWN_CONTENT,
-    )
+    decision = decide_app(pods, workload=deployment(replicas=replicas))
     return rollout_halt(decision=decision, pods=pods, now=NOW, after=BOUND)
 
 
