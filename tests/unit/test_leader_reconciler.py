@@ -4,11 +4,10 @@ roll, and eviction refusals that wait for the next pass instead of storming."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
 import pytest
-from prometheus_client import CollectorRegistry
 
 from autoroll.controller.reconciler import NOT_LEADER, Reconciler
 from autoroll.core.model import DeleteOutcome, Enrolled
@@ -18,14 +17,12 @@ from tests.support.reconciler_fakes import (
     AT_ONCE,
     NEW,
     OLD,
-    REF,
     T0,
-    Clock,
     FakeCluster,
-    FakeRegistry,
     enrolled,
     pod,
 )
+from tests.support.reconciler_rig import reconciler_with
 
 
 class FakeEvents:
@@ -39,28 +36,10 @@ class FakeEvents:
         self.emitted.append(event)
 
 
-def build(
-    cluster: FakeCluster,
-    *,
-    may_act: Callable[[], bool] = lambda: True,
-    events: FakeEvents | None = None,
-    dry_run: bool = False,
-    evicting: bool = False,
-) -> tuple[Reconciler, Metrics]:
-    metrics = Metrics(CollectorRegistry())
-    reconciler = Reconciler(
-        cluster=cluster,
-        registry=FakeRegistry({REF: NEW}),
-        metrics=metrics,
-        registries={"git.example.org"},
-        dry_run=dry_run,
-        clock=Clock(),
-        may_act=may_act,
-        events=events,
-        evicting=evicting,
-        guardrails=AT_ONCE,
-    )
-    return reconciler, metrics
+def build(cluster: FakeCluster, **arguments: Any) -> tuple[Reconciler, Metrics]:
+    """The pass with no health window; ``arguments`` are the ``Reconciler``'s (``may_act``,
+    ``events``, ``dry_run``, ``evicting``)."""
+    return reconciler_with(cluster, guardrails=AT_ONCE, **arguments)
 
 
 def two_stale_deployments() -> FakeCluster:

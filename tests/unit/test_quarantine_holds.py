@@ -4,10 +4,6 @@ quarantines it (``QuarantineHolds`` reads the reconciler's copy, as ``wiring`` w
 
 from __future__ import annotations
 
-from datetime import timedelta
-
-from prometheus_client import CollectorRegistry
-
 from autoroll.controller.approvals import ApprovalBook, Approver
 from autoroll.controller.reconciler import Reconciler
 from autoroll.core.approval import HeldBy
@@ -22,7 +18,6 @@ from autoroll.core.quarantine import (
 )
 from autoroll.edge.plan import render, run_plan
 from autoroll.edge.services import QuarantineHolds
-from autoroll.instruments.metrics import Metrics
 from tests.support.quarantine import MemoryQuarantine
 from tests.unit.test_plan import (
     HOST,
@@ -37,7 +32,7 @@ from tests.unit.test_plan import (
     deployment,
     pod,
 )
-from tests.unit.test_reconciler_pinning import KEY, OPEN
+from tests.unit.test_reconciler_pinning import KEY, OPEN, pinning_pass
 
 ENTRY = QuarantineEntry(
     QuarantineKey.of(REF),
@@ -91,20 +86,7 @@ def test_the_pass_that_quarantines_a_digest_publishes_approvals_on_the_old_one()
         presence=registry,
         holds=QuarantineHolds(lambda: passes[0].quarantine_book),
     )
-    clock = iter(NOW + timedelta(seconds=i) for i in range(1000))
-    passes.append(
-        Reconciler(
-            cluster=cluster,
-            registry=registry,
-            metrics=Metrics(CollectorRegistry()),
-            registries={HOST},
-            dry_run=False,
-            clock=lambda: next(clock),
-            guardrails=OPEN,
-            pinning=True,
-            approvals=approver,
-        )
-    )
+    passes.append(pinning_pass(cluster, registry, approver))
     report = passes[0].tick()
     assert [e.digest for e in report.quarantine.active] == [NEW]
     assert book.approved(KEY, REF) == OLD

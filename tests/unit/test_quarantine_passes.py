@@ -8,24 +8,20 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import timedelta
 
-from prometheus_client import CollectorRegistry
-
 from autoroll.controller.reconciler import Reconciler
 from autoroll.core.policy import Guardrails
 from autoroll.instruments.metrics import Metrics
 from tests.support.quarantine import KEY, MemoryQuarantine, restarted
 from tests.support.reconciler_fakes import (
-    HOST,
     NEW,
     OLD,
     REF,
     T0,
-    Clock,
     FakeCluster,
-    FakeRegistry,
     enrolled,
     pod,
 )
+from tests.support.reconciler_rig import reconciler_with
 
 # --- whole passes: a restart and a new term find the quarantine --------------------------------
 
@@ -48,20 +44,8 @@ def crashing_world() -> FakeCluster:
 def controller(
     cluster: FakeCluster, store: MemoryQuarantine | None, *, term: list[int] | None = None
 ) -> tuple[Reconciler, Metrics]:
-    metrics = Metrics(CollectorRegistry())
     terms = term or [1]
-    reconciler = Reconciler(
-        cluster=cluster,
-        registry=FakeRegistry({REF: NEW}),
-        metrics=metrics,
-        registries={HOST},
-        dry_run=False,
-        clock=Clock(),
-        guardrails=WINDOW,
-        quarantine=store,
-        term=lambda: terms[0],
-    )
-    return reconciler, metrics
+    return reconciler_with(cluster, guardrails=WINDOW, quarantine=store, term=lambda: terms[0])
 
 
 def test_a_crash_inside_the_window_quarantines_the_digest_and_no_other_workload_rolls() -> None:

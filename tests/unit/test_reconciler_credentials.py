@@ -8,8 +8,6 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
-from prometheus_client import CollectorRegistry
-
 from autoroll.controller.credentials import PullCredentials
 from autoroll.controller.reconciler import Reconciler
 from autoroll.core.decide import Reason, Verdict
@@ -18,17 +16,16 @@ from autoroll.core.keyring import PullSecret
 from autoroll.core.lookups import ANONYMOUS, Answer, Lookup
 from autoroll.core.model import Digest, Enrolled, Unknown
 from autoroll.edge.plan import render
-from autoroll.instruments.metrics import Metrics
 from tests.support.reconciler_fakes import (
     HOST,
     NEW,
     REF,
-    Clock,
     FakeCluster,
     FakeRegistry,
     enrolled,
     pod,
 )
+from tests.support.reconciler_rig import reconciler_with
 from tests.unit.test_pull_credentials import Secrets
 
 RIGHT = "right-token"
@@ -66,15 +63,8 @@ def with_secrets(item: Enrolled, *names: str) -> Enrolled:
 
 
 def reconciler(cluster: FakeCluster, registry: FakeRegistry, secrets: Secrets) -> Reconciler:
-    return Reconciler(
-        cluster=cluster,
-        registry=registry,
-        metrics=Metrics(CollectorRegistry()),
-        registries={HOST},
-        dry_run=False,
-        clock=Clock(),
-        credentials=PullCredentials(secrets=secrets, hosts={HOST}),
-    )
+    credentials = PullCredentials(secrets=secrets, hosts={HOST})
+    return reconciler_with(cluster, registry=registry, credentials=credentials)[0]
 
 
 def secrets() -> Secrets:
@@ -120,14 +110,7 @@ def test_without_pull_secrets_a_registry_that_takes_lookups_says_who_answered() 
             return {item: Answer(self.answers[item.ref], ANONYMOUS) for item in lookups}
 
     cluster = FakeCluster([enrolled("web", [pod("web-1")])])
-    report = Reconciler(
-        cluster=cluster,
-        registry=Open({REF: NEW}),
-        metrics=Metrics(CollectorRegistry()),
-        registries={HOST},
-        dry_run=False,
-        clock=Clock(),
-    ).tick()
+    report = reconciler_with(cluster, registry=Open({REF: NEW}))[0].tick()
     assert report.sources == {"shop/deployment/web": {REF: f"{HOST} · anonymous"}}
     assert [name for _, name, _ in cluster.deleted] == ["web-1"]
 

@@ -8,7 +8,6 @@ from dataclasses import replace
 from datetime import timedelta
 
 import pytest
-from prometheus_client import CollectorRegistry
 
 from autoroll.controller.reconciler import Reconciler
 from autoroll.core.model import Enrolled, WorkloadKind, WorkloadView
@@ -24,9 +23,11 @@ from tests.support.reconciler_fakes import (
     FakeCluster,
     FakeRegistry,
     enrolled,
+    make,
     pod,
     sample,
 )
+from tests.support.reconciler_rig import reconciler_with
 
 HOST = "git.example.org"
 
@@ -34,17 +35,9 @@ HOST = "git.example.org"
 def build(
     cluster: FakeCluster, guardrails: Guardrails, *, clock: Clock, dry_run: bool = False
 ) -> tuple[Reconciler, Metrics]:
-    metrics = Metrics(CollectorRegistry())
-    reconciler = Reconciler(
-        cluster=cluster,
-        registry=FakeRegistry({REF: NEW}),
-        metrics=metrics,
-        registries={HOST},
-        dry_run=dry_run,
-        clock=clock,
-        guardrails=guardrails,
+    return make(
+        cluster, FakeRegistry({REF: NEW}), dry_run=dry_run, clock=clock, guardrails=guardrails
     )
-    return reconciler, metrics
 
 
 def gauge(metrics: Metrics, name: str) -> float:
@@ -173,13 +166,8 @@ def test_a_replica_that_leads_again_takes_the_evidence_again() -> None:
     clock = Clock()
     leading = iter([True, False, True])
     cluster = FakeCluster([enrolled("a", [pod("a-1")])])
-    metrics = Metrics(CollectorRegistry())
-    reconciler = Reconciler(
-        cluster=cluster,
-        registry=FakeRegistry({REF: NEW}),
-        metrics=metrics,
-        registries={HOST},
-        dry_run=False,
+    reconciler, _ = reconciler_with(
+        cluster,
         clock=clock,
         leading=lambda: next(leading),
         guardrails=Guardrails(deletions_per_period=1),

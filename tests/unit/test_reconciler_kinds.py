@@ -7,7 +7,6 @@ import logging
 from dataclasses import replace
 
 import pytest
-from prometheus_client import CollectorRegistry
 
 from autoroll.controller.reconciler import Reconciler
 from autoroll.core.model import (
@@ -24,15 +23,11 @@ from autoroll.edge.plan import render, rows
 from autoroll.instruments.metrics import Metrics
 from tests.support.reconciler_fakes import (
     AT_ONCE,
-    HOST,
-    NEW,
-    REF,
-    Clock,
     FakeCluster,
-    FakeRegistry,
     enrolled,
     pod,
 )
+from tests.support.reconciler_rig import reconciler_with
 
 REV = "db-5f6d8"
 
@@ -114,17 +109,8 @@ def make(
     events: FakeEvents | None = None,
 ) -> tuple[Reconciler, FakeCluster, Metrics]:
     cluster = FakeCluster(items)
-    metrics = Metrics(CollectorRegistry())
-    reconciler = Reconciler(
-        cluster=cluster,
-        registry=FakeRegistry({REF: NEW}),
-        metrics=metrics,
-        registries={HOST},
-        dry_run=dry_run,
-        clock=Clock(),
-        nodes=nodes,
-        events=events,
-        guardrails=AT_ONCE,
+    reconciler, metrics = reconciler_with(
+        cluster, dry_run=dry_run, nodes=nodes, events=events, guardrails=AT_ONCE
     )
     return reconciler, cluster, metrics
 

@@ -8,14 +8,12 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import timedelta
 
-from prometheus_client import CollectorRegistry
-
 from autoroll.controller.approvals import REASON_UNPINNED, ApprovalBook, Approver
 from autoroll.controller.reconciler import Reconciler
 from autoroll.core.model import DeleteOutcome, Digest, Enrolled
 from autoroll.core.policy import Guardrails
 from autoroll.core.records import EventType, RollEvent
-from autoroll.instruments.metrics import Metrics
+from tests.support.reconciler_rig import reconciler_with
 from tests.unit.test_plan import (
     IMAGE,
     NEW,
@@ -55,23 +53,26 @@ class WatchingCluster(Cluster):
         return super().delete_pod(namespace, name, uid, within=within)
 
 
+def pinning_pass(cluster: Cluster, registry: HoldingRegistry, approver: Approver) -> Reconciler:
+    """The pass with pinning on and no budget, telling ``approver`` its plans; its clock
+    moves a second further at each reading."""
+    clock = iter(NOW + timedelta(seconds=i) for i in range(1000))
+    return reconciler_with(
+        cluster,
+        registry=registry,
+        clock=lambda: next(clock),
+        guardrails=OPEN,
+        pinning=True,
+        approvals=approver,
+    )[0]
+
+
 def reconciler(cluster: Cluster, book: ApprovalBook, events: Events | None = None) -> Reconciler:
     registry = HoldingRegistry({REF: NEW}, gone=frozenset())
     approver = Approver(
         book=book, guardrails=OPEN, registries={"git.example.org"}, presence=registry, events=events
     )
-    clock = iter(NOW + timedelta(seconds=i) for i in range(1000))
-    return Reconciler(
-        cluster=cluster,
-        registry=registry,
-        metrics=Metrics(CollectorRegistry()),
-        registries={"git.example.org"},
-        dry_run=False,
-        clock=lambda: next(clock),
-        guardrails=OPEN,
-        pinning=True,
-        approvals=approver,
-    )
+    return pinning_pass(cluster, registry, approver)
 
 
 def test_the_view_approves_the_new_digest_before_the_first_deletion() -> None:
@@ -87,11 +88,9 @@ def test_the_view_approves_the_new_digest_before_the_first_deletion() -> None:
 def test_a_replica_that_stops_leading_empties_its_view() -> None:
     book = ApprovalBook()
     leading = iter([True, False])
-    passes = Reconciler(
-        cluster=Cluster([deployment("web", IMAGE, [pod("web-1", NEW)])]),
+    passes, _ = reconciler_with(
+        Cluster([deployment("web", IMAGE, [pod("web-1", NEW)])]),
         registry=HoldingRegistry({REF: NEW}, gone=frozenset()),
-        metrics=Metrics(CollectorRegistry()),
-        registries={"git.example.org"},
         dry_run=True,
         clock=lambda: NOW,
         guardrails=OPEN,
