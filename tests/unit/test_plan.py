@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from autoroll.controller.approvals import ApprovalBook
+from autoroll.controller.reconciler import TickReport
 from autoroll.core.decide import ChildrenRequest, ContentRequest
 from autoroll.core.images import TagRef
 from autoroll.core.model import (
@@ -107,6 +109,18 @@ class Registry:
         }
 
 
+def plan(cluster: Cluster, registry: Registry | None = None, **options: Any) -> TickReport:
+    """``autoroll plan`` at ``NOW`` over ``cluster`` with ``HOST`` enrolled, the registry
+    moving ``REF`` to ``NEW`` unless given; ``options`` are ``run_plan``'s others."""
+    return run_plan(
+        cluster=cluster,
+        registry=registry if registry is not None else Registry({REF: NEW}),
+        registries={HOST},
+        now=NOW,
+        **options,
+    )
+
+
 def test_plan_shows_every_deployment_and_container_and_deletes_nothing() -> None:
     cluster = Cluster(
         [
@@ -116,12 +130,7 @@ def test_plan_shows_every_deployment_and_container_and_deletes_nothing() -> None
             deployment("ext", "docker.io/library/redis:7", [pod("ext-1", OLD)]),
         ]
     )
-    report = run_plan(
-        cluster=cluster,
-        registry=Registry({REF: NEW, OTHER: NEW}),
-        registries={HOST},
-        now=NOW,
-    )
+    report = plan(cluster, Registry({REF: NEW, OTHER: NEW}))
     assert cluster.deleted == []
     table = {row[0]: row for row in rows(report.decisions)}
     assert table["shop/deployment/web"][1:] == (
@@ -144,7 +153,7 @@ def test_plan_says_why_a_stale_deployment_waits() -> None:
     cluster = Cluster(
         [deployment("web", IMAGE, [pod("web-1", OLD), pod("web-2", NEW, ready=False)])]
     )
-    report = run_plan(cluster=cluster, registry=Registry({REF: NEW}), registries={HOST}, now=NOW)
+    report = plan(cluster)
     [row] = rows(report.decisions)
     assert row[5] == "waiting: web-1 is stale; not-settled: pod-not-ready (pod not ready: web-2)"
     assert row[3] == f"{OLD.short},{NEW.short}"
@@ -152,12 +161,7 @@ def test_plan_says_why_a_stale_deployment_waits() -> None:
 
 def test_plan_shows_an_unknown_registry_digest_as_skipped() -> None:
     cluster = Cluster([deployment("web", IMAGE, [pod("web-1", OLD)])])
-    report = run_plan(
-        cluster=cluster,
-        registry=Registry({REF: Unknown("unauthorized", "HTTP 401")}),
-        registries={HOST},
-        now=NOW,
-    )
+    report = plan(cluster, Registry({REF: Unknown("unauthorized", "HTTP 401")}))
     [row] = rows(report.decisions)
     assert row[4] == "unknown (unauthorized)"
     assert row[5].startswith("skipped: registry-unknown")
@@ -180,7 +184,7 @@ def test_plan_says_why_a_pod_under_another_name_is_current_or_not_rolled() -> No
         ]
     )
     registry = Registry({REF: NEW}, {NEW: config, mirror: config})
-    report = run_plan(cluster=cluster, registry=registry, registries={HOST}, now=NOW)
+    report = plan(cluster, registry)
     table = {row[0]: row for row in rows(report.decisions)}
     assert table["shop/deployment/web"][3:] == (
         mirror.short,
@@ -195,7 +199,7 @@ def test_plan_says_why_a_pod_under_another_name_is_current_or_not_rolled() -> No
 
 
 def test_plan_with_nothing_enrolled_says_so() -> None:
-    report = run_plan(cluster=Cluster([]), registry=Registry({}), registries={HOST}, now=NOW)
+    report = plan(Cluster([]), Registry({}))
     assert render(report, label_selector="aethnet.se/autoroll=true") == (
         "No Deployment, StatefulSet or DaemonSet matches LABEL_SELECTOR=aethnet.se/autoroll=true;"
         " nothing to roll.\n"
@@ -217,7 +221,7 @@ def test_plan_shows_a_closed_window_and_when_the_next_one_opens() -> None:
     # NOW is Sunday 2026-11-29 12:00 UTC; the window opens on Monday at 22:00 Stockholm.
     window = {"autoroll.aethnet.se/window": "Mon-Fri 22:00-06:00 Europe/Stockholm"}
     cluster = Cluster([annotated("web", window, [pod("web-1", OLD)])])
-    report = run_plan(cluster=cluster, registry=Registry({REF: NEW}), registries={HOST}, now=NOW)
+    report = plan(cluster)
     [row] = rows(report.decisions, report.plan)
     assert row[5].startswith("stale → pod web-1 held (outside-window): outside its window")
     assert "next opens Mon 2026-11-30 22:00 Europe/Stockholm" in row[5]
@@ -236,13 +240,7 @@ def test_plan_footer_shows_the_budget_and_every_pause_and_bad_annotation() -> No
             annotated("x", {"autoroll.aethnet.se/min-age": "soon"}, [pod("x-1", NEW)]),
         ]
     )
-    report = run_plan(
-        cluster=cluster,
-        registry=Registry({REF: NEW}),
-        registries={HOST},
-        now=NOW,
-        guardrails=Guardrails(deletions_per_period=1, in_flight=5),
-    )
+    report = plan(cluster, guardrails=Guardrails(deletions_per_period=1, in_flight=5))
     text = render(report)
     assert (
         "Budget: 1 of 1 deletions in the last 1m (the next at 2026-11-29T12:01:00+00:00);" in text
@@ -258,13 +256,7 @@ def test_plan_footer_shows_the_budget_and_every_pause_and_bad_annotation() -> No
 
 def test_plan_says_loudly_that_rolling_is_paused_cluster_wide() -> None:
     cluster = Cluster([annotated("a", {}, [pod("a-1", OLD)])])
-    report = run_plan(
-        cluster=cluster,
-        registry=Registry({REF: NEW}),
-        registries={HOST},
-        now=NOW,
-        guardrails=Guardrails(paused=True),
-    )
+    report = plan(cluster, guardrails=Guardrails(paused=True))
     text = render(report)
     assert "PAUSED: rolling is paused cluster-wide (ROLL_PAUSED=true)." in text
     assert "held (paused): paused cluster-wide" in text
@@ -295,11 +287,9 @@ def test_plan_shows_what_new_pods_are_pinned_to_and_why_a_newer_digest_waits() -
     cached = deployment("cache", IMAGE, [pod("cache-1", NEW)], policy="IfNotPresent")
     book = ApprovalBook()
     registry = HoldingRegistry({REF: NEW}, gone=frozenset())
-    report = run_plan(
-        cluster=Cluster([maturing, cached]),
-        registry=registry,
-        registries={HOST},
-        now=NOW,
+    report = plan(
+        Cluster([maturing, cached]),
+        registry,
         guardrails=Guardrails(deletions_per_period=0, in_flight=0),
         approvals=book,
     )
@@ -317,11 +307,9 @@ def test_plan_shows_what_new_pods_are_pinned_to_and_why_a_newer_digest_waits() -
 
 def test_plan_says_a_held_back_digest_the_registry_dropped_is_not_pinned() -> None:
     book = ApprovalBook()
-    run_plan(
-        cluster=Cluster([deployment("web", IMAGE, [pod("web-1", OLD)])]),
-        registry=HoldingRegistry({REF: NEW}, gone=frozenset({OLD})),
-        registries={HOST},
-        now=NOW,
+    plan(
+        Cluster([deployment("web", IMAGE, [pod("web-1", OLD)])]),
+        HoldingRegistry({REF: NEW}, gone=frozenset({OLD})),
         guardrails=Guardrails(deletions_per_period=0, in_flight=0, paused=True),
         approvals=book,
     )

@@ -16,7 +16,7 @@ from autoroll.core.quarantine import (
     clear,
     record,
 )
-from autoroll.edge.plan import render, run_plan
+from autoroll.edge.plan import render
 from autoroll.edge.services import QuarantineHolds
 from tests.support.quarantine import MemoryQuarantine
 from tests.unit.test_plan import (
@@ -30,6 +30,7 @@ from tests.unit.test_plan import (
     Cluster,
     HoldingRegistry,
     deployment,
+    plan,
     pod,
 )
 from tests.unit.test_reconciler_pinning import KEY, OPEN, pinning_pass
@@ -104,13 +105,9 @@ def test_autoroll_plan_shows_new_pods_pinned_to_the_old_digest_while_the_new_is_
     record_.book = BOOK
     crashing = pod("web-3", NEW, f"{IMAGE}@{NEW}", ready=False)
     book = ApprovalBook()
-    report = run_plan(
-        cluster=Cluster(
-            [deployment("web", IMAGE, [pod("web-1", OLD), pod("web-2", OLD), crashing])]
-        ),
-        registry=HoldingRegistry({REF: NEW}, gone=frozenset()),
-        registries={HOST},
-        now=NOW,
+    report = plan(
+        Cluster([deployment("web", IMAGE, [pod("web-1", OLD), pod("web-2", OLD), crashing])]),
+        HoldingRegistry({REF: NEW}, gone=frozenset()),
         guardrails=OPEN,
         quarantine=record_,
         approvals=book,
