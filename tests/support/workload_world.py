@@ -7,7 +7,6 @@ between their steps, and ``worlds`` generates them (hypothesis).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -21,7 +20,6 @@ from autoroll.core.model import (
     ContainerView,
     DaemonSetStatus,
     Digest,
-    ImageContent,
     NodeView,
     PodView,
     StatefulSetStatus,
@@ -31,29 +29,15 @@ from autoroll.core.model import (
     WorkloadView,
 )
 from autoroll.core.sightings import listed_uids, observe_targets
+from tests.support.decide_strategies import EachItsOwn
+from tests.support.kind_views import HOST, IMAGE, REF  # the kinds tables' image
 
-HOST = "forgejo.example"
-IMAGE = f"{HOST}/team/db:latest"
-REF = TagRef(HOST, "team/db", "latest")
 CONTAINERS = (ContainerView("app", IMAGE),)
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 
 
 def digest(n: int) -> Digest:
     return Digest(f"sha256:{n + 1:064x}")
-
-
-class OwnContent(Mapping[Digest, ImageContent | Unknown]):
-    """Every manifest stands for its own config: different digests, different content."""
-
-    def __getitem__(self, key: Digest) -> ImageContent | Unknown:
-        return ImageContent(frozenset({key}))
-
-    def __iter__(self) -> Iterator[Digest]:
-        return iter(())
-
-    def __len__(self) -> int:
-        return 0
 
 
 @dataclass
@@ -278,7 +262,7 @@ def autoroll_pass(world: World, memory: dict[TagRef, Sighting]) -> dict[TagRef, 
             resolved={REF: target},
             sightings=memory,
             children={target: frozenset()},
-            contents=OwnContent(),
+            contents=EachItsOwn(),
             nodes=nodes,
         )
 
