@@ -62,6 +62,25 @@ def pacer_world(
     return pacer, watch, nudged, cluster, metrics
 
 
+def later_world(
+    item: Enrolled,
+) -> tuple[RollPacer, Watch, list[Scope], list[tuple[Scope, float]], FakeCluster]:
+    """``item`` listed and cached, under a pacer whose clock stands at ``T0`` and that may
+    ask for a pass later: each such request is in the fourth value."""
+    watch = Watch()
+    nudged: list[Scope] = []
+    later: list[tuple[Scope, float]] = []
+    pacer = RollPacer(
+        watch=watch,
+        nudge=nudged.append,
+        metrics=Metrics(CollectorRegistry()),
+        later=lambda scope, seconds: later.append((scope, seconds)),
+        clock=lambda: T0,
+    )
+    watch.held[item.workload.key] = item
+    return pacer, watch, nudged, later, FakeCluster([item])
+
+
 def run(
     pacer: RollPacer, cluster: FakeCluster, scope: Scope = FULL, *, healthy: float = 0
 ) -> TickReport:
@@ -140,23 +159,11 @@ def test_a_follower_pass_disarms_everything() -> None:
 def test_a_workload_waiting_on_its_health_window_is_looked_at_when_the_window_ends() -> None:
     """Its pods will not change when the window ends: no arming (which would nudge at once,
     the cache showing it settled, and spin), but a pass asked for at the window's end."""
-    watch = Watch()
-    nudged: list[Scope] = []
-    later: list[tuple[Scope, float]] = []
-    pacer = RollPacer(
-        watch=watch,
-        nudge=nudged.append,
-        metrics=Metrics(CollectorRegistry()),
-        later=lambda scope, seconds: later.append((scope, seconds)),
-        clock=lambda: T0,
-    )
     fresh = replace(
         pod("web-3", NEW, created=T0 - timedelta(seconds=12)),
         ready_changed_at=T0 - timedelta(seconds=10),
     )
-    item = web(pod("web-2"), fresh)
-    watch.held[item.workload.key] = item
-    cluster = FakeCluster([item])
+    pacer, _watch, nudged, later, cluster = later_world(web(pod("web-2"), fresh))
     report = run(pacer, cluster, healthy=30)
     assert cluster.deleted == []
     assert report.decisions[0].containers[0].reason.value == "health-window"
@@ -168,19 +175,7 @@ def test_a_workload_waiting_on_its_health_window_is_looked_at_when_the_window_en
 def held_world(
     guardrails: Guardrails,
 ) -> tuple[RollPacer, Watch, list[Scope], list[tuple[Scope, float]], FakeCluster]:
-    watch = Watch()
-    nudged: list[Scope] = []
-    later: list[tuple[Scope, float]] = []
-    pacer = RollPacer(
-        watch=watch,
-        nudge=nudged.append,
-        metrics=Metrics(CollectorRegistry()),
-        later=lambda scope, seconds: later.append((scope, seconds)),
-        clock=lambda: T0,
-    )
-    item = web(pod("web-1"), pod("web-2"))
-    watch.held[item.workload.key] = item
-    cluster = FakeCluster([item])
+    pacer, watch, nudged, later, cluster = later_world(web(pod("web-1"), pod("web-2")))
     reconciler, _ = make(cluster, FakeRegistry({REF: NEW}), guardrails=guardrails)
     pacer.paced(reconciler.tick)(lambda: False, FULL)
     return pacer, watch, nudged, later, cluster

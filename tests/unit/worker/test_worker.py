@@ -18,6 +18,14 @@ from tests.support.wait import wait_until
 from tests.support.worker_rig import LONG, GatedTick, settle
 
 
+def start_with_the_first_pass_held(worker: Worker, tick: GatedTick) -> None:
+    """Start ``worker`` and return once its first pass is running, held open until the test
+    sets ``tick.gate``."""
+    tick.gate.clear()
+    worker.start()
+    assert tick.started.acquire(timeout=5)
+
+
 def test_first_pass_runs_at_start_not_after_one_interval(worker: Worker, tick: GatedTick) -> None:
     worker.start()
     assert tick.started.acquire(timeout=5)
@@ -28,9 +36,7 @@ def test_first_pass_runs_at_start_not_after_one_interval(worker: Worker, tick: G
 def test_100_concurrent_nudges_during_a_pass_cause_exactly_one_follow_up(
     worker: Worker, tick: GatedTick, nudge: Nudge, metrics: Metrics
 ) -> None:
-    tick.gate.clear()
-    worker.start()
-    assert tick.started.acquire(timeout=5)  # pass 1 is running and held open
+    start_with_the_first_pass_held(worker, tick)
 
     barrier = threading.Barrier(100)
 
@@ -53,9 +59,7 @@ def test_100_concurrent_nudges_during_a_pass_cause_exactly_one_follow_up(
 
 
 def test_nudges_during_a_pass_are_not_lost(worker: Worker, tick: GatedTick, nudge: Nudge) -> None:
-    tick.gate.clear()
-    worker.start()
-    assert tick.started.acquire(timeout=5)
+    start_with_the_first_pass_held(worker, tick)
     nudge.nudge()
     tick.gate.set()
     settle(worker, 2)
@@ -109,9 +113,7 @@ def test_the_first_pass_and_the_poll_are_full_and_a_targeted_nudge_runs_its_scop
 def test_targeted_nudges_during_a_pass_merge_into_one_follow_up_for_all_their_tags(
     worker: Worker, tick: GatedTick, nudge: Nudge
 ) -> None:
-    tick.gate.clear()
-    worker.start()
-    assert tick.started.acquire(timeout=5)
+    start_with_the_first_pass_held(worker, tick)
     nudge.nudge(APP)
     nudge.nudge(API)
     nudge.nudge(APP)
@@ -123,9 +125,7 @@ def test_targeted_nudges_during_a_pass_merge_into_one_follow_up_for_all_their_ta
 def test_a_full_nudge_absorbs_targeted_ones_pending_with_it(
     worker: Worker, tick: GatedTick, nudge: Nudge
 ) -> None:
-    tick.gate.clear()
-    worker.start()
-    assert tick.started.acquire(timeout=5)
+    start_with_the_first_pass_held(worker, tick)
     nudge.nudge(APP)
     nudge.nudge()
     nudge.nudge(API)
@@ -229,10 +229,8 @@ def test_stop_lets_the_pass_see_stopping(nudge: Nudge, metrics: Metrics) -> None
 def test_stop_raises_when_the_thread_does_not_finish(
     tick: GatedTick, nudge: Nudge, metrics: Metrics
 ) -> None:
-    tick.gate.clear()
     w = Worker(tick, nudge=nudge, interval_seconds=LONG, metrics=metrics)
-    w.start()
-    assert tick.started.acquire(timeout=5)
+    start_with_the_first_pass_held(w, tick)
     with pytest.raises(WorkerStopTimeoutError, match="still running"):
         w.stop(timeout=0.1)
     tick.gate.set()

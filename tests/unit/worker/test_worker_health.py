@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 import structlog
@@ -17,6 +18,7 @@ from autoroll.core.scope import Scope
 from autoroll.instruments.metrics import Metrics
 from tests.support.wait import wait_until
 from tests.support.worker_rig import LONG, GatedTick, settle
+from tests.unit.worker.test_worker import start_with_the_first_pass_held
 
 # -- health: liveness follows the loop, readiness the thread -----------------------------------
 
@@ -27,6 +29,31 @@ class FakeClock:
 
     def __call__(self) -> float:
         return self.now
+
+
+TIMEOUT = 300.0  # a pass's timeout, seconds
+STEP = 40.0  # one step of a pass, seconds: the liveness bound's slack
+
+
+def on_the_clock(
+    tick: Callable[[Callable[[], bool], Scope], None],
+    clock: FakeClock,
+    nudge: Nudge,
+    metrics: Metrics,
+    **options: Any,
+) -> Worker:
+    """A worker that polls rarely (``LONG``) and reads ``clock``, which the test moves;
+    ``options`` are the ``Worker``'s others."""
+    return Worker(
+        tick,
+        nudge=nudge,
+        interval_seconds=LONG,
+        metrics=metrics,
+        clock=clock,
+        pass_timeout_seconds=TIMEOUT,
+        step_seconds=STEP,
+        **options,
+    )
 
 
 @pytest.mark.parametrize(
@@ -44,19 +71,9 @@ def test_a_hung_pass_fails_liveness_and_a_finished_one_restores_it(
     tick: GatedTick, nudge: Nudge, metrics: Metrics
 ) -> None:
     clock = FakeClock()
-    w = Worker(
-        tick,
-        nudge=nudge,
-        interval_seconds=LONG,
-        metrics=metrics,
-        clock=clock,
-        pass_timeout_seconds=300,
-        step_seconds=40,
-    )
-    tick.gate.clear()
-    w.start()
+    w = on_the_clock(tick, clock, nudge, metrics)
     try:
-        assert tick.started.acquire(timeout=5)  # pass 1 hangs
+        start_with_the_first_pass_held(w, tick)  # pass 1 hangs
         assert w.liveness().ok and w.readiness().ok
         clock.now += w.liveness_bound + 1
         health = w.liveness()
@@ -94,16 +111,7 @@ def test_a_pass_that_raised_is_no_progress_for_liveness(
         if raising[0] is not None:
             raise raising[0]
 
-    w = Worker(
-        tick,
-        nudge=nudge,
-        interval_seconds=LONG,
-        metrics=metrics,
-        clock=clock,
-        expected_errors=(ConnectionError,),
-        pass_timeout_seconds=300,
-        step_seconds=40,
-    )
+    w = on_the_clock(tick, clock, nudge, metrics, expected_errors=(ConnectionError,))
     w.start()
     try:
         settle(w, 1)
@@ -131,18 +139,11 @@ def test_a_pass_is_told_to_stop_once_it_runs_past_its_timeout(
 
     def tick(stopping: Callable[[], bool], scope: Scope) -> None:
         seen.append(stopping())
-        clock.now += 301
+        clock.now += TIMEOUT + 1
         seen.append(stopping())
         done.set()
 
-    w = Worker(
-        tick,
-        nudge=nudge,
-        interval_seconds=LONG,
-        metrics=metrics,
-        clock=clock,
-        pass_timeout_seconds=300,
-    )
+    w = on_the_clock(tick, clock, nudge, metrics)
     w.start()
     try:
         assert done.wait(5)
