@@ -5,35 +5,20 @@ from __future__ import annotations
 import pytest
 
 from autoroll.config import Config
-from autoroll.config.errors import ConfigError
-from autoroll.config.reader import SecretFileError
 from autoroll.core.receivers.sources import RECEIVERS, Source
+from tests.support.config_env import BASE
+from tests.support.mounted_secrets import mounted, reported
 
-BASE = {
-    "FORGEJO_HOST": "forgejo.example:3000",
-    "FORGEJO_USER": "robot",
-    "FORGEJO_TOKEN": "tok-0123456789-very-secret",
-    "WEBHOOK_SECRET": "hook-secret-0123456789abcdef",
-}
 TOKEN = "0123456789abcdef0123456789abcdef"
 FILES = {"/run/secrets/autoroll/harbor": TOKEN, "/run/secrets/autoroll/empty": ""}
 
 
-def read(path: str) -> str:
-    if path not in FILES:
-        raise SecretFileError(f"cannot read {path!r}: No such file or directory")
-    return FILES[path]
-
-
 def config(env: dict[str, str]) -> Config:
-    return Config.from_env(BASE | env, read_file=read)
+    return Config.from_env(BASE | env, read_file=mounted(FILES))
 
 
 def problems(env: dict[str, str]) -> dict[str, str]:
-    with pytest.raises(ConfigError) as info:
-        config(env)
-    assert TOKEN not in str(info.value)
-    return {p.variable: p.message for p in info.value.problems}
+    return reported(lambda: config(env), never_echoed=[TOKEN])
 
 
 def test_every_receiver_is_off_by_default() -> None:

@@ -9,8 +9,8 @@ import pytest
 
 from autoroll.config import Config
 from autoroll.config.choices import RegistryScheme
-from autoroll.config.errors import ConfigError
 from autoroll.config.registries import RegistrySettings
+from tests.support.mounted_secrets import reported
 
 HOOK = "hook-secret-0123456789abcdef"
 FORGEJO = {
@@ -37,9 +37,7 @@ def files(path: str) -> str:
 
 
 def problems(env: dict[str, str]) -> dict[str, str]:
-    with pytest.raises(ConfigError) as info:
-        Config.from_env(env, read_file=files)
-    return {p.variable: p.message for p in info.value.problems}
+    return reported(lambda: Config.from_env(env, read_file=files))
 
 
 def test_the_forgejo_shorthand_is_one_registry_with_its_token() -> None:

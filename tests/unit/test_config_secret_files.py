@@ -7,11 +7,10 @@ from pathlib import Path
 import pytest
 
 from autoroll.config import Config
-from autoroll.config.errors import ConfigError
 from autoroll.config.reader import MAX_SECRET_FILE_BYTES, SecretFileError, read_secret_file
+from tests.support.config_env import HOOK, TOKEN
+from tests.support.mounted_secrets import mounted, reported
 
-TOKEN = "tok-0123456789-very-secret"
-HOOK = "hook-secret-0123456789abcdef"
 HOST_AND_USER = {"FORGEJO_HOST": "forgejo.example:3000", "FORGEJO_USER": "robot"}
 FILES = {
     "/run/secrets/token": TOKEN,
@@ -21,24 +20,13 @@ FILES = {
 }
 
 
-def fake_read(path: str) -> str:
-    """What the mounted files hold; a path not mounted fails as the real reader does."""
-    if path not in FILES:
-        raise SecretFileError(f"cannot read {path!r}: No such file or directory")
-    return FILES[path]
-
-
 def config(env: dict[str, str]) -> Config:
-    return Config.from_env(HOST_AND_USER | env, read_file=fake_read)
+    return Config.from_env(HOST_AND_USER | env, read_file=mounted(FILES))
 
 
 def problems(env: dict[str, str]) -> dict[str, str]:
-    with pytest.raises(ConfigError) as info:
-        config(env)
-    found = {p.variable: p.message for p in info.value.problems}
-    for secret in (TOKEN, HOOK, "short"):
-        assert secret not in str(info.value)  # a secret is never echoed, not even a bad one
-    return found
+    # A secret is never echoed, not even a bad one.
+    return reported(lambda: config(env), never_echoed=(TOKEN, HOOK, "short"))
 
 
 @pytest.mark.parametrize(

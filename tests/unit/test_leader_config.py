@@ -5,22 +5,10 @@ from __future__ import annotations
 import pytest
 
 from autoroll.config import Config
-from autoroll.config.errors import ConfigError
 from autoroll.config.leader import LeaderElection
+from tests.support.config_env import BASE, problems
 
-BASE = {
-    "FORGEJO_HOST": "forgejo.example:3000",
-    "FORGEJO_USER": "robot",
-    "FORGEJO_TOKEN": "tok-0123456789-very-secret",
-    "WEBHOOK_SECRET": "hook-secret-0123456789abcdef",
-}
 ON = BASE | {"LEADER_ELECTION": "true", "LEADER_ELECTION_NAMESPACE": "autoroll"}
-
-
-def problems(env: dict[str, str]) -> dict[str, str]:
-    with pytest.raises(ConfigError) as info:
-        Config.from_env(env)
-    return {p.variable: p.message for p in info.value.problems}
 
 
 def test_off_by_default_so_one_replica_behaves_as_before() -> None:
