@@ -27,6 +27,7 @@ from tests.support.registry_fakes import (
     reason,
     response,
 )
+from tests.support.registry_time import taking
 
 # --------------------------------------------------------------------------------------------
 # Children
@@ -90,13 +91,9 @@ def test_children_share_the_tick_budget() -> None:
     """The registry's time in ``resolve`` counts against the fetches after it."""
     clock = Clock()
     body = index_body(D1)
-    inner = children_handler(body)
-
-    def slow(method: str, url: str, kwargs: dict[str, Any]) -> requests.Response:
-        clock.now += 11
-        return inner(method, url, kwargs)
-
-    client, session = make(slow, clock=clock, budget_seconds=10)
+    client, session = make(
+        taking(11, clock, children_handler(body)), clock=clock, budget_seconds=10
+    )
     client.resolve([REF])
     target = digest_of(body)
     assert (
@@ -110,13 +107,7 @@ def test_the_pass_s_own_time_between_calls_spends_no_registry_budget() -> None:
     loaded CPU) has not waited for the registry; its fetches still get what is left."""
     clock = Clock()
     body = index_body(D1)
-    inner = children_handler(body)
-
-    def slow(method: str, url: str, kwargs: dict[str, Any]) -> requests.Response:
-        clock.now += 4
-        return inner(method, url, kwargs)
-
-    client, session = make(slow, clock=clock, budget_seconds=10)
+    client, session = make(taking(4, clock, children_handler(body)), clock=clock, budget_seconds=10)
     client.resolve([REF])  # 4 s of the registry's time
     clock.now += 60  # the pass decides
     target = digest_of(body)

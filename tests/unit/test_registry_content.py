@@ -34,6 +34,7 @@ from tests.support.registry_fakes import (
     reason,
     response,
 )
+from tests.support.registry_time import taking
 
 MIRROR = "aaa/mirror"
 ENROLLED = TagRef(HOST, "team/app", "latest")
@@ -254,13 +255,9 @@ def test_a_manifest_on_another_host_is_never_asked_for() -> None:
 def test_content_shares_the_tick_budget() -> None:
     """The registry's time in ``resolve`` counts against the fetches after it."""
     clock = Clock()
-    inner = serve(BUILD, AMD, ARM)
-
-    def slow(method: str, url: str, kwargs: dict[str, Any]) -> requests.Response:
-        clock.now += 11
-        return inner(method, url, kwargs)
-
-    client, session = make(slow, clock=clock, budget_seconds=10)
+    client, session = make(
+        taking(11, clock, serve(BUILD, AMD, ARM)), clock=clock, budget_seconds=10
+    )
     client.resolve([ENROLLED])
     assert reason(client.fetch_content([want(BUILD)])[digest_of(BUILD)]) == "budget-exhausted"
     assert [m for m, _, _ in session.sent] == ["HEAD"]
@@ -312,13 +309,9 @@ def test_distinct_digests_are_fetched_a_few_at_once() -> None:
 
 def test_a_budget_spent_among_the_children_leaves_the_index_unknown() -> None:
     clock = Clock()
-    inner = serve(BUILD, AMD, ARM)
-
-    def slow(method: str, url: str, kwargs: dict[str, Any]) -> requests.Response:
-        clock.now += 3.5
-        return inner(method, url, kwargs)
-
-    client, session = make(slow, clock=clock, budget_seconds=10)
+    client, session = make(
+        taking(3.5, clock, serve(BUILD, AMD, ARM)), clock=clock, budget_seconds=10
+    )
     client.resolve([ENROLLED])  # 3.5 s
     assert reason(client.fetch_content([want(BUILD)])[digest_of(BUILD)]) == "budget-exhausted"
     # The index (7 s) and its first child, whose answer came after the budget (10.5 s).
