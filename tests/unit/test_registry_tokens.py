@@ -13,6 +13,7 @@ import requests
 
 from autoroll.core.images import TagRef
 from autoroll.core.model import Digest, Unknown
+from autoroll.registry import RegistryClient
 from tests.support.registry_fakes import BASIC, D1, HOST, REF, Handler, make, refs, response
 
 
@@ -61,6 +62,14 @@ def gitea_handler(*, valid: str, token: bytes = b'{"token":"t"}', order: int = 1
     return handle
 
 
+def unknown_because(client: RegistryClient, reason: str) -> str:
+    """Resolve ``REF`` with ``client``: unknown for ``reason``; what its detail says."""
+    answer = client.resolve([REF])[REF]
+    assert isinstance(answer, Unknown)
+    assert answer.reason == reason
+    return answer.detail
+
+
 @pytest.mark.parametrize("order", [1, -1], ids=["bearer-first", "basic-first"])
 def test_the_bearer_challenge_is_used_wherever_it_stands_among_several(order: int) -> None:
     client, session = make(gitea_handler(valid="t", order=order))
@@ -74,42 +83,32 @@ def test_the_bearer_challenge_is_used_wherever_it_stands_among_several(order: in
 
 def test_a_refused_token_with_two_challenges_is_unauthorized_and_names_the_fix() -> None:
     client, _ = make(gitea_handler(valid="t"), token="wrong")  # the wrong token for this user
-    answer = client.resolve([REF])[REF]
-    assert isinstance(answer, Unknown)
-    assert answer.reason == "unauthorized"
-    assert "token endpoint refused user 'robot'" in answer.detail
-    assert "FORGEJO_TOKEN" in answer.detail
-    assert "read:package" in answer.detail
+    detail = unknown_because(client, "unauthorized")
+    assert "token endpoint refused user 'robot'" in detail
+    assert "FORGEJO_TOKEN" in detail
+    assert "read:package" in detail
 
 
 def test_a_401_without_a_bearer_challenge_names_the_scope_to_grant() -> None:
     header = {"WWW-Authenticate": 'Basic realm="Gitea Package API"'}
     client, session = make(lambda *_: response(401, header))
-    answer = client.resolve([REF])[REF]
-    assert isinstance(answer, Unknown)
-    assert answer.reason == "unauthorized"
-    assert "refused user 'robot' and its token (Basic realm=\"Gitea Package API\")" in answer.detail
-    assert "read:package" in answer.detail
-    assert "must see 'team'" in answer.detail
+    detail = unknown_because(client, "unauthorized")
+    assert "refused user 'robot' and its token (Basic realm=\"Gitea Package API\")" in detail
+    assert "read:package" in detail
+    assert "must see 'team'" in detail
     assert len(session.sent) == 1
 
 
 def test_a_bearer_token_refused_after_issue_names_read_access() -> None:
-    client, _ = make(gitea_handler(valid="never"))
-    answer = client.resolve([REF])[REF]
-    assert isinstance(answer, Unknown)
-    assert answer.reason == "unauthorized"
-    assert "the Bearer token was refused" in answer.detail
-    assert "must see 'team'" in answer.detail
+    detail = unknown_because(make(gitea_handler(valid="never"))[0], "unauthorized")
+    assert "the Bearer token was refused" in detail
+    assert "must see 'team'" in detail
 
 
 def test_a_403_names_the_repository_and_public_only_tokens() -> None:
-    client, _ = make(lambda *_: response(403))
-    answer = client.resolve([REF])[REF]
-    assert isinstance(answer, Unknown)
-    assert answer.reason == "forbidden"
-    assert "may not read 'team/app'" in answer.detail
-    assert "public packages" in answer.detail
+    detail = unknown_because(make(lambda *_: response(403))[0], "forbidden")
+    assert "may not read 'team/app'" in detail
+    assert "public packages" in detail
 
 
 def test_lookups_at_once_fetch_one_token_per_scope() -> None:
