@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import io
 
 import pytest
 
 from autoroll.core.receivers.sources import RECEIVERS, Source
 from autoroll.edge.web import MAX_BODY_BYTES
+from tests.support.endless_body import Endless
 from tests.support.receivers import (
     BY_SOURCE,
     DELIVERIES,
@@ -106,22 +106,6 @@ def test_a_token_in_the_path_of_a_source_that_takes_a_header_is_not_found(
     )
     assert response.status_code == 404 and on.nudges == []
     assert on.outcome(source, "not-found") == 1
-
-
-class Endless(io.RawIOBase):
-    """A body that would never end; counts what was taken from it."""
-
-    def __init__(self) -> None:
-        self.served = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: bytearray) -> int:  # type: ignore[override]
-        n = min(len(buffer), 4096)
-        buffer[:n] = b"a" * n
-        self.served += n
-        return n
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@ from flask.testing import FlaskClient
 
 from autoroll.edge.web import MAX_BODY_BYTES
 from autoroll.instruments.metrics import Metrics
+from tests.support.endless_body import Endless
 from tests.support.web_app import CountingNudge, outcome, sign
 
 
@@ -42,22 +43,6 @@ def call_raw(app: Flask, stream: io.RawIOBase, **extra: str) -> str:
 
     b"".join(app.wsgi_app(environ, start_response))  # type: ignore[arg-type]
     return statuses[0]
-
-
-class Endless(io.RawIOBase):
-    """A body that would never end; counts what was taken from it."""
-
-    def __init__(self) -> None:
-        self.served = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: bytearray) -> int:  # type: ignore[override]
-        n = min(len(buffer), 4096)  # short reads, like a socket
-        buffer[:n] = b"a" * n
-        self.served += n
-        return n
 
 
 def test_a_declared_length_over_one_mib_is_413_before_reading(
