@@ -121,6 +121,15 @@ def test_a_pod_its_selector_matches_but_another_controller_owns_is_never_deleted
 # --- 2. settled means what the Deployment controller says -----------------------------------
 
 
+def three_pods_ready_for_5s(deployment: dict[str, Any]) -> ScriptedWorld:
+    """A world of ``deployment`` (web) with three pods on the old digest, Ready for 5 s."""
+    world = ScriptedWorld()
+    world.add(WorkloadKind.DEPLOYMENT, deployment)
+    ready_since = NOW - timedelta(seconds=5)
+    world.pods = [app_pod(f"web-{HASH}-{c}", ready_since=ready_since) for c in "abc"]
+    return world
+
+
 @pytest.mark.parametrize(
     "deployment",
     [
@@ -154,10 +163,7 @@ def test_a_pod_its_selector_matches_but_another_controller_owns_is_never_deleted
 def test_a_deployment_its_controller_does_not_call_complete_loses_no_pod(
     deployment: dict[str, Any],
 ) -> None:
-    world = ScriptedWorld()
-    world.add(WorkloadKind.DEPLOYMENT, deployment)
-    ready_since = NOW - timedelta(seconds=5)
-    world.pods = [app_pod(f"web-{HASH}-{c}", ready_since=ready_since) for c in "abc"]
+    world = three_pods_ready_for_5s(deployment)
     assert run_pass(world) == []
 
 
@@ -202,6 +208,22 @@ SIDECAR_IMAGE = IMAGE
 APP_IMAGE = f"{HOST}/team/app@sha256:{'c' * 64}"  # pinned: only the sidecar can move
 
 
+def pinned_web(replicas: int, *init_containers: dict[str, Any]) -> ScriptedWorld:
+    """A world of the Deployment web alone: its app pinned (``APP_IMAGE``) beside
+    ``init_containers``, native sidecars among them; no pods yet."""
+    world = ScriptedWorld()
+    world.add(
+        WorkloadKind.DEPLOYMENT,
+        deployment_doc(
+            "web",
+            replicas=replicas,
+            containers=[container_doc("app", APP_IMAGE)],
+            init_containers=list(init_containers),
+        ),
+    )
+    return world
+
+
 @pytest.mark.parametrize(
     "restart_policy", [pytest.param("Always", id="native sidecar"), pytest.param(None, id="init")]
 )
@@ -210,16 +232,7 @@ def test_an_init_container_or_native_sidecar_on_a_moved_tag_is_rolled(
 ) -> None:
     extra = {"restartPolicy": restart_policy} if restart_policy else {}
     init = container_doc("proxy", SIDECAR_IMAGE, **extra)
-    world = ScriptedWorld()
-    world.add(
-        WorkloadKind.DEPLOYMENT,
-        deployment_doc(
-            "web",
-            replicas=2,
-            containers=[container_doc("app", APP_IMAGE)],
-            init_containers=[init],
-        ),
-    )
+    world = pinned_web(2, init)
     for suffix in "ab":
         pod = pod_doc(
             f"web-{HASH}-{suffix}",
@@ -285,26 +298,14 @@ def test_plan_names_each_foreign_pod_once_with_its_controller() -> None:
 def test_plan_names_the_controller_status_clause_that_holds_a_workload(
     deployment: dict[str, Any], clause: str
 ) -> None:
-    world = ScriptedWorld()
-    world.add(WorkloadKind.DEPLOYMENT, deployment)
-    ready_since = NOW - timedelta(seconds=5)
-    world.pods = [app_pod(f"web-{HASH}-{c}", ready_since=ready_since) for c in "abc"]
+    world = three_pods_ready_for_5s(deployment)
     assert clause in plan_text(world)
 
 
 def test_plan_shows_sidecar_and_init_containers_as_such() -> None:
     sidecar = container_doc("proxy", SIDECAR_IMAGE, restartPolicy="Always")
     init = container_doc("migrate", f"{HOST}/team/migrate:latest")
-    world = ScriptedWorld()
-    world.add(
-        WorkloadKind.DEPLOYMENT,
-        deployment_doc(
-            "web",
-            replicas=1,
-            containers=[container_doc("app", APP_IMAGE)],
-            init_containers=[init, sidecar],
-        ),
-    )
+    world = pinned_web(1, init, sidecar)
     text = plan_text(world, Registry({REF: NEW, TagRef(HOST, "team/migrate", "latest"): NEW}))
     rows = {line.split()[1] + " " + line.split()[2]: line for line in text.splitlines()[1:4]}
     assert "proxy (sidecar)" in rows and "migrate (init)" in rows, text
