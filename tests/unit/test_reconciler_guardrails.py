@@ -29,8 +29,6 @@ from tests.support.reconciler_fakes import (
 )
 from tests.support.reconciler_rig import reconciler_with
 
-HOST = "git.example.org"
-
 
 def build(
     cluster: FakeCluster, guardrails: Guardrails, *, clock: Clock, dry_run: bool = False
