@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from prometheus_client import CollectorRegistry
 
@@ -23,6 +24,7 @@ from autoroll.core.model import (
     WorkloadView,
 )
 from autoroll.core.policy import Guardrails
+from autoroll.core.ports import ClusterPort
 from autoroll.core.scope import FULL, Scope
 from autoroll.instruments.metrics import Metrics
 from tests.support.views import deployment_view, pod_view
@@ -168,6 +170,22 @@ class Clock:
         return self.now
 
 
+def reconciler_with(cluster: ClusterPort, **arguments: Any) -> tuple[Reconciler, Metrics]:
+    """A ``Reconciler`` over ``cluster`` that counts into metrics of its own, with whichever
+    of its keyword arguments a test is about (events, Nodes, a quarantine, a term, pull
+    credentials...). Unless ``arguments`` say otherwise: the registry answers ``REF`` with
+    ``NEW``, ``HOST`` is the one registry enrolled, a ``Clock`` stopped at ``T0`` tells the
+    time, and deletions are real."""
+    metrics = Metrics(CollectorRegistry())
+    defaults: dict[str, Any] = {
+        "registry": FakeRegistry({REF: NEW}),
+        "registries": {HOST},
+        "dry_run": False,
+        "clock": Clock(),
+    }
+    return Reconciler(cluster=cluster, metrics=metrics, **(defaults | arguments)), metrics
+
+
 def make(
     cluster: FakeCluster,
     registry: FakeRegistry,
@@ -176,17 +194,11 @@ def make(
     clock: Clock | None = None,
     guardrails: Guardrails | None = None,
 ) -> tuple[Reconciler, Metrics]:
-    metrics = Metrics(CollectorRegistry())
-    reconciler = Reconciler(
-        cluster=cluster,
-        registry=registry,
-        metrics=metrics,
-        registries={HOST},
-        dry_run=dry_run,
-        clock=clock or Clock(),
-        guardrails=guardrails,
+    """The common pass: ``reconciler_with`` over ``registry``, maybe a dry run, a clock of
+    the test's and guardrails."""
+    return reconciler_with(
+        cluster, registry=registry, dry_run=dry_run, clock=clock or Clock(), guardrails=guardrails
     )
-    return reconciler, metrics
 
 
 def sample(metrics: Metrics, name: str, kind: str = "deployment", **labels: str) -> float:

@@ -21,8 +21,8 @@ from tests.support.reconciler_fakes import (
     FakeCluster,
     enrolled,
     pod,
+    reconciler_with,
 )
-from tests.support.reconciler_rig import reconciler_with
 
 
 class FakeEvents:

@@ -20,8 +20,8 @@ from tests.support.reconciler_fakes import (
     FakeCluster,
     enrolled,
     pod,
+    reconciler_with,
 )
-from tests.support.reconciler_rig import reconciler_with
 
 # --- whole passes: a restart and a new term find the quarantine --------------------------------
 

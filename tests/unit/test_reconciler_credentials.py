@@ -24,8 +24,8 @@ from tests.support.reconciler_fakes import (
     FakeRegistry,
     enrolled,
     pod,
+    reconciler_with,
 )
-from tests.support.reconciler_rig import reconciler_with
 from tests.unit.test_pull_credentials import Secrets
 
 RIGHT = "right-token"

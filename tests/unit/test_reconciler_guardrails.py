@@ -25,9 +25,9 @@ from tests.support.reconciler_fakes import (
     enrolled,
     make,
     pod,
+    reconciler_with,
     sample,
 )
-from tests.support.reconciler_rig import reconciler_with
 
 
 def build(

@@ -26,8 +26,8 @@ from tests.support.reconciler_fakes import (
     FakeCluster,
     enrolled,
     pod,
+    reconciler_with,
 )
-from tests.support.reconciler_rig import reconciler_with
 
 REV = "db-5f6d8"
 

@@ -13,7 +13,7 @@ from autoroll.controller.reconciler import Reconciler
 from autoroll.core.model import DeleteOutcome, Digest, Enrolled
 from autoroll.core.policy import Guardrails
 from autoroll.core.records import EventType, RollEvent
-from tests.support.reconciler_rig import reconciler_with
+from tests.support.reconciler_fakes import reconciler_with
 from tests.unit.test_plan import (
     IMAGE,
     NEW,
