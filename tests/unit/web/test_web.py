@@ -8,7 +8,6 @@ body cap have their own modules (``test_web_package_events.py``, ``test_web_form
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -198,28 +197,30 @@ def test_signature_valid_accepts_any_matching_header_and_rejects_none() -> None:
 
 @pytest.fixture
 def busy_worker(metrics: Metrics) -> Iterator[tuple[Worker, Nudge, threading.Event]]:
-    """A real worker whose pass is stuck until the test ends."""
+    """A real worker whose pass is stuck until the test ends (10 s at most), and the event
+    its pass sets when it ends."""
     release = threading.Event()
     entered = threading.Event()
+    left = threading.Event()
 
     def tick(stopping: Callable[[], bool], scope: Scope) -> None:
         entered.set()
         release.wait(10)
+        left.set()
 
     nudge = Nudge(metrics)
     worker = Worker(tick, nudge=nudge, interval_seconds=3600, metrics=metrics)
     worker.start()
     assert entered.wait(5)
-    yield worker, nudge, release
+    yield worker, nudge, left
     release.set()
     worker.stop(timeout=5)
 
 
-def test_the_webhook_answers_in_milliseconds_while_a_pass_is_stuck(
+def test_the_webhook_answers_while_a_pass_is_stuck(
     busy_worker: tuple[Worker, Nudge, threading.Event], metrics: Metrics
 ) -> None:
-    _, nudge, _ = busy_worker
-    worker, _, _ = busy_worker
+    worker, nudge, pass_ended = busy_worker
     client = create_app(
         webhook_secret=SECRET,
         nudge=nudge.nudge,
@@ -228,10 +229,10 @@ def test_the_webhook_answers_in_milliseconds_while_a_pass_is_stuck(
         ready=worker.readiness,
         forgejo_host="forgejo.example",
     ).test_client()
-    started = time.monotonic()
     for _ in range(20):
         response = client.post("/webhook", data=BODY, headers={"X-Forgejo-Signature": sign(BODY)})
         assert response.status_code == 202
-    elapsed = (time.monotonic() - started) / 20
-    assert elapsed < 0.05, f"{elapsed * 1000:.1f} ms per webhook while the reconciler is busy"
+    # All twenty answered while the pass was still stuck: none waited for it (the speed of
+    # an answer is bench/'s to measure, not a unit test's).
+    assert not pass_ended.is_set()
     assert nudge.pending
