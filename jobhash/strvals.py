@@ -2,10 +2,11 @@
 
 The rune reader (``\\`` takes the next rune literally), ``typedVal`` (how a ``--set`` value is
 typed: ``3`` is an int64, ``1.5`` a string, ``true``/``false``/``null`` typed in any case), the
-list and map helpers with Helm's error messages, and the ``encoding/json`` decoding of
-``--set-json`` values (numbers float64, an empty value null). The parsers themselves are
-:mod:`jobhash.strvals_parser` (``--set``, ``--set-string``, ``--set-file``, ``--set-json``) and
-:mod:`jobhash.strvals_literal` (``--set-literal``); :mod:`jobhash.valueflags` applies a flag.
+list and map helpers with Helm's error messages, the keys, maps and indices both parsers read
+alike (``_KeyParser``), and the ``encoding/json`` decoding of ``--set-json`` values (numbers
+float64, an empty value null). The parsers themselves are :mod:`jobhash.strvals_parser`
+(``--set``, ``--set-string``, ``--set-file``, ``--set-json``) and :mod:`jobhash.strvals_literal`
+(``--set-literal``); :mod:`jobhash.valueflags` applies a flag.
 """
 
 from __future__ import annotations
