@@ -2,10 +2,11 @@
 
 The rune reader (``\\`` takes the next rune literally), ``typedVal`` (how a ``--set`` value is
 typed: ``3`` is an int64, ``1.5`` a string, ``true``/``false``/``null`` typed in any case), the
-list and map helpers with Helm's error messages, and the ``encoding/json`` decoding of
-``--set-json`` values (numbers float64, an empty value null). The parsers themselves are
-:mod:`jobhash.strvals_parser` (``--set``, ``--set-string``, ``--set-file``, ``--set-json``) and
-:mod:`jobhash.strvals_literal` (``--set-literal``); :mod:`jobhash.valueflags` applies a flag.
+list and map helpers with Helm's error messages, the keys, maps and indices both parsers read
+alike (``_KeyParser``), and the ``encoding/json`` decoding of ``--set-json`` values (numbers
+float64, an empty value null). The parsers themselves are :mod:`jobhash.strvals_parser`
+(``--set``, ``--set-string``, ``--set-file``, ``--set-json``) and :mod:`jobhash.strvals_literal`
+(``--set-literal``); :mod:`jobhash.valueflags` applies a flag.
 """
 
 from __future__ import annotations
@@ -13,10 +14,12 @@ from __future__ import annotations
 import json
 import math
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 from jobhash.gojson import GoValue
+from jobhash.gotemplate import go_kind
 from jobhash.goyaml import deeper_than
 from jobhash.goyaml_compose import MAX_VALUE_DEPTH
 
@@ -102,20 +105,18 @@ def typed_value(text: str, *, as_string: bool) -> GoValue:
     return text
 
 
+#: Go's ``%T`` of a value where it is not Sprig's ``kindOf`` (``go_kind``) of it.
+_GO_TYPE_OF_KIND: Final = {
+    "invalid": "nil",
+    "slice": "[]interface {}",
+    "map": "map[string]interface {}",
+}
+
+
 def _go_kind(value: object) -> str:
-    if value is None:
-        return "nil"
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int):
-        return "int64"
-    if isinstance(value, float):
-        return "float64"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "[]interface {}"
-    return "map[string]interface {}"
+    """The Go type an interface conversion's panic names (``%T``): ``int64``, ``nil``, ..."""
+    kind = go_kind(value)
+    return _GO_TYPE_OF_KIND.get(kind, kind)
 
 
 def _want_list(value: object) -> list[GoValue]:
@@ -160,6 +161,103 @@ Reader = Callable[[str], GoValue]
 
 def _go_quote(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
+
+
+class _KeyParser(ABC):
+    """What strvals ``parser`` and ``literalParser`` do alike: ``key.`` nests a map, ``key[i]``
+    a list, ``[i].`` and ``[i][j]`` the same inside a list. Each parser says how it reads up
+    to a stop rune (``until``) and what a key's and a list item's ``=`` takes."""
+
+    def __init__(self, text: str, data: dict[str, GoValue]) -> None:
+        self.sc = _Runes(text)
+        self.data = data
+
+    @abstractmethod
+    def until(self, stop: frozenset[str]) -> tuple[str, str | None, bool]:
+        """(text, stop rune, hit EOF), as ``runesUntil`` or ``runesUntilLiteral``."""
+
+    @abstractmethod
+    def key(self, data: dict[str, GoValue], level: int) -> bool:
+        """``key``: one key and what follows it into ``data``; True at EOF."""
+
+    @abstractmethod
+    def list_item(self, items: list[GoValue], index: int, level: int) -> tuple[list[GoValue], bool]:
+        """``listItem``: what follows ``[index]`` into ``items``; the list, and True at EOF."""
+
+    def parse(self) -> None:
+        while not self.key(self.data, 0):
+            pass
+
+    def key_map(self, data: dict[str, GoValue], key: str, level: int) -> bool:
+        """``key.``: the map under ``key``, one nesting level down."""
+        level += 1
+        if level > MAX_NESTED_NAME_LEVEL:
+            raise _StrvalsError(
+                "value name nested level is greater than maximum supported nested level of "
+                f"{MAX_NESTED_NAME_LEVEL}"
+            )
+        inner: dict[str, GoValue] = _want_map(data[key]) if key in data else {}
+        eof = self.key(inner, level)
+        if not eof and not inner:
+            raise _StrvalsError(f"key map {_go_quote(key)} has no value")
+        if inner:
+            _set(data, key, inner)
+        return eof
+
+    def key_list(self, data: dict[str, GoValue], key: str, level: int) -> bool:
+        """``key[``: the list under ``key``, from its index on."""
+        index = self.key_index()
+        if index is None:
+            return True  # "error parsing index: EOF" wraps io.EOF: Helm stops quietly
+        items: list[GoValue] = _want_list(data[key]) if key in data else []
+        items, eof = self.list_item(items, index, level)
+        _set(data, key, items)
+        return eof
+
+    def key_index(self) -> int | None:
+        text, _, eof = self.until(frozenset("]"))
+        if eof:
+            return None
+        if not _INT_RE.fullmatch(text) or not -(2**63) <= int(text) < 2**63:
+            raise _StrvalsError(
+                f'error parsing index: strconv.Atoi: parsing "{text}": invalid syntax'
+            )
+        return int(text)
+
+    def item_stop(self, index: int) -> tuple[str | None, bool]:
+        """``listItem``'s start: the rune after ``[index]`` (``=``, ``.`` or ``[``), or EOF."""
+        if index < 0:
+            raise _StrvalsError(f"negative {index} index not allowed")
+        rest, last, eof = self.until(_LIST_ITEM_STOP)
+        if rest:
+            raise _StrvalsError(f"unexpected data at end of array index: {_go_quote(rest)}")
+        return last, eof
+
+    def item_map(self, items: list[GoValue], index: int, level: int) -> tuple[list[GoValue], bool]:
+        """``[index].``: the map at ``index``."""
+        inner: dict[str, GoValue] = {}
+        if len(items) > index:
+            existing = items[index]
+            if isinstance(existing, dict):
+                inner = existing
+            else:
+                items[index] = inner  # indices out of order: Go starts an empty map in place
+        if self.key(inner, level):
+            return items, True
+        return _set_index(items, index, inner), False
+
+    def item_list(self, items: list[GoValue], index: int, level: int) -> tuple[list[GoValue], bool]:
+        """``[index][``: the list at ``index``, from its own index on."""
+        next_index = self.key_index()
+        if next_index is None:
+            return items, True
+        current: list[GoValue] = []
+        if len(items) > index and items[index] is not None:
+            current = _want_list(items[index])
+        nested, eof = self.list_item(current, next_index, level)
+        if eof:
+            return items, True
+        return _set_index(items, index, nested), False
 
 
 def _reject_constant(name: str) -> GoValue:

@@ -10,24 +10,19 @@ from __future__ import annotations
 from jobhash.gojson import GoValue
 from jobhash.gotemplate import GO_SPACE
 from jobhash.strvals import (
-    _INT_RE,
     _KEY_STOP,
-    _LIST_ITEM_STOP,
-    MAX_NESTED_NAME_LEVEL,
     Reader,
     _go_quote,
+    _KeyParser,
     _NotListError,
-    _Runes,
     _set,
     _set_index,
     _StrvalsError,
-    _want_list,
-    _want_map,
     decode_json_prefix,
 )
 
 
-class _StrvalsParser:
+class _StrvalsParser(_KeyParser):
     """strvals ``parser``: typed (``--set``), forced strings (``--set-string``), file contents
     (``--set-file``: ``reader`` reads the path) or JSON values (``--set-json``).
 
@@ -38,8 +33,7 @@ class _StrvalsParser:
     def __init__(
         self, text: str, data: dict[str, GoValue], *, reader: Reader, json_values: bool = False
     ) -> None:
-        self.sc = _Runes(text)
-        self.data = data
+        super().__init__(text, data)
         self.reader = reader
         self.json_values = json_values
 
@@ -60,24 +54,18 @@ class _StrvalsParser:
         self.empty_val()
         return value
 
-    def parse(self) -> None:
-        while not self.key(self.data, 0):
-            pass
+    def until(self, stop: frozenset[str]) -> tuple[str, str | None, bool]:
+        """``runesUntil`` (``\\`` takes the next rune literally)."""
+        return self.sc.until(stop)
 
     def key(self, data: dict[str, GoValue], level: int) -> bool:
-        key, last, eof = self.sc.until(_KEY_STOP)
+        key, last, eof = self.until(_KEY_STOP)
         if eof:
             if not key:
                 return True
             raise _StrvalsError(f"key {_go_quote(key)} has no value")
         if last == "[":
-            index = self.key_index()
-            if index is None:
-                return True  # "error parsing index: EOF" wraps io.EOF: Helm stops quietly
-            items: list[GoValue] = _want_list(data[key]) if key in data else []
-            items, eof = self.list_item(items, index, level)
-            _set(data, key, items)
-            return eof
+            return self.key_list(data, key, level)
         if last == "=":
             if self.json_values:
                 _set(data, key, None if self.empty_val() else self.json_val())
@@ -96,36 +84,10 @@ class _StrvalsParser:
         if last == ",":
             raise _StrvalsError(f"key {_go_quote(key)} has no value (cannot end with ,)")
         # last == "."
-        level += 1
-        if level > MAX_NESTED_NAME_LEVEL:
-            raise _StrvalsError(
-                "value name nested level is greater than maximum supported nested level of "
-                f"{MAX_NESTED_NAME_LEVEL}"
-            )
-        inner: dict[str, GoValue] = _want_map(data[key]) if key in data else {}
-        eof = self.key(inner, level)
-        if not eof and not inner:
-            raise _StrvalsError(f"key map {_go_quote(key)} has no value")
-        if inner:
-            _set(data, key, inner)
-        return eof
-
-    def key_index(self) -> int | None:
-        text, _, eof = self.sc.until(frozenset("]"))
-        if eof:
-            return None
-        if not _INT_RE.fullmatch(text) or not -(2**63) <= int(text) < 2**63:
-            raise _StrvalsError(
-                f'error parsing index: strconv.Atoi: parsing "{text}": invalid syntax'
-            )
-        return int(text)
+        return self.key_map(data, key, level)
 
     def list_item(self, items: list[GoValue], index: int, level: int) -> tuple[list[GoValue], bool]:
-        if index < 0:
-            raise _StrvalsError(f"negative {index} index not allowed")
-        rest, last, eof = self.sc.until(_LIST_ITEM_STOP)
-        if rest:
-            raise _StrvalsError(f"unexpected data at end of array index: {_go_quote(rest)}")
+        last, eof = self.item_stop(index)
         if eof:
             return items, True
         if last == "=":
@@ -142,27 +104,9 @@ class _StrvalsParser:
                 return _set_index(items, index, self.reader(text)), False
             return _set_index(items, index, values), False
         if last == "[":
-            next_index = self.key_index()
-            if next_index is None:
-                return items, True
-            current: list[GoValue] = []
-            if len(items) > index and items[index] is not None:
-                current = _want_list(items[index])
-            nested, eof = self.list_item(current, next_index, level)
-            if eof:
-                return items, True
-            return _set_index(items, index, nested), False
+            return self.item_list(items, index, level)
         # last == "."
-        inner: dict[str, GoValue] = {}
-        if len(items) > index:
-            existing = items[index]
-            if isinstance(existing, dict):
-                inner = existing
-            else:
-                items[index] = inner  # indices out of order: Go starts an empty map in place
-        if self.key(inner, level):
-            return items, True
-        return _set_index(items, index, inner), False
+        return self.item_map(items, index, level)
 
     def val(self) -> tuple[str, bool]:
         text, _, eof = self.sc.until(frozenset(","))

@@ -28,7 +28,7 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Final
+from typing import Final, Self
 
 from autoroll.core.model import Digest, Unknown, is_digest
 
@@ -143,6 +143,34 @@ def canonical_repository(host: str, repository: str) -> str:
     if registry_host(host) == DEFAULT_HOST and "/" not in repository:
         return f"library/{repository}"
     return repository
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class CanonicalTag:
+    """A tag of a repository on one registry host, normalised as images are compared.
+
+    Build it with ``named`` (or ``of``), which normalises: ``host`` through
+    ``registry_host`` (lowercase ``host[:port]``, Docker Hub's aliases as ``docker.io``),
+    ``repository`` lowercase with Docker Hub's implied ``library/``. The tag is compared
+    exactly (tags are case-sensitive).
+    """
+
+    host: str
+    repository: str
+    tag: str
+
+    def __str__(self) -> str:
+        return f"{self.host}/{self.repository}:{self.tag}"
+
+    @classmethod
+    def named(cls, host: str, repository: str, tag: str) -> Self:
+        """The tag, normalised as the class docstring says."""
+        canonical = registry_host(host)
+        return cls(canonical, canonical_repository(canonical, repository.lower()), tag)
+
+    @classmethod
+    def of(cls, ref: TagRef) -> Self:
+        return cls.named(ref.host, ref.repository, ref.tag)
 
 
 def is_listed(host: str, registries: Collection[str]) -> bool:

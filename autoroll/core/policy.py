@@ -28,10 +28,10 @@ not roll anything.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Final
+from typing import Final, TypeVar
 
 from autoroll.core.health import DEFAULT_HEALTHY, MAX_HEALTHY, HealthWindow
 from autoroll.core.windows import WindowError, Windows, parse_windows
@@ -52,6 +52,7 @@ ALWAYS: Final = "always"
 #: (pause the workload instead).
 MAX_MIN_AGE: Final = timedelta(days=30)
 
+_T = TypeVar("_T")
 _DURATION: Final = re.compile(r"(?:([0-9]+)d)?(?:([0-9]+)h)?(?:([0-9]+)m)?(?:([0-9]+)s)?")
 _TRUE: Final = frozenset({"true", "yes", "on", "1"})
 _FALSE: Final = frozenset({"false", "no", "off", "0"})
@@ -140,53 +141,75 @@ class Policy:
 
 def workload_policy(annotations: Mapping[str, str], *, defaults: Guardrails) -> Policy:
     """The guardrails of a workload with ``annotations`` (its object's, not its pods')."""
-    problems: list[PolicyProblem] = []
-    paused, min_age, windows = False, defaults.min_age, defaults.windows
-    healthy = defaults.healthy
-    overridden: set[str] = set()
+    read = _AnnotationReader(annotations)
     for key in sorted(annotations):
         if not key.startswith(PREFIX) or key in KNOWN:
             continue
-        problems.append(
+        read.problems.append(
             PolicyProblem(
                 key,
                 annotations[key],
                 f"unknown autoroll annotation; expected one of {', '.join(KNOWN)}",
             )
         )
-    if PAUSED in annotations:
+    paused = read(PAUSED, parse_bool, False)
+    min_age = read(MIN_AGE, parse_duration, defaults.min_age)
+    windows = read(
+        WINDOW,
+        _parse_window,
+        defaults.windows,
+        errors=WindowError,
+        hint=f" (or '{ALWAYS}' for no window)",
+    )
+    healthy = read(
+        HEALTH_WINDOW, lambda raw: parse_duration(raw, limit=MAX_HEALTHY), defaults.healthy
+    )
+    wave = read(WAVE, parse_wave, 0)
+    return Policy(
+        paused,
+        min_age,
+        windows,
+        tuple(read.problems),
+        frozenset(read.overridden),
+        healthy,
+        wave,
+    )
+
+
+class _AnnotationReader:
+    """Reads one workload's annotations, noting which set a value and which cannot be read."""
+
+    def __init__(self, annotations: Mapping[str, str]) -> None:
+        self._annotations = annotations
+        self.problems: list[PolicyProblem] = []
+        self.overridden: set[str] = set()
+
+    def __call__(
+        self,
+        key: str,
+        parse: Callable[[str], _T],
+        default: _T,
+        *,
+        errors: type[ValueError] = ValueError,
+        hint: str = "",
+    ) -> _T:
+        """Annotation ``key`` as ``parse`` reads it; ``default`` when it is absent, or when
+        ``parse`` raises ``errors`` (a problem then, its message followed by ``hint``)."""
+        if key not in self._annotations:
+            return default
+        raw = self._annotations[key]
         try:
-            paused = parse_bool(annotations[PAUSED])
-            overridden.add(PAUSED)
-        except ValueError as exc:
-            problems.append(PolicyProblem(PAUSED, annotations[PAUSED], str(exc)))
-    if MIN_AGE in annotations:
-        try:
-            min_age = parse_duration(annotations[MIN_AGE])
-            overridden.add(MIN_AGE)
-        except ValueError as exc:
-            problems.append(PolicyProblem(MIN_AGE, annotations[MIN_AGE], str(exc)))
-    if WINDOW in annotations:
-        raw = annotations[WINDOW]
-        try:
-            windows = None if raw.strip().lower() == ALWAYS else parse_windows(raw)
-            overridden.add(WINDOW)
-        except WindowError as exc:
-            problems.append(PolicyProblem(WINDOW, raw, f"{exc} (or '{ALWAYS}' for no window)"))
-    if HEALTH_WINDOW in annotations:
-        try:
-            healthy = parse_duration(annotations[HEALTH_WINDOW], limit=MAX_HEALTHY)
-            overridden.add(HEALTH_WINDOW)
-        except ValueError as exc:
-            problems.append(PolicyProblem(HEALTH_WINDOW, annotations[HEALTH_WINDOW], str(exc)))
-    wave = 0
-    if WAVE in annotations:
-        try:
-            wave = parse_wave(annotations[WAVE])
-            overridden.add(WAVE)
-        except ValueError as exc:
-            problems.append(PolicyProblem(WAVE, annotations[WAVE], str(exc)))
-    return Policy(paused, min_age, windows, tuple(problems), frozenset(overridden), healthy, wave)
+            value = parse(raw)
+        except errors as exc:
+            self.problems.append(PolicyProblem(key, raw, f"{exc}{hint}"))
+            return default
+        self.overridden.add(key)
+        return value
+
+
+def _parse_window(raw: str) -> Windows | None:
+    """A ``window`` annotation: ``always`` (no window), or the windows."""
+    return None if raw.strip().lower() == ALWAYS else parse_windows(raw)
 
 
 def parse_wave(raw: str) -> int:

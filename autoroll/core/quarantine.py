@@ -38,7 +38,7 @@ from typing import Final
 
 from autoroll.core.decision import RUNS_TARGET, Decision, PodState, Sighting
 from autoroll.core.halt import HaltReason, RolloutHalt
-from autoroll.core.images import TagRef, canonical_repository, registry_host
+from autoroll.core.images import CanonicalTag, TagRef
 from autoroll.core.model import Digest, Enrolled, PodView
 
 #: Entries kept at most: one per enrolled tag in practice; a bound keeps the object small
@@ -58,25 +58,9 @@ class QuarantineReason(StrEnum):
 
 
 @dataclass(frozen=True, slots=True, order=True)
-class QuarantineKey:
+class QuarantineKey(CanonicalTag):
     """A tag of a repository on one registry: what a quarantine is for. Build it with
     ``named`` (or ``of``), which normalises the host and repository as images are."""
-
-    host: str
-    repository: str
-    tag: str
-
-    def __str__(self) -> str:
-        return f"{self.host}/{self.repository}:{self.tag}"
-
-    @classmethod
-    def named(cls, host: str, repository: str, tag: str) -> QuarantineKey:
-        canonical = registry_host(host)
-        return cls(canonical, canonical_repository(canonical, repository.lower()), tag)
-
-    @classmethod
-    def of(cls, ref: TagRef) -> QuarantineKey:
-        return cls.named(ref.host, ref.repository, ref.tag)
 
     @classmethod
     def parse(cls, text: str) -> QuarantineKey:

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
-from autoroll.core.images import TagRef, canonical_repository, registry_host
+from autoroll.core.images import CanonicalTag, TagRef
 
 #: More distinct tags than this waiting at once: one full pass is cheaper to reason about
 #: than a long list, and costs what the poll costs.
@@ -29,35 +29,13 @@ MAX_TAGS: Final = 64
 
 
 @dataclass(frozen=True, slots=True, order=True)
-class ImageTag:
-    """A tag of a repository on one registry host, as a webhook event names it.
-
-    Build it with ``ImageTag.named`` (or ``of``), which normalises: ``host`` through
-    ``autoroll.core.images.registry_host`` (lowercase ``host[:port]``, Docker Hub's aliases
-    as ``docker.io``), ``repository`` lowercase with Docker Hub's implied ``library/``. The
-    tag is compared exactly (tags are case-sensitive).
-    """
-
-    host: str
-    repository: str
-    tag: str
-
-    def __str__(self) -> str:
-        return f"{self.host}/{self.repository}:{self.tag}"
+class ImageTag(CanonicalTag):
+    """A tag of a repository on one registry host, as a webhook event names it. Build it
+    with ``ImageTag.named`` (or ``of``), which normalises (``images.CanonicalTag``)."""
 
     def names(self, ref: TagRef) -> bool:
         """Is ``ref`` this host/repository:tag?"""
         return ImageTag.of(ref) == self
-
-    @classmethod
-    def named(cls, host: str, repository: str, tag: str) -> ImageTag:
-        """The tag, normalised as the class docstring says."""
-        canonical = registry_host(host)
-        return cls(canonical, canonical_repository(canonical, repository.lower()), tag)
-
-    @classmethod
-    def of(cls, ref: TagRef) -> ImageTag:
-        return cls.named(ref.host, ref.repository, ref.tag)
 
 
 @dataclass(frozen=True, slots=True)

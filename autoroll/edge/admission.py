@@ -23,14 +23,14 @@ import json
 import logging
 import socket
 import ssl
-import threading
 import time
 from collections.abc import Callable, Collection
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Final
 
 from autoroll.core.boundedjson import loads
 from autoroll.core.pinning import ApprovedDigests, WhyNot, pin_pod
+from autoroll.edge.listener import Listener, ListenerServer
 from autoroll.instruments.pinning_metrics import PinningMetrics
 from autoroll.kube.admission_review import ReviewError, review_request, review_response
 
@@ -112,11 +112,7 @@ class _Handler(BaseHTTPRequestHandler):
         log.debug("pinning webhook: " + format, *args)
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    request_queue_size = 2 * MAX_CONNECTIONS
-
+class _Server(ListenerServer):
     def __init__(
         self,
         address: tuple[str, int],
@@ -130,9 +126,7 @@ class _Server(ThreadingHTTPServer):
         self.approvals = approvals
         self.registries = registries
         self.metrics = metrics
-        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
-        self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
-        super().__init__(address, _Handler)
+        super().__init__(address, _Handler, max_connections=MAX_CONNECTIONS)
 
     def get_request(self) -> tuple[Any, Any]:
         sock, address = super().get_request()
@@ -145,13 +139,13 @@ class _Server(ThreadingHTTPServer):
         return wrapped, address
 
     def process_request(self, request: Any, client_address: Any) -> None:
-        if not self._slots.acquire(blocking=False):
+        if not self.slots.acquire(blocking=False):
             self.shutdown_request(request)  # full: closed rather than queued
             return
         try:
             super().process_request(request, client_address)
         except Exception:
-            self._slots.release()
+            self.slots.release()
             self.shutdown_request(request)
             raise
 
@@ -159,14 +153,14 @@ class _Server(ThreadingHTTPServer):
         try:
             super().process_request_thread(request, client_address)
         finally:
-            self._slots.release()
+            self.slots.release()
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # A failed handshake or a client gone early: not worth a traceback.
         log.debug("pinning webhook connection from %s ended early", client_address, exc_info=True)
 
 
-class AdmissionServer:
+class AdmissionServer(Listener):
     """The listener and its thread; ``start`` binds (raising if it cannot)."""
 
     def __init__(
@@ -179,44 +173,24 @@ class AdmissionServer:
         registries: Collection[str],
         metrics: PinningMetrics | None = None,
     ) -> None:
-        self._address = (host, port)
+        super().__init__(host, port, thread_name="autoroll-pinning", what="the pinning webhook")
         self._context = context
         self._approvals = approvals
         self._registries = frozenset(registries)
         self._metrics = metrics
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
 
-    @property
-    def port(self) -> int:
-        if self._server is None:
-            raise RuntimeError("the pinning webhook is not started")
-        return int(self._server.server_address[1])
-
-    def start(self) -> None:
-        self._server = _Server(
+    def _bind(self) -> _Server:
+        return _Server(
             self._address,
             context=self._context,
             approvals=self._approvals,
             registries=self._registries,
             metrics=self._metrics,
         )
-        self._thread = threading.Thread(
-            target=self._server.serve_forever,
-            kwargs={"poll_interval": 0.2},
-            name="autoroll-pinning",
-            daemon=True,
-        )
-        self._thread.start()
-        log.info("pinning webhook: serving POST %s on %s:%d", PATH, self._address[0], self.port)
 
-    def stop(self, timeout: float = 2.0) -> None:
-        server, thread = self._server, self._thread
-        if server is None or thread is None:
-            return
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout)
+    def start(self) -> None:
+        super().start()
+        log.info("pinning webhook: serving POST %s on %s:%d", PATH, self._address[0], self.port)
 
 
 __all__ = ["MAX_BODY", "PATH", "AdmissionServer", "answer_review"]

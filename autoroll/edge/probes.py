@@ -24,10 +24,11 @@ import logging
 import socket
 import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Final
 
 from autoroll.controller.loop_health import Health
+from autoroll.edge.listener import Listener, ListenerServer
 
 #: Seconds one probe connection may live, from accept to close: a probe is one packet in,
 #: one out. Below the kubelet's default probe timeout, so a slow client never outlasts one.
@@ -87,25 +88,16 @@ class _Handler(BaseHTTPRequestHandler):
         log.debug("probe: " + format, *args)
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True  # a connection thread never keeps the process alive
-    allow_reuse_address = True
-    #: The listen backlog; socketserver's default of 5 would leave a burst of connections
-    #: waiting in the kernel instead of being answered or refused at once.
-    request_queue_size = 2 * MAX_PROBE_CONNECTIONS
-
+class _Server(ListenerServer):
     def __init__(self, address: tuple[str, int], *, live: Check, ready: Check) -> None:
         self.live = live
         self.ready = ready
-        self._slots = threading.BoundedSemaphore(MAX_PROBE_CONNECTIONS)
         self._cuts: dict[int, threading.Timer] = {}  # id(connection) -> its deadline
         self._cuts_lock = threading.Lock()
-        family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
-        self.address_family = family
-        super().__init__(address, _Handler)
+        super().__init__(address, _Handler, max_connections=MAX_PROBE_CONNECTIONS)
 
     def process_request(self, request: Any, client_address: Any) -> None:
-        if not self._slots.acquire(blocking=False):
+        if not self.slots.acquire(blocking=False):
             # Full: closed unanswered rather than queued behind the slow ones.
             super().shutdown_request(request)
             return
@@ -132,7 +124,7 @@ class _Server(ThreadingHTTPServer):
         super().shutdown_request(request)
         if cut is not None:
             cut.cancel()
-            self._slots.release()
+            self.slots.release()
 
 
 def _hang_up(sock: socket.socket) -> None:
@@ -140,43 +132,25 @@ def _hang_up(sock: socket.socket) -> None:
         sock.shutdown(socket.SHUT_RDWR)
 
 
-class ProbeServer:
+class ProbeServer(Listener):
     """The probes' listener and its thread. ``start`` binds (raising if it cannot, so a
     wrong ``PROBE_ADDR`` stops the worker at boot, not at the first probe)."""
 
     def __init__(self, host: str, port: int, *, live: Check, ready: Check) -> None:
-        self._address = (host, port)
+        super().__init__(host, port, thread_name="autoroll-probes", what="the probe server")
         self._live = live
         self._ready = ready
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
 
-    @property
-    def port(self) -> int:
-        """The bound port (the one asked for, or the one chosen for port 0)."""
-        if self._server is None:
-            raise RuntimeError("the probe server is not started")
-        return int(self._server.server_address[1])
+    def _bind(self) -> _Server:
+        return _Server(self._address, live=self._live, ready=self._ready)
 
     def start(self) -> None:
-        self._server = _Server(self._address, live=self._live, ready=self._ready)
-        self._thread = threading.Thread(
-            target=self._server.serve_forever,
-            kwargs={"poll_interval": 0.2},
-            name="autoroll-probes",
-            daemon=True,
-        )
-        self._thread.start()
+        super().start()
         log.info("serving /livez, /readyz and /healthz on %s:%d", self._address[0], self.port)
 
     def stop(self, timeout: float = PROBE_STOP_SECONDS) -> None:
         """Stop listening; connections in flight end within ``PROBE_REQUEST_SECONDS``."""
-        server, thread = self._server, self._thread
-        if server is None or thread is None:
-            return
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout)
+        super().stop(timeout)
 
 
 __all__ = [

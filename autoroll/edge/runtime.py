@@ -12,23 +12,13 @@ from __future__ import annotations
 import os
 import signal
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Unpack
 
 from flask import Flask
 from prometheus_client import CollectorRegistry
 
 from autoroll.config import Config
 from autoroll.controller.loop_health import liveness_bound
-from autoroll.core.ports import (
-    ClusterPort,
-    EventPort,
-    LeasePort,
-    NodePort,
-    NotifyPort,
-    QuarantinePort,
-    RegistryPort,
-    SecretPort,
-)
 from autoroll.edge.http_worker import REQUEST_READ_SECONDS
 from autoroll.edge.lifecycle import (
     RECONCILE_STOP_SECONDS,
@@ -41,7 +31,7 @@ from autoroll.edge.probes import ProbeServer
 from autoroll.edge.receivers import Receiving
 from autoroll.edge.reconcile_process import ReconcileProcess
 from autoroll.edge.web import create_app
-from autoroll.edge.wiring import STEP_SECONDS, build_controller
+from autoroll.edge.wiring import STEP_SECONDS, Adapters, build_controller
 from autoroll.instruments.metrics import Metrics
 from autoroll.kube.transport import LEASE_CALL_TIMEOUT, call_seconds
 
@@ -158,31 +148,10 @@ class Runtime:
                 self.probes.stop(timeout=0.5)
 
 
-def build_runtime(
-    config: Config,
-    *,
-    cluster: ClusterPort | None = None,
-    registry: RegistryPort | None = None,
-    lease: LeasePort | None = None,
-    events: EventPort | None = None,
-    nodes: NodePort | None = None,
-    secrets: SecretPort | None = None,
-    quarantine: QuarantinePort | None = None,
-    notify: NotifyPort | None = None,
-) -> Runtime:
+def build_runtime(config: Config, **adapters: Unpack[Adapters]) -> Runtime:
     """The controller and the edge in one process (tests inject adapters). Cheap: no
     network until it starts."""
-    controller = build_controller(
-        config,
-        cluster=cluster,
-        registry=registry,
-        lease=lease,
-        events=events,
-        nodes=nodes,
-        secrets=secrets,
-        quarantine=quarantine,
-        notify=notify,
-    )
+    controller = build_controller(config, **adapters)
     app = create_app(
         webhook_secret=config.webhook_secret.reveal(),
         nudge=controller.deliver,

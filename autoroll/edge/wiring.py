@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any, Final
+from typing import Any, Final, TypedDict, Unpack
 from urllib.parse import quote
 
 from prometheus_client import CollectorRegistry
@@ -65,18 +65,21 @@ CACHE_POOL_SIZE: Final = 512
 STEP_SECONDS: Final = max(call_seconds(REQUEST_TIMEOUT), Limits().budget_seconds)
 
 
-def build_controller(
-    config: Config,
-    *,
-    cluster: ClusterPort | None = None,
-    registry: RegistryPort | None = None,
-    lease: LeasePort | None = None,
-    events: EventPort | None = None,
-    nodes: NodePort | None = None,
-    secrets: SecretPort | None = None,
-    quarantine: QuarantinePort | None = None,
-    notify: NotifyPort | None = None,
-) -> Controller:
+class Adapters(TypedDict, total=False):
+    """The adapters a test may hand ``build_controller`` in place of its own; one left out
+    (or None) is what the config asks for (``build_controller`` says which)."""
+
+    cluster: ClusterPort | None
+    registry: RegistryPort | None
+    lease: LeasePort | None
+    events: EventPort | None
+    nodes: NodePort | None
+    secrets: SecretPort | None
+    quarantine: QuarantinePort | None
+    notify: NotifyPort | None
+
+
+def build_controller(config: Config, **adapters: Unpack[Adapters]) -> Controller:
     """Wire the controller's objects together. Cheap: no network until it starts.
 
     Without an injected ``cluster`` the Kubernetes adapter is both the cluster and the Node
@@ -89,15 +92,18 @@ def build_controller(
     settings = config.leader_election
     identity = (settings.identity if settings else None) or default_identity()
     election, may_act, webhook_nudge, webhook_later = _leadership(
-        settings, lease, identity, metrics, nudge
+        settings, adapters.get("lease"), identity, metrics, nudge
     )
     evicting = config.rollout_method is RolloutMethod.EVICT
     cache: WatchCache | None = None
+    cluster, nodes = adapters.get("cluster"), adapters.get("nodes")
     if cluster is None:
         kube, cache = _kube_cluster(config, metrics, evicting=evicting)
         cluster, nodes = kube, nodes or kube
-    events = events or (KubeEvents(instance=identity) if config.emit_events else None)
-    registry = registry or _registry(config, metrics)
+    events = adapters.get("events") or (
+        KubeEvents(instance=identity) if config.emit_events else None
+    )
+    registry = adapters.get("registry") or _registry(config, metrics)
     # The quarantine holds approvals too: a late-bound read of the reconciler's copy.
     pinning = pinning_service(
         config,
@@ -108,10 +114,10 @@ def build_controller(
     )
     credentials = pull_credentials(
         config,
-        secrets=secrets or KubeSecrets(observe=metrics.kube_request),
+        secrets=adapters.get("secrets") or KubeSecrets(observe=metrics.kube_request),
         on_secret=logs.redact_also,  # each pull secret's password, as it is read
     )
-    notifier = notifier_for(config, metrics, notify)
+    notifier = notifier_for(config, metrics, adapters.get("notify"))
     announcer = Announcer(
         metrics=metrics,
         events=events,
@@ -130,7 +136,7 @@ def build_controller(
         leading=may_act,  # followers skip whole passes
         **_term_and_authority(election),
         announcer=announcer,
-        quarantine=quarantine or quarantine_record(config),
+        quarantine=adapters.get("quarantine") or quarantine_record(config),
         guardrails=config.guardrails,
         lookups_per_namespace=config.tenancy.lookups_per_namespace,
         halted_after=timedelta(seconds=config.rollout_halted_after_seconds),

@@ -24,7 +24,8 @@ per pull.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import functools
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final
@@ -96,6 +97,26 @@ def load(body: bytes) -> Any:
         raise BodyError("the body is not JSON") from exc
 
 
+BodyReader = Callable[[bytes, Mapping[str, str]], Reading]
+"""A source's reader: the body's bytes and the request headers (names lowercased) in."""
+
+
+def reads_json(read: Callable[[Any], Reading]) -> BodyReader:
+    """A ``BodyReader`` that hands ``read`` the body's JSON document (``load``); a body that is
+    not JSON, or past the caps, is unreadable, saying why. For the sources whose headers
+    say nothing a reader needs."""
+
+    @functools.wraps(read)
+    def reader(body: bytes, headers: Mapping[str, str]) -> Reading:
+        try:
+            document = load(body)
+        except BodyError as exc:
+            return unreadable(str(exc))
+        return read(document)
+
+    return reader
+
+
 def text(value: object) -> str | None:
     """``value`` when it is a non-empty string, else None (a field of the wrong type)."""
     return value if isinstance(value, str) and value else None
@@ -109,6 +130,7 @@ def mapping(value: object) -> dict[str, Any]:
 __all__ = [
     "MAX_BODY_BYTES",
     "BodyError",
+    "BodyReader",
     "Reading",
     "ReadingKind",
     "combine",
@@ -116,6 +138,7 @@ __all__ = [
     "load",
     "mapping",
     "pushed",
+    "reads_json",
     "text",
     "unreadable",
 ]

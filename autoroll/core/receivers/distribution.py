@@ -25,13 +25,12 @@ from typing import Any
 
 from autoroll.core.pushed import Pushed
 from autoroll.core.receivers import (
-    BodyError,
     Reading,
     combine,
     ignored,
-    load,
     mapping,
     pushed,
+    reads_json,
     text,
     unreadable,
 )
@@ -57,12 +56,9 @@ def event_push(event: Mapping[str, Any]) -> Reading:
     return pushed([Pushed(host, repository, tag)], otherwise="")
 
 
-def read_envelope(body: bytes, headers: Mapping[str, str]) -> Reading:
+@reads_json
+def read_envelope(document: Any) -> Reading:
     """A notification envelope: every tag push among its events."""
-    try:
-        document = load(body)
-    except BodyError as exc:
-        return unreadable(str(exc))
     events = mapping(document).get("events")
     if not isinstance(events, list):
         return unreadable("not a notification envelope (no events list)")

@@ -22,7 +22,7 @@ from typing import Any, Final
 
 from autoroll.core.images import ImageRefError, parse_image
 from autoroll.core.pushed import Pushed
-from autoroll.core.receivers import BodyError, Reading, load, mapping, pushed, unreadable
+from autoroll.core.receivers import Reading, mapping, pushed, reads_json, unreadable
 
 #: Images read from one delivery at most (a scope of more is a full pass anyway).
 MAX_IMAGES: Final = 64
@@ -50,12 +50,9 @@ def image_pushes(data: Mapping[str, Any]) -> Reading:
     return pushed(found, otherwise="every image is pinned by digest: no tag moved")
 
 
-def read_generic(body: bytes, headers: Mapping[str, str]) -> Reading:
+@reads_json
+def read_generic(document: Any) -> Reading:
     """A generic delivery (module docstring)."""
-    try:
-        document = load(body)
-    except BodyError as exc:
-        return unreadable(str(exc))
     if not isinstance(document, dict):
         return unreadable("the body is not a JSON object")
     return image_pushes(mapping(document))

@@ -22,16 +22,7 @@ from typing import Any
 
 from autoroll.core.model import is_digest
 from autoroll.core.pushed import Pushed
-from autoroll.core.receivers import (
-    BodyError,
-    Reading,
-    ignored,
-    load,
-    mapping,
-    pushed,
-    text,
-    unreadable,
-)
+from autoroll.core.receivers import Reading, ignored, mapping, pushed, reads_json, text, unreadable
 
 #: Resources read from one event at most: Harbor lists the tags of one artifact.
 MAX_RESOURCES = 64
@@ -64,13 +55,11 @@ def event_data_pushes(data: Mapping[str, Any]) -> Reading:
     return pushed(found, otherwise=f"a push to {repository} by digest moves no tag")
 
 
-def read_harbor(body: bytes, headers: Mapping[str, str]) -> Reading:
+@reads_json
+def read_harbor(document: Any) -> Reading:
     """A Default-format delivery: a ``PUSH_ARTIFACT`` event's tags, other types ignored."""
-    try:
-        document = mapping(load(body))
-    except BodyError as exc:
-        return unreadable(str(exc))
-    kind = text(document.get("type"))
+    event = mapping(document)
+    kind = text(event.get("type"))
     if kind is None:
         return unreadable("not a Harbor event (no type)")
     if kind.startswith("harbor."):
@@ -80,7 +69,7 @@ def read_harbor(body: bytes, headers: Mapping[str, str]) -> Reading:
         )
     if kind != "PUSH_ARTIFACT":
         return ignored(f"a {kind} event moves no tag")
-    return event_data_pushes(mapping(document.get("event_data")))
+    return event_data_pushes(mapping(event.get("event_data")))
 
 
 __all__ = ["MAX_RESOURCES", "event_data_pushes", "read_harbor"]

@@ -19,21 +19,11 @@ mirror and vulnerability events carry no ``updated_tags`` and move no tag.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Final
+from typing import Any, Final
 
 from autoroll.core.images import DEFAULT_HOST
 from autoroll.core.pushed import Pushed
-from autoroll.core.receivers import (
-    BodyError,
-    Reading,
-    ignored,
-    load,
-    mapping,
-    pushed,
-    text,
-    unreadable,
-)
+from autoroll.core.receivers import Reading, ignored, mapping, pushed, reads_json, text, unreadable
 
 #: Quay's hosted registry, when an event names no ``docker_url``.
 QUAY: Final = "quay.io"
@@ -41,39 +31,35 @@ QUAY: Final = "quay.io"
 MAX_UPDATED_TAGS: Final = 64
 
 
-def read_dockerhub(body: bytes, headers: Mapping[str, str]) -> Reading:
+@reads_json
+def read_dockerhub(document: Any) -> Reading:
     """A Docker Hub push: ``docker.io/<repo_name>:<tag>``."""
-    try:
-        document = mapping(load(body))
-    except BodyError as exc:
-        return unreadable(str(exc))
-    repository = text(mapping(document.get("repository")).get("repo_name"))
+    push = mapping(document)
+    repository = text(mapping(push.get("repository")).get("repo_name"))
     if repository is None:
         return unreadable("not a Docker Hub push (no repository.repo_name)")
-    tag = text(mapping(document.get("push_data")).get("tag"))
+    tag = text(mapping(push.get("push_data")).get("tag"))
     return pushed(
         [Pushed(DEFAULT_HOST, repository, tag)],
         otherwise=f"a push to {repository} names no tag",
     )
 
 
-def read_quay(body: bytes, headers: Mapping[str, str]) -> Reading:
+@reads_json
+def read_quay(document: Any) -> Reading:
     """A Quay "Push to Repository" event: each of its ``updated_tags``."""
-    try:
-        document = mapping(load(body))
-    except BodyError as exc:
-        return unreadable(str(exc))
-    repository = text(document.get("repository"))
+    event = mapping(document)
+    repository = text(event.get("repository"))
     if repository is None:
         return unreadable("not a Quay repository event (no repository)")
-    tags = document.get("updated_tags")
+    tags = event.get("updated_tags")
     if tags is None:
         return ignored(f"an event of {repository} without updated_tags is not a push")
     if isinstance(tags, dict):
         tags = list(tags)  # Quay's first payloads mapped each tag to its image id
     if not isinstance(tags, list) or len(tags) > MAX_UPDATED_TAGS:
         return unreadable(f"updated_tags is not a list of at most {MAX_UPDATED_TAGS} tags")
-    docker_url = text(document.get("docker_url"))
+    docker_url = text(event.get("docker_url"))
     # quay.io itself, or the SERVER_HOSTNAME of a self-hosted Quay.
     host = docker_url.split("/", 1)[0] if docker_url and "/" in docker_url else QUAY
     return pushed(

@@ -8,12 +8,12 @@ Forgejo/Gitea receiver at ``/webhook`` predates it and keeps its own code
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final
 
-from autoroll.core.receivers import Reading
+from autoroll.core.receivers import BodyReader
 from autoroll.core.receivers.auth import Auth
 from autoroll.core.receivers.cloudevents import read_cloudevents
 from autoroll.core.receivers.distribution import read_envelope
@@ -46,7 +46,7 @@ class Receiver:
     variable: str
     auth: Auth
     header: str  # the header carrying the credential ("" for a path token)
-    read: Callable[[bytes, Mapping[str, str]], Reading]
+    read: BodyReader
     sender: str
 
     @property
