@@ -14,7 +14,7 @@ import json
 import logging
 import secrets
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -34,24 +34,12 @@ from autoroll.core.scope import FULL, Scope
 from autoroll.instruments.metrics import Metrics
 from autoroll.registry import RegistryClient
 from tests.support.registry import ImagePusher, Pushed, RegistryServer
+from tests.support.registry_recorder import Recorder
 from tests.support.views import deployment_view, pod_view
 
 pytestmark = pytest.mark.integration
 
 T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
-
-
-class Recorder:
-    """Counts the registry requests by kind (one reconcile thread; lookups may overlap)."""
-
-    def __init__(self) -> None:
-        self.requests: Counter[str] = Counter()
-
-    def request_sent(self, kind: str) -> None:
-        self.requests[kind] += 1
-
-    def lookup_failed(self, reason: str) -> None:
-        pass
 
 
 class Node:
@@ -84,12 +72,6 @@ class Node:
         self.deleted.append(name)
         self.pods = [p for p in self.pods if p.name != name]
         return DeleteOutcome.DELETED
-
-
-@pytest.fixture
-def session() -> Iterator[requests.Session]:
-    with requests.Session() as s:
-        yield s
 
 
 def controller(
