@@ -14,8 +14,6 @@ import functools
 import hashlib
 import hmac
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +24,7 @@ import requests
 
 from autoroll.core.model import DeleteOutcome, WorkloadKind
 from autoroll.kube import KubeCluster, connect
+from tests.support.autoroll_cli import run_autoroll
 from tests.support.fake_kube import SELECTOR, FaultyKubeApi, KubeApiServer
 from tests.support.registry import ImagePusher, RegistryServer
 from tests.support.serve import start_serve
@@ -141,14 +140,7 @@ def test_the_real_client_deletes_with_the_uid_precondition(world: World) -> None
 
 
 def test_plan_prints_the_stale_pod_and_deletes_nothing(world: World, tmp_path: Path) -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "autoroll", "plan"],
-        env=base_env(world, tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    result = run_autoroll("plan", env=base_env(world, tmp_path))
     assert result.returncode == 0, result.stderr
     [row] = [line for line in result.stdout.splitlines() if line.startswith("shop/deployment/web")]
     assert "stale → would delete pod web-1" in row

@@ -14,7 +14,6 @@ from __future__ import annotations
 import base64
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ import pytest
 import yaml
 
 from tests.conftest import require_tool
+from tests.support.autoroll_cli import run_autoroll
 from tests.support.fake_kube import FaultyKubeApi, KubeApiServer
 from tests.support.registry import ImagePusher, RegistryServer
 
@@ -102,14 +102,7 @@ def plan_in_pod(env: dict[str, str], server: KubeApiServer, tmp_path: Path) -> s
         "HOME": str(tmp_path),
         "KUBECONFIG": str(server.write_kubeconfig(tmp_path / "kubeconfig")),
     }
-    result = subprocess.run(
-        [sys.executable, "-m", "autoroll", "plan"],
-        env=run_env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    result = run_autoroll("plan", env=run_env)
     assert result.returncode == 0, result.stderr
     return result.stdout
 
