@@ -189,12 +189,28 @@ def test_a_token_without_read_package_is_unauthorized_and_names_the_scope(
     assert "read:package scope" in answer.detail
 
 
+def owner_of_kind(gitea: GiteaServer, owner: Account, kind: str) -> Account:
+    """For ``kind`` "private-user" a new private user, for "private-org" a new private
+    organisation that ``owner`` owns; else ``owner`` itself (a public user)."""
+    if kind == "private-user":
+        return gitea.create_user(f"p-{owner.name}", visibility="private")
+    if kind == "private-org":
+        return gitea.create_org(f"o-{owner.name}", owner=owner, visibility="private")
+    return owner
+
+
 @pytest.fixture(params=["private-user", "private-org"])
 def private_owner(request: pytest.FixtureRequest, gitea: GiteaServer, owner: Account) -> Account:
     """A private user, or a private organisation that ``owner`` owns."""
-    if request.param == "private-user":
-        return gitea.create_user(f"p-{owner.name}", visibility="private")
-    return gitea.create_org(f"o-{owner.name}", owner=owner, visibility="private")
+    return owner_of_kind(gitea, owner, request.param)
+
+
+@pytest.fixture
+def private_org(gitea: GiteaServer, gitea_pusher: Pusher, owner: Account, image: str) -> Account:
+    """A private organisation that ``owner`` owns, ``image:latest`` pushed to it."""
+    org = owner_of_kind(gitea, owner, "private-org")
+    gitea_pusher.push(org, image, "latest")
+    return org
 
 
 def test_a_wrong_token_for_a_private_owner_is_unauthorized_not_a_bad_challenge(
@@ -215,10 +231,9 @@ def test_a_wrong_token_for_a_private_owner_is_unauthorized_not_a_bad_challenge(
 
 
 def test_a_user_outside_a_private_org_is_unauthorized_and_told_about_membership(
-    gitea: GiteaServer, gitea_pusher: Pusher, owner: Account, image: str, session: requests.Session
+    gitea: GiteaServer, owner: Account, private_org: Account, image: str, session: requests.Session
 ) -> None:
-    org = gitea.create_org(f"o-{owner.name}", owner=owner, visibility="private")
-    gitea_pusher.push(org, image, "latest")
+    org = private_org
     outsider = gitea.create_user(f"x-{owner.name}")
     token = reader(gitea, outsider)
     answer = failed_lookup(session, gitea, outsider.user, token, f"{org.name}/{image}")
@@ -229,10 +244,9 @@ def test_a_user_outside_a_private_org_is_unauthorized_and_told_about_membership(
 
 
 def test_a_public_only_token_on_a_private_org_is_forbidden_and_says_why(
-    gitea: GiteaServer, gitea_pusher: Pusher, owner: Account, image: str, session: requests.Session
+    gitea: GiteaServer, owner: Account, private_org: Account, image: str, session: requests.Session
 ) -> None:
-    org = gitea.create_org(f"o-{owner.name}", owner=owner, visibility="private")
-    gitea_pusher.push(org, image, "latest")
+    org = private_org
     token = reader(gitea, owner, scopes=("read:package", "public-only"))
     answer = failed_lookup(session, gitea, owner.user, token, f"{org.name}/{image}")
     assert answer.reason == "forbidden", answer
@@ -246,11 +260,7 @@ def test_a_public_only_token_on_a_private_org_is_forbidden_and_says_why(
 @pytest.fixture(params=["public-user", "private-user", "private-org"])
 def any_owner(request: pytest.FixtureRequest, gitea: GiteaServer, owner: Account) -> Account:
     """``owner`` itself (one challenge), a private user or a private org (two challenges)."""
-    if request.param == "private-user":
-        return gitea.create_user(f"p-{owner.name}", visibility="private")
-    if request.param == "private-org":
-        return gitea.create_org(f"o-{owner.name}", owner=owner, visibility="private")
-    return owner
+    return owner_of_kind(gitea, owner, request.param)
 
 
 def test_stand_in_bearer_only_registry_gets_a_token_from_gitea_and_caches_it(
