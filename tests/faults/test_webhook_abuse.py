@@ -20,8 +20,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 
-from tests.support.serve import Serve, dead_kubeconfig, drip, start_serve
-from tests.support.wait import wait_until
+from tests.support.serve import Serve, drip
+from tests.support.serve_without_cluster import serving_without_cluster
 
 pytestmark = pytest.mark.integration
 
@@ -33,24 +33,10 @@ ABUSE_CLIENTS = 8
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
-    tmp = tmp_path_factory.mktemp("abuse")
-    serve = start_serve(
-        tmp,
-        {
-            "KUBECONFIG": str(dead_kubeconfig(tmp / "kubeconfig")),
-            "FORGEJO_HOST": "127.0.0.1:9",
-            "REGISTRY_SCHEME": "http",
-            "FORGEJO_USER": "autoroll",
-            "FORGEJO_TOKEN": TOKEN,
-            "WEBHOOK_SECRET": SECRET,
-        },
-    )
-    try:
-        wait_until(lambda: serve.ticks() >= 1, 30, "the first pass")
+    with serving_without_cluster(
+        tmp_path_factory.mktemp("abuse"), forgejo_host="127.0.0.1:9", token=TOKEN, secret=SECRET
+    ) as serve:
         yield serve
-    finally:
-        serve.terminate()
-        serve.kill()
 
 
 class Prober:
