@@ -23,7 +23,6 @@ from prometheus_client import CollectorRegistry
 from autoroll.controller.reconciler import Reconciler, TickReport
 from autoroll.core.images import TagRef
 from autoroll.core.model import (
-    ContainerStatusView,
     ContainerView,
     Digest,
     Enrolled,
@@ -37,7 +36,7 @@ from tests.faults.rig import REGISTRY_LIMITS
 from tests.support.fault_proxy import FaultProxy, ProxyFault
 from tests.support.reconciler_fakes import FakeCluster
 from tests.support.registry import ImagePusher, RegistryServer
-from tests.support.views import deployment_view
+from tests.support.views import deployment_view, pod_view
 
 pytestmark = pytest.mark.integration
 
@@ -48,15 +47,8 @@ def app_pod(name: str, image: str, running: str) -> PodView:
     """A Ready pod of ``image`` whose runtime reports ``running`` under its own repository."""
     created = datetime.now(UTC) - timedelta(days=1)
     image_id = f"{image.rpartition(':')[0]}@{running}"
-    return PodView(
-        namespace="shop",
-        name=name,
-        uid=f"uid-{name}",
-        created_at=created,
-        ready=True,
-        containers=(ContainerView("app", image),),
-        statuses=(ContainerStatusView("app", image=image, image_id=image_id, ready=True),),
-        ready_changed_at=created,
+    return pod_view(
+        name, image, image_id, created=created, namespace="shop", ready_changed_at=created
     )
 
 

@@ -21,11 +21,9 @@ from autoroll.controller.reconciler import Reconciler
 from autoroll.core.decide import ChildrenRequest
 from autoroll.core.images import TagRef
 from autoroll.core.model import (
-    ContainerStatusView,
     ContainerView,
     Digest,
     Enrolled,
-    PodView,
 )
 from autoroll.instruments.metrics import Metrics
 from tests.conftest import require_tool
@@ -36,7 +34,7 @@ from tests.support.gitea_launch import running_gitea
 from tests.support.gitea_proxy import BasicWithholdingProxy
 from tests.support.reconciler_fakes import FakeCluster
 from tests.support.registry_recorder import Recorder
-from tests.support.views import deployment_view
+from tests.support.views import deployment_view, pod_view
 
 pytestmark = pytest.mark.gitea
 
@@ -106,14 +104,8 @@ def test_a_missing_tag_is_not_found(
 def running(name: str, image: str, image_id: str) -> Enrolled:
     """A one-replica Deployment whose pod reports ``image_id`` (as containerd does)."""
     created = datetime.now(UTC) - timedelta(hours=1)
-    pod = PodView(
-        namespace="shop",
-        name=f"{name}-1",
-        uid=f"uid-{name}",
-        created_at=created,
-        containers=(ContainerView("app", image),),
-        statuses=(ContainerStatusView("app", image=image, image_id=image_id, ready=True),),
-        ready_changed_at=created,  # Ready since it started, as the kubelet reports it
+    pod = pod_view(  # Ready since it started, as the kubelet reports it
+        f"{name}-1", image, image_id, created=created, namespace="shop", ready_changed_at=created
     )
     deployment = deployment_view(
         namespace="shop", name=name, replicas=1, containers=(ContainerView("app", image),)
@@ -150,7 +142,7 @@ def test_a_pod_on_a_child_of_the_index_is_current_and_one_on_an_older_index_is_s
 
     verdicts = {d.name: d.containers[0].verdict.value for d in report.decisions}
     assert verdicts == {"child": "current", "stale": "stale"}
-    assert cluster.deleted == [("shop", "stale-1", "uid-stale")]
+    assert cluster.deleted == [("shop", "stale-1", "uid-stale-1")]
 
     # A controller started only after the push cannot resolve the dropped index: unknown.
     late = Reconciler(
