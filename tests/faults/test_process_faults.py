@@ -25,6 +25,7 @@ from autoroll.edge.server import GRACEFUL_TIMEOUT_SECONDS, RECONCILE_STOP_SECOND
 from tests.support.autoroll_cli import run_autoroll
 from tests.support.fake_kube import LEASE_NAME, LEASE_NAMESPACE, Fault, FaultyKubeApi, KubeApiServer
 from tests.support.fault_proxy import FaultProxy, ProxyFault
+from tests.support.moved_tag import api_on_moved_tag
 from tests.support.ports import free_port
 from tests.support.registry import ImagePusher, RegistryServer
 from tests.support.serve import POD_GRACE_SECONDS, Serve, dead_kubeconfig, drip, start_serve
@@ -63,10 +64,8 @@ def world(
     registry: RegistryServer, pusher: ImagePusher, repository: str, tmp_path: Path
 ) -> Iterator[World]:
     """As in the in-process rig: pods run ``old``, the tag names ``new``."""
-    old = pusher.push_image(repository, "latest").digest
-    new = pusher.push_image(repository, "latest").digest
     with FaultProxy(registry) as proxy:
-        api = FaultyKubeApi(image=f"{proxy.host}/{repository}:latest", running=old, target=new)
+        api, _, _ = api_on_moved_tag(pusher, repository, host=proxy.host)
         kube = KubeApiServer(api)
         kube.start()
         try:

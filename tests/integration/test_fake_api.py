@@ -26,6 +26,7 @@ from autoroll.core.model import DeleteOutcome, WorkloadKind
 from autoroll.kube import KubeCluster, connect
 from tests.support.autoroll_cli import run_autoroll
 from tests.support.fake_kube import SELECTOR, FaultyKubeApi, KubeApiServer
+from tests.support.moved_tag import api_on_moved_tag
 from tests.support.registry import ImagePusher, RegistryServer
 from tests.support.serve import start_serve
 from tests.support.wait import wait_until
@@ -69,9 +70,7 @@ def world(
     registry: RegistryServer, pusher: ImagePusher, repository: str, tmp_path: Path
 ) -> Iterator[World]:
     """The tag has moved: pods run ``old``, the registry's tag now names ``new``."""
-    old = pusher.push_image(repository, "latest").digest
-    new = pusher.push_image(repository, "latest").digest
-    api = FaultyKubeApi(image=f"{registry.host}/{repository}:latest", running=old, target=new)
+    api, old, new = api_on_moved_tag(pusher, repository, host=registry.host)
     with KubeApiServer(api) as kube:
         kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig")
         yield World(api, kube, kubeconfig, registry, old, new)

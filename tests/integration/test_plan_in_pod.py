@@ -25,6 +25,7 @@ import yaml
 from tests.conftest import require_tool
 from tests.support.autoroll_cli import run_autoroll
 from tests.support.fake_kube import FaultyKubeApi, KubeApiServer
+from tests.support.moved_tag import api_on_moved_tag
 from tests.support.registry import ImagePusher, RegistryServer
 
 pytestmark = pytest.mark.integration
@@ -38,9 +39,7 @@ def api(
     registry: RegistryServer, pusher: ImagePusher, repository: str
 ) -> Iterator[tuple[FaultyKubeApi, KubeApiServer]]:
     """shop/deployment/web, enrolled with aethnet.se/autoroll=true, runs a moved tag."""
-    old = pusher.push_image(repository, "latest").digest
-    new = pusher.push_image(repository, "latest").digest
-    fake = FaultyKubeApi(image=f"{registry.host}/{repository}:latest", running=old, target=new)
+    fake, _, _ = api_on_moved_tag(pusher, repository, host=registry.host)
     with KubeApiServer(fake) as server:
         yield fake, server
 

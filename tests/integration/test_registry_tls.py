@@ -21,6 +21,7 @@ from autoroll.registry import RegistryClient, registry_session
 from autoroll.registry.tls import trust_context
 from tests.support.autoroll_cli import run_autoroll
 from tests.support.fake_kube import FaultyKubeApi, KubeApiServer
+from tests.support.moved_tag import moved_tag
 from tests.support.pki import PrivateCA
 from tests.support.registry import ImagePusher, RegistryServer
 
@@ -30,10 +31,7 @@ pytestmark = pytest.mark.integration
 @pytest.fixture(scope="module")
 def moved(tls_registry: RegistryServer) -> tuple[str, str]:
     """The tag ``app:latest`` moved from ``old`` to ``new``."""
-    pusher = ImagePusher(tls_registry)
-    old = pusher.push_image("ops/app", "latest").digest
-    new = pusher.push_image("ops/app", "latest").digest
-    return old, new
+    return moved_tag(ImagePusher(tls_registry), "ops/app")
 
 
 def client(
