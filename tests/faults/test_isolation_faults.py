@@ -42,6 +42,7 @@ from autoroll.kube import ClusterError
 from autoroll.registry import MAX_TOKEN_BYTES, OCI_MANIFEST, Limits, RegistryClient
 from jobhash.goyaml_compose import MAX_VALUE_DEPTH
 from tests.support.faulty_proxy import FaultyProxy
+from tests.support.moved_tag import moved_tag
 from tests.support.registry import ImagePusher, RegistryServer
 from tests.support.registry_recorder import ManualClock
 from tests.support.scripted_cluster import (
@@ -154,8 +155,7 @@ def deep_manifest(pusher: ImagePusher, repository: str) -> bytes:
 def build(registry: RegistryServer, pusher: ImagePusher, *, deep: bool) -> World:
     tail = secrets.token_hex(4)
     web_repo, bad_repo = f"team/web-{tail}", f"tenant/bad-{tail}"
-    web = Tag(web_repo, pusher.push_image(web_repo, "latest").digest, "")
-    web.new = pusher.push_image(web_repo, "latest").digest
+    web = Tag(web_repo, *moved_tag(pusher, web_repo))
     bad = Tag(bad_repo, pusher.push_image(bad_repo, "latest").digest, "")
     if deep:
         body = deep_manifest(pusher, bad_repo)

@@ -34,6 +34,7 @@ from autoroll.registry import Limits, RegistryClient
 from autoroll.registry.pool import RegistryPool
 from tests.faults.rig import REGISTRY_LIMITS
 from tests.support.fault_proxy import FaultProxy, ProxyFault
+from tests.support.moved_tag import moved_tag
 from tests.support.reconciler_fakes import FakeCluster
 from tests.support.registry import ImagePusher, RegistryServer
 from tests.support.views import deployment_view, pod_view
@@ -73,8 +74,7 @@ class TwoRegistries:
         for name in names:
             proxy = calm if name == "calm" else busy
             repository = f"rate/{name}-{time.monotonic_ns()}"
-            old = pusher.push_image(repository, "latest").digest
-            self.new[name] = pusher.push_image(repository, "latest").digest
+            old, self.new[name] = moved_tag(pusher, repository)
             self.refs[name] = TagRef(proxy.host, repository, "latest")
             image = f"{proxy.host}/{repository}:latest"
             pods = [app_pod(f"{name}-{i}", image, old) for i in (1, 2)]
