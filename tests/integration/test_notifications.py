@@ -207,22 +207,27 @@ def test_a_pass_that_quarantines_a_digest_sends_one_notification(chat: JsonRecei
             enrolled("api", [pod("api-1")]),
         ]
     )
-    with running([chat.apprise_url()]) as (notifier, metrics):
-        reconciler = Reconciler(
-            cluster=cluster,
-            registry=FakeRegistry({REF: NEW}),
-            metrics=metrics,
-            registries={HOST},
-            dry_run=False,
-            clock=Clock(),
-            guardrails=Guardrails(healthy=timedelta(seconds=30)),
-            quarantine=MemoryQuarantine(),
-            announcer=Announcer(metrics=metrics, notify=notifier.post),
-        )
+    metrics = Metrics(CollectorRegistry())
+    notifier = Notifier(AppriseNotifier([chat.apprise_url()]), metrics=metrics, throttle_seconds=0)
+    notifier.start()
+    reconciler = Reconciler(
+        cluster=cluster,
+        registry=FakeRegistry({REF: NEW}),
+        metrics=metrics,
+        registries={HOST},
+        dry_run=False,
+        clock=Clock(),
+        guardrails=Guardrails(healthy=timedelta(seconds=30)),
+        quarantine=MemoryQuarantine(),
+        announcer=Announcer(metrics=metrics, notify=notifier.post),
+    )
+    try:
         for _ in range(3):
             reconciler.tick()
         wait_until(chat.received, timeout=10, what="the notification")
         notifier.send_due()
+    finally:
+        notifier.stop(5)
     assert cluster.deleted == []
     [only] = chat.received()
     assert (
