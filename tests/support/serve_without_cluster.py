@@ -25,7 +25,8 @@ def serving_without_cluster(
     """``autoroll serve`` started in ``tmp`` with a kubeconfig naming a closed port, reading
     ``forgejo_host``'s registry over plain HTTP as ``autoroll`` with ``token``, its Forgejo
     webhook signed with ``secret`` (``extra_env`` adds or overrides variables); yielded once
-    its first pass is counted, terminated after."""
+    its first pass is counted; after, terminated (an error if it takes longer than a pod's
+    grace period) and killed in any case."""
     serve = start_serve(
         tmp,
         {
@@ -42,5 +43,7 @@ def serving_without_cluster(
         wait_until(lambda: serve.ticks() >= 1, first_pass_within, "the first pass")
         yield serve
     finally:
-        serve.terminate()
-        serve.kill()
+        try:
+            serve.terminate()
+        finally:
+            serve.kill()
