@@ -1,6 +1,7 @@
 """What the tests against a real registry hand a ``RegistryClient``: a ``requests`` session
 (the ``session`` fixture), an observer that counts what the client reports (``Recorder``),
-and a monotonic clock moved by hand (``ManualClock``).
+and a monotonic clock moved by hand (``ManualClock``: a token's expiry, or the reconcile
+worker's liveness bound in the isolation fault rows).
 
 Used by ``tests/integration``, ``tests/faults`` and ``tests/gitea``; the unit tests' scripted
 client has its own (``tests.support.registry_fakes``).
