@@ -12,6 +12,7 @@ import pytest
 from tests.faults.rig import Rig, build_rig
 from tests.support.fake_kube import FaultyKubeApi, KubeApiServer
 from tests.support.fault_proxy import FaultProxy
+from tests.support.moved_tag import moved_tag
 from tests.support.registry import ImagePusher, RegistryServer
 from tests.support.registry_fixtures import fresh_registry, pusher, registry, repository
 
@@ -65,8 +66,7 @@ def rig(
 
     Inject faults, then ``rig.start()``: the first pass meets them.
     """
-    old = pusher.push_image(repository, "latest").digest
-    new = pusher.push_image(repository, "latest").digest
+    old, new = moved_tag(pusher, repository)
     with running_rig(registry, repository, tmp_path, old=old, new=new, evict=evict) as started:
         yield started
 

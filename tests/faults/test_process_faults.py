@@ -22,8 +22,10 @@ import requests
 
 from autoroll.edge.runtime import SHUTDOWN_BUDGET
 from autoroll.edge.server import GRACEFUL_TIMEOUT_SECONDS, RECONCILE_STOP_SECONDS, STEP_SECONDS
+from tests.support.autoroll_cli import run_autoroll
 from tests.support.fake_kube import LEASE_NAME, LEASE_NAMESPACE, Fault, FaultyKubeApi, KubeApiServer
 from tests.support.fault_proxy import FaultProxy, ProxyFault
+from tests.support.moved_tag import api_on_moved_tag
 from tests.support.ports import free_port
 from tests.support.registry import ImagePusher, RegistryServer
 from tests.support.serve import POD_GRACE_SECONDS, Serve, dead_kubeconfig, drip, start_serve
@@ -62,10 +64,8 @@ def world(
     registry: RegistryServer, pusher: ImagePusher, repository: str, tmp_path: Path
 ) -> Iterator[World]:
     """As in the in-process rig: pods run ``old``, the tag names ``new``."""
-    old = pusher.push_image(repository, "latest").digest
-    new = pusher.push_image(repository, "latest").digest
     with FaultProxy(registry) as proxy:
-        api = FaultyKubeApi(image=f"{proxy.host}/{repository}:latest", running=old, target=new)
+        api, _, _ = api_on_moved_tag(pusher, repository, host=proxy.host)
         kube = KubeApiServer(api)
         kube.start()
         try:
@@ -355,9 +355,6 @@ def test_no_secret_in_any_output_of_a_full_run(world: World, log_format: str) ->
 
 
 def test_a_webhook_secret_under_16_bytes_is_refused_at_startup(tmp_path: Path) -> None:
-    import subprocess
-    import sys
-
     short = "fifteen-bytes!!"
     assert len(short.encode()) == 15
     port = free_port()
@@ -372,14 +369,7 @@ def test_a_webhook_secret_under_16_bytes_is_refused_at_startup(tmp_path: Path) -
         "LISTEN_ADDR": f"127.0.0.1:{port}",
         "PROBE_ADDR": f"127.0.0.1:{free_port()}",
     }
-    result = subprocess.run(
-        [sys.executable, "-m", "autoroll", "serve"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    result = run_autoroll("serve", env=env)
     output = result.stdout + result.stderr
     assert result.returncode == 2
     assert "WEBHOOK_SECRET" in result.stderr and "16" in result.stderr

@@ -23,7 +23,8 @@ import requests
 
 from tests.faults.test_webhook_abuse import Prober, read_status_line
 from tests.support.receivers import fixture
-from tests.support.serve import Serve, dead_kubeconfig, start_serve
+from tests.support.serve import Serve
+from tests.support.serve_without_cluster import serving_without_cluster
 from tests.support.wait import wait_until
 
 pytestmark = pytest.mark.integration
@@ -40,25 +41,14 @@ RECEIVER_SECRETS = {
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
-    tmp = tmp_path_factory.mktemp("receiver-abuse")
-    serve = start_serve(
-        tmp,
-        {
-            "KUBECONFIG": str(dead_kubeconfig(tmp / "kubeconfig")),
-            "FORGEJO_HOST": "127.0.0.1:9",
-            "REGISTRY_SCHEME": "http",
-            "FORGEJO_USER": "autoroll",
-            "FORGEJO_TOKEN": "abuse-forgejo-token-0123456789",
-            "WEBHOOK_SECRET": "abuse-webhook-secret-0123456789abcdef",
-            **{variable: value for variable, value in RECEIVER_SECRETS.values()},
-        },
-    )
-    try:
-        wait_until(lambda: serve.ticks() >= 1, 30, "the first pass")
+    with serving_without_cluster(
+        tmp_path_factory.mktemp("receiver-abuse"),
+        forgejo_host="127.0.0.1:9",
+        token="abuse-forgejo-token-0123456789",
+        secret="abuse-webhook-secret-0123456789abcdef",
+        extra_env=dict(RECEIVER_SECRETS.values()),
+    ) as serve:
         yield serve
-    finally:
-        serve.terminate()
-        serve.kill()
 
 
 def receiver_secret(source: str) -> str:

@@ -23,7 +23,6 @@ from prometheus_client import CollectorRegistry
 from autoroll.controller.reconciler import Reconciler, TickReport
 from autoroll.core.images import TagRef
 from autoroll.core.model import (
-    ContainerStatusView,
     ContainerView,
     Digest,
     Enrolled,
@@ -35,9 +34,10 @@ from autoroll.registry import Limits, RegistryClient
 from autoroll.registry.pool import RegistryPool
 from tests.faults.rig import REGISTRY_LIMITS
 from tests.support.fault_proxy import FaultProxy, ProxyFault
+from tests.support.moved_tag import moved_tag
 from tests.support.reconciler_fakes import FakeCluster
 from tests.support.registry import ImagePusher, RegistryServer
-from tests.support.views import deployment_view
+from tests.support.views import deployment_view, pod_view
 
 pytestmark = pytest.mark.integration
 
@@ -48,15 +48,8 @@ def app_pod(name: str, image: str, running: str) -> PodView:
     """A Ready pod of ``image`` whose runtime reports ``running`` under its own repository."""
     created = datetime.now(UTC) - timedelta(days=1)
     image_id = f"{image.rpartition(':')[0]}@{running}"
-    return PodView(
-        namespace="shop",
-        name=name,
-        uid=f"uid-{name}",
-        created_at=created,
-        ready=True,
-        containers=(ContainerView("app", image),),
-        statuses=(ContainerStatusView("app", image=image, image_id=image_id, ready=True),),
-        ready_changed_at=created,
+    return pod_view(
+        name, image, image_id, created=created, namespace="shop", ready_changed_at=created
     )
 
 
@@ -81,8 +74,7 @@ class TwoRegistries:
         for name in names:
             proxy = calm if name == "calm" else busy
             repository = f"rate/{name}-{time.monotonic_ns()}"
-            old = pusher.push_image(repository, "latest").digest
-            self.new[name] = pusher.push_image(repository, "latest").digest
+            old, self.new[name] = moved_tag(pusher, repository)
             self.refs[name] = TagRef(proxy.host, repository, "latest")
             image = f"{proxy.host}/{repository}:latest"
             pods = [app_pod(f"{name}-{i}", image, old) for i in (1, 2)]

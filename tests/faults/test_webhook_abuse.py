@@ -14,14 +14,15 @@ import statistics
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 
 import pytest
 import requests
 
-from tests.support.serve import Serve, dead_kubeconfig, drip, start_serve
-from tests.support.wait import wait_until
+from tests.support.serve import Serve, drip
+from tests.support.serve_without_cluster import serving_without_cluster
 
 pytestmark = pytest.mark.integration
 
@@ -33,24 +34,10 @@ ABUSE_CLIENTS = 8
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
-    tmp = tmp_path_factory.mktemp("abuse")
-    serve = start_serve(
-        tmp,
-        {
-            "KUBECONFIG": str(dead_kubeconfig(tmp / "kubeconfig")),
-            "FORGEJO_HOST": "127.0.0.1:9",
-            "REGISTRY_SCHEME": "http",
-            "FORGEJO_USER": "autoroll",
-            "FORGEJO_TOKEN": TOKEN,
-            "WEBHOOK_SECRET": SECRET,
-        },
-    )
-    try:
-        wait_until(lambda: serve.ticks() >= 1, 30, "the first pass")
+    with serving_without_cluster(
+        tmp_path_factory.mktemp("abuse"), forgejo_host="127.0.0.1:9", token=TOKEN, secret=SECRET
+    ) as serve:
         yield serve
-    finally:
-        serve.terminate()
-        serve.kill()
 
 
 class Prober:
@@ -191,6 +178,27 @@ def test_an_unsigned_request_gets_403_before_any_of_its_body_is_sent(server: Ser
 DRIP_CLIENTS = 8
 
 
+@contextmanager
+def dripping(
+    port: int, payloads: Sequence[tuple[bytes, bytes]], *, join_within: float
+) -> Iterator[list[float]]:
+    """One client per (prefix, payload) on ``port``: sends the prefix, then drips the
+    payload a byte a second (``drip``). Entered 1.5 s after they start (every one holds a
+    connection, or waits for a thread), left once each was cut off or ``join_within`` s
+    passed; yields the seconds after which each was cut off, filled in as they are."""
+    cut: list[float] = []
+    threads = [
+        threading.Thread(target=drip, args=(port, prefix, payload, cut), daemon=True)
+        for prefix, payload in payloads
+    ]
+    for thread in threads:
+        thread.start()
+    time.sleep(1.5)
+    yield cut
+    for thread in threads:
+        thread.join(join_within)
+
+
 @pytest.mark.timeout(60)
 def test_slow_drip_clients_do_not_block_other_requests(server: Serve) -> None:
     """Half drip their headers, half send headers at once and drip a 60-byte body."""
@@ -203,24 +211,11 @@ def test_slow_drip_clients_do_not_block_other_requests(server: Serve) -> None:
         + str(len(body)).encode()
         + b"\r\n\r\n"
     )
-    cut: list[float] = []
-    threads = [
-        threading.Thread(
-            target=drip,
-            args=(server.port, b"", header_drip, cut)
-            if index % 2
-            else (server.port, body_prefix, body, cut),
-            daemon=True,
-        )
-        for index in range(DRIP_CLIENTS)
+    payloads = [
+        (b"", header_drip) if index % 2 else (body_prefix, body) for index in range(DRIP_CLIENTS)
     ]
-    for thread in threads:
-        thread.start()
-    time.sleep(1.5)  # every dripper holds a connection and has sent a byte or more
-    with Prober(server.url) as prober:
+    with dripping(server.port, payloads, join_within=30) as cut, Prober(server.url) as prober:
         time.sleep(5)
-    for thread in threads:
-        thread.join(30)
     print(
         f"\n{DRIP_CLIENTS} drip clients: /healthz p95 {prober.p95() * 1000:.1f} ms,"
         f" max {max(prober.latencies) * 1000:.1f} ms; drippers cut after"
@@ -246,18 +241,13 @@ def test_probes_on_their_own_port_answer_while_drippers_hold_every_webhook_threa
     kubelet asks PROBE_ADDR, whose listener and threads are the probes' own: no probe
     waits behind them, so no probe times out (3 s) and the pod is never restarted."""
     drip_request = b"POST /webhook HTTP/1.1\r\nHost: autoroll\r\nContent-Length: 2\r\n\r\n{}"
-    cut: list[float] = []
-    threads = [
-        threading.Thread(target=drip, args=(server.port, b"", drip_request, cut), daemon=True)
-        for _ in range(STARVING_CLIENTS)
-    ]
-    for thread in threads:
-        thread.start()
-    time.sleep(1.5)  # every dripper holds a connection (or waits for a thread)
-    with Prober(server.probe_url) as probes, Prober(server.url) as shared:
+    payloads = [(b"", drip_request)] * STARVING_CLIENTS
+    with (
+        dripping(server.port, payloads, join_within=40) as cut,
+        Prober(server.probe_url) as probes,
+        Prober(server.url) as shared,
+    ):
         time.sleep(6)
-    for thread in threads:
-        thread.join(40)
     print(
         f"\n{STARVING_CLIENTS} drippers: PROBE_ADDR /healthz max"
         f" {max(probes.latencies) * 1000:.1f} ms over {len(probes.latencies)} probes;"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.gitea.registry_reading import session
 from tests.support.gitea_fixtures import gitea, gitea_pusher, image, owner, skopeo
+from tests.support.registry_recorder import session
 
 __all__ = ["gitea", "gitea_pusher", "image", "owner", "session", "skopeo"]

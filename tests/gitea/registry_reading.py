@@ -1,42 +1,20 @@
 """How the Gitea tier's registry tests read: a ``RegistryClient`` on a read-only token (as the
-chart's Secret holds), what it reports counted by ``Recorder``, and the ``session`` fixture
-(``tests/gitea/conftest.py`` offers it)."""
+chart's Secret holds), what it reports counted by a ``Recorder`` and, for a lookup that must
+fail, the ``Unknown`` it ends in (``failed_lookup``). The ``session`` fixture comes from
+``tests.support.registry_recorder`` (``tests/gitea/conftest.py`` offers it)."""
 
 from __future__ import annotations
 
-import threading
-from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
-import pytest
 import requests
 
+from autoroll.core.images import TagRef
 from autoroll.core.model import Unknown
 from autoroll.registry import Limits, RegistryClient
 from tests.support.gitea import Account, GiteaServer
-
-
-class Recorder:
-    """Counts what the client reports (from several threads)."""
-
-    def __init__(self) -> None:
-        self.requests: Counter[str] = Counter()
-        self.errors: Counter[str] = Counter()
-        self._lock = threading.Lock()
-
-    def request_sent(self, kind: str) -> None:
-        with self._lock:
-            self.requests[kind] += 1
-
-    def lookup_failed(self, reason: str) -> None:
-        with self._lock:
-            self.errors[reason] += 1
-
-
-@pytest.fixture
-def session() -> Iterator[requests.Session]:
-    with requests.Session() as s:
-        yield s
+from tests.support.ports import OnLoopback
+from tests.support.registry_recorder import Recorder
 
 
 def reader(gitea: GiteaServer, owner: Account, scopes: Sequence[str] = ("read:package",)) -> str:
@@ -66,3 +44,18 @@ def client(
 def unknown(answer: object) -> Unknown:
     assert isinstance(answer, Unknown), answer
     return answer
+
+
+def failed_lookup(
+    session: requests.Session,
+    at: OnLoopback,
+    user: str,
+    token: str,
+    repository: str,
+    *,
+    tag: str = "latest",
+) -> Unknown:
+    """What ``user``'s client of ``at`` (Gitea, or a proxy in front of it) answers for
+    ``repository:tag`` with ``token``; the answer must be an ``Unknown``."""
+    ref = TagRef(at.host, repository, tag)
+    return unknown(client(session, at.url, user, token).resolve([ref])[ref])

@@ -9,7 +9,7 @@ Basic credentials on manifests, so that a client must take its Bearer flow — c
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -21,23 +21,20 @@ from autoroll.controller.reconciler import Reconciler
 from autoroll.core.decide import ChildrenRequest
 from autoroll.core.images import TagRef
 from autoroll.core.model import (
-    ContainerStatusView,
     ContainerView,
-    DeleteOutcome,
     Digest,
     Enrolled,
-    PodView,
-    WorkloadView,
 )
-from autoroll.core.scope import FULL, Scope
 from autoroll.instruments.metrics import Metrics
 from tests.conftest import require_tool
-from tests.gitea.registry_reading import Recorder, client, reader, unknown
+from tests.gitea.registry_reading import client, failed_lookup, reader
 from tests.support.gitea import Account, GiteaServer
 from tests.support.gitea_images import Flavour, Pusher
 from tests.support.gitea_launch import running_gitea
 from tests.support.gitea_proxy import BasicWithholdingProxy
-from tests.support.views import deployment_view
+from tests.support.reconciler_fakes import FakeCluster
+from tests.support.registry_recorder import Recorder
+from tests.support.views import deployment_view, pod_view
 
 pytestmark = pytest.mark.gitea
 
@@ -93,49 +90,22 @@ def test_a_missing_tag_is_not_found(
     gitea: GiteaServer, gitea_pusher: Pusher, owner: Account, image: str, session: requests.Session
 ) -> None:
     gitea_pusher.push(owner, image, "latest")
-    registry = client(session, gitea.url, owner.user, reader(gitea, owner))
-    ref = TagRef(gitea.host, f"{owner.name}/{image}", "no-such-tag")
-    assert unknown(registry.resolve([ref])[ref]).reason == "not-found"
+    token = reader(gitea, owner)
+    answer = failed_lookup(
+        session, gitea, owner.user, token, f"{owner.name}/{image}", tag="no-such-tag"
+    )
+    assert answer.reason == "not-found"
 
 
 # --------------------------------------------------------------------------------------------
 # A whole pass: a pod on a platform child is current, a pod on an older index is stale
 
 
-class OneNamespace:
-    """The cluster side of a pass, by hand: these Deployments and pods, deletions recorded."""
-
-    def __init__(self, items: Sequence[Enrolled]) -> None:
-        self.items = list(items)
-        self.deleted: list[str] = []
-
-    def snapshot(self, scope: Scope = FULL) -> Sequence[Enrolled]:
-        return self.items
-
-    def read_now(self, workload: WorkloadView) -> Enrolled:
-        return Enrolled(
-            workload,
-            tuple(next((e.pods for e in self.items if e.workload.key == workload.key), ())),
-        )
-
-    def delete_pod(
-        self, namespace: str, name: str, uid: str, *, within: float | None = None
-    ) -> DeleteOutcome:
-        self.deleted.append(name)
-        return DeleteOutcome.DELETED
-
-
 def running(name: str, image: str, image_id: str) -> Enrolled:
     """A one-replica Deployment whose pod reports ``image_id`` (as containerd does)."""
     created = datetime.now(UTC) - timedelta(hours=1)
-    pod = PodView(
-        namespace="shop",
-        name=f"{name}-1",
-        uid=f"uid-{name}",
-        created_at=created,
-        containers=(ContainerView("app", image),),
-        statuses=(ContainerStatusView("app", image=image, image_id=image_id, ready=True),),
-        ready_changed_at=created,  # Ready since it started, as the kubelet reports it
+    pod = pod_view(  # Ready since it started, as the kubelet reports it
+        f"{name}-1", image, image_id, created=created, namespace="shop", ready_changed_at=created
     )
     deployment = deployment_view(
         namespace="shop", name=name, replicas=1, containers=(ContainerView("app", image),)
@@ -152,7 +122,7 @@ def test_a_pod_on_a_child_of_the_index_is_current_and_one_on_an_older_index_is_s
     old = gitea_pusher.push(owner, image, "latest", architectures=("amd64", "arm64"))
     repository = f"{gitea.host}/{owner.name}/{image}"
     stale = running("stale", f"{repository}:latest", f"{repository}@{old.digest}")
-    cluster = OneNamespace([stale])
+    cluster = FakeCluster([stale])
     metrics = Metrics(CollectorRegistry())
     reconciler = Reconciler(
         cluster=cluster,
@@ -172,11 +142,11 @@ def test_a_pod_on_a_child_of_the_index_is_current_and_one_on_an_older_index_is_s
 
     verdicts = {d.name: d.containers[0].verdict.value for d in report.decisions}
     assert verdicts == {"child": "current", "stale": "stale"}
-    assert cluster.deleted == ["stale-1"]
+    assert cluster.deleted == [("shop", "stale-1", "uid-stale-1")]
 
     # A controller started only after the push cannot resolve the dropped index: unknown.
     late = Reconciler(
-        cluster=OneNamespace([stale]),
+        cluster=FakeCluster([stale]),
         registry=client(session, gitea.url, owner.user, reader(gitea, owner)),
         metrics=Metrics(CollectorRegistry()),
         registries={gitea.host},
@@ -195,9 +165,7 @@ def test_a_wrong_token_is_unauthorized_and_names_the_token(
     gitea: GiteaServer, gitea_pusher: Pusher, owner: Account, image: str, session: requests.Session
 ) -> None:
     gitea_pusher.push(owner, image, "latest")
-    registry = client(session, gitea.url, owner.user, "0" * 40)
-    ref = TagRef(gitea.host, f"{owner.name}/{image}", "latest")
-    answer = unknown(registry.resolve([ref])[ref])
+    answer = failed_lookup(session, gitea, owner.user, "0" * 40, f"{owner.name}/{image}")
     assert answer.reason == "unauthorized"
     assert "FORGEJO_TOKEN" in answer.detail
 
@@ -207,20 +175,34 @@ def test_a_token_without_read_package_is_unauthorized_and_names_the_scope(
 ) -> None:
     gitea_pusher.push(owner, image, "latest")
     token = reader(gitea, owner, scopes=("read:user",))
-    registry = client(session, gitea.url, owner.user, token)
-    ref = TagRef(gitea.host, f"{owner.name}/{image}", "latest")
-    answer = unknown(registry.resolve([ref])[ref])
+    answer = failed_lookup(session, gitea, owner.user, token, f"{owner.name}/{image}")
     assert answer.reason == "unauthorized"
     assert 'Basic realm="Gitea Package API"' in answer.detail
     assert "read:package scope" in answer.detail
 
 
+def owner_of_kind(gitea: GiteaServer, owner: Account, kind: str) -> Account:
+    """For ``kind`` "private-user" a new private user, for "private-org" a new private
+    organisation that ``owner`` owns; else ``owner`` itself (a public user)."""
+    if kind == "private-user":
+        return gitea.create_user(f"p-{owner.name}", visibility="private")
+    if kind == "private-org":
+        return gitea.create_org(f"o-{owner.name}", owner=owner, visibility="private")
+    return owner
+
+
 @pytest.fixture(params=["private-user", "private-org"])
 def private_owner(request: pytest.FixtureRequest, gitea: GiteaServer, owner: Account) -> Account:
     """A private user, or a private organisation that ``owner`` owns."""
-    if request.param == "private-user":
-        return gitea.create_user(f"p-{owner.name}", visibility="private")
-    return gitea.create_org(f"o-{owner.name}", owner=owner, visibility="private")
+    return owner_of_kind(gitea, owner, request.param)
+
+
+@pytest.fixture
+def private_org(gitea: GiteaServer, gitea_pusher: Pusher, owner: Account, image: str) -> Account:
+    """A private organisation that ``owner`` owns, ``image:latest`` pushed to it."""
+    org = owner_of_kind(gitea, owner, "private-org")
+    gitea_pusher.push(org, image, "latest")
+    return org
 
 
 def test_a_wrong_token_for_a_private_owner_is_unauthorized_not_a_bad_challenge(
@@ -233,23 +215,20 @@ def test_a_wrong_token_for_a_private_owner_is_unauthorized_not_a_bad_challenge(
     # Gitea answers with two challenges here (Bearer and Basic in one 401); the realm is
     # the Bearer one's, whatever stands after it.
     gitea_pusher.push(private_owner, image, "latest")
-    registry = client(session, gitea.url, private_owner.user, "0" * 40)
-    ref = TagRef(gitea.host, f"{private_owner.name}/{image}", "latest")
-    answer = unknown(registry.resolve([ref])[ref])
+    repository = f"{private_owner.name}/{image}"
+    answer = failed_lookup(session, gitea, private_owner.user, "0" * 40, repository)
     assert answer.reason == "unauthorized", answer
     assert "token endpoint refused" in answer.detail
     assert "FORGEJO_TOKEN" in answer.detail
 
 
 def test_a_user_outside_a_private_org_is_unauthorized_and_told_about_membership(
-    gitea: GiteaServer, gitea_pusher: Pusher, owner: Account, image: str, session: requests.Session
+    gitea: GiteaServer, owner: Account, private_org: Account, image: str, session: requests.Session
 ) -> None:
-    org = gitea.create_org(f"o-{owner.name}", owner=owner, visibility="private")
-    gitea_pusher.push(org, image, "latest")
+    org = private_org
     outsider = gitea.create_user(f"x-{owner.name}")
-    registry = client(session, gitea.url, outsider.user, reader(gitea, outsider))
-    ref = TagRef(gitea.host, f"{org.name}/{image}", "latest")
-    answer = unknown(registry.resolve([ref])[ref])
+    token = reader(gitea, outsider)
+    answer = failed_lookup(session, gitea, outsider.user, token, f"{org.name}/{image}")
     # Gitea answers Basic realm="Gitea Package API", as to a token without the scope.
     assert answer.reason == "unauthorized", answer
     assert f"must see {org.name!r}'s packages" in answer.detail
@@ -257,14 +236,11 @@ def test_a_user_outside_a_private_org_is_unauthorized_and_told_about_membership(
 
 
 def test_a_public_only_token_on_a_private_org_is_forbidden_and_says_why(
-    gitea: GiteaServer, gitea_pusher: Pusher, owner: Account, image: str, session: requests.Session
+    gitea: GiteaServer, owner: Account, private_org: Account, image: str, session: requests.Session
 ) -> None:
-    org = gitea.create_org(f"o-{owner.name}", owner=owner, visibility="private")
-    gitea_pusher.push(org, image, "latest")
+    org = private_org
     token = reader(gitea, owner, scopes=("read:package", "public-only"))
-    registry = client(session, gitea.url, owner.user, token)
-    ref = TagRef(gitea.host, f"{org.name}/{image}", "latest")
-    answer = unknown(registry.resolve([ref])[ref])
+    answer = failed_lookup(session, gitea, owner.user, token, f"{org.name}/{image}")
     assert answer.reason == "forbidden", answer
     assert "limited to public packages" in answer.detail
 
@@ -276,11 +252,7 @@ def test_a_public_only_token_on_a_private_org_is_forbidden_and_says_why(
 @pytest.fixture(params=["public-user", "private-user", "private-org"])
 def any_owner(request: pytest.FixtureRequest, gitea: GiteaServer, owner: Account) -> Account:
     """``owner`` itself (one challenge), a private user or a private org (two challenges)."""
-    if request.param == "private-user":
-        return gitea.create_user(f"p-{owner.name}", visibility="private")
-    if request.param == "private-org":
-        return gitea.create_org(f"o-{owner.name}", owner=owner, visibility="private")
-    return owner
+    return owner_of_kind(gitea, owner, request.param)
 
 
 def test_stand_in_bearer_only_registry_gets_a_token_from_gitea_and_caches_it(
@@ -350,9 +322,8 @@ def test_stand_in_a_wrong_token_through_the_bearer_flow_is_unauthorized(
 ) -> None:
     gitea_pusher.push(any_owner, image, "latest")
     with BasicWithholdingProxy(gitea) as proxy:
-        registry = client(session, proxy.url, any_owner.user, "0" * 40)
-        ref = TagRef(proxy.host, f"{any_owner.name}/{image}", "latest")
-        answer = unknown(registry.resolve([ref])[ref])
+        repository = f"{any_owner.name}/{image}"
+        answer = failed_lookup(session, proxy, any_owner.user, "0" * 40, repository)
         assert answer.reason == "unauthorized"
         assert "token endpoint refused" in answer.detail
         assert proxy.token_requests == 1
@@ -376,9 +347,9 @@ def test_under_require_signin_view_a_public_owner_gets_both_challenges_and_both_
     pushed = Pusher(signin_gitea, skopeo, tmp_path).push(public, "app", "latest")
     token = reader(signin_gitea, public)
 
-    wrong = client(session, signin_gitea.url, public.user, "0" * 40)
+    wrong = failed_lookup(session, signin_gitea, public.user, "0" * 40, "signin-user/app")
+    assert wrong.reason == "unauthorized"
     ref = TagRef(signin_gitea.host, "signin-user/app", "latest")
-    assert unknown(wrong.resolve([ref])[ref]).reason == "unauthorized"
     basic = client(session, signin_gitea.url, public.user, token)
     assert basic.resolve([ref]) == {ref: Digest(pushed.digest)}
     with BasicWithholdingProxy(signin_gitea) as proxy:

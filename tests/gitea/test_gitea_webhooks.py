@@ -20,7 +20,8 @@ import requests
 from tests.support.gitea import Account, Delivery, GiteaServer
 from tests.support.gitea_images import Pusher
 from tests.support.local_http import LocalHttpServer, Request, reply
-from tests.support.serve import Serve, dead_kubeconfig, start_serve
+from tests.support.serve import Serve
+from tests.support.serve_without_cluster import serving_without_cluster
 from tests.support.wait import wait_until
 
 pytestmark = pytest.mark.gitea
@@ -34,24 +35,14 @@ DELIVERY_TIMEOUT = 60.0
 
 @pytest.fixture(scope="module")
 def serve(tmp_path_factory: pytest.TempPathFactory, gitea: GiteaServer) -> Iterator[Serve]:
-    tmp = tmp_path_factory.mktemp("serve")
-    server = start_serve(
-        tmp,
-        {
-            "KUBECONFIG": str(dead_kubeconfig(tmp / "kubeconfig")),
-            "FORGEJO_HOST": gitea.host,
-            "REGISTRY_SCHEME": "http",
-            "FORGEJO_USER": "autoroll",
-            "FORGEJO_TOKEN": "not-used-here-" + secrets.token_hex(8),
-            "WEBHOOK_SECRET": SECRET,
-        },
-    )
-    try:
-        wait_until(lambda: server.ticks() >= 1, 60, "the first pass")
+    with serving_without_cluster(
+        tmp_path_factory.mktemp("serve"),
+        forgejo_host=gitea.host,
+        token="not-used-here-" + secrets.token_hex(8),
+        secret=SECRET,
+        first_pass_within=60,
+    ) as server:
         yield server
-    finally:
-        server.terminate()
-        server.kill()
 
 
 def delivered(gitea: GiteaServer, hook: int, count: int) -> list[Delivery]:

@@ -10,5 +10,6 @@ from tests.support.registry_fixtures import (
     repository,
     tls_registry,
 )
+from tests.support.registry_recorder import session
 
-__all__ = ["fresh_registry", "pki", "pusher", "registry", "repository", "tls_registry"]
+__all__ = ["fresh_registry", "pki", "pusher", "registry", "repository", "session", "tls_registry"]

@@ -45,6 +45,12 @@ def chart(tmp_path: Path) -> Path:
     return copy
 
 
+def append_to_values(chart: Path, text: str) -> None:
+    """Add ``text`` at the end of the chart copy's values.yaml."""
+    values = chart / "values.yaml"
+    values.write_text(values.read_text() + text)
+
+
 def test_chart_readme_table_is_current() -> None:
     result = check(CHART, "--check")
     assert result.returncode == 0, result.stderr
@@ -59,8 +65,7 @@ def test_the_table_carries_key_type_default_and_description() -> None:
 
 
 def test_check_fails_when_the_readme_is_stale(chart: Path) -> None:
-    values = chart / "values.yaml"
-    values.write_text(values.read_text() + "\n# -- How often, newly.\nnewlyAdded: 5\n")
+    append_to_values(chart, "\n# -- How often, newly.\nnewlyAdded: 5\n")
     stale = check(chart, "--check")
     assert stale.returncode == 1
     assert "is stale; run make docs" in stale.stderr
@@ -70,8 +75,7 @@ def test_check_fails_when_the_readme_is_stale(chart: Path) -> None:
 
 
 def test_an_undocumented_value_is_an_error_naming_it(chart: Path) -> None:
-    values = chart / "values.yaml"
-    values.write_text(values.read_text() + "\nundocumentedValue: 1\n")
+    append_to_values(chart, "\nundocumentedValue: 1\n")
     result = check(chart, "--check")
     assert result.returncode == 1
     assert "no `# --` comment documents: undocumentedValue" in result.stderr

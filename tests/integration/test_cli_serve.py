@@ -9,10 +9,11 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.support.autoroll_cli import run_autoroll
 
 pytestmark = pytest.mark.integration
 
@@ -23,14 +24,7 @@ SHORT_SECRET = "hush-7f3a"  # too short: invalid, and still never printed
 
 def run(args: list[str], env: dict[str, str], tmp: Path) -> subprocess.CompletedProcess[str]:
     base = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp)}
-    return subprocess.run(
-        [sys.executable, "-m", "autoroll", *args],
-        env={**base, **env},
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return run_autoroll(*args, env={**base, **env})
 
 
 def test_serve_with_nothing_set_exits_2_naming_every_missing_variable(tmp_path: Path) -> None:

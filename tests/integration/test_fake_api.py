@@ -14,8 +14,6 @@ import functools
 import hashlib
 import hmac
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +24,9 @@ import requests
 
 from autoroll.core.model import DeleteOutcome, WorkloadKind
 from autoroll.kube import KubeCluster, connect
+from tests.support.autoroll_cli import run_autoroll
 from tests.support.fake_kube import SELECTOR, FaultyKubeApi, KubeApiServer
+from tests.support.moved_tag import api_on_moved_tag
 from tests.support.registry import ImagePusher, RegistryServer
 from tests.support.serve import start_serve
 from tests.support.wait import wait_until
@@ -70,9 +70,7 @@ def world(
     registry: RegistryServer, pusher: ImagePusher, repository: str, tmp_path: Path
 ) -> Iterator[World]:
     """The tag has moved: pods run ``old``, the registry's tag now names ``new``."""
-    old = pusher.push_image(repository, "latest").digest
-    new = pusher.push_image(repository, "latest").digest
-    api = FaultyKubeApi(image=f"{registry.host}/{repository}:latest", running=old, target=new)
+    api, old, new = api_on_moved_tag(pusher, repository, host=registry.host)
     with KubeApiServer(api) as kube:
         kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig")
         yield World(api, kube, kubeconfig, registry, old, new)
@@ -141,14 +139,7 @@ def test_the_real_client_deletes_with_the_uid_precondition(world: World) -> None
 
 
 def test_plan_prints_the_stale_pod_and_deletes_nothing(world: World, tmp_path: Path) -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "autoroll", "plan"],
-        env=base_env(world, tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    result = run_autoroll("plan", env=base_env(world, tmp_path))
     assert result.returncode == 0, result.stderr
     [row] = [line for line in result.stdout.splitlines() if line.startswith("shop/deployment/web")]
     assert "stale → would delete pod web-1" in row

@@ -14,7 +14,7 @@ import json
 import logging
 import secrets
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -22,7 +22,7 @@ import requests
 from prometheus_client import CollectorRegistry
 
 from autoroll.controller.reconciler import Reconciler, TickReport
-from autoroll.core.decide import PodState, Reason, Verdict
+from autoroll.core.decide import ContainerVerdict, PodState, Reason, Verdict
 from autoroll.core.model import (
     ContainerView,
     DeleteOutcome,
@@ -34,24 +34,12 @@ from autoroll.core.scope import FULL, Scope
 from autoroll.instruments.metrics import Metrics
 from autoroll.registry import RegistryClient
 from tests.support.registry import ImagePusher, Pushed, RegistryServer
+from tests.support.registry_recorder import Recorder
 from tests.support.views import deployment_view, pod_view
 
 pytestmark = pytest.mark.integration
 
 T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
-
-
-class Recorder:
-    """Counts the registry requests by kind (one reconcile thread; lookups may overlap)."""
-
-    def __init__(self) -> None:
-        self.requests: Counter[str] = Counter()
-
-    def request_sent(self, kind: str) -> None:
-        self.requests[kind] += 1
-
-    def lookup_failed(self, reason: str) -> None:
-        pass
 
 
 class Node:
@@ -86,38 +74,42 @@ class Node:
         return DeleteOutcome.DELETED
 
 
-@pytest.fixture
-def session() -> Iterator[requests.Session]:
-    with requests.Session() as s:
-        yield s
+class Autoroll:
+    """autoroll started against ``registry`` and the pods on ``node``: empty loop-guard
+    memory, empty registry caches. Each pass runs two minutes after the last, on a clock
+    that outlives a restart."""
 
+    def __init__(self, registry: RegistryServer, node: Node, session: requests.Session) -> None:
+        self.registry, self.node, self.session = registry, node, session
+        self.now = T0
+        self.restart()
 
-def controller(
-    registry: RegistryServer, node: Node, session: requests.Session, clock: list[datetime]
-) -> tuple[Reconciler, Recorder]:
-    """A freshly started autoroll: empty loop-guard memory, empty registry caches."""
-    recorder = Recorder()
-    client = RegistryClient(
-        session=session,
-        base_url=registry.url,
-        user=registry.user,
-        token=registry.password,
-        observer=recorder,
-    )
-    reconciler = Reconciler(
-        cluster=node,
-        registry=client,
-        metrics=Metrics(CollectorRegistry()),
-        registries={registry.host},
-        dry_run=False,
-        clock=lambda: clock[0],
-    )
-    return reconciler, recorder
+    def restart(self) -> None:
+        """A fresh process (a self-roll, a leader failover): it remembers nothing."""
+        self.recorder = Recorder()
+        client = RegistryClient(
+            session=self.session,
+            base_url=self.registry.url,
+            user=self.registry.user,
+            token=self.registry.password,
+            observer=self.recorder,
+        )
+        self.reconciler = Reconciler(
+            cluster=self.node,
+            registry=client,
+            metrics=Metrics(CollectorRegistry()),
+            registries={self.registry.host},
+            dry_run=False,
+            clock=lambda: self.now,
+        )
 
+    def tick(self) -> TickReport:
+        self.now += timedelta(minutes=2)
+        return self.reconciler.tick()
 
-def tick(reconciler: Reconciler, clock: list[datetime]) -> TickReport:
-    clock[0] += timedelta(minutes=2)
-    return reconciler.tick()
+    def verdict(self) -> ContainerVerdict:
+        """One pass's verdict on web's one container."""
+        return self.tick().decisions[0].containers[0]
 
 
 def config_of(pushed: Pushed) -> str:
@@ -146,24 +138,23 @@ def test_a_pod_named_by_a_mirror_of_the_targets_config_is_current_and_a_push_sti
     assert mirror_id < f"{registry.host}/{enrolled}@{current.digest}"  # containerd's choice
 
     node = Node(f"{registry.host}/{enrolled}:latest", [mirror_id, mirror_id, mirror_id])
-    clock = [T0]
-    reconciler, recorder = controller(registry, node, session, clock)
+    autoroll = Autoroll(registry, node, session)
     for _ in range(3):
-        verdict = tick(reconciler, clock).decisions[0].containers[0]
+        verdict = autoroll.verdict()
         assert (verdict.verdict, verdict.reason) == (Verdict.CURRENT, Reason.UP_TO_DATE)
     assert f"the target's content under another name ({mirror_id})" in verdict.detail
     # One GET each for the target (its children, then its config) and the mirror's
     # manifest, then from the caches: 3 HEADs for 3 passes.
-    assert recorder.requests == Counter({"manifest-head": 3, "manifest-get": 3})
+    assert autoroll.recorder.requests == Counter({"manifest-head": 3, "manifest-get": 3})
 
     # A restart (a self-roll, a leader failover) forgets everything; still nothing deleted.
-    reconciler, _ = controller(registry, node, session, clock)
-    assert tick(reconciler, clock).decisions[0].containers[0].verdict is Verdict.CURRENT
+    autoroll.restart()
+    assert autoroll.verdict().verdict is Verdict.CURRENT
     assert node.deleted == []
 
     # A real push: the mirror's name now stands for the old config, so the pods are stale.
     pusher.push_image(enrolled, "latest", flavour="oci")
-    report = tick(reconciler, clock)
+    report = autoroll.tick()
     assert node.deleted == ["web-0"]
     assert str(report.executed[0].action.from_digest) == mirror.digest
 
@@ -179,10 +170,9 @@ def test_an_oci_index_and_a_docker_list_of_one_build_in_one_repository_are_one_c
 
     listed_id = f"{registry.host}/{enrolled}@{listed.digest}"
     node = Node(f"{registry.host}/{enrolled}:latest", [listed_id, listed_id])
-    clock = [T0]
-    reconciler, _ = controller(registry, node, session, clock)
+    autoroll = Autoroll(registry, node, session)
     for _ in range(2):
-        verdict = tick(reconciler, clock).decisions[0].containers[0]
+        verdict = autoroll.verdict()
         assert verdict.verdict is Verdict.CURRENT
     assert {f.state for f in verdict.pods} == {PodState.SAME_CONTENT}
     assert node.deleted == []
@@ -213,10 +203,9 @@ def test_a_build_that_shares_only_some_platforms_is_not_rolled_and_warned_once(
     )
     old_id = f"{registry.host}/{mirror_repo}@{old.digest}"
     node = Node(f"{registry.host}/{enrolled}:latest", [old_id, old_id])
-    clock = [T0]
-    reconciler, _ = controller(registry, node, session, clock)
+    autoroll = Autoroll(registry, node, session)
     for _ in range(3):
-        verdict = tick(reconciler, clock).decisions[0].containers[0]
+        verdict = autoroll.verdict()
         assert (verdict.verdict, verdict.reason) == (Verdict.SKIPPED, Reason.PLATFORM_UNKNOWN)
     assert node.deleted == []
     warned = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
@@ -231,9 +220,8 @@ def test_a_reference_the_registry_does_not_hold_is_unknown_never_stale(
     pusher.push_image(enrolled, "latest")
     missing = f"{registry.host}/{mirror_repo}@sha256:{'5' * 64}"
     node = Node(f"{registry.host}/{enrolled}:latest", [missing])
-    clock = [T0]
-    reconciler, _ = controller(registry, node, session, clock)
-    verdict = tick(reconciler, clock).decisions[0].containers[0]
+    autoroll = Autoroll(registry, node, session)
+    verdict = autoroll.verdict()
     assert (verdict.verdict, verdict.reason) == (Verdict.SKIPPED, Reason.CONTENT_UNKNOWN)
     assert "not-found" in verdict.detail
     assert node.deleted == []

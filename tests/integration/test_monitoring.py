@@ -23,7 +23,8 @@ import requests
 import yaml
 
 from tests.conftest import require_tool
-from tests.integration.test_server import Server, start_server, stop_server
+from tests.integration.test_server import start_server
+from tests.support.serve import Serve
 
 pytestmark = pytest.mark.integration
 
@@ -156,16 +157,13 @@ def served_series(text: str) -> set[str]:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    srv = start_server(tmp_path_factory.mktemp("monitoring"))
-    try:
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
+    with start_server(tmp_path_factory.mktemp("monitoring")) as srv:
         yield srv
-    finally:
-        stop_server(srv)
 
 
 def test_every_series_the_rules_and_panels_name_is_served(
-    server: Server, rules: dict[str, Any], dashboard: dict[str, Any]
+    server: Serve, rules: dict[str, Any], dashboard: dict[str, Any]
 ) -> None:
     served = served_series(requests.get(f"{server.url}/metrics", timeout=5).text)
     assert "autoroll_ticks_total" in served and "autoroll_leader" in served

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import io
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import timedelta
 
@@ -70,11 +71,28 @@ def chat() -> Iterator[JsonReceiver]:
         yield receiver
 
 
-def running(urls: list[str], *, throttle: float = 0.0) -> tuple[Notifier, Metrics]:
+@contextmanager
+def running(
+    urls: list[str],
+    *,
+    throttle: float = 0.0,
+    happenings: frozenset[HappeningKind] = frozenset(HappeningKind),
+    on_secret: Callable[[str], None] | None = None,
+) -> Iterator[tuple[Notifier, Metrics]]:
+    """The notifier thread sending to ``urls`` through Apprise, with metrics of its own;
+    stopped (5 s) when the block ends."""
     metrics = Metrics(CollectorRegistry())
-    notifier = Notifier(AppriseNotifier(urls), metrics=metrics, throttle_seconds=throttle)
+    notifier = Notifier(
+        AppriseNotifier(urls, on_secret=on_secret),
+        metrics=metrics,
+        happenings=happenings,
+        throttle_seconds=throttle,
+    )
     notifier.start()
-    return notifier, metrics
+    try:
+        yield notifier, metrics
+    finally:
+        notifier.stop(5)
 
 
 def sent(metrics: Metrics, kind: str, outcome: str = "sent") -> float:
@@ -85,12 +103,9 @@ def sent(metrics: Metrics, kind: str, outcome: str = "sent") -> float:
 
 
 def test_a_quarantine_is_one_email_through_a_real_smtp_server(smtp: SmtpServer) -> None:
-    notifier, metrics = running([smtp.url()])
-    try:
+    with running([smtp.url()]) as (notifier, metrics):
         notifier.post(happening(HappeningKind.QUARANTINED))
         wait_until(smtp.received, timeout=20, what="the email")
-    finally:
-        notifier.stop(5)
     [mail] = smtp.received()
     assert mail.recipients == ("ops@example.com",)
     assert mail.subject == "autoroll: digest quarantined: shop/deployment/web (team/app:latest)"
@@ -103,16 +118,13 @@ def test_a_burst_of_one_kind_is_one_message_per_interval_stand_in_chat(
 ) -> None:
     """Five workloads done within the throttle: the first at once, the four others in one
     message at the interval's end; a quarantine meanwhile is not held by them."""
-    notifier, metrics = running([chat.apprise_url()], throttle=1.5)
-    try:
+    with running([chat.apprise_url()], throttle=1.5) as (notifier, metrics):
         notifier.post(happening(HappeningKind.DONE, "w0"))
         wait_until(lambda: len(chat.received()) == 1, timeout=10, what="the first message")
         for n in range(1, 5):
             notifier.post(happening(HappeningKind.DONE, f"w{n}"))
         notifier.post(happening(HappeningKind.QUARANTINED, "bad"))
         wait_until(lambda: len(chat.received()) == 3, timeout=10, what="the batch")
-    finally:
-        notifier.stop(5)
     first, quarantined, batch = chat.received()
     assert first["title"] == "autoroll: rolled: shop/deployment/w0 (team/app:latest)"
     assert quarantined["title"].startswith("autoroll: digest quarantined: shop/deployment/bad")
@@ -126,34 +138,22 @@ def test_a_burst_of_one_kind_is_one_message_per_interval_stand_in_chat(
 
 
 def test_a_receiver_that_is_down_is_counted_and_never_raises(chat: JsonReceiver) -> None:
-    notifier, metrics = running([chat.apprise_url()])
-    chat.stop()
-    try:
+    with running([chat.apprise_url()]) as (notifier, metrics):
+        chat.stop()
         notifier.post(happening(HappeningKind.HALTED))
         wait_until(
             lambda: sent(metrics, "halted", "failed") == 1, timeout=20, what="the failed send"
         )
-    finally:
-        notifier.stop(5)
 
 
 def test_only_the_happenings_asked_for_are_sent(chat: JsonReceiver) -> None:
-    metrics = Metrics(CollectorRegistry())
-    notifier = Notifier(
-        AppriseNotifier([chat.apprise_url()]),
-        metrics=metrics,
-        happenings=frozenset({HappeningKind.QUARANTINED}),
-        throttle_seconds=0,
-    )
-    notifier.start()
-    try:
+    quarantines = frozenset({HappeningKind.QUARANTINED})
+    with running([chat.apprise_url()], happenings=quarantines) as (notifier, _):
         notifier.post(happening(HappeningKind.STARTED))
         notifier.post(happening(HappeningKind.QUARANTINED))
         wait_until(chat.received, timeout=10, what="the quarantine")
         notifier.post(happening(HappeningKind.DONE))
         notifier.send_due()
-    finally:
-        notifier.stop(5)
     assert [p["title"].split(":")[1].strip() for p in chat.received()] == ["digest quarantined"]
 
 
@@ -167,16 +167,9 @@ def test_the_urls_and_their_tokens_are_never_logged_even_at_debug(chat: JsonRece
     saved = (list(root.handlers), root.level)
     logs.configure(level="debug", log_format="json", stream=out)
     try:
-        metrics = Metrics(CollectorRegistry())
-        notifier = Notifier(
-            AppriseNotifier([url], on_secret=logs.redact_also), metrics=metrics, throttle_seconds=0
-        )
-        notifier.start()
-        try:
+        with running([url], on_secret=logs.redact_also) as (notifier, metrics):
             notifier.post(happening(HappeningKind.QUARANTINED))
             wait_until(lambda: sent(metrics, "quarantined") == 1, timeout=10, what="the send")
-        finally:
-            notifier.stop(5)
     finally:
         for handler in list(root.handlers):
             root.removeHandler(handler)

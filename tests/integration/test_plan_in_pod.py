@@ -14,7 +14,6 @@ from __future__ import annotations
 import base64
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,9 @@ import pytest
 import yaml
 
 from tests.conftest import require_tool
+from tests.support.autoroll_cli import run_autoroll
 from tests.support.fake_kube import FaultyKubeApi, KubeApiServer
+from tests.support.moved_tag import api_on_moved_tag
 from tests.support.registry import ImagePusher, RegistryServer
 
 pytestmark = pytest.mark.integration
@@ -38,9 +39,7 @@ def api(
     registry: RegistryServer, pusher: ImagePusher, repository: str
 ) -> Iterator[tuple[FaultyKubeApi, KubeApiServer]]:
     """shop/deployment/web, enrolled with aethnet.se/autoroll=true, runs a moved tag."""
-    old = pusher.push_image(repository, "latest").digest
-    new = pusher.push_image(repository, "latest").digest
-    fake = FaultyKubeApi(image=f"{registry.host}/{repository}:latest", running=old, target=new)
+    fake, _, _ = api_on_moved_tag(pusher, repository, host=registry.host)
     with KubeApiServer(fake) as server:
         yield fake, server
 
@@ -102,14 +101,7 @@ def plan_in_pod(env: dict[str, str], server: KubeApiServer, tmp_path: Path) -> s
         "HOME": str(tmp_path),
         "KUBECONFIG": str(server.write_kubeconfig(tmp_path / "kubeconfig")),
     }
-    result = subprocess.run(
-        [sys.executable, "-m", "autoroll", "plan"],
-        env=run_env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    result = run_autoroll("plan", env=run_env)
     assert result.returncode == 0, result.stderr
     return result.stdout
 

@@ -20,7 +20,8 @@ import pytest
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.integration.test_server import BODY, Server, child_pids, sign, start_server, stop_server
+from tests.integration.test_server import BODY, child_pids, sign, start_server
+from tests.support.serve import Serve
 from tests.support.wait import wait_until
 
 pytestmark = pytest.mark.integration
@@ -35,12 +36,12 @@ def cmdline(pid: int) -> bytes:
         return b""
 
 
-def worker_of(server: Server) -> int:
+def worker_of(server: Serve) -> int:
     (worker,) = child_pids(server.process.pid)
     return worker
 
 
-def reconcile_processes(server: Server) -> list[int]:
+def reconcile_processes(server: Serve) -> list[int]:
     """Every reconcile process under this ``autoroll serve``, at any depth."""
     found, pids = [], [server.process.pid]
     while pids:
@@ -52,34 +53,34 @@ def reconcile_processes(server: Server) -> list[int]:
     return found
 
 
-def errors(server: Server) -> float:
+def errors(server: Serve) -> float:
     return server.metric("autoroll_ticks_total", outcome="error")
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[Server]:
-    srv = start_server(tmp_path)
+def server(tmp_path: Path) -> Iterator[Serve]:
     frozen: list[int] = []
     try:
-        wait_until(lambda: errors(srv) >= 1, 30, "the first pass")
-        yield srv
+        with start_server(tmp_path) as srv:  # yielded once the first pass is counted
+            try:
+                yield srv
+            finally:
+                for pid in reconcile_processes(srv):
+                    frozen.append(pid)
+                    os.kill(pid, signal.SIGCONT)  # a stopped process would outlive the test
     finally:
-        for pid in reconcile_processes(srv):
-            frozen.append(pid)
-            os.kill(pid, signal.SIGCONT)  # a stopped process would outlive the test
-        stop_server(srv)
         for pid in frozen:
             wait_until(lambda: not cmdline(pid), 30, f"reconcile process {pid} to exit")  # noqa: B023
 
 
-def test_one_worker_answers_and_one_reconcile_process_runs_beside_it(server: Server) -> None:
+def test_one_worker_answers_and_one_reconcile_process_runs_beside_it(server: Serve) -> None:
     worker = worker_of(server)
     (reconciler,) = reconcile_processes(server)
     assert child_pids(worker) == [reconciler]
-    assert "reconcile worker started" in server.log()
+    assert "reconcile worker started" in server.output()
 
 
-def test_a_webhook_is_answered_while_the_reconcile_process_cannot_run(server: Server) -> None:
+def test_a_webhook_is_answered_while_the_reconcile_process_cannot_run(server: Serve) -> None:
     """The answer does not wait for the pass's CPU: with the reconcile process stopped
     outright, signed webhooks are answered at once, and their nudge (merged into one) runs
     a pass as soon as it runs again."""
@@ -107,7 +108,7 @@ def test_a_webhook_is_answered_while_the_reconcile_process_cannot_run(server: Se
     wait_until(lambda: errors(server) >= before + 1, 15, "the nudged pass")
 
 
-def test_metrics_serves_every_family_once_from_both_processes(server: Server) -> None:
+def test_metrics_serves_every_family_once_from_both_processes(server: Serve) -> None:
     response = requests.post(
         f"{server.url}/webhook", data=BODY, headers={"X-Forgejo-Signature": "0" * 64}, timeout=5
     )
@@ -125,7 +126,7 @@ def test_metrics_serves_every_family_once_from_both_processes(server: Server) ->
     assert families["autoroll_leader"].samples[0].value == 1
 
 
-def test_a_reconcile_process_that_dies_is_replaced_with_its_worker(server: Server) -> None:
+def test_a_reconcile_process_that_dies_is_replaced_with_its_worker(server: Serve) -> None:
     worker = worker_of(server)
     (reconciler,) = reconcile_processes(server)
     os.kill(reconciler, signal.SIGKILL)
@@ -134,12 +135,12 @@ def test_a_reconcile_process_that_dies_is_replaced_with_its_worker(server: Serve
     )
     wait_until(lambda: len(reconcile_processes(server)) == 1, 30, "a new reconcile process")
     assert reconcile_processes(server) != [reconciler]
-    assert "the reconcile process exited on its own (code -9)" in server.log()
+    assert "the reconcile process exited on its own (code -9)" in server.output()
     # The new reconcile process's first pass: a new registry, counting from nothing.
     wait_until(lambda: errors(server) >= 1, 30, "the new reconcile process's first pass")
 
 
-def test_a_new_reconcile_process_waits_until_the_old_one_is_gone(server: Server) -> None:
+def test_a_new_reconcile_process_waits_until_the_old_one_is_gone(server: Serve) -> None:
     """The worker dies while its reconcile process cannot run (stopped): gunicorn starts a
     new worker and a new reconcile process, which must not reconcile while the old one
     lives. The old one, running again, finds its worker gone and stops; only then does the
@@ -150,17 +151,17 @@ def test_a_new_reconcile_process_waits_until_the_old_one_is_gone(server: Server)
     try:
         os.kill(worker, signal.SIGKILL)
         wait_until(
-            lambda: "waiting for the previous reconcile process to exit" in server.log(),
+            lambda: "waiting for the previous reconcile process to exit" in server.output(),
             30,
             "the new reconcile process to wait",
         )
-        assert server.log().count("reconcile worker started") == 1
+        assert server.output().count("reconcile worker started") == 1
         ready = requests.get(f"{server.url}/readyz", timeout=5)
         assert ready.status_code == 503 and "starting" in ready.text
     finally:
         os.kill(old, signal.SIGCONT)
     wait_until(lambda: not cmdline(old), 30, "the old reconcile process to exit")
-    wait_until(lambda: server.log().count("reconcile worker started") == 2, 30, "the new loop")
+    wait_until(lambda: server.output().count("reconcile worker started") == 2, 30, "the new loop")
     assert len(reconcile_processes(server)) == 1
     wait_until(
         lambda: requests.get(f"{server.url}/readyz", timeout=5).status_code == 200, 15, "ready"

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import os
 import ssl
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,7 +19,9 @@ from autoroll.core.images import TagRef
 from autoroll.core.model import Digest, Unknown
 from autoroll.registry import RegistryClient, registry_session
 from autoroll.registry.tls import trust_context
+from tests.support.autoroll_cli import run_autoroll
 from tests.support.fake_kube import FaultyKubeApi, KubeApiServer
+from tests.support.moved_tag import moved_tag
 from tests.support.pki import PrivateCA
 from tests.support.registry import ImagePusher, RegistryServer
 
@@ -31,10 +31,7 @@ pytestmark = pytest.mark.integration
 @pytest.fixture(scope="module")
 def moved(tls_registry: RegistryServer) -> tuple[str, str]:
     """The tag ``app:latest`` moved from ``old`` to ``new``."""
-    pusher = ImagePusher(tls_registry)
-    old = pusher.push_image("ops/app", "latest").digest
-    new = pusher.push_image("ops/app", "latest").digest
-    return old, new
+    return moved_tag(ImagePusher(tls_registry), "ops/app")
 
 
 def client(
@@ -81,17 +78,6 @@ def test_the_ca_is_trusted_in_addition_to_the_default_roots(pki: PrivateCA) -> N
     assert len(with_ca.get_ca_certs()) == len(default.get_ca_certs()) + 1
 
 
-def plan(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "autoroll", "plan"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-
-
 def test_autoroll_plan_says_what_to_set_and_rolls_once_the_ca_is_given(
     tls_registry: RegistryServer, pki: PrivateCA, moved: tuple[str, str], tmp_path: Path
 ) -> None:
@@ -106,13 +92,13 @@ def test_autoroll_plan_says_what_to_set_and_rolls_once_the_ca_is_given(
             "FORGEJO_USER": tls_registry.user,
             "FORGEJO_TOKEN": tls_registry.password,
         }
-        untrusted = plan(env)
+        untrusted = run_autoroll("plan", env=env)
         assert untrusted.returncode == 0, untrusted.stderr
         assert "tls-untrusted" in untrusted.stdout
         assert "caBundle" in untrusted.stdout
         assert "would delete" not in untrusted.stdout
 
-        trusted = plan({**env, "REGISTRY_CA_FILE": str(pki.ca_cert)})
+        trusted = run_autoroll("plan", env={**env, "REGISTRY_CA_FILE": str(pki.ca_cert)})
         assert trusted.returncode == 0, trusted.stderr
         rows = trusted.stdout.splitlines()
         [row] = [line for line in rows if line.startswith("shop/deployment/web")]
@@ -130,15 +116,16 @@ def test_a_ca_file_that_does_not_load_stops_the_start_naming_the_variable(
     path = tmp_path / "ca.crt"
     if content is not None:
         path.write_text(content)
-    result = plan(
-        {
+    result = run_autoroll(
+        "plan",
+        env={
             "PATH": os.environ.get("PATH", ""),
             "HOME": str(tmp_path),
             "FORGEJO_HOST": "forgejo.example.org",
             "FORGEJO_USER": "bot",
             "FORGEJO_TOKEN": "t",
             "REGISTRY_CA_FILE": str(path),
-        }
+        },
     )
     assert result.returncode == 2
     assert "REGISTRY_CA_FILE" in result.stderr and expected in result.stderr
