@@ -1,7 +1,8 @@
 """What the cluster-shape tests share: the app's own pods told apart as the Deployment
 controller names them (foreign pods under the same labels left out), its enrolled Deployment,
 autoroll's own account of its deletions, passes asked for by webhook, and a watch of every pod
-in the test's namespace (the ``pods_of`` fixture).
+in the test's namespace (the ``pods_of`` fixture), and the opening most shapes share
+(``rolled_out``).
 
 They stand apart from the test modules because ``test_cluster_shapes.py``,
 ``test_cluster_shapes_held.py`` and ``test_public_charts.py`` all use them.
@@ -15,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.controller import Autoroll
-from tests.e2e.enrolled_app import POLL, SLACK, at_least
+from tests.e2e.controller import Autoroll, StartAutoroll
+from tests.e2e.enrolled_app import POLL, SLACK, START_TIMEOUT, at_least
 from tests.e2e.helpers import apps_api, core_api, deployment
 from tests.e2e.images import APP_PORT
 from tests.e2e.scenario import ENROLL_LABEL, TEST_LABEL, App, Recorder, decision_lines, nudging
@@ -101,6 +102,19 @@ def enrolled_deployment(app: App, replicas: int, **edits: Any) -> dict[str, Any]
 
 def create(app: App, manifest: dict[str, Any]) -> None:
     apps_api(app.kube).create_namespaced_deployment(app.namespace, manifest)
+
+
+def rolled_out(
+    app: App, start_autoroll: StartAutoroll, replicas: int, **edits: Any
+) -> tuple[Autoroll, str]:
+    """The opening most shapes share: the first build pushed, ``app``'s enrolled Deployment of
+    ``replicas`` created (``edits`` as for ``enrolled_deployment``), autoroll started, and
+    every replica Ready on that build. Returns autoroll and the build's digest."""
+    old = app.push()
+    create(app, enrolled_deployment(app, replicas, **edits))
+    autoroll = start_autoroll()
+    wait_own(app, old, replicas=replicas, timeout=START_TIMEOUT)
+    return autoroll, old
 
 
 def autoroll_deleted(autoroll: Autoroll, app: App) -> list[str]:

@@ -30,16 +30,26 @@ APP_NAME = "web"  # every scenario's app; its pods are labelled app=web
 T = TypeVar("T")
 
 
-def make_app(kube: Any, namespace: str, registry: RegistryServer, node: Node) -> App:
-    """An app in ``namespace`` on ``registry``, which the real node trusts."""
+def make_app(
+    kube: Any,
+    namespace: str,
+    registry: RegistryServer,
+    node: Node,
+    *,
+    name: str = APP_NAME,
+    kind: str = "deployment",
+) -> App:
+    """An app in ``namespace`` on ``registry``, which the real node trusts: a Deployment named
+    ``web`` unless ``name`` and ``kind`` say otherwise."""
     node.trust_registry(registry.host, registry.authorization)
     return App(
         kube=kube,
         namespace=namespace,
-        name=APP_NAME,
+        name=name,
         repository=f"e2e/{namespace}",
         pusher=ImagePusher(registry),
         test=namespace,
+        kind=kind,
     )
 
 

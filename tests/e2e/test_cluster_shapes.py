@@ -33,17 +33,17 @@ from tests.e2e.deployment_pods import (
     passes_about,
     pods_of,
     raw_pods,
+    rolled_out,
     wait_own,
 )
-from tests.e2e.enrolled_app import POLL, SLACK, START_TIMEOUT, make_app, pass_done_now
+from tests.e2e.enrolled_app import POLL, SLACK, START_TIMEOUT, app, pass_done_now
 from tests.e2e.helpers import apps_api, batch_api, container, core_api, deployment, pod
 from tests.e2e.images import APP_PORT, push_sidecar
-from tests.e2e.node import Node
-from tests.e2e.scenario import Recorder, decision_lines, deletions, label_selector
+from tests.e2e.scenario import App, Recorder, decision_lines, deletions, label_selector
 from tests.support.registry import RegistryServer
 from tests.support.wait import eventually
 
-__all__ = ["pods_of"]  # a fixture, shared with test_cluster_shapes_held
+__all__ = ["app", "pods_of"]  # fixtures, shared with test_cluster_shapes_held
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 
@@ -53,15 +53,14 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 
 def test_a_canary_a_jobs_pod_and_a_helm_test_pod_under_the_apps_labels_are_never_touched(
     *,
+    app: App,
     kube: Any,
     namespace: str,
     docker_registry: RegistryServer,
-    node: Node,
     start_autoroll: StartAutoroll,
     control_plane: Any,
     pods_of: Recorder,
 ) -> None:
-    app = make_app(kube, namespace, docker_registry, node)
     old = app.push()
     served = container(app.image, http_port=APP_PORT, ready_after=1)
     # (a) an unenrolled canary Deployment: selector app=web,track=canary; its pods carry app=web
@@ -131,20 +130,10 @@ def test_a_canary_a_jobs_pod_and_a_helm_test_pod_under_the_apps_labels_are_never
 
 
 def test_a_scale_up_in_the_middle_of_a_roll_waits_for_the_new_pods(
-    *,
-    kube: Any,
-    namespace: str,
-    docker_registry: RegistryServer,
-    node: Node,
-    start_autoroll: StartAutoroll,
-    pods_of: Recorder,
+    *, app: App, kube: Any, namespace: str, start_autoroll: StartAutoroll, pods_of: Recorder
 ) -> None:
-    app = make_app(kube, namespace, docker_registry, node)
     app.ready_after = 3  # a replacement is Ready 3 s after it starts
-    old = app.push()
-    create(app, enrolled_deployment(app, 3))
-    autoroll = start_autoroll()
-    wait_own(app, old, replicas=3, timeout=START_TIMEOUT)
+    autoroll, _ = rolled_out(app, start_autoroll, 3)
     pass_done_now(autoroll, app)
     new = app.push()
 
@@ -191,19 +180,9 @@ def test_a_scale_up_in_the_middle_of_a_roll_waits_for_the_new_pods(
 
 
 def test_an_image_that_crashes_after_ready_within_min_ready_seconds_halts_after_one_pod(
-    *,
-    kube: Any,
-    namespace: str,
-    docker_registry: RegistryServer,
-    node: Node,
-    start_autoroll: StartAutoroll,
-    pods_of: Recorder,
+    *, app: App, start_autoroll: StartAutoroll, pods_of: Recorder
 ) -> None:
-    app = make_app(kube, namespace, docker_registry, node)
-    old = app.push()
-    create(app, enrolled_deployment(app, 3, minReadySeconds=20))
-    autoroll = start_autoroll()
-    wait_own(app, old, replicas=3, timeout=START_TIMEOUT)
+    autoroll, old = rolled_out(app, start_autoroll, 3, minReadySeconds=20)
 
     def available() -> None:
         status = app.deployment().get("status") or {}
@@ -239,20 +218,10 @@ def test_an_image_that_crashes_after_ready_within_min_ready_seconds_halts_after_
 
 
 def test_a_template_rollout_and_a_moved_tag_nothing_is_deleted_before_the_rollout_completes(
-    *,
-    kube: Any,
-    namespace: str,
-    docker_registry: RegistryServer,
-    node: Node,
-    start_autoroll: StartAutoroll,
-    pods_of: Recorder,
+    *, app: App, kube: Any, namespace: str, start_autoroll: StartAutoroll, pods_of: Recorder
 ) -> None:
-    app = make_app(kube, namespace, docker_registry, node)
     app.ready_after = 4  # a slow rollout: one surge pod at a time, each Ready after 4 s
-    old = app.push()
-    create(app, enrolled_deployment(app, 3))
-    autoroll = start_autoroll()
-    wait_own(app, old, replicas=3, timeout=START_TIMEOUT)
+    autoroll, old = rolled_out(app, start_autoroll, 3)
     pass_done_now(autoroll, app)
     before = {p["metadata"]["labels"]["pod-template-hash"] for p in raw_pods(kube, namespace)}
     with Recorder(
@@ -331,14 +300,11 @@ def test_a_template_rollout_and_a_moved_tag_nothing_is_deleted_before_the_rollou
 
 def test_a_native_sidecar_on_a_moved_tag_is_rolled_one_pod_at_a_time(
     *,
-    kube: Any,
-    namespace: str,
+    app: App,
     docker_registry: RegistryServer,
-    node: Node,
     start_autoroll: StartAutoroll,
     pods_of: Recorder,
 ) -> None:
-    app = make_app(kube, namespace, docker_registry, node)
     app_image = app.push_image()
     pinned = f"{docker_registry.host}/{app.repository}@{app_image.digest}"  # never moves
     sidecar_repo = f"{app.repository}-proxy"

@@ -21,18 +21,19 @@ from tests.e2e.deployment_pods import (
     enrolled_deployment,
     passes_about,
     pods_of,
+    rolled_out,
     wait_own,
 )
-from tests.e2e.enrolled_app import POLL, SLACK, START_TIMEOUT, at_least, make_app, pass_done_now
+from tests.e2e.enrolled_app import POLL, SLACK, START_TIMEOUT, app, at_least, pass_done_now
 from tests.e2e.helpers import apps_api
 from tests.e2e.incluster import Credentials
 from tests.e2e.node import Node
-from tests.e2e.scenario import Recorder, deletions, nudging
+from tests.e2e.scenario import App, Recorder, deletions, nudging
 from tests.support.fault_proxy import FaultProxy, ProxyFault
 from tests.support.registry import RegistryServer
 from tests.support.wait import eventually
 
-__all__ = ["pods_of"]  # a fixture, shared with test_cluster_shapes
+__all__ = ["app", "pods_of"]  # fixtures, shared with test_cluster_shapes
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 
@@ -42,6 +43,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 
 def test_a_pause_set_between_a_passs_snapshot_and_its_delete_is_honoured(
     *,
+    app: App,
     kube: Any,
     namespace: str,
     docker_registry: RegistryServer,
@@ -54,7 +56,6 @@ def test_a_pause_set_between_a_passs_snapshot_and_its_delete_is_honoured(
     the fresh read of the Deployment right before the DELETE can see it."""
     with FaultProxy(docker_registry) as proxy:
         node.trust_registry(proxy.host, docker_registry.authorization)
-        app = make_app(kube, namespace, docker_registry, node)
         app.image_host = proxy.host  # the workload's image names the proxy
         old = app.push()
         create(app, enrolled_deployment(app, 2))
@@ -92,19 +93,9 @@ def test_a_pause_set_between_a_passs_snapshot_and_its_delete_is_honoured(
 
 
 def test_a_paused_deployment_is_not_rolled_until_it_is_resumed(
-    *,
-    kube: Any,
-    namespace: str,
-    docker_registry: RegistryServer,
-    node: Node,
-    start_autoroll: StartAutoroll,
-    pods_of: Recorder,
+    *, app: App, kube: Any, namespace: str, start_autoroll: StartAutoroll, pods_of: Recorder
 ) -> None:
-    app = make_app(kube, namespace, docker_registry, node)
-    old = app.push()
-    create(app, enrolled_deployment(app, 2))
-    autoroll = start_autoroll()
-    wait_own(app, old, replicas=2, timeout=START_TIMEOUT)
+    autoroll, _ = rolled_out(app, start_autoroll, 2)
     apps_api(kube).patch_namespaced_deployment("web", namespace, {"spec": {"paused": True}})
     new = app.push()
     passes_about(autoroll, app, 3, pattern="rollout-paused")
@@ -117,17 +108,10 @@ def test_a_paused_deployment_is_not_rolled_until_it_is_resumed(
 
 
 def test_evictions_under_a_budget_that_allows_none_delete_nothing(
-    *,
-    kube: Any,
-    namespace: str,
-    docker_registry: RegistryServer,
-    node: Node,
-    start_autoroll: StartAutoroll,
-    pods_of: Recorder,
+    *, app: App, kube: Any, namespace: str, start_autoroll: StartAutoroll, pods_of: Recorder
 ) -> None:
     from kubernetes import client
 
-    app = make_app(kube, namespace, docker_registry, node)
     old = app.push()
     create(app, enrolled_deployment(app, 2))
     budget = {

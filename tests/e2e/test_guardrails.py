@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -63,6 +64,30 @@ def densest(times: Sequence[float], span: float) -> int:
     return best
 
 
+@dataclass(frozen=True)
+class Built:
+    """The test's repository on docker-registry with its first build pushed, the simulated
+    kubelet resolving its tag there."""
+
+    pusher: ImagePusher
+    repository: str
+    image: str
+    first: str
+
+    def push(self, content: bytes) -> str:
+        """Push a new build as ``latest``; return its digest."""
+        return self.pusher.push_image(self.repository, "latest", content=content).digest
+
+
+@pytest.fixture
+def built(docker_registry: RegistryServer, kubelet: SimulatedKubelet, namespace: str) -> Built:
+    kubelet.use_resolver(RegistryResolver(auth=docker_registry.auth))
+    pusher = ImagePusher(docker_registry)
+    repository = f"e2e/{namespace}"
+    first = pusher.push_image(repository, "latest", content=b"build 1").digest
+    return Built(pusher, repository, f"{docker_registry.host}/{repository}:latest", first)
+
+
 # --- the budget ------------------------------------------------------------------------------
 
 
@@ -73,14 +98,9 @@ def test_a_budget_of_ten_per_period_rolls_200_deployments_ten_at_a_time_on_the_s
     kube: Any,
     namespace: str,
     docker_registry: RegistryServer,
-    kubelet: SimulatedKubelet,
+    built: Built,
 ) -> None:
-    resolver = RegistryResolver(auth=docker_registry.auth)
-    kubelet.use_resolver(resolver)
-    pusher = ImagePusher(docker_registry)
-    repository = f"e2e/{namespace}"
-    image = f"{docker_registry.host}/{repository}:latest"
-    first = pusher.push_image(repository, "latest", content=b"build 1").digest
+    image, first = built.image, built.first
     apps = apps_api(kube)
     count = 200
     for i in range(count):
@@ -104,7 +124,7 @@ def test_a_budget_of_ten_per_period_rolls_200_deployments_ten_at_a_time_on_the_s
     ):
         try:
             autoroll.wait_for_line(rf"{namespace}/deployment/d199 app: current", timeout=60)
-            second = pusher.push_image(repository, "latest", content=b"build 2").digest
+            second = built.push(b"build 2")
             pushed = time.monotonic()
             with nudging(autoroll):
                 eventually(
@@ -168,14 +188,9 @@ def test_a_closed_window_rolls_nothing_and_plan_shows_when_it_opens_on_the_simul
     kube: Any,
     namespace: str,
     docker_registry: RegistryServer,
-    kubelet: SimulatedKubelet,
+    built: Built,
 ) -> None:
-    resolver = RegistryResolver(auth=docker_registry.auth)
-    kubelet.use_resolver(resolver)
-    pusher = ImagePusher(docker_registry)
-    repository = f"e2e/{namespace}"
-    image = f"{docker_registry.host}/{repository}:latest"
-    first = pusher.push_image(repository, "latest", content=b"build 1").digest
+    image, first = built.image, built.first
     window, opening = closed_window(datetime.now(UTC))
     apps = apps_api(kube)
     apps.create_namespaced_deployment(
@@ -194,7 +209,7 @@ def test_a_closed_window_rolls_nothing_and_plan_shows_when_it_opens_on_the_simul
     ):
         try:
             autoroll.wait_for_line(rf"{namespace}/deployment/web app: current", timeout=30)
-            second = pusher.push_image(repository, "latest", content=b"build 2").digest
+            second = built.push(b"build 2")
             assert autoroll.webhook() == 202
             hold = (
                 rf"{namespace}/deployment/web: not deleting stale pod \S+ yet:"

@@ -34,6 +34,7 @@ from tests.e2e.enrolled_app import (
     SLACK,
     START_TIMEOUT,
     at_least,
+    make_app,
     pass_done_now,
 )
 from tests.e2e.helpers import apps_api, core_api, pod
@@ -49,7 +50,7 @@ from tests.e2e.scenario import (
     nudging,
     unsettled_deletions,
 )
-from tests.support.registry import ImagePusher, RegistryServer
+from tests.support.registry import RegistryServer
 from tests.support.wait import eventually
 
 # The first test of a session may build the controller image (minutes on a busy machine).
@@ -58,19 +59,15 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 ROLL_TIMEOUT = 3 * (POLL + 2 * SLACK) + 30  # three pods, each a pass plus a start
 
 
-def kind_app(
-    kube: Any, namespace: str, registry: RegistryServer, node: Node, *, name: str, kind: str
-) -> App:
-    node.trust_registry(registry.host, registry.authorization)
-    return App(
-        kube=kube,
-        namespace=namespace,
-        name=name,
-        repository=f"e2e/{namespace}",
-        pusher=ImagePusher(registry),
-        test=namespace,
-        kind=kind,
-    )
+@pytest.fixture
+def db(kube: Any, namespace: str, docker_registry: RegistryServer, node: Node) -> App:
+    """The StatefulSet ``db``; its ``agent`` sibling is a DaemonSet of the same image."""
+    return make_app(kube, namespace, docker_registry, node, name="db", kind="statefulset")
+
+
+@pytest.fixture
+def agent(db: App) -> App:
+    return sibling(db, "agent", "daemonset")
 
 
 def sibling(app: App, name: str, kind: str) -> App:
@@ -120,6 +117,24 @@ def watch(objects: dict[str, Recorder], app: App) -> Recorder:
     return recorder
 
 
+def deploy_watched(
+    db: App, agent: App, node: Node, objects: dict[str, Recorder]
+) -> dict[str, dict[str, Any]]:
+    """``db`` (three replicas) and ``agent`` (one pod, on this node) created, their objects
+    watched from then on; returns them as created."""
+    db.deploy(replicas=3)
+    agent.deploy(**on_this_node(node))
+    originals = {a.name: a.workload() for a in (db, agent)}
+    for a in (db, agent):
+        watch(objects, a)
+    return originals
+
+
+def wait_db_and_agent(db: App, agent: App, digest: str) -> None:
+    wait_all(db, digest, replicas=3, timeout=START_TIMEOUT)
+    wait_all(agent, digest, replicas=1, timeout=START_TIMEOUT)
+
+
 def assert_untouched(app: App, original: dict[str, Any], recorder: Recorder) -> int:
     """Every version of the object the watch saw has the original generation, spec, labels
     and annotations, and only the creator and the controller's status writes wrote it.
@@ -153,15 +168,14 @@ def since(autoroll: Autoroll, start: int, app: App, pattern: str) -> Callable[[]
 
 def test_a_statefulset_and_a_daemonset_roll_one_pod_at_a_time_highest_ordinal_first(
     *,
+    db: App,
+    agent: App,
     kube: Any,
     namespace: str,
-    docker_registry: RegistryServer,
     node: Node,
     start_autoroll: StartAutoroll,
     objects: dict[str, Recorder],
 ) -> None:
-    db = kind_app(kube, namespace, docker_registry, node, name="db", kind="statefulset")
-    agent = sibling(db, "agent", "daemonset")
     old = db.push()
     # Its selector matches, nothing owns it, it runs the old image: never one of db's pods.
     stray = pod("stray", db.image)
@@ -174,14 +188,9 @@ def test_a_statefulset_and_a_daemonset_roll_one_pod_at_a_time_highest_ordinal_fi
         ) as agent_pods,
     ):
         core_api(kube).create_namespaced_pod(namespace, stray)
-        db.deploy(replicas=3)
-        agent.deploy(**on_this_node(node))
-        originals = {a.name: a.workload() for a in (db, agent)}
-        for a in (db, agent):
-            watch(objects, a)
+        originals = deploy_watched(db, agent, node, objects)
         autoroll = start_autoroll()  # its pod starts while theirs do
-        wait_all(db, old, replicas=3, timeout=START_TIMEOUT)
-        wait_all(agent, old, replicas=1, timeout=START_TIMEOUT)
+        wait_db_and_agent(db, agent, old)
         pass_done_now(autoroll, db)
         new = db.push()
         wait_all(db, new, replicas=3, timeout=ROLL_TIMEOUT)
@@ -243,7 +252,7 @@ def test_statefulsets_with_an_unreleased_or_partitioned_template_change_are_not_
     start_autoroll: StartAutoroll,
     objects: dict[str, Recorder],
 ) -> None:
-    ondelete = kind_app(kube, namespace, docker_registry, node, name="ondelete", kind="statefulset")
+    ondelete = make_app(kube, namespace, docker_registry, node, name="ondelete", kind="statefulset")
     canary = sibling(ondelete, "canary", "statefulset")
     old = ondelete.push()
 
@@ -307,27 +316,21 @@ def test_statefulsets_with_an_unreleased_or_partitioned_template_change_are_not_
 
 def test_a_crash_looping_new_image_halts_each_kind_after_one_pod(
     *,
+    db: App,
+    agent: App,
     kube: Any,
     namespace: str,
-    docker_registry: RegistryServer,
     node: Node,
     start_autoroll: StartAutoroll,
     objects: dict[str, Recorder],
 ) -> None:
-    db = kind_app(kube, namespace, docker_registry, node, name="db", kind="statefulset")
-    agent = sibling(db, "agent", "daemonset")
     old = db.push()
     with Recorder(
         core_api(kube).list_namespaced_pod, namespace, label_selector="app in (db,agent)"
     ) as pods:
-        db.deploy(replicas=3)
-        agent.deploy(**on_this_node(node))
-        originals = {a.name: a.workload() for a in (db, agent)}
-        for a in (db, agent):
-            watch(objects, a)
+        originals = deploy_watched(db, agent, node, objects)
         autoroll = start_autoroll(ROLLOUT_HALTED_AFTER_SECONDS="5")  # starts while they do
-        wait_all(db, old, replicas=3, timeout=START_TIMEOUT)
-        wait_all(agent, old, replicas=1, timeout=START_TIMEOUT)
+        wait_db_and_agent(db, agent, old)
         pass_done_now(autoroll, db)
         new = db.push(crash=True)  # the new :latest exits 3 at once, every time
         halted_at = len(autoroll.output)
