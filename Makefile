@@ -224,10 +224,14 @@ bench-giant: tools venv $(RUNTIME_VENV)/.installed
 # the whole set is about 2,800 mutants and takes hours on 2 cores (health.py's reach the
 # property tests, over a minute each), so run it when a rule in one of those modules
 # changes, for that module (MUTANTS='autoroll.core.kinds.*', mutmut's names), and whole
-# before a release. It resumes where it stopped; `rm -rf mutants` starts afresh.
+# before a release. It resumes where it stopped; `rm -rf mutants` starts afresh. Which tests
+# reach which function is measured again on every run (mutmut keeps it in
+# mutants/mutmut-stats.json and adds only new tests to it): a function added or moved since
+# would otherwise count as "no tests" while its tests kill every mutant of it.
 MUTANTS ?=
 mutants: venv
 	@echo "make mutants: mutmut run $(MUTANTS) (progress in mutants-run.log), then the kill rate"
+	rm -f mutants/mutmut-stats.json
 	$(BIN)/mutmut run --max-children 2 $(MUTANTS) > mutants-run.log 2>&1 || { tail -c 3000 mutants-run.log; exit 1; }
 	$(BIN)/python scripts/mutants_report.py
 
