@@ -24,14 +24,21 @@ def report_executed(metrics: Metrics, done: Executed) -> None:
     fields = action_fields(action)
     where = f"{action.namespace}/{action.name} of {action.kind}/{action.workload}"
     kind = action.kind.value
-    if outcome is Outcome.DRY_RUN or outcome is Outcome.DELETED:
-        dry = outcome is Outcome.DRY_RUN
-        metrics.deletions.labels(mode="dry" if dry else "real", kind=kind).inc()
+    if outcome is Outcome.DRY_RUN:
+        metrics.deletions.labels(mode="dry", kind=kind).inc()
         log.info(
-            "DRY_RUN: would delete stale pod %s (%s)" if dry else "deleted stale pod %s (%s)",
+            "DRY_RUN: would delete stale pod %s (%s)",
             where,
             action.reason,
-            extra={**fields, "event": "delete", "dry_run": dry},
+            extra={**fields, "event": "delete", "dry_run": True},
+        )
+    elif outcome is Outcome.DELETED:
+        metrics.deletions.labels(mode="real", kind=kind).inc()
+        log.info(
+            "deleted stale pod %s (%s)",
+            where,
+            action.reason,
+            extra={**fields, "event": "delete", "dry_run": False},
         )
     elif outcome is Outcome.ERROR:
         log.error(
