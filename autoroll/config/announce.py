@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from autoroll.config.errors import Problem, Secret
+from autoroll.config.parsers import bounded
 from autoroll.config.reader import Reader
 from autoroll.core.happenings import HappeningKind
 
@@ -93,13 +94,7 @@ def parse_happenings(raw: str) -> frozenset[HappeningKind]:
 
 
 def parse_throttle(raw: str) -> int:
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValueError("expected a whole number of seconds, 0 (no throttle) to 3600") from None
-    if not 0 <= value <= 3600:
-        raise ValueError("expected a whole number of seconds, 0 (no throttle) to 3600")
-    return value
+    return bounded(raw, int, 0, 3600, "expected a whole number of seconds, 0 (no throttle) to 3600")
 
 
 def parse_name(raw: str) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from autoroll.config.parsers import parse_bool
+from autoroll.config.parsers import bounded, parse_bool
 from autoroll.config.reader import Reader
 from autoroll.core.health import MAX_HEALTHY
 from autoroll.core.policy import ALWAYS, MAX_MIN_AGE, Guardrails, format_duration
@@ -68,40 +68,17 @@ def redacted_guardrails(guardrails: Guardrails) -> dict[str, str]:
 
 
 def parse_count(raw: str) -> int:
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValueError("expected a whole number, 0 (unlimited) to 100000") from None
-    if not 0 <= value <= 100000:
-        raise ValueError("expected a whole number, 0 (unlimited) to 100000")
-    return value
+    return bounded(raw, int, 0, 100000, "expected a whole number, 0 (unlimited) to 100000")
 
 
 def parse_period(raw: str) -> int:
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValueError("expected a whole number of seconds, 1 to 3600") from None
-    if not 1 <= value <= 3600:
-        raise ValueError("expected a whole number of seconds, 1 to 3600")
-    return value
-
-
-def _seconds(raw: str, limit: int, form: str) -> int:
-    """A whole number of seconds, 0 to ``limit``; ValueError(``form``) otherwise."""
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValueError(form) from None
-    if not 0 <= value <= limit:
-        raise ValueError(form)
-    return value
+    return bounded(raw, int, 1, 3600, "expected a whole number of seconds, 1 to 3600")
 
 
 def parse_min_age(raw: str) -> int:
     limit = int(MAX_MIN_AGE.total_seconds())
     form = f"expected a whole number of seconds, 0 to {limit} ({format_duration(MAX_MIN_AGE)})"
-    return _seconds(raw, limit, form)
+    return bounded(raw, int, 0, limit, form)
 
 
 def parse_window(raw: str) -> Windows | None:
@@ -113,4 +90,4 @@ def parse_window(raw: str) -> Windows | None:
 def parse_healthy(raw: str) -> int:
     limit = int(MAX_HEALTHY.total_seconds())
     form = f"expected a whole number of seconds, 0 (no health window) to {limit}"
-    return _seconds(raw, limit, form)
+    return bounded(raw, int, 0, limit, form)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from autoroll.config.errors import Problem
-from autoroll.config.parsers import parse_bool, parse_nonblank
+from autoroll.config.parsers import bounded, parse_bool, parse_nonblank
 from autoroll.config.reader import Reader
 
 #: A Kubernetes object name (DNS-1123 subdomain) and a namespace (DNS-1123 label).
@@ -109,13 +109,7 @@ def redacted_election(election: LeaderElection | None) -> dict[str, str]:
 
 
 def parse_seconds(raw: str) -> float:
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ValueError("expected a number of seconds, 0.1 to 300") from None
-    if not 0.1 <= value <= 300:  # also rejects nan and inf
-        raise ValueError("expected a number of seconds, 0.1 to 300")
-    return value
+    return bounded(raw, float, 0.1, 300, "expected a number of seconds, 0.1 to 300")
 
 
 def parse_object_name(raw: str) -> str:

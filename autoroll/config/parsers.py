@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import re
 import ssl
-from typing import Final
+from collections.abc import Callable
+from typing import Final, TypeVar
 
 from autoroll.core.model import WorkloadKind
 
@@ -20,6 +21,8 @@ _HOST_PORT: Final = re.compile(
 ALL_KINDS: Final = ",".join(WorkloadKind)
 _TRUE: Final = frozenset({"true", "1", "yes", "on"})
 _FALSE: Final = frozenset({"false", "0", "no", "off"})
+
+N = TypeVar("N", int, float)
 
 
 def parse_forgejo_host(raw: str) -> str:
@@ -59,44 +62,32 @@ def check_webhook_secret(raw: str) -> None:
         )
 
 
-def parse_interval(raw: str) -> int:
+def bounded(raw: str, number: Callable[[str], N], low: N, high: N, form: str) -> N:
+    """``raw`` read by ``number`` (``int`` or ``float``) and within ``low`` to ``high``;
+    ValueError(``form``) otherwise, the same words whether it is no number or out of range."""
     try:
-        value = int(raw)
+        value = number(raw)
     except ValueError:
-        raise ValueError("expected a whole number of seconds, 5 to 86400") from None
-    if not 5 <= value <= 86400:
-        raise ValueError("expected a whole number of seconds, 5 to 86400")
+        raise ValueError(form) from None
+    if not low <= value <= high:  # also rejects nan and inf
+        raise ValueError(form)
     return value
+
+
+def parse_interval(raw: str) -> int:
+    return bounded(raw, int, 5, 86400, "expected a whole number of seconds, 5 to 86400")
 
 
 def parse_pass_timeout(raw: str) -> int:
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValueError("expected a whole number of seconds, 5 to 3600") from None
-    if not 5 <= value <= 3600:
-        raise ValueError("expected a whole number of seconds, 5 to 3600")
-    return value
+    return bounded(raw, int, 5, 3600, "expected a whole number of seconds, 5 to 3600")
 
 
 def parse_resync(raw: str) -> int:
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValueError("expected a whole number of seconds, 60 to 86400") from None
-    if not 60 <= value <= 86400:
-        raise ValueError("expected a whole number of seconds, 60 to 86400")
-    return value
+    return bounded(raw, int, 60, 86400, "expected a whole number of seconds, 60 to 86400")
 
 
 def parse_tag_interval(raw: str) -> int:
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValueError("expected a whole number of seconds, 0 (off) to 300") from None
-    if not 0 <= value <= 300:
-        raise ValueError("expected a whole number of seconds, 0 (off) to 300")
-    return value
+    return bounded(raw, int, 0, 300, "expected a whole number of seconds, 0 (off) to 300")
 
 
 def parse_selector(raw: str) -> str:

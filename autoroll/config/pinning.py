@@ -9,7 +9,7 @@ from typing import Final
 
 from autoroll.config.errors import Problem
 from autoroll.config.leader import parse_object_name
-from autoroll.config.parsers import parse_bool, parse_listen_addr
+from autoroll.config.parsers import bounded, parse_bool, parse_listen_addr
 from autoroll.config.reader import Reader
 
 _DNS_NAME: Final = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
@@ -130,10 +130,5 @@ def _parse_names(raw: str) -> tuple[str, ...]:
 
 
 def _parse_cert_seconds(raw: str) -> int:
-    try:
-        value = int(raw)
-    except ValueError:
-        value = -1
-    if not MIN_CERT_SECONDS <= value <= MAX_CERT_SECONDS:
-        raise ValueError(f"expected whole seconds, {MIN_CERT_SECONDS} to {MAX_CERT_SECONDS}")
-    return value
+    form = f"expected whole seconds, {MIN_CERT_SECONDS} to {MAX_CERT_SECONDS}"
+    return bounded(raw, int, MIN_CERT_SECONDS, MAX_CERT_SECONDS, form)

@@ -18,6 +18,7 @@ from typing import Final, TypeVar
 from autoroll.config.errors import Problem, Secret
 
 T = TypeVar("T")
+D = TypeVar("D")
 
 #: Suffix of the variable naming a secret's file.
 FILE_SUFFIX: Final = "_FILE"
@@ -68,11 +69,7 @@ class Reader:
         if raw is None or raw == "":
             self.problems.append(Problem(name, "is required but not set"))
             return None
-        try:
-            return parse(raw)
-        except ValueError as exc:
-            self.problems.append(Problem(name, f"{raw!r} is invalid: {exc}"))
-            return None
+        return self._parsed(name, raw, parse, None)
 
     def required_secret(self, name: str, check: Callable[[str], None]) -> Secret | None:
         """``name``'s secret, from the file ``<name>_FILE`` names or else from ``name``."""
@@ -147,8 +144,13 @@ class Reader:
                 Problem(name, f"is set but empty; unset it for the default {text}")
             )
             return default
+        return self._parsed(name, raw, parse, default)
+
+    def _parsed(self, name: str, raw: str, parse: Callable[[str], T], fallback: D) -> T | D:
+        """``raw`` parsed; else the problem noted under ``name`` (with the value, never a
+        secret's: those go through ``_checked``) and ``fallback``."""
         try:
             return parse(raw)
         except ValueError as exc:
             self.problems.append(Problem(name, f"{raw!r} is invalid: {exc}"))
-            return default
+            return fallback

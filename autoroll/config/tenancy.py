@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from autoroll.config.errors import Problem
+from autoroll.config.parsers import bounded
 from autoroll.config.reader import Reader
 
 #: A namespace name as the API accepts it (an RFC 1123 label).
@@ -49,13 +50,7 @@ def parse_namespaces(raw: str) -> tuple[str, ...]:
 
 
 def parse_lookups(raw: str) -> int:
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValueError("expected a whole number, 0 (no share) to 100000") from None
-    if not 0 <= value <= 100000:
-        raise ValueError("expected a whole number, 0 (no share) to 100000")
-    return value
+    return bounded(raw, int, 0, 100000, "expected a whole number, 0 (no share) to 100000")
 
 
 def read_tenancy(reader: Reader) -> Tenancy:
