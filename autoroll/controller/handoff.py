@@ -16,6 +16,7 @@ import itertools
 import logging
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Final
@@ -37,16 +38,30 @@ def _wall() -> datetime:
     return datetime.now(UTC)
 
 
-def _join(thread: threading.Thread, timeout: float, what: str) -> None:
-    """Wait up to ``timeout`` for a started ``thread``; raise if it is still running."""
-    if thread.ident is None:
-        return
-    thread.join(timeout)
-    if thread.is_alive():
-        raise RuntimeError(f"{what} still running after {timeout:g}s")
+class _OwnThread(ABC):
+    """The lifecycle both hand-off ends share: one thread, started once; ``stop`` asks it to
+    end (``request_stop``, each class's own) and raises if it has not within ``timeout``."""
+
+    _thread: threading.Thread
+    _what: str  # names the thread in the error
+
+    def start(self) -> None:
+        self._thread.start()
+
+    @abstractmethod
+    def request_stop(self) -> None:
+        """Tell the thread to end, without waiting for it."""
+
+    def stop(self, timeout: float) -> None:
+        self.request_stop()
+        if self._thread.ident is None:
+            return
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            raise RuntimeError(f"{self._what} still running after {timeout:g}s")
 
 
-class NudgeWatcher:
+class NudgeWatcher(_OwnThread):
     """The leader's inbox: watches its Lease and nudges the worker when the nudge changes.
 
     Runs for the life of the process but only watches while ``elector.leading``. A fresh
@@ -72,18 +87,12 @@ class NudgeWatcher:
         self._idle = idle_seconds
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="autoroll-nudges", daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
+        self._what = "nudge watcher"
 
     def request_stop(self) -> None:
         """End the watch now (it is aborted), without waiting for the thread."""
         self._stop.set()
         self._port.abort_watch()
-
-    def stop(self, timeout: float) -> None:
-        self.request_stop()
-        _join(self._thread, timeout, "nudge watcher")
 
     def _deliver(self) -> None:
         self._metrics.handoffs.labels(outcome="received").inc()
@@ -119,7 +128,7 @@ class NudgeWatcher:
                     self._stop.wait(1.0)
 
 
-class HandOff:
+class HandOff(_OwnThread):
     """Where a verified webhook goes when replicas elect a leader.
 
     ``nudge(scope)`` is what the webhook handler calls: it only records the scope and sets
@@ -156,6 +165,7 @@ class HandOff:
         self._due = 0.0  # when the pending scope is to be delivered (clock seconds)
         self._serial = itertools.count(1)
         self._thread = threading.Thread(target=self._run, name="autoroll-handoff", daemon=True)
+        self._what = "hand-off thread"
 
     def nudge(self, scope: Scope = FULL) -> None:
         """Request a reconcile of ``scope`` by whichever replica leads; never blocks."""
@@ -169,17 +179,10 @@ class HandOff:
             self._scope = scope if self._scope is None else self._scope.merge(scope)
         self._wake.set()
 
-    def start(self) -> None:
-        self._thread.start()
-
     def request_stop(self) -> None:
         """Deliver nothing more, without waiting for the thread."""
         self._stop.set()
         self._wake.set()
-
-    def stop(self, timeout: float) -> None:
-        self.request_stop()
-        _join(self._thread, timeout, "hand-off thread")
 
     def _run(self) -> None:
         while not self._stop.is_set():
