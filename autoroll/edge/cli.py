@@ -210,11 +210,9 @@ def _serve(env: Mapping[str, str]) -> int:
 
 
 def _plan(env: Mapping[str, str], *, kubeconfig: str | None, verbose: bool) -> int:
-    plan_env = dict(env)
+    plan_env = _with_kubeconfig(env, kubeconfig)
     if "WEBHOOK_SECRET_FILE" not in plan_env:
         plan_env.setdefault("WEBHOOK_SECRET", _PLAN_WEBHOOK_PLACEHOLDER)
-    if kubeconfig is not None:
-        plan_env["KUBECONFIG"] = kubeconfig
     config = _load_config(plan_env)
     if config is None:
         return EXIT_USAGE
@@ -261,12 +259,8 @@ def _plan(env: Mapping[str, str], *, kubeconfig: str | None, verbose: bool) -> i
             quarantine=store,
             approvals=book,
         )
-    except ClusterConfigError as exc:
-        print(f"autoroll plan: {exc}", file=sys.stderr)
-        return EXIT_USAGE
     except ClusterError as exc:
-        print(f"autoroll plan: {exc}", file=sys.stderr)
-        return EXIT_UNAVAILABLE
+        return _cluster_failed("plan", exc)
     sys.stdout.write(
         render(
             report,
@@ -294,9 +288,7 @@ def _quarantine(env: Mapping[str, str], *, action: str, key: str, kubeconfig: st
             file=sys.stderr,
         )
         return EXIT_USAGE
-    local = dict(env)
-    if kubeconfig is not None:
-        local["KUBECONFIG"] = kubeconfig
+    local = _with_kubeconfig(env, kubeconfig)
     store = KubeQuarantine(
         namespace=record.namespace,
         name=record.configmap,
@@ -307,12 +299,8 @@ def _quarantine(env: Mapping[str, str], *, action: str, key: str, kubeconfig: st
             sys.stdout.write(list_text(store.load()))
             return EXIT_OK
         return _clear(store, key)
-    except ClusterConfigError as exc:
-        print(f"autoroll quarantine: {exc}", file=sys.stderr)
-        return EXIT_USAGE
     except (ClusterError, QuarantineConflictError) as exc:
-        print(f"autoroll quarantine: {exc}", file=sys.stderr)
-        return EXIT_UNAVAILABLE
+        return _cluster_failed("quarantine", exc)
 
 
 def _clear(store: KubeQuarantine, key: str) -> int:
@@ -330,16 +318,25 @@ def _clear(store: KubeQuarantine, key: str) -> int:
 
 
 def _history(env: Mapping[str, str], *, namespace: str | None, kubeconfig: str | None) -> int:
+    local = _with_kubeconfig(env, kubeconfig)
+    try:
+        rows = read_history(namespace=namespace, api_client_factory=lambda: connect(local))
+    except ClusterError as exc:
+        return _cluster_failed("history", exc)
+    sys.stdout.write(history_text(rows))
+    return EXIT_OK
+
+
+def _with_kubeconfig(env: Mapping[str, str], kubeconfig: str | None) -> dict[str, str]:
+    """The command's own copy of ``env``, with ``--kubeconfig`` (when given) as KUBECONFIG."""
     local = dict(env)
     if kubeconfig is not None:
         local["KUBECONFIG"] = kubeconfig
-    try:
-        rows = read_history(namespace=namespace, api_client_factory=lambda: connect(local))
-    except ClusterConfigError as exc:
-        print(f"autoroll history: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except ClusterError as exc:
-        print(f"autoroll history: {exc}", file=sys.stderr)
-        return EXIT_UNAVAILABLE
-    sys.stdout.write(history_text(rows))
-    return EXIT_OK
+    return local
+
+
+def _cluster_failed(command: str, exc: Exception) -> int:
+    """Say why ``command`` could not reach the cluster: exit 2 for the kubeconfig (a user
+    error), 1 for a cluster that could not be reached or refused us (module docstring)."""
+    print(f"autoroll {command}: {exc}", file=sys.stderr)
+    return EXIT_USAGE if isinstance(exc, ClusterConfigError) else EXIT_UNAVAILABLE
