@@ -15,12 +15,21 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from typing import TextIO
+from typing import Final, TextIO
 
 from jobhash.cli_args import build_parser
 from jobhash.cli_commands import COMMANDS, EXIT_INVALID, EXIT_USAGE
 from jobhash.errors import JobhashError, RenderError, UnmirrorableError, UsageError
 from jobhash.goyaml_compose import MAX_VALUE_DEPTH
+
+#: What each error of a command is called on stderr, and its exit code; ``JobhashError``
+#: last, as the rest are its subclasses.
+_FAILURES: Final[tuple[tuple[type[JobhashError], str, int], ...]] = (
+    (UsageError, "usage error", EXIT_USAGE),
+    (RenderError, "invalid values, helm template would fail", EXIT_INVALID),
+    (UnmirrorableError, "cannot mirror Helm exactly for these values", EXIT_INVALID),
+    (JobhashError, "invalid values", EXIT_INVALID),
+)
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
@@ -35,18 +44,11 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         return EXIT_USAGE
     try:
         return COMMANDS[args.command](args, stdout)
-    except UsageError as err:
-        sys.stderr.write(f"jobhash: usage error: {err}\n")
-        return EXIT_USAGE
-    except RenderError as err:
-        sys.stderr.write(f"jobhash: invalid values, helm template would fail: {err}\n")
-        return EXIT_INVALID
-    except UnmirrorableError as err:
-        sys.stderr.write(f"jobhash: cannot mirror Helm exactly for these values: {err}\n")
-        return EXIT_INVALID
     except JobhashError as err:
-        sys.stderr.write(f"jobhash: invalid values: {err}\n")
-        return EXIT_INVALID
+        # The first kind the error is decides its words and exit code (subclasses first).
+        what, code = next((w, c) for kind, w, c in _FAILURES if isinstance(err, kind))
+        sys.stderr.write(f"jobhash: {what}: {err}\n")
+        return code
     except RecursionError:
         # The depth caps (goyaml_compose.MAX_VALUE_DEPTH) refuse deep values where they enter;
         # this is the last line, so a value no cap foresaw is still one line, never a traceback.
