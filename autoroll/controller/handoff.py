@@ -38,12 +38,24 @@ def _wall() -> datetime:
     return datetime.now(UTC)
 
 
-class _OwnThread(ABC):
-    """The lifecycle both hand-off ends share: one thread, started once; ``stop`` asks it to
-    end (``request_stop``, each class's own) and raises if it has not within ``timeout``."""
+class _HandOffEnd(ABC):
+    """What both hand-off ends share: the Lease, the elector, the metrics and one thread,
+    started once; ``stop`` asks it to end (``request_stop``, each end's own) and raises if it
+    has not within ``timeout``."""
 
-    _thread: threading.Thread
-    _what: str  # names the thread in the error
+    def __init__(
+        self, port: LeasePort, elector: Elector, metrics: Metrics, *, thread: str, what: str
+    ) -> None:
+        self._port = port
+        self._elector = elector
+        self._metrics = metrics
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=thread, daemon=True)
+        self._what = what  # names the thread in the error
+
+    @abstractmethod
+    def _run(self) -> None:
+        """The thread's body, until ``_stop`` is set."""
 
     def start(self) -> None:
         self._thread.start()
@@ -61,7 +73,7 @@ class _OwnThread(ABC):
             raise RuntimeError(f"{self._what} still running after {timeout:g}s")
 
 
-class NudgeWatcher(_OwnThread):
+class NudgeWatcher(_HandOffEnd):
     """The leader's inbox: watches its Lease and nudges the worker when the nudge changes.
 
     Runs for the life of the process but only watches while ``elector.leading``. A fresh
@@ -79,15 +91,10 @@ class NudgeWatcher(_OwnThread):
         watch_timeout_seconds: int = 60,
         idle_seconds: float = 0.2,
     ) -> None:
-        self._port = port
-        self._elector = elector
+        super().__init__(port, elector, metrics, thread="autoroll-nudges", what="nudge watcher")
         self._on_nudge = on_nudge
-        self._metrics = metrics
         self._timeout = watch_timeout_seconds
         self._idle = idle_seconds
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="autoroll-nudges", daemon=True)
-        self._what = "nudge watcher"
 
     def request_stop(self) -> None:
         """End the watch now (it is aborted), without waiting for the thread."""
@@ -128,7 +135,7 @@ class NudgeWatcher(_OwnThread):
                     self._stop.wait(1.0)
 
 
-class HandOff(_OwnThread):
+class HandOff(_HandOffEnd):
     """Where a verified webhook goes when replicas elect a leader.
 
     ``nudge(scope)`` is what the webhook handler calls: it only records the scope and sets
@@ -151,21 +158,16 @@ class HandOff(_OwnThread):
         min_interval_seconds: float = PUBLISH_INTERVAL_SECONDS,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._port = port
-        self._elector = elector
+        super().__init__(port, elector, metrics, thread="autoroll-handoff", what="hand-off thread")
         self._local = local
-        self._metrics = metrics
         self._wall = wall
         self._min_interval = min_interval_seconds
         self._clock = clock
         self._wake = threading.Event()
-        self._stop = threading.Event()
         self._lock = threading.Lock()
         self._scope: Scope | None = None
         self._due = 0.0  # when the pending scope is to be delivered (clock seconds)
         self._serial = itertools.count(1)
-        self._thread = threading.Thread(target=self._run, name="autoroll-handoff", daemon=True)
-        self._what = "hand-off thread"
 
     def nudge(self, scope: Scope = FULL) -> None:
         """Request a reconcile of ``scope`` by whichever replica leads; never blocks."""
