@@ -142,25 +142,14 @@ class KubeQuarantine:
 
     def save(self, book: QuarantineBook) -> QuarantineBook:
         body = self._body(book)
-        if not book.version:
-            answer = self._api().send(
-                CREATE_CONFIGMAP,
-                self._target,
-                "POST",
-                self._collection,
-                body=body,
-                timeout=SMALL_CALL_TIMEOUT,
-            )
-        else:
+        if not book.version:  # never saved: create it
+            operation, method, path = CREATE_CONFIGMAP, "POST", self._collection
+        else:  # replace the version that was read, or fail with 409
             body["metadata"]["resourceVersion"] = book.version
-            answer = self._api().send(
-                UPDATE_CONFIGMAP,
-                self._target,
-                "PUT",
-                self._path,
-                body=body,
-                timeout=SMALL_CALL_TIMEOUT,
-            )
+            operation, method, path = UPDATE_CONFIGMAP, "PUT", self._path
+        answer = self._api().send(
+            operation, self._target, method, path, body=body, timeout=SMALL_CALL_TIMEOUT
+        )
         if answer.status in (404, 409):
             raise QuarantineConflictError(
                 f"configmap {self._target} changed since it was read ({answer.status})"
