@@ -2,30 +2,28 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from autoroll.controller.approvals import ApprovalBook
 from autoroll.controller.reconciler import TickReport
-from autoroll.core.decide import ChildrenRequest, ContentRequest
 from autoroll.core.images import TagRef
 from autoroll.core.model import (
     ContainerStatusView,
     ContainerView,
-    DeleteOutcome,
     Digest,
     Enrolled,
     ImageContent,
     PodView,
     Unknown,
     WorkloadKind,
-    WorkloadView,
 )
 from autoroll.core.policy import MIN_AGE, Guardrails
-from autoroll.core.scope import FULL, Scope
 from autoroll.edge.plan import HEADERS, render, rows, run_plan
+from tests.support.answering_registry import AnsweringRegistry
+from tests.support.reconciler_fakes import FakeCluster
 from tests.support.views import deployment_view, pod_view
 
 HOST = "git.example.org"
@@ -55,66 +53,14 @@ def deployment(name: str, image: str, pods: Sequence[PodView], policy: str = "Al
     return Enrolled(view, tuple(pods))
 
 
-class Cluster:
-    def __init__(self, items: Sequence[Enrolled]) -> None:
-        self.items = items
-        self.deleted: list[str] = []
-
-    def snapshot(self, scope: Scope = FULL) -> Sequence[Enrolled]:
-        return self.items
-
-    def read_now(self, workload: WorkloadView) -> Enrolled:
-        return Enrolled(
-            workload,
-            tuple(next((e.pods for e in self.items if e.workload.key == workload.key), ())),
-        )
-
-    def delete_pod(
-        self, namespace: str, name: str, uid: str, *, within: float | None = None
-    ) -> DeleteOutcome:
-        self.deleted.append(name)
-        return DeleteOutcome.DELETED
-
-
-class Registry:
-    def __init__(
-        self,
-        answers: Mapping[TagRef, Digest | Unknown],
-        contents: Mapping[Digest, ImageContent | Unknown] | None = None,
-    ) -> None:
-        self.answers = answers
-        self.contents = contents or {}
-
-    def resolve(self, refs: Iterable[TagRef]) -> Mapping[TagRef, Digest | Unknown]:
-        return {r: self.answers[r] for r in refs}
-
-    def known_children(self) -> Mapping[Digest, frozenset[Digest]]:
-        return {}
-
-    def fetch_children(
-        self, wanted: Iterable[ChildrenRequest]
-    ) -> Mapping[Digest, frozenset[Digest] | Unknown]:
-        return {w.digest: frozenset() for w in wanted}
-
-    def known_content(self) -> Mapping[Digest, ImageContent]:
-        return {}
-
-    def fetch_content(
-        self, wanted: Iterable[ContentRequest]
-    ) -> Mapping[Digest, ImageContent | Unknown]:
-        # Unless told otherwise, each manifest stands for its own config.
-        return {
-            w.digest: self.contents.get(w.digest, ImageContent(frozenset({w.digest})))
-            for w in wanted
-        }
-
-
-def plan(cluster: Cluster, registry: Registry | None = None, **options: Any) -> TickReport:
+def plan(
+    cluster: FakeCluster, registry: AnsweringRegistry | None = None, **options: Any
+) -> TickReport:
     """``autoroll plan`` at ``NOW`` over ``cluster`` with ``HOST`` enrolled, the registry
     moving ``REF`` to ``NEW`` unless given; ``options`` are ``run_plan``'s others."""
     return run_plan(
         cluster=cluster,
-        registry=registry if registry is not None else Registry({REF: NEW}),
+        registry=registry if registry is not None else AnsweringRegistry({REF: NEW}),
         registries={HOST},
         now=NOW,
         **options,
@@ -122,7 +68,7 @@ def plan(cluster: Cluster, registry: Registry | None = None, **options: Any) -> 
 
 
 def test_plan_shows_every_deployment_and_container_and_deletes_nothing() -> None:
-    cluster = Cluster(
+    cluster = FakeCluster(
         [
             deployment("web", IMAGE, [pod("web-1", OLD), pod("web-2", OLD)]),
             deployment("api", OTHER_IMAGE, [pod("api-1", NEW, OTHER_IMAGE)]),
@@ -130,7 +76,7 @@ def test_plan_shows_every_deployment_and_container_and_deletes_nothing() -> None
             deployment("ext", "docker.io/library/redis:7", [pod("ext-1", OLD)]),
         ]
     )
-    report = plan(cluster, Registry({REF: NEW, OTHER: NEW}))
+    report = plan(cluster, AnsweringRegistry({REF: NEW, OTHER: NEW}))
     assert cluster.deleted == []
     table = {row[0]: row for row in rows(report.decisions)}
     assert table["shop/deployment/web"][1:] == (
@@ -150,7 +96,7 @@ def test_plan_shows_every_deployment_and_container_and_deletes_nothing() -> None
 
 
 def test_plan_says_why_a_stale_deployment_waits() -> None:
-    cluster = Cluster(
+    cluster = FakeCluster(
         [deployment("web", IMAGE, [pod("web-1", OLD), pod("web-2", NEW, ready=False)])]
     )
     report = plan(cluster)
@@ -160,8 +106,8 @@ def test_plan_says_why_a_stale_deployment_waits() -> None:
 
 
 def test_plan_shows_an_unknown_registry_digest_as_skipped() -> None:
-    cluster = Cluster([deployment("web", IMAGE, [pod("web-1", OLD)])])
-    report = plan(cluster, Registry({REF: Unknown("unauthorized", "HTTP 401")}))
+    cluster = FakeCluster([deployment("web", IMAGE, [pod("web-1", OLD)])])
+    report = plan(cluster, AnsweringRegistry({REF: Unknown("unauthorized", "HTTP 401")}))
     [row] = rows(report.decisions)
     assert row[4] == "unknown (unauthorized)"
     assert row[5].startswith("skipped: registry-unknown")
@@ -177,13 +123,13 @@ def test_plan_says_why_a_pod_under_another_name_is_current_or_not_rolled() -> No
         status = ContainerStatusView("app", IMAGE, image_id, True)
         return replace(pod(name, NEW), statuses=(status,))
 
-    cluster = Cluster(
+    cluster = FakeCluster(
         [
             deployment("web", IMAGE, [mirrored("web-1", f"{HOST}/aaa/mirror@{mirror}")]),
             deployment("api", IMAGE, [mirrored("api-1", f"docker.io/aaa/app@{elsewhere}")]),
         ]
     )
-    registry = Registry({REF: NEW}, {NEW: config, mirror: config})
+    registry = AnsweringRegistry({REF: NEW}, {NEW: config, mirror: config})
     report = plan(cluster, registry)
     table = {row[0]: row for row in rows(report.decisions)}
     assert table["shop/deployment/web"][3:] == (
@@ -199,7 +145,7 @@ def test_plan_says_why_a_pod_under_another_name_is_current_or_not_rolled() -> No
 
 
 def test_plan_with_nothing_enrolled_says_so() -> None:
-    report = plan(Cluster([]), Registry({}))
+    report = plan(FakeCluster([]), AnsweringRegistry({}))
     assert render(report, label_selector="aethnet.se/autoroll=true") == (
         "No Deployment, StatefulSet or DaemonSet matches LABEL_SELECTOR=aethnet.se/autoroll=true;"
         " nothing to roll.\n"
@@ -220,7 +166,7 @@ def annotated(name: str, annotations: Mapping[str, str], pods: Sequence[PodView]
 def test_plan_shows_a_closed_window_and_when_the_next_one_opens() -> None:
     # NOW is Sunday 2026-11-29 12:00 UTC; the window opens on Monday at 22:00 Stockholm.
     window = {"autoroll.aethnet.se/window": "Mon-Fri 22:00-06:00 Europe/Stockholm"}
-    cluster = Cluster([annotated("web", window, [pod("web-1", OLD)])])
+    cluster = FakeCluster([annotated("web", window, [pod("web-1", OLD)])])
     report = plan(cluster)
     [row] = rows(report.decisions, report.plan)
     assert row[5].startswith("stale → pod web-1 held (outside-window): outside its window")
@@ -232,7 +178,7 @@ def test_plan_shows_a_closed_window_and_when_the_next_one_opens() -> None:
 
 
 def test_plan_footer_shows_the_budget_and_every_pause_and_bad_annotation() -> None:
-    cluster = Cluster(
+    cluster = FakeCluster(
         [
             annotated("a", {}, [pod("a-1", OLD)]),
             annotated("b", {}, [pod("b-1", OLD)]),
@@ -255,7 +201,7 @@ def test_plan_footer_shows_the_budget_and_every_pause_and_bad_annotation() -> No
 
 
 def test_plan_says_loudly_that_rolling_is_paused_cluster_wide() -> None:
-    cluster = Cluster([annotated("a", {}, [pod("a-1", OLD)])])
+    cluster = FakeCluster([annotated("a", {}, [pod("a-1", OLD)])])
     report = plan(cluster, guardrails=Guardrails(paused=True))
     text = render(report)
     assert "PAUSED: rolling is paused cluster-wide (ROLL_PAUSED=true)." in text
@@ -265,7 +211,7 @@ def test_plan_says_loudly_that_rolling_is_paused_cluster_wide() -> None:
 # --- pinning (docs/adr/028) ------------------------------------------------------------------
 
 
-class HoldingRegistry(Registry):
+class HoldingRegistry(AnsweringRegistry):
     """A registry that still holds every digest asked about (``PresencePort``)."""
 
     def __init__(self, answers: Mapping[TagRef, Digest | Unknown], gone: frozenset[Digest]) -> None:
@@ -288,7 +234,7 @@ def test_plan_shows_what_new_pods_are_pinned_to_and_why_a_newer_digest_waits() -
     book = ApprovalBook()
     registry = HoldingRegistry({REF: NEW}, gone=frozenset())
     report = plan(
-        Cluster([maturing, cached]),
+        FakeCluster([maturing, cached]),
         registry,
         guardrails=Guardrails(deletions_per_period=0, in_flight=0),
         approvals=book,
@@ -308,7 +254,7 @@ def test_plan_shows_what_new_pods_are_pinned_to_and_why_a_newer_digest_waits() -
 def test_plan_says_a_held_back_digest_the_registry_dropped_is_not_pinned() -> None:
     book = ApprovalBook()
     plan(
-        Cluster([deployment("web", IMAGE, [pod("web-1", OLD)])]),
+        FakeCluster([deployment("web", IMAGE, [pod("web-1", OLD)])]),
         HoldingRegistry({REF: NEW}, gone=frozenset({OLD})),
         guardrails=Guardrails(deletions_per_period=0, in_flight=0, paused=True),
         approvals=book,

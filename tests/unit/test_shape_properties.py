@@ -24,6 +24,7 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from autoroll.core.model import WorkloadKind
+from tests.support.answering_registry import AnsweringRegistry
 from tests.support.scripted_cluster import (
     ScriptedWorld,
     container_doc,
@@ -41,7 +42,6 @@ from tests.support.shape_passes import (
     REF,
     T0,
     Clock,
-    Registry,
     make_reconciler,
 )
 
@@ -237,7 +237,7 @@ def test_no_deletion_outside_what_the_workloads_controller_calls_complete(
     world.on_request = on_request
     leads = [True]
     reconciler = make_reconciler(
-        world, registry=Registry({REF: NEW}), clock=clock, leading=lambda: leads[0]
+        world, registry=AnsweringRegistry({REF: NEW}), clock=clock, leading=lambda: leads[0]
     )
     for seconds, lag, leading, stuck in shape["steps"]:
         clock.now += timedelta(seconds=seconds)
