@@ -13,17 +13,19 @@ from autoroll.core.images import TagRef
 from autoroll.core.model import (
     ContainerStatusView,
     ContainerView,
+    DeleteOutcome,
     Digest,
     Enrolled,
     ImageContent,
     PodView,
     Unknown,
     WorkloadKind,
+    WorkloadView,
 )
 from autoroll.core.policy import MIN_AGE, Guardrails
+from autoroll.core.scope import FULL, Scope
 from autoroll.edge.plan import HEADERS, render, rows, run_plan
 from tests.support.answering_registry import AnsweringRegistry
-from tests.support.reconciler_fakes import FakeCluster
 from tests.support.views import deployment_view, pod_view
 
 HOST = "git.example.org"
@@ -53,9 +55,28 @@ def deployment(name: str, image: str, pods: Sequence[PodView], policy: str = "Al
     return Enrolled(view, tuple(pods))
 
 
-def plan(
-    cluster: FakeCluster, registry: AnsweringRegistry | None = None, **options: Any
-) -> TickReport:
+class Cluster:
+    def __init__(self, items: Sequence[Enrolled]) -> None:
+        self.items = items
+        self.deleted: list[str] = []
+
+    def snapshot(self, scope: Scope = FULL) -> Sequence[Enrolled]:
+        return self.items
+
+    def read_now(self, workload: WorkloadView) -> Enrolled:
+        return Enrolled(
+            workload,
+            tuple(next((e.pods for e in self.items if e.workload.key == workload.key), ())),
+        )
+
+    def delete_pod(
+        self, namespace: str, name: str, uid: str, *, within: float | None = None
+    ) -> DeleteOutcome:
+        self.deleted.append(name)
+        return DeleteOutcome.DELETED
+
+
+def plan(cluster: Cluster, registry: AnsweringRegistry | None = None, **options: Any) -> TickReport:
     """``autoroll plan`` at ``NOW`` over ``cluster`` with ``HOST`` enrolled, the registry
     moving ``REF`` to ``NEW`` unless given; ``options`` are ``run_plan``'s others."""
     return run_plan(
@@ -68,7 +89,7 @@ def plan(
 
 
 def test_plan_shows_every_deployment_and_container_and_deletes_nothing() -> None:
-    cluster = FakeCluster(
+    cluster = Cluster(
         [
             deployment("web", IMAGE, [pod("web-1", OLD), pod("web-2", OLD)]),
             deployment("api", OTHER_IMAGE, [pod("api-1", NEW, OTHER_IMAGE)]),
@@ -96,7 +117,7 @@ def test_plan_shows_every_deployment_and_container_and_deletes_nothing() -> None
 
 
 def test_plan_says_why_a_stale_deployment_waits() -> None:
-    cluster = FakeCluster(
+    cluster = Cluster(
         [deployment("web", IMAGE, [pod("web-1", OLD), pod("web-2", NEW, ready=False)])]
     )
     report = plan(cluster)
@@ -106,7 +127,7 @@ def test_plan_says_why_a_stale_deployment_waits() -> None:
 
 
 def test_plan_shows_an_unknown_registry_digest_as_skipped() -> None:
-    cluster = FakeCluster([deployment("web", IMAGE, [pod("web-1", OLD)])])
+    cluster = Cluster([deployment("web", IMAGE, [pod("web-1", OLD)])])
     report = plan(cluster, AnsweringRegistry({REF: Unknown("unauthorized", "HTTP 401")}))
     [row] = rows(report.decisions)
     assert row[4] == "unknown (unauthorized)"
@@ -123,7 +144,7 @@ def test_plan_says_why_a_pod_under_another_name_is_current_or_not_rolled() -> No
         status = ContainerStatusView("app", IMAGE, image_id, True)
         return replace(pod(name, NEW), statuses=(status,))
 
-    cluster = FakeCluster(
+    cluster = Cluster(
         [
             deployment("web", IMAGE, [mirrored("web-1", f"{HOST}/aaa/mirror@{mirror}")]),
             deployment("api", IMAGE, [mirrored("api-1", f"docker.io/aaa/app@{elsewhere}")]),
@@ -145,7 +166,7 @@ def test_plan_says_why_a_pod_under_another_name_is_current_or_not_rolled() -> No
 
 
 def test_plan_with_nothing_enrolled_says_so() -> None:
-    report = plan(FakeCluster([]), AnsweringRegistry({}))
+    report = plan(Cluster([]), AnsweringRegistry({}))
     assert render(report, label_selector="aethnet.se/autoroll=true") == (
         "No Deployment, StatefulSet or DaemonSet matches LABEL_SELECTOR=aethnet.se/autoroll=true;"
         " nothing to roll.\n"
@@ -166,7 +187,7 @@ def annotated(name: str, annotations: Mapping[str, str], pods: Sequence[PodView]
 def test_plan_shows_a_closed_window_and_when_the_next_one_opens() -> None:
     # NOW is Sunday 2026-11-29 12:00 UTC; the window opens on Monday at 22:00 Stockholm.
     window = {"autoroll.aethnet.se/window": "Mon-Fri 22:00-06:00 Europe/Stockholm"}
-    cluster = FakeCluster([annotated("web", window, [pod("web-1", OLD)])])
+    cluster = Cluster([annotated("web", window, [pod("web-1", OLD)])])
     report = plan(cluster)
     [row] = rows(report.decisions, report.plan)
     assert row[5].startswith("stale → pod web-1 held (outside-window): outside its window")
@@ -178,7 +199,7 @@ def test_plan_shows_a_closed_window_and_when_the_next_one_opens() -> None:
 
 
 def test_plan_footer_shows_the_budget_and_every_pause_and_bad_annotation() -> None:
-    cluster = FakeCluster(
+    cluster = Cluster(
         [
             annotated("a", {}, [pod("a-1", OLD)]),
             annotated("b", {}, [pod("b-1", OLD)]),
@@ -201,7 +222,7 @@ def test_plan_footer_shows_the_budget_and_every_pause_and_bad_annotation() -> No
 
 
 def test_plan_says_loudly_that_rolling_is_paused_cluster_wide() -> None:
-    cluster = FakeCluster([annotated("a", {}, [pod("a-1", OLD)])])
+    cluster = Cluster([annotated("a", {}, [pod("a-1", OLD)])])
     report = plan(cluster, guardrails=Guardrails(paused=True))
     text = render(report)
     assert "PAUSED: rolling is paused cluster-wide (ROLL_PAUSED=true)." in text
@@ -234,7 +255,7 @@ def test_plan_shows_what_new_pods_are_pinned_to_and_why_a_newer_digest_waits() -
     book = ApprovalBook()
     registry = HoldingRegistry({REF: NEW}, gone=frozenset())
     report = plan(
-        FakeCluster([maturing, cached]),
+        Cluster([maturing, cached]),
         registry,
         guardrails=Guardrails(deletions_per_period=0, in_flight=0),
         approvals=book,
@@ -254,7 +275,7 @@ def test_plan_shows_what_new_pods_are_pinned_to_and_why_a_newer_digest_waits() -
 def test_plan_says_a_held_back_digest_the_registry_dropped_is_not_pinned() -> None:
     book = ApprovalBook()
     plan(
-        FakeCluster([deployment("web", IMAGE, [pod("web-1", OLD)])]),
+        Cluster([deployment("web", IMAGE, [pod("web-1", OLD)])]),
         HoldingRegistry({REF: NEW}, gone=frozenset({OLD})),
         guardrails=Guardrails(deletions_per_period=0, in_flight=0, paused=True),
         approvals=book,
