@@ -36,7 +36,6 @@ from autoroll.controller.worker import Nudge, Worker
 from autoroll.core.decide import Decision, Reason
 from autoroll.core.model import WorkloadKind
 from autoroll.core.scope import Scope
-from autoroll.edge.web import create_app
 from autoroll.instruments.metrics import Metrics
 from autoroll.kube import ClusterError
 from autoroll.registry import MAX_TOKEN_BYTES, OCI_MANIFEST, Limits, RegistryClient
@@ -54,6 +53,7 @@ from tests.support.scripted_cluster import (
     status_doc,
 )
 from tests.support.wait import wait_until
+from tests.support.web_app import app_over
 
 pytestmark = pytest.mark.integration
 
@@ -265,14 +265,7 @@ def test_livez_fails_once_every_pass_raises_and_recovers_with_one_that_does_not(
         pass_timeout_seconds=300,
         step_seconds=40,
     )
-    app = create_app(
-        webhook_secret="isolation-webhook-secret-0123456789",
-        nudge=nudge.nudge,
-        metrics=metrics,
-        live=worker.liveness,
-        ready=worker.readiness,
-        forgejo_host="forgejo.example",
-    ).test_client()
+    app = app_over(worker, nudge, metrics, "isolation-webhook-secret-0123456789")
     worker.start()
     try:
         wait_until(lambda: worker.passes == 1, 15, "the first pass")

@@ -28,10 +28,18 @@ HOST = "forgejo.example"
 REF = TagRef(HOST, "team/app", "latest")
 SIDE = TagRef(HOST, "team/side", "v1")
 OLD, NEW, SIDE_OLD, SIDE_NEW = (Digest("sha256:" + c * 64) for c in "0123")
-CONTENTS = {
-    d: ImageContent(frozenset({Digest("sha256:" + c * 64)}))
-    for d, c in zip((OLD, NEW, SIDE_OLD, SIDE_NEW), "abcd", strict=True)
-}
+
+
+def own_configs(*digests: Digest) -> dict[Digest, ImageContent]:
+    """Each digest its own image config (``a``, ``b``, ``c``... in order): a new digest is new
+    content, so no pod on another digest counts as already running the target."""
+    return {
+        d: ImageContent(frozenset({Digest("sha256:" + c * 64)}))
+        for d, c in zip(digests, "abcdef"[: len(digests)], strict=True)
+    }
+
+
+CONTENTS = own_configs(OLD, NEW, SIDE_OLD, SIDE_NEW)
 NOW = datetime(2026, 12, 7, 12, 0, tzinfo=UTC)  # a Monday
 LONG_AGO = NOW - timedelta(days=1)  # when the targets were first seen
 BORN = NOW - timedelta(days=2)  # when the old pods were created

@@ -188,16 +188,20 @@ def reconciler_with(cluster: ClusterPort, **arguments: Any) -> tuple[Reconciler,
 
 def make(
     cluster: FakeCluster,
-    registry: FakeRegistry,
+    registry: FakeRegistry | None = None,
     *,
     dry_run: bool = False,
     clock: Clock | None = None,
     guardrails: Guardrails | None = None,
 ) -> tuple[Reconciler, Metrics]:
-    """The common pass: ``reconciler_with`` over ``registry``, maybe a dry run, a clock of
-    the test's and guardrails."""
+    """The common pass: ``reconciler_with`` over ``registry`` (by default one that answers
+    ``REF`` with ``NEW``), maybe a dry run, a clock of the test's and guardrails."""
     return reconciler_with(
-        cluster, registry=registry, dry_run=dry_run, clock=clock or Clock(), guardrails=guardrails
+        cluster,
+        registry=registry or FakeRegistry({REF: NEW}),
+        dry_run=dry_run,
+        clock=clock or Clock(),
+        guardrails=guardrails,
     )
 
 

@@ -5,17 +5,17 @@ ReplicaSet controller writes them, one pass run and its DELETEs returned.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from prometheus_client import CollectorRegistry
 
 from autoroll.controller.reconciler import Reconciler
-from autoroll.core.decide import ChildrenRequest, ContentRequest
 from autoroll.core.images import TagRef
-from autoroll.core.model import Digest, ImageContent, Unknown, WorkloadKind
+from autoroll.core.model import Digest, WorkloadKind
 from autoroll.instruments.metrics import Metrics
+from tests.support.answering_registry import AnsweringRegistry
 from tests.support.scripted_cluster import (
     ScriptedWorld,
     container_doc,
@@ -33,37 +33,6 @@ NEW = Digest("sha256:" + "b" * 64)
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 NOW = T0 + timedelta(hours=1)
 HASH = "5d8f7c6b9"
-
-
-class Registry:
-    """The registry's answers: each ref's digest; each manifest stands for its own config."""
-
-    def __init__(self, answers: Mapping[TagRef, Digest | Unknown]) -> None:
-        self.answers = dict(answers)
-        self.children: dict[Digest, frozenset[Digest] | Unknown] = {}
-        self.content: dict[Digest, ImageContent | Unknown] = {}
-
-    def resolve(self, refs: Iterable[TagRef]) -> Mapping[TagRef, Digest | Unknown]:
-        return {r: self.answers.get(r, Unknown("not-found")) for r in refs}
-
-    def known_children(self) -> Mapping[Digest, frozenset[Digest]]:
-        return {}
-
-    def fetch_children(
-        self, wanted: Iterable[ChildrenRequest]
-    ) -> Mapping[Digest, frozenset[Digest] | Unknown]:
-        return {w.digest: self.children.get(w.digest, frozenset()) for w in wanted}
-
-    def known_content(self) -> Mapping[Digest, ImageContent]:
-        return {}
-
-    def fetch_content(
-        self, wanted: Iterable[ContentRequest]
-    ) -> Mapping[Digest, ImageContent | Unknown]:
-        return {
-            w.digest: self.content.get(w.digest, ImageContent(frozenset({w.digest})))
-            for w in wanted
-        }
 
 
 class Clock:
@@ -113,7 +82,7 @@ def web(**kwargs: Any) -> dict[str, Any]:
 def run_pass(
     world: ScriptedWorld,
     *,
-    registry: Registry | None = None,
+    registry: AnsweringRegistry | None = None,
     clock: Clock | None = None,
     leading: Callable[[], bool] | None = None,
     kinds: tuple[WorkloadKind, ...] = (WorkloadKind.DEPLOYMENT,),
@@ -132,7 +101,7 @@ def run_pass(
 def make_reconciler(
     world: ScriptedWorld,
     *,
-    registry: Registry | None = None,
+    registry: AnsweringRegistry | None = None,
     clock: Clock | None = None,
     leading: Callable[[], bool] | None = None,
     kinds: tuple[WorkloadKind, ...] = (WorkloadKind.DEPLOYMENT,),
@@ -145,7 +114,7 @@ def make_reconciler(
         extra.update(leading=leading, may_act=leading)
     return Reconciler(
         cluster=cluster,
-        registry=registry or Registry({REF: NEW}),
+        registry=registry or AnsweringRegistry({REF: NEW}),
         metrics=Metrics(CollectorRegistry()),
         registries={HOST},
         dry_run=False,

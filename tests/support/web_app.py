@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from collections.abc import Callable
 
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 from prometheus_client import CollectorRegistry
 
-from autoroll.controller.worker import Health
+from autoroll.controller.worker import Health, Nudge, Worker
 from autoroll.core.scope import FULL, Scope
 from autoroll.edge.web import create_app
 from autoroll.instruments.metrics import Metrics
@@ -66,10 +67,16 @@ def ready() -> Probe:
     return Probe()
 
 
-@pytest.fixture
-def app(metrics: Metrics, nudge: CountingNudge, live: Probe, ready: Probe) -> Flask:
+def edge_app(
+    nudge: Callable[[Scope], None],
+    metrics: Metrics,
+    live: Callable[[], Health],
+    ready: Callable[[], Health],
+    secret: str = SECRET,
+) -> Flask:
+    """The edge's app for ``forgejo.example`` with the given nudge, metrics and probes."""
     return create_app(
-        webhook_secret=SECRET,
+        webhook_secret=secret,
         nudge=nudge,
         metrics=metrics,
         live=live,
@@ -79,8 +86,18 @@ def app(metrics: Metrics, nudge: CountingNudge, live: Probe, ready: Probe) -> Fl
 
 
 @pytest.fixture
+def app(metrics: Metrics, nudge: CountingNudge, live: Probe, ready: Probe) -> Flask:
+    return edge_app(nudge, metrics, live, ready)
+
+
+@pytest.fixture
 def client(app: Flask) -> FlaskClient:
     return app.test_client()
+
+
+def app_over(worker: Worker, nudge: Nudge, metrics: Metrics, secret: str = SECRET) -> FlaskClient:
+    """The edge's test client in front of a real worker: the worker's nudge and its probes."""
+    return edge_app(nudge.nudge, metrics, worker.liveness, worker.readiness, secret).test_client()
 
 
 def outcome(metrics: Metrics, name: str) -> float:

@@ -30,23 +30,16 @@ from autoroll.core.model import (
     ContainerView,
     Digest,
     Enrolled,
-    ImageContent,
     PodView,
     Unknown,
 )
 from autoroll.core.policy import MIN_AGE, PAUSED, WINDOW, Guardrails, workload_policy
+from tests.support.guardrail_plans import BORN, HOST, NEW, NOW, OLD, REF, own_configs
 from tests.support.views import deployment_view
 
-HOST = "forgejo.example"
-REF = TagRef(HOST, "team/app", "latest")
 IMAGE = f"{HOST}/team/app:latest"
-OLD, NEW, OLDER = (Digest("sha256:" + c * 64) for c in "012")
-CONTENTS = {
-    d: ImageContent(frozenset({Digest("sha256:" + c * 64)}))
-    for d, c in zip((OLD, NEW, OLDER), "abc", strict=True)
-}
-NOW = datetime(2026, 12, 7, 12, 0, tzinfo=UTC)  # a Monday
-BORN = NOW - timedelta(days=2)
+OLDER = Digest("sha256:" + "2" * 64)
+CONTENTS = own_configs(OLD, NEW, OLDER)
 OPEN = Guardrails(deletions_per_period=0, in_flight=0)
 
 

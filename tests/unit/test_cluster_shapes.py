@@ -19,6 +19,7 @@ import pytest
 from autoroll.core.images import TagRef
 from autoroll.core.model import Digest, ImageContent, WorkloadKind
 from autoroll.edge.plan import render, run_plan
+from tests.support.answering_registry import AnsweringRegistry
 from tests.support.scripted_cluster import (
     ScriptedWorld,
     container_doc,
@@ -36,7 +37,6 @@ from tests.support.shape_passes import (
     OLD,
     REF,
     T0,
-    Registry,
     app_pod,
     run_pass,
     web,
@@ -190,7 +190,7 @@ def test_min_ready_seconds_is_honoured_from_the_pods_even_when_the_status_lags()
 
 def test_a_bare_digest_that_is_a_child_of_the_target_index_is_current() -> None:
     child = Digest("sha256:" + "d" * 64)
-    registry = Registry({REF: NEW})
+    registry = AnsweringRegistry({REF: NEW})
     registry.children[NEW] = frozenset({child})
     registry.content[NEW] = ImageContent(frozenset({Digest("sha256:" + "e" * 64)}))
     world = ScriptedWorld()
@@ -251,10 +251,10 @@ def test_an_init_container_or_native_sidecar_on_a_moved_tag_is_rolled(
 # --- what autoroll plan says about these shapes ---------------------------------------------
 
 
-def plan_text(world: ScriptedWorld, registry: Registry | None = None) -> str:
+def plan_text(world: ScriptedWorld, registry: AnsweringRegistry | None = None) -> str:
     report = run_plan(
         cluster=world.cluster(),
-        registry=registry or Registry({REF: NEW}),
+        registry=registry or AnsweringRegistry({REF: NEW}),
         registries={HOST},
         now=NOW,
     )
@@ -306,6 +306,8 @@ def test_plan_shows_sidecar_and_init_containers_as_such() -> None:
     sidecar = container_doc("proxy", SIDECAR_IMAGE, restartPolicy="Always")
     init = container_doc("migrate", f"{HOST}/team/migrate:latest")
     world = pinned_web(1, init, sidecar)
-    text = plan_text(world, Registry({REF: NEW, TagRef(HOST, "team/migrate", "latest"): NEW}))
+    text = plan_text(
+        world, AnsweringRegistry({REF: NEW, TagRef(HOST, "team/migrate", "latest"): NEW})
+    )
     rows = {line.split()[1] + " " + line.split()[2]: line for line in text.splitlines()[1:4]}
     assert "proxy (sidecar)" in rows and "migrate (init)" in rows, text

@@ -9,6 +9,7 @@ from datetime import timedelta
 import pytest
 
 from autoroll.core.model import WorkloadKind
+from tests.support.answering_registry import AnsweringRegistry
 from tests.support.scripted_cluster import ScriptedWorld
 from tests.support.shape_passes import (
     HASH,
@@ -16,7 +17,6 @@ from tests.support.shape_passes import (
     OLD,
     REF,
     Clock,
-    Registry,
     app_pod,
     make_reconciler,
     run_pass,
@@ -30,7 +30,7 @@ def test_a_revert_rolls_after_another_leader_rolled_in_between() -> None:
     world = ScriptedWorld()
     world.add(WorkloadKind.DEPLOYMENT, web(replicas=2))
     world.pods = [app_pod(f"web-{HASH}-a"), app_pod(f"web-{HASH}-b")]
-    registry, clock = Registry({REF: OLD}), Clock()
+    registry, clock = AnsweringRegistry({REF: OLD}), Clock()
     leads = [True]
     reconciler = make_reconciler(world, registry=registry, clock=clock, leading=lambda: leads[0])
     assert run_pass(world, reconciler=reconciler) == []  # R1 sees the tag at OLD: current
@@ -58,7 +58,7 @@ def test_a_new_term_starts_from_the_cluster_even_without_a_pass_between_terms(
     world = ScriptedWorld()
     world.add(WorkloadKind.DEPLOYMENT, web(replicas=2))
     world.pods = [app_pod(f"web-{HASH}-a"), app_pod(f"web-{HASH}-b")]
-    registry, clock, terms = Registry({REF: OLD}), Clock(), [1]
+    registry, clock, terms = AnsweringRegistry({REF: OLD}), Clock(), [1]
     reconciler = make_reconciler(world, registry=registry, clock=clock, term=lambda: terms[0])
     assert run_pass(world, reconciler=reconciler) == []
     [before] = world.cluster().snapshot()
@@ -79,7 +79,7 @@ def test_a_revert_within_one_poll_interval_rolls_pods_recreated_meanwhile() -> N
     world = ScriptedWorld()
     world.add(WorkloadKind.DEPLOYMENT, web(replicas=2))
     world.pods = [app_pod(f"web-{HASH}-a"), app_pod(f"web-{HASH}-b")]
-    registry, clock = Registry({REF: OLD}), Clock()
+    registry, clock = AnsweringRegistry({REF: OLD}), Clock()
     reconciler = make_reconciler(world, registry=registry, clock=clock)
     assert run_pass(world, reconciler=reconciler) == []
     clock.now += timedelta(seconds=30)

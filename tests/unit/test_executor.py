@@ -10,9 +10,10 @@ from prometheus_client import CollectorRegistry
 from autoroll.controller.executor import Executor, Outcome
 from autoroll.controller.reconciler import Reconciler
 from autoroll.core.decide import DeletePod
-from autoroll.core.model import DeleteOutcome, Digest, Enrolled, WorkloadView
+from autoroll.core.model import DeleteOutcome, Digest, Enrolled
 from autoroll.core.scope import FULL, Scope
 from autoroll.instruments.metrics import Metrics
+from tests.support.empty_cluster import EmptyCluster
 from tests.support.reconciler_fakes import FakeRegistry
 
 ACTION = DeletePod(
@@ -28,16 +29,10 @@ ACTION = DeletePod(
 )
 
 
-class Cluster:
+class Cluster(EmptyCluster):
     def __init__(self, answer: DeleteOutcome | Exception) -> None:
         self.answer = answer
         self.calls: list[tuple[str, str, str]] = []
-
-    def snapshot(self, scope: Scope = FULL) -> tuple[Enrolled, ...]:
-        return ()
-
-    def read_now(self, workload: WorkloadView) -> Enrolled:
-        return Enrolled(workload, tuple(()))
 
     def delete_pod(
         self, namespace: str, name: str, uid: str, *, within: float | None = None

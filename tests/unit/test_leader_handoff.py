@@ -18,16 +18,17 @@ from autoroll.config import Config
 from autoroll.controller.handoff import NudgeWatcher
 from autoroll.controller.leader import Elector
 from autoroll.core.election import Timings
-from autoroll.core.model import DeleteOutcome, Enrolled, WorkloadView
+from autoroll.core.model import Enrolled
 from autoroll.core.records import LeaseRecord
 from autoroll.core.scope import FULL, Scope
 from autoroll.edge.receivers import SETTLE_SECONDS
 from autoroll.edge.runtime import Runtime, build_runtime
 from autoroll.instruments.metrics import Metrics
+from tests.support.answering_registry import AnsweringRegistry
+from tests.support.empty_cluster import EmptyCluster
 from tests.support.fake_lease import FakeLease
 from tests.support.ports import free_port
 from tests.support.wait import wait_until
-from tests.unit.test_server_settings import NoRegistry
 
 SECRET = "webhook-secret-0123456789"
 ENV = {
@@ -58,7 +59,7 @@ ENVELOPE = json.dumps(
 ).encode()
 
 
-class GatedCluster:
+class GatedCluster(EmptyCluster):
     """Counts passes (snapshots); ``gate`` can hold a pass open."""
 
     def __init__(self) -> None:
@@ -67,20 +68,12 @@ class GatedCluster:
         self.gate.set()
         self.in_pass = threading.Event()
 
-    def read_now(self, workload: WorkloadView) -> Enrolled:
-        return Enrolled(workload, tuple(()))
-
     def snapshot(self, scope: Scope = FULL) -> Sequence[Enrolled]:
         self.snapshots += 1
         self.in_pass.set()
         self.gate.wait(10)
         self.in_pass.clear()
         return ()
-
-    def delete_pod(
-        self, namespace: str, name: str, uid: str, *, within: float | None = None
-    ) -> DeleteOutcome:
-        raise AssertionError("nothing to delete")
 
 
 def post(runtime: Runtime, body: bytes = b"{}", signature: str | None = None) -> int:
@@ -99,7 +92,7 @@ class Pair:
             name: build_runtime(
                 Config.from_env(ENV | {"POD_NAME": name, "PROBE_ADDR": f"127.0.0.1:{free_port()}"}),
                 cluster=self.clusters[name],
-                registry=NoRegistry(),
+                registry=AnsweringRegistry({}),
                 lease=self.lease,
             )
             for name in ("a", "b")
@@ -240,7 +233,7 @@ def test_without_leader_election_a_single_replica_behaves_as_before() -> None:
     env = {k: v for k, v in ENV.items() if not k.startswith("LEADER_ELECTION")}
     env["PROBE_ADDR"] = f"127.0.0.1:{free_port()}"
     cluster = GatedCluster()
-    runtime = build_runtime(Config.from_env(env), cluster=cluster, registry=NoRegistry())
+    runtime = build_runtime(Config.from_env(env), cluster=cluster, registry=AnsweringRegistry({}))
     assert runtime.election is None
     assert runtime.metrics.registry.get_sample_value("autoroll_leader") == 1
     runtime.start()

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from autoroll.controller.approvals import ApprovalBook
 from autoroll.controller.reconciler import TickReport
-from autoroll.core.decide import ChildrenRequest, ContentRequest
 from autoroll.core.images import TagRef
 from autoroll.core.model import (
     ContainerStatusView,
@@ -26,6 +25,7 @@ from autoroll.core.model import (
 from autoroll.core.policy import MIN_AGE, Guardrails
 from autoroll.core.scope import FULL, Scope
 from autoroll.edge.plan import HEADERS, render, rows, run_plan
+from tests.support.answering_registry import AnsweringRegistry
 from tests.support.views import deployment_view, pod_view
 
 HOST = "git.example.org"
@@ -76,45 +76,12 @@ class Cluster:
         return DeleteOutcome.DELETED
 
 
-class Registry:
-    def __init__(
-        self,
-        answers: Mapping[TagRef, Digest | Unknown],
-        contents: Mapping[Digest, ImageContent | Unknown] | None = None,
-    ) -> None:
-        self.answers = answers
-        self.contents = contents or {}
-
-    def resolve(self, refs: Iterable[TagRef]) -> Mapping[TagRef, Digest | Unknown]:
-        return {r: self.answers[r] for r in refs}
-
-    def known_children(self) -> Mapping[Digest, frozenset[Digest]]:
-        return {}
-
-    def fetch_children(
-        self, wanted: Iterable[ChildrenRequest]
-    ) -> Mapping[Digest, frozenset[Digest] | Unknown]:
-        return {w.digest: frozenset() for w in wanted}
-
-    def known_content(self) -> Mapping[Digest, ImageContent]:
-        return {}
-
-    def fetch_content(
-        self, wanted: Iterable[ContentRequest]
-    ) -> Mapping[Digest, ImageContent | Unknown]:
-        # Unless told otherwise, each manifest stands for its own config.
-        return {
-            w.digest: self.contents.get(w.digest, ImageContent(frozenset({w.digest})))
-            for w in wanted
-        }
-
-
-def plan(cluster: Cluster, registry: Registry | None = None, **options: Any) -> TickReport:
+def plan(cluster: Cluster, registry: AnsweringRegistry | None = None, **options: Any) -> TickReport:
     """``autoroll plan`` at ``NOW`` over ``cluster`` with ``HOST`` enrolled, the registry
     moving ``REF`` to ``NEW`` unless given; ``options`` are ``run_plan``'s others."""
     return run_plan(
         cluster=cluster,
-        registry=registry if registry is not None else Registry({REF: NEW}),
+        registry=registry if registry is not None else AnsweringRegistry({REF: NEW}),
         registries={HOST},
         now=NOW,
         **options,
@@ -130,7 +97,7 @@ def test_plan_shows_every_deployment_and_container_and_deletes_nothing() -> None
             deployment("ext", "docker.io/library/redis:7", [pod("ext-1", OLD)]),
         ]
     )
-    report = plan(cluster, Registry({REF: NEW, OTHER: NEW}))
+    report = plan(cluster, AnsweringRegistry({REF: NEW, OTHER: NEW}))
     assert cluster.deleted == []
     table = {row[0]: row for row in rows(report.decisions)}
     assert table["shop/deployment/web"][1:] == (
@@ -161,7 +128,7 @@ def test_plan_says_why_a_stale_deployment_waits() -> None:
 
 def test_plan_shows_an_unknown_registry_digest_as_skipped() -> None:
     cluster = Cluster([deployment("web", IMAGE, [pod("web-1", OLD)])])
-    report = plan(cluster, Registry({REF: Unknown("unauthorized", "HTTP 401")}))
+    report = plan(cluster, AnsweringRegistry({REF: Unknown("unauthorized", "HTTP 401")}))
     [row] = rows(report.decisions)
     assert row[4] == "unknown (unauthorized)"
     assert row[5].startswith("skipped: registry-unknown")
@@ -183,7 +150,7 @@ def test_plan_says_why_a_pod_under_another_name_is_current_or_not_rolled() -> No
             deployment("api", IMAGE, [mirrored("api-1", f"docker.io/aaa/app@{elsewhere}")]),
         ]
     )
-    registry = Registry({REF: NEW}, {NEW: config, mirror: config})
+    registry = AnsweringRegistry({REF: NEW}, {NEW: config, mirror: config})
     report = plan(cluster, registry)
     table = {row[0]: row for row in rows(report.decisions)}
     assert table["shop/deployment/web"][3:] == (
@@ -199,7 +166,7 @@ def test_plan_says_why_a_pod_under_another_name_is_current_or_not_rolled() -> No
 
 
 def test_plan_with_nothing_enrolled_says_so() -> None:
-    report = plan(Cluster([]), Registry({}))
+    report = plan(Cluster([]), AnsweringRegistry({}))
     assert render(report, label_selector="aethnet.se/autoroll=true") == (
         "No Deployment, StatefulSet or DaemonSet matches LABEL_SELECTOR=aethnet.se/autoroll=true;"
         " nothing to roll.\n"
@@ -265,7 +232,7 @@ def test_plan_says_loudly_that_rolling_is_paused_cluster_wide() -> None:
 # --- pinning (docs/adr/028) ------------------------------------------------------------------
 
 
-class HoldingRegistry(Registry):
+class HoldingRegistry(AnsweringRegistry):
     """A registry that still holds every digest asked about (``PresencePort``)."""
 
     def __init__(self, answers: Mapping[TagRef, Digest | Unknown], gone: frozenset[Digest]) -> None:

@@ -36,7 +36,7 @@ from tests.support.reconciler_fakes import (
 
 def test_a_stale_pod_is_deleted_with_its_uid() -> None:
     cluster = FakeCluster([enrolled("web", [pod("web-1")])])
-    reconciler, metrics = make(cluster, FakeRegistry({REF: NEW}))
+    reconciler, metrics = make(cluster)
     report = reconciler.tick()
     assert cluster.deleted == [("shop", "web-1", "uid-web-1")]
     assert [e.outcome for e in report.executed] == ["deleted"]
@@ -48,7 +48,7 @@ def test_dry_run_deletes_nothing_and_logs_the_intended_deletion(
 ) -> None:
     caplog.set_level(logging.INFO)
     cluster = FakeCluster([enrolled("web", [pod("web-1")])])
-    reconciler, metrics = make(cluster, FakeRegistry({REF: NEW}), dry_run=True)
+    reconciler, metrics = make(cluster, dry_run=True)
     report = reconciler.tick()
     assert cluster.deleted == []
     assert [e.outcome for e in report.executed] == ["dry-run"]
@@ -64,7 +64,7 @@ def test_at_most_one_deletion_per_deployment_per_tick() -> None:
     web = enrolled("web", [pod("web-1"), pod("web-2"), pod("web-3")])
     api = enrolled("api", [pod("api-1"), pod("api-2")])
     cluster = FakeCluster([web, api])
-    reconciler, metrics = make(cluster, FakeRegistry({REF: NEW}), guardrails=AT_ONCE)
+    reconciler, metrics = make(cluster, guardrails=AT_ONCE)
     reconciler.tick()
     assert sorted(name for _, name, _ in cluster.deleted) == ["api-1", "web-1"]
     assert sample(metrics, "autoroll_pod_deletions_total", mode="real") == 2
@@ -73,7 +73,7 @@ def test_at_most_one_deletion_per_deployment_per_tick() -> None:
 def test_repeated_ticks_while_unsettled_delete_nothing_more() -> None:
     # After the first deletion the replacement is not Ready yet: the next ticks wait.
     cluster = FakeCluster([enrolled("web", [pod("web-1"), pod("web-2")])])
-    reconciler, _ = make(cluster, FakeRegistry({REF: NEW}))
+    reconciler, _ = make(cluster)
     reconciler.tick()
     cluster.items = [
         enrolled(
@@ -122,7 +122,7 @@ def test_loop_guard_memory_survives_between_ticks() -> None:
     clock = Clock(T0)
     # Tick 1 at T0: the registry moves to NEW; web-1 runs OLD and is deleted.
     cluster = FakeCluster([enrolled("web", [pod("web-1", OLD)])])
-    reconciler, metrics = make(cluster, FakeRegistry({REF: NEW}), clock=clock)
+    reconciler, metrics = make(cluster, clock=clock)
     reconciler.tick()
     assert reconciler.sightings[REF].first_seen_at == T0
     assert [name for _, name, _ in cluster.deleted] == ["web-1"]
@@ -140,7 +140,7 @@ def test_loop_guard_memory_survives_between_ticks() -> None:
 
     # A reconciler without that memory would have deleted it: the memory is what guards.
     fresh_cluster = FakeCluster(cluster.items)
-    fresh, _ = make(fresh_cluster, FakeRegistry({REF: NEW}), clock=clock)
+    fresh, _ = make(fresh_cluster, clock=clock)
     fresh.tick()
     assert [name for _, name, _ in fresh_cluster.deleted] == ["web-2"]
 
@@ -167,7 +167,7 @@ def test_a_pod_created_in_the_sightings_second_is_rolled_and_its_replacement_is_
     cluster = FakeCluster([enrolled("web", [pod("web-1", OLD, created=second)])])
     # About the loop guard in one second: a pod 0.3 s old is inside any health window.
     no_window = Guardrails(healthy=timedelta(0))
-    reconciler, metrics = make(cluster, FakeRegistry({REF: NEW}), clock=clock, guardrails=no_window)
+    reconciler, metrics = make(cluster, clock=clock, guardrails=no_window)
     reconciler.tick()
     assert cluster.deleted == [("shop", "web-1", "uid-web-1")]
     assert reconciler.sightings[REF].older_uids == frozenset({"uid-web-1"})

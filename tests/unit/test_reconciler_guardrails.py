@@ -17,11 +17,9 @@ from autoroll.core.windows import parse_windows
 from autoroll.instruments.metrics import Metrics
 from tests.support.reconciler_fakes import (
     NEW,
-    REF,
     T0,
     Clock,
     FakeCluster,
-    FakeRegistry,
     enrolled,
     make,
     pod,
@@ -33,9 +31,7 @@ from tests.support.reconciler_fakes import (
 def build(
     cluster: FakeCluster, guardrails: Guardrails, *, clock: Clock, dry_run: bool = False
 ) -> tuple[Reconciler, Metrics]:
-    return make(
-        cluster, FakeRegistry({REF: NEW}), dry_run=dry_run, clock=clock, guardrails=guardrails
-    )
+    return make(cluster, dry_run=dry_run, clock=clock, guardrails=guardrails)
 
 
 def gauge(metrics: Metrics, name: str) -> float:

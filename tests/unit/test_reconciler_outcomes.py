@@ -16,7 +16,6 @@ from tests.support.reconciler_fakes import (
     IMAGE,
     NEW,
     OLD,
-    REF,
     FakeCluster,
     FakeRegistry,
     enrolled,
@@ -32,7 +31,7 @@ def test_a_failed_deletion_is_logged_and_the_pass_goes_on(caplog: pytest.LogCapt
         [enrolled("web", [pod("web-1")]), enrolled("api", [pod("api-1")], namespace="blog")]
     )
     cluster.fail_on = {"api-1"}
-    reconciler, _ = make(cluster, FakeRegistry({REF: NEW}), guardrails=AT_ONCE)
+    reconciler, _ = make(cluster, guardrails=AT_ONCE)
     report = reconciler.tick()
     assert [name for _, name, _ in cluster.deleted] == ["web-1"]
     assert sorted(e.outcome for e in report.executed) == ["deleted", "error"]
@@ -42,7 +41,7 @@ def test_a_failed_deletion_is_logged_and_the_pass_goes_on(caplog: pytest.LogCapt
 @pytest.mark.parametrize("outcome", [DeleteOutcome.ALREADY_GONE, DeleteOutcome.REPLACED])
 def test_a_pod_already_gone_is_not_counted_as_a_deletion(outcome: DeleteOutcome) -> None:
     cluster = FakeCluster([enrolled("web", [pod("web-1")])], outcome=outcome)
-    reconciler, metrics = make(cluster, FakeRegistry({REF: NEW}))
+    reconciler, metrics = make(cluster)
     reconciler.tick()
     assert sample(metrics, "autoroll_pod_deletions_total", mode="real") == 0
     assert sample(metrics, "autoroll_pod_deletions_not_done_total", reason=outcome.value) == 1
@@ -51,7 +50,7 @@ def test_a_pod_already_gone_is_not_counted_as_a_deletion(outcome: DeleteOutcome)
 def test_stopping_while_deciding_abandons_the_pass_and_deletes_nothing() -> None:
     # The guardrails plan over the whole pass: a pass cut short is never acted on in part.
     cluster = FakeCluster([enrolled("a", [pod("a-1")]), enrolled("b", [pod("b-1")])])
-    reconciler, _ = make(cluster, FakeRegistry({REF: NEW}))
+    reconciler, _ = make(cluster)
     answers = iter([False, True])
     report = reconciler.tick(lambda: next(answers))
     assert report.abandoned
@@ -62,7 +61,7 @@ def test_stopping_while_deciding_abandons_the_pass_and_deletes_nothing() -> None
 
 def test_stopping_between_deletions_leaves_the_rest_undone() -> None:
     cluster = FakeCluster([enrolled("a", [pod("a-1")]), enrolled("b", [pod("b-1")])])
-    reconciler, _ = make(cluster, FakeRegistry({REF: NEW}), guardrails=AT_ONCE)
+    reconciler, _ = make(cluster, guardrails=AT_ONCE)
     answers = iter([False, False, False, True])  # two decisions, one deletion, then stop
     report = reconciler.tick(lambda: next(answers))
     assert report.abandoned
@@ -82,7 +81,7 @@ def test_one_log_line_per_decision_names_workload_kind_pod_image_and_both_digest
             enrolled("ext", [pod("ext-1")], image="docker.io/library/nginx:latest"),
         ]
     )
-    reconciler, _ = make(cluster, FakeRegistry({REF: NEW}))
+    reconciler, _ = make(cluster)
     reconciler.tick()
     decisions = [r for r in caplog.records if r.__dict__.get("event") == "decision"]
     lines = {r.__dict__["workload"]: r.__dict__ for r in decisions}
@@ -108,7 +107,7 @@ def test_a_pull_policy_that_is_not_always_warns_every_tick(
         deployment_view("shop", "web", 1, (ContainerView("app", IMAGE, "IfNotPresent"),)), item.pods
     )
     cluster = FakeCluster([item])
-    reconciler, metrics = make(cluster, FakeRegistry({REF: NEW}))
+    reconciler, metrics = make(cluster)
     reconciler.tick()
     reconciler.tick()
     warnings = [

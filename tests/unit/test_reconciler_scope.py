@@ -52,7 +52,7 @@ APP = Scope.of([ImageTag.named(HOST, "team/app", "latest")])
 
 def test_a_deletion_is_decided_on_a_fresh_read_made_right_before_it() -> None:
     cluster = FakeCluster([enrolled("web", [pod("web-1"), pod("web-2")])])
-    reconciler, metrics = make(cluster, FakeRegistry({REF: NEW}))
+    reconciler, metrics = make(cluster)
     report = reconciler.tick()
     assert cluster.calls == ["snapshot", "read shop/deployment/web", "delete web-1"]
     assert report.fresh_reads == 1
@@ -67,7 +67,7 @@ def test_a_stale_cache_that_misses_an_unready_replacement_deletes_nothing() -> N
     cluster = FakeCluster([found])
     replacement = pod("web-4", NEW, created=T0 - timedelta(seconds=5), ready=False)
     cluster.fresh["shop/deployment/web"] = [pod("web-2"), pod("web-3"), replacement]
-    reconciler, _ = make(cluster, FakeRegistry({REF: NEW}))
+    reconciler, _ = make(cluster)
     report = reconciler.tick()
     assert cluster.deleted == []
     [decision] = report.decisions
@@ -79,7 +79,7 @@ def test_a_stale_cache_that_misses_an_unready_replacement_deletes_nothing() -> N
 def test_a_pod_the_snapshot_calls_stale_but_the_api_has_replaced_is_not_deleted() -> None:
     cluster = FakeCluster([enrolled("web", [pod("web-1")])])
     cluster.fresh["shop/deployment/web"] = [pod("web-9", NEW, created=T0 - timedelta(seconds=30))]
-    reconciler, _ = make(cluster, FakeRegistry({REF: NEW}))
+    reconciler, _ = make(cluster)
     report = reconciler.tick()
     assert cluster.deleted == []
     assert report.decisions[0].containers[0].verdict is Verdict.CURRENT
@@ -94,7 +94,7 @@ def test_the_pod_deleted_is_the_one_the_fresh_read_calls_stale() -> None:
         fresh_two,
         pod("web-5", NEW, created=T0 - timedelta(hours=1)),
     ]
-    reconciler, _ = make(cluster, FakeRegistry({REF: NEW}))
+    reconciler, _ = make(cluster)
     reconciler.tick()
     assert cluster.deleted == [("shop", "web-2", fresh_two.uid)]
 
@@ -106,7 +106,7 @@ def test_a_failed_fresh_read_deletes_nothing_and_ends_the_pass() -> None:
             raise ConnectionError("API unreachable")
 
     cluster = Failing([enrolled("api", [pod("api-1")]), enrolled("web", [pod("web-1")])])
-    reconciler, metrics = make(cluster, FakeRegistry({REF: NEW}))
+    reconciler, metrics = make(cluster)
     report = reconciler.tick()
     assert cluster.deleted == []
     # one failed read ends the pass: no read per workload (the plan says which goes first)
@@ -120,7 +120,7 @@ def test_a_failed_fresh_read_deletes_nothing_and_ends_the_pass() -> None:
 
 def test_nothing_to_act_on_reads_nothing_again() -> None:
     cluster = FakeCluster([enrolled("web", [pod("web-1", NEW)]), enrolled("api", [pod("a", NEW)])])
-    reconciler, _ = make(cluster, FakeRegistry({REF: NEW}))
+    reconciler, _ = make(cluster)
     report = reconciler.tick()
     assert cluster.reads == []
     assert report.fresh_reads == 0
@@ -129,7 +129,7 @@ def test_nothing_to_act_on_reads_nothing_again() -> None:
 def test_dry_run_reads_fresh_too_so_the_plan_shows_what_would_really_be_done() -> None:
     cluster = FakeCluster([enrolled("web", [pod("web-1")])])
     cluster.fresh["shop/deployment/web"] = [pod("web-1"), pod("web-2", NEW, ready=False)]
-    reconciler, _ = make(cluster, FakeRegistry({REF: NEW}), dry_run=True)
+    reconciler, _ = make(cluster, dry_run=True)
     report = reconciler.tick()
     assert cluster.reads == ["shop/deployment/web"]
     assert report.executed == ()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -17,13 +17,11 @@ from hypothesis import strategies as st
 from autoroll.core.decide import Decision, Sighting, decide
 from autoroll.core.guardrails import RollPlan, plan_rolls
 from autoroll.core.holds import HoldReason
-from autoroll.core.images import TagRef
 from autoroll.core.model import (
     ContainerStatusView,
     ContainerView,
     Digest,
     Enrolled,
-    ImageContent,
     PodView,
 )
 from autoroll.core.policy import HEALTH_WINDOW, PAUSED, WAVE, Guardrails, workload_policy
@@ -34,18 +32,12 @@ from autoroll.core.quarantine import (
     QuarantineReason,
 )
 from autoroll.core.rollorder import onto, standing
+from tests.support.guardrail_plans import BORN, HOST, NEW, NOW, OLD, REF, own_configs
 from tests.support.views import deployment_view
 
-HOST = "forgejo.example"
-REF = TagRef(HOST, "team/app", "latest")
 KEY = QuarantineKey.named(HOST, "team/app", "latest")
-OLD, NEW, OTHER = (Digest("sha256:" + c * 64) for c in "012")
-CONTENTS = {
-    d: ImageContent(frozenset({Digest("sha256:" + c * 64)}))
-    for d, c in zip((OLD, NEW, OTHER), "abc", strict=True)
-}
-NOW = datetime(2026, 12, 7, 12, 0, tzinfo=UTC)
-BORN = NOW - timedelta(days=2)
+OTHER = Digest("sha256:" + "2" * 64)
+CONTENTS = own_configs(OLD, NEW, OTHER)
 WINDOW = timedelta(seconds=30)
 #: No budget, no min-age: only the order is under test; a 30 s health window.
 ORDERED = Guardrails(deletions_per_period=0, in_flight=0, healthy=WINDOW)

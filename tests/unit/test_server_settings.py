@@ -2,24 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import yaml
 from gunicorn.workers.gthread import ThreadWorker
 
 from autoroll.config import Config
-from autoroll.core.decide import ChildrenRequest, ContentRequest
-from autoroll.core.images import TagRef
-from autoroll.core.model import (
-    DeleteOutcome,
-    Digest,
-    Enrolled,
-    ImageContent,
-    Unknown,
-    WorkloadView,
-)
-from autoroll.core.scope import FULL, Scope
 from autoroll.edge.http_worker import REQUEST_READ_SECONDS
 from autoroll.edge.runtime import PROCESS_EXIT_SECONDS, SHUTDOWN_BUDGET, Runtime, build_runtime
 from autoroll.edge.server import (
@@ -32,6 +20,8 @@ from autoroll.edge.server import (
     worker_tmp_dir,
 )
 from autoroll.kube.transport import CONNECT_ATTEMPTS, LEASE_CALL_TIMEOUT, call_seconds
+from tests.support.answering_registry import AnsweringRegistry
+from tests.support.empty_cluster import EmptyCluster
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {
@@ -41,40 +31,6 @@ ENV = {
     "WEBHOOK_SECRET": "webhook-secret-0123456789",
     "LISTEN_ADDR": "127.0.0.1:9090",
 }
-
-
-class NoCluster:
-    def snapshot(self, scope: Scope = FULL) -> Sequence[Enrolled]:
-        return ()
-
-    def read_now(self, workload: WorkloadView) -> Enrolled:
-        return Enrolled(workload, tuple(()))
-
-    def delete_pod(
-        self, namespace: str, name: str, uid: str, *, within: float | None = None
-    ) -> DeleteOutcome:
-        raise AssertionError("nothing to delete")
-
-
-class NoRegistry:
-    def resolve(self, refs: Iterable[TagRef]) -> Mapping[TagRef, Digest | Unknown]:
-        return {}
-
-    def known_children(self) -> Mapping[Digest, frozenset[Digest]]:
-        return {}
-
-    def fetch_children(
-        self, wanted: Iterable[ChildrenRequest]
-    ) -> Mapping[Digest, frozenset[Digest] | Unknown]:
-        return {}
-
-    def known_content(self) -> Mapping[Digest, ImageContent]:
-        return {}
-
-    def fetch_content(
-        self, wanted: Iterable[ContentRequest]
-    ) -> Mapping[Digest, ImageContent | Unknown]:
-        return {}
 
 
 def test_one_gthread_worker_process_without_preloading() -> None:
@@ -144,7 +100,7 @@ def test_the_master_builds_nothing_until_the_worker_loads() -> None:
     built: list[Runtime] = []
 
     def factory(config: Config) -> Runtime:
-        runtime = build_runtime(config, cluster=NoCluster(), registry=NoRegistry())
+        runtime = build_runtime(config, cluster=EmptyCluster(), registry=AnsweringRegistry({}))
         built.append(runtime)
         return runtime
 
@@ -161,8 +117,8 @@ def test_the_master_builds_nothing_until_the_worker_loads() -> None:
 
 def test_each_runtime_has_its_own_metrics_registry() -> None:
     config = Config.from_env(ENV)
-    a = build_runtime(config, cluster=NoCluster(), registry=NoRegistry())
-    b = build_runtime(config, cluster=NoCluster(), registry=NoRegistry())
+    a = build_runtime(config, cluster=EmptyCluster(), registry=AnsweringRegistry({}))
+    b = build_runtime(config, cluster=EmptyCluster(), registry=AnsweringRegistry({}))
     assert a.metrics.registry is not b.metrics.registry
     a.nudge.nudge()
     assert a.nudge.pending and not b.nudge.pending

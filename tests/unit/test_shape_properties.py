@@ -24,6 +24,7 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from autoroll.core.model import WorkloadKind
+from tests.support.answering_registry import AnsweringRegistry
 from tests.support.scripted_cluster import (
     ScriptedWorld,
     container_doc,
@@ -41,7 +42,6 @@ from tests.support.shape_passes import (
     REF,
     T0,
     Clock,
-    Registry,
     make_reconciler,
 )
 
@@ -153,6 +153,19 @@ class Sim:
         self.deletions += 1
 
 
+def under_the_app_label(name: str, **more: Any) -> dict[str, Any]:
+    """A pod no enrolled Deployment controls that still carries ``app=web`` (a Job's, a bare
+    ``helm test`` pod), running the old digest."""
+    return pod_doc(
+        name,
+        labels={"app": "web"},
+        containers=[container_doc("app", IMAGE)],
+        statuses=[status_doc("app", IMAGE, f"{REPO}@{OLD}")],
+        created=T0,
+        **more,
+    )
+
+
 @st.composite
 def shapes(draw: st.DrawFn) -> dict[str, Any]:
     return {
@@ -208,26 +221,14 @@ def test_no_deletion_outside_what_the_workloads_controller_calls_complete(
         for _ in range(wanted):
             sim.pod(name, str(OLD), ready_in=0, created=T0)
     world.pods.append(  # a Job's pod and a helm test pod under the app's label
-        pod_doc(
+        under_the_app_label(
             "migrate-1",
-            labels={"app": "web"},
-            containers=[container_doc("app", IMAGE)],
-            statuses=[status_doc("app", IMAGE, f"{REPO}@{OLD}")],
-            created=T0,
             controller=owner("Job", "migrate", api_version="batch/v1"),
             ready=False,
             phase="Succeeded",
         )
     )
-    world.pods.append(
-        pod_doc(
-            "web-test",
-            labels={"app": "web"},
-            containers=[container_doc("app", IMAGE)],
-            statuses=[status_doc("app", IMAGE, f"{REPO}@{OLD}")],
-            created=T0,
-        )
-    )
+    world.pods.append(under_the_app_label("web-test"))
     sim.write_statuses()
 
     def on_request(w: ScriptedWorld, method: str, path: str) -> None:
@@ -237,7 +238,7 @@ def test_no_deletion_outside_what_the_workloads_controller_calls_complete(
     world.on_request = on_request
     leads = [True]
     reconciler = make_reconciler(
-        world, registry=Registry({REF: NEW}), clock=clock, leading=lambda: leads[0]
+        world, registry=AnsweringRegistry({REF: NEW}), clock=clock, leading=lambda: leads[0]
     )
     for seconds, lag, leading, stuck in shape["steps"]:
         clock.now += timedelta(seconds=seconds)

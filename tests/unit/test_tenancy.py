@@ -12,6 +12,7 @@ from autoroll.config.errors import ConfigError
 from autoroll.core.images import TagRef
 from autoroll.core.model import WorkloadKind
 from autoroll.core.tenancy import NAMESPACE_SHARE, fair_order
+from tests.support.answering_registry import AnsweringRegistry
 from tests.support.scripted_cluster import ScriptedWorld, container_doc, deployment_doc
 from tests.support.shape_passes import (
     HASH,
@@ -19,7 +20,6 @@ from tests.support.shape_passes import (
     IMAGE,
     NEW,
     REF,
-    Registry,
     app_pod,
     make_reconciler,
     run_pass,
@@ -91,7 +91,7 @@ def test_a_tenant_with_more_tags_than_its_share_never_stalls_another_tenants_rol
     world.pods = [pod]
     asked: list[list[TagRef]] = []
 
-    class Counting(Registry):
+    class Counting(AnsweringRegistry):
         def resolve(self, refs):  # type: ignore[no-untyped-def]
             refs = list(refs)
             asked.append(refs)

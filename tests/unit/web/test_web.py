@@ -17,7 +17,7 @@ from autoroll.controller.worker import Health, Nudge, Worker
 from autoroll.core.scope import Scope
 from autoroll.edge.web import create_app, is_signed, signature_valid
 from autoroll.instruments.metrics import Metrics
-from tests.support.web_app import BODY, SECRET, CountingNudge, Probe, outcome, sign
+from tests.support.web_app import BODY, SECRET, CountingNudge, Probe, app_over, outcome, sign
 
 
 @pytest.mark.parametrize(
@@ -221,14 +221,7 @@ def test_the_webhook_answers_while_a_pass_is_stuck(
     busy_worker: tuple[Worker, Nudge, threading.Event], metrics: Metrics
 ) -> None:
     worker, nudge, pass_ended = busy_worker
-    client = create_app(
-        webhook_secret=SECRET,
-        nudge=nudge.nudge,
-        metrics=metrics,
-        live=worker.liveness,
-        ready=worker.readiness,
-        forgejo_host="forgejo.example",
-    ).test_client()
+    client = app_over(worker, nudge, metrics)
     for _ in range(20):
         response = client.post("/webhook", data=BODY, headers={"X-Forgejo-Signature": sign(BODY)})
         assert response.status_code == 202
