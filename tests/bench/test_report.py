@@ -334,29 +334,26 @@ def test_a_stalled_pass_whose_gets_slid_is_reported(
     assert not next(t for t in targets(_with_stalled(first, later)) if "cold pass" in t.name).met
 
 
+def _cpu_load(workers: int, command: str, samples: list[float], mean: float) -> dict[str, Any]:
+    """A run's ``cpu_load`` record: the same load average before, then ``samples``."""
+    return {
+        "workers": workers,
+        "command": command,
+        "before": [0.5, 0.4, 0.3],
+        "samples": samples,
+        "mean": mean,
+        "min": min(samples),
+        "max": max(samples),
+    }
+
+
 def test_a_loaded_run_is_rendered_beside_the_quiet_one_with_each_load_average() -> None:
     quiet = _results()
-    quiet["cpu_load"] = {
-        "workers": 0,
-        "command": "nothing",
-        "before": [0.5, 0.4, 0.3],
-        "samples": [0.8, 1.2],
-        "mean": 1.0,
-        "min": 0.8,
-        "max": 1.2,
-    }
+    quiet["cpu_load"] = _cpu_load(0, "nothing", [0.8, 1.2], 1.0)
     loaded = copy.deepcopy(_results())
     slow = loaded["scale"][0]["results"]["autoroll"]["passes"]
     slow[1]["registry"] = {"HEAD": 50, "GET": 50}  # what issue 28 saw under load
-    loaded["cpu_load"] = {
-        "workers": 8,
-        "command": "stress-ng --cpu 8 --timeout 10800s",
-        "before": [0.5, 0.4, 0.3],
-        "samples": [9.0, 11.0],
-        "mean": 10.0,
-        "min": 9.0,
-        "max": 11.0,
-    }
+    loaded["cpu_load"] = _cpu_load(8, "stress-ng --cpu 8 --timeout 10800s", [9.0, 11.0], 10.0)
     quiet["loaded"] = loaded
     text = render(quiet)
     section = text.split("### Quiet and loaded, side by side")[1].split("## Why")[0]
