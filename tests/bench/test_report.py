@@ -28,6 +28,17 @@ def _pass(
     }
 
 
+def _answered(latencies_ms: list[float], status: str, *, ticks_caused: int) -> dict[str, Any]:
+    """One kind of webhook request in the load record: every one answered ``status``."""
+    return {
+        "latencies_ms": latencies_ms,
+        "statuses": {status: len(latencies_ms)},
+        "window_s": 0.1,
+        "ticks_caused": ticks_caused,
+        "tick_s": 0.3,
+    }
+
+
 def _results() -> dict[str, Any]:
     autoroll = {
         "passes": [_pass(0.9, heads=50, lists=23), _pass(0.3, heads=50, lists=23)],
@@ -77,20 +88,8 @@ def _results() -> dict[str, Any]:
         ],
         "load": {
             "enrolled": 100,
-            "bad": {
-                "latencies_ms": [1.0, 2.0],
-                "statuses": {"403": 2},
-                "window_s": 0.1,
-                "ticks_caused": 0,
-                "tick_s": 0.3,
-            },
-            "good": {
-                "latencies_ms": [1.0, 30.0],
-                "statuses": {"202": 2},
-                "window_s": 0.1,
-                "ticks_caused": 1,
-                "tick_s": 0.3,
-            },
+            "bad": _answered([1.0, 2.0], "403", ticks_caused=0),
+            "good": _answered([1.0, 30.0], "202", ticks_caused=1),
         },
     }
 
