@@ -72,19 +72,11 @@ class CacheMemory:
 
 
 class _PlayedInformer:
-    """Stands in for ``Informer``: ``play`` parses a list answer and fills the sink."""
+    """Stands in for ``Informer``: ``play`` parses a list answer and fills the sink. Built by
+    ``measure``'s factory, which drops the arguments only a watching thread uses."""
 
     def __init__(
-        self,
-        collection: Collection,
-        *,
-        rest: LazyRest,
-        convert: Callable[[dict[str, Any]], Any],
-        sink: Sink[Any],
-        resync_seconds: float,
-        on_list: Callable[[str], None],
-        clock: Callable[[], float],
-        name: str,
+        self, collection: Collection, convert: Callable[[dict[str, Any]], Any], sink: Sink[Any]
     ) -> None:
         self.collection = collection
         self.convert = convert
@@ -198,8 +190,14 @@ def measure(deployments: int, images: int = 50, *, namespaces: int = NAMESPACES)
     del pods_bodies
     made: list[_PlayedInformer] = []
 
-    def informer(collection: Collection, **kwargs: Any) -> _PlayedInformer:
-        made.append(_PlayedInformer(collection, **kwargs))
+    def informer(
+        collection: Collection,
+        *,
+        convert: Callable[[dict[str, Any]], Any],
+        sink: Sink[Any],
+        **_watching: object,
+    ) -> _PlayedInformer:
+        made.append(_PlayedInformer(collection, convert, sink))
         return made[-1]
 
     cache = WatchCache(

@@ -16,7 +16,6 @@ from typing import Any
 
 from bench.tables import (
     MB,
-    latency_cells,
     lists,
     percentile,
     push_cells,
@@ -24,6 +23,7 @@ from bench.tables import (
     steady,
     table,
     total,
+    webhook_cells,
 )
 
 
@@ -314,17 +314,8 @@ def burst_row(load: Mapping[str, Any]) -> str:
     b = load.get("burst")
     if not b:
         return ""
-    lat = b["latencies_ms"]
-    answers = ", ".join(f"{k}: {v}" for k, v in b["statuses"].items())
     return row(
-        [
-            f"{len(lat)} bad signature during a watch burst ({b['patched']:,} pod patches)",
-            answers,
-            *latency_cells(lat),
-            f"{b['window_s']:.2f}",
-            b["ticks_caused"],
-            "-",
-        ]
+        webhook_cells(f"bad signature during a watch burst ({b['patched']:,} pod patches)", b, "-")
     )
 
 

@@ -10,7 +10,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from bench import cache_report
-from bench.tables import MB, latency_cells, push_cells, steady, table, total
+from bench.tables import (
+    MB,
+    counted,
+    latency_cells,
+    push_cells,
+    steady,
+    table,
+    total,
+    webhook_cells,
+)
 
 
 def ratio(naive: float, autoroll: float) -> str:
@@ -80,11 +89,6 @@ DETAIL_COLUMNS = (
 )
 
 
-def _counted(counts: Mapping[str, int], *, nonzero: bool = False) -> str:
-    """``"key: count, ..."``, in the order counted (with ``nonzero``, the zeros left out)."""
-    return ", ".join(f"{k}: {v}" for k, v in counts.items() if v or not nonzero)
-
-
 def detail_table(cells: Sequence[Mapping[str, Any]]) -> str:
     rows = []
     for c in cells:
@@ -100,10 +104,10 @@ def detail_table(cells: Sequence[Mapping[str, Any]]) -> str:
                     name,
                     f"{r['passes'][0]['wall_s']:.2f}",
                     f"{s['wall_s']:.2f}",
-                    _counted(s["kube"]),
-                    _counted(s["registry"]),
+                    counted(s["kube"]),
+                    counted(s["registry"]),
                     f"{_mib(r['rss_setup_kib'])} → {_mib(r['peak_rss_kib'])}",
-                    _counted(s["verdicts"], nonzero=True),
+                    counted(s["verdicts"], nonzero=True),
                 ]
             )
     return table(*DETAIL_COLUMNS, rows)
@@ -166,18 +170,8 @@ def load_table(load: Mapping[str, Any]) -> str:
         if kind not in load:
             continue
         r = load[kind]
-        lat = r["latencies_ms"]
         what = "bad signature, controller idle (control)" if kind == "idle" else f"{kind} signature"
-        rows.append(
-            [
-                f"{len(lat)} {what}",
-                _counted(r["statuses"]),
-                *latency_cells(lat),
-                f"{r['window_s']:.2f}",
-                r["ticks_caused"],
-                f"{r['tick_s']:.2f}",
-            ]
-        )
+        rows.append(webhook_cells(what, r, f"{r['tick_s']:.2f}"))
     if load.get("burst"):
         rows.append(cache_report.burst_row(load))
     both = load["bad"]["latencies_ms"] + load["good"]["latencies_ms"]

@@ -38,7 +38,7 @@ from bench.controlplane import running_apiserver
 from bench.jobhash import measure_jobhash
 from bench.populate import ApiWriter, Layout, create_background, create_namespaces
 from bench.report import count_violations, render
-from bench.scale import REPO_ROOT, Cell, measure_scale
+from bench.scale import REPO_ROOT, Cell, Stage, measure_scale
 from bench.serve_runs import measure_giant, measure_webhooks
 from bench.sizes import FULL, LARGEST, QUICK, SMALLER, Sizes
 from tests.support.registry import ImagePusher, RegistryServer, running_registry
@@ -95,32 +95,24 @@ def run(
                 largest = images == max(sizes.images)
                 steps = sizes.deployments + (sizes.huge if largest else ())
                 checkpoint({"scale": [c.as_json() for c in cells], **results})
+                stage = Stage(api, registry, writer, layout, digests, say)
                 cells += measure_scale(
-                    api=api,
-                    registry=registry,
-                    digests=digests,
-                    layout=layout,
-                    writer=writer,
+                    stage,
                     sizes=steps,
                     background_pods=sizes.background_pods,
                     ticks=sizes.ticks,
                     large_ticks=sizes.huge_ticks,
-                    say=say,
                 )
                 # Push latency at the largest size of each cluster: 2,000 (+ the latency
                 # targets) on the first, 10,000 on the last; the load there.
                 checkpoint({"scale": [c.as_json() for c in cells], **results})
                 measured = measure_webhooks(
-                    api=api,
-                    registry=registry,
-                    writer=writer,
-                    layout=layout,
+                    stage,
                     sizes=sizes,
                     deployments=max(steps),
                     small=images == min(sizes.images) and sizes.pushes > 0,
                     load=largest,
                     workdir=Path(tmp),
-                    say=say,
                 )
                 results.setdefault("push", {})[str(max(steps))] = {
                     k: v for k, v in measured.items() if k.startswith("push_")
@@ -133,16 +125,7 @@ def run(
                     small = images == min(sizes.images) and sizes.pushes > 0
                     latency = 2 * sizes.pushes_large + (sizes.pushes if small else 0)
                     results["giant"] = measure_giant(
-                        api=api,
-                        registry=registry,
-                        digests=digests,
-                        layout=layout,
-                        writer=writer,
-                        sizes=sizes,
-                        created=max(steps),
-                        earlier=latency,
-                        workdir=Path(tmp),
-                        say=say,
+                        stage, sizes=sizes, created=max(steps), earlier=latency, workdir=Path(tmp)
                     )
     # What the cache retains per object: no cluster needed (bench.cache_memory).
     results["cache_memory"] = [asdict(cache_memory.measure(d, i)) for d, i in cache_memory.SIZES]

@@ -38,6 +38,20 @@ TARGETED_REPOSITORY = "bench/img-000"
 
 
 @dataclass(frozen=True)
+class Stage:
+    """One populated cluster and what every measurement on it uses: its API server, the
+    registry, the writer that populates it and where its objects go, the digests pushed, and
+    the progress printer."""
+
+    api: ApiServer
+    registry: RegistryServer
+    writer: ApiWriter
+    layout: Layout
+    digests: Mapping[str, str]
+    say: Callable[[str], None]
+
+
+@dataclass(frozen=True)
 class Cell:
     """One measured configuration and what each strategy's child process reported."""
 
@@ -112,16 +126,11 @@ def run_tick_child(
 
 
 def measure_scale(
+    stage: Stage,
     *,
-    api: ApiServer,
-    registry: RegistryServer,
-    digests: Mapping[str, str],
-    layout: Layout,
-    writer: ApiWriter,
     sizes: Sequence[int],
     background_pods: int,
     ticks: int,
-    say: Callable[[str], None],
     large_ticks: int | None = None,
     strategies: Sequence[str] = STRATEGIES,
     created: int = 0,
@@ -129,10 +138,11 @@ def measure_scale(
     """Grow the enrolled set through ``sizes`` (``created`` exist already) and measure each
     of ``strategies`` at each size (``large_ticks`` passes at sizes over 2,000, where the
     naive loop takes minutes)."""
+    api, registry, layout, say = stage.api, stage.registry, stage.layout, stage.say
     cells = []
     for size in sizes:
         started = time.monotonic()
-        create_enrolled(writer, layout, range(created, size), digests)
+        create_enrolled(stage.writer, layout, range(created, size), stage.digests)
         populate_s = time.monotonic() - started
         created = size
         say(

@@ -5,13 +5,12 @@ watched cache (``bench.scale``) and one serve's targeted pushes are all that is 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.controlplane import ApiServer
-from bench.populate import ENROLL_LABEL, ApiWriter, Layout, create_namespace
-from bench.scale import measure_scale
+from bench.populate import ENROLL_LABEL, create_namespace
+from bench.scale import Stage, measure_scale
 from bench.serve import running_serve
 from bench.sizes import Sizes
 from bench.webhook import (
@@ -23,21 +22,17 @@ from bench.webhook import (
     measure_watch_burst,
     measure_webhook_load,
 )
-from tests.support.registry import ImagePusher, RegistryServer
+from tests.support.registry import ImagePusher
 
 
 def measure_webhooks(
+    stage: Stage,
     *,
-    api: ApiServer,
-    registry: RegistryServer,
-    writer: ApiWriter,
-    layout: Layout,
     sizes: Sizes,
     deployments: int,
     small: bool,
     load: bool,
     workdir: Path,
-    say: Callable[[str], None],
     designs: Sequence[str] = ("targeted", "full"),
     earlier: int = 0,
 ) -> dict[str, Any]:
@@ -48,6 +43,7 @@ def measure_webhooks(
     ``deployments`` are enrolled (plus the latency targets); push-to-first-deletion is
     measured for both designs on the same objects: targeted passes on the watched cache
     (today) and a full listed pass per webhook (``WATCH_CACHE=false``, before issue 17)."""
+    api, registry, writer, say = stage.api, stage.registry, stage.writer, stage.say
     pusher = ImagePusher(registry)
     pusher.session.trust_env = False
     if not earlier:
@@ -118,7 +114,7 @@ def measure_webhooks(
                     results["load"]["burst"] = measure_watch_burst(
                         serve=serve,
                         writer=writer,
-                        layout=layout,
+                        layout=stage.layout,
                         deployments=deployments,
                         requests_total=sizes.webhook_requests // 4,
                         say=say,
@@ -133,46 +129,27 @@ def measure_webhooks(
 
 
 def measure_giant(
-    *,
-    api: ApiServer,
-    registry: RegistryServer,
-    digests: dict[str, str],
-    layout: Layout,
-    writer: ApiWriter,
-    sizes: Sizes,
-    created: int,
-    earlier: int,
-    workdir: Path,
-    say: Callable[[str], None],
+    stage: Stage, *, sizes: Sizes, created: int, earlier: int, workdir: Path
 ) -> list[dict[str, Any]]:
     """The ``giant`` sizes: the cached strategy, the control plane's memory, and one serve's
     targeted pushes (its peak RSS per process) at each."""
     found = []
     for size in sizes.giant:
         (cell,) = measure_scale(
-            api=api,
-            registry=registry,
-            digests=digests,
-            layout=layout,
-            writer=writer,
+            stage,
             sizes=[size],
             background_pods=sizes.background_pods,
             ticks=sizes.huge_ticks,
-            say=say,
             strategies=("cached",),
             created=created,
         )
         measured = measure_webhooks(
-            api=api,
-            registry=registry,
-            writer=writer,
-            layout=layout,
+            stage,
             sizes=sizes,
             deployments=size,
             small=False,
             load=False,
             workdir=workdir,
-            say=say,
             designs=("targeted",),
             earlier=earlier,
         )

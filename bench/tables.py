@@ -78,3 +78,22 @@ def latency_cells(latencies: Sequence[float]) -> list[str]:
         f"{percentile(latencies, 95):.1f}",
         f"{max(latencies):.1f}",
     ]
+
+
+def counted(counts: Mapping[str, int], *, nonzero: bool = False) -> str:
+    """``"key: count, ..."``, in the order counted (with ``nonzero``, the zeros left out)."""
+    return ", ".join(f"{k}: {v}" for k, v in counts.items() if v or not nonzero)
+
+
+def webhook_cells(what: str, record: Mapping[str, Any], last: object) -> list[object]:
+    """A load table's row for one kind of webhook request: how many and ``what``, their
+    answers, latencies, window and the passes they caused, then the ``last`` cell."""
+    lat = record["latencies_ms"]
+    return [
+        f"{len(lat)} {what}",
+        counted(record["statuses"]),
+        *latency_cells(lat),
+        f"{record['window_s']:.2f}",
+        record["ticks_caused"],
+        last,
+    ]

@@ -56,6 +56,22 @@ gobuild() {
 
 path_dirs=()
 add_path() { path_dirs+=("$1"); }
+# use_found NAME LABEL: NAME as found on PATH, its directory on the tools' PATH.
+use_found() {
+  add_path "$(dirname "$(command -v "$1")")"
+  say "$2: using $(command -v "$1")"
+}
+
+# module_copy MODULE@VERSION: prints a new temporary directory holding a writable copy of
+# the module's source, for modules built as the main module (their go.mod has replaces).
+module_copy() {
+  local src work
+  src=$(cd /tmp && go mod download -json "$1" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+  [ -d "$src" ] || die "could not download $1"
+  work=$(mktemp -d)
+  cp -r "$src/." "$work/" && chmod -R u+w "$work"
+  echo "$work"
+}
 # Extra `export` lines for .tools/env (e.g. where the base image tarball is).
 env_lines=()
 
@@ -98,12 +114,7 @@ ensure_unittest() {
     need_go helm-unittest
     say "helm-unittest: building $HELM_UNITTEST_VERSION from its Go module (first run only, ~2-4 min)."
     say "helm-unittest: its go.mod has a replace directive, so it is built as the main module, not with go install."
-    local src
-    src=$(cd /tmp && go mod download -json "github.com/helm-unittest/helm-unittest@$HELM_UNITTEST_VERSION" \
-          | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
-    [ -d "$src" ] || die "could not download github.com/helm-unittest/helm-unittest@$HELM_UNITTEST_VERSION"
-    local work; work=$(mktemp -d)
-    cp -r "$src/." "$work/" && chmod -R u+w "$work"
+    local work; work=$(module_copy "github.com/helm-unittest/helm-unittest@$HELM_UNITTEST_VERSION") || exit 1
     mkdir -p "$pdir"
     (cd "$work" && gobuild go build -trimpath -ldflags "-s -w" -o "$pdir/untt" ./cmd/helm-unittest) \
       || die "building helm-unittest failed (see above)"
@@ -127,19 +138,8 @@ PLUGIN
 
 # --- actionlint ---------------------------------------------------------------
 ensure_actionlint() {
-  if command -v actionlint >/dev/null; then
-    add_path "$(dirname "$(command -v actionlint)")"
-    say "actionlint: using $(command -v actionlint)"; return
-  fi
-  local dir="$cache/actionlint/$ACTIONLINT_VERSION"
-  if [ ! -x "$dir/actionlint" ]; then
-    need_go actionlint
-    say "actionlint: building $ACTIONLINT_VERSION from its Go module (first run only, ~1 min)"
-    mkdir -p "$dir"
-    (cd /tmp && GOBIN="$dir" gobuild go install -trimpath -ldflags "-s -w" "github.com/rhysd/actionlint/cmd/actionlint@$ACTIONLINT_VERSION") \
-      || die "building actionlint failed (see above)"
-  fi
-  add_path "$dir"
+  if command -v actionlint >/dev/null; then use_found actionlint actionlint; return; fi
+  go_tool actionlint "$ACTIONLINT_VERSION" github.com/rhysd/actionlint/cmd/actionlint "~1 min"
 }
 
 # --- single Go binaries ---------------------------------------------------------
@@ -205,19 +205,14 @@ apt_install() {
 # --- etcd -------------------------------------------------------------------
 ensure_etcd() {
   if command -v etcd >/dev/null && etcd --version 2>/dev/null | grep -q "etcd Version: ${ETCD_VERSION#v}"; then
-    add_path "$(dirname "$(command -v etcd)")"
-    say "etcd: using $(command -v etcd)"; return
+    use_found etcd etcd; return
   fi
   local dir="$cache/etcd/$ETCD_VERSION"
   if [ ! -x "$dir/etcd" ]; then
     need_go etcd
     say "etcd: building $ETCD_VERSION from go.etcd.io/etcd/server/v3 (first run only, ~3-6 min)."
     say "etcd: its go.mod replaces sibling modules with paths, so it is built as the main module."
-    local src
-    src=$(cd /tmp && go mod download -json "go.etcd.io/etcd/server/v3@$ETCD_VERSION" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
-    [ -d "$src" ] || die "could not download go.etcd.io/etcd/server/v3@$ETCD_VERSION"
-    local work; work=$(mktemp -d)
-    cp -r "$src/." "$work/" && chmod -R u+w "$work"
+    local work; work=$(module_copy "go.etcd.io/etcd/server/v3@$ETCD_VERSION") || exit 1
     # Point the sibling-module replaces at their published versions instead of ../ paths.
     (cd "$work" && for m in $(sed -n 's#^\t\(go.etcd.io/etcd/[^ ]*\) => \.\./.*#\1#p' go.mod); do
         go mod edit -dropreplace "$m" -require "$m@$ETCD_VERSION"; done \
@@ -233,8 +228,7 @@ ensure_etcd() {
 ensure_kube() {
   if command -v kube-apiserver >/dev/null && command -v kube-controller-manager >/dev/null \
      && kube-apiserver --version 2>/dev/null | grep -q "Kubernetes $KUBERNETES_VERSION\$"; then
-    add_path "$(dirname "$(command -v kube-apiserver)")"
-    say "kubernetes: using $(command -v kube-apiserver)"; return
+    use_found kube-apiserver kubernetes; return
   fi
   local dir="$cache/kubernetes/$KUBERNETES_VERSION"
   if [ ! -x "$dir/kube-apiserver" ] || [ ! -x "$dir/kube-controller-manager" ]; then
@@ -352,11 +346,7 @@ ensure_gitea() {
   if [ ! -x "$dir/gitea" ] || [ ! -d "$dir/static/options" ]; then
     need_go gitea
     say "gitea: building $GITEA_VERSION from the Go module code.gitea.io/gitea (first run only: ~550 CPU-seconds, ~5 min on 2 idle cores)"
-    local src
-    src=$(cd /tmp && go mod download -json "code.gitea.io/gitea@$GITEA_VERSION" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
-    [ -d "$src" ] || die "could not download code.gitea.io/gitea@$GITEA_VERSION"
-    local work; work=$(mktemp -d)
-    cp -r "$src/." "$work/" && chmod -R u+w "$work"
+    local work; work=$(module_copy "code.gitea.io/gitea@$GITEA_VERSION") || exit 1
     local ver=${GITEA_VERSION#v}
     mkdir -p "$dir.partial/static"
     (cd "$work" && CGO_ENABLED=0 gobuild go build -trimpath \
@@ -488,6 +478,14 @@ ensure_public_charts() {
 
 # Record an already-built cached tool without building it (so `core` keeps the kube paths).
 add_cached() { [ -x "$1/$2" ] && add_path "$1"; return 0; }
+# The cluster's builds (etcd, the control plane, the node's), when an earlier run made them.
+add_cached_cluster() {
+  add_cached "$cache/etcd/$ETCD_VERSION" etcd
+  add_cached "$cache/kubernetes/$KUBERNETES_VERSION" kube-apiserver
+  add_cached "$cache/kubernetes-node/$KUBERNETES_VERSION" kubelet
+  add_cached "$cache/coredns/$COREDNS_VERSION" coredns
+  add_cached "$cache/containerd/$CONTAINERD_VERSION" containerd
+}
 
 write_env() {
   local p=""
@@ -504,52 +502,39 @@ write_env() {
   mv "$envfile.new" "$envfile"
 }
 
+# What the chart's tests and lint need (helm, helm-unittest, actionlint, helm-docs, promtool).
+ensure_chart_tools() { ensure_helm; ensure_unittest; ensure_actionlint; ensure_helm_docs; ensure_promtool; }
+
 # The whole script runs from main, so editing this file while it runs cannot break that run.
 main() {
   local what=${1:-core}
   case "$what" in
-    core) ensure_apt; ensure_helm; ensure_unittest; ensure_actionlint; ensure_helm_docs; ensure_promtool
-          add_cached "$cache/etcd/$ETCD_VERSION" etcd
-          add_cached "$cache/kubernetes/$KUBERNETES_VERSION" kube-apiserver
-          add_cached "$cache/kubernetes-node/$KUBERNETES_VERSION" kubelet
-          add_cached "$cache/coredns/$COREDNS_VERSION" coredns
-          add_cached "$cache/containerd/$CONTAINERD_VERSION" containerd
+    core) ensure_apt; ensure_chart_tools
+          add_cached_cluster
           add_cached "$cache/gitea/$GITEA_VERSION" gitea
           add_cached "$cache/uv/$UV_VERSION" uv; record_base_image; record_public_charts
           add_cached "$cache/cosign/$COSIGN_VERSION" cosign ;;
-    kube) ensure_helm; ensure_unittest; ensure_actionlint; ensure_helm_docs; ensure_promtool; ensure_etcd; ensure_kube ;;
-    node) ensure_helm; ensure_unittest; ensure_actionlint; ensure_helm_docs; ensure_promtool; ensure_etcd; ensure_kube
+    kube) ensure_chart_tools; ensure_etcd; ensure_kube ;;
+    node) ensure_chart_tools; ensure_etcd; ensure_kube
           ensure_node_apt; ensure_containerd; ensure_kubelet; ensure_coredns
           add_cached "$cache/gitea/$GITEA_VERSION" gitea
           add_cached "$cache/uv/$UV_VERSION" uv; record_base_image; record_public_charts ;;
-    gitea) ensure_apt; ensure_helm; ensure_unittest; ensure_actionlint; ensure_helm_docs; ensure_promtool
-          add_cached "$cache/etcd/$ETCD_VERSION" etcd
-          add_cached "$cache/kubernetes/$KUBERNETES_VERSION" kube-apiserver
-          add_cached "$cache/kubernetes-node/$KUBERNETES_VERSION" kubelet
-          add_cached "$cache/coredns/$COREDNS_VERSION" coredns
-          add_cached "$cache/containerd/$CONTAINERD_VERSION" containerd
+    gitea) ensure_apt; ensure_chart_tools
+          add_cached_cluster
           add_cached "$cache/uv/$UV_VERSION" uv; record_base_image
           add_cached "$cache/cosign/$COSIGN_VERSION" cosign
           record_public_charts; ensure_gitea_apt; ensure_gitea ;;
-    image) ensure_helm; ensure_unittest; ensure_actionlint; ensure_helm_docs; ensure_promtool; ensure_image_tools
-          add_cached "$cache/etcd/$ETCD_VERSION" etcd
-          add_cached "$cache/kubernetes/$KUBERNETES_VERSION" kube-apiserver
-          add_cached "$cache/kubernetes-node/$KUBERNETES_VERSION" kubelet
-          add_cached "$cache/coredns/$COREDNS_VERSION" coredns
-          add_cached "$cache/containerd/$CONTAINERD_VERSION" containerd
+    image) ensure_chart_tools; ensure_image_tools
+          add_cached_cluster
           add_cached "$cache/gitea/$GITEA_VERSION" gitea; record_public_charts ;;
-    bench) ensure_apt; ensure_helm; ensure_unittest; ensure_actionlint; ensure_helm_docs; ensure_promtool
-          add_cached "$cache/etcd/$ETCD_VERSION" etcd
-          add_cached "$cache/kubernetes/$KUBERNETES_VERSION" kube-apiserver
-          add_cached "$cache/kubernetes-node/$KUBERNETES_VERSION" kubelet
-          add_cached "$cache/coredns/$COREDNS_VERSION" coredns
-          add_cached "$cache/containerd/$CONTAINERD_VERSION" containerd
+    bench) ensure_apt; ensure_chart_tools
+          add_cached_cluster
           add_cached "$cache/gitea/$GITEA_VERSION" gitea
           add_cached "$cache/uv/$UV_VERSION" uv; record_base_image; record_public_charts
           add_cached "$cache/cosign/$COSIGN_VERSION" cosign; ensure_bench_apt ;;
     cosign) ensure_cosign ;;
     release) ensure_helm; ensure_cosign ;;
-    all)  ensure_apt; ensure_helm; ensure_unittest; ensure_actionlint; ensure_helm_docs; ensure_promtool; ensure_etcd; ensure_kube
+    all)  ensure_apt; ensure_chart_tools; ensure_etcd; ensure_kube
           ensure_node_apt; ensure_containerd; ensure_kubelet; ensure_coredns; ensure_image_tools
           ensure_public_charts
           add_cached "$cache/gitea/$GITEA_VERSION" gitea ;;

@@ -28,6 +28,17 @@ def _pass(
     }
 
 
+def _answered(latencies_ms: list[float], status: str, *, ticks_caused: int) -> dict[str, Any]:
+    """One kind of webhook request in the load record: every one answered ``status``."""
+    return {
+        "latencies_ms": latencies_ms,
+        "statuses": {status: len(latencies_ms)},
+        "window_s": 0.1,
+        "ticks_caused": ticks_caused,
+        "tick_s": 0.3,
+    }
+
+
 def _results() -> dict[str, Any]:
     autoroll = {
         "passes": [_pass(0.9, heads=50, lists=23), _pass(0.3, heads=50, lists=23)],
@@ -77,20 +88,8 @@ def _results() -> dict[str, Any]:
         ],
         "load": {
             "enrolled": 100,
-            "bad": {
-                "latencies_ms": [1.0, 2.0],
-                "statuses": {"403": 2},
-                "window_s": 0.1,
-                "ticks_caused": 0,
-                "tick_s": 0.3,
-            },
-            "good": {
-                "latencies_ms": [1.0, 30.0],
-                "statuses": {"202": 2},
-                "window_s": 0.1,
-                "ticks_caused": 1,
-                "tick_s": 0.3,
-            },
+            "bad": _answered([1.0, 2.0], "403", ticks_caused=0),
+            "good": _answered([1.0, 30.0], "202", ticks_caused=1),
         },
     }
 
@@ -334,29 +333,26 @@ def test_a_stalled_pass_whose_gets_slid_is_reported(
     assert not next(t for t in targets(_with_stalled(first, later)) if "cold pass" in t.name).met
 
 
+def _cpu_load(workers: int, command: str, samples: list[float], mean: float) -> dict[str, Any]:
+    """A run's ``cpu_load`` record: the same load average before, then ``samples``."""
+    return {
+        "workers": workers,
+        "command": command,
+        "before": [0.5, 0.4, 0.3],
+        "samples": samples,
+        "mean": mean,
+        "min": min(samples),
+        "max": max(samples),
+    }
+
+
 def test_a_loaded_run_is_rendered_beside_the_quiet_one_with_each_load_average() -> None:
     quiet = _results()
-    quiet["cpu_load"] = {
-        "workers": 0,
-        "command": "nothing",
-        "before": [0.5, 0.4, 0.3],
-        "samples": [0.8, 1.2],
-        "mean": 1.0,
-        "min": 0.8,
-        "max": 1.2,
-    }
+    quiet["cpu_load"] = _cpu_load(0, "nothing", [0.8, 1.2], 1.0)
     loaded = copy.deepcopy(_results())
     slow = loaded["scale"][0]["results"]["autoroll"]["passes"]
     slow[1]["registry"] = {"HEAD": 50, "GET": 50}  # what issue 28 saw under load
-    loaded["cpu_load"] = {
-        "workers": 8,
-        "command": "stress-ng --cpu 8 --timeout 10800s",
-        "before": [0.5, 0.4, 0.3],
-        "samples": [9.0, 11.0],
-        "mean": 10.0,
-        "min": 9.0,
-        "max": 11.0,
-    }
+    loaded["cpu_load"] = _cpu_load(8, "stress-ng --cpu 8 --timeout 10800s", [9.0, 11.0], 10.0)
     quiet["loaded"] = loaded
     text = render(quiet)
     section = text.split("### Quiet and loaded, side by side")[1].split("## Why")[0]

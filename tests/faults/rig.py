@@ -29,7 +29,7 @@ from autoroll.core.scope import FULL, Scope
 from autoroll.edge.web import create_app
 from autoroll.instruments.metrics import Metrics
 from autoroll.kube import ClusterError, KubeCluster, connect
-from autoroll.registry import Limits, RegistryClient
+from autoroll.registry import Limits, RegistryClient, RegistryObserver
 from tests.support.fake_kube import SELECTOR, FaultyKubeApi, KubeApiServer
 from tests.support.fault_proxy import FaultProxy
 from tests.support.wait import wait_until
@@ -144,6 +144,27 @@ class Rig:
         self.assert_survived()
 
 
+def proxied_client(
+    proxy: FaultProxy,
+    user: str,
+    token: str,
+    *,
+    limits: Limits = REGISTRY_LIMITS,
+    observer: RegistryObserver | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> RegistryClient:
+    """A registry client of its own session that reaches the registry through ``proxy``."""
+    return RegistryClient(
+        session=requests.Session(),
+        base_url=proxy.url,
+        user=user,
+        token=token,
+        observer=observer,
+        limits=limits,
+        clock=clock,
+    )
+
+
 def build_rig(
     api: FaultyKubeApi,
     kube: KubeApiServer,
@@ -163,12 +184,5 @@ def build_rig(
         evict=evict,
     )
     metrics = Metrics(CollectorRegistry())
-    registry_client = RegistryClient(
-        session=requests.Session(),
-        base_url=proxy.url,
-        user=user,
-        token=token,
-        observer=metrics,
-        limits=REGISTRY_LIMITS,
-    )
+    registry_client = proxied_client(proxy, user, token, observer=metrics)
     return Rig(api, kube, proxy, cluster, registry_client, old, new, metrics)

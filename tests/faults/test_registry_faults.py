@@ -9,13 +9,12 @@ from __future__ import annotations
 import time
 
 import pytest
-import requests
 
 from autoroll.core.decide import Reason, Verdict
 from autoroll.core.images import TagRef
 from autoroll.core.model import Digest, Unknown
 from autoroll.registry import Limits, RegistryClient
-from tests.faults.rig import REGISTRY_LIMITS, Rig
+from tests.faults.rig import REGISTRY_LIMITS, Rig, proxied_client
 from tests.support.fault_proxy import FaultProxy, Listener, ProxyFault
 from tests.support.registry import RegistryServer
 
@@ -34,13 +33,7 @@ def unknown_reason(rig: Rig) -> str:
 
 
 def client_for(proxy: FaultProxy, registry: RegistryServer) -> RegistryClient:
-    return RegistryClient(
-        session=requests.Session(),
-        base_url=proxy.url,
-        user=registry.user,
-        token=registry.password,
-        limits=REGISTRY_LIMITS,
-    )
+    return proxied_client(proxy, registry.user, registry.password)
 
 
 # -- 429 with Retry-After ------------------------------------------------------------------------
@@ -78,11 +71,10 @@ def test_a_429_retry_after_silences_that_registry_until_it_passes(
 
 def test_a_retry_after_beyond_the_cap_is_cut_to_the_cap(rig: Rig, registry: RegistryServer) -> None:
     now = [0.0]
-    client = RegistryClient(
-        session=requests.Session(),
-        base_url=rig.proxy.url,
-        user=registry.user,
-        token=registry.password,
+    client = proxied_client(
+        rig.proxy,
+        registry.user,
+        registry.password,
         limits=Limits(max_backoff_seconds=300),
         clock=lambda: now[0],
     )

@@ -17,7 +17,6 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
-import requests
 from prometheus_client import CollectorRegistry
 
 from autoroll.controller.reconciler import Reconciler, TickReport
@@ -32,7 +31,7 @@ from autoroll.core.model import (
 from autoroll.instruments.metrics import Metrics
 from autoroll.registry import Limits, RegistryClient
 from autoroll.registry.pool import RegistryPool
-from tests.faults.rig import REGISTRY_LIMITS
+from tests.faults.rig import REGISTRY_LIMITS, proxied_client
 from tests.support.fault_proxy import FaultProxy, ProxyFault
 from tests.support.moved_tag import moved_tag
 from tests.support.reconciler_fakes import FakeCluster
@@ -88,13 +87,8 @@ class TwoRegistries:
         self.metrics = Metrics(CollectorRegistry())
 
         def client(proxy: FaultProxy, limits: Limits) -> RegistryClient:
-            return RegistryClient(
-                session=requests.Session(),
-                base_url=proxy.url,
-                user=registry.user,
-                token=registry.password,
-                observer=self.metrics,
-                limits=limits,
+            return proxied_client(
+                proxy, registry.user, registry.password, limits=limits, observer=self.metrics
             )
 
         pool = RegistryPool(

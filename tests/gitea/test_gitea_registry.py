@@ -29,10 +29,11 @@ from autoroll.instruments.metrics import Metrics
 from tests.conftest import require_tool
 from tests.gitea.registry_reading import client, failed_lookup, reader
 from tests.support.gitea import Account, GiteaServer
-from tests.support.gitea_images import Flavour, Pusher
+from tests.support.gitea_images import Pusher
 from tests.support.gitea_launch import running_gitea
 from tests.support.gitea_proxy import BasicWithholdingProxy
 from tests.support.reconciler_fakes import FakeCluster
+from tests.support.registry import Flavour
 from tests.support.registry_recorder import Recorder
 from tests.support.views import deployment_view, pod_view
 

@@ -8,32 +8,24 @@ here calls Gitea's API, only its registry, through skopeo.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import secrets
-import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from tests.support.gitea import COMMAND_TIMEOUT_SECONDS, Account, GiteaError, GiteaServer
-
-OCI_INDEX = "application/vnd.oci.image.index.v1+json"
-OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
-OCI_CONFIG = "application/vnd.oci.image.config.v1+json"
-OCI_LAYER = "application/vnd.oci.image.layer.v1.tar+gzip"
-DOCKER_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"
-DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
-DOCKER_CONFIG = "application/vnd.docker.container.image.v1+json"
-DOCKER_LAYER = "application/vnd.docker.image.rootfs.diff.tar.gzip"
-
-Flavour = Literal["oci", "docker"]
-
-
-def sha256_digest(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
+from tests.support.gitea import Account, GiteaServer
+from tests.support.gitea_launch import run_command
+from tests.support.registry import (
+    Flavour,
+    config_body,
+    index_body,
+    manifest_body,
+    platform_entry,
+    sha256_digest,
+)
 
 
 @dataclass(frozen=True)
@@ -61,37 +53,11 @@ class Layout:
 
     def image(self, *, flavour: Flavour = "oci", architecture: str = "amd64") -> Image:
         """One platform's manifest over one small random layer."""
-        oci = flavour == "oci"
         layer = secrets.token_bytes(256)
-        config = json.dumps(
-            {
-                "architecture": architecture,
-                "os": "linux",
-                "rootfs": {"type": "layers", "diff_ids": [sha256_digest(layer)]},
-                "config": {},
-            },
-            sort_keys=True,
-        ).encode()
-        media_type = OCI_MANIFEST if oci else DOCKER_MANIFEST
-        manifest = json.dumps(
-            {
-                "schemaVersion": 2,
-                "mediaType": media_type,
-                "config": {
-                    "mediaType": OCI_CONFIG if oci else DOCKER_CONFIG,
-                    "digest": self.blob(config),
-                    "size": len(config),
-                },
-                "layers": [
-                    {
-                        "mediaType": OCI_LAYER if oci else DOCKER_LAYER,
-                        "digest": self.blob(layer),
-                        "size": len(layer),
-                    }
-                ],
-            },
-            sort_keys=True,
-        ).encode()
+        config = config_body(architecture, layer)
+        self.blob(config)
+        self.blob(layer)
+        manifest, media_type = manifest_body(config, layer, flavour)
         return Image(self.blob(manifest), media_type)
 
     def index(
@@ -104,18 +70,8 @@ class Layout:
             child = self.image(flavour=flavour, architecture=arch)
             children.append(child.digest)
             size = (self.path / "blobs" / "sha256" / child.digest[7:]).stat().st_size
-            entries.append(
-                {
-                    "mediaType": child.media_type,
-                    "digest": child.digest,
-                    "size": size,
-                    "platform": {"architecture": arch, "os": "linux"},
-                }
-            )
-        media_type = OCI_INDEX if flavour == "oci" else DOCKER_LIST
-        body = json.dumps(
-            {"schemaVersion": 2, "mediaType": media_type, "manifests": entries}, sort_keys=True
-        ).encode()
+            entries.append(platform_entry(child.media_type, child.digest, size, arch))
+        body, media_type = index_body(entries, flavour)
         return Image(self.blob(body), media_type, tuple(children))
 
     def tag(self, name: str, image: Image) -> None:
@@ -168,7 +124,7 @@ def skopeo_copy(
     """``skopeo copy --all --preserve-digests <source> docker://<destination>``."""
     home = workdir / "skopeo-home"
     home.mkdir(exist_ok=True)
-    result = subprocess.run(
+    run_command(
         [
             skopeo,
             "--insecure-policy",
@@ -181,16 +137,9 @@ def skopeo_copy(
             source,
             f"docker://{destination}",
         ],
+        f"skopeo copy to {destination}",
         env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home)},
-        capture_output=True,
-        timeout=COMMAND_TIMEOUT_SECONDS,
-        check=False,
     )
-    if result.returncode != 0:
-        raise GiteaError(
-            f"skopeo copy to {destination} exited {result.returncode}:\n"
-            f"{result.stdout.decode(errors='replace')}{result.stderr.decode(errors='replace')}"
-        )
 
 
 class Pusher:

@@ -5,7 +5,7 @@
 free port of 127.0.0.1 and nothing else), the schema made with ``gitea migrate``, a site
 admin created with Gitea's own CLI, then ``gitea web``. It stands apart from the server
 (``gitea.GiteaServer``) because only the fixtures start one; everything else uses a
-running server.
+running server. ``run_command`` runs the CLI here and skopeo in ``gitea_images``.
 """
 
 from __future__ import annotations
@@ -133,29 +133,31 @@ def _environment(root: Path) -> dict[str, str]:
     }
 
 
-def _cli(binary: str, root: Path, *args: str) -> str:
-    """One ``gitea`` CLI call against this instance's config; its stdout."""
+def run_command(
+    argv: list[str], what: str, *, env: dict[str, str], cwd: Path | None = None
+) -> bytes:
+    """One command the Gitea tier runs (Gitea's CLI, skopeo): its stdout, or a ``GiteaError``
+    that names ``what`` and shows the command's output."""
     result = subprocess.run(
-        [
-            binary,
-            "--config",
-            str(root / "custom" / "conf" / "app.ini"),
-            "--work-path",
-            str(root),
-            *args,
-        ],
-        env=_environment(root),
-        cwd=root,
-        capture_output=True,
-        timeout=COMMAND_TIMEOUT_SECONDS,
-        check=False,
+        argv, env=env, cwd=cwd, capture_output=True, timeout=COMMAND_TIMEOUT_SECONDS, check=False
     )
     if result.returncode != 0:
         raise GiteaError(
-            f"gitea {' '.join(args[:3])} exited {result.returncode}:\n"
+            f"{what} exited {result.returncode}:\n"
             f"{result.stdout.decode(errors='replace')}{result.stderr.decode(errors='replace')}"
         )
-    return result.stdout.decode()
+    return result.stdout
+
+
+def _cli(binary: str, root: Path, *args: str) -> str:
+    """One ``gitea`` CLI call against this instance's config; its stdout."""
+    config = ["--config", str(root / "custom" / "conf" / "app.ini"), "--work-path", str(root)]
+    return run_command(
+        [binary, *config, *args],
+        f"gitea {' '.join(args[:3])}",
+        env=_environment(root),
+        cwd=root,
+    ).decode()
 
 
 def static_root(binary: str) -> Path:

@@ -53,6 +53,65 @@ def basic_auth(user: str, password: str) -> str:
 
 
 # --------------------------------------------------------------------------------------------
+# Image documents, pushed here and written to an OCI layout by ``tests.support.gitea_images``
+
+Flavour = Literal["oci", "docker"]
+
+
+def config_body(architecture: str, layer: bytes) -> bytes:
+    """The image config of a ``linux/<architecture>`` image of one ``layer``."""
+    return json.dumps(
+        {
+            "architecture": architecture,
+            "os": "linux",
+            "rootfs": {"type": "layers", "diff_ids": [sha256_digest(layer)]},
+            "config": {},
+        },
+        sort_keys=True,
+    ).encode()
+
+
+def manifest_body(config: bytes, layer: bytes, flavour: Flavour) -> tuple[bytes, str]:
+    """A single-platform manifest of ``config`` and one ``layer``, and its media type."""
+    oci = flavour == "oci"
+    media_type = OCI_MANIFEST if oci else DOCKER_MANIFEST
+    body = {
+        "schemaVersion": 2,
+        "mediaType": media_type,
+        "config": {
+            "mediaType": OCI_CONFIG if oci else DOCKER_CONFIG,
+            "digest": sha256_digest(config),
+            "size": len(config),
+        },
+        "layers": [
+            {
+                "mediaType": OCI_LAYER if oci else DOCKER_LAYER,
+                "digest": sha256_digest(layer),
+                "size": len(layer),
+            }
+        ],
+    }
+    return json.dumps(body, sort_keys=True).encode(), media_type
+
+
+def platform_entry(media_type: str, digest: str, size: int, architecture: str) -> dict[str, Any]:
+    """An index's entry for a ``linux/<architecture>`` manifest."""
+    return {
+        "mediaType": media_type,
+        "digest": digest,
+        "size": size,
+        "platform": {"architecture": architecture, "os": "linux"},
+    }
+
+
+def index_body(entries: Sequence[dict[str, Any]], flavour: Flavour) -> tuple[bytes, str]:
+    """A multi-platform index of ``entries`` (``platform_entry``), and its media type."""
+    media_type = OCI_INDEX if flavour == "oci" else DOCKER_LIST
+    body = {"schemaVersion": 2, "mediaType": media_type, "manifests": list(entries)}
+    return json.dumps(body, sort_keys=True).encode(), media_type
+
+
+# --------------------------------------------------------------------------------------------
 # The registry process
 
 
@@ -290,42 +349,14 @@ class ImagePusher:
         *,
         content: bytes | None = None,
         architecture: str = "amd64",
-        flavour: Literal["oci", "docker"] = "oci",
+        flavour: Flavour = "oci",
     ) -> Pushed:
         """One single-platform image with one small random layer; ``tag`` None pushes by digest."""
         layer = content if content is not None else secrets.token_bytes(256)
-        layer_digest = self.push_blob(repository, layer)
-        config = json.dumps(
-            {
-                "architecture": architecture,
-                "os": "linux",
-                "rootfs": {"type": "layers", "diff_ids": [layer_digest]},
-                "config": {},
-            },
-            sort_keys=True,
-        ).encode()
-        config_digest = self.push_blob(repository, config)
-        oci = flavour == "oci"
-        media_type = OCI_MANIFEST if oci else DOCKER_MANIFEST
-        manifest = json.dumps(
-            {
-                "schemaVersion": 2,
-                "mediaType": media_type,
-                "config": {
-                    "mediaType": OCI_CONFIG if oci else DOCKER_CONFIG,
-                    "digest": config_digest,
-                    "size": len(config),
-                },
-                "layers": [
-                    {
-                        "mediaType": OCI_LAYER if oci else DOCKER_LAYER,
-                        "digest": layer_digest,
-                        "size": len(layer),
-                    }
-                ],
-            },
-            sort_keys=True,
-        ).encode()
+        config = config_body(architecture, layer)
+        self.push_blob(repository, layer)
+        self.push_blob(repository, config)
+        manifest, media_type = manifest_body(config, layer, flavour)
         reference = tag if tag is not None else sha256_digest(manifest)
         digest = self.push_manifest(repository, reference, manifest, media_type)
         return Pushed(digest, media_type, manifest)
@@ -336,7 +367,7 @@ class ImagePusher:
         tag: str | None,
         *,
         architectures: Sequence[str] = ("amd64", "arm64"),
-        flavour: Literal["oci", "docker"] = "oci",
+        flavour: Flavour = "oci",
         contents: Mapping[str, bytes] | None = None,
     ) -> Pushed:
         """A multi-platform index: children pushed by digest first, then the index as ``tag``
@@ -353,17 +384,7 @@ class ImagePusher:
                 content=(contents or {}).get(arch),
             )
             children.append(child.digest)
-            entries.append(
-                {
-                    "mediaType": child.media_type,
-                    "digest": child.digest,
-                    "size": len(child.body),
-                    "platform": {"architecture": arch, "os": "linux"},
-                }
-            )
-        media_type = OCI_INDEX if flavour == "oci" else DOCKER_LIST
-        body = json.dumps(
-            {"schemaVersion": 2, "mediaType": media_type, "manifests": entries}, sort_keys=True
-        ).encode()
+            entries.append(platform_entry(child.media_type, child.digest, len(child.body), arch))
+        body, media_type = index_body(entries, flavour)
         digest = self.push_manifest(repository, tag or sha256_digest(body), body, media_type)
         return Pushed(digest, media_type, body, tuple(children))
