@@ -18,11 +18,10 @@ from tests.e2e.helm_runner import (
     Report,
     documents,
     job_names,
-    jobs_completed,
     live_jobs,
+    once_completed,
     uids,
 )
-from tests.support.wait import eventually
 
 ARGO_MANAGER = "argocd-controller"
 
@@ -121,12 +120,7 @@ def run_argo_syncs(
     live_first = argo.apply(first)
     before = live_jobs(kube, namespace)
     assert len(job_names(before)) == 2, before
-    eventually(
-        lambda: jobs_completed(kube, namespace, job_names(before)),
-        timeout=90,
-        what="the synced Jobs to succeed",
-    )
-    before = live_jobs(kube, namespace)
+    before = once_completed(kube, namespace, before, what="the synced Jobs to succeed")
     report.table("after an Argo CD sync of chart 0.2.0 (server-side apply)", before)
 
     second = argo.render(bumped, values())

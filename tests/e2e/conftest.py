@@ -33,7 +33,7 @@ from tests.e2e.controlplane import (
     running_control_plane,
 )
 from tests.e2e.egress import ClusterEgressProxy
-from tests.e2e.helpers import core_api
+from tests.e2e.helpers import core_api, create_namespace
 from tests.e2e.images import push_pause
 from tests.e2e.incluster import RegistryAccess, installed_autoroll
 from tests.e2e.kubelet import SimulatedKubelet
@@ -53,7 +53,6 @@ from tests.e2e.scenario import label_selector
 from tests.e2e.schedule import file_order
 from tests.support.registry import ImagePusher, RegistryServer
 from tests.support.registry_fixtures import fresh_registry, pki, registry_for_tests, tls_registry
-from tests.support.wait import eventually
 
 __all__ = ["fresh_registry", "pki", "tls_registry"]  # fixtures, re-exported for the e2e tests
 
@@ -230,13 +229,7 @@ def namespace(kube: Any, request: pytest.FixtureRequest) -> Iterator[str]:
     core = core_api(kube)
     slug = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower()).strip("-")[:40].strip("-")
     name = f"{slug}-{uuid.uuid4().hex[:5]}"
-    core.create_namespace({"metadata": {"name": name}})
-
-    def has_default_sa() -> None:
-        names = [sa.metadata.name for sa in core.list_namespaced_service_account(name).items]
-        assert "default" in names, f"service accounts: {names}"
-
-    eventually(has_default_sa, timeout=30, what=f"ServiceAccount default in {name}")
+    create_namespace(kube, name)
     yield name
     # Not awaited: the namespace controller and the kubelet clean up in the background.
     core.delete_namespace(name, _preload_content=False)

@@ -26,6 +26,7 @@ from pathlib import Path
 import requests
 
 from tests.e2e.controlplane import ControlPlane
+from tests.support.autoroll_cli import run_autoroll
 from tests.support.ports import free_port
 from tests.support.registry import RegistryServer
 from tests.support.serve import POD_GRACE_SECONDS
@@ -123,14 +124,7 @@ def run_plan(plane: ControlPlane, registry: RegistryServer, label_selector: str)
         # As the tests' controllers run (no health window unless a test is about it).
         "ROLL_HEALTHY_SECONDS": "0",
     }
-    done = subprocess.run(
-        [sys.executable, "-m", "autoroll", "plan", "--kubeconfig", str(plane.kubeconfig)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = run_autoroll("plan", "--kubeconfig", str(plane.kubeconfig), env=env)
     assert done.returncode == 0, done.stderr
     return done.stdout
 

@@ -1,7 +1,8 @@
 """How a scenario on the real node sets up its app and waits for the controller: the app on a
-registry the node trusts (``make_app``, the ``app`` fixture), the watch on its pods (``pods``),
-enrolling it (``enrol``), waiting for passes (``pass_done_now``, ``full_passes_after``,
-``at_least``), and the timing bounds those waits use.
+registry the node trusts (``make_app``, the ``app`` fixture; ``registry_app`` trusts nothing),
+the watch on its pods (``pods``), enrolling it (``enrol``), waiting for passes
+(``pass_done_now``, ``full_passes_after``, ``at_least``), and the timing bounds those waits
+use.
 
 These stand apart from ``test_scenarios.py`` because most files of the tier enrol an app the
 same way; a test module imports them from here, never from another test module.
@@ -42,14 +43,29 @@ def make_app(
     """An app in ``namespace`` on ``registry``, which the real node trusts: a Deployment named
     ``web`` unless ``name`` and ``kind`` say otherwise."""
     node.trust_registry(registry.host, registry.authorization)
+    return registry_app(kube, namespace, registry, name=name, kind=kind)
+
+
+def registry_app(
+    kube: Any,
+    namespace: str,
+    registry: RegistryServer,
+    *,
+    name: str = APP_NAME,
+    test: str | None = None,
+    **fields: Any,
+) -> App:
+    """An app in ``namespace`` pushed to ``registry`` as ``e2e/<namespace>``, enrolled for the
+    controller of test ``test`` (the namespace's own unless given); ``fields`` are more of
+    ``App``'s. Nothing is trusted: the caller's node (or the simulated kubelet) reads it."""
     return App(
         kube=kube,
         namespace=namespace,
         name=name,
         repository=f"e2e/{namespace}",
         pusher=ImagePusher(registry),
-        test=namespace,
-        kind=kind,
+        test=namespace if test is None else test,
+        **fields,
     )
 
 

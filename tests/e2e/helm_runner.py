@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from tests.e2e.helpers import batch_api, core_api
+from tests.support.wait import eventually
 
 
 @dataclass
@@ -116,6 +117,15 @@ def jobs_completed(kube: Any, namespace: str, names: list[str]) -> None:
 
 def job_names(objects: dict[str, dict[str, str]]) -> list[str]:
     return sorted(name for name, o in objects.items() if o["kind"] == "Job")
+
+
+def once_completed(
+    kube: Any, namespace: str, objects: dict[str, dict[str, str]], *, what: str
+) -> dict[str, dict[str, str]]:
+    """Wait until every Job of ``objects`` has succeeded; the Jobs and CronJobs live then
+    (each Job's pod count included)."""
+    eventually(lambda: jobs_completed(kube, namespace, job_names(objects)), timeout=90, what=what)
+    return live_jobs(kube, namespace)
 
 
 def documents(manifest: str) -> list[dict[str, Any]]:

@@ -1,10 +1,13 @@
-"""Small tools for e2e tests: workload manifests and pod state (waits: tests/support/wait.py)."""
+"""Small tools for e2e tests: workload manifests, pod state and a fresh namespace (waits:
+tests/support/wait.py)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
 from typing import Any
+
+from tests.support.wait import eventually
 
 
 def core_api(kube: Any) -> Any:
@@ -33,6 +36,19 @@ def rbac_api(kube: Any) -> Any:
     from kubernetes import client
 
     return client.RbacAuthorizationV1Api(kube)
+
+
+def create_namespace(kube: Any, name: str) -> None:
+    """Create namespace ``name`` and wait until pods can be made there: its ServiceAccount
+    ``default`` exists (the ServiceAccount controller adds it a moment later)."""
+    core = core_api(kube)
+    core.create_namespace({"metadata": {"name": name}})
+
+    def has_default_sa() -> None:
+        names = [sa.metadata.name for sa in core.list_namespaced_service_account(name).items]
+        assert "default" in names, f"service accounts: {names}"
+
+    eventually(has_default_sa, timeout=30, what=f"ServiceAccount default in {name}")
 
 
 def container(

@@ -111,19 +111,17 @@ class RegistryResolver:
         self.platform = platform
         self.session = session or requests.Session()
 
-    def _url(self, ref: ImageRef) -> str:
+    def _manifest(self, send: Callable[..., requests.Response], ref: ImageRef) -> requests.Response:
+        """``send`` (the session's ``head`` or ``get``) for ``ref``'s manifest, any of
+        ``MANIFEST_ACCEPT``; a failed request raises ``requests.RequestException``."""
         reference = ref.digest or ref.tag or "latest"
-        return f"{self.scheme}://{ref.host}/v2/{ref.repository}/manifests/{reference}"
+        url = f"{self.scheme}://{ref.host}/v2/{ref.repository}/manifests/{reference}"
+        return send(url, headers={"Accept": MANIFEST_ACCEPT}, auth=self.auth, timeout=self.timeout)
 
     def __call__(self, image: str) -> str | None:
         ref = ImageRef.parse(image)
         try:
-            response = self.session.head(
-                self._url(ref),
-                headers={"Accept": MANIFEST_ACCEPT},
-                auth=self.auth,
-                timeout=self.timeout,
-            )
+            response = self._manifest(self.session.head, ref)
         except requests.RequestException:
             return None
         digest = response.headers.get("Docker-Content-Digest", "")
@@ -132,12 +130,7 @@ class RegistryResolver:
     def child(self, image: str) -> str | None:
         ref = ImageRef.parse(image)
         try:
-            response = self.session.get(
-                self._url(ref),
-                headers={"Accept": MANIFEST_ACCEPT},
-                auth=self.auth,
-                timeout=self.timeout,
-            )
+            response = self._manifest(self.session.get, ref)
             body = response.json() if response.status_code == 200 else None
         except (requests.RequestException, ValueError):
             return None

@@ -51,6 +51,23 @@ def _condition(kind: str, ok: bool, since: float, reason: str | None = None) -> 
     return cond
 
 
+def _conditions(
+    scheduled: dict[str, Any],
+    initialized: dict[str, Any],
+    *,
+    ready: bool,
+    since: float,
+    reason: str | None,
+) -> list[dict[str, Any]]:
+    """A pod's four conditions: ContainersReady and Ready always agree (one container set)."""
+    return [
+        scheduled,
+        initialized,
+        _condition("ContainersReady", ready, since, reason),
+        _condition("Ready", ready, since, reason),
+    ]
+
+
 def runs_to_completion(pod: Mapping[str, Any]) -> bool:
     """Job pods (restartPolicy Never/OnFailure) exit; Deployment pods run forever."""
     return bool(pod.get("spec", {}).get("restartPolicy", "Always") != "Always")
@@ -95,12 +112,13 @@ def pod_status(
         )
         return base | {
             "phase": "Pending",
-            "conditions": [
+            "conditions": _conditions(
                 scheduled,
                 _condition("Initialized", True, record.seen_at),
-                _condition("ContainersReady", False, record.seen_at, "ContainersNotReady"),
-                _condition("Ready", False, record.seen_at, "ContainersNotReady"),
-            ],
+                ready=False,
+                since=record.seen_at,
+                reason="ContainersNotReady",
+            ),
             "containerStatuses": [_status(c, "", {"waiting": waiting}) for c in containers],
         }
 
@@ -124,12 +142,9 @@ def pod_status(
                 | ip
                 | {
                     "phase": "Failed" if failed else "Succeeded",
-                    "conditions": [
-                        scheduled,
-                        initialized,
-                        _condition("ContainersReady", False, exit_at, "PodCompleted"),
-                        _condition("Ready", False, exit_at, "PodCompleted"),
-                    ],
+                    "conditions": _conditions(
+                        scheduled, initialized, ready=False, since=exit_at, reason="PodCompleted"
+                    ),
                     "containerStatuses": [
                         _status(c, record.image_ids[c["name"]], {"terminated": terminated})
                         for c in containers
@@ -138,70 +153,59 @@ def pod_status(
             )
 
     if behaviour.crash_loop and not runs_to_completion(pod):
+        # Never Ready: each container waits out its back-off after the last crash.
         restarts = 1 + int((now - started) / CRASH_PERIOD_SECONDS)
         last_exit = started + (restarts - 1) * CRASH_PERIOD_SECONDS
-        return (
-            base
-            | ip
-            | {
-                "phase": "Running",
-                "conditions": [
-                    scheduled,
-                    initialized,
-                    _condition("ContainersReady", False, started, "ContainersNotReady"),
-                    _condition("Ready", False, started, "ContainersNotReady"),
-                ],
-                "containerStatuses": [
-                    _status(
-                        c,
-                        record.image_ids[c["name"]],
-                        {
-                            "waiting": {
-                                "reason": "CrashLoopBackOff",
-                                "message": f"back-off restarting failed container {c['name']}",
-                            }
-                        },
-                        restarts=restarts,
-                        last={
-                            "terminated": {
-                                "exitCode": 1,
-                                "reason": "Error",
-                                "startedAt": ts(last_exit),
-                                "finishedAt": ts(last_exit),
-                            }
-                        },
-                    )
-                    for c in containers
-                ],
-            }
-        )
-
-    ready_at = started + behaviour.ready_after
-    ready = now >= ready_at
-    since = ready_at if ready else started
+        ready, since = False, started
+        statuses = [
+            _status(
+                c,
+                record.image_ids[c["name"]],
+                {
+                    "waiting": {
+                        "reason": "CrashLoopBackOff",
+                        "message": f"back-off restarting failed container {c['name']}",
+                    }
+                },
+                restarts=restarts,
+                last={
+                    "terminated": {
+                        "exitCode": 1,
+                        "reason": "Error",
+                        "startedAt": ts(last_exit),
+                        "finishedAt": ts(last_exit),
+                    }
+                },
+            )
+            for c in containers
+        ]
+    else:
+        ready_at = started + behaviour.ready_after
+        ready = now >= ready_at
+        since = ready_at if ready else started
+        statuses = [
+            _status(
+                c,
+                record.image_ids[c["name"]],
+                {"running": {"startedAt": ts(started)}},
+                ready=ready,
+                started=True,
+            )
+            for c in containers
+        ]
     return (
         base
         | ip
         | {
             "phase": "Running",
-            "conditions": [
+            "conditions": _conditions(
                 scheduled,
                 initialized,
-                _condition(
-                    "ContainersReady", ready, since, None if ready else "ContainersNotReady"
-                ),
-                _condition("Ready", ready, since, None if ready else "ContainersNotReady"),
-            ],
-            "containerStatuses": [
-                _status(
-                    c,
-                    record.image_ids[c["name"]],
-                    {"running": {"startedAt": ts(started)}},
-                    ready=ready,
-                    started=True,
-                )
-                for c in containers
-            ],
+                ready=ready,
+                since=since,
+                reason=None if ready else "ContainersNotReady",
+            ),
+            "containerStatuses": statuses,
         }
     )
 

@@ -11,6 +11,8 @@ import json
 import threading
 from typing import Any
 
+from tests.e2e.background import BackgroundThread
+
 SIMULATED_LABEL = "e2e.autoroll/node"  # =simulated: the simulated kubelet's namespaces
 
 
@@ -23,7 +25,7 @@ def terminating_namespace(exc: Any) -> bool:
     return bool(exc.status == 403 and "being terminated" in str(exc.body or ""))
 
 
-class Binder:
+class Binder(BackgroundThread):
     """The cluster's scheduler: binds each unscheduled pod to the node.
 
     Skips namespaces labelled ``e2e.autoroll/node=simulated`` (the simulated kubelet binds
@@ -45,14 +47,8 @@ class Binder:
         self._thread: threading.Thread | None = None
 
     def __enter__(self) -> Binder:
-        self._thread = threading.Thread(target=self._run, name="e2e-binder", daemon=True)
-        self._thread.start()
+        self._start_thread(self._run, "e2e-binder")
         return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(10)
 
     def _run(self) -> None:
         while not self._stop.is_set():

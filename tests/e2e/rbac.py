@@ -1,13 +1,16 @@
 """The chart's RBAC, rendered by real helm and bound to a ServiceAccount on the real API.
 
 Tests that must prove "exactly these rules are enough" run the controller with a kubeconfig
-for that ServiceAccount, so a missing verb is a 403 from the real authorizer.
+for that ServiceAccount, so a missing verb is a 403 from the real authorizer. The ClusterRole
+and its binding outlive the test's namespace: each test deletes them (``delete_cluster_rules``,
+or ``cluster_role_kubeconfig`` does it on the way out).
 """
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -94,3 +97,25 @@ def service_account_kubeconfig(
     )
     path.write_text(yaml.safe_dump(document))
     return path
+
+
+def delete_cluster_rules(kube: Any, namespace: str) -> None:
+    """Delete the ClusterRole and ClusterRoleBinding ``service_account_kubeconfig`` made for
+    ``namespace`` (deleting the namespace leaves them)."""
+    rbac_api(kube).delete_cluster_role_binding(f"autoroll-{namespace}")
+    rbac_api(kube).delete_cluster_role(f"autoroll-{namespace}")
+
+
+@contextlib.contextmanager
+def cluster_role_kubeconfig(
+    plane: ControlPlane, kube: Any, namespace: str, path: Path, *, values: Sequence[str]
+) -> Iterator[Path]:
+    """``service_account_kubeconfig`` with the chart's ClusterRole only (no Lease Role),
+    rendered with ``values``; its cluster-wide rules deleted afterwards, whatever happened."""
+    kubeconfig = service_account_kubeconfig(
+        plane, kube, namespace, path, values=values, lease_role=False
+    )
+    try:
+        yield kubeconfig
+    finally:
+        delete_cluster_rules(kube, namespace)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from tests.e2e.background import BackgroundThread
 from tests.e2e.controller import Autoroll
 from tests.e2e.helpers import apps_api, core_api, daemonset, deployment, statefulset
 from tests.e2e.images import APP_PORT, Image, Pusher, push_app, push_index
@@ -142,7 +143,7 @@ def became_ready(history: Iterable[PodSeen], digest: str) -> list[PodSeen]:
 # --- the watch ---------------------------------------------------------------------------
 
 
-class Recorder:
+class Recorder(BackgroundThread):
     """Watch one kind in one namespace from a thread; keep every raw event with its arrival.
 
     ``list_function`` is a namespaced list call of the Kubernetes client (for example
@@ -168,16 +169,8 @@ class Recorder:
         for item in body["items"]:
             self.events.append((now, "INITIAL", item))
         version = body["metadata"]["resourceVersion"]
-        self._thread = threading.Thread(
-            target=self._run, args=(version,), name="e2e-recorder", daemon=True
-        )
-        self._thread.start()
+        self._start_thread(self._run, "e2e-recorder", version)
         return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(10)
 
     def _run(self, version: str) -> None:
         from kubernetes import watch

@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 import time
 from typing import Any
 
@@ -34,6 +32,7 @@ from tests.e2e.helpers import core_api
 from tests.e2e.node import Node
 from tests.e2e.scenario import App, PodSeen, Recorder, became_ready, deletions, metric
 from tests.e2e.test_plan_in_pod import exec_in_controller
+from tests.support.autoroll_cli import run_autoroll
 from tests.support.notify_receivers import JsonReceiver
 from tests.support.registry import ImagePusher, RegistryServer
 from tests.support.wait import eventually
@@ -209,13 +208,11 @@ def test_a_build_that_crashes_after_ready_replaces_one_pod_in_all_then_a_good_on
         f"\nbad build: quarantined {found_after:.0f}s after the push, one pod replaced;"
         f" good build: three waves rolled in {rolled_after:.0f}s (window {WINDOW}s)"
     )
-    history_cli = subprocess.run(
-        [sys.executable, "-m", "autoroll", "history", "-n", namespace],
+    history_cli = run_autoroll(
+        "history",
+        "-n",
+        namespace,
         env={"KUBECONFIG": str(control_plane.kubeconfig), "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
     )
     assert history_cli.returncode == 0, history_cli.stderr
     assert "quarantined" in history_cli.stdout and "done" in history_cli.stdout

@@ -65,8 +65,8 @@ from tests.e2e.helm_runner import (
     Report,
     deployment_env,
     job_names,
-    jobs_completed,
     live_jobs,
+    once_completed,
     uids,
 )
 from tests.e2e.helpers import batch_api
@@ -141,12 +141,7 @@ def test_helm_upgrade_to_the_next_chart_release_keeps_every_job_and_its_uid(
     helm.ok(report, *install, vals=values())
     before = live_jobs(kube, namespace)
     assert len(job_names(before)) == 2 and len(before) == 3, before
-    eventually(
-        lambda: jobs_completed(kube, namespace, job_names(before)),
-        timeout=90,
-        what="the installed Jobs to succeed",
-    )
-    before = live_jobs(kube, namespace)
+    before = once_completed(kube, namespace, before, what="the installed Jobs to succeed")
     report.table(f"Jobs and CronJobs after install of chart 0.2.0 ({apply} apply)", before)
 
     helm.ok(report, "upgrade", helm.release, str(bumped), vals=values())
@@ -200,12 +195,7 @@ def test_helm_upgrade_from_a_released_chart_renames_every_hashed_job_once(
     helm.ok(report, "install", helm.release, str(previous), vals=values())
     before = live_jobs(kube, namespace)
     assert len(before) == 3, before
-    eventually(
-        lambda: jobs_completed(kube, namespace, job_names(before)),
-        timeout=90,
-        what=f"the {released} Jobs to succeed",
-    )
-    before = live_jobs(kube, namespace)
+    before = once_completed(kube, namespace, before, what=f"the {released} Jobs to succeed")
     report.table(f"after install of chart {released} (a released chart)", before)
 
     helm.ok(report, "upgrade", helm.release, str(CHART), vals=values())
@@ -217,12 +207,7 @@ def test_helm_upgrade_from_a_released_chart_renames_every_hashed_job_once(
         return now
 
     after = eventually(renamed, timeout=60, what=f"Helm to delete the {released} Jobs")
-    eventually(
-        lambda: jobs_completed(kube, namespace, job_names(after)),
-        timeout=90,
-        what="the renamed Jobs to run once more",
-    )
-    after = live_jobs(kube, namespace)
+    after = once_completed(kube, namespace, after, what="the renamed Jobs to run once more")
     report.table(f"after helm upgrade to the working-tree chart ({CURRENT_VERSION})", after)
     report.flush(f"upgrade from the released {released}")
     assert {o["chart"] for o in after.values()} == {f"autoroll-{CURRENT_VERSION}"}

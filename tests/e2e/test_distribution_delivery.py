@@ -28,29 +28,16 @@ from typing import Any
 import pytest
 
 from tests.e2e.controller import StartAutoroll
+from tests.e2e.enrolled_app import registry_app
 from tests.e2e.helpers import core_api
-from tests.e2e.scenario import App, Recorder, became_ready, deletions, metric, unsettled_deletions
-from tests.support.registry import ImagePusher, RegistryServer
-from tests.support.wait import eventually
+from tests.e2e.push_deliveries import POLL, SAMPLES, assert_clean_rolls, deployed, timed_pushes
+from tests.e2e.scenario import Recorder, metric
+from tests.support.registry import RegistryServer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
-POLL = 10  # seconds: the timer pass; a notification-started deletion must come well before it
-SAMPLES = 3
-REPLICAS = 2
 #: Bound on push completion → first deletion (a pass of the real controller on the real node).
 DELIVERY_BOUND = 6.0
-
-
-def _after_a_pass(autoroll: Any) -> float:
-    """Wait until a pass has just finished; when it was seen (``time.monotonic()``)."""
-    before = metric(autoroll, "autoroll_ticks_total", {"outcome": "ok"})
-
-    def ticked() -> float:
-        assert metric(autoroll, "autoroll_ticks_total", {"outcome": "ok"}) > before
-        return time.monotonic()
-
-    return eventually(ticked, timeout=3 * POLL, interval=0.05, what="a finished pass")
 
 
 def _notify(registry: RegistryServer, url: str, token: str) -> None:
@@ -84,37 +71,12 @@ def test_a_push_to_docker_registry_is_notified_to_the_helm_installed_pod_which_r
     start_autoroll: StartAutoroll,
 ) -> None:
     token = secrets.token_hex(24)
-    app = App(
-        kube=kube,
-        namespace=namespace,
-        name="web",
-        repository=f"e2e/{namespace}",
-        pusher=ImagePusher(fresh_registry),
-        test=namespace,
-    )
+    app = registry_app(kube, namespace, fresh_registry)
     autoroll = start_autoroll(poll=POLL, registry=fresh_registry, DISTRIBUTION_WEBHOOK_TOKEN=token)
-    digests = [app.push()]
-    app.deploy(replicas=REPLICAS)
-    app.wait_rolled(digests[0], replicas=REPLICAS, timeout=120)
-    generation = app.deployment()["metadata"]["generation"]
+    digests, generation = deployed(app)
     _notify(fresh_registry, f"{autoroll.url}/webhook/distribution", token)
-    samples: list[float] = []
     with Recorder(core_api(kube).list_namespaced_pod, namespace, label_selector="app=web") as w:
-        for _ in range(SAMPLES):
-            passed = _after_a_pass(autoroll)
-            seen = len(deletions(w.pods()))
-            digests.append(app.push())
-            pushed = time.monotonic()
-
-            def deleted(seen: int = seen) -> Any:
-                fresh = deletions(w.pods())[seen:]
-                assert fresh, "no deletion yet"
-                return fresh[0]
-
-            first = eventually(deleted, timeout=2 * POLL, interval=0.02, what="a deletion")
-            samples.append(first.at - pushed)
-            assert first.at - passed < POLL - 1, "not before the timer pass could have run"
-            app.wait_rolled(digests[-1], replicas=REPLICAS, timeout=4 * POLL + 60)
+        samples = timed_pushes(app, autoroll, w, digests, time.monotonic)
     history = w.pods()
     print(
         "push -> first deletion over the distribution registry's notification:"
@@ -126,13 +88,6 @@ def test_a_push_to_docker_registry_is_notified_to_the_helm_installed_pod_which_r
     assert _outcome(autoroll, "targeted") == SAMPLES
     assert _outcome(autoroll, "ignored") > 0
     assert _outcome(autoroll, "bad-signature") == 0
-    # The pods: every stale one deleted once, one at a time, never an unsettled deletion.
-    assert [d.digest for d in deletions(history)] == [
-        d for d in digests[:-1] for _ in range(REPLICAS)
-    ]
-    assert unsettled_deletions(history, replicas=REPLICAS) == []
-    for digest in digests[1:]:
-        assert len(became_ready(history, digest)) == REPLICAS
-    assert app.deployment()["metadata"]["generation"] == generation
+    assert_clean_rolls(app, history, digests, generation)
     assert not [line for line in autoroll.output if "Traceback" in line]
     assert not [line for line in autoroll.output if token in line]

@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import re
 import statistics
-import time
 from pathlib import Path
 from typing import Any
 
@@ -33,14 +32,15 @@ from tests.e2e.gitea_pusher import SkopeoPusher
 from tests.e2e.helpers import core_api
 from tests.e2e.incluster import Credentials
 from tests.e2e.node import Node
-from tests.e2e.scenario import (
-    App,
-    Recorder,
-    became_ready,
-    deletions,
-    metric,
-    unsettled_deletions,
+from tests.e2e.push_deliveries import (
+    POLL,
+    REPLICAS,
+    SAMPLES,
+    assert_clean_rolls,
+    deployed,
+    timed_pushes,
 )
+from tests.e2e.scenario import App, Recorder, metric
 from tests.support.gitea import Account, Delivery, GiteaServer
 from tests.support.gitea_fixtures import gitea, owner, skopeo
 from tests.support.wait import eventually
@@ -49,9 +49,6 @@ __all__ = ["gitea", "owner", "skopeo"]  # fixtures, imported for this module
 
 pytestmark = [pytest.mark.e2e, pytest.mark.gitea, pytest.mark.timeout(900)]
 
-POLL = 10  # seconds: the timer pass; a delivery-started deletion must come well before it
-SAMPLES = 3
-REPLICAS = 2
 #: Bound on push completion → first deletion (measured 0.20-0.54 s; docs/performance.md).
 DELIVERY_BOUND = 6.0
 PASS_ID = re.compile(r"pass_id=(\w+)")
@@ -80,18 +77,6 @@ def _deleting_pass_seconds(output: list[str]) -> list[float]:
     return [took[p] for p in dict.fromkeys(deleting) if p in took]
 
 
-def _after_a_pass(autoroll: Any) -> float:
-    """Wait until a pass has just finished; when it was seen (``time.monotonic()``). The
-    next timer pass starts ``POLL`` seconds after that pass ended, or later."""
-    before = metric(autoroll, "autoroll_ticks_total", {"outcome": "ok"})
-
-    def ticked() -> float:
-        assert metric(autoroll, "autoroll_ticks_total", {"outcome": "ok"}) > before
-        return time.monotonic()
-
-    return eventually(ticked, timeout=3 * POLL, interval=0.05, what="a finished pass")
-
-
 def test_a_skopeo_push_to_gitea_is_delivered_to_the_helm_installed_pod_which_rolls_real_pods(  # noqa: PLR0917 - pytest passes fixtures by name
     gitea: GiteaServer,
     skopeo: str,
@@ -116,29 +101,11 @@ def test_a_skopeo_push_to_gitea_is_delivered_to_the_helm_installed_pod_which_rol
         poll=POLL,
         registry=Credentials(gitea.host, owner.name, reader),  # the node pulls with it too
     )
-    digests = [app.push()]
-    app.deploy(replicas=REPLICAS)
-    app.wait_rolled(digests[0], replicas=REPLICAS, timeout=120)
-    generation = app.deployment()["metadata"]["generation"]
+    digests, generation = deployed(app)
     hook = gitea.create_hook(owner, url=f"{autoroll.url}/webhook", secret=autoroll.secret)
     targeted = metric(autoroll, "autoroll_webhook_requests_total", {"outcome": "targeted"})
-    samples: list[float] = []
     with Recorder(core_api(kube).list_namespaced_pod, namespace, label_selector="app=web") as w:
-        for _ in range(SAMPLES):
-            passed = _after_a_pass(autoroll)
-            seen = len(deletions(w.pods()))
-            digests.append(app.push())
-            pushed = pusher.pushed_at[-1]
-
-            def deleted(seen: int = seen) -> Any:
-                fresh = deletions(w.pods())[seen:]
-                assert fresh, "no deletion yet"
-                return fresh[0]
-
-            first = eventually(deleted, timeout=2 * POLL, interval=0.02, what="a deletion")
-            samples.append(first.at - pushed)
-            assert first.at - passed < POLL - 1, "not before the timer pass could have run"
-            app.wait_rolled(digests[-1], replicas=REPLICAS, timeout=4 * POLL + 60)
+        samples = timed_pushes(app, autoroll, w, digests, lambda: pusher.pushed_at[-1])
         tasks = _deliveries(gitea, hook, SAMPLES)
     history = w.pods()
     webhooks = metric(autoroll, "autoroll_webhook_requests_total", {"outcome": "targeted"})
@@ -173,13 +140,6 @@ def test_a_skopeo_push_to_gitea_is_delivered_to_the_helm_installed_pod_which_rol
     assert headers["X-Hub-Signature-256"] == "sha256=" + headers["X-Gitea-Signature"]
     payload = json.loads(tasks[0].request_body)
     assert (payload["action"], payload["package"]["name"]) == ("created", "web")
-    # The pods: every stale one deleted once, one at a time, never an unsettled deletion.
-    assert [d.digest for d in deletions(history)] == [
-        d for d in digests[:-1] for _ in range(REPLICAS)
-    ]
-    assert unsettled_deletions(history, replicas=REPLICAS) == []
-    for digest in digests[1:]:
-        assert len(became_ready(history, digest)) == REPLICAS
-    assert app.deployment()["metadata"]["generation"] == generation
+    assert_clean_rolls(app, history, digests, generation)
     assert webhooks == targeted + SAMPLES
     assert not [line for line in autoroll.output if "Traceback" in line]

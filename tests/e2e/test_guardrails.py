@@ -31,13 +31,13 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from tests.e2e.controller import run_plan, running_autoroll
+from tests.e2e.controller import run_plan
 from tests.e2e.controlplane import ControlPlane
-from tests.e2e.guardrail_deployments import all_on, at_least, enrolled, live
-from tests.e2e.helpers import apps_api, core_api
+from tests.e2e.guardrail_deployments import all_on, at_least, enrolled, live, watched_autoroll
+from tests.e2e.helpers import apps_api
 from tests.e2e.kubelet import SimulatedKubelet
 from tests.e2e.kubelet_images import RegistryResolver
-from tests.e2e.scenario import Recorder, deletions, label_selector, metric, nudging
+from tests.e2e.scenario import deletions, label_selector, metric, nudging
 from tests.support.registry import ImagePusher, RegistryServer
 from tests.support.wait import eventually
 
@@ -108,39 +108,32 @@ def test_a_budget_of_ten_per_period_rolls_200_deployments_ten_at_a_time_on_the_s
             namespace, enrolled(f"d{i:03d}", image, namespace, replicas=1)
         )
     eventually(lambda: all_on(kube, namespace, first, count), timeout=360, what="200 pods Ready")
-    with (
-        Recorder(core_api(kube).list_namespaced_pod, namespace) as recorder,
-        running_autoroll(
-            plane=control_plane,
-            registry=docker_registry,
-            poll_seconds=5,
-            extra_env={
-                "LABEL_SELECTOR": label_selector(namespace),
-                "ROLL_BUDGET_DELETIONS": str(BUDGET),
-                "ROLL_BUDGET_PERIOD_SECONDS": str(PERIOD),
-                "ROLL_BUDGET_IN_FLIGHT": "0",
-            },
-        ) as autoroll,
-    ):
-        try:
-            autoroll.wait_for_line(rf"{namespace}/deployment/d199 app: current", timeout=60)
-            second = built.push(b"build 2")
-            pushed = time.monotonic()
-            with nudging(autoroll):
-                eventually(
-                    lambda: all_on(kube, namespace, second, count),
-                    timeout=count / BUDGET * PERIOD * 3,
-                    interval=1.0,
-                    what="every Deployment rolled",
-                )
-            finished = time.monotonic()
-            held = metric(
-                autoroll,
-                "autoroll_deletions_held_total",
-                {"reason": "budget", "kind": "deployment"},
+    with watched_autoroll(
+        control_plane,
+        kube,
+        namespace,
+        docker_registry,
+        tail=40,
+        ROLL_BUDGET_DELETIONS=str(BUDGET),
+        ROLL_BUDGET_PERIOD_SECONDS=str(PERIOD),
+        ROLL_BUDGET_IN_FLIGHT="0",
+    ) as (recorder, autoroll):
+        autoroll.wait_for_line(rf"{namespace}/deployment/d199 app: current", timeout=60)
+        second = built.push(b"build 2")
+        pushed = time.monotonic()
+        with nudging(autoroll):
+            eventually(
+                lambda: all_on(kube, namespace, second, count),
+                timeout=count / BUDGET * PERIOD * 3,
+                interval=1.0,
+                what="every Deployment rolled",
             )
-        finally:
-            print("--- autoroll output (tail) ---", *autoroll.output[-40:], sep="\n")
+        finished = time.monotonic()
+        held = metric(
+            autoroll,
+            "autoroll_deletions_held_total",
+            {"reason": "budget", "kind": "deployment"},
+        )
     gone = [d for d in deletions(recorder.pods()) if d.at >= pushed]
     assert len(gone) == count  # one per Deployment: no pod deleted twice, none missed
     # When the API server took each delete, by its own clock (whole seconds), not when the
@@ -198,60 +191,48 @@ def test_a_closed_window_rolls_nothing_and_plan_shows_when_it_opens_on_the_simul
     )
     eventually(lambda: all_on(kube, namespace, first, 2), timeout=60, what="2 pods Ready")
     before = {p.uid for p in live(kube, namespace)}
-    with (
-        Recorder(core_api(kube).list_namespaced_pod, namespace) as recorder,
-        running_autoroll(
-            plane=control_plane,
-            registry=docker_registry,
-            poll_seconds=5,
-            extra_env={"LABEL_SELECTOR": label_selector(namespace)},
-        ) as autoroll,
-    ):
-        try:
-            autoroll.wait_for_line(rf"{namespace}/deployment/web app: current", timeout=30)
-            second = built.push(b"build 2")
-            assert autoroll.webhook() == 202
-            hold = (
-                rf"{namespace}/deployment/web: not deleting stale pod \S+ yet:"
-                r" held \(outside-window\)"
+    watched = watched_autoroll(control_plane, kube, namespace, docker_registry, tail=30)
+    with watched as (recorder, autoroll):
+        autoroll.wait_for_line(rf"{namespace}/deployment/web app: current", timeout=30)
+        second = built.push(b"build 2")
+        assert autoroll.webhook() == 202
+        hold = (
+            rf"{namespace}/deployment/web: not deleting stale pod \S+ yet:"
+            r" held \(outside-window\)"
+        )
+        eventually(
+            lambda: at_least(autoroll.lines(hold), 3),
+            timeout=40,
+            what="three passes holding the deletion",
+        )
+        assert deletions(recorder.pods()) == []
+        assert {p.uid for p in live(kube, namespace)} == before
+        line = autoroll.lines(hold)[0]
+        assert f"next opens {opening}" in line
+        assert (
+            metric(
+                autoroll,
+                "autoroll_deletions_held_total",
+                {"reason": "outside-window", "kind": "deployment"},
             )
-            eventually(
-                lambda: at_least(autoroll.lines(hold), 3),
-                timeout=40,
-                what="three passes holding the deletion",
-            )
-            assert deletions(recorder.pods()) == []
-            assert {p.uid for p in live(kube, namespace)} == before
-            line = autoroll.lines(hold)[0]
-            assert f"next opens {opening}" in line
-            assert (
-                metric(
-                    autoroll,
-                    "autoroll_deletions_held_total",
-                    {"reason": "outside-window", "kind": "deployment"},
-                )
-                >= 3
-            )
+            >= 3
+        )
 
-            text = run_plan(control_plane, docker_registry, label_selector(namespace))
-            assert "held (outside-window)" in text and f"next opens {opening}" in text
-            assert "0 pod(s) would be deleted now; 1 held by the guardrails." in text
+        text = run_plan(control_plane, docker_registry, label_selector(namespace))
+        assert "held (outside-window)" in text and f"next opens {opening}" in text
+        assert "0 pod(s) would be deleted now; 1 held by the guardrails." in text
 
-            # Lift the window on the object: the pod template is untouched (the same one
-            # ReplicaSet; the Deployment's generation counts annotation changes, so it is no
-            # witness), and now autoroll rolls it.
-            replica_sets = [
-                rs.metadata.name for rs in apps.list_namespaced_replica_set(namespace).items
-            ]
-            apps.patch_namespaced_deployment(
-                "web", namespace, {"metadata": {"annotations": {WINDOW: "always"}}}
-            )
-            assert autoroll.webhook() == 202
-            eventually(
-                lambda: all_on(kube, namespace, second, 2), timeout=60, what="rolled once open"
-            )
-            after = [rs.metadata.name for rs in apps.list_namespaced_replica_set(namespace).items]
-            assert after == replica_sets and len(after) == 1
-        finally:
-            print("--- autoroll output (tail) ---", *autoroll.output[-30:], sep="\n")
+        # Lift the window on the object: the pod template is untouched (the same one
+        # ReplicaSet; the Deployment's generation counts annotation changes, so it is no
+        # witness), and now autoroll rolls it.
+        replica_sets = [
+            rs.metadata.name for rs in apps.list_namespaced_replica_set(namespace).items
+        ]
+        apps.patch_namespaced_deployment(
+            "web", namespace, {"metadata": {"annotations": {WINDOW: "always"}}}
+        )
+        assert autoroll.webhook() == 202
+        eventually(lambda: all_on(kube, namespace, second, 2), timeout=60, what="rolled once open")
+        after = [rs.metadata.name for rs in apps.list_namespaced_replica_set(namespace).items]
+        assert after == replica_sets and len(after) == 1
     assert len(deletions(recorder.pods())) == 2

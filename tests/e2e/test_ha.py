@@ -34,10 +34,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.conftest import require_tool
 from tests.e2e.controller import Autoroll, running_autoroll
 from tests.e2e.controlplane import ControlPlane
-from tests.e2e.helpers import apps_api, core_api, deployment, is_ready, rbac_api
+from tests.e2e.helpers import apps_api, core_api, deployment, is_ready
 from tests.e2e.images import APP_PORT, push_app
 from tests.e2e.node import Node
-from tests.e2e.rbac import LEASE, service_account_kubeconfig
+from tests.e2e.rbac import LEASE, delete_cluster_rules, service_account_kubeconfig
 from tests.support.registry import ImagePusher, RegistryServer, running_registry
 from tests.support.serve import scrape_metric
 from tests.support.wait import eventually, wait_until
@@ -222,8 +222,7 @@ def scene(
             )
         yield scene
         with contextlib.suppress(Exception):
-            rbac_api(kube).delete_cluster_role_binding(f"autoroll-{namespace}")
-            rbac_api(kube).delete_cluster_role(f"autoroll-{namespace}")
+            delete_cluster_rules(kube, namespace)
 
 
 def _assert(condition: bool, message: str) -> None:

@@ -80,6 +80,14 @@ def completed_once(kube: Any, namespace: str, name: str) -> Any:
     return eventually(done, timeout=120, interval=0.5, what=f"Job {name} to succeed")
 
 
+def installed_once(helm: Helm, kube: Any, namespace: str, vals: dict[str, Any]) -> tuple[str, Any]:
+    """``helm install`` with ``vals``: the release's one Job's name, and the Job once it has
+    completed."""
+    helm.ok("install", RELEASE, str(CHART), vals=vals)
+    (name,) = release_jobs(kube, namespace)
+    return name, completed_once(kube, namespace, name)
+
+
 @pytest.fixture
 def helm(kubeconfig: Path, namespace: str, tmp_path: Path) -> Iterator[Helm]:
     runner = Helm(require_tool("helm"), kubeconfig, namespace, tmp_path)
@@ -109,9 +117,7 @@ def test_a_migration_job_runs_once_same_values_rerun_nothing_and_a_tag_bump_runs
     v1 = job_values(docker_registry, repository, "v1")
 
     with Recorder(core_api(kube).list_namespaced_pod, namespace) as pods:
-        helm.ok("install", RELEASE, str(CHART), vals=v1)
-        (name,) = release_jobs(kube, namespace)
-        first = completed_once(kube, namespace, name)
+        name, first = installed_once(helm, kube, namespace, v1)
         assert list(job_pods(pods).values()) == [name], "exactly one pod ran"
 
         helm.ok("upgrade", RELEASE, str(CHART), vals=v1)
@@ -146,9 +152,7 @@ def test_an_upgrade_to_a_new_chart_version_runs_nothing_again(
     v1 = job_values(docker_registry, repository, "v1")
 
     with Recorder(core_api(kube).list_namespaced_pod, namespace) as pods:
-        helm.ok("install", RELEASE, str(CHART), vals=v1)
-        (name,) = release_jobs(kube, namespace)
-        first = completed_once(kube, namespace, name)
+        name, first = installed_once(helm, kube, namespace, v1)
 
         helm.ok("upgrade", RELEASE, str(bumped_chart(tmp_path)), vals=v1)
         time.sleep(QUIET_SECONDS)  # a Job the upgrade re-created would have started a pod

@@ -62,14 +62,22 @@ def _ready_pods(kube: Any, namespace: str, app: str, count: int) -> list[dict[st
     return eventually(ready, timeout=90, interval=0.5, what=f"{count} Ready pods of {app}")
 
 
+def _serving(
+    kube: Any, namespace: str, app: str, reference: str, count: int
+) -> list[dict[str, Any]]:
+    """Deployment ``app`` of ``count`` pods serving HTTP from ``reference``; its pods, once
+    every one is Ready."""
+    apps_api(kube).create_namespaced_deployment(
+        namespace, deployment(app, reference, replicas=count, http_port=APP_PORT)
+    )
+    return _ready_pods(kube, namespace, app, count)
+
+
 def test_a_deployment_runs_real_containers_that_report_the_pulled_manifest_digest(
     node: Node, kube: Any, namespace: str, docker_registry: RegistryServer
 ) -> None:
     image = push_app(ImagePusher(docker_registry), f"e2e/{namespace}", build="one")
-    apps_api(kube).create_namespaced_deployment(
-        namespace, deployment("web", image.reference, replicas=2, http_port=APP_PORT)
-    )
-    pods = _ready_pods(kube, namespace, "web", 2)
+    pods = _serving(kube, namespace, "web", image.reference, 2)
     for pod in pods:
         assert pod["spec"]["nodeName"] == node.name
         status = pod["status"]["containerStatuses"][0]
@@ -82,10 +90,7 @@ def test_a_multi_arch_index_reports_the_index_digest(
     node: Node, kube: Any, namespace: str, docker_registry: RegistryServer
 ) -> None:
     index = push_index(ImagePusher(docker_registry), f"e2e/{namespace}", build="multi")
-    apps_api(kube).create_namespaced_deployment(
-        namespace, deployment("multi", index.reference, replicas=1, http_port=APP_PORT)
-    )
-    (pod,) = _ready_pods(kube, namespace, "multi", 1)
+    (pod,) = _serving(kube, namespace, "multi", index.reference, 1)
     assert pod["status"]["containerStatuses"][0]["imageID"] == index.pinned
 
 

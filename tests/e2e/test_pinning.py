@@ -122,6 +122,23 @@ def held(controller: Autoroll, app: App, reason: str, *, since: int) -> None:
     eventually(found, timeout=30, what=f"the new digest held ({reason})")
 
 
+def pushed_and_held(controller: Autoroll, app: App, reason: str) -> str:
+    """Push a new build, ask for a pass and wait for it to hold the roll (``reason``); the
+    new digest."""
+    new = app.push()
+    seen = len(controller.output)
+    assert controller.webhook() == 202
+    held(controller, app, reason, since=seen)
+    return new
+
+
+def scaled_up_on_approved(app: App, replicas: int, old: str) -> None:
+    """Scale to ``replicas``: the newest pod is pinned to ``old``, the approved digest."""
+    scale(app, replicas)
+    found = wait_pods(app, replicas, pinned=None, runs=old)
+    assert spec_image(newest(found)) == f"{app.image}@{old}"
+
+
 def manifest(
     app: App, *, pull_policy: str = "Always", annotations: Mapping[str, str]
 ) -> dict[str, Any]:
@@ -197,18 +214,11 @@ def test_a_maturing_digest_keeps_new_pods_on_the_approved_one_until_its_roll_may
     scale(app, 2)
     controller = start(start_autoroll, app)
     wait_pods(app, 2, pinned=None, runs=old)  # made before the webhook: not pinned
-    scale(app, 3)
-    found = wait_pods(app, 3, pinned=None, runs=old)
-    assert spec_image(newest(found)) == f"{app.image}@{old}"  # the webhook pins from now on
+    scaled_up_on_approved(app, 3, old)  # the webhook pins from now on
 
-    new = app.push()
-    seen = len(controller.output)
-    assert controller.webhook() == 202
-    held(controller, app, "maturing", since=seen)
-    scale(app, 4)
+    new = pushed_and_held(controller, app, "maturing")
     # The tag names the new digest; the new pod runs the old, approved one.
-    found = wait_pods(app, 4, pinned=None, runs=old)
-    assert spec_image(newest(found)) == f"{app.image}@{old}"
+    scaled_up_on_approved(app, 4, old)
 
     # After the delay the roll proceeds; its replacements are pinned to the new digest.
     wait_pods(app, 4, pinned=new, runs=new, timeout=45 + 4 * START)
@@ -232,13 +242,8 @@ def test_a_closed_window_keeps_new_pods_on_the_approved_digest_until_it_opens(
     scale(app, 2)
     controller = start(start_autoroll, app)
     wait_pods(app, 2, pinned=None, runs=old)
-    new = app.push()
-    seen = len(controller.output)
-    assert controller.webhook() == 202
-    held(controller, app, "outside-window", since=seen)
-    scale(app, 3)
-    found = wait_pods(app, 3, pinned=None, runs=old)
-    assert spec_image(newest(found)) == f"{app.image}@{old}"
+    new = pushed_and_held(controller, app, "outside-window")
+    scaled_up_on_approved(app, 3, old)
 
     annotate(app, WINDOW, "always")  # on the object: no new ReplicaSet
     assert controller.webhook() == 202
@@ -257,9 +262,7 @@ def test_with_the_webhook_stopped_pods_are_still_made_and_a_warning_event_says_s
     scale(app, 1)
     controller = start(start_autoroll, app)
     wait_pods(app, 1, pinned=None, runs=old)
-    scale(app, 2)
-    found = wait_pods(app, 2, pinned=None, runs=old)
-    assert spec_image(newest(found)) == f"{app.image}@{old}"
+    scaled_up_on_approved(app, 2, old)
 
     # The controller (and its webhook) stopped: the API server cannot reach it.
     apps = apps_api(app.kube)

@@ -19,16 +19,15 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.controller import running_autoroll
 from tests.e2e.controlplane import ControlPlane
-from tests.e2e.guardrail_deployments import all_on, at_least, enrolled, live
-from tests.e2e.helpers import apps_api, core_api, rbac_api
+from tests.e2e.guardrail_deployments import all_on, at_least, enrolled, live, watched_autoroll
+from tests.e2e.helpers import apps_api, core_api
 from tests.e2e.images import APP_PORT, push_index
 from tests.e2e.kubelet import SimulatedKubelet
 from tests.e2e.kubelet_images import RegistryResolver
 from tests.e2e.node import Node
-from tests.e2e.rbac import service_account_kubeconfig
-from tests.e2e.scenario import Recorder, deletions, label_selector
+from tests.e2e.rbac import delete_cluster_rules, service_account_kubeconfig
+from tests.e2e.scenario import deletions
 from tests.support.registry import ImagePusher, RegistryServer
 from tests.support.wait import eventually
 
@@ -84,8 +83,7 @@ def arm64_node(
         with contextlib.suppress(Exception):
             core_api(kube).delete_node(arm.node_name, grace_period_seconds=0)
         with contextlib.suppress(Exception):
-            rbac_api(kube).delete_cluster_role_binding(f"autoroll-{namespace}")
-            rbac_api(kube).delete_cluster_role(f"autoroll-{namespace}")
+            delete_cluster_rules(kube, namespace)
         assert not arm.errors, f"the simulated arm64 kubelet failed: {arm.errors}"
 
 
@@ -131,43 +129,37 @@ def only_arm64_changes(
     if amd64_node is not None:
         placed = core_api(kube).list_namespaced_pod(namespace, label_selector="app=amd64").items
         assert {p.spec.node_name for p in placed} == {amd64_node}
-    with (
-        Recorder(core_api(kube).list_namespaced_pod, namespace) as recorder,
-        running_autoroll(
-            plane=control_plane,
-            registry=registry,
-            poll_seconds=5,
-            extra_env={
-                "KUBECONFIG": str(kubeconfig),
-                "LABEL_SELECTOR": label_selector(namespace),
-                "PLATFORM_AWARE": "true",
-            },
-        ) as autoroll,
-    ):
-        try:
-            autoroll.wait_for_line(rf"{namespace}/deployment/arm64 app: current", timeout=60)
-            new = push("1", "2")
-            assert new.children[0] == old.children[0]  # the amd64 image is the same
-            assert new.children[1] != old.children[1]
-            assert autoroll.webhook() == 202
-            eventually(
-                partial(all_on, kube, namespace, new.digest, 2, "app=arm64"),
-                timeout=120,
-                what="arm64 pods rolled",
-            )
-            # Two more passes after the arm64 roll: still nothing for amd64.
-            current = (
-                rf"{namespace}/deployment/amd64 app: current \(up-to-date\)"
-                r".*only other platforms"
-            )
-            seen = len(autoroll.lines(current))
-            eventually(
-                lambda: at_least(autoroll.lines(current), seen + 2),
-                timeout=60,
-                what="two more passes calling amd64 current",
-            )
-        finally:
-            print("--- autoroll output (tail) ---", *autoroll.output[-30:], sep="\n")
+    watched = watched_autoroll(
+        control_plane,
+        kube,
+        namespace,
+        registry,
+        tail=30,
+        KUBECONFIG=str(kubeconfig),
+        PLATFORM_AWARE="true",
+    )
+    with watched as (recorder, autoroll):
+        autoroll.wait_for_line(rf"{namespace}/deployment/arm64 app: current", timeout=60)
+        new = push("1", "2")
+        assert new.children[0] == old.children[0]  # the amd64 image is the same
+        assert new.children[1] != old.children[1]
+        assert autoroll.webhook() == 202
+        eventually(
+            partial(all_on, kube, namespace, new.digest, 2, "app=arm64"),
+            timeout=120,
+            what="arm64 pods rolled",
+        )
+        # Two more passes after the arm64 roll: still nothing for amd64.
+        current = (
+            rf"{namespace}/deployment/amd64 app: current \(up-to-date\)"
+            r".*only other platforms"
+        )
+        seen = len(autoroll.lines(current))
+        eventually(
+            lambda: at_least(autoroll.lines(current), seen + 2),
+            timeout=60,
+            what="two more passes calling amd64 current",
+        )
     gone = {d.uid for d in deletions(recorder.pods())}
     assert not gone & amd_before  # no amd64 pod restarted
     assert {p.uid for p in live(kube, namespace, "app=amd64")} == amd_before

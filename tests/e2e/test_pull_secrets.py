@@ -265,30 +265,19 @@ def test_two_registries_are_read_with_the_pods_own_pull_secrets_and_nothing_else
     env = {e["name"] for e in controller["spec"]["containers"][0]["env"]}
     assert not env & {"FORGEJO_HOST", "FORGEJO_TOKEN", "FORGEJO_TOKEN_FILE"}, env
 
+    def web_rolled(want: dict[str, str]) -> None:
+        wait_on(kube, namespace, "web", want, replicas=REPLICAS, timeout=ROLL_TIMEOUT)
+
     with Recorder(core.list_namespaced_pod, namespace, label_selector="app=web") as web_pods:
         # 1. A push to Gitea rolls the app's pods (and solo's) one at a time.
         g2 = push_app(to_gitea, web_repo, build="web 2").digest
         with nudging(autoroll):
-            wait_on(
-                kube,
-                namespace,
-                "web",
-                {"app": g2, "side": s1},
-                replicas=REPLICAS,
-                timeout=ROLL_TIMEOUT,
-            )
+            web_rolled({"app": g2, "side": s1})
             wait_on(kube, namespace, "solo", {"app": g2}, replicas=1, timeout=ROLL_TIMEOUT)
         # A push to the docker-registry rolls them again, one at a time.
         s2 = push_sidecar(to_registry, side_repo, build="side 2").digest
         with nudging(autoroll):
-            wait_on(
-                kube,
-                namespace,
-                "web",
-                {"app": g2, "side": s2},
-                replicas=REPLICAS,
-                timeout=ROLL_TIMEOUT,
-            )
+            web_rolled({"app": g2, "side": s2})
         rolled = deletions(web_pods.pods())
         assert len(rolled) == 2 * REPLICAS, rolled
         assert unsettled_deletions(web_pods.pods(), replicas=REPLICAS) == []

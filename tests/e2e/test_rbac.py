@@ -19,8 +19,8 @@ from autoroll.core.model import DeleteOutcome, WorkloadKind
 from autoroll.kube import ClusterForbiddenError, KubeCluster, connect
 from autoroll.kube.secrets import KubeSecrets
 from tests.e2e.controlplane import ControlPlane
-from tests.e2e.helpers import apps_api, core_api, deployment, rbac_api
-from tests.e2e.rbac import service_account_kubeconfig
+from tests.e2e.helpers import apps_api, core_api, deployment
+from tests.e2e.rbac import cluster_role_kubeconfig
 from tests.support.wait import eventually
 
 pytestmark = pytest.mark.e2e
@@ -65,15 +65,9 @@ def gone_or_terminating(kube: Any, namespace: str, uid: str) -> None:
 def test_the_rendered_rules_allow_exactly_the_rollout_methods_one_write(
     control_plane: ControlPlane, kube: Any, namespace: str, tmp_path: Path, method: str
 ) -> None:
-    kubeconfig = service_account_kubeconfig(
-        control_plane,
-        kube,
-        namespace,
-        tmp_path / "kubeconfig",
-        values=(f"rolloutMethod={method}",),
-        lease_role=False,
-    )
-    try:
+    with cluster_role_kubeconfig(
+        control_plane, kube, namespace, tmp_path / "kubeconfig", values=(f"rolloutMethod={method}",)
+    ) as kubeconfig:
         name, uid = enrolled_pod(kube, namespace)
         chosen = adapter(kubeconfig, evict=method == "evict")
         other = adapter(kubeconfig, evict=method != "evict")
@@ -84,9 +78,6 @@ def test_the_rendered_rules_allow_exactly_the_rollout_methods_one_write(
             other.delete_pod(namespace, name, uid)
         assert chosen.delete_pod(namespace, name, uid) is DeleteOutcome.DELETED
         eventually(lambda: gone_or_terminating(kube, namespace, uid), timeout=30, what="pod gone")
-    finally:
-        rbac_api(kube).delete_cluster_role_binding(f"autoroll-{namespace}")
-        rbac_api(kube).delete_cluster_role(f"autoroll-{namespace}")
 
 
 @pytest.mark.parametrize(
@@ -105,23 +96,18 @@ def test_the_rules_grant_list_on_the_enabled_kinds_only_and_nodes_get_with_daemo
     kinds: str,
     granted: list[WorkloadKind],
 ) -> None:
-    kubeconfig = service_account_kubeconfig(
-        control_plane,
-        kube,
-        namespace,
-        tmp_path / "kubeconfig",
-        values=(f"workloadKinds={kinds}", "selfRoll=false"),
-        lease_role=False,
-    )
+    values = (f"workloadKinds={kinds}", "selfRoll=false")
+    with cluster_role_kubeconfig(
+        control_plane, kube, namespace, tmp_path / "kubeconfig", values=values
+    ) as kubeconfig:
 
-    def adapter(*enabled: WorkloadKind) -> KubeCluster:
-        return KubeCluster(
-            label_selector=SELECTOR,
-            api_client_factory=lambda: connect({"KUBECONFIG": str(kubeconfig)}),
-            kinds=enabled,
-        )
+        def adapter(*enabled: WorkloadKind) -> KubeCluster:
+            return KubeCluster(
+                label_selector=SELECTOR,
+                api_client_factory=lambda: connect({"KUBECONFIG": str(kubeconfig)}),
+                kinds=enabled,
+            )
 
-    try:
         assert adapter(*granted).snapshot() is not None  # every enabled kind: list allowed
         for kind in set(WorkloadKind) - set(granted):
             with pytest.raises(ClusterForbiddenError, match=f"{kind.resource}: list"):
@@ -132,9 +118,6 @@ def test_the_rules_grant_list_on_the_enabled_kinds_only_and_nodes_get_with_daemo
         else:
             with pytest.raises(ClusterForbiddenError, match="nodes: get"):
                 reader.node("no-such-node")
-    finally:
-        rbac_api(kube).delete_cluster_role_binding(f"autoroll-{namespace}")
-        rbac_api(kube).delete_cluster_role(f"autoroll-{namespace}")
 
 
 @pytest.mark.parametrize("pull_secrets", [False, True])
@@ -147,19 +130,18 @@ def test_secrets_and_serviceaccounts_are_readable_only_with_pull_secrets_and_nev
         "registries[0].host=ghcr.io",
         f"registries[0].pullSecrets={str(pull_secrets).lower()}",
     )
-    kubeconfig = service_account_kubeconfig(
-        control_plane, kube, namespace, tmp_path / "kubeconfig", values=values, lease_role=False
-    )
-    core_api(kube).create_namespaced_secret(
-        namespace,
-        {
-            "metadata": {"name": "regcred"},
-            "type": "kubernetes.io/dockerconfigjson",
-            "data": {".dockerconfigjson": "eyJhdXRocyI6IHt9fQ=="},  # {"auths": {}}
-        },
-    )
-    secrets = KubeSecrets(api_client_factory=lambda: connect({"KUBECONFIG": str(kubeconfig)}))
-    try:
+    with cluster_role_kubeconfig(
+        control_plane, kube, namespace, tmp_path / "kubeconfig", values=values
+    ) as kubeconfig:
+        core_api(kube).create_namespaced_secret(
+            namespace,
+            {
+                "metadata": {"name": "regcred"},
+                "type": "kubernetes.io/dockerconfigjson",
+                "data": {".dockerconfigjson": "eyJhdXRocyI6IHt9fQ=="},  # {"auths": {}}
+            },
+        )
+        secrets = KubeSecrets(api_client_factory=lambda: connect({"KUBECONFIG": str(kubeconfig)}))
         if pull_secrets:
             found = secrets.pull_secret(namespace, "regcred")
             assert found is not None and found.data == {".dockerconfigjson": b'{"auths": {}}'}
@@ -175,6 +157,3 @@ def test_secrets_and_serviceaccounts_are_readable_only_with_pull_secrets_and_nev
         with pytest.raises(client.ApiException) as refused:
             client.CoreV1Api(listing).list_namespaced_secret(namespace)
         assert refused.value.status == 403
-    finally:
-        rbac_api(kube).delete_cluster_role_binding(f"autoroll-{namespace}")
-        rbac_api(kube).delete_cluster_role(f"autoroll-{namespace}")

@@ -23,9 +23,9 @@ from typing import Any
 import pytest
 
 from tests.e2e.controller import Autoroll, StartAutoroll
+from tests.e2e.enrolled_app import registry_app
 from tests.e2e.helpers import core_api
 from tests.e2e.scenario import (
-    App,
     Recorder,
     became_ready,
     decision_lines,
@@ -33,7 +33,7 @@ from tests.e2e.scenario import (
     metric,
     unsettled_deletions,
 )
-from tests.support.registry import ImagePusher, RegistryServer
+from tests.support.registry import RegistryServer
 from tests.support.wait import eventually
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1500)]
@@ -60,15 +60,7 @@ def package_event(repository: str, tag: str) -> bytes:
 def test_a_push_rolls_all_three_pods_at_the_pace_of_readiness_not_of_the_poll(
     default_poll: Autoroll, kube: Any, namespace: str, docker_registry: RegistryServer
 ) -> None:
-    app = App(
-        kube=kube,
-        namespace=namespace,
-        name="web",
-        repository=f"e2e/{namespace}",
-        pusher=ImagePusher(docker_registry),
-        test=namespace,
-        ready_after=READY_AFTER,
-    )
+    app = registry_app(kube, namespace, docker_registry, ready_after=READY_AFTER)
     with Recorder(core_api(kube).list_namespaced_pod, namespace) as pods:
         old = app.push()
         app.deploy(replicas=3)

@@ -22,12 +22,13 @@ from tests.e2e.enrolled_app import (
     enrol,
     full_passes_after,
     pods,
+    registry_app,
 )
 from tests.e2e.kubelet import SimulatedKubelet
 from tests.e2e.kubelet_behaviour import Behaviour
 from tests.e2e.kubelet_images import RegistryResolver
 from tests.e2e.scenario import App, Recorder, decision_lines, deletions, metric, unsettled_deletions
-from tests.support.registry import ImagePusher, RegistryServer
+from tests.support.registry import RegistryServer
 
 __all__ = ["pods"]  # a fixture, imported for this module
 
@@ -41,14 +42,7 @@ def sim_app(
     """An app whose pods the simulated kubelet runs, "pulling" from the real registry."""
     resolver = RegistryResolver(auth=docker_registry.auth)
     kubelet.use_resolver(resolver, resolver.child)
-    return App(
-        kube=kube,
-        namespace=namespace,
-        name="web",
-        repository=f"e2e/{namespace}",
-        pusher=ImagePusher(docker_registry),
-        test=namespace,
-    )
+    return registry_app(kube, namespace, docker_registry)
 
 
 def test_simulated_cri_o_child_digest_of_a_multi_arch_index_rolls_once_without_a_loop(

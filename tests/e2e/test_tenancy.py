@@ -29,13 +29,13 @@ from tests.e2e.enrolled_app import (
     enrol,
     full_passes_after,
     make_app,
+    registry_app,
 )
-from tests.e2e.helpers import core_api, rbac_api
+from tests.e2e.helpers import core_api, create_namespace, rbac_api
 from tests.e2e.incluster import RELEASE
 from tests.e2e.node import Node
-from tests.e2e.scenario import App, Recorder, deletions, metric, unsettled_deletions
-from tests.support.registry import ImagePusher, RegistryServer
-from tests.support.wait import eventually
+from tests.e2e.scenario import Recorder, deletions, metric, unsettled_deletions
+from tests.support.registry import RegistryServer
 
 pytestmark = pytest.mark.e2e
 
@@ -91,13 +91,7 @@ def other_namespace(kube: Any, namespace: str) -> Iterator[str]:
     """A second tenant's namespace, outside the allow-list."""
     core = core_api(kube)
     name = f"tenant-{uuid.uuid4().hex[:8]}"
-    core.create_namespace({"metadata": {"name": name}})
-
-    def has_default_sa() -> None:
-        names = [sa.metadata.name for sa in core.list_namespaced_service_account(name).items]
-        assert "default" in names, f"service accounts: {names}"
-
-    eventually(has_default_sa, timeout=30, what=f"ServiceAccount default in {name}")
+    create_namespace(kube, name)
     yield name
     core.delete_namespace(name, _preload_content=False)
 
@@ -151,14 +145,7 @@ def test_a_tenant_outside_the_allow_list_keeps_every_pod_while_an_allowed_one_ro
 ) -> None:
     allowed = make_app(kube, namespace, docker_registry, node)
     # Enrolled with the very label the controller selects (test=<namespace>), elsewhere.
-    outside = App(
-        kube=kube,
-        namespace=other_namespace,
-        name=APP_NAME,
-        repository=f"e2e/{other_namespace}",
-        pusher=ImagePusher(docker_registry),
-        test=namespace,
-    )
+    outside = registry_app(kube, other_namespace, docker_registry, test=namespace)
     with (
         pod_recorder(kube, namespace) as allowed_pods,
         pod_recorder(kube, other_namespace) as outside_pods,

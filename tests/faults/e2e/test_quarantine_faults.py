@@ -14,8 +14,6 @@ other.
 from __future__ import annotations
 
 import secrets
-import subprocess
-import sys
 from datetime import timedelta
 from typing import Any
 
@@ -37,6 +35,7 @@ from tests.faults.e2e.private_cluster import (
     enrolled,
     selector,
 )
+from tests.support.autoroll_cli import run_autoroll
 from tests.support.registry import ImagePusher
 from tests.support.wait import eventually
 
@@ -212,31 +211,12 @@ def test_a_person_s_clear_meets_the_controllers_record_and_the_roll_goes_on(
         "PATH": "/usr/bin:/bin",
         "HOME": str(tmp_path),
     }
-    listed = subprocess.run(
-        [sys.executable, "-m", "autoroll", "quarantine", "list"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    listed = run_autoroll("quarantine", "list", env=env)
     assert listed.returncode == 0, listed.stderr
     assert "QUARANTINED" in listed.stdout and "failed-health-window" in listed.stdout
     repository = f"faults/{namespace}"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "autoroll",
-            "quarantine",
-            "clear",
-            f"{cluster.registry.host}/{repository}:latest",
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
+    done = run_autoroll(
+        "quarantine", "clear", f"{cluster.registry.host}/{repository}:latest", env=env
     )
     assert done.returncode == 0, done.stderr
     assert "cleared the quarantine" in done.stdout
