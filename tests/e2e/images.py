@@ -23,7 +23,6 @@ new manifest and config digest per push.
 from __future__ import annotations
 
 import gzip
-import hashlib
 import io
 import json
 import tarfile
@@ -33,16 +32,7 @@ from functools import cache
 from pathlib import Path
 from typing import Literal, Protocol
 
-from tests.support.registry import (
-    DOCKER_CONFIG,
-    DOCKER_LAYER,
-    DOCKER_LIST,
-    DOCKER_MANIFEST,
-    OCI_CONFIG,
-    OCI_INDEX,
-    OCI_LAYER,
-    OCI_MANIFEST,
-)
+from tests.support.registry import DOCKER_LIST, OCI_INDEX, manifest_body, sha256_digest
 
 BUSYBOX = Path("/bin/busybox")
 APPLETS = ("sh", "httpd", "sleep", "echo", "test", "mkdir", "cat", "wget", "true", "false", "env")
@@ -109,10 +99,6 @@ class Image:
         return f"{self.reference.rpartition(':')[0]}@{self.digest}"
 
 
-def _digest(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
-
-
 @cache
 def busybox_layer(busybox: Path = BUSYBOX) -> Layer:
     """The one layer every test image has (deterministic bytes)."""
@@ -136,7 +122,7 @@ def busybox_layer(busybox: Path = BUSYBOX) -> Layer:
             add(f"bin/{applet}", tarfile.SYMTYPE, 0o777, link="busybox")
     tar_bytes = raw.getvalue()
     blob = gzip.compress(tar_bytes, mtime=0)
-    return Layer(blob=blob, digest=_digest(blob), diff_id=_digest(tar_bytes))
+    return Layer(blob=blob, digest=sha256_digest(blob), diff_id=sha256_digest(tar_bytes))
 
 
 def image_config(
@@ -157,28 +143,6 @@ def image_config(
     return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
 
 
-def _manifest(config: bytes, layer: Layer, flavour: Literal["oci", "docker"]) -> tuple[bytes, str]:
-    oci = flavour == "oci"
-    media_type = OCI_MANIFEST if oci else DOCKER_MANIFEST
-    body = {
-        "schemaVersion": 2,
-        "mediaType": media_type,
-        "config": {
-            "mediaType": OCI_CONFIG if oci else DOCKER_CONFIG,
-            "digest": _digest(config),
-            "size": len(config),
-        },
-        "layers": [
-            {
-                "mediaType": OCI_LAYER if oci else DOCKER_LAYER,
-                "digest": layer.digest,
-                "size": len(layer.blob),
-            }
-        ],
-    }
-    return json.dumps(body, sort_keys=True).encode(), media_type
-
-
 def push_config(
     pusher: Pusher,
     repository: str,
@@ -191,11 +155,13 @@ def push_config(
     layer = busybox_layer()
     pusher.push_blob(repository, layer.blob)
     pusher.push_blob(repository, config)
-    manifest, media_type = _manifest(config, layer, flavour)
-    reference = tag if tag is not None else _digest(manifest)
+    manifest, media_type = manifest_body(config, layer.blob, flavour)
+    reference = tag if tag is not None else sha256_digest(manifest)
     digest = pusher.push_manifest(repository, reference, manifest, media_type)
     host = pusher.server.host
-    return Image(f"{host}/{repository}:{tag or 'untagged'}", digest, _digest(config), media_type)
+    return Image(
+        f"{host}/{repository}:{tag or 'untagged'}", digest, sha256_digest(config), media_type
+    )
 
 
 def app_config(
@@ -256,18 +222,14 @@ def push_index(
     entries = []
     children = []
     for arch in ("amd64", "arm64"):
-        own = (builds or {}).get(arch, build)
-        child = push_config(
-            pusher, repository, None, app_config(own, architecture=arch), flavour=flavour
-        )
+        own = app_config((builds or {}).get(arch, build), architecture=arch)
+        child = push_config(pusher, repository, None, own, flavour=flavour)
         children.append(child.digest)
         entries.append(
             {
                 "mediaType": child.media_type,
                 "digest": child.digest,
-                "size": len(
-                    _manifest(app_config(own, architecture=arch), busybox_layer(), flavour)[0]
-                ),
+                "size": len(manifest_body(own, busybox_layer().blob, flavour)[0]),
                 "platform": {"architecture": arch, "os": "linux"},
             }
         )
@@ -276,7 +238,7 @@ def push_index(
         {"schemaVersion": 2, "mediaType": media_type, "manifests": entries}, sort_keys=True
     ).encode()
     digest = pusher.push_manifest(repository, tag, body, media_type)
-    config = _digest(app_config((builds or {}).get("amd64", build)))
+    config = sha256_digest(app_config((builds or {}).get("amd64", build)))
     return Image(
         f"{pusher.server.host}/{repository}:{tag}", digest, config, media_type, tuple(children)
     )
