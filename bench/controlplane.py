@@ -17,13 +17,9 @@ from __future__ import annotations
 import contextlib
 import secrets
 import shutil
-import signal
 import ssl
-import subprocess
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +34,7 @@ from tests.e2e.controlplane_config import (
     kubeconfig_document,
     token_file_line,
 )
+from tests.e2e.controlplane_process import Component, http_ok, terminate_all
 from tests.support.ports import free_port
 
 START_TIMEOUT_SECONDS = 120.0
@@ -70,42 +67,13 @@ class ApiServer:
         return found
 
 
-def _tail(path: Path, lines: int = 30) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no log)"
-
-
-def _ok(url: str, *, context: ssl.SSLContext | None = None, token: str | None = None) -> bool:
-    request = urllib.request.Request(url)
-    if token:
-        request.add_header("Authorization", f"Bearer {token}")
-    try:
-        with urllib.request.urlopen(request, timeout=2, context=context) as response:
-            return bool(response.status == 200)
-    except (urllib.error.URLError, OSError):
-        return False
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is not None:
-        return
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(10)
-
-
 @contextlib.contextmanager
 def running_apiserver(*, etcd: str, kube_apiserver: str) -> Iterator[ApiServer]:
     """Start etcd and kube-apiserver in a temporary directory; always stop and remove them."""
     started = time.monotonic()
     root = Path(tempfile.mkdtemp(prefix="autoroll-bench-"))
     pki = root / "pki"
-    procs: list[subprocess.Popen[bytes]] = []
+    components: list[Component] = []
     try:
         generate_pki(pki)
         token = secrets.token_hex(16)
@@ -136,26 +104,19 @@ def running_apiserver(*, etcd: str, kube_apiserver: str) -> Iterator[ApiServer]:
         }
         tls = ssl.create_default_context(cafile=str(pki / "ca.crt"))
         probes = {
-            "etcd": lambda: _ok(f"{etcd_url}/health"),
-            "kube-apiserver": lambda: _ok(f"{server}/readyz", context=tls, token=token),
+            "etcd": lambda: http_ok(f"{etcd_url}/health"),
+            "kube-apiserver": lambda: http_ok(f"{server}/readyz", context=tls, token=token),
         }
         deadline = started + START_TIMEOUT_SECONDS
         for name, argv in argvs.items():
-            with logs[name].open("ab") as out:
-                procs.append(
-                    subprocess.Popen(
-                        argv,
-                        stdin=subprocess.DEVNULL,
-                        stdout=out,
-                        stderr=subprocess.STDOUT,
-                        start_new_session=True,
-                    )
-                )
+            component = Component(name, argv, logs[name])
+            components.append(component)
+            component.start()
             while not probes[name]():
-                if procs[-1].poll() is not None:
-                    raise BenchClusterError(f"{name} exited:\n{_tail(logs[name])}")
+                if component.exit_code() is not None:
+                    raise BenchClusterError(f"{name} exited:\n{component.tail()}")
                 if time.monotonic() > deadline:
-                    raise BenchClusterError(f"{name} not ready in time:\n{_tail(logs[name])}")
+                    raise BenchClusterError(f"{name} not ready in time:\n{component.tail()}")
                 time.sleep(0.1)
         yield ApiServer(
             server=server,
@@ -164,9 +125,8 @@ def running_apiserver(*, etcd: str, kube_apiserver: str) -> Iterator[ApiServer]:
             kubeconfig=kubeconfig,
             logs=logs,
             start_seconds=time.monotonic() - started,
-            pids={name: proc.pid for name, proc in zip(argvs, procs, strict=True)},
+            pids={c.name: c.proc.pid for c in components if c.proc is not None},
         )
     finally:
-        for proc in reversed(procs):
-            _stop(proc)
+        terminate_all(components)
         shutil.rmtree(root, ignore_errors=True)

@@ -14,12 +14,12 @@ import contextlib
 import ctypes
 import os
 import signal
-import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-LOG_TAIL_LINES = 30
+from tests.e2e.controlplane_process import Component
+
 PR_SET_PDEATHSIG = 1
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -134,54 +134,24 @@ def tied_to_us(cgroup_procs: Sequence[Path]) -> Callable[[], None]:
     return in_child
 
 
-class Process:
+class Process(Component):
     """One node process, started inside the holder's namespaces and the node's cgroups
     (joined before exec), killed if the test runner dies; output in a log file."""
 
     def __init__(
         self, name: str, argv: list[str], log: Path, env: Mapping[str, str], cgroups: list[Path]
     ) -> None:
-        self.name = name
-        self.argv = argv
-        self.log = log
-        self.env = dict(env)
+        # Only prctl and a file write before exec: it is the only way to join the cgroups and
+        # tie the process's life to ours before it runs.
+        super().__init__(name, argv, log, env=env, preexec_fn=tied_to_us(cgroups))
         self.cgroups = cgroups
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        with self.log.open("ab") as out:
-            self.proc = subprocess.Popen(
-                self.argv,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env=self.env,
-                start_new_session=True,
-                # Only prctl and a file write before exec (no locks, no imports): safe even
-                # with the test runner's threads; it is the only way to join the cgroups and
-                # tie the process's life to ours before it runs.
-                preexec_fn=tied_to_us(self.cgroups),  # noqa: PLW1509
-            )
 
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def tail(self, lines: int = LOG_TAIL_LINES) -> str:
-        try:
-            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return "(no log)"
-
-    def stop(self, timeout: float = 15.0) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
+    def send_signal(self, number: signal.Signals) -> None:
         # The process group: nsenter forks (to enter the PID namespace) and does not pass
         # signals on, so the signal goes to it and the component together.
+        assert self.proc is not None
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGTERM)
-        try:
-            self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(10)
+            os.killpg(self.proc.pid, number)
