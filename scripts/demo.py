@@ -56,14 +56,14 @@ from tests.e2e.controlplane import (  # noqa: E402
     running_control_plane,
 )
 from tests.e2e.helpers import apps_api, core_api, deployment, is_ready  # noqa: E402
-from tests.e2e.images import APP_PORT, ImageError, push_app, push_pause  # noqa: E402
+from tests.e2e.images import APP_PORT, ImageError, push_app  # noqa: E402
 from tests.e2e.kubelet import SimulatedKubelet  # noqa: E402
 from tests.e2e.kubelet_behaviour import Behaviour  # noqa: E402
 from tests.e2e.kubelet_images import RegistryResolver  # noqa: E402
 from tests.e2e.node import NodeBinaries, NodeError  # noqa: E402
 from tests.e2e.node import binaries_from_path as node_binaries_from_path  # noqa: E402
 from tests.e2e.node_binder import Binder  # noqa: E402
-from tests.e2e.node_start import running_node  # noqa: E402
+from tests.e2e.node_start import running_node_with_registry  # noqa: E402
 from tests.support.registry import ImagePusher, RegistryError, running_registry  # noqa: E402
 
 ENROLL_LABEL = ("aethnet.se/autoroll", "true")
@@ -260,18 +260,9 @@ def start_node(
     """The real node and its binder (or the simulated kubelet), torn down with ``stack``."""
     binaries = node_to_use(args.node)
     if binaries is not None:
-        pause = push_pause(ImagePusher(registry))
+        starting = running_node_with_registry(binaries, plane, registry, workdir=root / "node")
         say("starting the node: containerd and the kubelet, in namespaces of their own …")
-        node = stack.enter_context(
-            running_node(
-                binaries,
-                plane,
-                sandbox_image=pause.reference,
-                registry_host=registry.host,
-                registry_authorization=registry.authorization,
-                workdir=root / "node",
-            )
-        )
+        node = stack.enter_context(starting)
         stack.enter_context(Binder(plane.api_client(), node.name))
         say(f"node {node.name} is Ready in {node.timings['kubelet']:.1f} s")
         say(REAL)

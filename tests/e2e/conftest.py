@@ -34,7 +34,6 @@ from tests.e2e.controlplane import (
 )
 from tests.e2e.egress import ClusterEgressProxy
 from tests.e2e.helpers import core_api, create_namespace
-from tests.e2e.images import push_pause
 from tests.e2e.incluster import RegistryAccess, installed_autoroll
 from tests.e2e.kubelet import SimulatedKubelet
 from tests.e2e.kubelet_images import StaticResolver
@@ -48,10 +47,10 @@ from tests.e2e.node import (
 )
 from tests.e2e.node_binder import SIMULATED_LABEL, Binder
 from tests.e2e.node_host import HostState
-from tests.e2e.node_start import running_node
+from tests.e2e.node_start import running_node_with_registry
 from tests.e2e.scenario import label_selector
 from tests.e2e.schedule import file_order
-from tests.support.registry import ImagePusher, RegistryServer
+from tests.support.registry import RegistryServer
 from tests.support.registry_fixtures import fresh_registry, pki, registry_for_tests, tls_registry
 
 __all__ = ["fresh_registry", "pki", "tls_registry"]  # fixtures, re-exported for the e2e tests
@@ -65,11 +64,7 @@ _run_start: list[RunStart] = []
 @pytest.fixture(scope="session")
 def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
     """etcd + kube-apiserver + kube-controller-manager on 127.0.0.1 for the whole session."""
-    binaries = Binaries(
-        etcd=require_tool("etcd"),
-        kube_apiserver=require_tool("kube-apiserver"),
-        kube_controller_manager=require_tool("kube-controller-manager"),
-    )
+    binaries = Binaries.located(require_tool)
     workdir = tmp_path_factory.mktemp("controlplane") if keep_workdir_requested() else None
     with running_control_plane(binaries, workdir=workdir) as plane:
         _timings.update({f"start: {k}": v for k, v in plane.timings.items()})
@@ -138,17 +133,11 @@ def node(
     ran last, and swallowed if that one is an expected failure).
     """
     binaries = node_binaries()
-    pause = push_pause(ImagePusher(docker_registry))
     before = HostState.now()
     workdir = tmp_path_factory.mktemp("node") if keep_workdir_requested() else None
     with (
-        running_node(
-            binaries,
-            control_plane,
-            sandbox_image=pause.reference,
-            registry_host=docker_registry.host,
-            registry_authorization=docker_registry.authorization,
-            workdir=workdir,
+        running_node_with_registry(
+            binaries, control_plane, docker_registry, workdir=workdir
         ) as real_node,
         Binder(control_plane.api_client(), real_node.name) as binder,
         # The API server's calls to Services (webhooks) into the node's network (egress.py).

@@ -24,6 +24,7 @@ import yaml
 
 from tests.e2e.controlplane import ControlPlane
 from tests.e2e.controlplane_config import SERVICE_CIDR
+from tests.e2e.images import push_pause
 from tests.e2e.loopback import LoopbackBridge
 from tests.e2e.node import NODE_IP, NODE_NAME, POD_SUBNET, Node, NodeBinaries, NodeError
 from tests.e2e.node_api import (
@@ -46,6 +47,7 @@ from tests.e2e.node_network import (
     kube_proxy_config,
 )
 from tests.e2e.node_process import CgroupTree, Process, tied_to_us
+from tests.support.registry import ImagePusher, RegistryServer
 
 SYSTEM_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -276,6 +278,28 @@ def running_node(
                 shutil.rmtree(root / sub, ignore_errors=True)
         if survivors or stuck:
             raise NodeError(f"node teardown left processes {sorted(survivors)} / cgroups {stuck}")
+
+
+def running_node_with_registry(
+    binaries: NodeBinaries,
+    plane: ControlPlane,
+    registry: RegistryServer,
+    *,
+    workdir: Path | None = None,
+    name: str = NODE_NAME,
+) -> contextlib.AbstractContextManager[Node]:
+    """``running_node`` trusting ``registry``, with the pause image pushed there (at once,
+    not on entry) as its sandbox image."""
+    pause = push_pause(ImagePusher(registry))
+    return running_node(
+        binaries,
+        plane,
+        sandbox_image=pause.reference,
+        registry_host=registry.host,
+        registry_authorization=registry.authorization,
+        workdir=workdir,
+        name=name,
+    )
 
 
 def _start_cluster_network(

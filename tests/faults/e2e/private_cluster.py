@@ -56,11 +56,7 @@ class Cluster:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    binaries = Binaries(
-        etcd=require_tool("etcd"),
-        kube_apiserver=require_tool("kube-apiserver"),
-        kube_controller_manager=require_tool("kube-controller-manager"),
-    )
+    binaries = Binaries.located(require_tool)
     registry_binary = require_tool("docker-registry")
     require_tool("htpasswd")
     root = tmp_path_factory.mktemp("faults-e2e")
