@@ -14,7 +14,6 @@ import hmac
 import os
 import re
 import secrets
-import signal
 import subprocess
 import sys
 import threading
@@ -29,7 +28,7 @@ from tests.e2e.controlplane import ControlPlane
 from tests.support.autoroll_cli import run_autoroll
 from tests.support.ports import free_port
 from tests.support.registry import RegistryServer
-from tests.support.serve import POD_GRACE_SECONDS
+from tests.support.serve import POD_GRACE_SECONDS, sigterm_and_wait, stop_or_kill
 
 DEFAULT_COMMAND = (sys.executable, "-m", "autoroll", "serve")
 
@@ -79,16 +78,13 @@ class Autoroll:
         after ``timeout``: a slow shutdown says which step it was in.
         """
         assert self.process is not None, "terminate() is for a local process"
-        started = time.monotonic()
-        self.process.send_signal(signal.SIGTERM)
         try:
-            self.process.wait(timeout)
+            return sigterm_and_wait(self.process, timeout)[1]
         except subprocess.TimeoutExpired:
             tail = "\n".join(self.output[-30:])
             raise AssertionError(
                 f"autoroll still running {timeout}s after SIGTERM; last:\n{tail}"
             ) from None
-        return time.monotonic() - started
 
     def webhook(
         self,
@@ -217,11 +213,5 @@ def running_autoroll(
             time.sleep(0.2)
         yield autoroll
     finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(POD_GRACE_SECONDS)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(5)
+        stop_or_kill(process, POD_GRACE_SECONDS, kill_wait=5)
         reader.join(5)

@@ -16,6 +16,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import requests
 from prometheus_client.parser import text_string_to_metric_families
@@ -28,6 +29,28 @@ from tests.support.wait import wait_until
 #: (``autoroll.edge.server.GRACEFUL_TIMEOUT_SECONDS``) is inside it; a shorter wait here kills
 #: a controller that is still shutting down within that bound.
 POD_GRACE_SECONDS = 30
+
+
+def sigterm_and_wait(process: subprocess.Popen[Any], timeout: float) -> tuple[int, float]:
+    """SIGTERM a local controller, as the kubelet would its pod; (exit code, seconds until it
+    exited). ``subprocess.TimeoutExpired`` if it is still running after ``timeout``."""
+    started = time.monotonic()
+    process.send_signal(signal.SIGTERM)
+    code = process.wait(timeout)
+    return code, time.monotonic() - started
+
+
+def stop_or_kill(
+    process: subprocess.Popen[Any], grace: float = POD_GRACE_SECONDS, *, kill_wait: float = 10
+) -> None:
+    """SIGTERM, then SIGKILL once ``grace`` is over: a teardown that never leaves it running."""
+    if process.poll() is not None:
+        return
+    try:
+        sigterm_and_wait(process, grace)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(kill_wait)
 
 
 def scrape_metric(url: str, name: str, **labels: str) -> float:
@@ -86,10 +109,7 @@ class Serve(OnLoopback):
 
     def terminate(self, timeout: float = POD_GRACE_SECONDS) -> tuple[int, float]:
         """SIGTERM; returns (exit code, seconds until exit)."""
-        started = time.monotonic()
-        self.process.send_signal(signal.SIGTERM)
-        code = self.process.wait(timeout)
-        return code, time.monotonic() - started
+        return sigterm_and_wait(self.process, timeout)
 
     def kill(self) -> None:
         if self.process.poll() is None:
