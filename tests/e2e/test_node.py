@@ -18,7 +18,7 @@ import pytest
 
 from tests.e2e.controlplane import ControlPlane
 from tests.e2e.helpers import apps_api, core_api, deployment
-from tests.e2e.images import APP_PORT, push_app, push_index, push_pause
+from tests.e2e.images import APP_PORT, push_app, push_index
 from tests.e2e.node import (
     Node,
     node_processes,
@@ -26,7 +26,7 @@ from tests.e2e.node import (
     processes_after_teardown,
 )
 from tests.e2e.node_host import HostState, leftovers, reap_orphans
-from tests.e2e.node_start import running_node
+from tests.e2e.node_start import running_node_with_registry
 from tests.e2e.service_ask import ASK
 from tests.support.registry import ImagePusher, RegistryServer
 from tests.support.wait import eventually
@@ -193,19 +193,10 @@ def test_a_node_with_running_pods_leaves_nothing_behind(
     from tests.e2e.conftest import node_binaries
 
     binaries = node_binaries()
-    pusher = ImagePusher(docker_registry)
-    pause = push_pause(pusher)
-    image = push_app(pusher, f"e2e/{namespace}", build="teardown")
+    image = push_app(ImagePusher(docker_registry), f"e2e/{namespace}", build="teardown")
     name = "autoroll-node-teardown"
     before = HostState.now()
-    with running_node(
-        binaries,
-        control_plane,
-        sandbox_image=pause.reference,
-        registry_host=docker_registry.host,
-        registry_authorization=docker_registry.authorization,
-        name=name,
-    ) as own:
+    with running_node_with_registry(binaries, control_plane, docker_registry, name=name) as own:
         manifest = deployment("t", image.reference, replicas=2, http_port=APP_PORT)
         manifest["spec"]["template"]["spec"]["nodeName"] = own.name  # not the binder's node
         apps_api(kube).create_namespaced_deployment(namespace, manifest)
@@ -240,17 +231,9 @@ def test_when_the_runner_dies_every_process_of_the_node_dies_with_it_and_the_nex
     from tests.e2e.conftest import node_binaries
 
     binaries = node_binaries()
-    pusher = ImagePusher(docker_registry)
-    pause = push_pause(pusher)
-    image = push_app(pusher, f"e2e/{namespace}", build="runner dies")
-    with running_node(
-        binaries,
-        control_plane,
-        sandbox_image=pause.reference,
-        registry_host=docker_registry.host,
-        registry_authorization=docker_registry.authorization,
-        name="autoroll-node-orphan",
-    ) as own:
+    image = push_app(ImagePusher(docker_registry), f"e2e/{namespace}", build="runner dies")
+    orphan = "autoroll-node-orphan"
+    with running_node_with_registry(binaries, control_plane, docker_registry, name=orphan) as own:
         manifest = deployment("o", image.reference, replicas=1, http_port=APP_PORT)
         manifest["spec"]["template"]["spec"]["nodeName"] = own.name
         apps_api(kube).create_namespaced_deployment(namespace, manifest)
