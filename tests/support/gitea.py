@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import secrets
-import signal
 import sqlite3
 import subprocess
 from collections.abc import Sequence
@@ -32,6 +31,7 @@ from typing import Any, Literal
 import requests
 
 from tests.support.ports import OnLoopback
+from tests.support.serve import stop_or_kill
 
 #: Seconds one Gitea CLI call or skopeo copy may take.
 COMMAND_TIMEOUT_SECONDS = 120.0
@@ -257,11 +257,6 @@ class GiteaServer(OnLoopback):
     def stop(self) -> None:
         if self.process is None:
             return
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=10)
+        stop_or_kill(self.process, 30)
         self.process = None
         self._session.close()

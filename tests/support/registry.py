@@ -27,6 +27,7 @@ import requests
 
 from tests.support.pki import PrivateCA
 from tests.support.ports import OnLoopback, free_port
+from tests.support.serve import stop_or_kill
 
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
@@ -237,12 +238,7 @@ class RegistryServer(OnLoopback):
         """Stop the process (the port stays reserved in ``self.port``; restartable)."""
         if self.process is None:
             return
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=10)
+        stop_or_kill(self.process, 10)
         self.process = None
 
 
