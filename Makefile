@@ -70,12 +70,14 @@ pytest: venv $(TOOLS_ENV)
 # E2E_WORKERS pytest-xdist workers, each with its own control plane and node (tests/e2e/
 # README.md, "Two workers"); a file's tests stay on one worker (--dist loadfile), the
 # longest files first (tests/e2e/conftest.py). E2E_WORKERS=0: one process, as before.
-E2E_WORKERS ?= 2
+E2E_WORKERS ?= 4
+# `make test` sets it to `nice -n 10` for the suites that run beside the e2e tier.
+REST_NICE ?=
 pytest-e2e: venv $(TOOLS_ENV)
 	$(WITH_TOOLS) $(BIN)/pytest $(PYTEST_ARGS) $(if $(filter-out 0,$(E2E_WORKERS)),-n $(E2E_WORKERS) --dist loadfile --no-loadscope-reorder) tests/e2e
 
 pytest-rest: venv $(TOOLS_ENV)
-	$(WITH_TOOLS) $(BIN)/pytest $(PYTEST_ARGS) --ignore=tests/e2e
+	$(WITH_TOOLS) $(REST_NICE) $(BIN)/pytest $(PYTEST_ARGS) --ignore=tests/e2e
 
 chart-lint: $(TOOLS_ENV)
 	$(WITH_TOOLS) helm lint --strict charts/autoroll -f examples/values-minimal.yaml && helm lint --strict charts/autoroll -f examples/values-production.yaml
@@ -114,15 +116,17 @@ lock-aarch64: venv
 	  echo "lock-aarch64: $$(ls "$$tmp" | wc -l) wheels of requirements/runtime.txt for cp$(LOCK_PLATFORM_PYTHON) aarch64"
 
 # The README's test command: tools first, the linters, then every suite. The e2e tier mostly
-# waits (pods start, passes and polls come round: its two workers use about 0.6 of a core)
-# while the other suites keep a core busy, so the three test runs go two at a time (-j2: the
-# e2e tier's two workers beside the other suites, then the lowest tier in the first free
-# slot). Each one's output is printed whole when it ends (--output-sync).
+# waits (pods start, passes and polls come round), so it runs on E2E_WORKERS=4 workers beside
+# the other suites, and those run at a lower CPU priority (REST_NICE): they only need
+# throughput, while the e2e tier's waits have deadlines, so it takes the CPU first and the
+# other suites fill the time it spends waiting. Two test runs at a time (-j2: the e2e tier
+# beside the other suites, then the lowest tier in the first free slot); each one's output is
+# printed whole when it ends (--output-sync).
 test: tools tools-gitea venv lint typecheck chart-lint chart-test workflow-lint lock-aarch64
-	@echo "make test: the e2e tier (two workers), the other suites and the lowest-bounds tier,"
-	@echo "           two at a time; each prints its output when it ends (the e2e tier took"
-	@echo "           13-15 minutes at a mean load of 10-16 on 2 cores, 28 in one process)"
-	$(MAKE) --no-print-directory -j2 --output-sync=target pytest-e2e pytest-rest test-lowest
+	@echo "make test: the e2e tier ($(E2E_WORKERS) workers), the other suites and the lowest-bounds tier"
+	@echo "           (both niced), two at a time; each prints its output when it ends"
+	$(MAKE) --no-print-directory -j2 --output-sync=target REST_NICE="nice -n 10" \
+	  pytest-e2e pytest-rest test-lowest
 
 # The declared lower bounds, tested: a second venv with the lowest version pyproject.toml
 # allows of every direct dependency (transitive ones newest), and the unit and integration
@@ -137,7 +141,7 @@ test-lowest: $(TOOLS_ENV)
 	@# packaging it brings along must go, or they would stand in for the floors.
 	$(WITH_TOOLS) uv pip uninstall --quiet --python $(LOWEST)/bin/python setuptools wheel packaging
 	$(WITH_TOOLS) uv pip install --quiet --python $(LOWEST)/bin/python --resolution lowest-direct -e '.[test]'
-	$(WITH_TOOLS) AUTOROLL_EXPECT_LOWEST=1 $(LOWEST)/bin/python -m pytest -q $(LOWEST_PYTEST_ARGS) tests/unit tests/integration
+	$(WITH_TOOLS) AUTOROLL_EXPECT_LOWEST=1 $(REST_NICE) $(LOWEST)/bin/python -m pytest -q $(LOWEST_PYTEST_ARGS) tests/unit tests/integration
 
 # The hashed lock from pyproject.toml: runtime.txt (the image), dev.txt (the dev venv and
 # CI: runtime pins + test + lint), build.txt (the Dockerfile's build backend). `make lock`
