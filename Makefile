@@ -68,7 +68,7 @@ pytest: venv $(TOOLS_ENV)
 
 # The same suites in two parts, for `make test` to run side by side. The e2e tier runs on
 # E2E_WORKERS pytest-xdist workers, each with its own control plane and node (tests/e2e/
-# README.md, "Two workers"); a file's tests stay on one worker (--dist loadfile), the
+# README.md, "Workers"); a file's tests stay on one worker (--dist loadfile), the
 # longest files first (tests/e2e/conftest.py). E2E_WORKERS=0: one process, as before.
 E2E_WORKERS ?= 4
 # `make test` sets it to `nice -n 10` for the suites that run beside the e2e tier.

@@ -2,7 +2,7 @@
 kubelet for what a real runtime cannot show, a namespace, and the controller for a test
 (``start_autoroll``).
 
-Under pytest-xdist (``make pytest-e2e`` runs two workers) every worker is a session of its
+Under pytest-xdist (``make pytest-e2e`` runs four workers) every worker is a session of its
 own, with its own control plane, node, registry and Gitea; what a worker's node left
 behind reaches the controlling process in ``workeroutput``, which also checks the machine
 as a whole once every worker is gone (``leftovers.py``).
