@@ -7,6 +7,7 @@ and becomes Ready after a delay. ``worlds`` generates them (hypothesis).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -116,6 +117,15 @@ class World:
         self.first_pass: dict[int, datetime] = {}  # when each process began to act
         for tag in TAGS:
             self.push(tag)  # both tags move as the sequence starts
+
+    def __repr__(self) -> str:
+        """What a failing example needs to be read: the workloads as generated."""
+        shown = ", ".join(
+            f"{w.name}(tags={[t.repository for t in w.tags]}, replicas={w.replicas}, "
+            f"annotations={w.annotations})"
+            for w in self.workloads
+        )
+        return f"World(ready={self.ready.total_seconds()}s, workloads=[{shown}])"
 
     # -- the world's own moves ------------------------------------------------------------
 
@@ -289,19 +299,68 @@ def controller(
     )
 
 
-def mid_roll_count(world: World) -> int:
-    """Workloads mid-roll right now, judged as the planner judges (``is_mid_roll``)."""
+def mid_roll_now(world: World) -> set[str]:
+    """The workloads mid-roll right now, judged as the planner judges (``is_mid_roll``) with
+    every tag known: what a full pass sees."""
     resolved = dict(world.tags)
-    count = 0
-    for enrolled in world.snapshot():
-        decision = decide(
-            workload=enrolled.workload,
-            pods=enrolled.pods,
-            registries={HOST},
-            resolved=resolved,
-            sightings={},
-            children=world.known_children(),
-            contents=world.known_content(),
+    return {
+        enrolled.workload.name
+        for enrolled in world.snapshot()
+        if is_mid_roll(
+            decide(
+                workload=enrolled.workload,
+                pods=enrolled.pods,
+                registries={HOST},
+                resolved=resolved,
+                sightings={},
+                children=world.known_children(),
+                contents=world.known_content(),
+            ),
+            enrolled.pods,
         )
-        count += is_mid_roll(decision, enrolled.pods)
-    return count
+    }
+
+
+class InFlightLedger:
+    """Which workloads hold an in-flight slot as a pass can know it (docs/adr/016).
+
+    A full pass judges every workload as it is. A targeted pass judges whole only the
+    workloads whose every tag it covers; the others hold a slot as they were last judged
+    whole (or since a pod of theirs was deleted): a workload outside the pass that turned
+    mid-roll since without a deletion of autoroll's (a pod of it crashed) is not seen until
+    the next full pass. A term's first pass is a full one (``Reconciler.tick``) and a new
+    term starts from the cluster alone.
+    """
+
+    def __init__(self) -> None:
+        self.known: dict[str, bool] = {}
+        self.term_began = False
+
+    def new_term(self) -> None:
+        self.known = {}
+        self.term_began = False
+
+    def whole(self, world: World, tag: TagRef | None) -> set[str]:
+        """The workloads a pass on ``tag`` (None: a full pass) judges whole."""
+        if tag is None or not self.term_began:
+            return {w.name for w in world.workloads}
+        return {w.name for w in world.workloads if set(w.tags) <= {tag}}
+
+    def count(self, world: World, whole: set[str], deleted: AbstractSet[str] = frozenset()) -> int:
+        """Slots held, as a pass judging ``whole`` counts them (``deleted``: workloads it
+        deleted a pod of)."""
+        now = mid_roll_now(world)
+        remembered = {n for n, mid in self.known.items() if mid} | set(deleted)
+        return sum(
+            (w.name in now) if w.name in whole else (w.name in remembered) for w in world.workloads
+        )
+
+    def passed(self, world: World, whole: set[str], deleted: set[str]) -> None:
+        """Remember what a pass judged whole and whom it deleted from."""
+        now = mid_roll_now(world)
+        for w in world.workloads:
+            if w.name in whole:
+                self.known[w.name] = w.name in now or w.name in deleted
+            else:
+                self.known[w.name] = self.known.get(w.name, False) or w.name in deleted
+        self.term_began = True
