@@ -13,7 +13,8 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from autoroll.core.halt import RolloutHalt, rollout_halt
+from autoroll.core.halt import HaltReason, RolloutHalt, rollout_halt
+from autoroll.core.health import HealthWindow
 from autoroll.core.model import ContainerStatusView, PodView, WorkloadView
 from tests.support import kind_views as kinds
 from tests.support.decide_cases import AFTER, NEW, OLD, deployment, pod
@@ -144,3 +145,66 @@ def test_a_statefulset_whose_own_rollout_is_in_progress_is_not_halted() -> None:
         current_revision=kinds.REV, update_revision=kinds.NEXT_REV, partition=2
     )
     assert kind_halt(held, kinds.sts_pods(3)) is None
+
+
+def test_a_pod_unready_for_exactly_the_bound_is_halted() -> None:
+    found = halt([*OLD_PODS, crashing(created=NOW - BOUND)])
+    assert found is not None and found.unready_for == BOUND
+
+
+def test_a_tie_on_how_long_is_broken_by_name_whatever_the_order() -> None:
+    """Two pods unready for the same time: the same one is named every pass, so the warning
+    and its Event do not flip between them."""
+    twins = [crashing("new-a"), crashing("new-b")]
+    for order in (twins, twins[::-1]):
+        found = halt([*OLD_PODS, *order], replicas=4)
+        assert found is not None and found.pod == "new-b"
+
+
+# -- a replacement that failed inside its health window halts at once; the halt says how long
+# it has been unready (nothing when it is Ready again) and how many stale pods wait.
+
+WINDOW = HealthWindow(timedelta(seconds=30))
+
+
+def failed_replacement(*, ready: bool, since: timedelta = timedelta(seconds=12)) -> PodView:
+    """The new pod: restarted twice, its Ready condition last changed ``since`` ago."""
+    base = pod("new", digest=NEW, created=AFTER, ready=ready)
+    statuses = tuple(replace(s, restart_count=2) for s in base.statuses)
+    return replace(base, statuses=statuses, ready_changed_at=NOW - since)
+
+
+def window_halt(pods: list[PodView], *, replicas: int) -> RolloutHalt | None:
+    decision = decide_app(pods, workload=deployment(replicas=replicas), now=NOW, health=WINDOW)
+    return rollout_halt(decision=decision, pods=pods, now=NOW, after=BOUND)
+
+
+def test_a_failed_replacement_that_is_unready_says_for_how_long() -> None:
+    found = window_halt([*OLD_PODS, failed_replacement(ready=False)], replicas=3)
+    assert found is not None
+    assert (found.reason, found.pod, found.unready_for, found.restarts, found.waiting) == (
+        HaltReason.FAILED_HEALTH_WINDOW,
+        "new",
+        timedelta(seconds=12),
+        2,
+        2,
+    )
+
+
+def test_a_failed_replacement_that_is_ready_again_is_not_unready_at_all() -> None:
+    found = window_halt([*OLD_PODS, failed_replacement(ready=True)], replicas=3)
+    assert found is not None
+    assert (found.reason, found.unready_for) == (HaltReason.FAILED_HEALTH_WINDOW, timedelta(0))
+
+
+def test_a_one_replica_roll_that_ended_on_a_failed_replacement_is_halted() -> None:
+    """No stale pod is left to wait, yet the roll ended on a pod that failed: the quarantine
+    needs this halt."""
+    found = window_halt([failed_replacement(ready=True)], replicas=1)
+    assert found is not None
+    assert (found.reason, found.pod, found.unready_for, found.waiting) == (
+        HaltReason.FAILED_HEALTH_WINDOW,
+        "new",
+        timedelta(0),
+        0,
+    )
