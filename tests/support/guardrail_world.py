@@ -346,21 +346,26 @@ class InFlightLedger:
             return {w.name for w in world.workloads}
         return {w.name for w in world.workloads if set(w.tags) <= {tag}}
 
-    def count(self, world: World, whole: set[str], deleted: AbstractSet[str] = frozenset()) -> int:
-        """Slots held, as a pass judging ``whole`` counts them (``deleted``: workloads it
-        deleted a pod of)."""
-        now = mid_roll_now(world)
+    def count(
+        self,
+        world: World,
+        whole: set[str],
+        mid_now: set[str],
+        deleted: AbstractSet[str] = frozenset(),
+    ) -> int:
+        """Slots held, as a pass judging ``whole`` counts them (``mid_now``: who is mid-roll
+        now, ``mid_roll_now``; ``deleted``: workloads it deleted a pod of)."""
         remembered = {n for n, mid in self.known.items() if mid} | set(deleted)
         return sum(
-            (w.name in now) if w.name in whole else (w.name in remembered) for w in world.workloads
+            (w.name in mid_now) if w.name in whole else (w.name in remembered)
+            for w in world.workloads
         )
 
-    def passed(self, world: World, whole: set[str], deleted: set[str]) -> None:
-        """Remember what a pass judged whole and whom it deleted from."""
-        now = mid_roll_now(world)
+    def passed(self, world: World, whole: set[str], mid_now: set[str], deleted: set[str]) -> None:
+        """Remember what a pass judged whole (``mid_now`` after it) and whom it deleted from."""
         for w in world.workloads:
             if w.name in whole:
-                self.known[w.name] = w.name in now or w.name in deleted
+                self.known[w.name] = w.name in mid_now or w.name in deleted
             else:
                 self.known[w.name] = self.known.get(w.name, False) or w.name in deleted
         self.term_began = True

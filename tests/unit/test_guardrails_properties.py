@@ -43,6 +43,7 @@ from tests.support.guardrail_world import (
     Workload,
     World,
     controller,
+    mid_roll_now,
     worlds,
 )
 from tests.support.quarantine import MemoryQuarantine
@@ -62,20 +63,21 @@ def test_no_sequence_of_passes_and_pushes_breaks_a_guardrail(
             world.first_pass.setdefault(world.process, world.now)
             before = len(world.deletions)
             whole = ledger.whole(world, arg if isinstance(arg, TagRef) else None)
-            mid_before = ledger.count(world, whole)
+            mid_before = ledger.count(world, whole, mid_roll_now(world))
             if isinstance(arg, TagRef):
                 reconciler.tick(scope=Scope.of([ImageTag.of(arg)]))
             else:
                 reconciler.tick()
             deleted = {d.workload for d in world.deletions[before:]}
+            mid_after = mid_roll_now(world)  # judged once, for the check and the ledger
             if guardrails.in_flight and deleted:
                 # A pass may finish rolls and start others, never start past the budget:
                 # counted as the pass can know it (4. in the module docstring).
-                after = ledger.count(world, whole, deleted)
+                after = ledger.count(world, whole, mid_after, deleted)
                 assert after <= max(guardrails.in_flight, mid_before), (after, mid_before)
                 if len(whole) < len(world.workloads):
                     event("in flight: a targeted pass deleted beside workloads it cannot see")
-            ledger.passed(world, whole, deleted)
+            ledger.passed(world, whole, mid_after, deleted)
         elif kind == "wait":
             assert isinstance(arg, float)
             world.now += timedelta(seconds=arg)
