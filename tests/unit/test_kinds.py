@@ -7,9 +7,10 @@ in ``test_kinds_order.py``; the builders in ``tests.support.kind_views``.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
-from autoroll.core.decide import NodeRequest, Reason, SettledReason, Verdict
+from autoroll.core.decide import Decision, NodeRequest, Reason, SettledReason, Verdict
 from autoroll.core.model import NodeView, Unknown, UpdateStrategy, WorkloadKind
 from tests.support.kind_views import (
     HOST,
@@ -114,3 +115,65 @@ def test_node_warnings_are_flagged_only_when_an_operator_must_act() -> None:
     assert Reason.NODE_UNKNOWN.is_warning  # e.g. nodes: get missing from the ClusterRole
     assert not Reason.NODE_NOT_READY.is_warning
     assert not Reason.REVISION_BEHIND.is_warning  # the user's own choice, shown in plan
+
+
+# --------------------------------------------------------------------------------------------
+# A verdict that waits on held pods names the first one in line and every reason, word for word
+
+
+def waiting(decision: Decision) -> tuple[Reason, str | None, str]:
+    assert decision.actions == ()
+    [verdict] = decision.containers
+    assert verdict.verdict is Verdict.WAITING
+    return verdict.reason, verdict.pod, verdict.detail
+
+
+def test_a_daemonset_held_by_its_nodes_names_each_pod_and_why() -> None:
+    nodes: dict[str, NodeView | Unknown] = {
+        "node-agent-a": NodeView("node-agent-a", False, "Ready=False"),
+        "node-agent-b": NodeView("node-agent-b", False),
+    }
+    assert waiting(run(daemonset(2), ds_pods(2), nodes)) == (
+        Reason.NODE_NOT_READY,
+        "agent-a",
+        "agent-a: node node-agent-a is not Ready (Ready=False);"
+        " agent-b: node node-agent-b is not Ready",
+    )
+
+
+def test_a_daemonset_pod_on_a_node_it_cannot_read_is_named() -> None:
+    nodes: dict[str, NodeView | Unknown] = {"node-agent-a": Unknown("forbidden")}
+    assert waiting(run(daemonset(1), ds_pods(1), nodes)) == (
+        Reason.NODE_UNKNOWN,
+        "agent-a",
+        "agent-a: cannot tell whether node node-agent-a is Ready: unknown (forbidden)",
+    )
+
+
+def test_a_daemonset_pod_bound_to_no_node_is_named() -> None:
+    unbound = replace(pod("agent-a"), node="")
+    assert waiting(run(daemonset(1), [unbound], {})) == (
+        Reason.NODE_UNKNOWN,
+        "agent-a",
+        "agent-a is not bound to a node",
+    )
+
+
+def test_a_pod_that_is_no_ordinal_of_the_statefulset_is_named() -> None:
+    stray = pod("db-extra")
+    assert waiting(run(statefulset(1), [stray])) == (
+        Reason.NOT_AN_ORDINAL,
+        "db-extra",
+        "db-extra is not db-<n>",
+    )
+
+
+def test_a_statefulset_with_no_update_revision_yet_says_so() -> None:
+    sts = statefulset(1, strategy=UpdateStrategy.ON_DELETE, current_revision="", update_revision="")
+    assert waiting(run(sts, sts_pods(1))) == (
+        Reason.REVISION_BEHIND,
+        "db-0",
+        "db-0 is at revision db-6c9f7b, updateRevision is unset: with updateStrategy OnDelete,"
+        " deleting it would also release a template change; delete it yourself when you"
+        " release that change",
+    )
