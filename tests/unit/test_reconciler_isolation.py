@@ -4,12 +4,30 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 
 import pytest
 
-from autoroll.core.decide import ContentRequest, Reason, SettledReason, Verdict, undecided
+from autoroll.core.decide import (
+    ContainerVerdict,
+    ContentRequest,
+    Decision,
+    Reason,
+    Settledness,
+    SettledReason,
+    Verdict,
+    undecided,
+)
 from autoroll.core.images import TagRef
-from autoroll.core.model import ContainerView, Digest, ImageContent, Unknown
+from autoroll.core.model import (
+    ContainerRole,
+    ContainerView,
+    Digest,
+    ImageContent,
+    Unknown,
+    WorkloadKind,
+)
+from tests.support.kind_views import statefulset
 from tests.support.reconciler_fakes import (
     HOST,
     NEW,
@@ -116,3 +134,28 @@ def test_the_bad_workload_is_decided_again_next_pass() -> None:
     registry.bad = Digest("sha256:" + "f" * 64)
     reconciler.tick()
     assert cluster.deleted == [("shop", "web-1", "uid-web-1")]
+
+
+def test_undecided_keeps_each_containers_name_image_and_role_and_the_workloads_kind() -> None:
+    """The plan table and the log line name the workload and every container as it is, so the
+    operator can find the bad input; only the verdict is ``decision-failed``."""
+    sidecar = ContainerView("proxy", "p:2", "Always", ContainerRole.SIDECAR)
+    workload = replace(statefulset(1), containers=(ContainerView("app", "x:1"), sidecar))
+    detail = "deciding raised RecursionError: deep"
+    assert undecided(workload, detail) == Decision(
+        namespace="ns",
+        name="db",
+        settledness=Settledness(SettledReason.NOT_JUDGED, detail),
+        containers=(
+            ContainerVerdict("app", "x:1", Verdict.SKIPPED, Reason.DECISION_FAILED, detail),
+            ContainerVerdict(
+                "proxy",
+                "p:2",
+                Verdict.SKIPPED,
+                Reason.DECISION_FAILED,
+                detail,
+                role=ContainerRole.SIDECAR,
+            ),
+        ),
+        kind=WorkloadKind.STATEFULSET,
+    )
