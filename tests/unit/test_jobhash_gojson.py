@@ -60,6 +60,17 @@ def test_non_finite_floats_are_errors_like_go(value: float) -> None:
 
 
 @pytest.mark.parametrize(
+    ("value", "go"), [(math.nan, "NaN"), (math.inf, "+Inf"), (-math.inf, "-Inf")]
+)
+def test_a_non_finite_float_is_named_as_go_names_it(value: float, go: str) -> None:
+    """``strconv.FormatFloat(v, 'g', -1, 64)``, in Go's json error word for word."""
+    assert format_g(value) == go
+    with pytest.raises(GoJSONError) as caught:
+        format_float(value)
+    assert str(caught.value) == f"json: unsupported value: {go}"
+
+
+@pytest.mark.parametrize(
     ("value", "expected"),
     [
         (1000000.0, "1e+06"),
