@@ -122,6 +122,23 @@ def test_a_young_digest_is_held_until_it_has_its_min_age() -> None:
     assert "4m" in hold.detail and "10m" in hold.detail
 
 
+def test_a_maturing_hold_says_how_old_the_digest_is_and_when_it_rolls() -> None:
+    young = sighted(NOW - timedelta(minutes=4))
+    result = plan(
+        [workload("a"), workload("b")],
+        replace(OPEN, min_age=timedelta(minutes=10)),
+        sightings=young,
+    )
+    hold = result.hold_for("shop/deployment/b")
+    assert hold is not None and hold.workload == "shop/deployment/b"
+    rolls_at = (NOW + timedelta(minutes=6)).isoformat(timespec="seconds")
+    assert hold.detail == (
+        f"{REF} has been {NEW.short} for 4m, less than its min-age of 10m;"
+        f" rolls at {rolls_at} (in 6m)"
+    )
+    assert result.hold_for("shop/deployment/c") is None
+
+
 def test_a_digest_of_its_min_age_rolls() -> None:
     aged = sighted(NOW - timedelta(minutes=10))
     assert going(

@@ -9,6 +9,7 @@ import pytest
 from autoroll.core.policy import (
     MIN_AGE,
     PAUSED,
+    WAVE,
     WINDOW,
     Guardrails,
     format_duration,
@@ -109,3 +110,24 @@ def test_every_bad_annotation_is_reported_at_once() -> None:
 def test_format_duration_reads_back(value: timedelta, text: str) -> None:
     assert format_duration(value) == text
     assert parse_duration(text) == value
+
+
+@pytest.mark.parametrize(
+    ("annotations", "problem"),
+    [
+        ({PAUSED: "maybe"}, f"annotation {PAUSED}='maybe': expected true or false"),
+        (
+            {WAVE: "101"},
+            f"annotation {WAVE}='101': expected a whole number, 0 (the first wave) to 100",
+        ),
+    ],
+)
+def test_a_bad_annotation_is_told_word_for_word(annotations: dict[str, str], problem: str) -> None:
+    [found] = workload_policy(annotations, defaults=GLOBAL).problems
+    assert str(found) == problem
+
+
+@pytest.mark.parametrize(("value", "wave"), [("0", 0), ("100", 100), (" 7 ", 7)])
+def test_waves_run_from_0_to_100(value: str, wave: int) -> None:
+    policy = workload_policy({WAVE: value}, defaults=GLOBAL)
+    assert policy.is_valid and policy.wave == wave
