@@ -21,6 +21,7 @@ from jobhash.gojson import (
     format_float,
     format_g,
     format_g32,
+    format_int,
     marshal,
     quote_string,
 )
@@ -151,6 +152,24 @@ def test_int_and_float_stay_distinct() -> None:
 def test_int_outside_int64_is_rejected() -> None:
     with pytest.raises(GoJSONError, match="int64"):
         marshal(2**63)
+
+
+@pytest.mark.parametrize("value", [-(2**63), 2**63 - 1])
+def test_the_ends_of_int64_fit(value: int) -> None:
+    assert format_int(value) == str(value) == marshal(value)
+
+
+@pytest.mark.parametrize("value", [-(2**63) - 1, 2**63])
+def test_one_past_either_end_of_int64_is_refused(value: int) -> None:
+    with pytest.raises(GoJSONError) as caught:
+        format_int(value)
+    assert str(caught.value) == f"integer {value} does not fit in Go's int64"
+
+
+def test_a_value_no_go_type_holds_is_refused_by_its_type() -> None:
+    with pytest.raises(GoJSONError) as caught:
+        marshal([{1, 2}])  # type: ignore[list-item]
+    assert str(caught.value) == "json: unsupported type: set"
 
 
 def test_non_string_key_is_rejected() -> None:
