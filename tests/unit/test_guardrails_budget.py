@@ -4,6 +4,7 @@ process's and a previous leader's evidence) and workloads mid-roll.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -76,6 +77,20 @@ def test_a_pod_listed_twice_is_one_start() -> None:
     shared = pod("x-1", NEW, created=NOW - timedelta(seconds=5))
     items = [workload("a", [shared]), workload("b", [shared])]  # overlapping selectors
     assert len(pods_started(items, now=NOW, period=timedelta(seconds=60))) == 1
+
+
+def test_pods_without_a_uid_are_told_apart_by_name() -> None:
+    """A pod read before the API server gave it a uid (a test double, an old cache entry)."""
+    a, b = (replace(pod(n, NEW, created=NOW - timedelta(seconds=5)), uid="") for n in "ab")
+    assert len(pods_started([workload("w", [a, b])], now=NOW, period=timedelta(seconds=60))) == 2
+
+
+def test_a_stamp_exactly_one_period_ahead_still_counts() -> None:
+    period = timedelta(seconds=60)
+    ahead = pod("x-1", NEW, created=NOW + period - timedelta(seconds=1))  # rounded up: NOW + 60 s
+    assert pods_started([workload("x", [ahead])], now=NOW, period=period) == [
+        Deletion(NOW + period, "shop")
+    ]
 
 
 def test_zero_means_unlimited() -> None:

@@ -7,6 +7,7 @@ from datetime import timedelta
 import pytest
 
 from autoroll.core.policy import (
+    HEALTH_WINDOW,
     MIN_AGE,
     PAUSED,
     WAVE,
@@ -105,7 +106,13 @@ def test_every_bad_annotation_is_reported_at_once() -> None:
 
 @pytest.mark.parametrize(
     ("value", "text"),
-    [(timedelta(0), "0s"), (timedelta(seconds=45), "45s"), (timedelta(minutes=90), "1h30m")],
+    [
+        (timedelta(0), "0s"),
+        (timedelta(seconds=45), "45s"),
+        (timedelta(minutes=90), "1h30m"),
+        (timedelta(days=1), "1d"),
+        (timedelta(days=2, hours=3, seconds=4), "2d3h4s"),
+    ],
 )
 def test_format_duration_reads_back(value: timedelta, text: str) -> None:
     assert format_duration(value) == text
@@ -131,3 +138,19 @@ def test_a_bad_annotation_is_told_word_for_word(annotations: dict[str, str], pro
 def test_waves_run_from_0_to_100(value: str, wave: int) -> None:
     policy = workload_policy({WAVE: value}, defaults=GLOBAL)
     assert policy.is_valid and policy.wave == wave
+
+
+@pytest.mark.parametrize(
+    ("annotation", "longest", "refusal"),
+    [
+        (MIN_AGE, "30d", f"is longer than 30 days; pause the workload instead ({PAUSED}: 'true')"),
+        (HEALTH_WINDOW, "1h", "is longer than 1h, the longest accepted"),
+    ],
+)
+def test_the_longest_duration_is_accepted_a_second_more_is_not(
+    annotation: str, longest: str, refusal: str
+) -> None:
+    assert workload_policy({annotation: longest}, defaults=GLOBAL).is_valid
+    over = f"{longest}1s"
+    [problem] = workload_policy({annotation: over}, defaults=GLOBAL).problems
+    assert str(problem) == f"annotation {annotation}={over!r}: {refusal}"
