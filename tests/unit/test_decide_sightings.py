@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 import pytest
 
 from autoroll.core.decide import Sighting
+from autoroll.core.images import TagRef
 from autoroll.core.model import ContainerView, Unknown
 from autoroll.core.selection import refs_to_resolve
 from autoroll.core.sightings import listed_uids, observe_targets
@@ -43,6 +44,20 @@ def test_refs_to_resolve_dedups_and_filters() -> None:
         ),
     ]
     assert refs_to_resolve(deps, registries={HOST}) == {REF, SIDE_REF}
+
+
+def test_with_pinning_an_if_not_present_tag_is_resolved_too_never_is_not() -> None:
+    """Pinned at admission, an ``IfNotPresent`` replacement runs the digest (docs/adr/028)."""
+    other = f"{HOST}/team/other:latest"
+    dep = deployment(
+        ContainerView("cached", other, "IfNotPresent"),
+        ContainerView("never", SIDE_IMAGE, "Never"),
+        name="pinned",
+    )
+    assert refs_to_resolve([dep], registries={HOST}) == set()
+    assert refs_to_resolve([dep], registries={HOST}, pinning=True) == {
+        TagRef(HOST, "team/other", "latest")
+    }
 
 
 def test_observe_targets_remembers_first_sighting() -> None:
