@@ -93,6 +93,16 @@ def test_a_stamp_exactly_one_period_ahead_still_counts() -> None:
     ]
 
 
+def test_deletions_of_no_known_namespace_count_in_full_with_shares_on() -> None:
+    """A previous leader's evidence without a namespace is no tenant's: no share caps it."""
+    recent = [NOW - timedelta(seconds=10)] * 3  # 3 of 4, the share of a namespace being 2
+    result = plan([workload(n) for n in "abc"], budget(deletions=4, shares=True), deleted_at=recent)
+    assert len(result.go) == 1
+    assert len(result.holds) == 2
+    assert all(h.workload == f"shop/deployment/{h.action.workload}" for h in result.holds)
+    assert result.holds[0].detail == "4 of 4 deletions in the last 1m (ROLL_BUDGET_DELETIONS)"
+
+
 def test_zero_means_unlimited() -> None:
     many = [workload(f"w{i}") for i in range(50)]
     result = plan(many, budget(deletions=0, in_flight=0), deleted_at=[NOW] * 1000)
@@ -106,6 +116,15 @@ def test_zero_means_unlimited() -> None:
 def half_rolled(name: str) -> Enrolled:
     """Three replicas, one already on the new digest: mid-roll."""
     return workload(name, [pod(f"{name}-1"), pod(f"{name}-2"), pod(f"{name}-3", NEW, created=NOW)])
+
+
+def test_a_workload_held_for_a_slot_is_told_who_holds_them() -> None:
+    result = plan([half_rolled("m"), workload("a")], budget(in_flight=1))
+    [hold] = result.holds
+    assert (hold.workload, hold.detail) == (
+        "shop/deployment/a",
+        "1 of 1 workloads mid-roll (shop/deployment/m; ROLL_BUDGET_IN_FLIGHT)",
+    )
 
 
 def test_a_workload_mid_roll_goes_on_without_a_new_slot() -> None:

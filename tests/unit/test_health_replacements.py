@@ -62,3 +62,36 @@ def test_a_restart_with_no_known_ready_time_is_a_failure_with_no_end() -> None:
         None,
         3,
     )
+
+
+def test_a_wait_is_shown_rounded_up_and_the_time_served_rounded_down() -> None:
+    """Ready 12.5 s ago: 12 s served, 17.5 s left shown as 18 s, never shorter than it is."""
+    new = replace(pod("new", digest=NEW), ready_changed_at=NOW - timedelta(seconds=12.5))
+    assert judged(new) == Health(
+        HealthState.INSIDE,
+        "new",
+        f"replacement new available for 12s of {LIMIT}, 18s left",
+        NOW + timedelta(seconds=17.5),
+    )
+
+
+def test_a_restart_inside_the_window_fails_and_says_when_it_would_end() -> None:
+    base = pod("new", digest=NEW)
+    statuses = tuple(replace(s, restart_count=1) for s in base.statuses)
+    new = replace(base, statuses=statuses, ready_changed_at=NOW - timedelta(seconds=10))
+    assert judged(new) == Health(
+        HealthState.FAILED,
+        "new",
+        f"replacement new restarted 1 time(s) inside {LIMIT}; available again for 10s, 20s left",
+        NOW + timedelta(seconds=20),
+        1,
+    )
+
+
+def test_ready_since_a_time_not_known_is_waited_for() -> None:
+    new = replace(pod("new", digest=NEW), ready_changed_at=None)
+    assert judged(new) == Health(
+        HealthState.INSIDE,
+        "new",
+        f"replacement new Ready since an unknown time, so not through {LIMIT}",
+    )

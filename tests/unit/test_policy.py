@@ -154,3 +154,21 @@ def test_the_longest_duration_is_accepted_a_second_more_is_not(
     over = f"{longest}1s"
     [problem] = workload_policy({annotation: over}, defaults=GLOBAL).problems
     assert str(problem) == f"annotation {annotation}={over!r}: {refusal}"
+
+
+@pytest.mark.parametrize(
+    ("guardrails", "deletions", "in_flight"),
+    [
+        (Guardrails(), 15, 5),  # half of 30 a minute and of 10 mid-roll
+        (Guardrails(deletions_per_period=1, in_flight=1), 1, 1),  # at least 1
+        (Guardrails(deletions_per_period=0, in_flight=0), 0, 0),  # unlimited: no share
+        (Guardrails(deletions_per_namespace=4, in_flight_per_namespace=0), 4, 0),
+    ],
+)
+def test_a_namespaces_share_is_half_the_budget_unless_set(
+    guardrails: Guardrails, deletions: int, in_flight: int
+) -> None:
+    assert (guardrails.namespace_deletions, guardrails.namespace_in_flight) == (
+        deletions,
+        in_flight,
+    )
