@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 
+from autoroll.core.budget import Deletion
 from autoroll.core.decide import Decision, Sighting, decide
 from autoroll.core.guardrails import RollPlan, plan_rolls
 from autoroll.core.holds import HoldReason
@@ -130,7 +131,7 @@ def plan(
     guardrails: Guardrails = OPEN,
     *,
     sightings: Mapping[TagRef, Sighting] | None = None,
-    deleted_at: Sequence[datetime] = (),
+    deleted_at: Sequence[datetime | Deletion] = (),
     now: datetime = NOW,
     resolved: Mapping[TagRef, Digest | Unknown] | None = None,
 ) -> RollPlan:
@@ -142,6 +143,11 @@ def plan(
         deleted_at=deleted_at,
         now=now,
     )
+
+
+def half_rolled(name: str) -> Enrolled:
+    """Three replicas, one already on the new digest: mid-roll."""
+    return workload(name, [pod(f"{name}-1"), pod(f"{name}-2"), pod(f"{name}-3", NEW, created=NOW)])
 
 
 def going(result: RollPlan) -> list[str]:

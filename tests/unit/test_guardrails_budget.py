@@ -11,7 +11,7 @@ import pytest
 
 from autoroll.core.budget import Deletion, is_mid_roll, pods_started
 from autoroll.core.holds import HoldReason
-from autoroll.core.model import Enrolled, PodView, Unknown
+from autoroll.core.model import PodView, Unknown
 from tests.support.guardrail_plans import (
     NEW,
     NOW,
@@ -19,6 +19,7 @@ from tests.support.guardrail_plans import (
     budget,
     decided,
     going,
+    half_rolled,
     held,
     plan,
     pod,
@@ -111,11 +112,6 @@ def test_zero_means_unlimited() -> None:
 
 
 # --- the cluster-wide budget: workloads mid-roll -----------------------------------------------
-
-
-def half_rolled(name: str) -> Enrolled:
-    """Three replicas, one already on the new digest: mid-roll."""
-    return workload(name, [pod(f"{name}-1"), pod(f"{name}-2"), pod(f"{name}-3", NEW, created=NOW)])
 
 
 def test_a_workload_held_for_a_slot_is_told_who_holds_them() -> None:

@@ -1,0 +1,152 @@
+"""What each guardrail hold says, word for word, and that it names the workload it holds: the
+sentences ``autoroll plan``, the log and the Events carry (``autoroll.core.holds``,
+``autoroll.core.budget``). Which clause holds is tested in ``test_guardrails.py`` and
+``test_guardrails_budget.py``; this file pins what it tells the operator."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import timedelta
+from typing import Any
+
+from autoroll.core.budget import Deletion
+from autoroll.core.holds import Hold, HoldReason
+from autoroll.core.images import TagRef
+from autoroll.core.model import Digest, Enrolled, Unknown
+from autoroll.core.policy import MIN_AGE, PAUSED, Guardrails
+from autoroll.core.sightings import observe_targets
+from tests.support.guardrail_plans import (
+    NEW,
+    NOW,
+    OLD,
+    OPEN,
+    REF,
+    SIDE,
+    SIDE_NEW,
+    SIDE_OLD,
+    budget,
+    going,
+    half_rolled,
+    plan,
+    pod,
+    sighted,
+    workload,
+)
+
+SLOW = replace(OPEN, min_age=timedelta(minutes=10))
+
+
+def only_hold(workloads: Sequence[Enrolled], guardrails: Guardrails = OPEN, **kwargs: Any) -> Hold:
+    [hold] = plan(workloads, guardrails, **kwargs).holds
+    return hold
+
+
+def test_every_unreadable_annotation_is_listed_and_the_workload_named() -> None:
+    hold = only_hold([workload("a", annotations={PAUSED: "x", MIN_AGE: "y"})])
+    assert (hold.workload, hold.reason) == ("shop/deployment/a", HoldReason.INVALID_POLICY)
+    assert hold.detail == (
+        f"annotation {PAUSED}='x': expected true or false;"
+        f" annotation {MIN_AGE}='y': expected a duration such as 90s, 10m, 1h30m or 2d"
+        " (units d, h, m, s, in that order), or a whole number of seconds;"
+        " not rolled until fixed"
+    )
+
+
+def test_a_cluster_wide_pause_names_its_setting() -> None:
+    hold = only_hold([workload("a")], replace(OPEN, paused=True))
+    assert (hold.workload, hold.detail) == (
+        "shop/deployment/a",
+        "paused cluster-wide (ROLL_PAUSED=true)",
+    )
+
+
+def test_two_young_tags_are_both_named_and_it_rolls_when_the_younger_is_old_enough() -> None:
+    two = workload("a", [pod("a-1", OLD, side=SIDE_OLD)], side=True)
+    both = sighted(NOW - timedelta(minutes=4), side=NOW - timedelta(minutes=1))
+    hold = only_hold([two], SLOW, sightings=both)
+    rolls_at = (NOW + timedelta(minutes=9)).isoformat(timespec="seconds")
+    assert hold.detail == (
+        f"{REF} has been {NEW.short} for 4m; {SIDE} has been {SIDE_NEW.short} for 1m,"
+        f" less than its min-age of 10m; rolls at {rolls_at} (in 9m)"
+    )
+    assert hold.until == NOW + timedelta(minutes=9)
+
+
+def test_a_tag_never_seen_has_no_age_and_no_time_to_roll() -> None:
+    """The side tag resolves, but no pass has seen it as a target yet: its age is unknown."""
+    two = workload("a", [pod("a-1", OLD, side=SIDE_OLD)], side=True)
+    hold = only_hold([two], SLOW, sightings=sighted(NOW - timedelta(minutes=4)))
+    assert hold.detail == (
+        f"{REF} has been {NEW.short} for 4m; {SIDE}: the age of its digest is unknown,"
+        " less than its min-age of 10m"
+    )
+    assert hold.until is None
+
+
+def test_an_unknown_tag_first_does_not_hide_the_young_one_after_it() -> None:
+    two = workload("a", [pod("a-1", OLD, side=SIDE_OLD)], side=True)
+    resolved: dict[TagRef, Digest | Unknown] = {REF: Unknown("offline"), SIDE: SIDE_NEW}
+    seen = observe_targets({}, {SIDE: SIDE_NEW}, now=NOW - timedelta(minutes=1))
+    hold = only_hold([two], SLOW, sightings=seen, resolved=resolved)
+    assert hold.detail == (
+        f"{REF}: the age of its digest is unknown; {SIDE} has been {SIDE_NEW.short} for 1m,"
+        " less than its min-age of 10m"
+    )
+
+
+def test_a_namespace_at_its_share_of_deletions_is_told_when_one_frees() -> None:
+    """A share of 2 of 4: the namespace's two deletions in the period hold it, until the older
+    of them leaves the period (not until the cluster-wide count would free)."""
+    recent = [
+        Deletion(NOW - timedelta(seconds=50), "shop"),
+        Deletion(NOW - timedelta(seconds=20), "shop"),
+    ]
+    hold = only_hold([workload("a")], budget(deletions=4, shares=True), deleted_at=recent)
+    assert (hold.workload, hold.reason, hold.until) == (
+        "shop/deployment/a",
+        HoldReason.BUDGET,
+        NOW + timedelta(seconds=10),
+    )
+    assert hold.detail == (
+        "namespace shop has had 2 of its share of 2 deletions in the last 1m"
+        " (ROLL_BUDGET_DELETIONS_PER_NAMESPACE)"
+    )
+
+
+def test_a_namespace_at_its_share_of_slots_names_who_holds_them() -> None:
+    result = plan([half_rolled("m"), workload("a")], budget(in_flight=2, shares=True))
+    assert going(result) == ["m"]
+    [hold] = result.holds
+    assert (hold.workload, hold.detail) == (
+        "shop/deployment/a",
+        "namespace shop has 1 of its share of 1 workloads mid-roll"
+        " (shop/deployment/m; ROLL_BUDGET_IN_FLIGHT_PER_NAMESPACE)",
+    )
+
+
+def test_slots_held_by_more_than_three_are_counted_not_all_named() -> None:
+    busy = [half_rolled(f"m{i}") for i in range(1, 5)]
+    hold = only_hold([*busy, workload("a")], budget(in_flight=4))
+    assert hold.detail == (
+        "4 of 4 workloads mid-roll (shop/deployment/m1, shop/deployment/m2,"
+        " shop/deployment/m3 and 1 more; ROLL_BUDGET_IN_FLIGHT)"
+    )
+
+
+def test_three_slot_holders_are_all_named() -> None:
+    busy = [half_rolled(f"m{i}") for i in range(1, 4)]
+    hold = only_hold([*busy, workload("a")], budget(in_flight=3))
+    assert hold.detail == (
+        "3 of 3 workloads mid-roll (shop/deployment/m1, shop/deployment/m2,"
+        " shop/deployment/m3; ROLL_BUDGET_IN_FLIGHT)"
+    )
+
+
+def test_the_sighting_of_the_container_that_is_stale_orders_the_deletion() -> None:
+    """``x`` is stale only on its side tag, pushed a minute ago; ``y`` on the app tag, pushed
+    an hour ago: ``y`` goes first, whatever ``x``'s other (current) container says."""
+    x = workload("x", [pod("x-1", NEW, side=SIDE_OLD)], side=True)
+    y = workload("y", [pod("y-1", OLD)])
+    seen = sighted(NOW - timedelta(hours=1), side=NOW - timedelta(minutes=1))
+    assert going(plan([x, y], budget(deletions=1), sightings=seen)) == ["y"]
