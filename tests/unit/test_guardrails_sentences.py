@@ -10,40 +10,29 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
+import pytest
+
 from autoroll.core.budget import Deletion
 from autoroll.core.holds import Hold, HoldReason
 from autoroll.core.images import TagRef
 from autoroll.core.model import Digest, Enrolled, Unknown
 from autoroll.core.policy import MIN_AGE, PAUSED, Guardrails
 from autoroll.core.sightings import observe_targets
-from tests.support.guardrail_plans import (
-    NEW,
-    NOW,
-    OLD,
-    OPEN,
-    REF,
-    SIDE,
-    SIDE_NEW,
-    SIDE_OLD,
-    budget,
-    going,
-    half_rolled,
-    plan,
-    pod,
-    sighted,
-    workload,
-)
+from tests.support import guardrail_plans as plans
+
+NOW, OPEN, REF, SIDE = plans.NOW, plans.OPEN, plans.REF, plans.SIDE
+OLD, NEW, SIDE_OLD, SIDE_NEW = plans.OLD, plans.NEW, plans.SIDE_OLD, plans.SIDE_NEW
 
 SLOW = replace(OPEN, min_age=timedelta(minutes=10))
 
 
 def only_hold(workloads: Sequence[Enrolled], guardrails: Guardrails = OPEN, **kwargs: Any) -> Hold:
-    [hold] = plan(workloads, guardrails, **kwargs).holds
+    [hold] = plans.plan(workloads, guardrails, **kwargs).holds
     return hold
 
 
 def test_every_unreadable_annotation_is_listed_and_the_workload_named() -> None:
-    hold = only_hold([workload("a", annotations={PAUSED: "x", MIN_AGE: "y"})])
+    hold = only_hold([plans.workload("a", annotations={PAUSED: "x", MIN_AGE: "y"})])
     assert (hold.workload, hold.reason) == ("shop/deployment/a", HoldReason.INVALID_POLICY)
     assert hold.detail == (
         f"annotation {PAUSED}='x': expected true or false;"
@@ -54,7 +43,7 @@ def test_every_unreadable_annotation_is_listed_and_the_workload_named() -> None:
 
 
 def test_a_cluster_wide_pause_names_its_setting() -> None:
-    hold = only_hold([workload("a")], replace(OPEN, paused=True))
+    hold = only_hold([plans.workload("a")], replace(OPEN, paused=True))
     assert (hold.workload, hold.detail) == (
         "shop/deployment/a",
         "paused cluster-wide (ROLL_PAUSED=true)",
@@ -62,8 +51,8 @@ def test_a_cluster_wide_pause_names_its_setting() -> None:
 
 
 def test_two_young_tags_are_both_named_and_it_rolls_when_the_younger_is_old_enough() -> None:
-    two = workload("a", [pod("a-1", OLD, side=SIDE_OLD)], side=True)
-    both = sighted(NOW - timedelta(minutes=4), side=NOW - timedelta(minutes=1))
+    two = plans.workload("a", [plans.pod("a-1", OLD, side=SIDE_OLD)], side=True)
+    both = plans.sighted(NOW - timedelta(minutes=4), side=NOW - timedelta(minutes=1))
     hold = only_hold([two], SLOW, sightings=both)
     rolls_at = (NOW + timedelta(minutes=9)).isoformat(timespec="seconds")
     assert hold.detail == (
@@ -75,8 +64,8 @@ def test_two_young_tags_are_both_named_and_it_rolls_when_the_younger_is_old_enou
 
 def test_a_tag_never_seen_has_no_age_and_no_time_to_roll() -> None:
     """The side tag resolves, but no pass has seen it as a target yet: its age is unknown."""
-    two = workload("a", [pod("a-1", OLD, side=SIDE_OLD)], side=True)
-    hold = only_hold([two], SLOW, sightings=sighted(NOW - timedelta(minutes=4)))
+    two = plans.workload("a", [plans.pod("a-1", OLD, side=SIDE_OLD)], side=True)
+    hold = only_hold([two], SLOW, sightings=plans.sighted(NOW - timedelta(minutes=4)))
     assert hold.detail == (
         f"{REF} has been {NEW.short} for 4m; {SIDE}: the age of its digest is unknown,"
         " less than its min-age of 10m"
@@ -85,7 +74,7 @@ def test_a_tag_never_seen_has_no_age_and_no_time_to_roll() -> None:
 
 
 def test_an_unknown_tag_first_does_not_hide_the_young_one_after_it() -> None:
-    two = workload("a", [pod("a-1", OLD, side=SIDE_OLD)], side=True)
+    two = plans.workload("a", [plans.pod("a-1", OLD, side=SIDE_OLD)], side=True)
     resolved: dict[TagRef, Digest | Unknown] = {REF: Unknown("offline"), SIDE: SIDE_NEW}
     seen = observe_targets({}, {SIDE: SIDE_NEW}, now=NOW - timedelta(minutes=1))
     hold = only_hold([two], SLOW, sightings=seen, resolved=resolved)
@@ -102,7 +91,9 @@ def test_a_namespace_at_its_share_of_deletions_is_told_when_one_frees() -> None:
         Deletion(NOW - timedelta(seconds=50), "shop"),
         Deletion(NOW - timedelta(seconds=20), "shop"),
     ]
-    hold = only_hold([workload("a")], budget(deletions=4, shares=True), deleted_at=recent)
+    hold = only_hold(
+        [plans.workload("a")], plans.budget(deletions=4, shares=True), deleted_at=recent
+    )
     assert (hold.workload, hold.reason, hold.until) == (
         "shop/deployment/a",
         HoldReason.BUDGET,
@@ -115,8 +106,10 @@ def test_a_namespace_at_its_share_of_deletions_is_told_when_one_frees() -> None:
 
 
 def test_a_namespace_at_its_share_of_slots_names_who_holds_them() -> None:
-    result = plan([half_rolled("m"), workload("a")], budget(in_flight=2, shares=True))
-    assert going(result) == ["m"]
+    result = plans.plan(
+        [plans.half_rolled("m"), plans.workload("a")], plans.budget(in_flight=2, shares=True)
+    )
+    assert plans.going(result) == ["m"]
     [hold] = result.holds
     assert (hold.workload, hold.detail) == (
         "shop/deployment/a",
@@ -125,28 +118,25 @@ def test_a_namespace_at_its_share_of_slots_names_who_holds_them() -> None:
     )
 
 
-def test_slots_held_by_more_than_three_are_counted_not_all_named() -> None:
-    busy = [half_rolled(f"m{i}") for i in range(1, 5)]
-    hold = only_hold([*busy, workload("a")], budget(in_flight=4))
+@pytest.mark.parametrize(
+    ("holders", "named"),
+    [
+        (3, "shop/deployment/m1, shop/deployment/m2, shop/deployment/m3"),
+        (4, "shop/deployment/m1, shop/deployment/m2, shop/deployment/m3 and 1 more"),
+    ],
+)
+def test_up_to_three_slot_holders_are_named_the_rest_counted(holders: int, named: str) -> None:
+    busy = [plans.half_rolled(f"m{i}") for i in range(1, holders + 1)]
+    hold = only_hold([*busy, plans.workload("a")], plans.budget(in_flight=holders))
     assert hold.detail == (
-        "4 of 4 workloads mid-roll (shop/deployment/m1, shop/deployment/m2,"
-        " shop/deployment/m3 and 1 more; ROLL_BUDGET_IN_FLIGHT)"
-    )
-
-
-def test_three_slot_holders_are_all_named() -> None:
-    busy = [half_rolled(f"m{i}") for i in range(1, 4)]
-    hold = only_hold([*busy, workload("a")], budget(in_flight=3))
-    assert hold.detail == (
-        "3 of 3 workloads mid-roll (shop/deployment/m1, shop/deployment/m2,"
-        " shop/deployment/m3; ROLL_BUDGET_IN_FLIGHT)"
+        f"{holders} of {holders} workloads mid-roll ({named}; ROLL_BUDGET_IN_FLIGHT)"
     )
 
 
 def test_the_sighting_of_the_container_that_is_stale_orders_the_deletion() -> None:
     """``x`` is stale only on its side tag, pushed a minute ago; ``y`` on the app tag, pushed
     an hour ago: ``y`` goes first, whatever ``x``'s other (current) container says."""
-    x = workload("x", [pod("x-1", NEW, side=SIDE_OLD)], side=True)
-    y = workload("y", [pod("y-1", OLD)])
-    seen = sighted(NOW - timedelta(hours=1), side=NOW - timedelta(minutes=1))
-    assert going(plan([x, y], budget(deletions=1), sightings=seen)) == ["y"]
+    x = plans.workload("x", [plans.pod("x-1", NEW, side=SIDE_OLD)], side=True)
+    y = plans.workload("y", [plans.pod("y-1", OLD)])
+    seen = plans.sighted(NOW - timedelta(hours=1), side=NOW - timedelta(minutes=1))
+    assert plans.going(plans.plan([x, y], plans.budget(deletions=1), sightings=seen)) == ["y"]

@@ -9,50 +9,43 @@ import pytest
 from autoroll.core.decide import SettledReason
 from autoroll.core.kinds import is_settled
 from autoroll.core.model import PodView, WorkloadView
-from tests.support.kind_views import (
-    NEXT_REV,
-    NOW,
-    REV,
-    daemonset,
-    ds_pods,
-    pod,
-    statefulset,
-    sts_pods,
-)
+from tests.support import kind_views as kinds
+
+REV, NEXT_REV = kinds.REV, kinds.NEXT_REV
 
 
 @pytest.mark.parametrize(
     ("workload", "pods", "detail"),
     [
         (
-            statefulset(update_revision=NEXT_REV),
-            sts_pods(),
+            kinds.statefulset(update_revision=NEXT_REV),
+            kinds.sts_pods(),
             f"currentRevision {REV} != updateRevision {NEXT_REV}: a template rollout is in"
             " progress; it is the StatefulSet controller's to finish",
         ),
         (
-            statefulset(update_revision=NEXT_REV, partition=2),
-            [*sts_pods(2), pod("db-2", revision=NEXT_REV)],
+            kinds.statefulset(update_revision=NEXT_REV, partition=2),
+            [*kinds.sts_pods(2), kinds.pod("db-2", revision=NEXT_REV)],
             f"currentRevision {REV} != updateRevision {NEXT_REV}: a template rollout is in"
             " progress; partition 2 holds the ordinals below it at currentRevision; it is the"
             " StatefulSet controller's to finish",
         ),
         (
             # A status written before the controller filled the revisions in.
-            statefulset(current_revision="", update_revision=NEXT_REV),
-            sts_pods(),
+            kinds.statefulset(current_revision="", update_revision=NEXT_REV),
+            kinds.sts_pods(),
             f"currentRevision unset != updateRevision {NEXT_REV}: a template rollout is in"
             " progress; it is the StatefulSet controller's to finish",
         ),
         (
-            statefulset(update_revision=""),
-            sts_pods(),
+            kinds.statefulset(update_revision=""),
+            kinds.sts_pods(),
             f"currentRevision {REV} != updateRevision unset: a template rollout is in"
             " progress; it is the StatefulSet controller's to finish",
         ),
         (
-            daemonset(updated_number_scheduled=2),
-            ds_pods(),
+            kinds.daemonset(updated_number_scheduled=2),
+            kinds.ds_pods(),
             "status.updatedNumberScheduled 2 != desiredNumberScheduled 3: a template rollout"
             " is in progress; it is the DaemonSet controller's to finish",
         ),
@@ -62,5 +55,5 @@ def test_a_rollout_of_its_own_controller_is_named_in_full(
     workload: WorkloadView, pods: list[PodView], detail: str
 ) -> None:
     """The whole sentence the wait log and ``autoroll plan`` print, word for word."""
-    found = is_settled(workload=workload, pods=pods, now=NOW)
+    found = is_settled(workload=workload, pods=pods, now=kinds.NOW)
     assert (found.reason, found.detail) == (SettledReason.ROLLOUT_IN_PROGRESS, detail)

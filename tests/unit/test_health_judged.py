@@ -1,0 +1,135 @@
+"""The health window judged directly on one pod at its edges (``autoroll.core.health``): what it
+answers, word for word, for a replacement (a pod on a moving tag's target) and for a pod on the
+old content, whose restarts say nothing of the new image and are only ever waited for."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime, timedelta
+
+import pytest
+
+from autoroll.core.health import PASSED, Health, HealthState, HealthWindow, health_window
+from autoroll.core.model import PodView
+from tests.support.decide_cases import AFTER, NEW, OLD, pod
+
+NOW = AFTER + timedelta(hours=1)
+LENGTH = timedelta(seconds=30)
+LIMIT = "its 30s health window (ROLL_HEALTHY_SECONDS)"
+INSIDE, FAILED = HealthState.INSIDE, HealthState.FAILED
+
+
+def seconds_ago(value: float) -> datetime:
+    return NOW - timedelta(seconds=value)
+
+
+def shaped(name: str, *, ready: bool = True, since: datetime | None, restarts: int = 0) -> PodView:
+    """``new`` runs the target, any other name the old content; Ready (or not) ``since``."""
+    base = pod(name, digest=NEW if name == "new" else OLD, ready=ready)
+    statuses = tuple(replace(s, restart_count=restarts) for s in base.statuses)
+    return replace(base, statuses=statuses, ready_changed_at=since)
+
+
+def judged(one: PodView, *, seen: float | None = None, min_ready: int = 0) -> Health:
+    """``seen``: an earlier pass of this roll saw the pod Ready that many seconds ago."""
+    memory = {} if seen is None else {one.uid: seconds_ago(seen)}
+    return health_window(
+        pods=[one],
+        replacements={"new"},
+        window=HealthWindow(LENGTH, seen_ready=memory),
+        min_ready_seconds=min_ready,
+        now=NOW,
+    )
+
+
+ROWS = [
+    (
+        "a replacement with no container status yet: a slow start, no crash",
+        replace(shaped("new", ready=False, since=None), statuses=()),
+        PASSED,
+    ),
+    (
+        "a wait is shown rounded up, the time served rounded down",
+        shaped("new", since=seconds_ago(12.5)),
+        Health(
+            INSIDE,
+            "new",
+            f"replacement new available for 12s of {LIMIT}, 18s left",
+            seconds_ago(-17.5),
+        ),
+    ),
+    (
+        "a restart inside the window fails it, and says when the window would end",
+        shaped("new", since=seconds_ago(10), restarts=1),
+        Health(
+            FAILED,
+            "new",
+            f"replacement new restarted 1 time(s) inside {LIMIT};"
+            " available again for 10s, 20s left",
+            seconds_ago(-20),
+            1,
+        ),
+    ),
+    (
+        "Ready since a time not known: waited for, with no end",
+        shaped("new", since=None),
+        Health(
+            INSIDE, "new", f"replacement new Ready since an unknown time, so not through {LIMIT}"
+        ),
+    ),
+    (
+        "a restart with no known Ready time: a failure with no end",
+        shaped("new", since=None, restarts=3),
+        Health(
+            FAILED,
+            "new",
+            "replacement new restarted 3 time(s);"
+            f" Ready since an unknown time, so not through {LIMIT}",
+            None,
+            3,
+        ),
+    ),
+    (
+        "old content, not Ready: nothing added, settledness holds the roll",
+        shaped("b", ready=False, since=None, restarts=2),
+        PASSED,
+    ),
+    (
+        "old content Ready again inside its window: waited for until it ends, no restarts told",
+        shaped("b", since=seconds_ago(12), restarts=2),
+        Health(
+            INSIDE,
+            "b",
+            f"pod b restarted 2 time(s) inside {LIMIT}; available again for 12s, 18s left",
+            seconds_ago(-18),
+        ),
+    ),
+    (
+        "old content Ready since a time not known: waited for with no end, no restarts told",
+        shaped("b", since=None, restarts=2),
+        Health(
+            INSIDE,
+            "b",
+            f"pod b restarted 2 time(s); Ready since an unknown time, so not through {LIMIT}",
+        ),
+    ),
+]
+
+
+@pytest.mark.parametrize(("case", "one", "expected"), ROWS, ids=[r[0] for r in ROWS])
+def test_one_pod_judged(case: str, one: PodView, expected: Health) -> None:
+    assert judged(one) == expected, case
+
+
+def test_min_ready_seconds_lengthens_the_window_an_unready_pod_failed_in() -> None:
+    """Seen Ready 40 s ago, unready now: outside a 30 s window, inside 30 s + 20 s of
+    ``minReadySeconds``."""
+    went = shaped("new", ready=False, since=NOW)
+    assert judged(went, seen=40) == PASSED
+    assert judged(went, seen=40, min_ready=20) == Health(
+        FAILED, "new", f"replacement new went unready 40s after it became Ready, inside {LIMIT}"
+    )
+
+
+def test_at_the_end_of_the_window_a_pod_that_went_unready_has_passed_it() -> None:
+    assert judged(shaped("new", ready=False, since=NOW), seen=30) == PASSED
