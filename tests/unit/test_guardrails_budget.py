@@ -9,7 +9,7 @@ from datetime import timedelta
 
 import pytest
 
-from autoroll.core.budget import Deletion, is_mid_roll, pods_started
+from autoroll.core.budget import BudgetState, Deletion, is_mid_roll, pods_started
 from autoroll.core.holds import HoldReason
 from autoroll.core.model import PodView, Unknown
 from tests.support.guardrail_plans import (
@@ -102,6 +102,33 @@ def test_deletions_of_no_known_namespace_count_in_full_with_shares_on() -> None:
     assert len(result.holds) == 2
     assert all(h.workload == f"shop/deployment/{h.action.workload}" for h in result.holds)
     assert result.holds[0].detail == "4 of 4 deletions in the last 1m (ROLL_BUDGET_DELETIONS)"
+
+
+def test_the_plan_reports_the_budget_as_it_found_and_spent_it() -> None:
+    result = plan(
+        [workload(n) for n in "abc"],
+        budget(deletions=2, in_flight=5),
+        deleted_at=[NOW - timedelta(seconds=30)],
+    )
+    assert result.budget == BudgetState(
+        limit=2,
+        period=timedelta(seconds=60),
+        used=1,
+        granted=1,
+        in_flight_limit=5,
+        mid_roll=(),
+        frees_at=NOW + timedelta(seconds=30),  # the earlier of the two leaves the period
+    )
+
+
+def test_a_deletion_stamped_exactly_a_period_ahead_still_counts() -> None:
+    ahead = [NOW + timedelta(seconds=60)]
+    assert plan([workload("a")], budget(deletions=1), deleted_at=ahead).go == ()
+
+
+def test_a_plan_needs_a_clock_with_a_zone() -> None:
+    with pytest.raises(ValueError, match=r"^now must be timezone-aware$"):
+        plan([workload("a")], now=NOW.replace(tzinfo=None))
 
 
 def test_zero_means_unlimited() -> None:

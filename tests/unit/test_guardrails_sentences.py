@@ -16,8 +16,9 @@ from autoroll.core.budget import Deletion
 from autoroll.core.holds import Hold, HoldReason
 from autoroll.core.images import TagRef
 from autoroll.core.model import Digest, Enrolled, Unknown
-from autoroll.core.policy import MIN_AGE, PAUSED, Guardrails
+from autoroll.core.policy import MIN_AGE, PAUSED, WINDOW, Guardrails
 from autoroll.core.sightings import observe_targets
+from autoroll.core.windows import parse_windows
 from tests.support import guardrail_plans as plans
 
 NOW, OPEN, REF, SIDE = plans.NOW, plans.OPEN, plans.REF, plans.SIDE
@@ -140,3 +141,29 @@ def test_the_sighting_of_the_container_that_is_stale_orders_the_deletion() -> No
     y = plans.workload("y", [plans.pod("y-1", OLD)])
     seen = plans.sighted(NOW - timedelta(hours=1), side=NOW - timedelta(minutes=1))
     assert plans.going(plans.plan([x, y], plans.budget(deletions=1), sightings=seen)) == ["y"]
+
+
+def test_a_pause_annotation_names_itself() -> None:
+    hold = only_hold([plans.workload("a", annotations={PAUSED: "true"})])
+    assert (hold.workload, hold.detail) == (
+        "shop/deployment/a",
+        "paused by annotation autoroll.aethnet.se/paused",
+    )
+
+
+@pytest.mark.parametrize(
+    ("annotations", "guardrails", "source"),
+    [
+        ({WINDOW: "Sat 02:00-04:00 UTC"}, OPEN, "annotation autoroll.aethnet.se/window"),
+        ({}, replace(OPEN, windows=parse_windows("Sat 02:00-04:00 UTC")), "ROLL_WINDOW"),
+    ],
+)
+def test_a_closed_window_names_where_it_comes_from_and_when_it_opens(
+    annotations: dict[str, str], guardrails: Guardrails, source: str
+) -> None:
+    hold = only_hold([plans.workload("a", annotations=annotations)], guardrails)
+    assert (hold.workload, hold.detail) == (
+        "shop/deployment/a",
+        f"outside its window Sat 02:00-04:00 UTC ({source}); next opens Sat 2026-12-12"
+        " 02:00 UTC, 2026-12-12T02:00:00+00:00 (in 4d14h)",
+    )

@@ -368,3 +368,15 @@ def test_no_deletion_outruns_its_wave_the_proof_or_the_quarantine(
             starters = went - on_it
             assert len(starters) <= 1, (starters, states)
             assert not (starters and on_it), (starters, on_it)
+
+
+def test_an_order_hold_names_the_workload_it_holds() -> None:
+    """The wave and quarantine holds carry their workload's key, like every other hold, so
+    the plan row and the Event land on the right workload."""
+    result = plan([waved("a", 0), waved("d", 2)])
+    [wave] = result.holds
+    assert (wave.workload, wave.reason) == ("shop/deployment/d", HoldReason.WAVE)
+    caught = plan([workload("q")], AT_ONCE, book=quarantined())
+    assert [(h.workload, h.reason) for h in caught.holds] == [
+        ("shop/deployment/q", HoldReason.QUARANTINED)
+    ]
