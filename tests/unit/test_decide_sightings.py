@@ -60,6 +60,13 @@ def test_with_pinning_an_if_not_present_tag_is_resolved_too_never_is_not() -> No
     }
 
 
+def test_listed_uids_follow_pinning_for_an_if_not_present_container() -> None:
+    cached = deployment(ContainerView("app", IMAGE, "IfNotPresent"), name="cached")
+    snapshot = [(cached, [pod("a")])]
+    assert listed_uids(snapshot, registries={HOST}) == {}
+    assert listed_uids(snapshot, registries={HOST}, pinning=True) == {REF: frozenset({"uid-a"})}
+
+
 def test_observe_targets_remembers_first_sighting() -> None:
     now = SEEN
     memory = observe_targets({}, {REF: NEW}, now=now)

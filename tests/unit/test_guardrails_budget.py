@@ -16,6 +16,9 @@ from tests.support.guardrail_plans import (
     NEW,
     NOW,
     REF,
+    SIDE,
+    SIDE_NEW,
+    SIDE_OLD,
     budget,
     decided,
     going,
@@ -196,3 +199,19 @@ def test_a_workload_whose_registry_answer_is_unknown_is_not_mid_roll() -> None:
         [workload("x", [pod("x-1"), pod("x-2", NEW)])], sighted(), {REF: Unknown("offline")}
     )
     assert not is_mid_roll(decision, enrolled.pods)
+
+
+def test_an_unknown_first_container_does_not_hide_a_mid_roll_side() -> None:
+    """The app tag's answer is unknown; the side tag is half rolled: mid-roll all the same."""
+    pods = [pod("x-1", NEW, side=SIDE_OLD), pod("x-2", NEW, side=SIDE_NEW)]
+    [(enrolled, decision)] = decided(
+        [workload("x", pods, side=True)],
+        sighted(side=NOW),
+        {REF: Unknown("offline"), SIDE: SIDE_NEW},
+    )
+    assert is_mid_roll(decision, enrolled.pods)
+
+
+def test_with_no_deletion_limit_none_are_counted_as_used() -> None:
+    result = plan([workload("a")], budget(in_flight=5), deleted_at=[NOW - timedelta(seconds=10)])
+    assert (result.budget.used, result.budget.remaining) == (0, None)

@@ -44,6 +44,12 @@ REV, NEXT_REV = kinds.REV, kinds.NEXT_REV
             " progress; it is the StatefulSet controller's to finish",
         ),
         (
+            kinds.web(updated_replicas=2),
+            kinds.sts_pods(),
+            "status.updatedReplicas 2 < spec.replicas 3: a template rollout is in progress;"
+            " it is the Deployment controller's to finish",
+        ),
+        (
             kinds.daemonset(updated_number_scheduled=2),
             kinds.ds_pods(),
             "status.updatedNumberScheduled 2 != desiredNumberScheduled 3: a template rollout"
@@ -57,3 +63,12 @@ def test_a_rollout_of_its_own_controller_is_named_in_full(
     """The whole sentence the wait log and ``autoroll plan`` print, word for word."""
     found = is_settled(workload=workload, pods=pods, now=kinds.NOW)
     assert (found.reason, found.detail) == (SettledReason.ROLLOUT_IN_PROGRESS, detail)
+
+
+def test_a_deployment_past_its_progress_deadline_says_its_last_rollout_failed() -> None:
+    found = is_settled(
+        workload=kinds.web(progress_deadline_exceeded=True), pods=kinds.sts_pods(), now=kinds.NOW
+    )
+    assert found.detail == (
+        "the Progressing condition says ProgressDeadlineExceeded: its last rollout failed"
+    )

@@ -172,3 +172,18 @@ def test_a_namespaces_share_is_half_the_budget_unless_set(
         deletions,
         in_flight,
     )
+
+
+def test_an_unknown_annotation_is_reported_among_known_ones() -> None:
+    """Read in name order: a known annotation before it does not end the reading."""
+    policy = workload_policy({MIN_AGE: "5m", "autoroll.aethnet.se/pauses": "true"}, defaults=GLOBAL)
+    assert [str(p) for p in policy.problems] == [
+        "annotation autoroll.aethnet.se/pauses='true': unknown autoroll annotation; expected"
+        " one of autoroll.aethnet.se/paused, autoroll.aethnet.se/min-age,"
+        " autoroll.aethnet.se/window, autoroll.aethnet.se/health-window,"
+        " autoroll.aethnet.se/wave"
+    ]
+
+
+def test_no_annotation_means_not_paused() -> None:
+    assert workload_policy({}, defaults=GLOBAL).paused is False
