@@ -8,7 +8,15 @@ import pytest
 
 from autoroll.core.decide import PodState
 from autoroll.core.model import Unknown
-from tests.support.decide_cases import FOREIGN, MIRROR_ID, NEW, OWN_CONTENT, pod
+from tests.support.decide_cases import (
+    FOREIGN,
+    FOREIGN_SAME,
+    MIRROR_ID,
+    NEW,
+    OWN_CONTENT,
+    deployment,
+    pod,
+)
 from tests.support.decide_scene import decide_app
 
 GONE = (
@@ -46,3 +54,9 @@ def test_an_unreadable_pod_says_why_and_what_to_do(reason: str, hint: str) -> No
         f"{finding.running.reference} could not be resolved: unknown ({reason});"
         f" not rolled, not counted current ({expected})"
     )
+
+
+def test_every_pod_on_the_targets_content_under_another_name_is_named_once() -> None:
+    pods = [pod("a", digest=MIRROR_ID), pod("c", digest=MIRROR_ID), pod("b", digest=NEW)]
+    [verdict] = decide_app(pods, workload=deployment(replicas=3), contents=FOREIGN_SAME).containers
+    assert verdict.detail == f"a, c: the target's content under another name ({MIRROR_ID})"

@@ -230,3 +230,11 @@ def test_loop_guard_memory_across_passes_closes_the_same_second_window() -> None
     assert memory[REF] == Sighting(
         OTHER, second + timedelta(seconds=60), frozenset({"uid-a2", "uid-b"})
     )
+
+
+def test_every_spared_pod_is_named() -> None:
+    """Two replacements of autoroll's deletions both report the old digest: both spared."""
+    pods = [pod("a", created=AFTER), pod("c", created=AFTER), pod("b", digest=NEW, created=AFTER)]
+    decision = decide_app(pods, workload=deployment(replicas=3), rolled_from=frozenset({"uid-x"}))
+    [verdict] = decision.containers
+    assert (verdict.verdict, verdict.detail) == (Verdict.LOOP_GUARD, "not deleting a, c")
