@@ -4,13 +4,20 @@ old manifest (Gitea and Forgejo drop it on a re-push), and a failure worth askin
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
-from autoroll.core.decide import PodState
+from autoroll.core.decide import PodFinding, PodState, Reason
 from autoroll.core.model import Unknown
 from tests.support.decide_cases import (
+    AMD,
+    ARM,
+    BUILD,
     FOREIGN,
     FOREIGN_SAME,
+    HALF_OLD,
+    HOST,
     MIRROR_ID,
     NEW,
     OWN_CONTENT,
@@ -60,3 +67,93 @@ def test_every_pod_on_the_targets_content_under_another_name_is_named_once() -> 
     pods = [pod("a", digest=MIRROR_ID), pod("c", digest=MIRROR_ID), pod("b", digest=NEW)]
     [verdict] = decide_app(pods, workload=deployment(replicas=3), contents=FOREIGN_SAME).containers
     assert verdict.detail == f"a, c: the target's content under another name ({MIRROR_ID})"
+
+
+ELSEWHERE = f"docker.io/team/app@{FOREIGN}"
+UNREADABLE = f"{HOST}/Team/App@{FOREIGN}"
+BY_HAND = "not rolled, not counted current (delete the pod by hand to replace it)"
+
+
+@pytest.mark.parametrize(
+    ("reference", "note"),
+    [
+        (
+            ELSEWHERE,
+            f"{ELSEWHERE} is on another registry host than the configured ones ({HOST}), which"
+            f" autoroll does not ask; {BY_HAND}",
+        ),
+        # Only the digest can be read back from such a reference, so only it is named.
+        (UNREADABLE, f"{FOREIGN} names no repository autoroll can read; {BY_HAND}"),
+    ],
+)
+def test_a_reference_autoroll_cannot_ask_about_says_so(reference: str, note: str) -> None:
+    [verdict] = decide_app(
+        [pod("a", digest=reference), pod("b", digest=NEW)], contents={}
+    ).containers
+    (finding,) = [f for f in verdict.pods if f.pod == "a"]
+    assert (finding.state, finding.note) == (PodState.CONTENT_UNKNOWN, note)
+
+
+def half_old(platform: str | None) -> PodFinding:
+    """Pod ``a`` runs an index sharing only its amd64 build with the target's."""
+    a = replace(pod("a", digest=MIRROR_ID), platform=platform)
+    [verdict] = decide_app(
+        [a, pod("b", digest=NEW)],
+        children={NEW: frozenset({AMD, ARM})},
+        contents={NEW: BUILD, FOREIGN: HALF_OLD},
+    ).containers
+    (finding,) = [f for f in verdict.pods if f.pod == "a"]
+    return finding
+
+
+SHARES_SOME = (
+    f"{MIRROR_ID} shares only some platforms' image configs with the target (a multi-arch"
+    " push that left some platforms unchanged): which one the pod runs depends on"
+)
+
+
+@pytest.mark.parametrize(
+    ("platform", "state", "note"),
+    [
+        (
+            None,
+            PodState.PLATFORM_UNKNOWN,
+            f"{SHARES_SOME} its node's platform, which autoroll reads only with"
+            f" PLATFORM_AWARE=true; {BY_HAND}",
+        ),
+        (
+            "linux/riscv64",
+            PodState.PLATFORM_UNKNOWN,
+            f"{SHARES_SOME} its node's platform linux/riscv64, which one of the two indexes does"
+            f" not name (or names twice); {BY_HAND}",
+        ),
+        (
+            "linux/amd64",
+            PodState.SAME_PLATFORM,
+            f"its node's platform linux/amd64 has the same image in {MIRROR_ID} and in the"
+            " target (only other platforms changed)",
+        ),
+        ("linux/arm64", PodState.STALE, ""),
+    ],
+)
+def test_an_index_sharing_some_platforms_is_judged_by_the_nodes(
+    platform: str | None, state: PodState, note: str
+) -> None:
+    finding = half_old(platform)
+    assert (finding.state, finding.note) == (state, note)
+
+
+def test_a_target_whose_content_is_unknown_says_so() -> None:
+    pods = [pod("a", digest=MIRROR_ID), pod("b", digest=NEW)]
+    contents = {**OWN_CONTENT, FOREIGN: OWN_CONTENT[NEW], NEW: Unknown("timeout")}
+    [verdict] = decide_app(pods, contents=contents).containers
+    (finding,) = [f for f in verdict.pods if f.pod == "a"]
+    assert finding.note == "the target's image configs are unknown (timeout)"
+
+
+def test_with_no_pod_reporting_a_digest_nothing_is_comparable() -> None:
+    [verdict] = decide_app([pod("a", digest=None), pod("b", digest=None)]).containers
+    assert (verdict.reason, verdict.detail) == (
+        Reason.NO_COMPARABLE_POD,
+        "no pod of this template has a digest",
+    )

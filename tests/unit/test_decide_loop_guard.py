@@ -238,3 +238,5 @@ def test_every_spared_pod_is_named() -> None:
     decision = decide_app(pods, workload=deployment(replicas=3), rolled_from=frozenset({"uid-x"}))
     [verdict] = decision.containers
     assert (verdict.verdict, verdict.detail) == (Verdict.LOOP_GUARD, "not deleting a, c")
+    spared = [(f.pod, f.uid, f.digest) for f in verdict.pods if f.state is PodState.LOOP_GUARD]
+    assert spared == [("a", "uid-a", OLD), ("c", "uid-c", OLD)]  # what they run, kept
