@@ -10,20 +10,7 @@ import pytest
 
 from autoroll.core.decide import PodFinding, PodState, Reason
 from autoroll.core.model import Unknown
-from tests.support.decide_cases import (
-    AMD,
-    ARM,
-    BUILD,
-    FOREIGN,
-    FOREIGN_SAME,
-    HALF_OLD,
-    HOST,
-    MIRROR_ID,
-    NEW,
-    OWN_CONTENT,
-    deployment,
-    pod,
-)
+from tests.support import decide_cases as cases
 from tests.support.decide_scene import decide_app
 
 GONE = (
@@ -50,8 +37,8 @@ GONE = (
 )
 def test_an_unreadable_pod_says_why_and_what_to_do(reason: str, hint: str) -> None:
     decision = decide_app(
-        [pod("a", digest=MIRROR_ID), pod("b", digest=NEW)],
-        contents={**OWN_CONTENT, FOREIGN: Unknown(reason)},
+        [cases.pod("a", digest=cases.MIRROR_ID), cases.pod("b", digest=cases.NEW)],
+        contents={**cases.OWN_CONTENT, cases.FOREIGN: Unknown(reason)},
     )
     (finding,) = [f for f in decision.containers[0].pods if f.pod == "a"]
     assert finding.state is PodState.CONTENT_UNKNOWN
@@ -64,13 +51,19 @@ def test_an_unreadable_pod_says_why_and_what_to_do(reason: str, hint: str) -> No
 
 
 def test_every_pod_on_the_targets_content_under_another_name_is_named_once() -> None:
-    pods = [pod("a", digest=MIRROR_ID), pod("c", digest=MIRROR_ID), pod("b", digest=NEW)]
-    [verdict] = decide_app(pods, workload=deployment(replicas=3), contents=FOREIGN_SAME).containers
-    assert verdict.detail == f"a, c: the target's content under another name ({MIRROR_ID})"
+    pods = [
+        cases.pod("a", digest=cases.MIRROR_ID),
+        cases.pod("c", digest=cases.MIRROR_ID),
+        cases.pod("b", digest=cases.NEW),
+    ]
+    [verdict] = decide_app(
+        pods, workload=cases.deployment(replicas=3), contents=cases.FOREIGN_SAME
+    ).containers
+    assert verdict.detail == f"a, c: the target's content under another name ({cases.MIRROR_ID})"
 
 
-ELSEWHERE = f"docker.io/team/app@{FOREIGN}"
-UNREADABLE = f"{HOST}/Team/App@{FOREIGN}"
+ELSEWHERE = f"docker.io/team/app@{cases.FOREIGN}"
+UNREADABLE = f"{cases.HOST}/Team/App@{cases.FOREIGN}"
 BY_HAND = "not rolled, not counted current (delete the pod by hand to replace it)"
 
 
@@ -79,16 +72,16 @@ BY_HAND = "not rolled, not counted current (delete the pod by hand to replace it
     [
         (
             ELSEWHERE,
-            f"{ELSEWHERE} is on another registry host than the configured ones ({HOST}), which"
-            f" autoroll does not ask; {BY_HAND}",
+            f"{ELSEWHERE} is on another registry host than the configured ones"
+            f" ({cases.HOST}), which autoroll does not ask; {BY_HAND}",
         ),
         # Only the digest can be read back from such a reference, so only it is named.
-        (UNREADABLE, f"{FOREIGN} names no repository autoroll can read; {BY_HAND}"),
+        (UNREADABLE, f"{cases.FOREIGN} names no repository autoroll can read; {BY_HAND}"),
     ],
 )
 def test_a_reference_autoroll_cannot_ask_about_says_so(reference: str, note: str) -> None:
     [verdict] = decide_app(
-        [pod("a", digest=reference), pod("b", digest=NEW)], contents={}
+        [cases.pod("a", digest=reference), cases.pod("b", digest=cases.NEW)], contents={}
     ).containers
     (finding,) = [f for f in verdict.pods if f.pod == "a"]
     assert (finding.state, finding.note) == (PodState.CONTENT_UNKNOWN, note)
@@ -96,18 +89,18 @@ def test_a_reference_autoroll_cannot_ask_about_says_so(reference: str, note: str
 
 def half_old(platform: str | None) -> PodFinding:
     """Pod ``a`` runs an index sharing only its amd64 build with the target's."""
-    a = replace(pod("a", digest=MIRROR_ID), platform=platform)
+    a = replace(cases.pod("a", digest=cases.MIRROR_ID), platform=platform)
     [verdict] = decide_app(
-        [a, pod("b", digest=NEW)],
-        children={NEW: frozenset({AMD, ARM})},
-        contents={NEW: BUILD, FOREIGN: HALF_OLD},
+        [a, cases.pod("b", digest=cases.NEW)],
+        children={cases.NEW: frozenset({cases.AMD, cases.ARM})},
+        contents={cases.NEW: cases.BUILD, cases.FOREIGN: cases.HALF_OLD},
     ).containers
     (finding,) = [f for f in verdict.pods if f.pod == "a"]
     return finding
 
 
 SHARES_SOME = (
-    f"{MIRROR_ID} shares only some platforms' image configs with the target (a multi-arch"
+    f"{cases.MIRROR_ID} shares only some platforms' image configs with the target (a multi-arch"
     " push that left some platforms unchanged): which one the pod runs depends on"
 )
 
@@ -130,7 +123,7 @@ SHARES_SOME = (
         (
             "linux/amd64",
             PodState.SAME_PLATFORM,
-            f"its node's platform linux/amd64 has the same image in {MIRROR_ID} and in the"
+            f"its node's platform linux/amd64 has the same image in {cases.MIRROR_ID} and in the"
             " target (only other platforms changed)",
         ),
         ("linux/arm64", PodState.STALE, ""),
@@ -144,15 +137,19 @@ def test_an_index_sharing_some_platforms_is_judged_by_the_nodes(
 
 
 def test_a_target_whose_content_is_unknown_says_so() -> None:
-    pods = [pod("a", digest=MIRROR_ID), pod("b", digest=NEW)]
-    contents = {**OWN_CONTENT, FOREIGN: OWN_CONTENT[NEW], NEW: Unknown("timeout")}
+    pods = [cases.pod("a", digest=cases.MIRROR_ID), cases.pod("b", digest=cases.NEW)]
+    contents = {
+        **cases.OWN_CONTENT,
+        cases.FOREIGN: cases.OWN_CONTENT[cases.NEW],
+        cases.NEW: Unknown("timeout"),
+    }
     [verdict] = decide_app(pods, contents=contents).containers
     (finding,) = [f for f in verdict.pods if f.pod == "a"]
     assert finding.note == "the target's image configs are unknown (timeout)"
 
 
 def test_with_no_pod_reporting_a_digest_nothing_is_comparable() -> None:
-    [verdict] = decide_app([pod("a", digest=None), pod("b", digest=None)]).containers
+    [verdict] = decide_app([cases.pod("a", digest=None), cases.pod("b", digest=None)]).containers
     assert (verdict.reason, verdict.detail) == (
         Reason.NO_COMPARABLE_POD,
         "no pod of this template has a digest",
