@@ -154,3 +154,12 @@ def test_with_no_pod_reporting_a_digest_nothing_is_comparable() -> None:
         Reason.NO_COMPARABLE_POD,
         "no pod of this template has a digest",
     )
+
+
+def test_a_target_whose_configs_cannot_be_resolved_skips_the_image_and_says_why() -> None:
+    pods = [cases.pod("a"), cases.pod("b", digest=cases.NEW)]
+    contents = {**cases.OWN_CONTENT, cases.NEW: Unknown("timeout")}
+    [verdict] = decide_app(pods, contents=contents).containers
+    assert verdict.detail == (
+        f"the image configs of {cases.NEW.short} could not be resolved: unknown (timeout)"
+    )

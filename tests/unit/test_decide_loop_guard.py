@@ -240,3 +240,10 @@ def test_every_spared_pod_is_named() -> None:
     assert (verdict.verdict, verdict.detail) == (Verdict.LOOP_GUARD, "not deleting a, c")
     spared = [(f.pod, f.uid, f.digest) for f in verdict.pods if f.state is PodState.LOOP_GUARD]
     assert spared == [("a", "uid-a", OLD), ("c", "uid-c", OLD)]  # what they run, kept
+
+
+def test_without_a_sighting_of_the_target_it_names_the_target() -> None:
+    pods = [pod("a"), pod("b", digest=NEW, created=AFTER)]
+    seen_other = {REF: Sighting(OLD, SEEN)}
+    [verdict] = decide_app(pods, sightings=seen_other).containers
+    assert (verdict.reason, verdict.detail) == (Reason.SIGHTING_MISSING, f"no sighting of {NEW}")

@@ -87,3 +87,18 @@ def test_rollout_simulation_replaces_every_pod_once() -> None:
             pods = [replace(p, ready=True) for p in pods]
     assert deleted == ["p0", "p1", "p2"]
     assert all(f.state is PodState.CURRENT for f in decision.containers[0].pods)
+
+
+def test_what_each_container_says_of_the_one_deletion() -> None:
+    """The container that deletes says nothing more; the one that waits names the pod that
+    goes first and its own next in line; the deletion says what it replaces with what."""
+    pods = [
+        pod("a", extra=[("side", SIDE_IMAGE, NEW)]),  # app stale
+        pod("b", digest=NEW, extra=[("side", SIDE_IMAGE, OLD)]),  # side stale
+    ]
+    decision = decide_with_sidecar(pods)
+    [action] = decision.actions
+    assert action.reason == f"stale-pod: app runs {OLD.short}, {REF} is {NEW.short}"
+    assert [(c.detail, c.pod) for c in decision.containers] == [("", "a"), ("a goes first", "b")]
+    both = [pod("a", extra=[("side", SIDE_IMAGE, OLD)]), pod("b", digest=NEW)]
+    assert [c.detail for c in decide_with_sidecar(both).containers] == ["", ""]

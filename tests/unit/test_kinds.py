@@ -73,6 +73,10 @@ def test_a_daemonset_decision_asks_for_nodes_then_deletes_on_a_ready_one() -> No
     assert first.actions == ()
     assert first.containers[0].verdict is Verdict.NEEDS_NODES
     assert first.needs_nodes == {NodeRequest(f"node-agent-{c}") for c in "abc"}
+    assert first.containers[0].detail.startswith("read node(s) node-agent-")
+    assert sorted(first.containers[0].detail.removeprefix("read node(s) ").split(", ")) == [
+        f"node-agent-{c}" for c in "abc"
+    ]
     assert first.needs_anything
     nodes: dict[str, NodeView | Unknown] = {
         r.name: NodeView(r.name, r.name != "node-agent-a") for r in first.needs_nodes

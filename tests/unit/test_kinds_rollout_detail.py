@@ -4,6 +4,8 @@ by one are in ``test_kinds_settledness.py``."""
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
 import pytest
 
 from autoroll.core.decide import SettledReason
@@ -72,3 +74,18 @@ def test_a_deployment_past_its_progress_deadline_says_its_last_rollout_failed() 
     assert found.detail == (
         "the Progressing condition says ProgressDeadlineExceeded: its last rollout failed"
     )
+
+
+@pytest.mark.parametrize(
+    ("min_ready", "ready_since", "shown"),
+    [
+        (1, kinds.NOW - timedelta(milliseconds=500), "db-2 (Ready 0s)"),  # 1 s is a wait too
+        (30, kinds.NOW + timedelta(seconds=5), "db-2 (Ready 0s)"),  # a clock ahead: never < 0
+    ],
+)
+def test_a_pod_not_available_yet_says_for_how_long_it_has_been_ready(
+    min_ready: int, ready_since: datetime, shown: str
+) -> None:
+    pods = [*kinds.sts_pods(2), kinds.pod("db-2", ready_since=ready_since)]
+    found = is_settled(workload=kinds.web(min_ready_seconds=min_ready), pods=pods, now=kinds.NOW)
+    assert found.detail == f"pod not available yet: {shown} (minReadySeconds {min_ready})"
