@@ -133,3 +133,37 @@ def test_min_ready_seconds_lengthens_the_window_an_unready_pod_failed_in() -> No
 
 def test_at_the_end_of_the_window_a_pod_that_went_unready_has_passed_it() -> None:
     assert judged(shaped("new", ready=False, since=NOW), seen=30) == PASSED
+
+
+def judged_all(pods: list[PodView]) -> Health:
+    return health_window(
+        pods=pods,
+        replacements={"a", "new", "new-2"},
+        window=HealthWindow(LENGTH),
+        min_ready_seconds=0,
+        now=NOW,
+    )
+
+
+def test_the_wait_is_named_by_the_last_pod_to_pass_its_window() -> None:
+    early, late = shaped("new", since=seconds_ago(25)), shaped("new-2", since=seconds_ago(5))
+    for pods in ([early, late], [late, early]):
+        assert judged_all(pods).pod == "new-2"
+        assert judged_all(pods).until == seconds_ago(-25)
+
+
+def test_two_pods_ending_their_window_together_name_the_same_one_every_pass() -> None:
+    one, two = shaped("new", since=seconds_ago(5)), shaped("new-2", since=seconds_ago(5))
+    assert judged_all([one, two]).pod == judged_all([two, one]).pod == "new-2"
+
+
+def test_a_pod_gone_or_going_is_not_judged_and_does_not_end_the_judging() -> None:
+    """Replacement ``a`` sorts first and crashed: being deleted, or exited, it is passed over,
+    and ``new``, which restarted inside its window, still fails the window."""
+    failing = shaped("new", since=seconds_ago(10), restarts=1)
+    for gone in (
+        replace(shaped("a", ready=False, since=None, restarts=4), deleting=True),
+        replace(shaped("a", ready=False, since=None, restarts=4), phase="Succeeded"),
+    ):
+        assert judged_all([gone, failing]).state is FAILED
+        assert judged_all([gone]) == PASSED
