@@ -4,9 +4,11 @@ name and image and says why, so the plan and the log name the right container.""
 
 from __future__ import annotations
 
+import pytest
+
 from autoroll.core.decide import ContainerVerdict, Reason, Verdict
 from autoroll.core.model import ContainerRole, ContainerView, Unknown
-from autoroll.core.selection import select_container
+from autoroll.core.selection import Selection, select_container
 from tests.support import decide_cases as cases
 from tests.support.decide_scene import decide_app
 
@@ -86,4 +88,38 @@ def test_if_not_present_rolls_only_with_pinning_and_the_detail_says_which_polici
     )
     assert never.detail == (
         "imagePullPolicy is Never; set it to Always or IfNotPresent to have this container rolled"
+    )
+
+
+PINNED = f"{cases.IMAGE}@sha256:{'1' * 64}"
+SELECTIONS = [
+    (
+        ContainerView("a", "UPPER/Case:1"),
+        {cases.HOST},
+        Reason.INVALID_IMAGE,
+        "image reference 'UPPER/Case:1': repository component 'Case' must be lowercase"
+        " letters, digits and single separators (. _ __ -)",
+    ),
+    (
+        ContainerView("a", cases.IMAGE),
+        set(),
+        Reason.OTHER_HOST,
+        f"host {cases.HOST} is not a configured registry (configured: none)",
+    ),
+    (ContainerView("a", PINNED), {cases.HOST}, Reason.DIGEST_PINNED, "image is pinned by digest"),
+    (
+        ContainerView("a", cases.IMAGE, ""),
+        {cases.HOST},
+        Reason.PULL_POLICY_NOT_ALWAYS,
+        "imagePullPolicy is unset; set it to Always to have this container rolled",
+    ),
+]
+
+
+@pytest.mark.parametrize(("container", "registries", "reason", "detail"), SELECTIONS)
+def test_a_container_left_out_is_told_why_whole(
+    container: ContainerView, registries: set[str], reason: Reason, detail: str
+) -> None:
+    assert select_container(container, registries=registries) == Selection(
+        container, None, reason, detail
     )
