@@ -72,6 +72,19 @@ def test_a_pod_compared(case: str, pod: PodView, expected: PodFinding) -> None:
     assert found == expected, case
 
 
+def test_a_child_of_the_target_index_is_current() -> None:
+    """The runtime names the platform manifest it pulled from the target index."""
+    found = compare_pod(
+        cases.pod("a", digest=cases.AMD),
+        APP,
+        target=cases.NEW,
+        index_children=frozenset({cases.AMD, cases.ARM}),
+        contents={},
+        registries={cases.HOST},
+    )
+    assert found == PodFinding("a", "uid-a", PodState.CURRENT_CHILD, cases.AMD, running(cases.AMD))
+
+
 def test_an_index_whose_children_are_unknown_leaves_another_digest_a_mismatch() -> None:
     found = compare_pod(
         cases.pod("a", digest=cases.OLD),

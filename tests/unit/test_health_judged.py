@@ -9,9 +9,12 @@ from datetime import datetime, timedelta
 
 import pytest
 
+from autoroll.core.decide import Sighting
 from autoroll.core.health import PASSED, Health, HealthState, HealthWindow, health_window
 from autoroll.core.model import PodView
+from tests.support import decide_cases as cases
 from tests.support.decide_cases import AFTER, NEW, OLD, pod
+from tests.support.decide_scene import decide_app
 
 NOW = AFTER + timedelta(hours=1)
 LENGTH = timedelta(seconds=30)
@@ -167,3 +170,28 @@ def test_a_pod_gone_or_going_is_not_judged_and_does_not_end_the_judging() -> Non
     ):
         assert judged_all([gone, failing]).state is FAILED
         assert judged_all([gone]) == PASSED
+
+
+@pytest.mark.parametrize(
+    ("created", "listed", "state"),
+    [
+        (cases.SEEN, False, FAILED),  # made in the sighting's instant: a replacement
+        (cases.AFTER, True, INSIDE),  # listed when the target was first seen: older than it
+        (cases.BEFORE, False, INSIDE),  # pulled the new content on its own, before the push
+    ],
+)
+def test_a_lone_pod_on_the_target_is_a_replacement_only_if_made_after_the_push(
+    created: datetime, listed: bool, state: HealthState
+) -> None:
+    """One replica, no stale sibling: the pod counts as the roll's replacement (its restart
+    fails the window) only when it was made after the target was first seen."""
+    base = replace(shaped("new", since=seconds_ago(10), restarts=1), created_at=created)
+    older = frozenset({base.uid}) if listed else frozenset()
+    decision = decide_app(
+        [base],
+        workload=cases.deployment(replicas=1),
+        sightings={cases.REF: Sighting(NEW, cases.SEEN, older)},
+        now=NOW,
+        health=HealthWindow(LENGTH),
+    )
+    assert decision.health.state is state
