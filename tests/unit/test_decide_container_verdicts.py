@@ -4,10 +4,12 @@ name and image and says why, so the plan and the log name the right container.""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from autoroll.core.decide import ContainerVerdict, Reason, Verdict
-from autoroll.core.model import ContainerRole, ContainerView, Unknown
+from autoroll.core.model import ContainerRole, ContainerView, PodView, Unknown
 from autoroll.core.selection import Selection, select_container
 from tests.support import decide_cases as cases
 from tests.support.decide_scene import decide_app
@@ -123,3 +125,38 @@ def test_a_container_left_out_is_told_why_whole(
     assert select_container(container, registries=registries) == Selection(
         container, None, reason, detail
     )
+
+
+STALE_BESIDE_NEW = [cases.pod("a"), cases.pod("b", digest=cases.NEW)]
+READS = [
+    (
+        "the target index's children could not be read: skipped, never deleted",
+        STALE_BESIDE_NEW,
+        {"children": {cases.NEW: Unknown("timeout")}},
+        (Verdict.SKIPPED, Reason.CHILDREN_UNKNOWN, "unknown (timeout)"),
+    ),
+    (
+        "another digest than the target index: its children are read first",
+        STALE_BESIDE_NEW,
+        {"children": {}},
+        (Verdict.NEEDS_CHILDREN, Reason.CHILDREN_NEEDED, f"fetch children of {cases.NEW}"),
+    ),
+    (
+        "a foreign reference: both sides' image configs are read first",
+        [cases.pod("a", digest=cases.MIRROR_ID), cases.pod("b", digest=cases.NEW)],
+        {"contents": {}},
+        (
+            Verdict.NEEDS_CONTENT,
+            Reason.CONTENT_NEEDED,
+            "resolve 2 manifest(s) to their image configs",
+        ),
+    ),
+]
+
+
+@pytest.mark.parametrize(("case", "pods", "scene", "expected"), READS, ids=[r[0] for r in READS])
+def test_a_verdict_that_waits_on_a_read_says_which(
+    case: str, pods: list[PodView], scene: dict[str, Any], expected: tuple[Verdict, Reason, str]
+) -> None:
+    [verdict] = decide_app(pods, **scene).containers
+    assert (verdict.verdict, verdict.reason, verdict.detail) == expected, case

@@ -12,8 +12,7 @@ import pytest
 from autoroll.core.decide import Sighting
 from autoroll.core.health import PASSED, Health, HealthState, HealthWindow, health_window
 from autoroll.core.model import PodView
-from tests.support import decide_cases as cases
-from tests.support.decide_cases import AFTER, NEW, OLD, pod
+from tests.support.decide_cases import AFTER, BEFORE, NEW, OLD, REF, SEEN, deployment, pod
 from tests.support.decide_scene import decide_app
 
 NOW = AFTER + timedelta(hours=1)
@@ -175,9 +174,9 @@ def test_a_pod_gone_or_going_is_not_judged_and_does_not_end_the_judging() -> Non
 @pytest.mark.parametrize(
     ("created", "listed", "state"),
     [
-        (cases.SEEN, False, FAILED),  # made in the sighting's instant: a replacement
-        (cases.AFTER, True, INSIDE),  # listed when the target was first seen: older than it
-        (cases.BEFORE, False, INSIDE),  # pulled the new content on its own, before the push
+        (SEEN, False, FAILED),  # made in the sighting's instant: a replacement
+        (AFTER, True, INSIDE),  # listed when the target was first seen: older than it
+        (BEFORE, False, INSIDE),  # pulled the new content on its own, before the push
     ],
 )
 def test_a_lone_pod_on_the_target_is_a_replacement_only_if_made_after_the_push(
@@ -189,8 +188,8 @@ def test_a_lone_pod_on_the_target_is_a_replacement_only_if_made_after_the_push(
     older = frozenset({base.uid}) if listed else frozenset()
     decision = decide_app(
         [base],
-        workload=cases.deployment(replicas=1),
-        sightings={cases.REF: Sighting(NEW, cases.SEEN, older)},
+        workload=deployment(replicas=1),
+        sightings={REF: Sighting(NEW, SEEN, older)},
         now=NOW,
         health=HealthWindow(LENGTH),
     )

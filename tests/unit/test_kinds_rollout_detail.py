@@ -89,3 +89,33 @@ def test_a_pod_not_available_yet_says_for_how_long_it_has_been_ready(
     pods = [*kinds.sts_pods(2), kinds.pod("db-2", ready_since=ready_since)]
     found = is_settled(workload=kinds.web(min_ready_seconds=min_ready), pods=pods, now=kinds.NOW)
     assert found.detail == f"pod not available yet: {shown} (minReadySeconds {min_ready})"
+
+
+@pytest.mark.parametrize(
+    ("pods", "workload", "detail"),
+    [
+        (
+            [kinds.pod("db-0", deleting=True), kinds.pod("db-1"), kinds.pod("db-2", deleting=True)],
+            kinds.statefulset(),
+            "pod terminating: db-0, db-2",
+        ),
+        (
+            [kinds.pod("db-0", ready=False), kinds.pod("db-1"), kinds.pod("db-2", ready=False)],
+            kinds.statefulset(),
+            "pod not ready: db-0, db-2",
+        ),
+        (
+            [
+                kinds.pod("db-0", ready_since=kinds.NOW - timedelta(seconds=5)),
+                kinds.pod("db-1"),
+                kinds.pod("db-2", ready_since=kinds.NOW - timedelta(seconds=7)),
+            ],
+            kinds.web(min_ready_seconds=30),
+            "pod not available yet: db-0 (Ready 5s), db-2 (Ready 7s) (minReadySeconds 30)",
+        ),
+    ],
+)
+def test_every_pod_a_clause_waits_on_is_named(
+    pods: list[PodView], workload: WorkloadView, detail: str
+) -> None:
+    assert is_settled(workload=workload, pods=pods, now=kinds.NOW).detail == detail
