@@ -26,13 +26,14 @@ def decide_app(
     now: datetime | None = None,
     rolled_from: frozenset[str] | None = None,
     health: HealthWindow = OFF,
+    registries: frozenset[str] = frozenset({HOST}),
 ) -> Decision:
-    """``decide`` for ``pods`` of ``workload`` (default: ``deployment()``, two replicas), the
-    registry on ``HOST`` enrolled; each argument left out is the scene's."""
+    """``decide`` for ``pods`` of ``workload`` (default: ``deployment()``, two replicas), with
+    ``registries`` enrolled (default: only ``HOST``); each argument left out is the scene's."""
     return decide(
         workload=workload if workload is not None else deployment(),
         pods=pods,
-        registries={HOST},
+        registries=registries,
         resolved=resolved if resolved is not None else {REF: NEW},
         sightings=sightings if sightings is not None else {REF: Sighting(NEW, SEEN)},
         children=children if children is not None else {NEW: frozenset()},

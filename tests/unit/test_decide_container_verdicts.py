@@ -108,6 +108,12 @@ SELECTIONS = [
         Reason.OTHER_HOST,
         f"host {cases.HOST} is not a configured registry (configured: none)",
     ),
+    (
+        ContainerView("a", cases.IMAGE),
+        {"zot.example", "harbor.example"},
+        Reason.OTHER_HOST,
+        f"host {cases.HOST} is not a configured registry (configured: harbor.example, zot.example)",
+    ),
     (ContainerView("a", PINNED), {cases.HOST}, Reason.DIGEST_PINNED, "image is pinned by digest"),
     (
         ContainerView("a", cases.IMAGE, ""),

@@ -292,6 +292,8 @@ def test_content_is_asked_of_the_repository_each_side_names() -> None:
         "c": PodState.CONTENT_UNKNOWN,
         "d": PodState.CURRENT,
     }
+    # Nothing is known of a pod still waiting on a read, so it carries no note yet.
+    assert [f.note for f in decision.containers[0].pods if f.pod in "ab"] == ["", ""]
 
 
 def test_a_known_side_is_not_asked_for_again() -> None:

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from autoroll.core.decide import PodFinding, PodState, Reason
+from autoroll.core.decide import PodFinding, PodState, Reason, Verdict
 from autoroll.core.model import Unknown
 from tests.support import decide_cases as cases
 from tests.support.decide_scene import decide_app
@@ -65,26 +65,54 @@ def test_every_pod_on_the_targets_content_under_another_name_is_named_once() -> 
 ELSEWHERE = f"docker.io/team/app@{cases.FOREIGN}"
 UNREADABLE = f"{cases.HOST}/Team/App@{cases.FOREIGN}"
 BY_HAND = "not rolled, not counted current (delete the pod by hand to replace it)"
+ONLY_HOST = frozenset({cases.HOST})
 
 
 @pytest.mark.parametrize(
-    ("reference", "note"),
+    ("reference", "registries", "note"),
     [
         (
             ELSEWHERE,
+            ONLY_HOST,
             f"{ELSEWHERE} is on another registry host than the configured ones"
             f" ({cases.HOST}), which autoroll does not ask; {BY_HAND}",
         ),
+        (
+            ELSEWHERE,
+            ONLY_HOST | {"zot.example"},
+            f"{ELSEWHERE} is on another registry host than the configured ones"
+            f" ({cases.HOST}, zot.example), which autoroll does not ask; {BY_HAND}",
+        ),
         # Only the digest can be read back from such a reference, so only it is named.
-        (UNREADABLE, f"{cases.FOREIGN} names no repository autoroll can read; {BY_HAND}"),
+        (
+            UNREADABLE,
+            ONLY_HOST,
+            f"{cases.FOREIGN} names no repository autoroll can read; {BY_HAND}",
+        ),
     ],
 )
-def test_a_reference_autoroll_cannot_ask_about_says_so(reference: str, note: str) -> None:
-    [verdict] = decide_app(
-        [cases.pod("a", digest=reference), cases.pod("b", digest=cases.NEW)], contents={}
-    ).containers
+def test_a_reference_autoroll_cannot_ask_about_says_so(
+    reference: str, registries: frozenset[str], note: str
+) -> None:
+    pods = [cases.pod("a", digest=reference), cases.pod("b", digest=cases.NEW)]
+    [verdict] = decide_app(pods, contents={}, registries=registries).containers
     (finding,) = [f for f in verdict.pods if f.pod == "a"]
     assert (finding.state, finding.note) == (PodState.CONTENT_UNKNOWN, note)
+
+
+def test_every_pod_whose_content_cannot_be_told_is_named_with_its_note() -> None:
+    pods = [
+        cases.pod("a", digest=ELSEWHERE),
+        cases.pod("b", digest=cases.NEW),
+        cases.pod("c", digest=UNREADABLE),
+    ]
+    [verdict] = decide_app(pods, workload=cases.deployment(replicas=3), contents={}).containers
+    assert (verdict.verdict, verdict.reason) == (Verdict.SKIPPED, Reason.CONTENT_UNKNOWN)
+    assert verdict.detail == (
+        f"a: {ELSEWHERE} is on another registry host than the configured ones"
+        f" ({cases.HOST}), which autoroll does not ask; {BY_HAND};"
+        f" c: {cases.FOREIGN} names no repository autoroll can read; {BY_HAND}"
+    )
 
 
 def half_old(platform: str | None) -> PodFinding:

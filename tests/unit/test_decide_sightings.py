@@ -144,5 +144,5 @@ def test_listed_uids_groups_pod_uids_by_the_refs_their_deployment_uses() -> None
 
 
 def test_observe_targets_requires_aware_time() -> None:
-    with pytest.raises(ValueError, match="timezone-aware"):
+    with pytest.raises(ValueError, match=r"^now must be timezone-aware$"):
         observe_targets({}, {}, now=datetime(2026, 1, 1))

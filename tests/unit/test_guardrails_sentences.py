@@ -106,16 +106,22 @@ def test_a_namespace_at_its_share_of_deletions_is_told_when_one_frees() -> None:
     )
 
 
-def test_a_namespace_at_its_share_of_slots_names_who_holds_them() -> None:
+@pytest.mark.parametrize(("in_flight", "holders"), [(2, ["m"]), (4, ["m1", "m2"])])
+def test_a_namespace_at_its_share_of_slots_names_who_holds_them(
+    in_flight: int, holders: list[str]
+) -> None:
+    """The share is half the slots: one of two, two of four, each holder named."""
+    busy = [plans.half_rolled(name) for name in holders]
     result = plans.plan(
-        [plans.half_rolled("m"), plans.workload("a")], plans.budget(in_flight=2, shares=True)
+        [*busy, plans.workload("a")], plans.budget(in_flight=in_flight, shares=True)
     )
-    assert plans.going(result) == ["m"]
+    assert sorted(plans.going(result)) == holders
     [hold] = result.holds
+    named = ", ".join(f"shop/deployment/{name}" for name in holders)
     assert (hold.workload, hold.detail) == (
         "shop/deployment/a",
-        "namespace shop has 1 of its share of 1 workloads mid-roll"
-        " (shop/deployment/m; ROLL_BUDGET_IN_FLIGHT_PER_NAMESPACE)",
+        f"namespace shop has {len(holders)} of its share of {len(holders)} workloads mid-roll"
+        f" ({named}; ROLL_BUDGET_IN_FLIGHT_PER_NAMESPACE)",
     )
 
 

@@ -9,9 +9,11 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from autoroll.core.decide import Sighting
+from autoroll.core.decide import Decision, Reason, Sighting
 from autoroll.core.health import PASSED, Health, HealthState, HealthWindow, health_window
-from autoroll.core.model import PodView
+from autoroll.core.images import TagRef
+from autoroll.core.model import ContainerView, Digest, PodView
+from tests.support import decide_cases as cases
 from tests.support.decide_cases import AFTER, BEFORE, NEW, OLD, REF, SEEN, deployment, pod
 from tests.support.decide_scene import decide_app
 
@@ -194,3 +196,58 @@ def test_a_lone_pod_on_the_target_is_a_replacement_only_if_made_after_the_push(
         health=HealthWindow(LENGTH),
     )
     assert decision.health.state is state
+
+
+def with_sidecar(pods: list[PodView], sightings: dict[TagRef, Sighting]) -> Decision:
+    """``decide`` for one pod or two of the app Deployment with a second container, ``side``,
+    both tags resolved to ``NEW``, under a 30 s health window."""
+    return decide_app(
+        pods,
+        workload=deployment(
+            ContainerView("app", cases.IMAGE, "Always"),
+            ContainerView("side", cases.SIDE_IMAGE, "Always"),
+            replicas=len(pods),
+        ),
+        resolved={REF: NEW, cases.SIDE_REF: NEW},
+        sightings=sightings,
+        now=NOW,
+        health=HealthWindow(LENGTH),
+    )
+
+
+def restarted_side_replacement(app: Digest) -> PodView:
+    """Made after ``side``'s target was first seen, running it (app on ``app``); it restarted
+    10 s ago."""
+    made = pod("new", digest=app, created=AFTER, extra=[("side", cases.SIDE_IMAGE, NEW)])
+    statuses = tuple(replace(s, restart_count=1) for s in made.statuses)
+    return replace(made, statuses=statuses, ready_changed_at=seconds_ago(10))
+
+
+def test_a_second_containers_replacement_is_judged_while_the_first_still_has_stale_pods() -> None:
+    """``side`` rolled first and its replacement restarted; then ``app``'s tag moved, so every
+    pod is stale in ``app``. The failed replacement of ``side`` still holds ``app``'s roll."""
+    pods = [pod("b", extra=[("side", cases.SIDE_IMAGE, NEW)]), restarted_side_replacement(OLD)]
+    decision = with_sidecar(
+        pods,
+        {REF: Sighting(NEW, AFTER + timedelta(minutes=1)), cases.SIDE_REF: Sighting(NEW, SEEN)},
+    )
+    assert (decision.health.state, decision.health.pod) == (FAILED, "new")
+    assert decision.actions == ()
+    assert decision.containers[0].reason is Reason.FAILED_HEALTH_WINDOW
+
+
+@pytest.mark.parametrize(
+    "app_sighting",
+    [None, Sighting(cases.OTHER, SEEN)],
+    ids=["app's target never seen", "app's tag seen on another target"],
+)
+def test_a_second_containers_replacement_is_judged_whatever_the_first_ones_sighting(
+    app_sighting: Sighting | None,
+) -> None:
+    """One replica, fully rolled: when ``app``'s sighting says nothing of the pod, ``side``'s
+    still makes it a replacement, and its restart fails the window."""
+    sightings = {cases.SIDE_REF: Sighting(NEW, SEEN)}
+    if app_sighting is not None:
+        sightings[REF] = app_sighting
+    decision = with_sidecar([restarted_side_replacement(NEW)], sightings)
+    assert (decision.health.state, decision.health.pod) == (FAILED, "new")

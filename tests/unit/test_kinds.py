@@ -71,7 +71,10 @@ def test_a_daemonset_decision_asks_for_nodes_then_deletes_on_a_ready_one() -> No
     pods = ds_pods()
     first = run(daemonset(), pods)
     assert first.actions == ()
-    assert first.containers[0].verdict is Verdict.NEEDS_NODES
+    assert (first.containers[0].verdict, first.containers[0].reason) == (
+        Verdict.NEEDS_NODES,
+        Reason.NODES_NEEDED,
+    )
     assert first.needs_nodes == {NodeRequest(f"node-agent-{c}") for c in "abc"}
     assert first.containers[0].detail.startswith("read node(s) node-agent-")
     assert sorted(first.containers[0].detail.removeprefix("read node(s) ").split(", ")) == [
