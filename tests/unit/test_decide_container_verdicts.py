@@ -157,6 +157,20 @@ READS = [
             "resolve 2 manifest(s) to their image configs",
         ),
     ),
+    (
+        "a bare config listed first does not end the asking: the target and the manifest after it",
+        [
+            cases.pod("a", digest=str(cases.config(0))),
+            cases.pod("b", digest=cases.MIRROR_ID),
+            cases.pod("c", digest=cases.NEW),
+        ],
+        {"contents": {}, "workload": cases.deployment(replicas=3)},
+        (
+            Verdict.NEEDS_CONTENT,
+            Reason.CONTENT_NEEDED,
+            "resolve 2 manifest(s) to their image configs",
+        ),
+    ),
 ]
 
 
