@@ -10,6 +10,7 @@ import os
 import shutil
 
 import pytest
+from hypothesis import settings
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 
@@ -24,6 +25,11 @@ def require_tool(name: str) -> str:
         pytest.skip(message)
     return path
 
+
+#: ``make mutants`` loads this profile: with no example database, a mutant is judged by the
+#: tests' own seeded examples, never by a failing example another mutant left behind, so a
+#: fresh run and a re-run give each mutant the same verdict.
+settings.register_profile("mutants", database=None)
 
 _skipped: list[str] = []
 
