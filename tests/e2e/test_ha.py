@@ -341,12 +341,14 @@ def test_a_webhook_at_the_follower_makes_the_leader_tick_within_two_seconds(
         wait_until(lambda: scene.holder() == "ctl-a", timeout=20, what="ctl-a leads")
         wait_until(lambda: ticks(a) >= 1, timeout=10, what="the leader's first pass")
         with scene.controller("ctl-b", poll_seconds=3600) as b:
-            latencies = []
+            latencies, trail = [], []  # trail: what each side logged, for a failure
             for _ in range(3):
                 since, sent = len(a.output), datetime.now(UTC)
                 assert b.webhook() == 202
                 latencies.append((pass_done_at(a, since) - sent).total_seconds())
                 assert a.lines("webhook handed over by another replica", since=since)
+                trail += [f"webhook sent {sent.isoformat()}", *b.lines("handed to the leader")[-1:]]
+                trail += a.lines("", since=since)
                 time.sleep(0.6)  # past the follower's hand-off rate limit
             assert ticks(b) == 0  # the follower never reconciled
 
@@ -379,4 +381,4 @@ def test_a_webhook_at_the_follower_makes_the_leader_tick_within_two_seconds(
         f"\nHA: follower webhook → leader pass {', '.join(f'{x:.3f}' for x in latencies)}s;"
         f" SIGTERM → new leader {handover:.2f}s"
     )
-    assert worst < 2.0
+    assert worst < 2.0, "\n".join(trail)
