@@ -14,10 +14,9 @@ from autoroll.core.health import PASSED, Health, HealthState, HealthWindow, heal
 from autoroll.core.images import TagRef
 from autoroll.core.model import ContainerView, Digest, PodView
 from tests.support import decide_cases as cases
-from tests.support.decide_cases import AFTER, BEFORE, NEW, OLD, REF, SEEN, deployment, pod
 from tests.support.decide_scene import decide_app
 
-NOW = AFTER + timedelta(hours=1)
+NOW = cases.AFTER + timedelta(hours=1)
 LENGTH = timedelta(seconds=30)
 LIMIT = "its 30s health window (ROLL_HEALTHY_SECONDS)"
 INSIDE, FAILED = HealthState.INSIDE, HealthState.FAILED
@@ -27,11 +26,16 @@ def seconds_ago(value: float) -> datetime:
     return NOW - timedelta(seconds=value)
 
 
-def shaped(name: str, *, ready: bool = True, since: datetime | None, restarts: int = 0) -> PodView:
-    """``new`` runs the target, any other name the old content; Ready (or not) ``since``."""
-    base = pod(name, digest=NEW if name == "new" else OLD, ready=ready)
+def restarted(base: PodView, *, restarts: int, since: datetime | None) -> PodView:
+    """``base`` with each container restarted ``restarts`` times, Ready (or not) ``since``."""
     statuses = tuple(replace(s, restart_count=restarts) for s in base.statuses)
     return replace(base, statuses=statuses, ready_changed_at=since)
+
+
+def shaped(name: str, *, ready: bool = True, since: datetime | None, restarts: int = 0) -> PodView:
+    """``new`` runs the target, any other name the old content; Ready (or not) ``since``."""
+    base = cases.pod(name, digest=cases.NEW if name == "new" else cases.OLD, ready=ready)
+    return restarted(base, restarts=restarts, since=since)
 
 
 def judged(one: PodView, *, seen: float | None = None, min_ready: int = 0) -> Health:
@@ -176,9 +180,9 @@ def test_a_pod_gone_or_going_is_not_judged_and_does_not_end_the_judging() -> Non
 @pytest.mark.parametrize(
     ("created", "listed", "state"),
     [
-        (SEEN, False, FAILED),  # made in the sighting's instant: a replacement
-        (AFTER, True, INSIDE),  # listed when the target was first seen: older than it
-        (BEFORE, False, INSIDE),  # pulled the new content on its own, before the push
+        (cases.SEEN, False, FAILED),  # made in the sighting's instant: a replacement
+        (cases.AFTER, True, INSIDE),  # listed when the target was first seen: older than it
+        (cases.BEFORE, False, INSIDE),  # pulled the new content on its own, before the push
     ],
 )
 def test_a_lone_pod_on_the_target_is_a_replacement_only_if_made_after_the_push(
@@ -190,8 +194,8 @@ def test_a_lone_pod_on_the_target_is_a_replacement_only_if_made_after_the_push(
     older = frozenset({base.uid}) if listed else frozenset()
     decision = decide_app(
         [base],
-        workload=deployment(replicas=1),
-        sightings={REF: Sighting(NEW, SEEN, older)},
+        workload=cases.deployment(replicas=1),
+        sightings={cases.REF: Sighting(cases.NEW, cases.SEEN, older)},
         now=NOW,
         health=HealthWindow(LENGTH),
     )
@@ -203,12 +207,12 @@ def with_sidecar(pods: list[PodView], sightings: dict[TagRef, Sighting]) -> Deci
     both tags resolved to ``NEW``, under a 30 s health window."""
     return decide_app(
         pods,
-        workload=deployment(
+        workload=cases.deployment(
             ContainerView("app", cases.IMAGE, "Always"),
             ContainerView("side", cases.SIDE_IMAGE, "Always"),
             replicas=len(pods),
         ),
-        resolved={REF: NEW, cases.SIDE_REF: NEW},
+        resolved={cases.REF: cases.NEW, cases.SIDE_REF: cases.NEW},
         sightings=sightings,
         now=NOW,
         health=HealthWindow(LENGTH),
@@ -218,18 +222,25 @@ def with_sidecar(pods: list[PodView], sightings: dict[TagRef, Sighting]) -> Deci
 def restarted_side_replacement(app: Digest) -> PodView:
     """Made after ``side``'s target was first seen, running it (app on ``app``); it restarted
     10 s ago."""
-    made = pod("new", digest=app, created=AFTER, extra=[("side", cases.SIDE_IMAGE, NEW)])
-    statuses = tuple(replace(s, restart_count=1) for s in made.statuses)
-    return replace(made, statuses=statuses, ready_changed_at=seconds_ago(10))
+    made = cases.pod(
+        "new", digest=app, created=cases.AFTER, extra=[("side", cases.SIDE_IMAGE, cases.NEW)]
+    )
+    return restarted(made, restarts=1, since=seconds_ago(10))
 
 
 def test_a_second_containers_replacement_is_judged_while_the_first_still_has_stale_pods() -> None:
     """``side`` rolled first and its replacement restarted; then ``app``'s tag moved, so every
     pod is stale in ``app``. The failed replacement of ``side`` still holds ``app``'s roll."""
-    pods = [pod("b", extra=[("side", cases.SIDE_IMAGE, NEW)]), restarted_side_replacement(OLD)]
+    pods = [
+        cases.pod("b", extra=[("side", cases.SIDE_IMAGE, cases.NEW)]),
+        restarted_side_replacement(cases.OLD),
+    ]
     decision = with_sidecar(
         pods,
-        {REF: Sighting(NEW, AFTER + timedelta(minutes=1)), cases.SIDE_REF: Sighting(NEW, SEEN)},
+        {
+            cases.REF: Sighting(cases.NEW, cases.AFTER + timedelta(minutes=1)),
+            cases.SIDE_REF: Sighting(cases.NEW, cases.SEEN),
+        },
     )
     assert (decision.health.state, decision.health.pod) == (FAILED, "new")
     assert decision.actions == ()
@@ -238,7 +249,7 @@ def test_a_second_containers_replacement_is_judged_while_the_first_still_has_sta
 
 @pytest.mark.parametrize(
     "app_sighting",
-    [None, Sighting(cases.OTHER, SEEN)],
+    [None, Sighting(cases.OTHER, cases.SEEN)],
     ids=["app's target never seen", "app's tag seen on another target"],
 )
 def test_a_second_containers_replacement_is_judged_whatever_the_first_ones_sighting(
@@ -246,8 +257,8 @@ def test_a_second_containers_replacement_is_judged_whatever_the_first_ones_sight
 ) -> None:
     """One replica, fully rolled: when ``app``'s sighting says nothing of the pod, ``side``'s
     still makes it a replacement, and its restart fails the window."""
-    sightings = {cases.SIDE_REF: Sighting(NEW, SEEN)}
+    sightings = {cases.SIDE_REF: Sighting(cases.NEW, cases.SEEN)}
     if app_sighting is not None:
-        sightings[REF] = app_sighting
-    decision = with_sidecar([restarted_side_replacement(NEW)], sightings)
+        sightings[cases.REF] = app_sighting
+    decision = with_sidecar([restarted_side_replacement(cases.NEW)], sightings)
     assert (decision.health.state, decision.health.pod) == (FAILED, "new")
