@@ -26,7 +26,6 @@ from autoroll.core.guardrails import plan_rolls
 from autoroll.core.holds import HoldReason
 from autoroll.core.images import TagRef
 from autoroll.core.model import (
-    ContainerStatusView,
     ContainerView,
     Digest,
     Enrolled,
@@ -35,7 +34,7 @@ from autoroll.core.model import (
 )
 from autoroll.core.policy import MIN_AGE, PAUSED, WINDOW, Guardrails, workload_policy
 from tests.support.guardrail_plans import BORN, HOST, NEW, NOW, OLD, REF, own_configs
-from tests.support.views import deployment_view
+from tests.support.views import deployment_view, pod_view
 
 IMAGE = f"{HOST}/team/app:latest"
 OLDER = Digest("sha256:" + "2" * 64)
@@ -54,14 +53,7 @@ def pod(
 ) -> PodView:
     image = f"{IMAGE}@{digest}" if pinned else IMAGE
     image_id = str(digest) if config else f"{HOST}/{repository}@{digest}"
-    return PodView(
-        namespace="shop",
-        name=name,
-        uid=f"uid-{name}",
-        created_at=created,
-        containers=(ContainerView("app", image),),
-        statuses=(ContainerStatusView("app", image_id=image_id, ready=True),),
-    )
+    return pod_view(name, image, image_id, namespace="shop", created=created)
 
 
 def workload(

@@ -33,7 +33,7 @@ from autoroll.core.quarantine import (
 )
 from autoroll.core.rollorder import onto, standing
 from tests.support.guardrail_plans import BORN, HOST, NEW, NOW, OLD, REF, own_configs
-from tests.support.views import deployment_view
+from tests.support.views import deployment_view, pod_view
 
 KEY = QuarantineKey.named(HOST, "team/app", "latest")
 OTHER = Digest("sha256:" + "2" * 64)
@@ -46,13 +46,12 @@ AT_ONCE = Guardrails(deletions_per_period=0, in_flight=0, healthy=timedelta(0))
 
 def pod(name: str, digest: Digest = OLD, *, ready_for: timedelta = timedelta(days=1)) -> PodView:
     """A Ready pod on ``digest``, Ready for ``ready_for``."""
-    return PodView(
+    return pod_view(
+        name,
+        f"{HOST}/team/app:latest",
+        f"{HOST}/team/app@{digest}",
         namespace="shop",
-        name=name,
-        uid=f"uid-{name}",
-        created_at=min(BORN, NOW - ready_for),
-        containers=(ContainerView("app", f"{HOST}/team/app:latest"),),
-        statuses=(ContainerStatusView("app", image_id=f"{HOST}/team/app@{digest}", ready=True),),
+        created=min(BORN, NOW - ready_for),
         ready_changed_at=NOW - ready_for,
     )
 

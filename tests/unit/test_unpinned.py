@@ -10,7 +10,7 @@ import pytest
 from autoroll.core.images import TagRef, pinned_digest
 from autoroll.core.model import ContainerView, Digest, Enrolled, PodView
 from autoroll.core.unpinned import admitted_unpinned
-from tests.support.views import deployment_view
+from tests.support.views import deployment_view, pod_view
 
 HOST = "forgejo.example"
 IMAGE = f"{HOST}/team/app:latest"
@@ -39,14 +39,7 @@ def test_only_the_template_image_with_a_digest_is_a_pin(
 def pod(
     name: str, image: str = IMAGE, *, created: datetime = T0, deleting: bool = False
 ) -> PodView:
-    return PodView(
-        namespace="shop",
-        name=name,
-        uid=f"uid-{name}",
-        created_at=created,
-        deleting=deleting,
-        containers=(ContainerView("app", image),),
-    )
+    return pod_view(name, image, None, namespace="shop", created=created, deleting=deleting)
 
 
 def enrolled(*pods: PodView) -> Enrolled:
