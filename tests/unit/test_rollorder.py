@@ -35,6 +35,7 @@ from autoroll.core.rollorder import onto, standing
 from tests.support.guardrail_plans import BORN, HOST, NEW, NOW, OLD, REF, own_configs
 from tests.support.views import deployment_view, pod_view
 
+IMAGE = f"{HOST}/team/app:latest"
 KEY = QuarantineKey.named(HOST, "team/app", "latest")
 OTHER = Digest("sha256:" + "2" * 64)
 CONTENTS = own_configs(OLD, NEW, OTHER)
@@ -48,7 +49,7 @@ def pod(name: str, digest: Digest = OLD, *, ready_for: timedelta = timedelta(day
     """A Ready pod on ``digest``, Ready for ``ready_for``."""
     return pod_view(
         name,
-        f"{HOST}/team/app:latest",
+        IMAGE,
         f"{HOST}/team/app@{digest}",
         namespace="shop",
         created=min(BORN, NOW - ready_for),
@@ -62,7 +63,7 @@ def workload(name: str, pods: Sequence[PodView] | None = None, **annotations: st
         namespace="shop",
         name=name,
         replicas=len(pods),
-        containers=(ContainerView("app", f"{HOST}/team/app:latest"),),
+        containers=(ContainerView("app", IMAGE),),
         annotations=tuple(sorted(annotations.items())),
     )
     return Enrolled(view, tuple(pods))
