@@ -25,25 +25,14 @@ from autoroll.instruments import logs
 from autoroll.instruments.metrics import Metrics
 from autoroll.notify import AppriseNotifier, NotifyConfigError
 from autoroll.notify.apprise_notifier import secret_parts
+from tests.support import reconciler_fakes as fakes
 from tests.support.notify_receivers import JsonReceiver, SmtpServer
 from tests.support.quarantine import MemoryQuarantine
-from tests.support.reconciler_fakes import (
-    HOST,
-    NEW,
-    OLD,
-    REF,
-    T0,
-    Clock,
-    FakeCluster,
-    FakeRegistry,
-    enrolled,
-    pod,
-)
 from tests.support.wait import wait_until
 
 pytestmark = pytest.mark.integration
 
-WEB = enrolled("web", [pod("web-1")]).workload
+WEB = fakes.enrolled("web", [fakes.pod("web-1")]).workload
 
 
 def happening(kind: HappeningKind, name: str = "web") -> Happening:
@@ -52,10 +41,10 @@ def happening(kind: HappeningKind, name: str = "web") -> Happening:
         kind,
         workload,
         "team/app:latest",
-        str(OLD),
-        str(NEW),
+        str(fakes.OLD),
+        str(fakes.NEW),
         f"something {kind.value} on {workload.key}",
-        T0,
+        fakes.T0,
     )
 
 
@@ -109,7 +98,7 @@ def test_a_quarantine_is_one_email_through_a_real_smtp_server(smtp: SmtpServer) 
     [mail] = smtp.received()
     assert mail.recipients == ("ops@example.com",)
     assert mail.subject == "autoroll: digest quarantined: shop/deployment/web (team/app:latest)"
-    assert f"{OLD.short} → {NEW.short}" in mail.body
+    assert f"{fakes.OLD.short} → {fakes.NEW.short}" in mail.body
     assert sent(metrics, "quarantined") == 1
 
 
@@ -199,12 +188,15 @@ def test_a_pass_that_quarantines_a_digest_sends_one_notification(chat: JsonRecei
     """The whole chain, pass by pass: web's replacement restarted inside its window; the
     pass quarantines the digest (one notification), api is held; passes after it send
     nothing more."""
-    fresh = replace(pod("web-3", NEW, created=T0 - timedelta(seconds=20)), ready_changed_at=T0)
+    fresh = replace(
+        fakes.pod("web-3", fakes.NEW, created=fakes.T0 - timedelta(seconds=20)),
+        ready_changed_at=fakes.T0,
+    )
     status = replace(fresh.statuses[0], restart_count=1)
-    cluster = FakeCluster(
+    cluster = fakes.FakeCluster(
         [
-            enrolled("web", [pod("web-1"), replace(fresh, statuses=(status,))]),
-            enrolled("api", [pod("api-1")]),
+            fakes.enrolled("web", [fakes.pod("web-1"), replace(fresh, statuses=(status,))]),
+            fakes.enrolled("api", [fakes.pod("api-1")]),
         ]
     )
     metrics = Metrics(CollectorRegistry())
@@ -212,11 +204,11 @@ def test_a_pass_that_quarantines_a_digest_sends_one_notification(chat: JsonRecei
     notifier.start()
     reconciler = Reconciler(
         cluster=cluster,
-        registry=FakeRegistry({REF: NEW}),
+        registry=fakes.FakeRegistry({fakes.REF: fakes.NEW}),
         metrics=metrics,
-        registries={HOST},
+        registries={fakes.HOST},
         dry_run=False,
-        clock=Clock(),
+        clock=fakes.Clock(),
         guardrails=Guardrails(healthy=timedelta(seconds=30)),
         quarantine=MemoryQuarantine(),
         announcer=Announcer(metrics=metrics, notify=notifier.post),
@@ -232,6 +224,6 @@ def test_a_pass_that_quarantines_a_digest_sends_one_notification(chat: JsonRecei
     [only] = chat.received()
     assert (
         only["title"]
-        == f"autoroll: digest quarantined: shop/deployment/web ({HOST}/team/app:latest)"
+        == f"autoroll: digest quarantined: shop/deployment/web ({fakes.HOST}/team/app:latest)"
     )
-    assert f"autoroll quarantine clear {HOST}/team/app:latest" in only["message"]
+    assert f"autoroll quarantine clear {fakes.HOST}/team/app:latest" in only["message"]

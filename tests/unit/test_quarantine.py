@@ -28,31 +28,22 @@ from autoroll.core.quarantine import (
     record,
 )
 from autoroll.instruments.metrics import Metrics
+from tests.support import reconciler_fakes as fakes
 from tests.support.quarantine import KEY, MemoryQuarantine, restarted
-from tests.support.reconciler_fakes import (
-    HOST,
-    IMAGE,
-    NEW,
-    OLD,
-    REF,
-    T0,
-    enrolled,
-    pod,
-)
 
-SEEN = Sighting(NEW, T0 - timedelta(minutes=30), frozenset({"uid-web-1", "uid-web-2"}))
+SEEN = Sighting(fakes.NEW, fakes.T0 - timedelta(minutes=30), frozenset({"uid-web-1", "uid-web-2"}))
 
 
 def judged(item: Enrolled) -> Decision:
     return decide(
         workload=item.workload,
         pods=item.pods,
-        registries={HOST},
-        resolved={REF: NEW},
-        sightings={REF: SEEN},
-        children={NEW: frozenset()},
+        registries={fakes.HOST},
+        resolved={fakes.REF: fakes.NEW},
+        sightings={fakes.REF: SEEN},
+        children={fakes.NEW: frozenset()},
         contents={},
-        now=T0,
+        now=fakes.T0,
     )
 
 
@@ -65,7 +56,7 @@ def halt(
 
 
 def found(item: Enrolled, h: RolloutHalt) -> list[QuarantineEntry]:
-    return condemned([(item, judged(item), h)], sightings={REF: SEEN}, now=T0)
+    return condemned([(item, judged(item), h)], sightings={fakes.REF: SEEN}, now=fakes.T0)
 
 
 # --- what a halt condemns ---------------------------------------------------------------------
@@ -83,126 +74,138 @@ def test_a_halted_pod_on_the_target_condemns_the_target_for_its_tag(
     restarts: int, reason: HaltReason, expected: QuarantineReason
 ) -> None:
     failing = restarted(
-        pod("web-3", NEW, created=T0 - timedelta(minutes=20)), restarts, ready=False
+        fakes.pod("web-3", fakes.NEW, created=fakes.T0 - timedelta(minutes=20)),
+        restarts,
+        ready=False,
     )
-    item = enrolled("web", [pod("web-1"), failing])
+    item = fakes.enrolled("web", [fakes.pod("web-1"), failing])
     [entry] = found(item, halt("web-3", restarts=restarts, reason=reason))
-    assert (entry.key, entry.digest, entry.reason) == (KEY, NEW, expected)
+    assert (entry.key, entry.digest, entry.reason) == (KEY, fakes.NEW, expected)
     assert (entry.workload, entry.pod, entry.at, entry.is_active) == (
         "shop/deployment/web",
         "web-3",
-        T0,
+        fakes.T0,
         True,
     )
 
 
 def no_image(name: str, created: object) -> PodView:
     """A pod whose container reports no image yet: it has not pulled (ErrImagePull)."""
-    p = pod(name, "", created=created, ready=False)  # type: ignore[arg-type]
-    return replace(p, statuses=(ContainerStatusView("app", image=IMAGE, image_id=""),))
+    p = fakes.pod(name, "", created=created, ready=False)  # type: ignore[arg-type]
+    return replace(p, statuses=(ContainerStatusView("app", image=fakes.IMAGE, image_id=""),))
 
 
 def test_a_pod_made_after_the_sighting_that_cannot_pull_condemns_the_target() -> None:
-    item = enrolled("web", [pod("web-1"), no_image("web-3", T0 - timedelta(minutes=20))])
+    item = fakes.enrolled(
+        "web", [fakes.pod("web-1"), no_image("web-3", fakes.T0 - timedelta(minutes=20))]
+    )
     [entry] = found(item, halt("web-3"))
-    assert (entry.digest, entry.reason) == (NEW, QuarantineReason.FAILED_TO_PULL)
+    assert (entry.digest, entry.reason) == (fakes.NEW, QuarantineReason.FAILED_TO_PULL)
 
 
 def test_a_pod_older_than_the_sighting_that_cannot_pull_says_nothing_of_the_target() -> None:
-    item = enrolled("web", [pod("web-1"), no_image("web-3", T0 - timedelta(hours=2))])
+    item = fakes.enrolled(
+        "web", [fakes.pod("web-1"), no_image("web-3", fakes.T0 - timedelta(hours=2))]
+    )
     assert found(item, halt("web-3")) == []
 
 
 def test_a_halted_pod_on_the_old_content_says_nothing_of_the_target() -> None:
-    stuck = restarted(pod("web-3", OLD), 3, ready=False)
-    item = enrolled("web", [pod("web-1"), stuck])
+    stuck = restarted(fakes.pod("web-3", fakes.OLD), 3, ready=False)
+    item = fakes.enrolled("web", [fakes.pod("web-1"), stuck])
     assert found(item, halt("web-3", restarts=3)) == []
 
 
 def test_only_the_container_that_fails_condemns_its_tag() -> None:
-    side_image = f"{HOST}/team/side:v1"
-    side_ref = replace(REF, repository="team/side", tag="v1")
+    side_image = f"{fakes.HOST}/team/side:v1"
+    side_ref = replace(fakes.REF, repository="team/side", tag="v1")
     failing = PodView(
         namespace="shop",
         name="web-3",
         uid="uid-web-3",
-        created_at=T0 - timedelta(minutes=20),
+        created_at=fakes.T0 - timedelta(minutes=20),
         ready=False,
-        containers=(ContainerView("app", IMAGE), ContainerView("side", side_image)),
+        containers=(ContainerView("app", fakes.IMAGE), ContainerView("side", side_image)),
         statuses=(
-            ContainerStatusView("app", IMAGE, f"{HOST}/team/app@{NEW}", ready=True),
             ContainerStatusView(
-                "side", side_image, f"{HOST}/team/side@{NEW}", ready=False, restart_count=2
+                "app", fakes.IMAGE, f"{fakes.HOST}/team/app@{fakes.NEW}", ready=True
+            ),
+            ContainerStatusView(
+                "side",
+                side_image,
+                f"{fakes.HOST}/team/side@{fakes.NEW}",
+                ready=False,
+                restart_count=2,
             ),
         ),
     )
     view = replace(
-        enrolled("web", [failing]).workload,
-        containers=(ContainerView("app", IMAGE), ContainerView("side", side_image)),
+        fakes.enrolled("web", [failing]).workload,
+        containers=(ContainerView("app", fakes.IMAGE), ContainerView("side", side_image)),
     )
     item = Enrolled(view, (failing,))
     decision = decide(
         workload=view,
         pods=item.pods,
-        registries={HOST},
-        resolved={REF: NEW, side_ref: NEW},
-        sightings={REF: SEEN, side_ref: SEEN},
-        children={NEW: frozenset()},
+        registries={fakes.HOST},
+        resolved={fakes.REF: fakes.NEW, side_ref: fakes.NEW},
+        sightings={fakes.REF: SEEN, side_ref: SEEN},
+        children={fakes.NEW: frozenset()},
         contents={},
-        now=T0,
+        now=fakes.T0,
     )
-    entries = condemned([(item, decision, halt("web-3", restarts=2))], sightings={}, now=T0)
-    assert [e.key for e in entries] == [QuarantineKey.named(HOST, "team/side", "v1")]
+    entries = condemned([(item, decision, halt("web-3", restarts=2))], sightings={}, now=fakes.T0)
+    assert [e.key for e in entries] == [QuarantineKey.named(fakes.HOST, "team/side", "v1")]
 
 
 # --- the book ---------------------------------------------------------------------------------
 
 
-def entry(digest: object = NEW, **fields: object) -> QuarantineEntry:
+def entry(digest: object = fakes.NEW, **fields: object) -> QuarantineEntry:
     base = QuarantineEntry(
-        KEY, NEW, QuarantineReason.CRASH_LOOP, "shop/deployment/web", "web-3", "d", T0
+        KEY, fakes.NEW, QuarantineReason.CRASH_LOOP, "shop/deployment/web", "web-3", "d", fakes.T0
     )
     return replace(base, digest=digest, **fields)  # type: ignore[arg-type]
 
 
 def test_record_adds_a_new_digest_and_keeps_the_first_evidence_of_one_it_holds() -> None:
     book, added = record(QuarantineBook(), [entry()])
-    assert added == (entry(),) and blocking(book, REF, NEW) == entry()
+    assert added == (entry(),) and blocking(book, fakes.REF, fakes.NEW) == entry()
     again, added = record(book, [entry(pod="web-4")])
     assert added == () and again.entries[KEY].pod == "web-3"
-    moved, added = record(book, [entry(OLD)])
-    assert added == (entry(OLD),) and moved.entries[KEY].digest == OLD
+    moved, added = record(book, [entry(fakes.OLD)])
+    assert added == (entry(fakes.OLD),) and moved.entries[KEY].digest == fakes.OLD
 
 
 def test_a_cleared_digest_is_not_quarantined_again_by_the_same_evidence() -> None:
     book, _ = record(QuarantineBook(), [entry()])
-    cleared = clear(book, KEY, now=T0 + timedelta(minutes=1))
-    assert blocking(cleared, REF, NEW) is None
-    again, added = record(cleared, [entry(at=T0 + timedelta(minutes=2))])
-    assert added == () and blocking(again, REF, NEW) is None
+    cleared = clear(book, KEY, now=fakes.T0 + timedelta(minutes=1))
+    assert blocking(cleared, fakes.REF, fakes.NEW) is None
+    again, added = record(cleared, [entry(at=fakes.T0 + timedelta(minutes=2))])
+    assert added == () and blocking(again, fakes.REF, fakes.NEW) is None
     with pytest.raises(KeyError):
-        clear(QuarantineBook(), KEY, now=T0)
+        clear(QuarantineBook(), KEY, now=fakes.T0)
 
 
 def test_a_new_push_ends_the_quarantine_an_unknown_answer_does_not() -> None:
     book, _ = record(QuarantineBook(), [entry()])
-    assert prune(book, {REF: Unknown("timeout")}) == book
-    assert prune(book, {REF: NEW}) == book
-    assert prune(book, {REF: OLD}).entries == {}
+    assert prune(book, {fakes.REF: Unknown("timeout")}) == book
+    assert prune(book, {fakes.REF: fakes.NEW}) == book
+    assert prune(book, {fakes.REF: fakes.OLD}).entries == {}
 
 
 def test_the_book_is_bounded_newest_kept() -> None:
     many = [
         replace(
             entry(),
-            key=QuarantineKey.named(HOST, f"team/app{i}", "latest"),
-            at=T0 + timedelta(seconds=i),
+            key=QuarantineKey.named(fakes.HOST, f"team/app{i}", "latest"),
+            at=fakes.T0 + timedelta(seconds=i),
         )
         for i in range(MAX_ENTRIES + 5)
     ]
     book, _ = record(QuarantineBook(), many)
     assert len(book.entries) == MAX_ENTRIES
-    assert QuarantineKey.named(HOST, "team/app0", "latest") not in book.entries
+    assert QuarantineKey.named(fakes.HOST, "team/app0", "latest") not in book.entries
 
 
 @pytest.mark.parametrize(
@@ -223,7 +226,7 @@ def test_a_key_that_is_not_host_repository_colon_tag_names_the_form(text: str) -
 
 def test_a_key_is_read_with_its_host_normalised_as_images_are() -> None:
     assert QuarantineKey.parse(" Git.Example.ORG/Team/App:Latest ") == QuarantineKey.named(
-        HOST, "team/app", "Latest"
+        fakes.HOST, "team/app", "Latest"
     )
     assert QuarantineKey.parse("index.docker.io/nginx:1") == QuarantineKey(
         "docker.io", "library/nginx", "1"
@@ -254,21 +257,21 @@ def test_a_later_read_that_fails_keeps_the_copy() -> None:
     held.condemn([entry()])
     store.fail = ConnectionError("API unreachable")
     held.refresh(full=True)
-    assert blocking(held.book, REF, NEW) is not None
+    assert blocking(held.book, fakes.REF, fakes.NEW) is not None
 
 
 def test_a_write_refused_for_a_stale_read_is_made_again_on_a_fresh_one() -> None:
     """A person cleared another tag while this term held its copy: both survive."""
     store = MemoryQuarantine()
-    other = replace(entry(), key=QuarantineKey.named(HOST, "team/other", "v1"))
+    other = replace(entry(), key=QuarantineKey.named(fakes.HOST, "team/other", "v1"))
     store.book, _ = record(QuarantineBook(), [other])
     store.version = 1
     held, metrics = keeper(store)
     held.refresh(full=True)
-    store.clear(other.key, now=T0)  # the record moves on under the copy
+    store.clear(other.key, now=fakes.T0)  # the record moves on under the copy
     held.condemn([entry()])
     assert set(store.book.entries) == {KEY, other.key}
-    assert store.book.entries[other.key].cleared_at == T0
+    assert store.book.entries[other.key].cleared_at == fakes.T0
     assert store.book.entries[KEY].is_active
     assert metrics.registry.get_sample_value("autoroll_digests_quarantined") == 1
 
@@ -279,8 +282,8 @@ def test_a_failed_write_holds_in_the_copy_and_is_written_at_the_next_full_pass()
     held.refresh(full=True)
     store.fail = ConnectionError("API unreachable")
     held.condemn([entry()])
-    assert blocking(held.book, REF, NEW) is not None
+    assert blocking(held.book, fakes.REF, fakes.NEW) is not None
     assert metrics.registry.get_sample_value("autoroll_quarantine_write_errors_total") == 1
     store.fail = None
     held.refresh(full=True)
-    assert blocking(store.book, REF, NEW) is not None
+    assert blocking(store.book, fakes.REF, fakes.NEW) is not None

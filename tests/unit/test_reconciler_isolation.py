@@ -27,27 +27,16 @@ from autoroll.core.model import (
     Unknown,
     WorkloadKind,
 )
+from tests.support import reconciler_fakes as fakes
 from tests.support.kind_views import statefulset
-from tests.support.reconciler_fakes import (
-    HOST,
-    NEW,
-    OLD,
-    REF,
-    FakeCluster,
-    FakeRegistry,
-    enrolled,
-    make,
-    pod,
-    sample,
-)
 from tests.support.views import deployment_view
 
-OTHER_IMAGE = f"{HOST}/tenant/bad:latest"
-OTHER_REF = TagRef(HOST, "tenant/bad", "latest")
+OTHER_IMAGE = f"{fakes.HOST}/tenant/bad:latest"
+OTHER_REF = TagRef(fakes.HOST, "tenant/bad", "latest")
 BAD_TARGET = Digest("sha256:" + "b" * 64)
 
 
-class RaisingRegistry(FakeRegistry):
+class RaisingRegistry(fakes.FakeRegistry):
     """Raises what the real client once let escape (a RecursionError from ``json.loads``)
     when asked for ``bad``'s content, and answers everything else as the fake does."""
 
@@ -79,16 +68,18 @@ def test_the_pass_goes_on_for_every_other_workload(
     error: Exception, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO)
-    good = enrolled("web", [pod("web-1")])
-    bad = enrolled(
+    good = fakes.enrolled("web", [fakes.pod("web-1")])
+    bad = fakes.enrolled(
         "tenant-app",
-        [pod("tenant-app-1", image=OTHER_IMAGE, namespace="tenant")],
+        [fakes.pod("tenant-app-1", image=OTHER_IMAGE, namespace="tenant")],
         namespace="tenant",
         image=OTHER_IMAGE,
     )
-    cluster = FakeCluster([bad, good])  # the bad one first: nothing after it may be lost
-    registry = RaisingRegistry({REF: NEW, OTHER_REF: BAD_TARGET}, bad=BAD_TARGET, error=error)
-    reconciler, metrics = make(cluster, registry)
+    cluster = fakes.FakeCluster([bad, good])  # the bad one first: nothing after it may be lost
+    registry = RaisingRegistry(
+        {fakes.REF: fakes.NEW, OTHER_REF: BAD_TARGET}, bad=BAD_TARGET, error=error
+    )
+    reconciler, metrics = fakes.make(cluster, registry)
 
     report = reconciler.tick()
 
@@ -99,7 +90,7 @@ def test_the_pass_goes_on_for_every_other_workload(
     [verdict] = failed.containers
     assert (verdict.verdict, verdict.reason) == (Verdict.SKIPPED, Reason.DECISION_FAILED)
     assert type(error).__name__ in verdict.detail
-    assert sample(metrics, "autoroll_containers_skipped_total", reason="decision-failed") == 1
+    assert fakes.sample(metrics, "autoroll_containers_skipped_total", reason="decision-failed") == 1
     raised = [r for r in caplog.records if getattr(r, "event", None) == "decision-failed"]
     assert len(raised) == 1  # logged once, with the workload's name and the traceback
     assert raised[0].__dict__["workload"] == "tenant/deployment/tenant-app"
@@ -125,10 +116,10 @@ def test_undecided_skips_every_container_with_the_reason_and_acts_on_nothing() -
 
 def test_the_bad_workload_is_decided_again_next_pass() -> None:
     # Unknown for one pass, not forgotten: once the input is fixed it rolls as usual.
-    bad = enrolled("web", [pod("web-1", OLD)])
-    registry = RaisingRegistry({REF: NEW}, bad=NEW, error=RecursionError("deep"))
-    cluster = FakeCluster([bad])
-    reconciler, _ = make(cluster, registry)
+    bad = fakes.enrolled("web", [fakes.pod("web-1", fakes.OLD)])
+    registry = RaisingRegistry({fakes.REF: fakes.NEW}, bad=fakes.NEW, error=RecursionError("deep"))
+    cluster = fakes.FakeCluster([bad])
+    reconciler, _ = fakes.make(cluster, registry)
     reconciler.tick()
     assert cluster.deleted == []
     registry.bad = Digest("sha256:" + "f" * 64)

@@ -18,24 +18,10 @@ from autoroll.core.model import ContainerView, Digest, Enrolled, ImageContent, P
 from autoroll.core.policy import Guardrails
 from autoroll.core.scope import ImageTag, Scope
 from autoroll.instruments.metrics import Metrics
-from tests.support.reconciler_fakes import (
-    HOST,
-    IMAGE,
-    NEW,
-    OLD,
-    REF,
-    T0,
-    Clock,
-    FakeCluster,
-    FakeRegistry,
-    enrolled,
-    make,
-    pod,
-    sample,
-)
+from tests.support import reconciler_fakes as fakes
 from tests.support.views import deployment_view
 
-OTHER_IMAGE = f"{HOST}/team/api:v2"
+OTHER_IMAGE = f"{fakes.HOST}/team/api:v2"
 
 
 def plain(metrics: Metrics, name: str, **labels: str) -> float:
@@ -43,16 +29,16 @@ def plain(metrics: Metrics, name: str, **labels: str) -> float:
     return metrics.registry.get_sample_value(name, labels) or 0.0
 
 
-OTHER = TagRef(HOST, "team/api", "v2")
-APP = Scope.of([ImageTag.named(HOST, "team/app", "latest")])
+OTHER = TagRef(fakes.HOST, "team/api", "v2")
+APP = Scope.of([ImageTag.named(fakes.HOST, "team/app", "latest")])
 
 
 # -- the fresh read -------------------------------------------------------------------------
 
 
 def test_a_deletion_is_decided_on_a_fresh_read_made_right_before_it() -> None:
-    cluster = FakeCluster([enrolled("web", [pod("web-1"), pod("web-2")])])
-    reconciler, metrics = make(cluster)
+    cluster = fakes.FakeCluster([fakes.enrolled("web", [fakes.pod("web-1"), fakes.pod("web-2")])])
+    reconciler, metrics = fakes.make(cluster)
     report = reconciler.tick()
     assert cluster.calls == ["snapshot", "read shop/deployment/web", "delete web-1"]
     assert report.fresh_reads == 1
@@ -63,11 +49,13 @@ def test_a_stale_cache_that_misses_an_unready_replacement_deletes_nothing() -> N
     """The snapshot (a lagging cache) shows the workload settled with a stale pod; the API
     already has the first replacement, not Ready yet. Deciding on the snapshot would
     delete a second pod while the first replacement is unready."""
-    found = enrolled("web", [pod("web-2"), pod("web-3")])
-    cluster = FakeCluster([found])
-    replacement = pod("web-4", NEW, created=T0 - timedelta(seconds=5), ready=False)
-    cluster.fresh["shop/deployment/web"] = [pod("web-2"), pod("web-3"), replacement]
-    reconciler, _ = make(cluster)
+    found = fakes.enrolled("web", [fakes.pod("web-2"), fakes.pod("web-3")])
+    cluster = fakes.FakeCluster([found])
+    replacement = fakes.pod(
+        "web-4", fakes.NEW, created=fakes.T0 - timedelta(seconds=5), ready=False
+    )
+    cluster.fresh["shop/deployment/web"] = [fakes.pod("web-2"), fakes.pod("web-3"), replacement]
+    reconciler, _ = fakes.make(cluster)
     report = reconciler.tick()
     assert cluster.deleted == []
     [decision] = report.decisions
@@ -77,9 +65,11 @@ def test_a_stale_cache_that_misses_an_unready_replacement_deletes_nothing() -> N
 
 
 def test_a_pod_the_snapshot_calls_stale_but_the_api_has_replaced_is_not_deleted() -> None:
-    cluster = FakeCluster([enrolled("web", [pod("web-1")])])
-    cluster.fresh["shop/deployment/web"] = [pod("web-9", NEW, created=T0 - timedelta(seconds=30))]
-    reconciler, _ = make(cluster)
+    cluster = fakes.FakeCluster([fakes.enrolled("web", [fakes.pod("web-1")])])
+    cluster.fresh["shop/deployment/web"] = [
+        fakes.pod("web-9", fakes.NEW, created=fakes.T0 - timedelta(seconds=30))
+    ]
+    reconciler, _ = fakes.make(cluster)
     report = reconciler.tick()
     assert cluster.deleted == []
     assert report.decisions[0].containers[0].verdict is Verdict.CURRENT
@@ -88,25 +78,27 @@ def test_a_pod_the_snapshot_calls_stale_but_the_api_has_replaced_is_not_deleted(
 def test_the_pod_deleted_is_the_one_the_fresh_read_calls_stale() -> None:
     """The snapshot would pick web-1 (oldest); the API says web-1 is gone and web-2 is the
     oldest stale pod now: web-2 goes, with the UID from the fresh read."""
-    cluster = FakeCluster([enrolled("web", [pod("web-1"), pod("web-2")])])
-    fresh_two = pod("web-2", created=T0 - timedelta(hours=2))
+    cluster = fakes.FakeCluster([fakes.enrolled("web", [fakes.pod("web-1"), fakes.pod("web-2")])])
+    fresh_two = fakes.pod("web-2", created=fakes.T0 - timedelta(hours=2))
     cluster.fresh["shop/deployment/web"] = [
         fresh_two,
-        pod("web-5", NEW, created=T0 - timedelta(hours=1)),
+        fakes.pod("web-5", fakes.NEW, created=fakes.T0 - timedelta(hours=1)),
     ]
-    reconciler, _ = make(cluster)
+    reconciler, _ = fakes.make(cluster)
     reconciler.tick()
     assert cluster.deleted == [("shop", "web-2", fresh_two.uid)]
 
 
 def test_a_failed_fresh_read_deletes_nothing_and_ends_the_pass() -> None:
-    class Failing(FakeCluster):
+    class Failing(fakes.FakeCluster):
         def read_now(self, workload: WorkloadView) -> Enrolled:
             super().read_now(workload)
             raise ConnectionError("API unreachable")
 
-    cluster = Failing([enrolled("api", [pod("api-1")]), enrolled("web", [pod("web-1")])])
-    reconciler, metrics = make(cluster)
+    cluster = Failing(
+        [fakes.enrolled("api", [fakes.pod("api-1")]), fakes.enrolled("web", [fakes.pod("web-1")])]
+    )
+    reconciler, metrics = fakes.make(cluster)
     report = reconciler.tick()
     assert cluster.deleted == []
     # one failed read ends the pass: no read per workload (the plan says which goes first)
@@ -115,21 +107,29 @@ def test_a_failed_fresh_read_deletes_nothing_and_ends_the_pass() -> None:
     [failed] = report.executed
     assert (failed.action.workload_key, failed.outcome.value) == (read, "read-failed")
     assert next(d for d in report.decisions if d.key == read).actions == ()
-    assert sample(metrics, "autoroll_pod_deletions_not_done_total", reason="read-failed") == 1
+    assert fakes.sample(metrics, "autoroll_pod_deletions_not_done_total", reason="read-failed") == 1
 
 
 def test_nothing_to_act_on_reads_nothing_again() -> None:
-    cluster = FakeCluster([enrolled("web", [pod("web-1", NEW)]), enrolled("api", [pod("a", NEW)])])
-    reconciler, _ = make(cluster)
+    cluster = fakes.FakeCluster(
+        [
+            fakes.enrolled("web", [fakes.pod("web-1", fakes.NEW)]),
+            fakes.enrolled("api", [fakes.pod("a", fakes.NEW)]),
+        ]
+    )
+    reconciler, _ = fakes.make(cluster)
     report = reconciler.tick()
     assert cluster.reads == []
     assert report.fresh_reads == 0
 
 
 def test_dry_run_reads_fresh_too_so_the_plan_shows_what_would_really_be_done() -> None:
-    cluster = FakeCluster([enrolled("web", [pod("web-1")])])
-    cluster.fresh["shop/deployment/web"] = [pod("web-1"), pod("web-2", NEW, ready=False)]
-    reconciler, _ = make(cluster, dry_run=True)
+    cluster = fakes.FakeCluster([fakes.enrolled("web", [fakes.pod("web-1")])])
+    cluster.fresh["shop/deployment/web"] = [
+        fakes.pod("web-1"),
+        fakes.pod("web-2", fakes.NEW, ready=False),
+    ]
+    reconciler, _ = fakes.make(cluster, dry_run=True)
     report = reconciler.tick()
     assert cluster.reads == ["shop/deployment/web"]
     assert report.executed == ()
@@ -141,14 +141,14 @@ def _pods(prefix: str) -> st.SearchStrategy[list[PodView]]:
             "shop",
             f"{prefix}-{n}",
             f"uid-{prefix}-{n}",
-            T0 - timedelta(seconds=age),
+            fakes.T0 - timedelta(seconds=age),
             ready=ready,
             deleting=deleting,
-            containers=(ContainerView("app", IMAGE),),
-            statuses=(pod("x", digest).statuses[0],),
+            containers=(ContainerView("app", fakes.IMAGE),),
+            statuses=(fakes.pod("x", digest).statuses[0],),
         ),
         st.integers(0, 4),
-        st.sampled_from([OLD, NEW]),
+        st.sampled_from([fakes.OLD, fakes.NEW]),
         st.booleans(),
         st.integers(1, 100),
         st.sampled_from([False, False, False, True]),
@@ -163,23 +163,23 @@ def test_every_deletion_is_the_one_decide_makes_on_the_fresh_read_alone(
 ) -> None:
     """Property 8 over generated snapshots: whatever the snapshot said, a deletion happens
     only if ``decide`` on the fresh read alone makes it, and it is that very deletion."""
-    view = deployment_view("shop", "web", replicas, (ContainerView("app", IMAGE, "Always"),))
-    cluster = FakeCluster([Enrolled(view, tuple(cached))])
+    view = deployment_view("shop", "web", replicas, (ContainerView("app", fakes.IMAGE, "Always"),))
+    cluster = fakes.FakeCluster([Enrolled(view, tuple(cached))])
     cluster.fresh["shop/deployment/web"] = fresh
-    registry = FakeRegistry({REF: NEW})
-    reconciler, _ = make(cluster, registry)
+    registry = fakes.FakeRegistry({fakes.REF: fakes.NEW})
+    reconciler, _ = fakes.make(cluster, registry)
     reconciler.tick()
 
     def alone(pods: list[PodView]) -> list[tuple[str, str, str]]:
         decision = decide(
             workload=view,
             pods=pods,
-            registries={HOST},
-            resolved={REF: NEW},
+            registries={fakes.HOST},
+            resolved={fakes.REF: fakes.NEW},
             sightings=reconciler.sightings,
-            children={NEW: frozenset()},
-            contents={d: ImageContent(frozenset({d})) for d in (OLD, NEW)},
-            now=T0,
+            children={fakes.NEW: frozenset()},
+            contents={d: ImageContent(frozenset({d})) for d in (fakes.OLD, fakes.NEW)},
+            now=fakes.T0,
             health=HealthWindow(),  # the reconciler's default window, as it judges
         )
         return [(a.namespace, a.name, a.uid) for a in decision.actions]
@@ -194,20 +194,22 @@ def test_every_deletion_is_the_one_decide_makes_on_the_fresh_read_alone(
 # -- targeted passes ------------------------------------------------------------------------
 
 
-def two_tags() -> FakeCluster:
-    return FakeCluster(
+def two_tags() -> fakes.FakeCluster:
+    return fakes.FakeCluster(
         [
-            enrolled("web", [pod("web-1")]),
-            enrolled("api", [pod("api-1")], image=OTHER_IMAGE),
+            fakes.enrolled("web", [fakes.pod("web-1")]),
+            fakes.enrolled("api", [fakes.pod("api-1")], image=OTHER_IMAGE),
         ]
     )
 
 
-def begin_term(reconciler: Reconciler, cluster: FakeCluster, registry: FakeRegistry) -> None:
+def begin_term(
+    reconciler: Reconciler, cluster: fakes.FakeCluster, registry: fakes.FakeRegistry
+) -> None:
     """A term begins with a full pass (the guardrails count cluster-wide): run one that finds
     nothing to roll, then forget what it asked."""
     answers = dict(registry.answers)
-    registry.answers = dict.fromkeys(answers, OLD)
+    registry.answers = dict.fromkeys(answers, fakes.OLD)
     reconciler.tick()
     registry.answers = answers
     registry.resolve_calls.clear()
@@ -217,11 +219,11 @@ def begin_term(reconciler: Reconciler, cluster: FakeCluster, registry: FakeRegis
 
 def test_the_first_pass_of_a_term_is_full_even_when_a_targeted_one_was_asked_for() -> None:
     cluster = two_tags()
-    registry = FakeRegistry({REF: NEW, OTHER: NEW})
-    reconciler, metrics = make(cluster, registry)
+    registry = fakes.FakeRegistry({fakes.REF: fakes.NEW, OTHER: fakes.NEW})
+    reconciler, metrics = fakes.make(cluster, registry)
     report = reconciler.tick(scope=APP)
     assert report.scope.is_full
-    assert registry.resolve_calls == [[OTHER, REF]]
+    assert registry.resolve_calls == [[OTHER, fakes.REF]]
     assert plain(metrics, "autoroll_pass_scopes_total", scope="full") == 1
     assert reconciler.tick(scope=APP).scope == APP  # the term has begun
 
@@ -231,24 +233,26 @@ def test_a_targeted_pass_counts_in_flight_slots_held_by_workloads_outside_it() -
     a pass targeted at web's tag, which does not see api, must not start web's roll."""
 
     def api_pod(name: str, digest: Digest, **kwargs: Any) -> PodView:
-        return pod(name, f"{HOST}/team/api@{digest}", image=OTHER_IMAGE, **kwargs)
+        return fakes.pod(name, f"{fakes.HOST}/team/api@{digest}", image=OTHER_IMAGE, **kwargs)
 
-    cluster = FakeCluster(
+    cluster = fakes.FakeCluster(
         [
-            enrolled("web", [pod("web-1")]),
-            enrolled("api", [api_pod("api-1", OLD), api_pod("api-2", OLD)], image=OTHER_IMAGE),
+            fakes.enrolled("web", [fakes.pod("web-1")]),
+            fakes.enrolled(
+                "api", [api_pod("api-1", fakes.OLD), api_pod("api-2", fakes.OLD)], image=OTHER_IMAGE
+            ),
         ]
     )
-    registry = FakeRegistry({REF: OLD, OTHER: NEW})
-    reconciler, _ = make(cluster, registry, guardrails=Guardrails(in_flight=1))
+    registry = fakes.FakeRegistry({fakes.REF: fakes.OLD, OTHER: fakes.NEW})
+    reconciler, _ = fakes.make(cluster, registry, guardrails=Guardrails(in_flight=1))
     reconciler.tick()  # deletes an api pod: api now holds the one slot
     assert [d[1] for d in cluster.deleted] == ["api-1"]
-    cluster.items[1] = enrolled(
+    cluster.items[1] = fakes.enrolled(
         "api",
-        [api_pod("api-2", OLD), api_pod("api-3", NEW, created=T0, ready=False)],
+        [api_pod("api-2", fakes.OLD), api_pod("api-3", fakes.NEW, created=fakes.T0, ready=False)],
         image=OTHER_IMAGE,
     )
-    registry.answers[REF] = NEW
+    registry.answers[fakes.REF] = fakes.NEW
     report = reconciler.tick(scope=APP)
     assert [d[1] for d in cluster.deleted] == ["api-1"]
     assert report.plan is not None
@@ -259,11 +263,11 @@ def test_a_targeted_pass_counts_in_flight_slots_held_by_workloads_outside_it() -
 
 def test_a_targeted_pass_asks_the_registry_about_its_tag_only_and_decides_its_workloads() -> None:
     cluster = two_tags()
-    registry = FakeRegistry({REF: NEW, OTHER: NEW})
-    reconciler, metrics = make(cluster, registry)
+    registry = fakes.FakeRegistry({fakes.REF: fakes.NEW, OTHER: fakes.NEW})
+    reconciler, metrics = fakes.make(cluster, registry)
     begin_term(reconciler, cluster, registry)
     report = reconciler.tick(scope=APP)
-    assert registry.resolve_calls == [[REF]]
+    assert registry.resolve_calls == [[fakes.REF]]
     assert [d.key for d in report.decisions] == ["shop/deployment/web"]
     assert cluster.deleted == [("shop", "web-1", "uid-web-1")]
     assert cluster.scopes == [APP]
@@ -273,31 +277,33 @@ def test_a_targeted_pass_asks_the_registry_about_its_tag_only_and_decides_its_wo
 
 def test_a_full_pass_asks_about_every_tag() -> None:
     cluster = two_tags()
-    registry = FakeRegistry({REF: NEW, OTHER: NEW})
-    reconciler, metrics = make(cluster, registry)
+    registry = fakes.FakeRegistry({fakes.REF: fakes.NEW, OTHER: fakes.NEW})
+    reconciler, metrics = fakes.make(cluster, registry)
     reconciler.tick()
-    assert registry.resolve_calls == [[OTHER, REF]]
+    assert registry.resolve_calls == [[OTHER, fakes.REF]]
     assert plain(metrics, "autoroll_pass_scopes_total", scope="full") == 1
 
 
 def test_a_targeted_pass_leaves_other_tags_sightings_as_they_were() -> None:
     cluster = two_tags()
-    clock = Clock()
-    registry = FakeRegistry({REF: OLD, OTHER: OLD})
-    reconciler, _ = make(cluster, registry, clock=clock)
+    clock = fakes.Clock()
+    registry = fakes.FakeRegistry({fakes.REF: fakes.OLD, OTHER: fakes.OLD})
+    reconciler, _ = fakes.make(cluster, registry, clock=clock)
     reconciler.tick()
     before = reconciler.sightings[OTHER]
     clock.now += timedelta(minutes=5)
-    registry.answers[REF] = NEW
+    registry.answers[fakes.REF] = fakes.NEW
     reconciler.tick(scope=APP)
     assert reconciler.sightings[OTHER] == before
-    assert reconciler.sightings[REF].digest == NEW
-    assert reconciler.sightings[REF].first_seen_at == clock.now
+    assert reconciler.sightings[fakes.REF].digest == fakes.NEW
+    assert reconciler.sightings[fakes.REF].first_seen_at == clock.now
 
 
 def test_a_full_pass_forgets_tags_no_longer_enrolled_a_targeted_one_does_not() -> None:
     cluster = two_tags()
-    reconciler, _ = make(cluster, FakeRegistry({REF: OLD, OTHER: OLD}))
+    reconciler, _ = fakes.make(
+        cluster, fakes.FakeRegistry({fakes.REF: fakes.OLD, OTHER: fakes.OLD})
+    )
     reconciler.tick()
     cluster.items = cluster.items[:1]  # the api workload was removed
     reconciler.tick(scope=APP)
@@ -311,23 +317,23 @@ def test_a_second_container_on_another_tag_is_not_in_scope_and_the_first_still_r
         "shop",
         "both",
         1,
-        (ContainerView("app", IMAGE, "Always"), ContainerView("api", OTHER_IMAGE, "Always")),
+        (ContainerView("app", fakes.IMAGE, "Always"), ContainerView("api", OTHER_IMAGE, "Always")),
     )
     both = PodView(
         "shop",
         "both-1",
         "uid-both-1",
-        T0 - timedelta(days=1),
+        fakes.T0 - timedelta(days=1),
         containers=view.containers,
-        statuses=(pod("x", OLD).statuses[0],),
-        ready_changed_at=T0 - timedelta(days=1),
+        statuses=(fakes.pod("x", fakes.OLD).statuses[0],),
+        ready_changed_at=fakes.T0 - timedelta(days=1),
     )
-    cluster = FakeCluster([Enrolled(view, (both,))])
-    registry = FakeRegistry({REF: NEW, OTHER: NEW})
-    reconciler, metrics = make(cluster, registry)
+    cluster = fakes.FakeCluster([Enrolled(view, (both,))])
+    registry = fakes.FakeRegistry({fakes.REF: fakes.NEW, OTHER: fakes.NEW})
+    reconciler, metrics = fakes.make(cluster, registry)
     begin_term(reconciler, cluster, registry)
     report = reconciler.tick(scope=APP)
-    assert registry.resolve_calls == [[REF]]
+    assert registry.resolve_calls == [[fakes.REF]]
     app, api = report.decisions[0].containers
     assert (app.verdict, api.verdict, api.reason) == (
         Verdict.STALE,
@@ -335,32 +341,40 @@ def test_a_second_container_on_another_tag_is_not_in_scope_and_the_first_still_r
         Reason.NOT_IN_SCOPE,
     )
     assert cluster.deleted == [("shop", "both-1", "uid-both-1")]
-    assert sample(metrics, "autoroll_containers_skipped_total", reason="not-in-scope") == 1
+    assert fakes.sample(metrics, "autoroll_containers_skipped_total", reason="not-in-scope") == 1
 
 
 def test_a_snapshot_superset_is_narrowed_to_the_scopes_tags() -> None:
     """The port may answer with every workload of the repository (any tag, any host)."""
-    other_tag = enrolled("old", [pod("old-1")], image=f"{HOST}/team/app:v1")
-    other_host = enrolled("ext", [pod("ext-1")], image="mirror.example/team/app:latest")
-    cluster = FakeCluster([enrolled("web", [pod("web-1")]), other_tag, other_host])
-    registry = FakeRegistry({REF: NEW})
-    reconciler, _ = make(cluster, registry)
+    other_tag = fakes.enrolled("old", [fakes.pod("old-1")], image=f"{fakes.HOST}/team/app:v1")
+    other_host = fakes.enrolled("ext", [fakes.pod("ext-1")], image="mirror.example/team/app:latest")
+    cluster = fakes.FakeCluster(
+        [fakes.enrolled("web", [fakes.pod("web-1")]), other_tag, other_host]
+    )
+    registry = fakes.FakeRegistry({fakes.REF: fakes.NEW})
+    reconciler, _ = fakes.make(cluster, registry)
     begin_term(reconciler, cluster, registry)
     report = reconciler.tick(scope=APP)
     assert [d.key for d in report.decisions] == ["shop/deployment/web"]
-    assert registry.resolve_calls == [[REF]]
+    assert registry.resolve_calls == [[fakes.REF]]
 
 
 def test_a_targeted_pass_forgets_no_warned_pod(caplog: pytest.LogCaptureFixture) -> None:
     """Once-per-pod warnings are pruned to the pods a pass listed; a targeted pass lists
     only some, so it prunes nothing and the next full pass does not warn again."""
     caplog.set_level(logging.WARNING)
-    foreign = pod("web-1", f"docker.io/team/app@{OLD}")  # another host: cannot be resolved
-    cluster = FakeCluster([enrolled("web", [foreign]), enrolled("api", [pod("api-1", NEW)])])
-    cluster.items[1] = enrolled("api", [pod("api-1", NEW)], image=OTHER_IMAGE)
-    reconciler, _ = make(cluster, FakeRegistry({REF: NEW, OTHER: NEW}))
+    foreign = fakes.pod(
+        "web-1", f"docker.io/team/app@{fakes.OLD}"
+    )  # another host: cannot be resolved
+    cluster = fakes.FakeCluster(
+        [fakes.enrolled("web", [foreign]), fakes.enrolled("api", [fakes.pod("api-1", fakes.NEW)])]
+    )
+    cluster.items[1] = fakes.enrolled("api", [fakes.pod("api-1", fakes.NEW)], image=OTHER_IMAGE)
+    reconciler, _ = fakes.make(
+        cluster, fakes.FakeRegistry({fakes.REF: fakes.NEW, OTHER: fakes.NEW})
+    )
     reconciler.tick()
-    reconciler.tick(scope=Scope.of([ImageTag.named(HOST, "team/api", "v2")]))
+    reconciler.tick(scope=Scope.of([ImageTag.named(fakes.HOST, "team/api", "v2")]))
     reconciler.tick()
     warned = [r for r in caplog.records if "cannot tell what pod" in r.getMessage()]
     assert len(warned) == 1
