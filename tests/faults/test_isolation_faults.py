@@ -40,18 +40,11 @@ from autoroll.instruments.metrics import Metrics
 from autoroll.kube import ClusterError
 from autoroll.registry import MAX_TOKEN_BYTES, OCI_MANIFEST, Limits, RegistryClient
 from jobhash.goyaml_compose import MAX_VALUE_DEPTH
+from tests.support import scripted_cluster
 from tests.support.faulty_proxy import FaultyProxy
 from tests.support.moved_tag import moved_tag
 from tests.support.registry import ImagePusher, RegistryServer
 from tests.support.registry_recorder import ManualClock
-from tests.support.scripted_cluster import (
-    ScriptedWorld,
-    container_doc,
-    deployment_doc,
-    owner,
-    pod_doc,
-    status_doc,
-)
 from tests.support.wait import wait_until
 from tests.support.web_app import app_over
 
@@ -74,7 +67,7 @@ class Tag:
 
 @dataclass
 class World:
-    world: ScriptedWorld
+    world: scripted_cluster.ScriptedWorld
     host: str
     web: Tag
     bad: Tag
@@ -116,29 +109,31 @@ def only_bad_is_unknown(world: World, report: TickReport, reason: Reason, *, row
     return verdict.detail
 
 
-def enrol(world: ScriptedWorld, *, namespace: str, name: str, image: str, image_id: str) -> None:
+def enrol(
+    world: scripted_cluster.ScriptedWorld, *, namespace: str, name: str, image: str, image_id: str
+) -> None:
     """An enrolled Deployment of two Ready pods that run ``image_id``."""
     labels = {"app": name, "pod-template-hash": HASH}
     world.add(
         WorkloadKind.DEPLOYMENT,
-        deployment_doc(
+        scripted_cluster.deployment_doc(
             name,
             namespace=namespace,
             replicas=2,
             selector={"app": name},
-            containers=[container_doc("app", image)],
+            containers=[scripted_cluster.container_doc("app", image)],
         ),
     )
     for suffix in ("a", "b"):
         world.pods.append(
-            pod_doc(
+            scripted_cluster.pod_doc(
                 f"{name}-{HASH}-{suffix}",
                 namespace=namespace,
                 labels=labels,
-                containers=[container_doc("app", image)],
-                statuses=[status_doc("app", image, image_id)],
+                containers=[scripted_cluster.container_doc("app", image)],
+                statuses=[scripted_cluster.status_doc("app", image, image_id)],
                 created=CREATED,
-                controller=owner("ReplicaSet", f"{name}-{HASH}"),
+                controller=scripted_cluster.owner("ReplicaSet", f"{name}-{HASH}"),
             )
         )
 
@@ -162,7 +157,7 @@ def build(registry: RegistryServer, pusher: ImagePusher, *, deep: bool) -> World
         bad.new = pusher.push_manifest(bad_repo, "latest", body, OCI_MANIFEST)
     else:
         bad.new = pusher.push_image(bad_repo, "latest").digest
-    world = ScriptedWorld()
+    world = scripted_cluster.ScriptedWorld()
     return World(world, registry.host, web, bad, registry)
 
 
@@ -245,7 +240,7 @@ def test_livez_fails_once_every_pass_raises_and_recovers_with_one_that_does_not(
     failing = threading.Event()
     failing.set()
 
-    def on_request(scripted: ScriptedWorld, method: str, path: str) -> None:
+    def on_request(scripted: scripted_cluster.ScriptedWorld, method: str, path: str) -> None:
         if failing.is_set() and "/deployments" in path:
             raise RuntimeError("the API answered something no adapter foresaw")
 

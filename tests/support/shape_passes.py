@@ -15,15 +15,8 @@ from autoroll.controller.reconciler import Reconciler
 from autoroll.core.images import TagRef
 from autoroll.core.model import Digest, WorkloadKind
 from autoroll.instruments.metrics import Metrics
+from tests.support import scripted_cluster as scripted
 from tests.support.answering_registry import AnsweringRegistry
-from tests.support.scripted_cluster import (
-    ScriptedWorld,
-    container_doc,
-    deployment_doc,
-    owner,
-    pod_doc,
-    status_doc,
-)
 
 HOST = "git.example.org"
 IMAGE = f"{HOST}/team/web:latest"
@@ -60,14 +53,14 @@ def app_pod(
     found = dict(labels or {"app": "web"})
     if pod_hash:
         found["pod-template-hash"] = pod_hash
-    ref = owner("ReplicaSet", rs) if controller == "rs" else controller
+    ref = scripted.owner("ReplicaSet", rs) if controller == "rs" else controller
     assert not isinstance(ref, str)
     repo = image.rsplit(":", 1)[0]
-    return pod_doc(
+    return scripted.pod_doc(
         name,
         labels=found,
-        containers=[container_doc("app", image)],
-        statuses=[status_doc("app", image, f"{repo}@{digest}", ready=ready)],
+        containers=[scripted.container_doc("app", image)],
+        statuses=[scripted.status_doc("app", image, f"{repo}@{digest}", ready=ready)],
         created=created,
         controller=ref,
         ready=ready,
@@ -76,11 +69,13 @@ def app_pod(
 
 
 def web(**kwargs: Any) -> dict[str, Any]:
-    return deployment_doc("web", containers=[container_doc("app", IMAGE)], **kwargs)
+    return scripted.deployment_doc(
+        "web", containers=[scripted.container_doc("app", IMAGE)], **kwargs
+    )
 
 
 def run_pass(
-    world: ScriptedWorld,
+    world: scripted.ScriptedWorld,
     *,
     registry: AnsweringRegistry | None = None,
     clock: Clock | None = None,
@@ -99,7 +94,7 @@ def run_pass(
 
 
 def make_reconciler(
-    world: ScriptedWorld,
+    world: scripted.ScriptedWorld,
     *,
     registry: AnsweringRegistry | None = None,
     clock: Clock | None = None,

@@ -24,36 +24,19 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from autoroll.core.model import WorkloadKind
+from tests.support import scripted_cluster as scripted
+from tests.support import shape_passes
 from tests.support.answering_registry import AnsweringRegistry
-from tests.support.scripted_cluster import (
-    ScriptedWorld,
-    container_doc,
-    deployment_doc,
-    owner,
-    pod_doc,
-    stamp,
-    status_doc,
-)
-from tests.support.shape_passes import (
-    HOST,
-    IMAGE,
-    NEW,
-    OLD,
-    REF,
-    T0,
-    Clock,
-    make_reconciler,
-)
 
-REPO = f"{HOST}/team/web"
+REPO = f"{shape_passes.HOST}/team/web"
 
 
 @dataclass
 class Sim:
     """The truth: which Deployment made each pod, when each pod is Ready, the statuses."""
 
-    world: ScriptedWorld
-    clock: Clock
+    world: scripted.ScriptedWorld
+    clock: shape_passes.Clock
     replicas: dict[str, int]
     min_ready: dict[str, int]
     made_by: dict[str, str] = field(default_factory=dict)  # pod name -> Deployment
@@ -75,13 +58,17 @@ class Sim:
         self.made_by[name] = deployment
         self.ready_at[name] = created + timedelta(seconds=ready_in)
         self.world.pods.append(
-            pod_doc(
+            scripted.pod_doc(
                 name,
                 labels=labels,
-                containers=[container_doc("app", IMAGE)],
-                statuses=[status_doc("app", IMAGE, f"{REPO}@{digest}", ready=ready_in == 0)],
+                containers=[scripted.container_doc("app", shape_passes.IMAGE)],
+                statuses=[
+                    scripted.status_doc(
+                        "app", shape_passes.IMAGE, f"{REPO}@{digest}", ready=ready_in == 0
+                    )
+                ],
                 created=created,
-                controller=owner("ReplicaSet", f"{deployment}-h{len(deployment)}"),
+                controller=scripted.owner("ReplicaSet", f"{deployment}-h{len(deployment)}"),
                 ready=ready_in == 0,
             )
         )
@@ -94,12 +81,14 @@ class Sim:
             name = doc["metadata"]["name"]
             if name in self.ready_at and self.ready_at[name] <= now:
                 doc["status"]["conditions"][0].update(
-                    {"status": "True", "lastTransitionTime": stamp(self.ready_at[name])}
+                    {"status": "True", "lastTransitionTime": scripted.stamp(self.ready_at[name])}
                 )
                 doc["status"]["containerStatuses"][0]["ready"] = True
         for deployment, wanted in self.replicas.items():
             while len(self.pods_of(deployment)) < wanted:
-                self.pod(deployment, str(OLD if stuck else NEW), ready_in=7)
+                self.pod(
+                    deployment, str(shape_passes.OLD if stuck else shape_passes.NEW), ready_in=7
+                )
         if not lag:
             self.write_statuses()
 
@@ -156,12 +145,12 @@ class Sim:
 def under_the_app_label(name: str, **more: Any) -> dict[str, Any]:
     """A pod no enrolled Deployment controls that still carries ``app=web`` (a Job's, a bare
     ``helm test`` pod), running the old digest."""
-    return pod_doc(
+    return scripted.pod_doc(
         name,
         labels={"app": "web"},
-        containers=[container_doc("app", IMAGE)],
-        statuses=[status_doc("app", IMAGE, f"{REPO}@{OLD}")],
-        created=T0,
+        containers=[scripted.container_doc("app", shape_passes.IMAGE)],
+        statuses=[scripted.status_doc("app", shape_passes.IMAGE, f"{REPO}@{shape_passes.OLD}")],
+        created=shape_passes.T0,
         **more,
     )
 
@@ -196,8 +185,8 @@ def shapes(draw: st.DrawFn) -> dict[str, Any]:
 def test_no_deletion_outside_what_the_workloads_controller_calls_complete(
     shape: dict[str, Any],
 ) -> None:
-    clock = Clock(T0 + timedelta(hours=1))
-    world = ScriptedWorld()
+    clock = shape_passes.Clock(shape_passes.T0 + timedelta(hours=1))
+    world = scripted.ScriptedWorld()
     sim = Sim(world, clock, shape["replicas"], shape["min_ready"])
     selectors = {
         "web": {"app": "web"},
@@ -209,21 +198,21 @@ def test_no_deletion_outside_what_the_workloads_controller_calls_complete(
     for name, wanted in sim.replicas.items():
         world.add(
             WorkloadKind.DEPLOYMENT,
-            deployment_doc(
+            scripted.deployment_doc(
                 name,
                 replicas=wanted,
                 selector=selectors[name],
-                containers=[container_doc("app", IMAGE)],
+                containers=[scripted.container_doc("app", shape_passes.IMAGE)],
                 min_ready_seconds=sim.min_ready[name],
                 enrolled=name != "canary",
             ),
         )
         for _ in range(wanted):
-            sim.pod(name, str(OLD), ready_in=0, created=T0)
+            sim.pod(name, str(shape_passes.OLD), ready_in=0, created=shape_passes.T0)
     world.pods.append(  # a Job's pod and a helm test pod under the app's label
         under_the_app_label(
             "migrate-1",
-            controller=owner("Job", "migrate", api_version="batch/v1"),
+            controller=scripted.owner("Job", "migrate", api_version="batch/v1"),
             ready=False,
             phase="Succeeded",
         )
@@ -231,14 +220,17 @@ def test_no_deletion_outside_what_the_workloads_controller_calls_complete(
     world.pods.append(under_the_app_label("web-test"))
     sim.write_statuses()
 
-    def on_request(w: ScriptedWorld, method: str, path: str) -> None:
+    def on_request(w: scripted.ScriptedWorld, method: str, path: str) -> None:
         if method in ("DELETE", "POST") and "/pods/" in path:
             sim.check_delete(path.removesuffix("/eviction"))
 
     world.on_request = on_request
     leads = [True]
-    reconciler = make_reconciler(
-        world, registry=AnsweringRegistry({REF: NEW}), clock=clock, leading=lambda: leads[0]
+    reconciler = shape_passes.make_reconciler(
+        world,
+        registry=AnsweringRegistry({shape_passes.REF: shape_passes.NEW}),
+        clock=clock,
+        leading=lambda: leads[0],
     )
     for seconds, lag, leading, stuck in shape["steps"]:
         clock.now += timedelta(seconds=seconds)
