@@ -9,17 +9,9 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from autoroll.core import model
 from autoroll.core.decide import Decision, Reason, Sighting, Verdict, decide
 from autoroll.core.images import TagRef
-from autoroll.core.model import (
-    ContainerStatusView,
-    ContainerView,
-    Digest,
-    ImageContent,
-    PodView,
-    Unknown,
-    WorkloadView,
-)
 from tests.support.views import deployment_view, pod_view
 
 HOST = "forgejo.example:3000"
@@ -28,40 +20,43 @@ REF = TagRef(HOST, "team/app", "latest")
 SIDE_IMAGE = f"{HOST}/team/sidecar:stable"
 SIDE_REF = TagRef(HOST, "team/sidecar", "stable")
 
-OLD = Digest("sha256:" + "0" * 64)
-NEW = Digest("sha256:" + "1" * 64)
-CHILD = Digest("sha256:" + "2" * 64)
-OTHER = Digest("sha256:" + "3" * 64)
+OLD = model.Digest("sha256:" + "0" * 64)
+NEW = model.Digest("sha256:" + "1" * 64)
+CHILD = model.Digest("sha256:" + "2" * 64)
+OTHER = model.Digest("sha256:" + "3" * 64)
 
 
-def config(n: int) -> Digest:
+def config(n: int) -> model.Digest:
     """An image config digest (``c`` + the number), distinct from every manifest digest here."""
-    return Digest(f"sha256:c{n:063x}")
+    return model.Digest(f"sha256:c{n:063x}")
 
 
 # The foreign-reference rows: a mirror repository that sorts before team/app holds NEW's
 # config under a Docker-format manifest; a multi-arch build is an OCI index (NEW) and a
 # Docker list of the same children's configs (DLIST).
-FOREIGN = Digest("sha256:" + "4" * 64)
+FOREIGN = model.Digest("sha256:" + "4" * 64)
 MIRROR_ID = f"{HOST}/aaa/mirror@{FOREIGN}"
-DLIST = Digest("sha256:" + "5" * 64)
-AMD, ARM = Digest("sha256:" + "6" * 64), Digest("sha256:" + "7" * 64)
+DLIST = model.Digest("sha256:" + "5" * 64)
+AMD, ARM = model.Digest("sha256:" + "6" * 64), model.Digest("sha256:" + "7" * 64)
 AMD_CFG, ARM_CFG, ARM_OLD_CFG = config(0xA), config(0xB), config(0xC)
-BUILD = ImageContent(
+BUILD = model.ImageContent(
     frozenset({AMD_CFG, ARM_CFG}), (("linux/amd64", AMD_CFG), ("linux/arm64", ARM_CFG))
 )
-BUILD_AS_LIST = ImageContent(frozenset({AMD_CFG, ARM_CFG}))
+BUILD_AS_LIST = model.ImageContent(frozenset({AMD_CFG, ARM_CFG}))
 #: An older build whose amd64 image was left unchanged by the multi-arch push.
-HALF_OLD = ImageContent(
+HALF_OLD = model.ImageContent(
     frozenset({AMD_CFG, ARM_OLD_CFG}), (("linux/amd64", AMD_CFG), ("linux/arm64", ARM_OLD_CFG))
 )
 
 #: Outside the foreign-reference rows every manifest stands for its own config: digests
 #: that differ are different content, as they were before content was compared.
-OWN_CONTENT: dict[Digest, ImageContent | Unknown] = {
-    d: ImageContent(frozenset({config(i)})) for i, d in enumerate([OLD, NEW, CHILD, OTHER])
+OWN_CONTENT: dict[model.Digest, model.ImageContent | model.Unknown] = {
+    d: model.ImageContent(frozenset({config(i)})) for i, d in enumerate([OLD, NEW, CHILD, OTHER])
 }
-FOREIGN_SAME: dict[Digest, ImageContent | Unknown] = {**OWN_CONTENT, FOREIGN: OWN_CONTENT[NEW]}
+FOREIGN_SAME: dict[model.Digest, model.ImageContent | model.Unknown] = {
+    **OWN_CONTENT,
+    FOREIGN: OWN_CONTENT[NEW],
+}
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 SEEN = T0 + timedelta(hours=1)  # when NEW was first seen for REF
@@ -72,23 +67,26 @@ AFTER = SEEN + timedelta(minutes=5)  # pods created after
 def pod(
     name: str,
     *,
-    digest: Digest | str | None = OLD,
+    digest: model.Digest | str | None = OLD,
     image: str = IMAGE,
     created: datetime = BEFORE,
     ready: bool = True,
     deleting: bool = False,
     phase: str = "Running",
     container: str = "app",
-    extra: Sequence[tuple[str, str, Digest | str]] = (),
-) -> PodView:
+    extra: Sequence[tuple[str, str, model.Digest | str]] = (),
+) -> model.PodView:
     """A pod of the app Deployment; ``digest`` None means no status reported yet."""
-    image_id = f"{HOST}/team/app@{digest}" if isinstance(digest, Digest) else digest
+    image_id = f"{HOST}/team/app@{digest}" if isinstance(digest, model.Digest) else digest
     flags: dict[str, Any] = {"deleting": deleting, "phase": phase, "container": container}
     base = pod_view(name, image, image_id, created=created, ready=ready, **flags)
-    specs = [ContainerView(name_, image_) for name_, image_, _ in extra]
+    specs = [model.ContainerView(name_, image_) for name_, image_, _ in extra]
     statuses = [
-        ContainerStatusView(
-            name_, image_, f"{HOST}/x@{digest_}" if isinstance(digest_, Digest) else digest_, ready
+        model.ContainerStatusView(
+            name_,
+            image_,
+            f"{HOST}/x@{digest_}" if isinstance(digest_, model.Digest) else digest_,
+            ready,
         )
         for name_, image_, digest_ in extra
     ]
@@ -97,12 +95,14 @@ def pod(
     )
 
 
-def deployment(*containers: ContainerView, replicas: int = 2, name: str = "app") -> WorkloadView:
+def deployment(
+    *containers: model.ContainerView, replicas: int = 2, name: str = "app"
+) -> model.WorkloadView:
     return deployment_view(
         namespace="ns",
         name=name,
         replicas=replicas,
-        containers=containers or (ContainerView("app", IMAGE, "Always"),),
+        containers=containers or (model.ContainerView("app", IMAGE, "Always"),),
     )
 
 
@@ -110,17 +110,19 @@ def deployment(*containers: ContainerView, replicas: int = 2, name: str = "app")
 class Case:
     id: str
     rule: str
-    pods: Sequence[PodView]
+    pods: Sequence[model.PodView]
     verdict: Verdict
     reason: Reason
     deletes: str | None = None
-    deployment: WorkloadView = field(default_factory=deployment)
-    resolved: Mapping[TagRef, Digest | Unknown] = field(default_factory=lambda: {REF: NEW})
+    deployment: model.WorkloadView = field(default_factory=deployment)
+    resolved: Mapping[TagRef, model.Digest | model.Unknown] = field(
+        default_factory=lambda: {REF: NEW}
+    )
     sightings: Mapping[TagRef, Sighting] = field(default_factory=lambda: {REF: Sighting(NEW, SEEN)})
-    children: Mapping[Digest, frozenset[Digest] | Unknown] = field(
+    children: Mapping[model.Digest, frozenset[model.Digest] | model.Unknown] = field(
         default_factory=lambda: {NEW: frozenset()}
     )
-    contents: Mapping[Digest, ImageContent | Unknown] = field(
+    contents: Mapping[model.Digest, model.ImageContent | model.Unknown] = field(
         default_factory=lambda: dict(OWN_CONTENT)
     )
     container: int = 0
@@ -132,7 +134,7 @@ class Case:
 
 
 #: A pod the pinning webhook admitted: the template's image with ``@`` and the digest.
-def pinned(digest: Digest) -> str:
+def pinned(digest: model.Digest) -> str:
     return f"{IMAGE}@{digest}"
 
 

@@ -15,20 +15,10 @@ from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
 from autoroll.controller.reconciler import Reconciler
+from autoroll.core import model
 from autoroll.core.budget import is_mid_roll
 from autoroll.core.decide import ChildrenRequest, ContentRequest, decide
 from autoroll.core.images import TagRef
-from autoroll.core.model import (
-    ContainerStatusView,
-    ContainerView,
-    DeleteOutcome,
-    Digest,
-    Enrolled,
-    ImageContent,
-    PodView,
-    Unknown,
-    WorkloadView,
-)
 from autoroll.core.policy import HEALTH_WINDOW, MIN_AGE, PAUSED, WINDOW, Guardrails
 from autoroll.core.scope import FULL, Scope
 from autoroll.instruments.metrics import Metrics
@@ -44,19 +34,19 @@ MIN_AGES = ("0", "90s", "10m")
 HEALTH_WINDOWS = ("0", "5s", "45s")
 
 
-def digest(n: int) -> Digest:
-    return Digest(f"sha256:{n:064x}")
+def digest(n: int) -> model.Digest:
+    return model.Digest(f"sha256:{n:064x}")
 
 
-def config_of(d: Digest) -> ImageContent:
+def config_of(d: model.Digest) -> model.ImageContent:
     """Every manifest its own config: a new digest is new content."""
-    return ImageContent(frozenset({Digest("sha256:f" + d.value[8:])}))
+    return model.ImageContent(frozenset({model.Digest("sha256:f" + d.value[8:])}))
 
 
 @dataclass
 class FakePod:
     uid: str
-    digests: dict[TagRef, Digest]
+    digests: dict[TagRef, model.Digest]
     created_at: datetime  # whole seconds, as creationTimestamp
     ready_at: datetime  # when it became Ready (again, after its last restart)
     deleted_at: datetime | None = None
@@ -72,12 +62,12 @@ class Workload:
     annotations: dict[str, str]
     pods: list[FakePod] = field(default_factory=list)
 
-    def view(self) -> WorkloadView:
+    def view(self) -> model.WorkloadView:
         return deployment_view(
             namespace="shop",
             name=self.name,
             replicas=self.replicas,
-            containers=tuple(ContainerView(t.repository, image(t)) for t in self.tags),
+            containers=tuple(model.ContainerView(t.repository, image(t)) for t in self.tags),
             annotations=tuple(sorted(self.annotations.items())),
         )
 
@@ -90,7 +80,7 @@ def image(tag: TagRef) -> str:
 class Deletion:
     at: datetime
     workload: str
-    pulls: dict[TagRef, Digest]  # what the replacement pulled
+    pulls: dict[TagRef, model.Digest]  # what the replacement pulled
     process: int  # which controller process deleted
     replacement: FakePod
     #: when each other pod running a target the deleted pod was stale on became Ready
@@ -105,8 +95,8 @@ class World:
         self.now = T0
         self.serial = 0
         self.ready = timedelta(seconds=ready_seconds)
-        self.tags: dict[TagRef, Digest] = {}
-        self.pushed_at: dict[Digest, datetime] = {}
+        self.tags: dict[TagRef, model.Digest] = {}
+        self.pushed_at: dict[model.Digest, datetime] = {}
         for tag in TAGS:
             self.push(tag, at=T0 - timedelta(days=1))
         self.workloads = workloads
@@ -155,30 +145,30 @@ class World:
 
     # -- ClusterPort -------------------------------------------------------------------------
 
-    def snapshot(self, scope: Scope = FULL) -> Sequence[Enrolled]:
+    def snapshot(self, scope: Scope = FULL) -> Sequence[model.Enrolled]:
         return [
-            Enrolled(w.view(), tuple(self.pod_view(w, p) for p in w.pods))
+            model.Enrolled(w.view(), tuple(self.pod_view(w, p) for p in w.pods))
             for w in self.workloads
             if scope.is_full or any(t.repository in scope.repositories for t in w.tags)
         ]
 
-    def read_now(self, workload: WorkloadView) -> Enrolled:
+    def read_now(self, workload: model.WorkloadView) -> model.Enrolled:
         """The fresh read before a deletion: the world as it is now (it moves only between
         steps, so this is what the snapshot said)."""
         w = next(w for w in self.workloads if w.name == workload.name)
-        return Enrolled(w.view(), tuple(self.pod_view(w, p) for p in w.pods))
+        return model.Enrolled(w.view(), tuple(self.pod_view(w, p) for p in w.pods))
 
-    def pod_view(self, workload: Workload, pod: FakePod) -> PodView:
+    def pod_view(self, workload: Workload, pod: FakePod) -> model.PodView:
         ready = self.now >= pod.ready_at
-        return PodView(
+        return model.PodView(
             namespace="shop",
             name=pod.uid,
             uid=pod.uid,
             created_at=pod.created_at,
             ready=ready,
-            containers=tuple(ContainerView(t.repository, image(t)) for t in workload.tags),
+            containers=tuple(model.ContainerView(t.repository, image(t)) for t in workload.tags),
             statuses=tuple(
-                ContainerStatusView(
+                model.ContainerStatusView(
                     t.repository,
                     image_id=f"{t.host}/{t.repository}@{d}",
                     restart_count=pod.restarts,
@@ -190,7 +180,7 @@ class World:
 
     def delete_pod(
         self, namespace: str, name: str, uid: str, *, within: float | None = None
-    ) -> DeleteOutcome:
+    ) -> model.DeleteOutcome:
         for w in self.workloads:
             for p in w.pods:
                 if p.uid == uid:
@@ -214,28 +204,28 @@ class World:
                             on_target,
                         )
                     )
-                    return DeleteOutcome.DELETED
-        return DeleteOutcome.ALREADY_GONE
+                    return model.DeleteOutcome.DELETED
+        return model.DeleteOutcome.ALREADY_GONE
 
     # -- RegistryPort ------------------------------------------------------------------------
 
-    def resolve(self, refs: Iterable[TagRef]) -> Mapping[TagRef, Digest | Unknown]:
+    def resolve(self, refs: Iterable[TagRef]) -> Mapping[TagRef, model.Digest | model.Unknown]:
         return {r: self.tags[r] for r in refs}
 
-    def known_children(self) -> Mapping[Digest, frozenset[Digest]]:
+    def known_children(self) -> Mapping[model.Digest, frozenset[model.Digest]]:
         return {d: frozenset() for d in self.pushed_at}
 
     def fetch_children(
         self, wanted: Iterable[ChildrenRequest]
-    ) -> Mapping[Digest, frozenset[Digest] | Unknown]:
+    ) -> Mapping[model.Digest, frozenset[model.Digest] | model.Unknown]:
         return {w.digest: frozenset() for w in wanted}
 
-    def known_content(self) -> Mapping[Digest, ImageContent]:
+    def known_content(self) -> Mapping[model.Digest, model.ImageContent]:
         return {d: config_of(d) for d in self.pushed_at}
 
     def fetch_content(
         self, wanted: Iterable[ContentRequest]
-    ) -> Mapping[Digest, ImageContent | Unknown]:
+    ) -> Mapping[model.Digest, model.ImageContent | model.Unknown]:
         return {w.digest: config_of(w.digest) for w in wanted}
 
 

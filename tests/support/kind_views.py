@@ -8,43 +8,31 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+from autoroll.core import model
 from autoroll.core.decide import Decision, Sighting, decide
 from autoroll.core.images import TagRef
-from autoroll.core.model import (
-    ContainerView,
-    DaemonSetStatus,
-    DeploymentStatus,
-    Digest,
-    ImageContent,
-    NodeView,
-    PodView,
-    StatefulSetStatus,
-    Unknown,
-    UpdateStrategy,
-    WorkloadKind,
-    WorkloadView,
-)
 from tests.support.views import deployment_view, pod_view, rolled_out
 
 HOST = "forgejo.example"
 IMAGE = f"{HOST}/team/db:latest"
 REF = TagRef(HOST, "team/db", "latest")
-OLD = Digest("sha256:" + "0" * 64)
-NEW = Digest("sha256:" + "1" * 64)
+OLD = model.Digest("sha256:" + "0" * 64)
+NEW = model.Digest("sha256:" + "1" * 64)
 CONTENT = {
-    d: ImageContent(frozenset({Digest(f"sha256:c{i:063x}")})) for i, d in enumerate([OLD, NEW])
+    d: model.ImageContent(frozenset({model.Digest(f"sha256:c{i:063x}")}))
+    for i, d in enumerate([OLD, NEW])
 }
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 SEEN = T0 + timedelta(hours=1)
 NOW = SEEN + timedelta(hours=1)
 REV, NEXT_REV = "db-6c9f7b", "db-7d4e21"
-READY = NodeView("n", True)
+READY = model.NodeView("n", True)
 
 
 def pod(
     name: str,
     *,
-    digest: Digest = OLD,
+    digest: model.Digest = OLD,
     ready: bool = True,
     deleting: bool = False,
     revision: str = REV,
@@ -52,7 +40,7 @@ def pod(
     created: datetime = T0,
     image: str = IMAGE,
     ready_since: datetime | None = T0,
-) -> PodView:
+) -> model.PodView:
     return pod_view(
         name,
         image,
@@ -71,9 +59,9 @@ def statefulset(
     *,
     name: str = "db",
     generation: int = 4,
-    strategy: UpdateStrategy = UpdateStrategy.ROLLING_UPDATE,
+    strategy: model.UpdateStrategy = model.UpdateStrategy.ROLLING_UPDATE,
     **status: object,
-) -> WorkloadView:
+) -> model.WorkloadView:
     fields: dict[str, object] = {
         "update_strategy": strategy,
         "ready_replicas": replicas,
@@ -83,19 +71,19 @@ def statefulset(
         "update_revision": REV,
         **status,
     }
-    return WorkloadView(
+    return model.WorkloadView(
         "ns",
         name,
         replicas,
-        (ContainerView("app", IMAGE),),
+        (model.ContainerView("app", IMAGE),),
         uid=f"uid-{name}",
         generation=generation,
-        kind=WorkloadKind.STATEFULSET,
-        status=StatefulSetStatus(**fields),  # type: ignore[arg-type]
+        kind=model.WorkloadKind.STATEFULSET,
+        status=model.StatefulSetStatus(**fields),  # type: ignore[arg-type]
     )
 
 
-def daemonset(desired: int = 3, *, generation: int = 2, **status: object) -> WorkloadView:
+def daemonset(desired: int = 3, *, generation: int = 2, **status: object) -> model.WorkloadView:
     fields: dict[str, object] = {
         "desired_number_scheduled": desired,
         "number_ready": desired,
@@ -105,15 +93,15 @@ def daemonset(desired: int = 3, *, generation: int = 2, **status: object) -> Wor
         "observed_generation": generation,
         **status,
     }
-    return WorkloadView(
+    return model.WorkloadView(
         "ns",
         "agent",
         desired,
-        (ContainerView("app", IMAGE),),
+        (model.ContainerView("app", IMAGE),),
         uid="uid-agent",
         generation=generation,
-        kind=WorkloadKind.DAEMONSET,
-        status=DaemonSetStatus(**fields),  # type: ignore[arg-type]
+        kind=model.WorkloadKind.DAEMONSET,
+        status=model.DaemonSetStatus(**fields),  # type: ignore[arg-type]
     )
 
 
@@ -122,31 +110,33 @@ def web(
     replicas: int = 3,
     paused: bool = False,
     min_ready_seconds: int = 0,
-    status: DeploymentStatus | None = None,
+    status: model.DeploymentStatus | None = None,
     **counts: object,
-) -> WorkloadView:
+) -> model.WorkloadView:
     """Deployment web of 3 replicas at generation 2; ``replicas`` is its status's count
     (pods of all its ReplicaSets), ``counts`` override single status counts."""
     found = status or rolled_out(3, generation=2)
     found = replace(found, replicas=replicas, paused=paused, **counts)  # type: ignore[arg-type]
     return replace(
-        deployment_view("ns", "web", 3, (ContainerView("app", IMAGE),), generation=2, status=found),
+        deployment_view(
+            "ns", "web", 3, (model.ContainerView("app", IMAGE),), generation=2, status=found
+        ),
         min_ready_seconds=min_ready_seconds,
     )
 
 
-def sts_pods(n: int = 3, **kwargs: object) -> list[PodView]:
+def sts_pods(n: int = 3, **kwargs: object) -> list[model.PodView]:
     return [pod(f"db-{i}", **kwargs) for i in range(n)]  # type: ignore[arg-type]
 
 
-def ds_pods(n: int = 3, **kwargs: object) -> list[PodView]:
+def ds_pods(n: int = 3, **kwargs: object) -> list[model.PodView]:
     return [pod(f"agent-{c}", **kwargs) for c in "abcdefgh"[:n]]  # type: ignore[arg-type]
 
 
 def run(
-    workload: WorkloadView,
-    pods: Sequence[PodView],
-    nodes: Mapping[str, NodeView | Unknown] | None = None,
+    workload: model.WorkloadView,
+    pods: Sequence[model.PodView],
+    nodes: Mapping[str, model.NodeView | model.Unknown] | None = None,
 ) -> Decision:
     return decide(
         workload=workload,

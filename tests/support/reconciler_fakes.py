@@ -11,18 +11,9 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from autoroll.controller.reconciler import Reconciler
+from autoroll.core import model
 from autoroll.core.decide import ChildrenRequest, ContentRequest
 from autoroll.core.images import TagRef
-from autoroll.core.model import (
-    ContainerView,
-    DeleteOutcome,
-    Digest,
-    Enrolled,
-    ImageContent,
-    PodView,
-    Unknown,
-    WorkloadView,
-)
 from autoroll.core.policy import Guardrails
 from autoroll.core.ports import ClusterPort
 from autoroll.core.scope import FULL, Scope
@@ -32,9 +23,9 @@ from tests.support.views import deployment_view, pod_view
 HOST = "git.example.org"
 IMAGE = f"{HOST}/team/app:latest"
 REF = TagRef(HOST, "team/app", "latest")
-OLD = Digest("sha256:" + "0" * 64)
-NEW = Digest("sha256:" + "1" * 64)
-CHILD = Digest("sha256:" + "2" * 64)
+OLD = model.Digest("sha256:" + "0" * 64)
+NEW = model.Digest("sha256:" + "1" * 64)
+CHILD = model.Digest("sha256:" + "2" * 64)
 T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 #: No health window: a new digest reaches every workload on its tag in the same pass, as
 #: before the window (with one, it proves itself on one workload first: test_rollorder.py).
@@ -43,14 +34,14 @@ AT_ONCE = Guardrails(healthy=timedelta(0))
 
 def pod(
     name: str,
-    digest: Digest | str = OLD,
+    digest: model.Digest | str = OLD,
     *,
     namespace: str = "shop",
     created: datetime = T0 - timedelta(days=1),
     ready: bool = True,
     image: str = IMAGE,
-) -> PodView:
-    image_id = f"{HOST}/team/app@{digest}" if isinstance(digest, Digest) else digest
+) -> model.PodView:
+    image_id = f"{HOST}/team/app@{digest}" if isinstance(digest, model.Digest) else digest
     return pod_view(
         name,
         image,
@@ -63,15 +54,15 @@ def pod(
 
 
 def enrolled(
-    name: str, pods: Sequence[PodView], *, namespace: str = "shop", image: str = IMAGE
-) -> Enrolled:
+    name: str, pods: Sequence[model.PodView], *, namespace: str = "shop", image: str = IMAGE
+) -> model.Enrolled:
     deployment = deployment_view(
         namespace=namespace,
         name=name,
         replicas=len(pods),
-        containers=(ContainerView("app", image, "Always"),),
+        containers=(model.ContainerView("app", image, "Always"),),
     )
-    return Enrolled(deployment, tuple(pods))
+    return model.Enrolled(deployment, tuple(pods))
 
 
 class FakeCluster:
@@ -79,10 +70,12 @@ class FakeCluster:
     about a workload's pods (by default the same), read by ``read_now``."""
 
     def __init__(
-        self, items: Sequence[Enrolled], outcome: DeleteOutcome = DeleteOutcome.DELETED
+        self,
+        items: Sequence[model.Enrolled],
+        outcome: model.DeleteOutcome = model.DeleteOutcome.DELETED,
     ) -> None:
         self.items = list(items)
-        self.fresh: dict[str, Sequence[PodView]] = {}
+        self.fresh: dict[str, Sequence[model.PodView]] = {}
         self.deleted: list[tuple[str, str, str]] = []
         self.outcome = outcome
         self.fail_on: set[str] = set()
@@ -90,22 +83,22 @@ class FakeCluster:
         self.reads: list[str] = []  # workload keys read fresh, in order
         self.calls: list[str] = []  # "snapshot", "read <key>", "delete <pod>", in order
 
-    def snapshot(self, scope: Scope = FULL) -> Sequence[Enrolled]:
+    def snapshot(self, scope: Scope = FULL) -> Sequence[model.Enrolled]:
         self.scopes.append(scope)
         self.calls.append("snapshot")
         return self.items
 
-    def read_now(self, workload: WorkloadView) -> Enrolled:
+    def read_now(self, workload: model.WorkloadView) -> model.Enrolled:
         self.reads.append(workload.key)
         self.calls.append(f"read {workload.key}")
         if workload.key in self.fresh:
-            return Enrolled(workload, tuple(self.fresh[workload.key]))
+            return model.Enrolled(workload, tuple(self.fresh[workload.key]))
         pods = next((e.pods for e in self.items if e.workload.key == workload.key), ())
-        return Enrolled(workload, pods)
+        return model.Enrolled(workload, pods)
 
     def delete_pod(
         self, namespace: str, name: str, uid: str, *, within: float | None = None
-    ) -> DeleteOutcome:
+    ) -> model.DeleteOutcome:
         if name in self.fail_on:
             raise RuntimeError(f"API said no to {name}")
         self.calls.append(f"delete {name}")
@@ -114,30 +107,30 @@ class FakeCluster:
 
 
 class FakeRegistry:
-    def __init__(self, answers: Mapping[TagRef, Digest | Unknown]) -> None:
+    def __init__(self, answers: Mapping[TagRef, model.Digest | model.Unknown]) -> None:
         self.answers = dict(answers)
         self.resolve_calls: list[list[TagRef]] = []
-        self.children_answers: dict[Digest, frozenset[Digest] | Unknown] = {}
-        self.children_calls: list[Digest] = []
-        self.cache: dict[Digest, frozenset[Digest]] = {}  # like the real client's
+        self.children_answers: dict[model.Digest, frozenset[model.Digest] | model.Unknown] = {}
+        self.children_calls: list[model.Digest] = []
+        self.cache: dict[model.Digest, frozenset[model.Digest]] = {}  # like the real client's
         # By default each manifest stands for its own config (different digest, different
         # content); tests set other answers, e.g. a mirror's manifest of the target's config.
-        self.content_answers: dict[Digest, ImageContent | Unknown] = {}
+        self.content_answers: dict[model.Digest, model.ImageContent | model.Unknown] = {}
         self.content_calls: list[ContentRequest] = []
-        self.content_cache: dict[Digest, ImageContent] = {}
+        self.content_cache: dict[model.Digest, model.ImageContent] = {}
 
-    def resolve(self, refs: Iterable[TagRef]) -> Mapping[TagRef, Digest | Unknown]:
+    def resolve(self, refs: Iterable[TagRef]) -> Mapping[TagRef, model.Digest | model.Unknown]:
         asked = list(refs)
         self.resolve_calls.append(asked)
-        return {r: self.answers.get(r, Unknown("not-found")) for r in asked}
+        return {r: self.answers.get(r, model.Unknown("not-found")) for r in asked}
 
-    def known_children(self) -> Mapping[Digest, frozenset[Digest]]:
+    def known_children(self) -> Mapping[model.Digest, frozenset[model.Digest]]:
         return dict(self.cache)
 
     def fetch_children(
         self, wanted: Iterable[ChildrenRequest]
-    ) -> Mapping[Digest, frozenset[Digest] | Unknown]:
-        answers: dict[Digest, frozenset[Digest] | Unknown] = {}
+    ) -> Mapping[model.Digest, frozenset[model.Digest] | model.Unknown]:
+        answers: dict[model.Digest, frozenset[model.Digest] | model.Unknown] = {}
         for item in wanted:
             self.children_calls.append(item.digest)
             answer = self.children_answers.get(item.digest, frozenset())
@@ -146,17 +139,19 @@ class FakeRegistry:
             answers[item.digest] = answer
         return answers
 
-    def known_content(self) -> Mapping[Digest, ImageContent]:
+    def known_content(self) -> Mapping[model.Digest, model.ImageContent]:
         return dict(self.content_cache)
 
     def fetch_content(
         self, wanted: Iterable[ContentRequest]
-    ) -> Mapping[Digest, ImageContent | Unknown]:
-        answers: dict[Digest, ImageContent | Unknown] = {}
+    ) -> Mapping[model.Digest, model.ImageContent | model.Unknown]:
+        answers: dict[model.Digest, model.ImageContent | model.Unknown] = {}
         for item in wanted:
             self.content_calls.append(item)
-            answer = self.content_answers.get(item.digest, ImageContent(frozenset({item.digest})))
-            if isinstance(answer, ImageContent):
+            answer = self.content_answers.get(
+                item.digest, model.ImageContent(frozenset({item.digest}))
+            )
+            if isinstance(answer, model.ImageContent):
                 self.content_cache[item.digest] = answer
             answers[item.digest] = answer
         return answers

@@ -13,31 +13,19 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import event
 from hypothesis import strategies as st
 
+from autoroll.core import model
 from autoroll.core.decide import Decision, Sighting, decide
 from autoroll.core.images import TagRef
-from autoroll.core.model import (
-    ContainerStatusView,
-    ContainerView,
-    DaemonSetStatus,
-    Digest,
-    NodeView,
-    PodView,
-    StatefulSetStatus,
-    Unknown,
-    UpdateStrategy,
-    WorkloadKind,
-    WorkloadView,
-)
 from autoroll.core.sightings import listed_uids, observe_targets
 from tests.support.decide_strategies import EachItsOwn
 from tests.support.kind_views import HOST, IMAGE, REF  # the kinds tables' image
 
-CONTAINERS = (ContainerView("app", IMAGE),)
+CONTAINERS = (model.ContainerView("app", IMAGE),)
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 
 
-def digest(n: int) -> Digest:
-    return Digest(f"sha256:{n + 1:064x}")
+def digest(n: int) -> model.Digest:
+    return model.Digest(f"sha256:{n + 1:064x}")
 
 
 @dataclass
@@ -45,16 +33,18 @@ class SimPod:
     name: str
     uid: str
     created: datetime
-    digest: Digest
+    digest: model.Digest
     revision: str
     node: str
     ready: bool = False
     terminating: bool = False
     crashes: bool = False  # never becomes Ready
 
-    def view(self) -> PodView:
-        status = ContainerStatusView("app", IMAGE, f"{HOST}/team/db@{self.digest}", self.ready)
-        return PodView(
+    def view(self) -> model.PodView:
+        status = model.ContainerStatusView(
+            "app", IMAGE, f"{HOST}/team/db@{self.digest}", self.ready
+        )
+        return model.PodView(
             namespace="ns",
             name=self.name,
             uid=self.uid,
@@ -72,7 +62,7 @@ class SimPod:
 class World:
     """One workload, its pods, its controller's lagging status, its nodes and the registry."""
 
-    kind: WorkloadKind
+    kind: model.WorkloadKind
     size: int  # StatefulSet replicas, or DaemonSet nodes
     on_delete: bool = False
     partition: int = 0
@@ -84,7 +74,7 @@ class World:
     pods: dict[str, SimPod] = field(default_factory=dict)
     node_ready: dict[str, bool] = field(default_factory=dict)
     current_revision: str = "r1"
-    status: StatefulSetStatus | DaemonSetStatus | None = None
+    status: model.StatefulSetStatus | model.DaemonSetStatus | None = None
     serial: int = 0
     deleted_by_autoroll: list[str] = field(default_factory=list)
 
@@ -99,7 +89,7 @@ class World:
 
     @property
     def name(self) -> str:
-        return "db" if self.kind is WorkloadKind.STATEFULSET else "agent"
+        return "db" if self.kind is model.WorkloadKind.STATEFULSET else "agent"
 
     @property
     def update_revision(self) -> str:
@@ -110,7 +100,7 @@ class World:
         return [f"{self.name}-{i}" for i in range(self.size)]
 
     def node_of(self, slot: str) -> str:
-        if self.kind is WorkloadKind.STATEFULSET:
+        if self.kind is model.WorkloadKind.STATEFULSET:
             return "n0"
         return f"n{slot.rpartition('-')[2]}"
 
@@ -119,7 +109,7 @@ class World:
         at the current revision."""
         ordinal = int(slot.rpartition("-")[2])
         held = (
-            self.kind is WorkloadKind.STATEFULSET
+            self.kind is model.WorkloadKind.STATEFULSET
             and not self.on_delete
             and ordinal < self.partition
         )
@@ -160,7 +150,7 @@ class World:
         write its status."""
         self.observed = self.generation
         missing = [s for s in self.slots() if s not in self.pods]
-        if self.kind is WorkloadKind.STATEFULSET and missing:
+        if self.kind is model.WorkloadKind.STATEFULSET and missing:
             # OrderedReady: the first missing ordinal, once every ordinal before it is Ready.
             before = self.slots()[: self.slots().index(missing[0])]
             if all(self.pods[s].ready for s in before):
@@ -177,7 +167,7 @@ class World:
         highest ordinal down to the partition; OnDelete: nothing (the user deletes)."""
         if self.on_delete or any(not p.ready or p.terminating for p in self.pods.values()):
             return
-        floor = self.partition if self.kind is WorkloadKind.STATEFULSET else 0
+        floor = self.partition if self.kind is model.WorkloadKind.STATEFULSET else 0
         for slot in reversed(self.slots()[floor:]):
             if self.pods[slot].revision != self.update_revision:
                 self.pods[slot].terminating = True
@@ -188,10 +178,12 @@ class World:
     def write_status(self) -> None:
         live = [p for p in self.pods.values() if not p.terminating]
         ready = sum(1 for p in live if p.ready)
-        if self.kind is WorkloadKind.STATEFULSET:
-            self.status = StatefulSetStatus(
+        if self.kind is model.WorkloadKind.STATEFULSET:
+            self.status = model.StatefulSetStatus(
                 update_strategy=(
-                    UpdateStrategy.ON_DELETE if self.on_delete else UpdateStrategy.ROLLING_UPDATE
+                    model.UpdateStrategy.ON_DELETE
+                    if self.on_delete
+                    else model.UpdateStrategy.ROLLING_UPDATE
                 ),
                 partition=self.partition,
                 ready_replicas=ready,
@@ -202,7 +194,7 @@ class World:
             )
         else:
             updated = sum(1 for p in live if p.revision == self.update_revision)
-            self.status = DaemonSetStatus(
+            self.status = model.DaemonSetStatus(
                 desired_number_scheduled=self.size,
                 number_ready=ready,
                 number_available=ready,
@@ -213,8 +205,8 @@ class World:
 
     # -- autoroll --------------------------------------------------------------------------
 
-    def view(self) -> WorkloadView:
-        return WorkloadView(
+    def view(self) -> model.WorkloadView:
+        return model.WorkloadView(
             "ns",
             self.name,
             self.size,
@@ -225,8 +217,8 @@ class World:
             status=self.status,
         )
 
-    def node_view(self, name: str) -> NodeView:
-        return NodeView(name, self.node_ready[name])
+    def node_view(self, name: str) -> model.NodeView:
+        return model.NodeView(name, self.node_ready[name])
 
     def assert_safe_to_delete(self, victim: str) -> None:
         """The truth at the moment of the deletion, not the lagging status."""
@@ -252,7 +244,7 @@ def autoroll_pass(world: World, memory: dict[TagRef, Sighting]) -> dict[TagRef, 
     listed = listed_uids([(workload, pods)], registries={HOST})
     target = digest(world.target)
     memory = observe_targets(memory, {REF: target}, now=world.now, listed=listed)
-    nodes: dict[str, NodeView | Unknown] = {}
+    nodes: dict[str, model.NodeView | model.Unknown] = {}
 
     def run() -> Decision:
         return decide(
@@ -287,7 +279,7 @@ def mostly(likely: object, rare: object) -> st.SearchStrategy[object]:
 
 @st.composite
 def worlds(draw: st.DrawFn) -> tuple[World, list[tuple[object, ...]]]:
-    kind = draw(st.sampled_from([WorkloadKind.STATEFULSET, WorkloadKind.DAEMONSET]))
+    kind = draw(st.sampled_from([model.WorkloadKind.STATEFULSET, model.WorkloadKind.DAEMONSET]))
     size = draw(st.integers(1, 4))
     world = World(
         kind,

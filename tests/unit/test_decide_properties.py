@@ -14,17 +14,9 @@ from datetime import timedelta
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
+from autoroll.core import model
 from autoroll.core.decide import Sighting, decide, is_settled
 from autoroll.core.images import RunningImage, TagRef, parse_running_image
-from autoroll.core.model import (
-    ContainerStatusView,
-    ContainerView,
-    Digest,
-    ImageContent,
-    PodView,
-    Unknown,
-    WorkloadView,
-)
 from tests.support.decide_strategies import (
     CONFIGS,
     DIGESTS,
@@ -51,7 +43,7 @@ image_ids = st.one_of(
 
 
 @st.composite
-def image_contents(draw: st.DrawFn) -> ImageContent:
+def image_contents(draw: st.DrawFn) -> model.ImageContent:
     """Some configs, each maybe named for a platform (as an index names its children)."""
     configs = draw(st.frozensets(st.sampled_from(CONFIGS), min_size=1, max_size=3))
     platforms = tuple(
@@ -59,7 +51,7 @@ def image_contents(draw: st.DrawFn) -> ImageContent:
         for platform, config in zip(PLATFORMS, sorted(configs), strict=False)
         if draw(st.booleans())
     )
-    return ImageContent(configs, platforms)
+    return model.ImageContent(configs, platforms)
 
 
 fractions = st.sampled_from([0, 1, 500, 999]).map(lambda ms: timedelta(milliseconds=ms))
@@ -67,16 +59,16 @@ SECOND = timedelta(seconds=1)
 
 
 @st.composite
-def pods(draw: st.DrawFn, index: int, calm: bool) -> PodView:
+def pods(draw: st.DrawFn, index: int, calm: bool) -> model.PodView:
     """A pod; ``calm`` pods are Running and Ready, so that Deployments are often settled."""
     containers = []
     statuses = []
     for name, image in IMAGES.items():
         spec_image = str(draw(mostly(image, f"{HOST}/team/{name}:old")))
-        containers.append(ContainerView(name, spec_image))
+        containers.append(model.ContainerView(name, spec_image))
         if draw(mostly(True, False)):
-            statuses.append(ContainerStatusView(name, spec_image, draw(image_ids)))
-    return PodView(
+            statuses.append(model.ContainerStatusView(name, spec_image, draw(image_ids)))
+    return model.PodView(
         namespace="ns",
         name=f"pod-{index}",
         uid=f"uid-{index}",
@@ -100,17 +92,17 @@ def scenarios(draw: st.DrawFn) -> dict[str, object]:
         name="app",
         replicas=draw(st.integers(min_value=0, max_value=max(count, 1))),
         containers=tuple(
-            ContainerView(n, i, str(draw(mostly("Always", "IfNotPresent", ""))))
+            model.ContainerView(n, i, str(draw(mostly("Always", "IfNotPresent", ""))))
             for n, i in IMAGES.items()
         ),
     )
-    resolved: dict[TagRef, Digest | Unknown] = {}
+    resolved: dict[TagRef, model.Digest | model.Unknown] = {}
     sightings: dict[TagRef, Sighting] = {}
     for ref in REFS.values():
-        answer = draw(st.one_of(digests, digests, digests, st.just(Unknown("http-5xx"))))
+        answer = draw(st.one_of(digests, digests, digests, st.just(model.Unknown("http-5xx"))))
         if draw(mostly(True, False)):
             resolved[ref] = answer
-        seen_digest = answer if isinstance(answer, Digest) else draw(digests)
+        seen_digest = answer if isinstance(answer, model.Digest) else draw(digests)
         if draw(mostly(True, False)):
             seen_at = draw(stamps) + draw(fractions)
             # Pods the sighting's pass listed were created before it, so none is stamped
@@ -121,27 +113,29 @@ def scenarios(draw: st.DrawFn) -> dict[str, object]:
             sightings[ref] = Sighting(
                 seen_digest if draw(mostly(True, False)) else draw(digests), seen_at, listed
             )
-    children: dict[Digest, frozenset[Digest] | Unknown] = {}
+    children: dict[model.Digest, frozenset[model.Digest] | model.Unknown] = {}
     for digest in DIGESTS:
         if draw(mostly(True, False)):
             children[digest] = draw(
                 st.one_of(
-                    st.just(frozenset[Digest]()),
+                    st.just(frozenset[model.Digest]()),
                     st.frozensets(digests, max_size=2),
-                    st.just(Unknown("timeout")),
+                    st.just(model.Unknown("timeout")),
                 )
             )
     # Mostly each manifest its own config (different digests, different content, as a real
     # push gives), sometimes a shared or partly shared set, unknown or not resolved yet.
-    contents: dict[Digest, ImageContent | Unknown] = {}
+    contents: dict[model.Digest, model.ImageContent | model.Unknown] = {}
     for digest in DIGESTS:
         kind = draw(mostly("own", "drawn", "unknown", "missing"))
         if kind == "own":
-            contents[digest] = ImageContent(frozenset({Digest("sha256:e" + digest.value[8:71])}))
+            contents[digest] = model.ImageContent(
+                frozenset({model.Digest("sha256:e" + digest.value[8:71])})
+            )
         elif kind == "drawn":
             contents[digest] = draw(image_contents())
         elif kind == "unknown":
-            contents[digest] = Unknown("not-found")
+            contents[digest] = model.Unknown("not-found")
     # Whether autoroll has deleted in this roll and, if so, which pods its read before that
     # first deletion listed (any of them may have been made after a sighting since).
     rolled_from = draw(
@@ -167,7 +161,7 @@ def test_no_deletion_breaks_a_safety_property(scenario: dict[str, object]) -> No
     children = scenario["children"]
     contents = scenario["contents"]
     sightings = scenario["sightings"]
-    assert isinstance(deployment, WorkloadView) and isinstance(pod_list, list)
+    assert isinstance(deployment, model.WorkloadView) and isinstance(pod_list, list)
     assert isinstance(resolved, dict) and isinstance(children, dict) and isinstance(sightings, dict)
     assert isinstance(contents, dict)
     rolled_from = scenario["rolled_from"]
@@ -212,13 +206,13 @@ def test_no_deletion_breaks_a_safety_property(scenario: dict[str, object]) -> No
     # Property 6: it runs other content. Its configs and the target's are known, and none
     # of its is the target's, or its node's platform picks one on each side and they differ.
     theirs = contents.get(action.to_digest)
-    assert isinstance(theirs, ImageContent)
+    assert isinstance(theirs, model.ImageContent)
     if running.is_config:
-        mine = ImageContent(frozenset({running.digest}))
+        mine = model.ImageContent(frozenset({running.digest}))
     else:
         assert running.host == HOST, "a reference on another host was resolved"
         found = contents.get(running.digest)
-        assert isinstance(found, ImageContent)
+        assert isinstance(found, model.ImageContent)
         mine = found
     platform = victim.platform
     picked = (
