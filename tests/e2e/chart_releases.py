@@ -8,14 +8,14 @@ Kept apart from the tests so they read as the upgrade steps they take.
 
 from __future__ import annotations
 
-import re
 import shlex
-import shutil
 import tarfile
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from tests.support.chart_copy import released_as
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "autoroll"
@@ -67,13 +67,7 @@ def values(*, migrator_tag: str = "v1", role: str | None = None) -> dict[str, An
 
 def chart_release(directory: Path, version: str, app_version: str) -> Path:
     """A copy of the working-tree chart released as another version (what a bump publishes)."""
-    target = directory / f"autoroll-{version}"
-    shutil.copytree(CHART, target, ignore=shutil.ignore_patterns("tests"))
-    meta = (target / "Chart.yaml").read_text(encoding="utf-8")
-    meta = re.sub(r"(?m)^version: .*$", f"version: {version}", meta)
-    meta = re.sub(r"(?m)^appVersion: .*$", f'appVersion: "{app_version}"', meta)
-    (target / "Chart.yaml").write_text(meta, encoding="utf-8")
-    return target
+    return released_as(directory / f"autoroll-{version}", version, app_version)
 
 
 def released_chart(directory: Path, version: str) -> Path:

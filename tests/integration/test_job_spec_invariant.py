@@ -23,7 +23,6 @@ import copy
 import json
 import os
 import re
-import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +40,7 @@ from tests.integration.job_spec_values import (
     base_values,
     word,
 )
+from tests.support.chart_copy import released_as
 
 pytestmark = pytest.mark.integration
 
@@ -216,13 +216,7 @@ _DOC_NAME = re.compile(r'^metadata:\n  name: "(.*)"$', re.MULTILINE)
 def chart_copy(directory: Path, version: str, app_version: str) -> Path:
     """The working-tree chart with another version and appVersion (a chart release)."""
     target = directory / f"chart-{version}-{app_version or 'none'}"
-    if not target.exists():
-        shutil.copytree(CHART, target, ignore=shutil.ignore_patterns("tests"))
-        meta = (target / "Chart.yaml").read_text(encoding="utf-8")
-        meta = re.sub(r"(?m)^version: .*$", f"version: {version}", meta)
-        meta = re.sub(r"(?m)^appVersion: .*$", f"appVersion: {json.dumps(app_version)}", meta)
-        (target / "Chart.yaml").write_text(meta, encoding="utf-8")
-    return target
+    return target if target.exists() else released_as(target, version, app_version)
 
 
 def render(
