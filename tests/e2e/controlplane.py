@@ -88,11 +88,21 @@ class ControlPlane:
     cluster_egress: Path | None = None
 
     def api_client(self) -> Any:
-        """A fresh ``kubernetes.client.ApiClient`` authenticated as cluster admin."""
+        """A fresh ``kubernetes.client.ApiClient`` authenticated as cluster admin.
+
+        The admin token never expires, so the client does without the kubeconfig loader's
+        refresh hook. That hook copies the kubeconfig into the client before every request,
+        and setting ``host`` reads the proxy variables by iterating ``os.environ``; from a
+        background thread (the simulated kubelet, the watchers) that races with pytest
+        setting and removing ``PYTEST_CURRENT_TEST`` in the main thread, and a request
+        fails with ``KeyError: 'PYTEST_CURRENT_TEST'`` (seen once in CI).
+        """
         from kubernetes import config
 
         new_client: Any = config.new_client_from_config
-        return new_client(config_file=str(self.kubeconfig))
+        api = new_client(config_file=str(self.kubeconfig))
+        api.configuration.refresh_api_key_hook = None
+        return api
 
 
 # --- certificates -------------------------------------------------------------
