@@ -41,9 +41,12 @@ def test_each_xdist_worker_draws_from_a_slice_of_its_own() -> None:
 def test_a_port_is_not_handed_out_again_while_the_caller_may_not_have_bound_it() -> None:
     # Two ports asked for before either is bound (a controller's LISTEN_ADDR and PROBE_ADDR)
     # must differ; drawing at random from a range of 1,000, 300 draws would repeat one.
+    # The whole range, as outside a distributed run: under pytest -n, this worker's slice of
+    # 1,000 ports would hold fewer than 300.
     low = FLOOR + 1000
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(ports, "ephemeral_range", lambda: (low, 60999))
+        patch.setattr(ports, "worker_slice", lambda candidates: candidates)
         handed = [free_port() for _ in range(300)]
     assert len(set(handed)) == len(handed)
     assert all(FLOOR <= port < low for port in handed)
