@@ -15,10 +15,9 @@ from typing import Any
 
 import yaml
 
-from tests.support.chart_copy import released_as
+from tests.support.chart_copy import CHART, released_as
 
 REPO = Path(__file__).resolve().parents[2]
-CHART = REPO / "charts" / "autoroll"
 # Released charts as users got them (``helm package``; see releases/README.md): 0.1.0, the
 # release before the pod-template fix (issue 12), and 0.2.0, the first one with it.
 RELEASES_DIR = Path(__file__).parent / "releases"

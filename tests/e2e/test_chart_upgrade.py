@@ -50,7 +50,6 @@ import yaml
 from tests.conftest import require_tool
 from tests.e2e.argo_cd import ArgoCD, run_argo_syncs
 from tests.e2e.chart_releases import (
-    CHART,
     CURRENT_VERSION,
     DIGEST,
     RELEASES_DIR,
@@ -72,6 +71,7 @@ from tests.e2e.helm_runner import (
 from tests.e2e.helpers import batch_api
 from tests.e2e.kubelet import SimulatedKubelet
 from tests.e2e.kubelet_images import StaticResolver
+from tests.support.chart_copy import CHART
 from tests.support.wait import eventually
 
 pytestmark = pytest.mark.e2e

@@ -40,12 +40,10 @@ from tests.integration.job_spec_values import (
     base_values,
     word,
 )
-from tests.support.chart_copy import released_as
+from tests.support.chart_copy import CHART, released_as
 
 pytestmark = pytest.mark.integration
 
-ROOT = Path(__file__).resolve().parents[2]
-CHART = ROOT / "charts" / "autoroll"
 EXAMPLES = int(os.environ.get("JOBHASH_INVARIANT_EXAMPLES", "30"))
 RANDOM = os.environ.get("JOBHASH_PARITY_RANDOM", "") == "1"
 NAMESPACE = "inv"
